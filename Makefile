@@ -1,0 +1,26 @@
+# privface — the only entry points: make install | demo | test
+VENV    ?= .venv
+PYTHON  ?= python3
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.privface-installed
+# Extra pytest arguments, e.g. make test TEST_ARGS="--runslow -x"
+TEST_ARGS ?=
+
+.PHONY: install demo test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/privface demo
+
+test: install
+	$(PY) -m pytest $(TEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

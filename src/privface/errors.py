@@ -1,0 +1,25 @@
+"""Typed errors raised by privface; each carries a message fit to show a user."""
+
+
+class PrivfaceError(Exception):
+    """Base class of every error privface raises on purpose."""
+
+
+class ImageError(PrivfaceError):
+    """The input is not a readable image (missing file, not an image, corrupt, wrong array shape)."""
+
+
+class NoFaceError(PrivfaceError):
+    """No face was found in an image."""
+
+
+class ModelError(PrivfaceError):
+    """A model file is missing, corrupt, or of the wrong kind/shape."""
+
+
+class DatasetError(PrivfaceError):
+    """A dataset folder or protocol file is missing or malformed."""
+
+
+class TemplateError(PrivfaceError):
+    """A template has the wrong shape, type or range for the requested encoding."""

@@ -1,0 +1,87 @@
+"""What every face backend returns and promises: detected, aligned, embedded faces."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from ..errors import NoFaceError
+from .image import ImageInput, load_rgb
+
+Which = Literal["largest", "all"]
+
+
+@dataclass(frozen=True)
+class Face:
+    """One face found in an image.
+
+    box: (left, top, right, bottom) in input-image pixels; landmarks: 5×2 (x, y) in input-image pixels
+    (dlib 5-point order: right-eye outer/inner, left-eye outer/inner, nose base); chip: the aligned
+    face the embedding was computed from (H×W×3 uint8); embedding: 1-D float32; detector: which
+    detector found it ("hog", "cnn", or "whole" for a pre-cropped face).
+    """
+
+    box: tuple[int, int, int, int]
+    landmarks: np.ndarray
+    chip: np.ndarray
+    embedding: np.ndarray
+    detector: str = "hog"
+    score: float = field(default=0.0, compare=False)
+
+    @property
+    def area(self) -> int:
+        l, t, r, b = self.box
+        return max(0, r - l) * max(0, b - t)
+
+
+class Backend(ABC):
+    """A face backend: image → faces with embeddings, and the distance that compares embeddings.
+
+    Subclasses set `name`, `dim`, `metric` ("euclidean" or "cosine": cosine backends return unit
+    vectors, so Euclidean distance orders pairs exactly as cosine similarity does) and
+    `threshold`, the default decision threshold on `distance` (same person if distance ≤ threshold).
+    """
+
+    name: str = ""
+    dim: int = 0
+    metric: str = "euclidean"
+    threshold: float = 0.6
+
+    @abstractmethod
+    def faces_rgb(self, rgb: np.ndarray, which: Which = "largest") -> list[Face]:
+        """Faces in an H×W×3 uint8 RGB array, largest first; [] when there is none."""
+
+    def options(self) -> dict:
+        """Everything that changes the embedding; part of the embedding-cache key."""
+        return {"backend": self.name}
+
+    def faces(self, image: ImageInput, which: Which = "largest") -> list[Face]:
+        """Faces in an image given as a path, bytes, PIL image or array (see `load_rgb`)."""
+        return self.faces_rgb(load_rgb(image), which)
+
+    def embed(self, image: ImageInput) -> np.ndarray:
+        """The embedding of the largest face; raises NoFaceError when there is none."""
+        found = self.faces(image, "largest")
+        if not found:
+            raise NoFaceError(f"no face found in {_describe(image)}")
+        return found[0].embedding
+
+    @staticmethod
+    def distance(a: np.ndarray, b: np.ndarray) -> float:
+        """Euclidean distance between two embeddings (or row-wise for 2-D arrays)."""
+        return np.linalg.norm(np.asarray(a, np.float64) - np.asarray(b, np.float64), axis=-1)
+
+
+def _describe(image: ImageInput) -> str:
+    if isinstance(image, (str, bytes)) and not isinstance(image, bytes):
+        return str(image)
+    try:
+        import os
+
+        if isinstance(image, os.PathLike):
+            return os.fspath(image)
+    except TypeError:
+        pass
+    return f"the given {type(image).__name__}"

@@ -1,0 +1,106 @@
+"""Face detection and landmarks with dlib: HOG detector first, dlib's CNN (MMOD) detector as fallback.
+
+Small images (ORL is 92×112) are upscaled before detection so that faces reach the detectors'
+minimum size (~80 px for HOG); boxes and landmarks are reported in input-image pixels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import dlib
+import numpy as np
+from PIL import Image
+
+from .models import model_path
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A detected face in *working* (possibly upscaled) pixels, with the scale back to input pixels."""
+
+    rect: dlib.rectangle
+    detector: str  # "hog" | "cnn" | "whole"
+    score: float
+    scale: float  # working pixels per input pixel
+
+    @property
+    def box(self) -> tuple[int, int, int, int]:
+        s = self.scale
+        r = self.rect
+        return (round(r.left() / s), round(r.top() / s), round(r.right() / s), round(r.bottom() / s))
+
+    @property
+    def area(self) -> int:
+        return self.rect.width() * self.rect.height()
+
+
+class Detector:
+    """dlib HOG detector with upsampling, falling back to the CNN detector when HOG finds nothing.
+
+    min_side: images whose shorter side is below it are upscaled (bicubic) to reach it before
+    detection; landmarks and chips are taken from the upscaled image, which makes them steadier
+    on small faces. upsample: the HOG detector's own pyramid upsampling steps.
+    whole_fallback: when both detectors fail, treat the whole (pre-cropped) image as the face box.
+    """
+
+    def __init__(self, min_side: int = 224, upsample: int = 1, cnn_fallback: bool = True,
+                 whole_fallback: bool = False):
+        self.min_side = min_side
+        self.upsample = upsample
+        self.cnn_fallback = cnn_fallback
+        self.whole_fallback = whole_fallback
+
+    def options(self) -> dict:
+        return {"min_side": self.min_side, "upsample": self.upsample, "cnn_fallback": self.cnn_fallback,
+                "whole_fallback": self.whole_fallback}
+
+    @cached_property
+    def _hog(self):
+        return dlib.get_frontal_face_detector()
+
+    @cached_property
+    def _cnn(self):
+        return dlib.cnn_face_detection_model_v1(str(model_path("detector_cnn")))
+
+    @cached_property
+    def _sp5(self):
+        return dlib.shape_predictor(str(model_path("landmarks5")))
+
+    @cached_property
+    def _sp68(self):
+        return dlib.shape_predictor(str(model_path("landmarks68")))
+
+    def working_image(self, rgb: np.ndarray) -> tuple[np.ndarray, float]:
+        """The image detection runs on (upscaled if small) and its scale relative to the input."""
+        h, w = rgb.shape[:2]
+        if min(h, w) >= self.min_side:
+            return rgb, 1.0
+        scale = self.min_side / min(h, w)
+        big = Image.fromarray(rgb).resize((round(w * scale), round(h * scale)), Image.BICUBIC)
+        return np.ascontiguousarray(np.asarray(big)), scale
+
+    def detect(self, work: np.ndarray, scale: float = 1.0) -> list[Detection]:
+        """Detections in a working image, largest first."""
+        found: list[Detection] = []
+        rects, scores, _ = self._hog.run(work, self.upsample, 0.0)
+        found = [Detection(r, "hog", float(s), scale) for r, s in zip(rects, scores)]
+        if not found and self.cnn_fallback:
+            ups = 1 if min(work.shape[:2]) < 400 else 0
+            found = [Detection(m.rect, "cnn", float(m.confidence), scale) for m in self._cnn(work, ups)]
+        if not found and self.whole_fallback:
+            h, w = work.shape[:2]
+            found = [Detection(dlib.rectangle(0, 0, w - 1, h - 1), "whole", 0.0, scale)]
+        found.sort(key=lambda d: d.area, reverse=True)
+        return found
+
+    def landmarks5(self, work: np.ndarray, det: Detection) -> dlib.full_object_detection:
+        return self._sp5(work, det.rect)
+
+    def landmarks68(self, work: np.ndarray, det: Detection) -> dlib.full_object_detection:
+        return self._sp68(work, det.rect)
+
+
+def shape_to_array(shape: dlib.full_object_detection, scale: float = 1.0) -> np.ndarray:
+    """Landmarks as an n×2 float array of (x, y), divided by `scale` (working → input pixels)."""
+    return np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float64) / scale
