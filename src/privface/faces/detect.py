@@ -83,11 +83,11 @@ class Detector:
     def detect(self, work: np.ndarray, scale: float = 1.0) -> list[Detection]:
         """Detections in a working image, largest first."""
         found: list[Detection] = []
-        rects, scores, _ = self._hog.run(work, self.upsample, 0.0)
+        small = min(work.shape[:2]) < 400  # pyramid upsampling only where faces may be < 80 px
+        rects, scores, _ = self._hog.run(work, self.upsample if small else 0, 0.0)
         found = [Detection(r, "hog", float(s), scale) for r, s in zip(rects, scores)]
         if not found and self.cnn_fallback:
-            ups = 1 if min(work.shape[:2]) < 400 else 0
-            found = [Detection(m.rect, "cnn", float(m.confidence), scale) for m in self._cnn(work, ups)]
+            found = [Detection(m.rect, "cnn", float(m.confidence), scale) for m in self._cnn(work, int(small))]
         if not found and self.whole_fallback:
             h, w = work.shape[:2]
             found = [Detection(dlib.rectangle(0, 0, w - 1, h - 1), "whole", 0.0, scale)]

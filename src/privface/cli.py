@@ -1,0 +1,203 @@
+"""privface command line: thin — parses, calls the library, prints (tables for people, --json for scripts)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from .errors import PrivfaceError
+
+
+def _backend_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="dlib-resnet128", choices=["dlib-resnet128", "pca", "onnx"],
+                   help="face backend (default: dlib-resnet128)")
+    p.add_argument("--model", help="model file for --backend pca or onnx")
+    p.add_argument("--jitter", type=int, default=None, help="dlib-resnet128: jitter passes per face (slower, steadier)")
+    p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
+
+
+def _spec(a) -> dict:
+    spec = {"name": a.backend}
+    if a.model:
+        spec["model"] = a.model
+    if a.backend == "dlib-resnet128":
+        if a.jitter is not None:
+            spec["jitter"] = a.jitter
+        if a.flip:
+            spec["flip"] = True
+    elif a.jitter is not None or a.flip:
+        raise PrivfaceError("--jitter and --flip apply to --backend dlib-resnet128 only")
+    return spec
+
+
+def _print(obj: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(obj, default=_jsonable))
+        return
+    width = max(len(k) for k in obj)
+    for k, v in obj.items():
+        if isinstance(v, float):
+            v = f"{v:.6g}"
+        elif isinstance(v, dict):
+            v = "  ".join(f"{kk}: {vv:.4g}" if isinstance(vv, float) else f"{kk}: {vv}" for kk, vv in v.items())
+        elif isinstance(v, list) and len(v) > 8:
+            v = f"[{len(v)} values]"
+        print(f"{k:<{width}}  {v}")
+
+
+def _jsonable(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def cmd_embed(a) -> int:
+    from .faces.registry import make_backend
+
+    backend = make_backend(**_spec(a))
+    faces = backend.faces(a.image, "all" if a.all else "largest")
+    if not faces:
+        raise PrivfaceError(f"no face found in {a.image}")
+    rows = [{"box": list(f.box), "detector": f.detector, "landmarks": f.landmarks.round(1).tolist(),
+             "embedding": [round(float(x), 6) for x in f.embedding]} for f in faces]
+    out = {"image": a.image, "backend": backend.name, "dim": len(faces[0].embedding), "faces": rows}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        for k, f in enumerate(rows):
+            e = f["embedding"]
+            print(f"face {k}: box={f['box']} detector={f['detector']} embedding[{len(e)}]="
+                  f"[{', '.join(f'{x:.4f}' for x in e[:4])}, …]")
+    return 0
+
+
+def cmd_compare(a) -> int:
+    import time
+
+    from .faces.registry import make_backend
+
+    backend = make_backend(**_spec(a))
+    t0 = time.perf_counter()
+    ea, eb = backend.embed(a.image_a), backend.embed(a.image_b)
+    dist = float(backend.distance(ea, eb))
+    thr = a.threshold if a.threshold is not None else backend.threshold
+    out = {"backend": backend.name, "distance": round(dist, 6), "threshold": thr,
+           "match": dist <= thr, "seconds": round(time.perf_counter() - t0, 3)}
+    _print(out, a.json)
+    return 0
+
+
+def cmd_eval(a) -> int:
+    from .eval.datasets import load
+    from .eval.run import evaluate
+
+    ds = load(a.dataset, a.data_root)
+    out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
+                   progress=not a.json, report=a.report)
+    _print(out, a.json)
+    return 0
+
+
+def cmd_bench(a) -> int:
+    from .eval import bench
+
+    if a.what == "faces":
+        dataset = a.dataset or ("orl" if (a.data_root or os.environ.get("PRIVFACE_DATA")) else "demo")
+        out = bench.bench_faces(_spec(a), dataset=dataset, images=a.images, data_root=a.data_root,
+                                repeat=a.repeat)
+    else:
+        raise PrivfaceError(f"unknown benchmark {a.what!r}")
+    _print(out, a.json)
+    return 0
+
+
+def cmd_demo(a) -> int:
+    from .demo import run_demo
+
+    return run_demo(as_json=a.json)
+
+
+def cmd_train_pca(a) -> int:
+    from .eval.datasets import load
+    from .faces.pca import PCABackend
+
+    ds = load(a.dataset, a.data_root)
+    backend = PCABackend.train(ds.paths, labels=ds.ids, k=a.k)
+    backend.save(a.out)
+    _print({"model": a.out, "k": a.k, "images": len(ds.paths)}, a.json)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="privface", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("embed", help="detect, align and embed the faces in an image")
+    s.add_argument("image")
+    s.add_argument("--all", action="store_true", help="every face, not only the largest")
+    _backend_args(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_embed)
+
+    s = sub.add_parser("compare", help="plaintext baseline: distance, threshold and decision for two images")
+    s.add_argument("image_a")
+    s.add_argument("image_b")
+    s.add_argument("--threshold", type=float, help="decision threshold on distance (default: the backend's)")
+    _backend_args(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_compare)
+
+    s = sub.add_parser("eval", help="verification accuracy on a dataset")
+    s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
+    s.add_argument("--protocol", default="plain", choices=["plain"])
+    s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
+    s.add_argument("--report", metavar="DIR", help="write ROC/DET/histogram PNGs and summary.md here")
+    s.add_argument("--workers", type=int, help="embedding processes (default: one per core)")
+    s.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    _backend_args(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("bench", help="benchmarks (medians)")
+    s.add_argument("what", choices=["faces"])
+    s.add_argument("--images", type=int, default=40, help="how many images to time")
+    s.add_argument("--repeat", type=int, default=3, help="timed passes per image")
+    s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
+    s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
+    _backend_args(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("train-pca", help="fit an eigenfaces (PCA) model on a dataset")
+    s.add_argument("--dataset", required=True)
+    s.add_argument("--data-root")
+    s.add_argument("-k", type=int, default=32, help="components (seed 000 uses 16–48)")
+    s.add_argument("--out", required=True, help="model file to write")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_train_pca)
+
+    s = sub.add_parser("demo", help="enrol and verify on an embedded photo; no download, no dataset")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except PrivfaceError as e:
+        print(f"privface: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("privface: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Backends by name, so the CLI, worker processes and the cache agree on one configuration."""
+from __future__ import annotations
+
+from .base import Backend
+
+BACKENDS = ("dlib-resnet128", "pca", "onnx")
+
+
+def make_backend(name: str = "dlib-resnet128", model: str | None = None, **options) -> Backend:
+    """A backend by name. `model` is the model file for `pca` (trained with `privface train-pca`)
+    and `onnx` (an ArcFace-style .onnx file); options go to the backend's constructor."""
+    if name == "dlib-resnet128":
+        from .detect import Detector
+        from .dlib_resnet import DlibResNetBackend
+
+        det_keys = ("min_side", "upsample", "cnn_fallback", "whole_fallback")
+        det = Detector(**{k: options.pop(k) for k in det_keys if k in options})
+        return DlibResNetBackend(detector=det, **options)
+    if name in ("pca", "onnx") and not model:
+        from ..errors import ModelError
+
+        raise ModelError(f"backend {name!r} needs a model file (--model PATH)")
+    if name == "pca":
+        from .pca import PCABackend
+
+        return PCABackend.load(model, **options)
+    if name == "onnx":
+        from .onnx_backend import OnnxBackend
+
+        return OnnxBackend(model, **options)
+    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")

@@ -1,0 +1,40 @@
+import os
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", help="also run the slow dataset evaluations")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    """The datasets root from PRIVFACE_DATA; tests that need it are skipped without it."""
+    value = os.environ.get("PRIVFACE_DATA")
+    if not value or not Path(value).is_dir():
+        pytest.skip("PRIVFACE_DATA is not set to the datasets folder")
+    return Path(value)
+
+
+@pytest.fixture(scope="session")
+def backend():
+    from privface.faces.registry import make_backend
+
+    return make_backend()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Tests never touch the user's embedding cache unless PRIVFACE_CACHE points somewhere on purpose."""
+    if not os.environ.get("PRIVFACE_CACHE"):
+        monkeypatch.setenv("PRIVFACE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
