@@ -112,3 +112,19 @@ def test_unknown_backend_and_missing_model():
         make_backend("nope")
     with pytest.raises(ModelError, match="needs a model file"):
         make_backend("onnx")
+
+
+def test_center_mode_picks_the_face_nearest_the_centre(backend, hopper):
+    a = load_rgb(hopper)
+    h, w = a.shape[:2]
+    small = np.asarray(Image.fromarray(a).resize((w // 2, h // 2)))
+    canvas = np.full((h, w * 2 + w // 2, 3), 128, np.uint8)
+    canvas[:, :w] = a  # large face, left
+    x0 = (canvas.shape[1] - small.shape[1]) // 2 + w // 4
+    canvas[h // 4: h // 4 + small.shape[0], x0: x0 + small.shape[1]] = small  # small face, right of centre
+    largest, = backend.faces(canvas, "largest")
+    center, = backend.faces(canvas, "center")
+    assert largest.box[0] < w // 2 < center.box[0]
+    assert largest.area > center.area
+    with pytest.raises(ValueError, match="which must be"):
+        backend.faces(canvas, "biggest")

@@ -31,7 +31,7 @@ class Dataset:
     pairs: np.ndarray | None = None
     genuine: np.ndarray | None = None
     folds: np.ndarray | None = None
-    meta: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)  # "face": which face an image stands for (default largest)
 
     @property
     def subjects(self) -> int:
@@ -87,7 +87,8 @@ def load_orl(root: str | os.PathLike | None = None) -> Dataset:
 
 def load_lfw(root: str | os.PathLike | None = None) -> Dataset:
     """LFW with the standard 10-fold pairs protocol (lfw/pairs.txt: `10 300`, then per fold 300
-    same-person lines `Name i j` and 300 different-person lines `Name1 i Name2 j`)."""
+    same-person lines `Name i j` and 300 different-person lines `Name1 i Name2 j`). LFW images are
+    centred on the named person, so the face nearest the centre stands for the image."""
     base = data_root(root) / "lfw"
     pairs_file = base / "pairs.txt"
     if not pairs_file.is_file():
@@ -126,7 +127,7 @@ def load_lfw(root: str | os.PathLike | None = None) -> Dataset:
         raise DatasetError(f"LFW: {len(missing)} images named in pairs.txt are missing, e.g. {missing[0]}")
     ids = np.array([p.parent.name for p in paths])
     return Dataset("lfw", paths, ids, np.array(pairs), np.array(genuine), np.array(folds),
-                   {"folds": n_folds, "pairs_per_class": n_per})
+                   {"folds": n_folds, "pairs_per_class": n_per, "face": "center"})
 
 
 def load(name: str, root: str | os.PathLike | None = None) -> Dataset:

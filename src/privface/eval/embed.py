@@ -30,14 +30,19 @@ class Embedded:
         return int((~self.found).sum())
 
 
-def _init(spec: dict) -> None:
+def _init(spec: dict, single_thread: bool = False) -> None:
     global _worker_backend
+    if single_thread:  # one process per core: keep onnxruntime from oversubscribing the cores
+        from ..faces import dlib_onnx
+
+        dlib_onnx.DEFAULT_THREADS = 1
     _worker_backend = make_backend(**spec)
 
 
-def _embed_one(path: str) -> tuple[str, np.ndarray | None]:
+def _embed_one(job: tuple[str, str]) -> tuple[str, np.ndarray | None]:
+    path, which = job
     try:
-        faces = _worker_backend.faces(path, "largest")
+        faces = _worker_backend.faces(path, which)
     except PrivfaceError:
         return "", None
     if not faces:
@@ -45,12 +50,18 @@ def _embed_one(path: str) -> tuple[str, np.ndarray | None]:
     return faces[0].detector, faces[0].embedding
 
 
-def embed_paths(paths: list[Path], spec: dict, *, cache: bool | str = True, workers: int | None = None,
-                progress: bool = False, batch: int = 32) -> Embedded:
-    """Embed the largest face of each image with the backend `make_backend(**spec)`."""
+def embed_paths(paths: list[Path], spec: dict, *, which: str = "largest", cache: bool | str = True,
+                workers: int | None = None, progress: bool = False, batch: int = 32) -> Embedded:
+    """Embed one face per image (the largest, or with which="center" the most central) with the
+    backend `make_backend(**spec)`."""
     backend = make_backend(**spec)
+    if spec.get("name", "dlib-resnet128") == "dlib-resnet128":
+        from ..faces.dlib_onnx import cached_model_path
+
+        cached_model_path()  # convert once here, not concurrently in every worker
     keys = [file_key(p) for p in paths]
-    store = EmbeddingCache(backend.options(), None if cache is True else cache) if cache else None
+    options = {**backend.options(), "which": which}
+    store = EmbeddingCache(options, None if cache is True else cache) if cache else None
     known = store.get_many(sorted(set(keys))) if store else {}
     todo = sorted({k: str(p) for k, p in zip(keys, paths) if k not in known}.items())
     workers = workers or min(len(todo), os.cpu_count() or 1) or 1
@@ -59,11 +70,12 @@ def embed_paths(paths: list[Path], spec: dict, *, cache: bool | str = True, work
         if todo:
             if workers == 1:
                 _init(spec)
-                results = map(_embed_one, (p for _, p in todo))
+                results = map(_embed_one, ((p, which) for _, p in todo))
                 _drain(results, todo, known, store, bar, batch)
             else:
-                with ProcessPoolExecutor(workers, initializer=_init, initargs=(spec,)) as pool:
-                    _drain(pool.map(_embed_one, (p for _, p in todo), chunksize=4), todo, known, store, bar, batch)
+                with ProcessPoolExecutor(workers, initializer=_init, initargs=(spec, True)) as pool:
+                    jobs = ((p, which) for _, p in todo)
+                    _drain(pool.map(_embed_one, jobs, chunksize=4), todo, known, store, bar, batch)
     finally:
         if bar is not None:
             bar.close()

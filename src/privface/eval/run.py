@@ -36,7 +36,8 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
     if protocol != "plain":
         raise ValueError(f"protocol {protocol!r} is not available yet; only 'plain'")
     t0 = time.perf_counter()
-    emb = embed_paths(ds.paths, spec, cache=cache, workers=workers, progress=progress)
+    which = ds.meta.get("face", "largest")
+    emb = embed_paths(ds.paths, spec, which=which, cache=cache, workers=workers, progress=progress)
     i, j, genuine, folds = pair_protocol(ds)
     d = distances(emb.vectors, emb.found, i, j)
     res = metrics.summarize(d, genuine)
@@ -47,6 +48,7 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         "dataset": ds.name,
         "backend": spec.get("name", "dlib-resnet128"),
         "protocol": protocol,
+        "face": which,
         "images": len(ds.paths),
         "subjects": ds.subjects,
         "undetected": emb.undetected,

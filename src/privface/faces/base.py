@@ -1,6 +1,7 @@
 """What every face backend returns and promises: detected, aligned, embedded faces."""
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Literal
@@ -10,7 +11,7 @@ import numpy as np
 from ..errors import NoFaceError
 from .image import ImageInput, load_rgb
 
-Which = Literal["largest", "all"]
+Which = Literal["largest", "center", "all"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ class Backend(ABC):
 
     @abstractmethod
     def faces_rgb(self, rgb: np.ndarray, which: Which = "largest") -> list[Face]:
-        """Faces in an H×W×3 uint8 RGB array, largest first; [] when there is none."""
+        """Faces in an H×W×3 uint8 RGB array; [] when there is none. which: "largest" (one face),
+        "center" (one face, nearest the image centre) or "all" (largest first)."""
 
     def options(self) -> dict:
         """Everything that changes the embedding; part of the embedding-cache key."""
@@ -61,9 +63,9 @@ class Backend(ABC):
         """Faces in an image given as a path, bytes, PIL image or array (see `load_rgb`)."""
         return self.faces_rgb(load_rgb(image), which)
 
-    def embed(self, image: ImageInput) -> np.ndarray:
-        """The embedding of the largest face; raises NoFaceError when there is none."""
-        found = self.faces(image, "largest")
+    def embed(self, image: ImageInput, which: Which = "largest") -> np.ndarray:
+        """The embedding of the largest (or most central) face; raises NoFaceError when there is none."""
+        found = self.faces(image, which)
         if not found:
             raise NoFaceError(f"no face found in {_describe(image)}")
         return found[0].embedding
@@ -75,13 +77,6 @@ class Backend(ABC):
 
 
 def _describe(image: ImageInput) -> str:
-    if isinstance(image, (str, bytes)) and not isinstance(image, bytes):
-        return str(image)
-    try:
-        import os
-
-        if isinstance(image, os.PathLike):
-            return os.fspath(image)
-    except TypeError:
-        pass
+    if isinstance(image, (str, os.PathLike)):
+        return os.fspath(image)
     return f"the given {type(image).__name__}"

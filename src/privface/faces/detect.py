@@ -101,6 +101,21 @@ class Detector:
         return self._sp68(work, det.rect)
 
 
+def select(dets: list[Detection], which: str, shape: tuple[int, ...]) -> list[Detection]:
+    """The detections to use: "largest" (one), "center" (one: nearest the image centre, the subject
+    of a pre-centred dataset such as LFW) or "all" (largest first)."""
+    if which == "all":
+        return dets
+    if not dets:
+        return []
+    if which == "largest":
+        return dets[:1]
+    if which == "center":
+        cy, cx = shape[0] / 2, shape[1] / 2
+        return [min(dets, key=lambda d: (d.rect.center().x - cx) ** 2 + (d.rect.center().y - cy) ** 2)]
+    raise ValueError(f"which must be 'largest', 'center' or 'all', got {which!r}")
+
+
 def shape_to_array(shape: dlib.full_object_detection, scale: float = 1.0) -> np.ndarray:
     """Landmarks as an n×2 float array of (x, y), divided by `scale` (working → input pixels)."""
     return np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float64) / scale

@@ -25,7 +25,7 @@ def make_backend(name: str = "dlib-resnet128", model: str | None = None, **optio
 
         return PCABackend.load(model, **options)
     if name == "onnx":
-        from .onnx_backend import OnnxBackend
+        from .onnx_backend import ONNXBackend
 
-        return OnnxBackend(model, **options)
+        return ONNXBackend(model, **options)
     raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
