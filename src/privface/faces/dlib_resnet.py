@@ -12,6 +12,7 @@ from functools import cached_property
 
 import dlib
 import numpy as np
+from PIL import Image
 
 from .base import Backend, Face, Which
 from .detect import Detector, select, shape_to_array
@@ -21,8 +22,9 @@ from .models import model_path
 class DlibResNetBackend(Backend):
     """dlib ResNet-128 embeddings (Euclidean metric, dlib's published threshold 0.6).
 
-    jitter: dlib's test-time augmentation (`dlib.jitter_image`: random crops/flips of the chip,
-    embeddings averaged); one network pass per jitter. flip: average with the mirrored chip's
+    jitter: test-time augmentation as dlib's `jitter_image` does it (small random rotations, zooms,
+    shifts and mirror flips of the chip, embeddings averaged) but with a fixed seed, so the same
+    image always gives the same embedding; one network pass per jitter. flip: average with the mirrored chip's
     embedding (one extra pass). engine: "onnx" (default) or "dlib"; both compute the same network,
     so the engine is not part of `options()` (the embedding cache is shared).
     """
@@ -79,7 +81,7 @@ class DlibResNetBackend(Backend):
 
     def embed_chip(self, chip: np.ndarray) -> np.ndarray:
         """Embedding of an aligned 150×150 chip (as made by dlib.get_face_chip)."""
-        chips = dlib.jitter_image(chip, self.jitter) if self.jitter > 0 else [chip]
+        chips = jitter_chips(chip, self.jitter) if self.jitter > 0 else [chip]
         if self.flip:
             chips = chips + [np.ascontiguousarray(c[:, ::-1]) for c in chips]
         return self._embed_batch(chips).mean(axis=0).astype(np.float32)
@@ -88,3 +90,23 @@ class DlibResNetBackend(Backend):
 def _five_from_68(p: np.ndarray) -> np.ndarray:
     """dlib's 5-point layout (eye corners, nose base) picked from the 68-point layout."""
     return p[[45, 42, 36, 39, 33]]
+
+
+def jitter_chips(chip: np.ndarray, n: int, seed: int = 0) -> list[np.ndarray]:
+    """n jittered copies of a chip: rotation ±3°, zoom 0.97–1, shift ±2 %, mirrored with p = ½ —
+    the distribution of dlib's `jitter_image`, drawn from a seeded generator (reproducible)."""
+    rng = np.random.default_rng(seed)
+    h, w = chip.shape[:2]
+    im = Image.fromarray(chip)
+    out = []
+    for _ in range(n):
+        angle = np.deg2rad(rng.uniform(-3, 3))
+        zoom = rng.uniform(0.97, 1.0)
+        tx, ty = rng.uniform(-0.02, 0.02, size=2) * (w, h)
+        # output pixel p samples the input at c + R(angle)·(p − c)·zoom + t  (c: chip centre)
+        c, s = np.cos(angle) * zoom, np.sin(angle) * zoom
+        cx, cy = (w - 1) / 2, (h - 1) / 2
+        coeffs = (c, -s, cx - c * cx + s * cy + tx, s, c, cy - s * cx - c * cy + ty)
+        j = np.asarray(im.transform((w, h), Image.AFFINE, coeffs, resample=Image.BILINEAR))
+        out.append(np.ascontiguousarray(j[:, ::-1] if rng.random() < 0.5 else j))
+    return out
