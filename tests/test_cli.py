@@ -84,3 +84,14 @@ def test_demo_runs_and_decides_correctly():
     out = json.loads(r.stdout)
     assert out["correct"] == out["total"] == 6
     assert {a["genuine"] for a in out["attempts"]} == {True, False}
+
+
+def test_train_pca_then_compare_with_it(mini_dataset, tmp_path):
+    model = tmp_path / "pca.npz"
+    out = json.loads(run("train-pca", "--dataset", str(mini_dataset), "-k", "4", "--out", str(model), "--json").stdout)
+    assert out["k"] == 4 and out["images"] == 8 and model.is_file()
+    hopper = str(mini_dataset / "hopper" / "0.png")
+    same = json.loads(run("compare", hopper, hopper, "--backend", "pca", "--model", str(model), "--json").stdout)
+    assert same["backend"] == "pca" and same["distance"] == 0 and same["match"] is True
+    r = run("compare", hopper, hopper, "--backend", "pca", "--model", str(tmp_path / "missing.npz"), check=False)
+    assert r.returncode == 2 and "no such PCA model file" in r.stderr
