@@ -66,7 +66,7 @@ def test_eval_folder_dataset_json_and_report(mini_dataset, tmp_path):
         assert key in out, key
     assert out["images"] == 8 and out["subjects"] == 2 and out["undetected"] == 0
     assert out["genuine_pairs"] == 12 and out["impostor_pairs"] == 16
-    assert out["eer"] == 0 and out["auc"] == 1.0
+    assert out["eer"] == 0 and out["auc"] == 1.0 and out["rank1"] == 1.0
     assert set(out["tar_at_far"]) == {"1e-4", "1e-3", "1e-2"}
     assert {p.name for p in rep.iterdir()} == {"roc.png", "det.png", "hist.png", "summary.md"}
     again = json.loads(run("eval", "--dataset", str(mini_dataset), "--json").stdout)

@@ -32,6 +32,7 @@ def test_orl_every_image_detected(orl):
 
 def test_orl_eer(orl):
     assert orl["eer"] <= 0.009, orl["eer"]
+    assert orl["rank1"] >= 0.99, orl["rank1"]
 
 
 def test_orl_quantized_templates_keep_accuracy(orl):

@@ -65,12 +65,28 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
     if folds is not None:
         acc, std = metrics.kfold_accuracy(d, genuine, folds)
         out["accuracy_10fold"], out["accuracy_std"] = acc, std
+    else:  # all-pairs datasets: closed-set identification, every image a probe against the rest
+        out["rank1"] = _rank1(emb.vectors, emb.found, ds.ids)
     out["embedded_now"] = emb.computed
     out["seconds"] = round(time.perf_counter() - t0, 3)
     if report:
         metrics_title = f"{ds.name} · {out['backend']} · {protocol}"
         out["report"] = [str(p) for p in _report(report, d, genuine, metrics_title, out)]
     return out
+
+
+def _rank1(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray) -> float:
+    """Leave-one-out rank-1 rate; an image without a face counts as a miss."""
+    ids = np.asarray(ids)
+    usable_found, usable_all = _usable(ids[found]), _usable(ids)
+    if usable_found == 0:
+        return 0.0
+    return metrics.rank1_leave_one_out(vectors[found], ids[found]) * usable_found / usable_all
+
+
+def _usable(ids: np.ndarray) -> int:
+    _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    return int((counts[inverse] >= 2).sum())
 
 
 def _report(out_dir, d, genuine, title, summary):
