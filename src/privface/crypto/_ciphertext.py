@@ -1,4 +1,5 @@
-"""Ciphertexts living in a multiplicative group Z*_X (internal base of Paillier and Joye–Libert).
+"""Keys and ciphertexts of schemes living in a multiplicative group Z*_X (internal base of Paillier and
+Joye–Libert).
 
 In both schemes the homomorphic operations of seed 000 §II-B are group operations:
 C₁ ⊞ C₂ = C₁·C₂, a·C = C^a, ⊟C = C⁻¹ (mod X), and adding a public constant m multiplies by a
@@ -11,7 +12,7 @@ from __future__ import annotations
 import gmpy2
 
 from ..errors import CryptoError
-from ._common import as_int, pack, unpack
+from ._common import as_int, centered, pack, security_bits, unpack
 
 
 class GroupCiphertext:
@@ -109,3 +110,69 @@ class GroupCiphertext:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(key={self.public_key.fingerprint.hex()}, value=0x{int(self.value):x}"[:80] + "…)"
+
+
+class GroupPublicKey:
+    """What Paillier's and Joye–Libert's public keys share. Subclasses set ``SCHEME``, ``TAG``,
+    ``CIPHERTEXT`` and the attributes ``n``, ``bits``, ``fingerprint``, and define ``message_space``,
+    ``group_modulus``, ``plain_factor``, ``encrypt``, ``validate`` and ``_public_values``."""
+
+    __slots__ = ()
+
+    @property
+    def security_bits(self) -> int:
+        return security_bits(self.bits)
+
+    def ciphertext(self, value):
+        """A ciphertext from its integer value (e.g. from python-paillier or the wire), validated."""
+        return self.CIPHERTEXT(self, value)
+
+    def _unit(self, value, group: str, bound: str):
+        """The value as mpz if 0 < c < X and gcd(c, N) = 1, else CryptoError (group Z_X, bound X as text)."""
+        c = as_int(value, f"{self.SCHEME} ciphertext")
+        if not 0 < c < self.group_modulus:
+            raise CryptoError(f"{self.SCHEME} ciphertext is outside {group} for this key (must satisfy 0 < c < {bound})")
+        if gmpy2.gcd(c, self.n) != 1:
+            raise CryptoError(f"{self.SCHEME} ciphertext is not a unit of {group} (gcd(c, N) ≠ 1)")
+        return c
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other._public_values() == self._public_values()
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        extra = "".join(f"{k}={v}, " for k, v in self._repr_fields().items())
+        return f"{type(self).__name__}(bits={self.bits}, {extra}fingerprint={self.fingerprint.hex()})"
+
+    def _repr_fields(self) -> dict:
+        return {}
+
+
+class GroupPrivateKey:
+    """What the private keys share: the message space, checking a ciphertext before decryption,
+    signed decryption, and a ``repr`` that names the key but never shows the secret."""
+
+    __slots__ = ()
+
+    @property
+    def message_space(self) -> int:
+        return self.public_key.message_space
+
+    def _own(self, c):
+        """The value of a ciphertext of this scheme under this key, else CryptoError."""
+        cls = self.public_key.CIPHERTEXT
+        if not isinstance(c, cls):
+            raise CryptoError(f"expected a {cls.__name__}, got {type(c).__name__}")
+        if c.public_key != self.public_key:
+            raise CryptoError(f"{self.public_key.SCHEME} ciphertext was made under a different public key")
+        return c.value
+
+    def decrypt_signed(self, c) -> int:
+        """Dec(c) as a signed integer in (−|M|/2, |M|/2]."""
+        return centered(self.decrypt(c), self.message_space)
+
+    def __repr__(self) -> str:
+        public = repr(self.public_key)
+        return public.replace("PublicKey(", "PrivateKey(", 1)[:-1] + ", secret)"

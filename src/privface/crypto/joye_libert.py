@@ -39,17 +39,8 @@ import gmpy2
 from gmpy2 import mpz
 
 from ..errors import CryptoError
-from ._ciphertext import GroupCiphertext
-from ._common import (
-    as_int,
-    centered,
-    check_modulus_bits,
-    crt,
-    fingerprint,
-    random_prime,
-    random_unit,
-    security_bits,
-)
+from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
+from ._common import as_int, check_modulus_bits, crt, fingerprint, random_prime, random_unit, security_bits
 
 WINDOW_BITS = 8  # decryption table of 2^8 entries
 
@@ -81,11 +72,18 @@ def _check_k(bits: int, k: int, insecure_test_params: bool) -> None:
         )
 
 
-class JoyeLibertPublicKey:
+class JoyeLibertCiphertext(GroupCiphertext):
+    """c ∈ J_N ⊂ Z*_N: ``c1 + c2``, ``c + m``, ``a * c``, ``-c``, ``c.rerandomize()``, ``to_bytes``/``from_bytes``."""
+
+    __slots__ = ()
+
+
+class JoyeLibertPublicKey(GroupPublicKey):
     """pk = (N, y, k)."""
 
     SCHEME = "Joye-Libert"
     TAG = b"J"
+    CIPHERTEXT = JoyeLibertCiphertext
     __slots__ = ("n", "y", "k", "two_k", "bits", "fingerprint", "ciphertext_bytes", "insecure_test_params")
 
     def __init__(self, n, y, k: int, *, insecure_test_params: bool = False) -> None:
@@ -112,10 +110,6 @@ class JoyeLibertPublicKey:
     def group_modulus(self):
         return self.n
 
-    @property
-    def security_bits(self) -> int:
-        return security_bits(self.bits)
-
     def plain_factor(self, m):
         """y^m mod N."""
         return gmpy2.powmod(self.y, m, self.n)
@@ -131,29 +125,19 @@ class JoyeLibertPublicKey:
 
     def validate(self, value):
         """The value as mpz if 0 < c < N, gcd(c, N) = 1 and (c/N) = +1, else CryptoError."""
-        c = as_int(value, "Joye–Libert ciphertext")
-        if not 0 < c < self.n:
-            raise CryptoError("Joye–Libert ciphertext is outside Z_N for this key (must satisfy 0 < c < N)")
-        if gmpy2.gcd(c, self.n) != 1:
-            raise CryptoError("Joye–Libert ciphertext is not a unit of Z_N (gcd(c, N) ≠ 1)")
+        c = self._unit(value, "Z_N", "N")
         if gmpy2.jacobi(c, self.n) != 1:
-            raise CryptoError("Joye–Libert ciphertext has Jacobi symbol −1: not in the ciphertext group J_N")
+            raise CryptoError("Joye-Libert ciphertext has Jacobi symbol −1: not in the ciphertext group J_N")
         return c
 
-    def ciphertext(self, value) -> JoyeLibertCiphertext:
-        return JoyeLibertCiphertext(self, value)
+    def _public_values(self) -> tuple:
+        return (self.n, self.y, self.k)
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, JoyeLibertPublicKey) and (other.n, other.y, other.k) == (self.n, self.y, self.k)
-
-    def __hash__(self) -> int:
-        return hash(self.fingerprint)
-
-    def __repr__(self) -> str:
-        return f"JoyeLibertPublicKey(bits={self.bits}, k={self.k}, fingerprint={self.fingerprint.hex()})"
+    def _repr_fields(self) -> dict:
+        return {"k": self.k}
 
 
-class JoyeLibertPrivateKey:
+class JoyeLibertPrivateKey(GroupPrivateKey):
     """sk = p (q kept for the owner's CRT encryption). ``repr`` never shows them."""
 
     __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_table", "_steps", "_w")
@@ -189,10 +173,6 @@ class JoyeLibertPrivateKey:
             y = _draw_y(p, q)
         return cls(JoyeLibertPublicKey(p * q, y, k, insecure_test_params=insecure_test_params), p, q)
 
-    @property
-    def message_space(self) -> int:
-        return self.public_key.message_space
-
     def encrypt(self, m) -> JoyeLibertCiphertext:
         """Enc(m) by the key owner: y^m·x^(2^k) computed mod p and mod q (x uniform by CRT) and combined."""
         pk = self.public_key
@@ -202,13 +182,10 @@ class JoyeLibertPrivateKey:
         return JoyeLibertCiphertext._trusted(pk, crt(cp, cq, self.p, self.q, self.q_inv_p))
 
     def decrypt(self, c: JoyeLibertCiphertext) -> int:
-        """Dec(c) ∈ [0, 2^k): discrete log of c^p' mod p to the base g, w bits per step."""
-        if not isinstance(c, JoyeLibertCiphertext):
-            raise CryptoError(f"expected a JoyeLibertCiphertext, got {type(c).__name__}")
-        if c.public_key != self.public_key:
-            raise CryptoError("Joye–Libert ciphertext was made under a different public key")
+        """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
+        the base g, w bits per step."""
         p, k, w = self.p, self.public_key.k, self._w
-        h = gmpy2.powmod(c.value, self.p_prime, p)  # = g^m
+        h = gmpy2.powmod(self._own(c), self.p_prime, p)  # = g^m
         m = 0
         for step, s in zip(self._steps, range(0, k, w)):
             width = min(w, k - s)
@@ -221,19 +198,6 @@ class JoyeLibertPrivateKey:
                 h = h * gmpy2.powmod(step, digit, p) % p
         return m
 
-    def decrypt_signed(self, c: JoyeLibertCiphertext) -> int:
-        """Dec(c) as a signed integer in (−2^(k−1), 2^(k−1)]."""
-        return centered(self.decrypt(c), self.public_key.two_k)
-
-    def __repr__(self) -> str:
-        pk = self.public_key
-        return f"JoyeLibertPrivateKey(bits={pk.bits}, k={pk.k}, fingerprint={pk.fingerprint.hex()}, secret)"
-
-
-class JoyeLibertCiphertext(GroupCiphertext):
-    """c ∈ J_N ⊂ Z*_N: ``c1 + c2``, ``c + m``, ``a * c``, ``-c``, ``c.rerandomize()``, ``to_bytes``/``from_bytes``."""
-
-    __slots__ = ()
 
 
 def _draw_y(p, q) -> mpz:

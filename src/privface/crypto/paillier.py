@@ -24,24 +24,28 @@ import gmpy2
 from gmpy2 import mpz
 
 from ..errors import CryptoError
-from ._ciphertext import GroupCiphertext
-from ._common import (
-    as_int,
-    centered,
-    check_modulus_bits,
-    crt,
-    fingerprint,
-    random_prime,
-    random_unit,
-    security_bits,
-)
+from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
+from ._common import as_int, check_modulus_bits, crt, fingerprint, random_prime, random_unit
 
 
-class PaillierPublicKey:
+class PaillierCiphertext(GroupCiphertext):
+    """c ∈ Z*_{N²}: ``c1 + c2``, ``c + m``, ``a * c``, ``-c``, ``c.rerandomize()``, ``to_bytes``/``from_bytes``."""
+
+    __slots__ = ()
+
+    def rerandomize(self, *, pool: RnPool | None = None) -> PaillierCiphertext:
+        """c·r^N mod N²: same plaintext, fresh randomness (r^N from ``pool`` when given)."""
+        pk = self.public_key
+        rn = pk.random_rn() if pool is None else pool.take(pk)
+        return self._trusted(pk, self.value * rn % pk.nsquare)
+
+
+class PaillierPublicKey(GroupPublicKey):
     """pk = N (g = N + 1 implied). Build it from a received N with ``PaillierPublicKey(n)``."""
 
     SCHEME = "Paillier"
     TAG = b"P"
+    CIPHERTEXT = PaillierCiphertext
     __slots__ = ("n", "nsquare", "bits", "fingerprint", "ciphertext_bytes", "insecure_test_params")
 
     def __init__(self, n, *, insecure_test_params: bool = False) -> None:
@@ -65,10 +69,6 @@ class PaillierPublicKey:
     def group_modulus(self):
         return self.nsquare
 
-    @property
-    def security_bits(self) -> int:
-        return security_bits(self.bits)
-
     def plain_factor(self, m):
         """g^m = 1 + mN (mod N²) for 0 ≤ m < N."""
         return (1 + m * self.n) % self.nsquare
@@ -85,28 +85,13 @@ class PaillierPublicKey:
 
     def validate(self, value):
         """The value as mpz if it is a unit of Z_{N²} (0 < c < N², gcd(c, N) = 1), else CryptoError."""
-        c = as_int(value, "Paillier ciphertext")
-        if not 0 < c < self.nsquare:
-            raise CryptoError("Paillier ciphertext is outside Z_{N²} for this key (must satisfy 0 < c < N²)")
-        if gmpy2.gcd(c, self.n) != 1:
-            raise CryptoError("Paillier ciphertext is not a unit of Z_{N²} (gcd(c, N) ≠ 1)")
-        return c
+        return self._unit(value, "Z_{N²}", "N²")
 
-    def ciphertext(self, value) -> PaillierCiphertext:
-        """A ciphertext from its integer value (e.g. from python-paillier), validated."""
-        return PaillierCiphertext(self, value)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, PaillierPublicKey) and other.n == self.n
-
-    def __hash__(self) -> int:
-        return hash(self.fingerprint)
-
-    def __repr__(self) -> str:
-        return f"PaillierPublicKey(bits={self.bits}, fingerprint={self.fingerprint.hex()})"
+    def _public_values(self) -> tuple:
+        return (self.n,)
 
 
-class PaillierPrivateKey:
+class PaillierPrivateKey(GroupPrivateKey):
     """sk = (p, q) with CRT constants. ``repr`` never shows them."""
 
     __slots__ = ("public_key", "p", "q", "psquare", "qsquare", "hp", "hq", "q_inv_p", "qsq_inv_psq")
@@ -131,10 +116,6 @@ class PaillierPrivateKey:
         p, q = as_int(p, "p"), as_int(q, "q")
         return cls(PaillierPublicKey(p * q, insecure_test_params=insecure_test_params), p, q)
 
-    @property
-    def message_space(self) -> int:
-        return self.public_key.message_space
-
     def random_rn(self):
         """r^N mod N² for a fresh uniform r, by CRT from z_p^p mod p² and z_q^q mod q² (module docstring)."""
         rp = gmpy2.powmod(random_unit(self.p), self.p, self.psquare)
@@ -149,34 +130,11 @@ class PaillierPrivateKey:
         return PaillierCiphertext._trusted(pk, pk.plain_factor(m) * rn % pk.nsquare)
 
     def decrypt(self, c: PaillierCiphertext) -> int:
-        """Dec(c) ∈ [0, N) by CRT."""
-        if not isinstance(c, PaillierCiphertext):
-            raise CryptoError(f"expected a PaillierCiphertext, got {type(c).__name__}")
-        if c.public_key != self.public_key:
-            raise CryptoError("Paillier ciphertext was made under a different public key")
-        mp = (gmpy2.powmod(c.value, self.p - 1, self.psquare) - 1) // self.p * self.hp % self.p
-        mq = (gmpy2.powmod(c.value, self.q - 1, self.qsquare) - 1) // self.q * self.hq % self.q
+        """Dec(c) ∈ [0, N) by CRT (``decrypt_signed``: in (−N/2, N/2])."""
+        c = self._own(c)
+        mp = (gmpy2.powmod(c, self.p - 1, self.psquare) - 1) // self.p * self.hp % self.p
+        mq = (gmpy2.powmod(c, self.q - 1, self.qsquare) - 1) // self.q * self.hq % self.q
         return int(crt(mp, mq, self.p, self.q, self.q_inv_p))
-
-    def decrypt_signed(self, c: PaillierCiphertext) -> int:
-        """Dec(c) as a signed integer in (−N/2, N/2]."""
-        return centered(self.decrypt(c), self.public_key.n)
-
-    def __repr__(self) -> str:
-        pk = self.public_key
-        return f"PaillierPrivateKey(bits={pk.bits}, fingerprint={pk.fingerprint.hex()}, secret)"
-
-
-class PaillierCiphertext(GroupCiphertext):
-    """c ∈ Z*_{N²}: ``c1 + c2``, ``c + m``, ``a * c``, ``-c``, ``c.rerandomize()``, ``to_bytes``/``from_bytes``."""
-
-    __slots__ = ()
-
-    def rerandomize(self, *, pool: RnPool | None = None) -> PaillierCiphertext:
-        """c·r^N mod N²: same plaintext, fresh randomness (r^N from ``pool`` when given)."""
-        pk = self.public_key
-        rn = pk.random_rn() if pool is None else pool.take(pk)
-        return self._trusted(pk, self.value * rn % pk.nsquare)
 
 
 class RnPool:
