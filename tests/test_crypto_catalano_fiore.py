@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from privface.crypto import catalano_fiore as cf
 from privface.crypto.joye_libert import JLParams, generate_joye_libert_keypair
+from privface.crypto.lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import CryptoError
 
@@ -48,6 +49,13 @@ class CountingKey:
 
 
 values = st.one_of(st.sampled_from([0, 1, -1, 128, -128, 2**62, -(2**62)]), st.integers(-(2**62), 2**62))
+
+
+def test_both_base_schemes_implement_the_lhe_interface(keys):
+    pk, sk = keys
+    assert isinstance(pk, LHEPublicKey) and isinstance(sk, LHEPrivateKey)
+    assert isinstance(pk.encrypt(1), LHECiphertext) and isinstance(sk.encrypt(1), LHECiphertext)
+    assert not isinstance(5, LHECiphertext)
 
 
 @FAST

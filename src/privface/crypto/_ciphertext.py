@@ -109,7 +109,7 @@ class GroupCiphertext:
         return hash((self.public_key.fingerprint, int(self.value)))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(key={self.public_key.fingerprint.hex()}, value=0x{int(self.value):x}"[:80] + "…)"
+        return f"{type(self).__name__}(key={self.public_key.fingerprint.hex()}, value=0x{int(self.value):x}"[:72] + "…)"
 
 
 class GroupPublicKey:
