@@ -104,12 +104,19 @@ def cmd_eval(a) -> int:
 
 
 def cmd_bench(a) -> int:
+    if a.what == "crypto":
+        from .eval import bench_crypto
+
+        rows = bench_crypto.bench_crypto(repeat=a.repeat or 15, workers=a.workers,
+                                         insecure_test_params=a.insecure_test_params)
+        print(json.dumps(rows) if a.json else bench_crypto.format_table(rows))
+        return 0
     from .eval import bench
 
     if a.what == "faces":
         dataset = a.dataset or ("orl" if (a.data_root or os.environ.get("PRIVFACE_DATA")) else "demo")
         out = bench.bench_faces(_spec(a), dataset=dataset, images=a.images, data_root=a.data_root,
-                                repeat=a.repeat)
+                                repeat=a.repeat or 3)
     else:
         raise PrivfaceError(f"unknown benchmark {a.what!r}")
     _print(out, a.json)
@@ -164,9 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces"])
+    s.add_argument("what", choices=["faces", "crypto"])
     s.add_argument("--images", type=int, default=40, help="how many images to time")
-    s.add_argument("--repeat", type=int, default=3, help="timed passes per image")
+    s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
+                   "crypto: timings per fast operation (default 15)")
+    s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption (default: one per core)")
+    s.add_argument("--insecure-test-params", action="store_true",
+                   help="crypto: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     _backend_args(s)

@@ -23,3 +23,7 @@ class DatasetError(PrivfaceError):
 
 class TemplateError(PrivfaceError):
     """A template has the wrong shape, type or range for the requested encoding."""
+
+
+class CryptoError(PrivfaceError):
+    """A key, ciphertext, encoding or parameter set is invalid, insecure or used with the wrong key."""

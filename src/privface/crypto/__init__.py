@@ -1,0 +1,49 @@
+"""Crypto core: schemes only, no protocol logic (DESIGN.md). This part is the additively homomorphic half:
+
+* ``paillier`` — Paillier (seed 004 §2.1) with CRT decryption, owner encryption and r^N pools;
+* ``joye_libert`` — Joye–Libert LHE over Z_{2^k} (the base scheme of seed 000), ``JL_112`` / ``JL_128``;
+* ``catalano_fiore`` — the Catalano–Fiore transform and the improved transform HE′ (seed 000 §II-C, §IV-A)
+  over any ``lhe`` base scheme;
+* ``packing`` — the GSM packing scheme (seed 004 §4) and its parameter solver.
+
+Keys below 2048 bits exist only with ``insecure_test_params=True``.
+"""
+from ._common import MIN_MODULUS_BITS, SECURITY_BITS, security_bits
+from .joye_libert import (
+    JL_112,
+    JL_128,
+    JLParams,
+    JoyeLibertCiphertext,
+    JoyeLibertPrivateKey,
+    JoyeLibertPublicKey,
+    generate_joye_libert_keypair,
+)
+from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
+from .paillier import (
+    PaillierCiphertext,
+    PaillierPrivateKey,
+    PaillierPublicKey,
+    RnPool,
+    generate_paillier_keypair,
+)
+
+__all__ = [
+    "JL_112",
+    "JL_128",
+    "JLParams",
+    "JoyeLibertCiphertext",
+    "JoyeLibertPrivateKey",
+    "JoyeLibertPublicKey",
+    "LHECiphertext",
+    "LHEPrivateKey",
+    "LHEPublicKey",
+    "MIN_MODULUS_BITS",
+    "PaillierCiphertext",
+    "PaillierPrivateKey",
+    "PaillierPublicKey",
+    "RnPool",
+    "SECURITY_BITS",
+    "generate_joye_libert_keypair",
+    "generate_paillier_keypair",
+    "security_bits",
+]

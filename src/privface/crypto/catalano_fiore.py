@@ -1,0 +1,242 @@
+"""Catalano–Fiore transform (seed 000 §II-C, after Catalano & Fiore, ePrint 2014/813) and the improved
+transform HE′ of seed 000 §IV-A, over any LHE with a public message space M (``lhe.py``: Paillier,
+Joye–Libert).
+
+* Level 1: Enc(m) = (a, β) = (m − b, Enc^(b)) ∈ M × Ĉ with b ∈_R M; Dec = a + Dec^(β).
+* Level 2: (α, β) ∈ Ĉ × Ĉ^(2×l), the columns (β_1,i, β_2,i). Dec (eq. 1):
+  Dec^(α) + Σ_i Dec^(β_1,i)·Dec^(β_2,i) — 2l + 1 base decryptions.
+* HE′ (§IV-A): Square gives the column (β, 0)ᵀ, stored here as ``(β, None)``; such a column decrypts to
+  Dec^(β)² (eq. 2), one base decryption. ESED (eq. 3) builds the encrypted squared Euclidean distance of
+  two encrypted k-vectors as one level-2 ciphertext with k square columns: k + 1 base decryptions
+  instead of the 2k + 1 of the original transform (``sed_original``).
+
+Level-2 decryption runs its independent base decryptions in a thread pool; gmpy2 releases the GIL
+inside big-integer operations in those threads (``_common.release_gil``), so they use all cores.
+(Seed 000 §IV-A writes β̄_i = β_i ⊞ β'_i; the difference ā_i = a_i − a'_i needs β_i ⊟ β'_i, as in its eq. 4.)
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from ..errors import CryptoError
+from ._common import as_int, centered, release_gil
+from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
+
+
+def _space(beta: LHECiphertext) -> int:
+    return beta.public_key.message_space
+
+
+@dataclass(frozen=True)
+class Level1:
+    """(a, β) ∈ M × Ĉ. ``+``/``-`` with Level1 or a public constant is Add₁, ``c * C`` is cMult₁."""
+
+    a: int
+    beta: LHECiphertext
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.beta, LHECiphertext):
+            raise CryptoError(f"level-1 β must be a base-scheme ciphertext, got {type(self.beta).__name__}")
+        object.__setattr__(self, "a", int(as_int(self.a, "level-1 a")) % _space(self.beta))
+
+    def __add__(self, other):
+        return add1(self, other)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return Level1(-self.a, -self.beta)
+
+    def __sub__(self, other):
+        return add1(self, -other)
+
+    def __rsub__(self, other):
+        return add1(-self, other)
+
+    def __mul__(self, c):
+        return cmult1(c, self)
+
+    __rmul__ = __mul__
+
+
+Column = tuple[LHECiphertext, LHECiphertext | None]
+
+
+@dataclass(frozen=True)
+class Level2:
+    """(α, β) ∈ Ĉ × Ĉ^(2×l); a column (β, None) is the (β, 0)ᵀ of Square. ``+`` is Add₂, ``c * D`` is cMult₂."""
+
+    alpha: LHECiphertext
+    columns: tuple[Column, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.alpha, LHECiphertext):
+            raise CryptoError(f"level-2 α must be a base-scheme ciphertext, got {type(self.alpha).__name__}")
+        cols = tuple((b1, b2) for b1, b2 in self.columns)
+        pk = self.alpha.public_key
+        for b1, b2 in cols:
+            for b in (b1,) if b2 is None else (b1, b2):
+                if not isinstance(b, LHECiphertext) or b.public_key != pk:
+                    raise CryptoError("every ciphertext of a level-2 ciphertext must be under the same public key")
+        object.__setattr__(self, "columns", cols)
+
+    @property
+    def base_decryptions(self) -> int:
+        """How many base decryptions ``decrypt`` performs: 1 + 2 per product column + 1 per square column."""
+        return 1 + sum(1 if b2 is None else 2 for _, b2 in self.columns)
+
+    def __add__(self, other):
+        return add2(self, other)
+
+    def __mul__(self, c):
+        return cmult2(c, self)
+
+    __rmul__ = __mul__
+
+
+# ---------------------------------------------------------------- level 1 (§II-C)
+
+
+def encrypt(key: LHEPublicKey | LHEPrivateKey, m: int) -> Level1:
+    """Enc(m) = (m − b, Enc^(b)), b ∈_R M. With the private key the owner's faster base encryption is used."""
+    space = key.message_space
+    b = secrets.randbelow(space)
+    return Level1((as_int(m, "plaintext") - b) % space, key.encrypt(b))
+
+
+def add1(c1: Level1, c2) -> Level1:
+    """Add₁: (a₁ + a₂, β₁ ⊞ β₂); a public integer constant is added to a alone."""
+    if isinstance(c2, Level1):
+        return Level1(c1.a + c2.a, c1.beta + c2.beta)
+    if isinstance(c2, Level2):
+        raise CryptoError("Add₁ takes level-1 ciphertexts; lift with to_level2() and use add2")
+    return Level1(c1.a + as_int(c2, "constant"), c1.beta)
+
+
+def cmult1(c, c1: Level1) -> Level1:
+    """cMult₁: (c·a, c·β)."""
+    if not isinstance(c1, Level1):
+        raise CryptoError(f"cMult₁ takes a level-1 ciphertext, got {type(c1).__name__}")
+    c = as_int(c, "constant")
+    return Level1(c * c1.a, c * c1.beta)
+
+
+# ---------------------------------------------------------------- level 2 (§II-C, §IV-A)
+
+
+def mult(c1: Level1, c2: Level1) -> Level2:
+    """Mult: α = Enc^(a₁a₂) ⊞ a₁·β₂ ⊞ a₂·β₁, β = (β₁, β₂)ᵀ."""
+    if not (isinstance(c1, Level1) and isinstance(c2, Level1)):
+        raise CryptoError("Mult takes two level-1 ciphertexts")
+    pk = c1.beta.public_key
+    alpha = pk.encrypt(c1.a * c2.a) + c1.a * c2.beta + c2.a * c1.beta
+    return Level2(alpha, ((c1.beta, c2.beta),))
+
+
+def square(c1: Level1) -> Level2:
+    """Square (HE′, §IV-A): (Enc^(a²) ⊞ 2a·β, (β, 0)ᵀ) — decrypts to (a + b)² with one base decryption of β."""
+    if not isinstance(c1, Level1):
+        raise CryptoError("Square takes a level-1 ciphertext")
+    pk = c1.beta.public_key
+    return Level2(pk.encrypt(c1.a * c1.a) + (2 * c1.a) * c1.beta, ((c1.beta, None),))
+
+
+def add2(d1: Level2, d2: Level2) -> Level2:
+    """Add₂: (α₁ ⊞ α₂, [β₁, β₂])."""
+    if not (isinstance(d1, Level2) and isinstance(d2, Level2)):
+        raise CryptoError("Add₂ takes two level-2 ciphertexts (lift level 1 with to_level2)")
+    return Level2(d1.alpha + d2.alpha, d1.columns + d2.columns)
+
+
+def cmult2(c, d: Level2) -> Level2:
+    """cMult₂: (c·α, [(c·β_1,i, β_2,i)]). A square column (β, 0)ᵀ becomes the product column (c·β, β)."""
+    if not isinstance(d, Level2):
+        raise CryptoError(f"cMult₂ takes a level-2 ciphertext, got {type(d).__name__}")
+    c = as_int(c, "constant")
+    return Level2(c * d.alpha, tuple((c * b1, b1 if b2 is None else b2) for b1, b2 in d.columns))
+
+
+def cmult2_square(r, d: Level2) -> Level2:
+    """Multiply by the square r²: (r²·α, [(r·β, 0)ᵀ]) — keeps HE′'s square columns (the r₀ of seed 000 eq. 4–5)."""
+    if not isinstance(d, Level2):
+        raise CryptoError(f"expected a level-2 ciphertext, got {type(d).__name__}")
+    r = as_int(r, "constant")
+    return Level2((r * r) * d.alpha, tuple((r * b1, None) if b2 is None else (r * b1, r * b2) for b1, b2 in d.columns))
+
+
+def to_level2(c1: Level1) -> Level2:
+    """A level-1 ciphertext as a level-2 one with no columns: α = Enc^(a) ⊞ β."""
+    if not isinstance(c1, Level1):
+        raise CryptoError("to_level2 takes a level-1 ciphertext")
+    return Level2(c1.beta.public_key.encrypt(c1.a) + c1.beta)
+
+
+def _pairs(C: Sequence[Level1], C2: Sequence[Level1]) -> list[tuple[Level1, Level1]]:
+    if len(C) != len(C2) or not C:
+        raise CryptoError(f"encrypted vectors must be non-empty and of equal length, got {len(C)} and {len(C2)}")
+    if not all(isinstance(x, Level1) for x in (*C, *C2)):
+        raise CryptoError("encrypted vectors must hold level-1 ciphertexts")
+    return list(zip(C, C2))
+
+
+def esed(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
+    """ESED (eq. 3): α = Enc^(Σ ā_i²) ⊞ (⊞ 2ā_i·β̄_i), β = [(β̄_i, 0)ᵀ], ā_i = a_i − a'_i, β̄_i = β_i ⊟ β'_i.
+
+    Decrypts to Σ (m_i − m'_i)² mod |M| with k + 1 base decryptions.
+    """
+    pairs = _pairs(C, C2)
+    pk = pairs[0][0].beta.public_key
+    space = pk.message_space
+    diffs = [((x.a - y.a) % space, x.beta - y.beta) for x, y in pairs]
+    alpha = pk.encrypt(sum(a * a for a, _ in diffs))
+    for a, beta in diffs:
+        alpha = alpha + (2 * a) * beta
+    return Level2(alpha, tuple((beta, None) for _, beta in diffs))
+
+
+def sed_original(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
+    """The same SED with the original transform (§IV-A, first display): Add₁, Mult and Add₂ — 2k + 1 decryptions."""
+    total = None
+    for x, y in _pairs(C, C2):
+        diff = x - y
+        term = mult(diff, diff)
+        total = term if total is None else add2(total, term)
+    return total
+
+
+# ---------------------------------------------------------------- decryption (eq. 1, eq. 2)
+
+
+def decrypt(sk: LHEPrivateKey, c: Level1 | Level2, *, signed: bool = False, workers: int | None = None) -> int:
+    """Level-1: a + Dec^(β). Level-2: Dec^(α) + Σ Dec^(β_1,i)·Dec^(β_2,i), or Dec^(β_1,i)² for square columns.
+
+    Result in [0, |M|), or in (−|M|/2, |M|/2] with ``signed``. Level-2 base decryptions run on
+    ``workers`` threads (default: one per core; 1 = serial).
+    """
+    space = sk.message_space
+    if isinstance(c, Level1):
+        m = c.a + sk.decrypt(c.beta)
+    elif isinstance(c, Level2):
+        jobs = [c.alpha] + [b for b1, b2 in c.columns for b in ((b1,) if b2 is None else (b1, b2))]
+        values = iter(_decrypt_all(sk, jobs, workers))
+        m = next(values)
+        for _, b2 in c.columns:
+            v = next(values)
+            m += v * v if b2 is None else v * next(values)
+    else:
+        raise CryptoError(f"expected a level-1 or level-2 ciphertext, got {type(c).__name__}")
+    return centered(m, space) if signed else m % space
+
+
+def _decrypt_all(sk: LHEPrivateKey, jobs: list, workers: int | None) -> list[int]:
+    workers = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
+    if workers < 1:
+        raise CryptoError(f"workers must be at least 1, got {workers}")
+    if workers == 1 or len(jobs) < 2:
+        return [sk.decrypt(b) for b in jobs]
+    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), initializer=release_gil) as pool:
+        return list(pool.map(sk.decrypt, jobs))

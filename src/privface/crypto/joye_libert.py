@@ -1,0 +1,225 @@
+"""Joye–Libert encryption from 2^k-th power residue symbols (Joye & Libert, EUROCRYPT 2013; journal
+version Benhamouda, Herranz, Joye, Libert 2017) — the LHE that seed 000 instantiates (§II-B, §VI).
+
+KeyGen: primes p ≡ 1 (mod 2^k) and q ≡ 3 (mod 4) of equal length, N = pq, and y with Legendre symbols
+(y/p) = (y/q) = −1 (so y ∈ J_N \\ QR_N). pk = (N, y, k), sk = p, message space M = Z_{2^k}.
+
+    Enc(m; x) = y^m · x^(2^k) mod N,   x ∈ Z*_N.
+
+Dec: with p' = (p − 1)/2^k, g = y^p' mod p has order exactly 2^k (y is a non-residue mod p), and
+c^p' = g^m (mod p) because x^(2^k·p') = x^(p−1) = 1. m is the discrete logarithm of c^p' to the base g
+in the cyclic group of order 2^k, found w bits at a time (Pohlig–Hellman with a 2^w-entry table:
+about k²/2w squarings mod p instead of the k²/2 of the bit-by-bit algorithm in the paper).
+
+Homomorphic: c₁·c₂ encrypts m₁ + m₂, c^a encrypts a·m, c⁻¹ encrypts −m (mod 2^k). Every ciphertext has
+Jacobi symbol (c/N) = +1, which validation checks together with 0 < c < N and gcd(c, N) = 1.
+
+Uniform encryption (seed 000 Def. 3, used by Thm. 4): C_m = y^m·H with H = {x^(2^k)} a subgroup of Z*_N,
+so every C_m is a coset of H — the same size for every m, pairwise disjoint because g has order 2^k,
+and x ↦ Enc(m; x) hits each element of C_m equally often. The tests check this exhaustively on toy keys.
+
+Parameter sets (``JL_112``, ``JL_128``). N is 2048 / 3072 bits for 112 / 128-bit security (NIST SP
+800-57, factoring N breaks the scheme). The message length k is bounded on both sides:
+
+* k ≤ |N|/4 − λ. p ≡ 1 (mod 2^k) reveals the k low bits of p; Coppersmith's method factors N once
+  |N|/4 low bits of p are known, so the other |N|/4 − k bits must cost at least 2^λ to guess:
+  k ≤ 512 − 112 = 400 (2048 bits), k ≤ 768 − 128 = 640 (3072 bits).
+* k ≥ λ + 24. Seed 000 Thm. 4 bounds a malicious client's forgery by c + τ/|M| with τ the decision
+  threshold on the squared distance. Its 128-D ×128-quantised templates have SED ≤ 2^23
+  (``privface.templates.bits``), so 2^k ≥ 2^(λ+24) keeps τ/|M| ≤ 2^−λ for every possible τ, and
+  SED < 2^k never wraps.
+
+Hence k = 136 at 2048 bits and k = 152 at 3072 bits (seed 000 used k = 96 at λ = 80).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gmpy2
+from gmpy2 import mpz
+
+from ..errors import CryptoError
+from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
+from ._common import as_int, check_modulus_bits, crt, fingerprint, random_prime, random_unit, security_bits
+
+WINDOW_BITS = 8  # decryption table of 2^8 entries
+
+
+@dataclass(frozen=True)
+class JLParams:
+    """A Joye–Libert parameter set: modulus bits and message bits k (M = Z_{2^k})."""
+
+    bits: int
+    k: int
+
+    @property
+    def security_bits(self) -> int:
+        return security_bits(self.bits)
+
+
+JL_112 = JLParams(bits=2048, k=136)
+JL_128 = JLParams(bits=3072, k=152)
+
+
+def _check_k(bits: int, k: int, insecure_test_params: bool) -> None:
+    if k < 1 or k > bits - 2:
+        raise CryptoError(f"Joye–Libert message bits k={k} do not fit a {bits}-bit modulus")
+    lam = security_bits(bits)
+    if not insecure_test_params and k > bits // 4 - lam:
+        raise CryptoError(
+            f"Joye–Libert: k={k} reveals too many low bits of p for a {bits}-bit modulus "
+            f"(need k ≤ |N|/4 − λ = {bits // 4 - lam})"
+        )
+
+
+class JoyeLibertCiphertext(GroupCiphertext):
+    """c ∈ J_N ⊂ Z*_N: ``c1 + c2``, ``c + m``, ``a * c``, ``-c``, ``c.rerandomize()``, ``to_bytes``/``from_bytes``."""
+
+    __slots__ = ()
+
+
+class JoyeLibertPublicKey(GroupPublicKey):
+    """pk = (N, y, k)."""
+
+    SCHEME = "Joye-Libert"
+    TAG = b"J"
+    CIPHERTEXT = JoyeLibertCiphertext
+    __slots__ = ("n", "y", "k", "two_k", "bits", "fingerprint", "ciphertext_bytes", "insecure_test_params")
+
+    def __init__(self, n, y, k: int, *, insecure_test_params: bool = False) -> None:
+        n, y, k = as_int(n, "Joye–Libert modulus N"), as_int(y, "y"), int(as_int(k, "k"))
+        if n < 15 or n % 2 == 0 or gmpy2.is_prime(n):
+            raise CryptoError("Joye–Libert modulus N must be an odd product of two primes")
+        check_modulus_bits(n.bit_length(), insecure_test_params, self.SCHEME)
+        _check_k(n.bit_length(), k, insecure_test_params)
+        if not 0 < y < n or gmpy2.jacobi(y, n) != 1:
+            raise CryptoError("Joye–Libert y must lie in J_N (0 < y < N, Jacobi symbol +1)")
+        self.n, self.y, self.k = n, y, k
+        self.two_k = mpz(1) << k
+        self.bits = n.bit_length()
+        self.fingerprint = fingerprint(self.TAG, n, y, k)
+        self.ciphertext_bytes = (self.bits + 7) // 8
+        self.insecure_test_params = insecure_test_params
+
+    @property
+    def message_space(self) -> int:
+        """|M| = 2^k."""
+        return int(self.two_k)
+
+    @property
+    def group_modulus(self):
+        return self.n
+
+    def plain_factor(self, m):
+        """y^m mod N."""
+        return gmpy2.powmod(self.y, m, self.n)
+
+    def encrypt(self, m) -> JoyeLibertCiphertext:
+        """Enc(m) = y^m · x^(2^k) mod N for a fresh x ∈ Z*_N; m is taken mod 2^k."""
+        m = as_int(m, "plaintext") % self.two_k
+        return JoyeLibertCiphertext._trusted(self, self.encrypt_with(m, random_unit(self.n)))
+
+    def encrypt_with(self, m, x):
+        """Enc(m; x) as an integer, for a given x ∈ Z*_N. Only for tests that enumerate x (Def. 3)."""
+        return self.plain_factor(m) * gmpy2.powmod(x, self.two_k, self.n) % self.n
+
+    def validate(self, value):
+        """The value as mpz if 0 < c < N, gcd(c, N) = 1 and (c/N) = +1, else CryptoError."""
+        c = self._unit(value, "Z_N", "N")
+        if gmpy2.jacobi(c, self.n) != 1:
+            raise CryptoError("Joye-Libert ciphertext has Jacobi symbol −1: not in the ciphertext group J_N")
+        return c
+
+    def _public_values(self) -> tuple:
+        return (self.n, self.y, self.k)
+
+    def _repr_fields(self) -> dict:
+        return {"k": self.k}
+
+
+class JoyeLibertPrivateKey(GroupPrivateKey):
+    """sk = p (q kept for the owner's CRT encryption). ``repr`` never shows them."""
+
+    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_table", "_steps", "_w")
+
+    def __init__(self, public_key: JoyeLibertPublicKey, p, q) -> None:
+        p, q = as_int(p, "p"), as_int(q, "q")
+        k = public_key.k
+        if p * q != public_key.n or p == q or not (gmpy2.is_prime(p) and gmpy2.is_prime(q)):
+            raise CryptoError("p and q must be two distinct primes with p·q = N")
+        if p % public_key.two_k != 1 or q % 4 != 3:
+            raise CryptoError("Joye–Libert needs p ≡ 1 (mod 2^k) and q ≡ 3 (mod 4)")
+        if gmpy2.legendre(public_key.y, p) != -1 or gmpy2.legendre(public_key.y, q) != -1:
+            raise CryptoError("Joye–Libert y must be a quadratic non-residue modulo p and modulo q")
+        self.public_key = public_key
+        self.p, self.q = p, q
+        self.p_prime = (p - 1) >> k
+        self.q_inv_p = gmpy2.invert(q, p)
+        g = gmpy2.powmod(public_key.y, self.p_prime, p)  # order exactly 2^k
+        w = self._w = min(WINDOW_BITS, k)
+        base = gmpy2.powmod(g, mpz(1) << (k - w), p)  # order 2^w
+        self._table, t = {}, mpz(1)
+        for i in range(1 << w):
+            self._table[int(t)] = i
+            t = t * base % p
+        g_inv = gmpy2.invert(g, p)
+        self._steps = [gmpy2.powmod(g_inv, mpz(1) << s, p) for s in range(0, k, w)]  # g^(−2^s)
+
+    @classmethod
+    def from_primes(cls, p, q, k: int, y=None, *, insecure_test_params: bool = False) -> JoyeLibertPrivateKey:
+        """A key from given primes (tests); y is drawn when not given."""
+        p, q = as_int(p, "p"), as_int(q, "q")
+        if y is None:
+            y = _draw_y(p, q)
+        return cls(JoyeLibertPublicKey(p * q, y, k, insecure_test_params=insecure_test_params), p, q)
+
+    def encrypt(self, m) -> JoyeLibertCiphertext:
+        """Enc(m) by the key owner: y^m·x^(2^k) computed mod p and mod q (x uniform by CRT) and combined."""
+        pk = self.public_key
+        m = as_int(m, "plaintext") % pk.two_k
+        cp = gmpy2.powmod(pk.y, m, self.p) * gmpy2.powmod(random_unit(self.p), pk.two_k, self.p) % self.p
+        cq = gmpy2.powmod(pk.y, m, self.q) * gmpy2.powmod(random_unit(self.q), pk.two_k, self.q) % self.q
+        return JoyeLibertCiphertext._trusted(pk, crt(cp, cq, self.p, self.q, self.q_inv_p))
+
+    def decrypt(self, c: JoyeLibertCiphertext) -> int:
+        """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
+        the base g, w bits per step."""
+        p, k, w = self.p, self.public_key.k, self._w
+        h = gmpy2.powmod(self._own(c), self.p_prime, p)  # = g^m
+        m = 0
+        for step, s in zip(self._steps, range(0, k, w)):
+            width = min(w, k - s)
+            # h = g^(m − m_{<s}) = g^(2^s·(digit + 2^width·rest)); raising to 2^(k−s−width) leaves
+            # g^(2^(k−width)·digit), an element of order 2^width found in the 2^w table.
+            z = gmpy2.powmod(h, mpz(1) << (k - s - width), p)
+            digit = self._table[int(z)] >> (w - width)
+            if digit:
+                m += digit << s
+                h = h * gmpy2.powmod(step, digit, p) % p
+        return m
+
+
+
+def _draw_y(p, q) -> mpz:
+    n = p * q
+    while True:
+        y = random_unit(n)
+        if gmpy2.legendre(y, p) == -1 and gmpy2.legendre(y, q) == -1:
+            return y
+
+
+def generate_joye_libert_keypair(params: JLParams = JL_112, *, insecure_test_params: bool = False
+                                 ) -> tuple[JoyeLibertPublicKey, JoyeLibertPrivateKey]:
+    """(pk, sk) for a parameter set: ``JL_112`` (default), ``JL_128``, or JLParams(bits, k) in tests."""
+    bits, k = int(params.bits), int(params.k)
+    if bits % 2 or bits < 16:
+        raise CryptoError(f"Joye–Libert modulus bits must be even and at least 16, got {bits}")
+    check_modulus_bits(bits, insecure_test_params, JoyeLibertPublicKey.SCHEME)
+    _check_k(bits, k, insecure_test_params)
+    p = random_prime(bits // 2, low=1, low_bits=k)
+    while True:
+        q = random_prime(bits // 2, low=3, low_bits=2)
+        if q != p:
+            break
+    sk = JoyeLibertPrivateKey.from_primes(p, q, k, insecure_test_params=insecure_test_params)
+    return sk.public_key, sk

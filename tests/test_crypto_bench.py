@@ -1,0 +1,33 @@
+"""`privface bench crypto` end to end (subprocess), on toy key sizes so that it takes seconds."""
+import json
+import subprocess
+import sys
+
+
+def test_bench_crypto_json_rows():
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "bench", "crypto", "--json", "--insecure-test-params",
+                        "--repeat", "3"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert isinstance(rows, list) and all({"scheme", "bits", "op", "median_ms"} <= set(row) for row in rows)
+    assert all(row["median_ms"] > 0 for row in rows)
+    ops = {(row["scheme"], row["op"]) for row in rows}
+    for scheme in ("paillier", "joye-libert"):
+        for op in ("keygen", "encrypt", "encrypt_owner", "decrypt", "add", "scalar_mul"):
+            assert (scheme, op) in ops
+    assert ("paillier", "encrypt_pool") in ops
+    by_op = {(row["scheme"], row["op"]): row for row in rows}
+    for scheme in ("cf-paillier", "cf-joye-libert"):
+        assert by_op[(scheme, "dec2_esed_k128_serial")]["base_decryptions"] == 129
+        assert by_op[(scheme, "dec2_sed_original_k128_serial")]["base_decryptions"] == 257
+        assert by_op[(scheme, "dec2_esed_k128_parallel")]["speedup"] > 0
+    assert by_op[("packing-ternary", "decode2")]["n"] > by_op[("packing-gsm", "decode2")]["n"]
+
+
+def test_bench_crypto_table():
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "bench", "crypto", "--insecure-test-params",
+                        "--repeat", "2"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:4] == ["scheme", "bits", "op", "median"]
+    assert any("dec2_esed_k128_parallel" in line and "speedup=" in line for line in lines)
