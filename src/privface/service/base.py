@@ -1,0 +1,47 @@
+"""How a protocol plugs into the HTTP service.
+
+The service exposes `POST /v1/{protocol}/{step}` with an `application/octet-stream` body (one
+wire-encoded message). Multi-round flows carry a session: a step that returns a state gets a
+fresh session id back in the `X-Privface-Session` response header; the client sends it with the
+next step; the service keeps the state server-side until the flow ends or the session expires.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import PrivfaceError
+
+
+class NotEnrolledError(PrivfaceError):
+    """The subject id named in a request is not enrolled (HTTP 404)."""
+
+
+class MessageError(PrivfaceError):
+    """A message failed validation: wrong type, size, range or group membership (HTTP 400)."""
+
+
+class SessionError(PrivfaceError):
+    """Missing, unknown or expired session, or a step out of order (HTTP 409)."""
+
+
+@dataclass
+class StepResult:
+    """What a step returns: the response message bytes, and the state to keep for the next step
+    (None ends the flow and drops the session)."""
+
+    body: bytes
+    state: Any = None
+
+
+class ProtocolService(Protocol):
+    """A protocol's server side as the HTTP service sees it."""
+
+    name: str  # URL segment, e.g. "im2020"
+    steps: tuple[str, ...]  # allowed steps, e.g. ("register", "auth/start", "auth/finish", "revoke")
+    first_steps: tuple[str, ...]  # steps that need no session
+
+    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+        """Run one step on a validated-size body; raise MessageError / NotEnrolledError /
+        SessionError (or another PrivfaceError → 400) on bad input, changing no state."""
+        ...

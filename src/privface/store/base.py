@@ -1,0 +1,79 @@
+"""The template-store interface every backend implements."""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+
+from ..errors import PrivfaceError
+
+_ID = re.compile(r"^[A-Za-z0-9._@+-]{1,128}$")
+_PROTOCOL = re.compile(r"^[a-z0-9_-]{1,32}$")
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+
+class StoreError(PrivfaceError):
+    """The store URL is wrong, the database is unreachable, or a key/record is out of bounds."""
+
+
+def check_key(protocol: str, subject_id: str) -> None:
+    """Reject protocol names and subject ids that are not short printable identifiers."""
+    if not isinstance(protocol, str) or not _PROTOCOL.match(protocol):
+        raise StoreError(f"bad protocol name {protocol!r}")
+    if not isinstance(subject_id, str) or not _ID.match(subject_id):
+        raise StoreError("subject id must be 1–128 characters of A–Z a–z 0–9 . _ @ + -")
+
+
+def check_record(record: bytes) -> bytes:
+    if not isinstance(record, (bytes, bytearray, memoryview)):
+        raise StoreError("a record must be bytes")
+    record = bytes(record)
+    if not record or len(record) > MAX_RECORD_BYTES:
+        raise StoreError(f"a record must hold 1 to {MAX_RECORD_BYTES} bytes, got {len(record)}")
+    return record
+
+
+class TemplateStore(ABC):
+    """Records keyed by (protocol, subject id).
+
+    put replaces an existing record atomically (a reader sees the old or the new record, never
+    neither); delete revokes; each call is its own transaction, durable when it returns.
+    """
+
+    @abstractmethod
+    def put(self, protocol: str, subject_id: str, record: bytes) -> bool:
+        """Store or replace; True when a record was replaced."""
+
+    @abstractmethod
+    def get(self, protocol: str, subject_id: str) -> bytes | None:
+        """The record, or None when the subject is not enrolled."""
+
+    @abstractmethod
+    def delete(self, protocol: str, subject_id: str) -> bool:
+        """Revoke; True when a record existed."""
+
+    @abstractmethod
+    def ids(self, protocol: str) -> list[str]:
+        """Enrolled subject ids of a protocol, sorted."""
+
+    def close(self) -> None:
+        """Release connections (the store is unusable afterwards)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_store(url: str = "sqlite:///privface.db") -> TemplateStore:
+    """A store by URL: `sqlite:///relative.db`, `sqlite:////abs/path.db`, `sqlite://` (in memory)
+    or `postgresql://user:pass@host:port/dbname`."""
+    if url.startswith("sqlite:"):
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url)
+    if url.startswith(("postgresql:", "postgres:")):
+        from .postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise StoreError(f"unsupported store URL {url!r}: use sqlite:///path.db or postgresql://…")

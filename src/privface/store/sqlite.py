@@ -1,0 +1,97 @@
+"""SQLite template store (the default): WAL journal, one transaction per call."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from .base import StoreError, TemplateStore, check_key, check_record
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    protocol   TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    record     BLOB NOT NULL,
+    updated    REAL NOT NULL DEFAULT (julianday('now')),
+    PRIMARY KEY (protocol, subject_id)
+);
+"""
+
+
+class SQLiteStore(TemplateStore):
+    """Records in one SQLite file (created mode 0600), or in memory for `sqlite://`."""
+
+    def __init__(self, path: str | os.PathLike | None):
+        self.path = None if path is None else Path(path)
+        self._lock = threading.Lock()
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if not self.path.exists():
+                    self.path.touch(mode=0o600)
+            self._db = sqlite3.connect(":memory:" if self.path is None else str(self.path),
+                                       check_same_thread=False, isolation_level=None)
+            if self.path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open SQLite store {self.path or ':memory:'}: {e}") from None
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        rest = url[len("sqlite:"):]
+        if rest in ("", "//", "///:memory:"):
+            return cls(None)
+        if not rest.startswith("///"):
+            raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////abs/path.db")
+        return cls(rest[3:])
+
+    def _run(self, sql: str, args: tuple) -> sqlite3.Cursor:
+        try:
+            with self._lock:
+                return self._db.execute(sql, args)
+        except sqlite3.Error as e:
+            raise StoreError(f"SQLite store: {e}") from None
+
+    def put(self, protocol, subject_id, record) -> bool:
+        check_key(protocol, subject_id)
+        record = check_record(record)
+        try:
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    old = self._db.execute("SELECT 1 FROM records WHERE protocol=? AND subject_id=?",
+                                           (protocol, subject_id)).fetchone()
+                    self._db.execute(
+                        "INSERT INTO records (protocol, subject_id, record) VALUES (?, ?, ?) "
+                        "ON CONFLICT (protocol, subject_id) DO UPDATE SET record=excluded.record, "
+                        "updated=julianday('now')", (protocol, subject_id, record))
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as e:
+            raise StoreError(f"SQLite store: {e}") from None
+        return old is not None
+
+    def get(self, protocol, subject_id) -> bytes | None:
+        check_key(protocol, subject_id)
+        row = self._run("SELECT record FROM records WHERE protocol=? AND subject_id=?",
+                        (protocol, subject_id)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def delete(self, protocol, subject_id) -> bool:
+        check_key(protocol, subject_id)
+        return self._run("DELETE FROM records WHERE protocol=? AND subject_id=?",
+                         (protocol, subject_id)).rowcount > 0
+
+    def ids(self, protocol) -> list[str]:
+        check_key(protocol, "x")
+        rows = self._run("SELECT subject_id FROM records WHERE protocol=? ORDER BY subject_id", (protocol,))
+        return [r[0] for r in rows.fetchall()]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
