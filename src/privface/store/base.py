@@ -15,6 +15,10 @@ class StoreError(PrivfaceError):
     """The store URL is wrong, the database is unreachable, or a key/record is out of bounds."""
 
 
+class StoreUnavailableError(StoreError):
+    """The database failed during a call (server gone, disk error): the caller's input was fine."""
+
+
 def check_key(protocol: str, subject_id: str) -> None:
     """Reject protocol names and subject ids that are not short printable identifiers."""
     if not isinstance(protocol, str) or not _PROTOCOL.match(protocol):
