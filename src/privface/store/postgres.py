@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record
+from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record, redact
 
 # Serialises the CREATE TABLE IF NOT EXISTS of processes that open the store at the same moment
 # (two concurrent creations of one table can otherwise fail on the catalog's unique index).
@@ -17,12 +17,6 @@ CREATE TABLE IF NOT EXISTS privface_records (
     PRIMARY KEY (protocol, subject_id)
 )
 """
-_PASSWORD_IN_URL = re.compile(r"(://[^:/@]*:)[^@]*@")
-
-
-def redact(url: str) -> str:
-    """The URL with its password replaced by `***` (fit for error messages)."""
-    return _PASSWORD_IN_URL.sub(r"\1***@", url)
 
 
 class PostgresStore(TemplateStore):
