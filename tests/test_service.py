@@ -206,6 +206,14 @@ def test_error_mapping_and_no_state_change_on_bad_input(client, store, url):
     assert store.get("counter", "hank") == b"kept"
     assert "bad id" not in store.ids("counter")
     client.step("count/start", b"hank")
+    old = client.session
+    with pytest.raises(RemoteMessageError, match="wants b'\\+'"):
+        client.step("count/next", b"-")
+    assert client.session is None  # a refused continuation ends its flow ...
+    client.session = old
+    with pytest.raises(RemoteSessionError, match="unknown session"):  # ... for good
+        client.step("count/next", b"+")
+    client.step("count/start", b"hank")
     with pytest.raises(RemoteSessionError, match="at least once"):  # the step's own SessionError
         client.step("count/finish", b"")
     with ServiceClient(url, "nosuch") as c, pytest.raises(ServiceError, match="unknown protocol") as e:
@@ -322,3 +330,20 @@ def test_registry_reports_a_failing_import(monkeypatch):
     with pytest.raises(PrivfaceError, match="protocol ghost is not available"):
         registry.load_service("ghost", None)
 
+
+
+def test_a_flow_over_the_postgresql_store():
+    pg = os.environ.get("PRIVFACE_TEST_PG_URL")
+    if not pg:
+        pytest.skip("PRIVFACE_TEST_PG_URL is not set (.ci/with-postgres sets it)")
+    with open_store(pg) as s, serving(create_app(s, [Counter(s, "counterpg")])) as base, \
+            ServiceClient(base, "counterpg") as c:
+        c.step("register", b"liam:v1")
+        assert c.step("register", b"liam:v2") == b"replaced"
+        assert c.step("count/start", b"liam") == b"v2"
+        assert c.step("count/next", b"+") == b"1"
+        assert s.get("counterpg", "liam") == b"v2"
+        s.delete("counterpg", "liam")
+        c.reset()
+        with pytest.raises(RemoteNotEnrolledError):
+            c.step("count/start", b"liam")
