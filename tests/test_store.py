@@ -198,3 +198,18 @@ def test_wrong_postgres_password_is_refused_without_echoing_it():
     with pytest.raises(StoreError) as e:
         open_store(wrong)
     assert "wrongpw123" not in str(e.value)
+
+
+def test_postgres_store_survives_dropped_connections(proto):
+    if not PG_URL:
+        pytest.skip("PRIVFACE_TEST_PG_URL is not set")
+    import psycopg
+
+    with open_store(PG_URL) as s:
+        s.put(proto, "alice", b"v")
+        with psycopg.connect(PG_URL, autocommit=True) as admin:  # as a server restart would
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()[0]
+        assert killed >= 1
+        assert s.get(proto, "alice") == b"v"

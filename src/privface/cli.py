@@ -168,7 +168,8 @@ def cmd_serve(a) -> int:
         # re-raises the signal to the handlers found before it started: ours end the run here.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _shutdown)
-        uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level)).run()
+        uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level,
+                                      timeout_graceful_shutdown=30)).run()
     except _Shutdown:
         pass
     finally:

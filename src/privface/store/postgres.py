@@ -36,8 +36,10 @@ class PostgresStore(TemplateStore):
                 with db.transaction():
                     db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                     db.execute(_SCHEMA)
+            # check: a connection the server dropped (restart, idle timeout) is replaced, not used.
             self._pool = ConnectionPool(url, min_size=1, max_size=max_connections, open=False,
-                                        timeout=connect_timeout, name="privface")
+                                        timeout=connect_timeout, name="privface",
+                                        check=ConnectionPool.check_connection)
             self._pool.open(wait=True, timeout=connect_timeout)
         except Exception as e:  # psycopg.Error, PoolTimeout, or a bad URL the driver cannot parse
             if hasattr(self, "_pool"):
