@@ -140,6 +140,44 @@ def cmd_train_pca(a) -> int:
     return 0
 
 
+class _Shutdown(Exception):
+    """SIGINT/SIGTERM reached `privface serve` (after uvicorn finished its graceful shutdown)."""
+
+
+def _shutdown(signum, frame):
+    raise _Shutdown
+
+
+def cmd_serve(a) -> int:
+    import signal
+
+    import uvicorn
+
+    from .service.app import create_app
+    from .service.registry import load_service
+    from .store import open_store
+    from .store.base import redact
+
+    store = open_store(a.db)
+    try:
+        services = [load_service(name, store) for name in dict.fromkeys(a.protocol)]
+        app = create_app(store, services, session_ttl=a.session_ttl)
+        print(f"privface: serving {', '.join(s.name for s in services)} on http://{a.host}:{a.port} "
+              f"(store {redact(a.db)})", file=sys.stderr)
+        # uvicorn catches SIGINT/SIGTERM, stops accepting, lets running requests finish, then
+        # re-raises the signal to the handlers found before it started: ours end the run here.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _shutdown)
+        uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level,
+                                      timeout_graceful_shutdown=30)).run()
+    except _Shutdown:
+        pass
+    finally:
+        store.close()
+    print("privface: stopped; store closed", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="privface", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -191,6 +229,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="model file to write")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_train_pca)
+
+    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols")
+    s.add_argument("--protocol", action="append", required=True, metavar="NAME",
+                   help="protocol to mount, e.g. im2020 (repeat for several)")
+    s.add_argument("--db", default="sqlite:///privface.db",
+                   help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
+    s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("demo", help="enrol and verify on an embedded photo; no download, no dataset")
     s.add_argument("--json", action="store_true")

@@ -5,6 +5,6 @@
 public key, encrypted template, optional trusted-party signature), already encoded with `wire/`;
 the store never looks inside it.
 """
-from .base import StoreError, TemplateStore, open_store
+from .base import StoreError, StoreUnavailableError, TemplateStore, open_store
 
-__all__ = ["StoreError", "TemplateStore", "open_store"]
+__all__ = ["StoreError", "StoreUnavailableError", "TemplateStore", "open_store"]

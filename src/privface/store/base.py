@@ -9,10 +9,15 @@ from ..errors import PrivfaceError
 _ID = re.compile(r"^[A-Za-z0-9._@+-]{1,128}$")
 _PROTOCOL = re.compile(r"^[a-z0-9_-]{1,32}$")
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+_PASSWORD_IN_URL = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
 class StoreError(PrivfaceError):
     """The store URL is wrong, the database is unreachable, or a key/record is out of bounds."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database failed during a call (server gone, disk error): the caller's input was fine."""
 
 
 def check_key(protocol: str, subject_id: str) -> None:
@@ -21,6 +26,11 @@ def check_key(protocol: str, subject_id: str) -> None:
         raise StoreError(f"bad protocol name {protocol!r}")
     if not isinstance(subject_id, str) or not _ID.match(subject_id):
         raise StoreError("subject id must be 1–128 characters of A–Z a–z 0–9 . _ @ + -")
+
+
+def redact(url: str) -> str:
+    """The store URL with its password replaced by `***` (fit for messages and logs)."""
+    return _PASSWORD_IN_URL.sub(r"\1***@", url)
 
 
 def check_record(record: bytes) -> bytes:

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from .base import StoreError, TemplateStore, check_key, check_record
+from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -53,7 +53,7 @@ class SQLiteStore(TemplateStore):
             with self._lock:
                 return self._db.execute(sql, args)
         except sqlite3.Error as e:
-            raise StoreError(f"SQLite store: {e}") from None
+            raise StoreUnavailableError(f"SQLite store: {e}") from None
 
     def put(self, protocol, subject_id, record) -> bool:
         check_key(protocol, subject_id)
@@ -73,7 +73,7 @@ class SQLiteStore(TemplateStore):
                     self._db.execute("ROLLBACK")
                     raise
         except sqlite3.Error as e:
-            raise StoreError(f"SQLite store: {e}") from None
+            raise StoreUnavailableError(f"SQLite store: {e}") from None
         return old is not None
 
     def get(self, protocol, subject_id) -> bytes | None:

@@ -1,0 +1,160 @@
+"""The HTTP service: `POST /v1/{protocol}/{step}` in front of any `ProtocolService` (base.py).
+
+Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 bad message,
+404 unknown protocol/step or subject not enrolled, 409 session missing/unknown/expired/out of
+order, 413 body over the step's limit, 415 not application/octet-stream, 503 store unavailable or
+too many sessions, 500 anything else. Every error body is `{"error": "…", "type": "…"}`, never a
+traceback.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import PrivfaceError
+from ..store.base import StoreUnavailableError, TemplateStore
+from .base import MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
+from .sessions import SESSION_HEADER, SessionLimitError, Sessions
+
+log = logging.getLogger("privface.service")
+OCTETS = "application/octet-stream"
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+
+
+class ErrorBody(BaseModel):
+    error: str  # a message fit to show a user
+    type: str  # the error's kind, e.g. MessageError, NotEnrolledError, SessionError, TooLarge
+
+
+class _Refused(Exception):
+    KINDS = {404: "NotFound", 405: "MethodNotAllowed", 413: "TooLarge", 415: "UnsupportedMediaType"}
+
+    def __init__(self, status: int, message: str):
+        self.status, self.message = status, message
+
+
+def status_of(e: PrivfaceError) -> int:
+    """The HTTP status of a typed error raised by a step."""
+    if isinstance(e, NotEnrolledError):
+        return 404
+    if isinstance(e, (SessionLimitError, StoreUnavailableError)):
+        return 503
+    if isinstance(e, SessionError):
+        return 409
+    return 400  # MessageError and every other PrivfaceError
+
+
+def _error(status: int, message: str, kind: str | None = None,
+           headers: Mapping[str, str] | None = None) -> JSONResponse:
+    kind = kind or _Refused.KINDS.get(status, "HTTPError")
+    return JSONResponse({"error": message, "type": kind}, status_code=status, headers=headers)
+
+
+def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, session_ttl: float = 120.0,
+               max_sessions: int = 10_000, max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
+    """A FastAPI app serving `services` (each a ProtocolService) over `store`.
+
+    `max_body` caps every step's body; a service may declare a smaller or larger cap per step in an
+    optional `max_body: dict[str, int]` attribute."""
+    by_name: dict[str, ProtocolService] = {}
+    for s in services:
+        if s.name in by_name:
+            raise ValueError(f"two services named {s.name!r}")
+        if not set(s.first_steps) <= set(s.steps):
+            raise ValueError(f"{s.name}: first_steps must be among steps")
+        by_name[s.name] = s
+    sessions = Sessions(session_ttl, max_sessions)
+    app = FastAPI(title="privface", version="1", summary="Face matching on encrypted templates")
+    app.state.sessions, app.state.store, app.state.services = sessions, store, by_name
+
+    def limit(svc: ProtocolService, step: str) -> int:
+        return int(getattr(svc, "max_body", {}).get(step, max_body))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, e: StarletteHTTPException):
+        return _error(e.status_code, str(e.detail), headers=getattr(e, "headers", None))
+
+    @app.get("/healthz", response_model=dict)
+    def healthz():
+        """Liveness and store reachability; lists the mounted protocols."""
+        try:
+            store.get("privface", "healthz")
+        except PrivfaceError:
+            return _error(503, "template store unavailable", "StoreUnavailableError")
+        return {"status": "ok", "protocols": sorted(by_name)}
+
+    @app.post(
+        "/v1/{protocol}/{step:path}",
+        summary="Run one protocol step",
+        response_class=Response,
+        responses={200: {"content": {OCTETS: {}}, "description": "the response message; "
+                         f"header {SESSION_HEADER} when the flow continues"},
+                   **{c: {"model": ErrorBody} for c in (400, 404, 409, 413, 415, 503)}},
+        openapi_extra={"requestBody": {"required": True, "content": {
+            OCTETS: {"schema": {"type": "string", "format": "binary"}}}},
+            "parameters": [{"name": SESSION_HEADER, "in": "header", "required": False,
+                            "schema": {"type": "string"},
+                            "description": "session id returned by the previous step"}]},
+    )
+    async def run_step(protocol: str, step: str, request: Request) -> Response:
+        try:
+            svc = by_name.get(protocol)
+            if svc is None:
+                raise _Refused(404, f"unknown protocol {protocol!r}")
+            if step not in svc.steps:
+                raise _Refused(404, f"unknown step {step!r} of {protocol}")
+            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if ctype != OCTETS:
+                raise _Refused(415, f"send the message as {OCTETS}")
+            cap = limit(svc, step)
+            declared = request.headers.get("content-length")
+            if declared is not None and (not declared.isdigit() or int(declared) > cap):
+                raise _Refused(413, f"{protocol}/{step} accepts at most {cap} bytes")
+            sid = request.headers.get(SESSION_HEADER)
+            if sid is None and step not in svc.first_steps:
+                raise SessionError(f"{protocol}/{step} continues a flow: send {SESSION_HEADER}")
+            if sid is not None:
+                sessions.check(protocol, sid)
+            elif not sessions.has_room():
+                raise SessionLimitError("too many open sessions; try again later")
+            body = await _read(request, cap, f"{protocol}/{step} accepts at most {cap} bytes")
+            state = sessions.take(protocol, sid) if sid is not None else None
+            result = await run_in_threadpool(svc.handle, step, body, state)
+            if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
+                raise TypeError(f"{protocol}.handle must return a StepResult with bytes")
+            headers = {}
+            if result.state is not None:
+                headers[SESSION_HEADER] = sessions.open(protocol, result.state)
+            return Response(result.body, media_type=OCTETS, headers=headers)
+        except _Refused as e:
+            return _error(e.status, e.message)
+        except PrivfaceError as e:
+            unavailable = isinstance(e, StoreUnavailableError)  # details stay on the server
+            return _error(status_of(e), "template store unavailable" if unavailable else str(e),
+                          type(e).__name__)
+        except Exception as e:  # a bug: tell the client nothing, log only the type (no bodies)
+            log.error("%s/%s failed with %s", protocol, step, type(e).__name__)
+            return _error(500, "internal server error", "InternalError")
+
+    return app
+
+
+async def _read(request: Request, cap: int, message: str) -> bytes:
+    """The request body, refused with 413 as soon as it passes `cap` bytes (chunked or lying
+    senders included), without reading the rest."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise _Refused(413, message)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+__all__ = ["create_app", "status_of", "SESSION_HEADER", "MessageError", "DEFAULT_MAX_BODY"]
