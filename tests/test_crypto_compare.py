@@ -94,7 +94,8 @@ def test_an_input_label_returned_as_output_is_detected():
 def test_a_malformed_result_changes_no_state():
     garbler, evaluator, message = _started(x=10, t=9)
     honest = evaluator.evaluate(message)
-    for bad in (EvaluatorResult(()), EvaluatorResult((honest.labels[0][:-1],)), EvaluatorResult(honest.labels * 2), b"x"):
+    for bad in (EvaluatorResult(()), EvaluatorResult((honest.labels[0][:-1],)), EvaluatorResult(honest.labels * 2),
+                b"x"):
         with pytest.raises(CryptoError):
             garbler.decide(bad)
     for data in (b"", b"\0\0\0\x01" + honest.labels[0][:-1], honest.to_bytes() + b"\0"):

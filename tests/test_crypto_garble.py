@@ -58,6 +58,12 @@ def test_plain_circuits_match_python_arithmetic(k, data):
     assert split(k, c.evaluate(to_bits(y, k), to_bits(x, k))) == expected(k, x, y)
 
 
+@settings(max_examples=40, deadline=None)
+@given(x=st.integers(0, 2**64 - 1), y=st.integers(0, 2**64 - 1))
+def test_plain_k64_circuits_match_python_arithmetic(x, y):
+    assert split(64, arithmetic_circuit(64).evaluate(to_bits(y, 64), to_bits(x, 64))) == expected(64, x, y)
+
+
 @settings(max_examples=25, deadline=None)
 @given(k=st.integers(1, 10), data=st.data())
 def test_garbled_evaluation_matches_plain(k, data):
@@ -70,7 +76,8 @@ def _edge_pairs(k):
     top = 2**k - 1
     r = secrets.randbits(k)
     return [(0, 0), (0, top), (top, 0), (top, top), (r, r), (r, (r + 1) % 2**k), ((r + 1) % 2**k, r),
-            (1, 0), (0, 1), (top - 1, top), (top, top - 1)] + [(secrets.randbits(k), secrets.randbits(k)) for _ in range(3)]
+            (1, 0), (0, 1), (top - 1, top), (top, top - 1)] + [(secrets.randbits(k), secrets.randbits(k))
+                                                              for _ in range(3)]
 
 
 def test_k64_edge_and_random_inputs_garbled():

@@ -25,7 +25,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import CryptoError
-from .garble import LABEL_BYTES, Circuit, CircuitBuilder, GarbledCircuit, Garbling, evaluate, garble, to_bits
+from .garble import (
+    LABEL_BYTES,
+    Circuit,
+    CircuitBuilder,
+    GarbledCircuit,
+    Garbling,
+    check_bits,
+    evaluate,
+    garble,
+    to_bits,
+)
 from .ot import MODP_2048, OTGroup, OTReceiver, OTRequest, OTResponse, OTSender
 
 
@@ -73,7 +83,8 @@ def _labels_from_bytes(data: bytes, offset: int, what: str) -> tuple[tuple[bytes
 
 @dataclass(frozen=True)
 class GarblerMessage:
-    """Garbler → evaluator. Encoding: gc length u32 ‖ garbled circuit ‖ labels (u32 n ‖ n × 16) ‖ OT response."""
+    """Garbler → evaluator.
+    Encoding: gc length u32 ‖ garbled circuit ‖ labels (u32 n ‖ n × 16) ‖ OT response."""
 
     garbled: GarbledCircuit
     garbler_labels: tuple[bytes, ...]
@@ -120,8 +131,8 @@ class Garbler:
     def __init__(self, circuit: Circuit, inputs: Sequence[int], group: OTGroup = MODP_2048) -> None:
         if len(circuit.outputs) != 1:
             raise CryptoError("a comparison circuit has exactly one output bit")
+        check_bits(inputs, len(circuit.garbler_inputs), "garbler input")
         self.circuit, self._bits, self._sender = circuit, list(inputs), OTSender(group)
-        circuit.evaluate(self._bits, [0] * len(circuit.evaluator_inputs))  # checks the input bits
         self._garbling: Garbling | None = None
         self._state = "new"
 
@@ -172,7 +183,7 @@ class Evaluator:
     """Holds its input bits; obtains their labels by OT, evaluates, returns the output labels."""
 
     def __init__(self, circuit: Circuit, inputs: Sequence[int], group: OTGroup = MODP_2048) -> None:
-        circuit.evaluate([0] * len(circuit.garbler_inputs), list(inputs))  # checks the input bits
+        check_bits(inputs, len(circuit.evaluator_inputs), "evaluator input")
         self.circuit, self._receiver = circuit, OTReceiver(list(inputs), group)
         self._done = False
 

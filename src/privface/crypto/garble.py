@@ -69,8 +69,8 @@ class Circuit:
 
     def evaluate(self, garbler_bits: Sequence[int], evaluator_bits: Sequence[int]) -> tuple[int, ...]:
         """The plaintext value of the outputs (the reference the garbled evaluation must match)."""
-        _check_bits(garbler_bits, len(self.garbler_inputs), "garbler input")
-        _check_bits(evaluator_bits, len(self.evaluator_inputs), "evaluator input")
+        check_bits(garbler_bits, len(self.garbler_inputs), "garbler input")
+        check_bits(evaluator_bits, len(self.evaluator_inputs), "evaluator input")
         v = [0] * self.n_wires
         for w, bit in zip(self.garbler_inputs, garbler_bits):
             v[w] = bit
@@ -83,7 +83,8 @@ class Circuit:
         return tuple(v[w] for w in self.outputs)
 
 
-def _check_bits(bits: Sequence[int], n: int, what: str) -> None:
+def check_bits(bits: Sequence[int], n: int, what: str) -> None:
+    """n bits, each the integer 0 or 1; anything else is a CryptoError."""
     if len(bits) != n or any(b not in (0, 1) or isinstance(b, bool) for b in bits):
         raise CryptoError(f"{what}: expected {n} bits (integers 0/1)")
 
@@ -260,7 +261,7 @@ class Garbling:
     def garbler_labels(self, garbler_bits: Sequence[int]) -> list[bytes]:
         """Active labels of the garbler's inputs followed by those of the constants."""
         c = self.circuit
-        _check_bits(garbler_bits, len(c.garbler_inputs), "garbler input")
+        check_bits(garbler_bits, len(c.garbler_inputs), "garbler input")
         return ([self.label(w, b) for w, b in zip(c.garbler_inputs, garbler_bits)]
                 + [self.label(w, b) for w, b in c.constants])
 
@@ -319,7 +320,8 @@ def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[byte
     if len(gc.tables) != circuit.and_count:
         raise CryptoError(f"garbled circuit: {circuit.and_count} AND tables expected, got {len(gc.tables)}")
     fixed = (*circuit.garbler_inputs, *(w for w, _ in circuit.constants))
-    for labels, wires, what in ((garbler_labels, fixed, "garbler"), (evaluator_labels, circuit.evaluator_inputs, "evaluator")):
+    for labels, wires, what in ((garbler_labels, fixed, "garbler"),
+                                (evaluator_labels, circuit.evaluator_inputs, "evaluator")):
         if len(labels) != len(wires) or any(not isinstance(x, bytes) or len(x) != LABEL_BYTES for x in labels):
             raise CryptoError(f"garbled circuit: expected {len(wires)} {what} labels of {LABEL_BYTES} bytes")
     W = [0] * circuit.n_wires

@@ -202,8 +202,8 @@ class OTResponse:
         if len(data) != start + 2 * n * m:
             raise CryptoError(f"OT: a response of {n} × {m}-byte pairs is {start + 2 * n * m} bytes, got {len(data)}")
         R = group.decode(data[7:start], "R")
-        pairs = tuple((data[start + 2 * j * m:start + (2 * j + 1) * m], data[start + (2 * j + 1) * m:start + 2 * (j + 1) * m])
-                      for j in range(n))
+        blocks = [bytes(data[i:i + m]) for i in range(start, len(data), m)]
+        pairs = tuple(zip(blocks[0::2], blocks[1::2]))
         return cls(group, R, pairs)
 
 
