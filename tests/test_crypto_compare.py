@@ -114,6 +114,8 @@ def test_evaluator_refuses_a_message_for_another_circuit_and_can_still_finish():
         evaluator.evaluate(other)
     with pytest.raises(CryptoError, match="garbler labels"):
         evaluator.evaluate(GarblerMessage(message.garbled, message.garbler_labels[1:], message.ot))
+    with pytest.raises(CryptoError, match="GarblerMessage"):
+        evaluator.evaluate(GarblerMessage(message.garbled, message.garbler_labels, b"not an OT response"))
     with pytest.raises(CryptoError, match="OT response"):
         evaluator.evaluate(GarblerMessage(message.garbled, message.garbler_labels, other.ot))
     data = message.to_bytes()

@@ -108,6 +108,21 @@ def _lt_setup(k=16):
     return c, gc, garbling, labels
 
 
+def test_output_label_does_not_reveal_the_output():
+    """Point-and-permute: the lsb of the evaluator's output label is random, whatever the output bit."""
+    b = CircuitBuilder()
+    b.output(b.lt(b.evaluator_input(4), b.garbler_input(4)))
+    c = b.build()
+    seen = set()
+    for _ in range(40):
+        gc, garbling = garble(c)
+        labels = evaluate(c, gc, garbling.garbler_labels(to_bits(9, 4)),
+                          [p[bit] for p, bit in zip(garbling.evaluator_label_pairs(), to_bits(3, 4))])
+        assert garbling.decode(labels) == (1,)
+        seen.add(labels[0][0] & 1)
+    assert seen == {0, 1}
+
+
 def test_made_up_or_wrong_wire_output_labels_are_detected():
     c, _, garbling, labels = _lt_setup()
     assert garbling.decode(labels) == (1,)

@@ -39,6 +39,17 @@ from .garble import (
 from .ot import MODP_2048, OTGroup, OTReceiver, OTRequest, OTResponse, OTSender
 
 
+#: Who learns what, as data for the protocols that use this comparison (DESIGN.md).
+SECURITY = {
+    "garbler": "honest-but-curious (the server)",
+    "evaluator": "malicious (the client): OT secure against a malicious receiver, garbler keeps the decoding",
+    "garbler_learns": "the output bit only",
+    "evaluator_learns": "nothing (its output label is not decodable without the garbler's labels)",
+    "assumptions": "CDH in the RFC 3526 group and SHAKE-256 as a random oracle (OT); AES-128 as an ideal "
+                   "permutation (garbling hash)",
+}
+
+
 def less_than_circuit(k: int) -> Circuit:
     """[x < t] for k-bit unsigned x (evaluator) and t (garbler)."""
     b = CircuitBuilder()
@@ -204,7 +215,8 @@ class Evaluator:
         no state (the OT exponents stay for a correct retry)."""
         if self._done:
             raise CryptoError("evaluator: evaluate() once per run")
-        if not isinstance(message, GarblerMessage):
+        if not (isinstance(message, GarblerMessage) and isinstance(message.garbled, GarbledCircuit)
+                and isinstance(message.ot, OTResponse)):
             raise CryptoError("evaluator: expected a GarblerMessage")
         c = self.circuit
         if message.garbled.digest != c.digest() or len(message.garbled.tables) != c.and_count:

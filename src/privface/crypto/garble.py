@@ -6,7 +6,8 @@
 * Garbling: free-XOR (Kolesnikov–Schneider 2008), point-and-permute, half-gates (Zahur–Rosulek–Evans,
   "Two halves make a whole", EUROCRYPT 2015, Fig. 2: two 128-bit ciphertexts per AND gate).
   Hash H(x, j) = π(σ(x) ⊕ j) ⊕ σ(x), π = AES-128 under a public key drawn per garbling, σ(x) = 2·x in
-  GF(2^128) — the tweakable correlation-robust hash of Guo–Katz–Wang–Yu (S&P 2020) that ZRE15 prescribes.
+  GF(2^128) (a linear orthomorphism: 2x ⊕ x = 3x is a permutation) — the fixed-key form of Bellare et al.
+  (S&P 2013) that ZRE15 uses, proven tweakable circular-correlation robust by Guo–Katz–Wang–Yu (S&P 2020).
 * Output: the garbler keeps the decoding (both output labels); the evaluator returns the labels it got
   and learns nothing; a returned label that is neither valid label is an `OutputLabelError`.
 """
