@@ -1,5 +1,8 @@
 """Naor–Pinkas 1-out-of-2 OT (crypto/ot.py): correctness for both choice bits, group checks, refusals."""
 import secrets
+import shutil
+import subprocess
+import warnings
 
 import gmpy2
 import pytest
@@ -29,6 +32,20 @@ def test_groups_are_the_rfc3526_safe_primes(group, bits, c):
     assert gmpy2.powmod(group.g, group.q, group.p) == 1 and group.check(group.g, "g") == 2
     assert gmpy2.powmod(group.C, group.q, group.p) == 1
     assert group.security_bits >= 112
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+@pytest.mark.parametrize("group", [MODP_2048, MODP_3072])
+def test_groups_match_openssl(group):
+    """Cross-check against OpenSSL's built-in RFC 3526 groups (`genpkey -pkeyopt group:modp_N`)."""
+    from cryptography.hazmat.primitives.serialization import load_pem_parameters
+
+    pem = subprocess.run(["openssl", "genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt",
+                          f"group:modp_{group.p.bit_length()}"], capture_output=True, check=True).stdout
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cryptography deprecates finite-field DH; we only read p and g
+        numbers = load_pem_parameters(pem).parameter_numbers()
+    assert (numbers.p, numbers.g) == (group.p, group.g)
 
 
 def test_both_choice_bits_random_batch():
