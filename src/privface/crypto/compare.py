@@ -20,6 +20,7 @@ unblinded score; it adds nothing when τ ≤ s_max + 1, but refuses a τ set abo
 """
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,14 +51,16 @@ SECURITY = {
 }
 
 
+@functools.cache
 def less_than_circuit(k: int) -> Circuit:
-    """[x < t] for k-bit unsigned x (evaluator) and t (garbler)."""
+    """[x < t] for k-bit unsigned x (evaluator) and t (garbler). Circuits are immutable, so built once."""
     b = CircuitBuilder()
     x, t = b.evaluator_input(k), b.garbler_input(k)
     b.output(b.lt(x, t))
     return b.build()
 
 
+@functools.cache
 def im2020_circuit(k: int, range_check: bool = False) -> Circuit:
     """Seed 000 Fig. 8: evaluator s*; garbler r0_inv, r1, τ (and s_max) → [s < τ] (∧ [s ≤ s_max])."""
     b = CircuitBuilder()

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -52,12 +53,16 @@ class Circuit:
     gates: tuple[Gate, ...]
     outputs: tuple[int, ...]
 
-    @property
+    @functools.cached_property
     def and_count(self) -> int:
         return sum(g.op == "AND" for g in self.gates)
 
     def digest(self) -> bytes:
         """SHA-256 of the circuit: both parties check they garble and evaluate the same one."""
+        return self._digest
+
+    @functools.cached_property
+    def _digest(self) -> bytes:
         h = hashlib.sha256(b"privface/circuit/v1")
         for part in (self.garbler_inputs, self.evaluator_inputs, self.outputs):
             h.update(struct.pack(f">I{len(part)}I", len(part), *part))
