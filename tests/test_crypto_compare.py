@@ -70,6 +70,27 @@ def test_range_check_refuses_a_score_outside_the_sed_range():
     assert run(Garbler.im2020(K, r0_inv, r1, tau), Evaluator.im2020(K, s_star)) is True
 
 
+def test_gsm_pi3_circuit_k64():
+    """Seed 004 Fig. 6: honest (X, Y) give (1, [T ≤ IP]); a Y inconsistent with X is caught (the ⊥ bit)."""
+    k = 64
+    T = secrets.randbits(20) + 1
+    for ip in (T - 1, T, T + 1, 0, secrets.randbits(21)):
+        pad, a, b = secrets.randbits(k), secrets.randbits(k), secrets.randbits(k)
+        X, Y = (ip + pad) % 2**k, (a * ip + b) % 2**k
+        garbler = Garbler.gsm_pi3(k, pad, a, b, T)
+        assert run_bits(garbler, Evaluator.gsm_pi3(k, X, Y)) == (True, T <= ip)
+        with pytest.raises(CryptoError, match="decide_bits"):
+            Garbler.gsm_pi3(k, pad, a, b, T).decide(EvaluatorResult((bytes(16), bytes(16))))
+    garbler = Garbler.gsm_pi3(k, pad, a, b, T)
+    assert run_bits(garbler, Evaluator.gsm_pi3(k, (X + 1) % 2**k, Y))[0] is False
+
+
+def run_bits(garbler, evaluator):
+    request = OTRequest.from_bytes(evaluator.request().to_bytes())
+    message = GarblerMessage.from_bytes(garbler.respond(request).to_bytes())
+    return garbler.decide_bits(EvaluatorResult.from_bytes(evaluator.evaluate(message).to_bytes()))
+
+
 def _started(k=16, x=3, t=9):
     garbler, evaluator = Garbler.less_than(k, t), Evaluator.less_than(k, x)
     return garbler, evaluator, garbler.respond(evaluator.request())

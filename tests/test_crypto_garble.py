@@ -72,6 +72,23 @@ def test_garbled_evaluation_matches_plain(k, data):
     assert split(k, garbled_run(c, to_bits(y, k), to_bits(x, k))) == expected(k, x, y)
 
 
+@functools.cache
+def eq_circuit(k):
+    b = CircuitBuilder()
+    b.output(b.eq(b.evaluator_input(k), b.garbler_input(k)))
+    return b.build()
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 9), data=st.data())
+def test_equality_plain_and_garbled(k, data):
+    x = data.draw(st.integers(0, 2**k - 1))
+    y = data.draw(st.one_of(st.just(x), st.integers(0, 2**k - 1), st.sampled_from([x ^ (1 << i) for i in range(k)])))
+    c = eq_circuit(k)
+    assert c.and_count == k - 1
+    assert c.evaluate(to_bits(y, k), to_bits(x, k)) == garbled_run(c, to_bits(y, k), to_bits(x, k)) == (int(x == y),)
+
+
 def _edge_pairs(k):
     top = 2**k - 1
     r = secrets.randbits(k)

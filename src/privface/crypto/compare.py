@@ -12,11 +12,12 @@ Message flow (three messages, evaluator first — the OT is two-message, seed 00
 3. evaluator → garbler: `EvaluatorResult` = output labels (`Evaluator.evaluate`); the garbler decodes
    them into its bit (`Garbler.decide`) and rejects a label that is not one of the two valid ones.
 
-Circuits: (a) `less_than_circuit` — [x < t], x from the evaluator, t from the garbler; (b)
-`im2020_circuit` — seed 000 §VII Fig. 8: the evaluator holds the blinded score s* = r0²·SED + r1 mod 2^k
+Circuits (one output bit unless noted): (a) `less_than_circuit` — [x < t], x from the evaluator, t from the
+garbler; (b) `im2020_circuit` — seed 000 §VII Fig. 8: the evaluator holds the blinded score s* = r0²·SED + r1 mod 2^k
 (seed 000 §IV-B, eq. (4)), the garbler r0_inv = (r0²)⁻¹ mod 2^k, r1 and τ; the circuit unblinds
 s = r0_inv·(s* − r1) mod 2^k and outputs [s < τ], optionally ∧ [s ≤ s_max] (a range check on the
-unblinded score; it adds nothing when τ ≤ s_max + 1, but refuses a τ set above the possible SED range).
+unblinded score; it adds nothing when τ ≤ s_max + 1, but refuses a τ set above the possible SED range);
+(c) `gsm_pi3_circuit` — seed 004 §7 Fig. 6, two bits (consistency, match), read with `Garbler.decide_bits`.
 """
 from __future__ import annotations
 
@@ -57,6 +58,19 @@ def less_than_circuit(k: int) -> Circuit:
     b = CircuitBuilder()
     x, t = b.evaluator_input(k), b.garbler_input(k)
     b.output(b.lt(x, t))
+    return b.build()
+
+
+@functools.cache
+def gsm_pi3_circuit(k: int) -> Circuit:
+    """Seed 004 §7 Fig. 6: evaluator X, Y; garbler pad, a, b, T. IP = X − pad mod 2^k; outputs
+    ([a·IP + b = Y], [T ≤ IP]) — the first bit false is the figure's ⊥ (the device's inputs were not
+    the ones the terminal encrypted)."""
+    b = CircuitBuilder()
+    X, Y = b.evaluator_input(k), b.evaluator_input(k)
+    pad, a, b_, T = (b.garbler_input(k) for _ in range(4))
+    ip = b.sub(X, pad)
+    b.output(b.eq(b.add(b.mul(a, ip), b_), Y), b.le(T, ip))
     return b.build()
 
 
@@ -143,8 +157,8 @@ class Garbler:
     """Holds its input, garbles once per run, keeps the output decoding and learns only the output bit."""
 
     def __init__(self, circuit: Circuit, inputs: Sequence[int], group: OTGroup = MODP_2048) -> None:
-        if len(circuit.outputs) != 1:
-            raise CryptoError("a comparison circuit has exactly one output bit")
+        if not circuit.outputs:
+            raise CryptoError("a circuit without outputs decides nothing")
         check_bits(inputs, len(circuit.garbler_inputs), "garbler input")
         self.circuit, self._bits, self._sender = circuit, list(inputs), OTSender(group)
         self._garbling: Garbling | None = None
@@ -165,6 +179,11 @@ class Garbler:
             bits += to_bits(s_max, k)
         return cls(im2020_circuit(k, range_check=s_max is not None), bits, group)
 
+    @classmethod
+    def gsm_pi3(cls, k: int, pad: int, a: int, b: int, T: int, group: OTGroup = MODP_2048) -> Garbler:
+        """Seed 004 Fig. 5 round 4, terminal side (`gsm_pi3_circuit`); decide with `decide_bits`."""
+        return cls(gsm_pi3_circuit(k), to_bits(pad, k) + to_bits(a, k) + to_bits(b, k) + to_bits(T, k), group)
+
     def respond(self, request: OTRequest) -> GarblerMessage:
         """Garble afresh and answer the evaluator's OT request; a bad request changes no state."""
         if self._state != "new":
@@ -177,20 +196,27 @@ class Garbler:
         return GarblerMessage(gc, tuple(garbling.garbler_labels(self._bits)), ot)
 
     def decide(self, result: EvaluatorResult) -> bool:
-        """The output bit. A malformed result changes no state; a well-formed result with an invalid label
+        """The output bit of a one-output circuit; see `decide_bits`."""
+        if len(self.circuit.outputs) != 1:
+            raise CryptoError("garbler: decide() is for one-output circuits; use decide_bits()")
+        return self.decide_bits(result)[0]
+
+    def decide_bits(self, result: EvaluatorResult) -> tuple[bool, ...]:
+        """The output bits. A malformed result changes no state; a well-formed result with an invalid label
         raises `OutputLabelError` and ends the run (a cheating evaluator gets no second try)."""
         if self._state != "sent":
             raise CryptoError(f"garbler: decide() needs a sent garbled circuit (state {self._state})")
-        if not isinstance(result, EvaluatorResult) or len(result.labels) != 1:
-            raise CryptoError("garbler: expected exactly one output label")
+        n = len(self.circuit.outputs)
+        if not isinstance(result, EvaluatorResult) or len(result.labels) != n:
+            raise CryptoError(f"garbler: expected exactly {n} output label{'s' * (n > 1)}")
         try:
-            (bit,) = self._garbling.decode(result.labels)
+            bits = self._garbling.decode(result.labels)
         except CryptoError:
             if all(isinstance(x, bytes) and len(x) == LABEL_BYTES for x in result.labels):
                 self._garbling, self._state = None, "aborted"
             raise
         self._garbling, self._state = None, "done"
-        return bool(bit)
+        return tuple(map(bool, bits))
 
 
 class Evaluator:
@@ -209,6 +235,11 @@ class Evaluator:
     def im2020(cls, k: int, s_star: int, range_check: bool = False, group: OTGroup = MODP_2048) -> Evaluator:
         """Seed 000 Fig. 8 client side: s* is the decrypted blinded score."""
         return cls(im2020_circuit(k, range_check), to_bits(s_star, k), group)
+
+    @classmethod
+    def gsm_pi3(cls, k: int, X: int, Y: int, group: OTGroup = MODP_2048) -> Evaluator:
+        """Seed 004 Fig. 5 round 3, device side: X = IP + pad, Y = a·IP + b."""
+        return cls(gsm_pi3_circuit(k), to_bits(X, k) + to_bits(Y, k), group)
 
     def request(self) -> OTRequest:
         return self._receiver.request()

@@ -2,7 +2,7 @@
 
 * Circuits: XOR, AND and INV (= NOT) gates over numbered wires; integers are little-endian bit lists.
 * Builder: k-bit add, subtract and multiply mod 2^k, less-than / greater-or-equal comparators,
-  constant inputs (seed 004 §7 Fig. 6 and seed 000 §VII Fig. 8 need no more).
+  equality, constant inputs (seed 004 §7 Fig. 6 and seed 000 §VII Fig. 8 need no more).
 * Garbling: free-XOR (Kolesnikov–Schneider 2008), point-and-permute, half-gates (Zahur–Rosulek–Evans,
   "Two halves make a whole", EUROCRYPT 2015, Fig. 2: two 128-bit ciphertexts per AND gate).
   Hash H(x, j) = π(σ(x) ⊕ j) ⊕ σ(x), π = AES-128 under a public key drawn per garbling, σ(x) = 2·x in
@@ -198,6 +198,13 @@ class CircuitBuilder:
     def le(self, x: Sequence[int], y: Sequence[int]) -> int:
         """[x ≤ y] (unsigned) = [y ≥ x]."""
         return self.ge(y, x)
+
+    def eq(self, x: Sequence[int], y: Sequence[int]) -> int:
+        """[x = y]: the AND (balanced tree, k − 1 gates) of ¬(x_i ⊕ y_i)."""
+        level = [self.inv(self.xor(a, b)) for a, b in zip(x, y, strict=True)]
+        while len(level) > 1:
+            level = [self.and_(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)] + level[len(level) & ~1:]
+        return level[0]
 
     def output(self, *bits: int) -> None:
         self._outputs += bits
