@@ -155,6 +155,9 @@ def test_garbler_refuses_bad_requests_and_steps_out_of_order():
     with pytest.raises(CryptoError, match="16 input bits"):
         garbler.respond(Evaluator.less_than(8, 1).request())
     evaluator = Evaluator.less_than(16, 7)
+    honest = evaluator.request()
+    with pytest.raises(CryptoError, match="not an element"):
+        garbler.respond(OTRequest(honest.group, (1,) + honest.pk0[1:]))
     message = garbler.respond(evaluator.request())
     with pytest.raises(CryptoError, match="once per run"):
         garbler.respond(evaluator.request())

@@ -33,6 +33,7 @@ from .garble import (
     CircuitBuilder,
     GarbledCircuit,
     Garbling,
+    OutputLabelError,
     check_bits,
     evaluate,
     garble,
@@ -211,9 +212,8 @@ class Garbler:
             raise CryptoError(f"garbler: expected exactly {n} output label{'s' * (n > 1)}")
         try:
             bits = self._garbling.decode(result.labels)
-        except CryptoError:
-            if all(isinstance(x, bytes) and len(x) == LABEL_BYTES for x in result.labels):
-                self._garbling, self._state = None, "aborted"
+        except OutputLabelError:
+            self._garbling, self._state = None, "aborted"
             raise
         self._garbling, self._state = None, "done"
         return tuple(map(bool, bits))
