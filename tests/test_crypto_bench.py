@@ -22,6 +22,9 @@ def test_bench_crypto_json_rows():
         assert by_op[(scheme, "dec2_sed_original_k128_serial")]["base_decryptions"] == 257
         assert by_op[(scheme, "dec2_esed_k128_parallel")]["speedup"] > 0
     assert by_op[("packing-ternary", "decode2")]["n"] > by_op[("packing-gsm", "decode2")]["n"]
+    gc = {op: by_op[("gc-compare", op)] for op in ("im2020_garble", "im2020_ot", "im2020_evaluate", "im2020_total")}
+    assert all(row["bits"] == 64 and row["bytes"] > 0 for row in gc.values())
+    assert gc["im2020_total"]["bytes"] > gc["im2020_garble"]["bytes"] >= 32 * gc["im2020_garble"]["and_gates"]
 
 
 def test_bench_crypto_table():

@@ -4,7 +4,9 @@
 * ``joye_libert`` — Joye–Libert LHE over Z_{2^k} (the base scheme of seed 000), ``JL_112`` / ``JL_128``;
 * ``catalano_fiore`` — the Catalano–Fiore transform and the improved transform HE′ (seed 000 §II-C, §IV-A)
   over any ``lhe`` base scheme;
-* ``packing`` — the GSM packing scheme (seed 004 §4) and its parameter solver.
+* ``packing`` — the GSM packing scheme (seed 004 §4) and its parameter solver;
+* ``ot``, ``garble``, ``compare`` — Naor–Pinkas OT, half-gates garbled circuits and the two-party secure
+  comparison built from them (seed 000 §VII Fig. 8, seed 004 §7); import them by module.
 
 Keys below 2048 bits exist only with ``insecure_test_params=True``.
 """

@@ -8,6 +8,7 @@ parsing a serialized ciphertext. Catalano–Fiore: ESED of two 128-D vectors and
 (k + 1 base decryptions) serial and on one thread per core, with the speedup measured in the same run,
 and the same SED decrypted through the original transform (2k + 1). Packing: Encode₁ of a 256-D
 vector, Mask, Decode₂ with the solver's parameters (m = 16, λ = 40, 3072 bits), both layouts.
+Garbled-circuit secure comparison (``gc-compare``, k = 64, also with ``bytes``): see ``bench_compare``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..crypto import packing
 from ..crypto.joye_libert import JL_112, JL_128, JLParams, generate_joye_libert_keypair
 from ..crypto.paillier import RnPool, generate_paillier_keypair
 from ..errors import CryptoError
+from .bench_compare import gc_compare_rows
 
 ESED_DIM = 128
 
@@ -122,6 +124,7 @@ def bench_crypto(*, repeat: int = 15, cf_repeat: int = 5, keygen_repeat: int = 3
         if scheme == "joye-libert" or bits == paillier_bits[0]:
             rows += _cf_rows(scheme, bits, pk, sk, cf_repeat, workers)
     rows += _packing_rows(1024 if insecure_test_params else 3072, repeat)
+    rows += gc_compare_rows(_median_ms, _row, repeat=min(repeat, 7))
     return rows
 
 

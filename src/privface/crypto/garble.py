@@ -1,0 +1,355 @@
+"""Boolean circuits, a small circuit builder, and Yao garbling with free-XOR and half-gates.
+
+* Circuits: XOR, AND and INV (= NOT) gates over numbered wires; integers are little-endian bit lists.
+* Builder: k-bit add, subtract and multiply mod 2^k, less-than / greater-or-equal comparators,
+  equality, constant inputs (seed 004 §7 Fig. 6 and seed 000 §VII Fig. 8 need no more).
+* Garbling: free-XOR (Kolesnikov–Schneider 2008), point-and-permute, half-gates (Zahur–Rosulek–Evans,
+  "Two halves make a whole", EUROCRYPT 2015, Fig. 2: two 128-bit ciphertexts per AND gate).
+  Hash H(x, j) = π(σ(x) ⊕ j) ⊕ σ(x), π = AES-128 under a public key drawn per garbling, σ(x) = 2·x in
+  GF(2^128) (a linear orthomorphism: 2x ⊕ x = 3x is a permutation) — the fixed-key form of Bellare et al.
+  (S&P 2013) that ZRE15 uses, proven tweakable circular-correlation robust by Guo–Katz–Wang–Yu (S&P 2020).
+* Output: the garbler keeps the decoding (both output labels); the evaluator returns the labels it got
+  and learns nothing; a returned label that is neither valid label is an `OutputLabelError`.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import secrets
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from ..errors import CryptoError
+
+LABEL_BYTES = 16
+_MASK = (1 << 128) - 1
+OPS = ("XOR", "AND", "INV")
+
+
+class OutputLabelError(CryptoError):
+    """The evaluator returned an output label that is neither label of its wire: it cheated (or garbage)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    op: str  # "XOR" | "AND" | "INV"
+    a: int
+    b: int  # -1 for INV
+    out: int
+
+
+@dataclass(frozen=True)
+class Circuit:
+    """A topologically ordered boolean circuit. Inputs are listed per party; constants are (wire, bit)."""
+
+    n_wires: int
+    garbler_inputs: tuple[int, ...]
+    evaluator_inputs: tuple[int, ...]
+    constants: tuple[tuple[int, int], ...]
+    gates: tuple[Gate, ...]
+    outputs: tuple[int, ...]
+
+    @functools.cached_property
+    def and_count(self) -> int:
+        return sum(g.op == "AND" for g in self.gates)
+
+    def digest(self) -> bytes:
+        """SHA-256 of the circuit: both parties check they garble and evaluate the same one."""
+        return self._digest
+
+    @functools.cached_property
+    def _digest(self) -> bytes:
+        h = hashlib.sha256(b"privface/circuit/v1")
+        for part in (self.garbler_inputs, self.evaluator_inputs, self.outputs):
+            h.update(struct.pack(f">I{len(part)}I", len(part), *part))
+        h.update(struct.pack(">II", self.n_wires, len(self.constants)))
+        for w, bit in self.constants:
+            h.update(struct.pack(">IB", w, bit))
+        for g in self.gates:
+            h.update(struct.pack(">BiiI", OPS.index(g.op), g.a, g.b, g.out))
+        return h.digest()
+
+    def evaluate(self, garbler_bits: Sequence[int], evaluator_bits: Sequence[int]) -> tuple[int, ...]:
+        """The plaintext value of the outputs (the reference the garbled evaluation must match)."""
+        check_bits(garbler_bits, len(self.garbler_inputs), "garbler input")
+        check_bits(evaluator_bits, len(self.evaluator_inputs), "evaluator input")
+        v = [0] * self.n_wires
+        for w, bit in zip(self.garbler_inputs, garbler_bits):
+            v[w] = bit
+        for w, bit in zip(self.evaluator_inputs, evaluator_bits):
+            v[w] = bit
+        for w, bit in self.constants:
+            v[w] = bit
+        for g in self.gates:
+            v[g.out] = v[g.a] ^ v[g.b] if g.op == "XOR" else v[g.a] & v[g.b] if g.op == "AND" else v[g.a] ^ 1
+        return tuple(v[w] for w in self.outputs)
+
+
+def check_bits(bits: Sequence[int], n: int, what: str) -> None:
+    """n bits, each the integer 0 or 1; anything else is a CryptoError."""
+    if len(bits) != n or any(b not in (0, 1) or isinstance(b, bool) for b in bits):
+        raise CryptoError(f"{what}: expected {n} bits (integers 0/1)")
+
+
+def to_bits(value: int, k: int) -> list[int]:
+    """The k-bit little-endian representation of 0 ≤ value < 2^k."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << k:
+        raise CryptoError(f"a {k}-bit input must be an integer in [0, 2^{k}), got {value!r}")
+    return [(value >> i) & 1 for i in range(k)]
+
+
+def from_bits(bits: Sequence[int]) -> int:
+    return sum(b << i for i, b in enumerate(bits))
+
+
+class CircuitBuilder:
+    """Builds a `Circuit`; words are little-endian lists of wire numbers."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._garbler: list[int] = []
+        self._evaluator: list[int] = []
+        self._constants: list[tuple[int, int]] = []
+        self._gates: list[Gate] = []
+        self._outputs: list[int] = []
+
+    def _wire(self) -> int:
+        self._n += 1
+        return self._n - 1
+
+    def garbler_input(self, k: int) -> list[int]:
+        ws = [self._wire() for _ in range(k)]
+        self._garbler += ws
+        return ws
+
+    def evaluator_input(self, k: int) -> list[int]:
+        ws = [self._wire() for _ in range(k)]
+        self._evaluator += ws
+        return ws
+
+    def constant(self, value: int, k: int) -> list[int]:
+        """A public k-bit constant (its labels travel with the garbler's)."""
+        ws = [self._wire() for _ in range(k)]
+        self._constants += zip(ws, to_bits(value, k))
+        return ws
+
+    def _gate(self, op: str, a: int, b: int = -1) -> int:
+        out = self._wire()
+        self._gates.append(Gate(op, a, b, out))
+        return out
+
+    def xor(self, a: int, b: int) -> int:
+        return self._gate("XOR", a, b)
+
+    def and_(self, a: int, b: int) -> int:
+        return self._gate("AND", a, b)
+
+    def inv(self, a: int) -> int:
+        return self._gate("INV", a)
+
+    def _add(self, x: Sequence[int], y: Sequence[int], carry: int | None) -> tuple[list[int], int | None]:
+        """Ripple-carry x + y + carry, one AND per bit: c' = c ⊕ ((x ⊕ c) ∧ (y ⊕ c)). None = carry 0."""
+        out = []
+        for i, (a, b) in enumerate(zip(x, y, strict=True)):
+            if carry is None:
+                out.append(self.xor(a, b))
+                carry = self.and_(a, b)
+                continue
+            out.append(self.xor(self.xor(a, b), carry))
+            carry = self.xor(carry, self.and_(self.xor(a, carry), self.xor(b, carry)))
+        return out, carry
+
+    def add(self, x: Sequence[int], y: Sequence[int]) -> list[int]:
+        """x + y mod 2^k."""
+        return self._add(x, y, None)[0]
+
+    def _x_plus_not_y_plus_1(self, x: Sequence[int], y: Sequence[int]) -> tuple[list[int], int]:
+        """x + ¬y + 1 = x − y mod 2^k; its carry out is [x ≥ y]."""
+        one = self.constant(1, 1)[0]
+        return self._add(x, [self.inv(b) for b in y], one)
+
+    def sub(self, x: Sequence[int], y: Sequence[int]) -> list[int]:
+        """x − y mod 2^k."""
+        return self._x_plus_not_y_plus_1(x, y)[0]
+
+    def mul(self, x: Sequence[int], y: Sequence[int]) -> list[int]:
+        """x · y mod 2^k, schoolbook: Σ_i y_i·x·2^i keeping the low k bits (≈ k² ANDs)."""
+        k = len(x)
+        if len(y) != k:
+            raise CryptoError("mul: operands of different widths")
+        acc = [self.and_(a, y[0]) for a in x]
+        for i in range(1, k):
+            partial = [self.and_(a, y[i]) for a in x[:k - i]]
+            acc = acc[:i] + self._add(acc[i:], partial, None)[0]
+        return acc
+
+    def ge(self, x: Sequence[int], y: Sequence[int]) -> int:
+        """[x ≥ y] (unsigned): the carry out of x + ¬y + 1."""
+        return self._x_plus_not_y_plus_1(x, y)[1]
+
+    def lt(self, x: Sequence[int], y: Sequence[int]) -> int:
+        """[x < y] (unsigned)."""
+        return self.inv(self.ge(x, y))
+
+    def le(self, x: Sequence[int], y: Sequence[int]) -> int:
+        """[x ≤ y] (unsigned) = [y ≥ x]."""
+        return self.ge(y, x)
+
+    def eq(self, x: Sequence[int], y: Sequence[int]) -> int:
+        """[x = y]: the AND (balanced tree, k − 1 gates) of ¬(x_i ⊕ y_i)."""
+        level = [self.inv(self.xor(a, b)) for a, b in zip(x, y, strict=True)]
+        while len(level) > 1:
+            level = [self.and_(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)] + level[len(level) & ~1:]
+        return level[0]
+
+    def output(self, *bits: int) -> None:
+        self._outputs += bits
+
+    def build(self) -> Circuit:
+        return Circuit(self._n, tuple(self._garbler), tuple(self._evaluator), tuple(self._constants),
+                       tuple(self._gates), tuple(self._outputs))
+
+
+# --- garbling ---------------------------------------------------------------------------------
+
+
+def _double(x: int) -> int:
+    """σ(x) = 2·x in GF(2^128) mod x^128 + x^7 + x^2 + x + 1."""
+    return ((x << 1) & _MASK) ^ (0x87 if x >> 127 else 0)
+
+
+class _Hash:
+    """H(x, j) = π(σ(x) ⊕ j) ⊕ σ(x) with π = AES-128 under a public key; ECB only batches blocks."""
+
+    def __init__(self, key: bytes) -> None:
+        self._aes = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+
+    def __call__(self, *pairs: tuple[int, int]) -> list[int]:
+        sig = [_double(x) for x, _ in pairs]
+        blocks = b"".join((s ^ j).to_bytes(16, "little") for s, (_, j) in zip(sig, pairs))
+        enc = self._aes.update(blocks)
+        return [int.from_bytes(enc[16 * i:16 * i + 16], "little") ^ s for i, s in enumerate(sig)]
+
+
+def _label(x: int) -> bytes:
+    return x.to_bytes(LABEL_BYTES, "little")
+
+
+@dataclass(frozen=True)
+class GarbledCircuit:
+    """What the evaluator receives: circuit digest, public AES key, two ciphertexts per AND gate.
+    Encoding: digest (32) ‖ key (16) ‖ n u32 ‖ n × (T_G ‖ T_E)."""
+
+    digest: bytes
+    key: bytes
+    tables: tuple[tuple[bytes, bytes], ...]
+
+    def to_bytes(self) -> bytes:
+        return self.digest + self.key + struct.pack(">I", len(self.tables)) + b"".join(a + b for a, b in self.tables)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> GarbledCircuit:
+        if not isinstance(data, (bytes, bytearray)) or len(data) < 52:
+            raise CryptoError("garbled circuit: shorter than its header")
+        (n,) = struct.unpack_from(">I", data, 48)
+        if len(data) != 52 + 32 * n:
+            raise CryptoError(f"garbled circuit: {n} tables need {52 + 32 * n} bytes, got {len(data)}")
+        tables = tuple((bytes(data[52 + 32 * i:68 + 32 * i]), bytes(data[68 + 32 * i:84 + 32 * i])) for i in range(n))
+        return cls(bytes(data[:32]), bytes(data[32:48]), tables)
+
+
+class Garbling:
+    """The garbler's secrets for one garbled circuit: the offset R (lsb 1) and every wire's 0-label."""
+
+    def __init__(self, circuit: Circuit, R: int, zero: list[int]) -> None:
+        self.circuit, self._R, self._zero = circuit, R, zero
+
+    def label(self, wire: int, bit: int) -> bytes:
+        return _label(self._zero[wire] ^ (self._R if bit else 0))
+
+    def garbler_labels(self, garbler_bits: Sequence[int]) -> list[bytes]:
+        """Active labels of the garbler's inputs followed by those of the constants."""
+        c = self.circuit
+        check_bits(garbler_bits, len(c.garbler_inputs), "garbler input")
+        return ([self.label(w, b) for w, b in zip(c.garbler_inputs, garbler_bits)]
+                + [self.label(w, b) for w, b in c.constants])
+
+    def evaluator_label_pairs(self) -> list[tuple[bytes, bytes]]:
+        """(label of 0, label of 1) for each evaluator input: the OT sender's messages."""
+        return [(self.label(w, 0), self.label(w, 1)) for w in self.circuit.evaluator_inputs]
+
+    def decode(self, output_labels: Sequence[bytes]) -> tuple[int, ...]:
+        """The output bits the returned labels stand for; any other label is an `OutputLabelError`."""
+        outs = self.circuit.outputs
+        if len(output_labels) != len(outs) or any(not isinstance(x, bytes) or len(x) != LABEL_BYTES
+                                                  for x in output_labels):
+            raise CryptoError(f"expected {len(outs)} output labels of {LABEL_BYTES} bytes")
+        bits = []
+        for w, got in zip(outs, output_labels):
+            is0, is1 = hmac.compare_digest(got, self.label(w, 0)), hmac.compare_digest(got, self.label(w, 1))
+            if not (is0 or is1):
+                raise OutputLabelError("the evaluator returned an output label that is not a label of its wire")
+            bits.append(int(is1))
+        return tuple(bits)
+
+
+def garble(circuit: Circuit) -> tuple[GarbledCircuit, Garbling]:
+    """Garble with free-XOR and half-gates (ZRE15 Fig. 2); fresh R, labels and AES key each call."""
+    R = secrets.randbits(128) | 1  # lsb(R) = 1: the point-and-permute bit of a label is its lsb
+    zero = [0] * circuit.n_wires
+    for w in (*circuit.garbler_inputs, *circuit.evaluator_inputs, *(w for w, _ in circuit.constants)):
+        zero[w] = secrets.randbits(128)
+    key = secrets.token_bytes(16)
+    H, tables, j = _Hash(key), [], 0
+    for g in circuit.gates:
+        if g.op == "XOR":
+            zero[g.out] = zero[g.a] ^ zero[g.b]
+        elif g.op == "INV":
+            zero[g.out] = zero[g.a] ^ R
+        else:
+            A0, B0 = zero[g.a], zero[g.b]
+            A1, B1, pa, pb = A0 ^ R, B0 ^ R, A0 & 1, B0 & 1
+            hA0, hA1, hB0, hB1 = H((A0, j), (A1, j), (B0, j + 1), (B1, j + 1))
+            TG = hA0 ^ hA1 ^ (R if pb else 0)  # generator half: a ∧ p_b
+            WG = hA0 ^ (TG if pa else 0)
+            TE = hB0 ^ hB1 ^ A0  # evaluator half: a ∧ (b ⊕ p_b)
+            WE = hB0 ^ ((TE ^ A0) if pb else 0)
+            zero[g.out] = WG ^ WE
+            tables.append((_label(TG), _label(TE)))
+            j += 2
+    return GarbledCircuit(circuit.digest(), key, tuple(tables)), Garbling(circuit, R, zero)
+
+
+def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[bytes],
+             evaluator_labels: Sequence[bytes]) -> list[bytes]:
+    """Evaluate `gc` on active labels (garbler inputs + constants, then evaluator inputs); returns the
+    output labels, which only the garbler can decode. A circuit/size mismatch is a CryptoError."""
+    if gc.digest != circuit.digest():
+        raise CryptoError("garbled circuit: it was garbled from a different circuit")
+    if len(gc.tables) != circuit.and_count:
+        raise CryptoError(f"garbled circuit: {circuit.and_count} AND tables expected, got {len(gc.tables)}")
+    fixed = (*circuit.garbler_inputs, *(w for w, _ in circuit.constants))
+    for labels, wires, what in ((garbler_labels, fixed, "garbler"),
+                                (evaluator_labels, circuit.evaluator_inputs, "evaluator")):
+        if len(labels) != len(wires) or any(not isinstance(x, bytes) or len(x) != LABEL_BYTES for x in labels):
+            raise CryptoError(f"garbled circuit: expected {len(wires)} {what} labels of {LABEL_BYTES} bytes")
+    W = [0] * circuit.n_wires
+    for w, x in zip((*fixed, *circuit.evaluator_inputs), (*garbler_labels, *evaluator_labels)):
+        W[w] = int.from_bytes(x, "little")
+    H, t = _Hash(gc.key), 0
+    for g in circuit.gates:
+        if g.op == "XOR":
+            W[g.out] = W[g.a] ^ W[g.b]
+        elif g.op == "INV":
+            W[g.out] = W[g.a]  # the garbler flipped the meaning (0-label ⊕ R)
+        else:
+            Wa, Wb = W[g.a], W[g.b]
+            TG, TE = (int.from_bytes(x, "little") for x in gc.tables[t])
+            hA, hB = H((Wa, 2 * t), (Wb, 2 * t + 1))
+            W[g.out] = hA ^ (TG if Wa & 1 else 0) ^ hB ^ ((TE ^ Wa) if Wb & 1 else 0)
+            t += 1
+    return [_label(W[w]) for w in circuit.outputs]
