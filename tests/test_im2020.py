@@ -305,3 +305,12 @@ def test_real_size_run_112_bit():
     result, d = run(client, server, probe)
     assert d.score == int(((probe - enrolled) ** 2).sum()) and result.accepted == (d.score < params.tau)
     assert client.pk.bits == 2048 and client.pk.k == 136
+
+
+def test_tp_accepts_the_norms_of_real_dlib_embeddings(client):
+    """ORL's dlib embeddings have norms 1.27–1.57; a template at either end passes the TP check."""
+    tp = TrustedParty(TOY)
+    rng = np.random.default_rng(30)
+    for norm in (1.27, 1.57):
+        v = rng.standard_normal(128)
+        tp.check_face_template(np.floor(v / np.linalg.norm(v) * norm * 128).astype(np.int64))

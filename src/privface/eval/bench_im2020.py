@@ -19,6 +19,7 @@ from ..protocols.im2020 import AuthChallenge, Client, Im2020Params, RevokeReques
 from ..protocols.im2020.service import Im2020Service
 from ..store import open_store
 from ..templates import quantize
+from .im2020_attacks import face_like_template
 
 
 def _templates(params: Im2020Params, face: bool):
@@ -36,8 +37,7 @@ def _templates(params: Im2020Params, face: bool):
 
         return quantize(backend.embed(photo), params.scale), c1(), c1
     rng = np.random.default_rng(0)
-    v = rng.standard_normal(params.dims)
-    enrolled = np.floor(v / np.linalg.norm(v) * params.scale).astype(np.int64)
+    enrolled = face_like_template(params, rng)
     return enrolled, np.clip(enrolled + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs), None
 
 

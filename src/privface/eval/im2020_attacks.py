@@ -20,10 +20,13 @@ from ..protocols.im2020.blind import decide, unblind
 from ..store import open_store
 
 
+FACE_NORM = 1.4  # typical L2 norm of a dlib-resnet128 embedding (1.27–1.57 on ORL)
+
+
 def face_like_template(params: Im2020Params, rng: np.random.Generator) -> np.ndarray:
-    """A unit-norm direction ×scale, floored: what an enrolled ×128 dlib template looks like."""
+    """A random direction of norm FACE_NORM, ×scale and floored: shaped like an enrolled ×128 dlib template."""
     v = rng.standard_normal(params.dims)
-    return np.floor(v / np.linalg.norm(v) * params.scale).astype(np.int64)
+    return np.floor(v / np.linalg.norm(v) * FACE_NORM * params.scale).astype(np.int64)
 
 
 def setup(params: Im2020Params, template: np.ndarray, subject_id: str = "victim") -> tuple[Client, Server]:

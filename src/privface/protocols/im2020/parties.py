@@ -35,9 +35,9 @@ from .params import Im2020Params
 
 PROTOCOL = "im2020"
 SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v1\x00"
-NORM_RANGE = (0.2, 1.5)
-"""§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of faces have norms in about
-[0.3, 0.9] on ORL; a zero, saturated or random-box vector falls outside."""
+NORM_RANGE = (1.0, 2.0)
+"""§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
+in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
 
 
 # ---------------------------------------------------------------- validation helpers
