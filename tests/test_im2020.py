@@ -314,3 +314,28 @@ def test_tp_accepts_the_norms_of_real_dlib_embeddings(client):
     for norm in (1.27, 1.57):
         v = rng.standard_normal(128)
         tp.check_face_template(np.floor(v / np.linalg.norm(v) * norm * 128).astype(np.int64))
+
+
+def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
+    """§VII with the image: the TP extracts Γ with dlib, the owner's altered photo then authenticates."""
+    from PIL import Image
+
+    from privface import demo_data
+    from privface.protocols.im2020 import TPImageRequest
+    from privface.templates import quantize
+
+    tp = TrustedParty(TOY, embed=backend.embed)
+    server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
+    photo = demo_data.enrolled_photo().read_bytes()
+    req = TPImageRequest.from_bytes(client.tp_image_request(photo).to_bytes())
+    server.register(client.register_signed(tp.enroll_image(req)))
+    probe = quantize(backend.embed(next(iter(demo_data.altered_copies(demo_data.enrolled_photo()).values()))))
+    assert run(client, server, probe)[0].accepted
+    impostor = quantize(backend.embed(demo_data.impostor_photos()["cameraman"]))
+    assert not run(client, server, impostor)[0].accepted
+    noise = tmp_path / "noise.png"
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (120, 120), dtype=np.uint8)).save(noise)
+    with pytest.raises(ProtocolError, match="no usable face"):
+        tp.enroll_image(client.tp_image_request(noise.read_bytes()))
+    with pytest.raises(ProtocolError, match="no face embedder"):
+        TrustedParty(TOY).enroll_image(req)

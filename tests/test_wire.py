@@ -29,6 +29,7 @@ messages = st.one_of(
     st.builds(m.RevokeResponse, ids, st.booleans()),
     st.builds(m.TPRequest, ids, big, big, st.integers(0, 2**16 - 1),
               st.lists(st.integers(-(2**31), 2**31 - 1), max_size=6)),
+    st.builds(m.TPImageRequest, ids, big, big, st.integers(0, 2**16 - 1), st.binary(max_size=64)),
     st.builds(m.TPResponse, st.lists(small_big, max_size=6), st.lists(big, max_size=6), st.binary(max_size=128)),
 )
 
@@ -129,6 +130,6 @@ def test_schema_is_self_consistent_and_matches_the_dataclasses():
     import dataclasses
 
     for cls in (m.RegisterRequest, m.RegisterResponse, m.AuthStart, m.AuthChallenge, m.AuthFinish, m.AuthResult,
-                m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPResponse):
+                m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse):
         assert [f.name for f in dataclasses.fields(cls)] == names[cls.WIRE_NAME]
     assert codec.VERSION == schema["version"]

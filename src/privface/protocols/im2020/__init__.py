@@ -14,6 +14,7 @@ from .messages import (
     RegisterResponse,
     RevokeRequest,
     RevokeResponse,
+    TPImageRequest,
     TPRequest,
     TPResponse,
 )
@@ -64,6 +65,6 @@ DESCRIPTION = {
 __all__ = [
     "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "Client", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
-    "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPRequest", "TPResponse", "TrustedParty",
+    "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse", "TrustedParty",
     "blind_esed", "decide", "unblind",
 ]

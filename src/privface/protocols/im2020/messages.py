@@ -94,6 +94,18 @@ class TPRequest(Message):
 
 
 @dataclass
+class TPImageRequest(Message):
+    """Client → trusted party (§VII step 2, stronger variant): ID, pk and the face image; the TP embeds it."""
+
+    WIRE_NAME = "im2020.TPImageRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    image: bytes
+
+
+@dataclass
 class TPResponse(Message):
     """Trusted party → client (§VII step 4): C = Enc(Γ) under pk and σ = Sign(ID‖C‖pk)."""
 

@@ -16,8 +16,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from ...crypto import catalano_fiore as cf
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
-from ...errors import CryptoError, ProtocolError, UnknownSubjectError
+from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
 from ...store.base import StoreError, TemplateStore, check_key
+from ...templates.quantize import quantize
 from .blind import Decision, Randomizers, blind_esed, decide, unblind
 from .messages import (
     AuthChallenge,
@@ -28,6 +29,7 @@ from .messages import (
     RegisterResponse,
     RevokeRequest,
     RevokeResponse,
+    TPImageRequest,
     TPRequest,
     TPResponse,
 )
@@ -120,6 +122,10 @@ class Client:
     def tp_request(self, template) -> TPRequest:
         """§VII step 2: pk, Γ and ID to the trusted party."""
         return TPRequest(self.subject_id, **self._pk_fields(), template=check_template(template, self.params))
+
+    def tp_image_request(self, image: bytes) -> TPImageRequest:
+        """§VII step 2 with the face image instead of Γ: the TP extracts Γ itself."""
+        return TPImageRequest(self.subject_id, **self._pk_fields(), image=bytes(image))
 
     def register_signed(self, resp: TPResponse) -> RegisterRequest:
         """§VII step 5: ID, C, pk and σ from the TP's answer."""
@@ -216,13 +222,18 @@ def _check_id(subject_id: str) -> None:
 
 class TrustedParty:
     """§VII: checks that Γ looks like a face template, encrypts it under the client's pk and signs ID‖C‖pk
-    with ECDSA P-256 (SHA-256)."""
+    with ECDSA P-256 (SHA-256).
+
+    ``embed`` (image bytes → float embedding, e.g. ``make_backend().embed`` wrapped by the caller) lets the
+    TP extract Γ from the face image itself (``enroll_image``); the protocol layer does not import faces/.
+    """
 
     def __init__(self, params: Im2020Params = Im2020Params(), *, signing_key: ec.EllipticCurvePrivateKey | None = None,
-                 norm_range: tuple[float, float] = NORM_RANGE) -> None:
+                 norm_range: tuple[float, float] = NORM_RANGE, embed=None) -> None:
         self.params = params
         self._signing_key = signing_key or ec.generate_private_key(ec.SECP256R1())
         self.norm_range = norm_range
+        self._embed = embed
 
     @property
     def public_key(self) -> ec.EllipticCurvePublicKey:
@@ -242,10 +253,23 @@ class TrustedParty:
 
     def enroll(self, req: TPRequest) -> TPResponse:
         """§VII step 3: verify Γ, C = Enc(Γ, pk), σ = Sign(ID‖C‖pk)."""
+        return self._encrypt_and_sign(req, req.template)
+
+    def enroll_image(self, req: TPImageRequest) -> TPResponse:
+        """§VII step 3 from the image: Γ = ⌊scale · embed(image)⌋, then as ``enroll``."""
+        if self._embed is None:
+            raise ProtocolError("this trusted party has no face embedder; send the template (TPRequest)")
+        try:
+            gamma = quantize(self._embed(req.image), self.params.scale)
+        except PrivfaceError as e:
+            raise ProtocolError(f"the trusted party found no usable face: {e}") from None
+        return self._encrypt_and_sign(req, gamma)
+
+    def _encrypt_and_sign(self, req: TPRequest | TPImageRequest, template) -> TPResponse:
         _check_id(req.subject_id)
         pk = public_key(req.pk_n, req.pk_y, req.pk_k, self.params)
-        self.check_face_template(req.template)
-        a, beta = encrypt_template(pk, req.template)
+        self.check_face_template(template)
+        a, beta = encrypt_template(pk, [int(x) for x in template])
         unsigned = RegisterRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta)
         sig = self._signing_key.sign(signed_bytes(unsigned), ec.ECDSA(hashes.SHA256()))
         return TPResponse(a, beta, sig)
