@@ -39,7 +39,7 @@ def _decode_same_type(msg, data):
 
 
 @given(messages)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_round_trip(msg):
     data = msg.to_bytes()
     assert type(msg).from_bytes(data) == msg
@@ -47,7 +47,7 @@ def test_round_trip(msg):
 
 
 @given(messages, st.data())
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_truncated_or_extended_bytes_raise_wire_error(msg, data):
     raw = msg.to_bytes()
     cut = data.draw(st.integers(0, len(raw) - 1))
@@ -58,7 +58,7 @@ def test_truncated_or_extended_bytes_raise_wire_error(msg, data):
 
 
 @given(messages, st.data())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_garbled_bytes_raise_only_wire_error(msg, data):
     raw = bytearray(msg.to_bytes())
     for _ in range(data.draw(st.integers(1, 4))):
@@ -71,7 +71,7 @@ def test_garbled_bytes_raise_only_wire_error(msg, data):
 
 
 @given(st.binary(max_size=200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_random_bytes_raise_only_wire_error(raw):
     try:
         decode(raw)

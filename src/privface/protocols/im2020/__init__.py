@@ -65,6 +65,7 @@ DESCRIPTION = {
 __all__ = [
     "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "Client", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
-    "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse", "TrustedParty",
+    "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse",
+    "TrustedParty",
     "blind_esed", "decide", "unblind",
 ]

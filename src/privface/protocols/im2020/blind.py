@@ -21,7 +21,8 @@ class Randomizers:
 
 
 def blind_esed(C: Sequence[cf.Level1], C2: Sequence[cf.Level1], rnd: Randomizers) -> cf.Level2:
-    """S* = (α*, β*): α* = r0²·(Enc(Σ ā_i²) ⊞ ⊞ 2ā_i·β̄_i) ⊞ Enc(r1) (eq. 4), β* = [(r0·β̄_i, 0)ᵀ] (eq. 5).
+    """S* = (α*, β*): α* = r0²·(Enc(Σ ā_i²) ⊞ ⊞ 2ā_i·β̄_i) ⊞ Enc(r1) (eq. 4),
+    β* = [(r0·β̄_i, 0)ᵀ] (eq. 5).
 
     Decrypts to s* = r0²·SED(Γ, Γ′) + r1 mod 2^k.
     """
