@@ -5,7 +5,8 @@ bytes), S1 server validation + BlindESED (``Im2020Service.handle("auth/start")``
 decryption of S* (k + 1 base decryptions on ``workers`` threads), S2 unblinding and decision. Parties run
 in one process (``transport: "in-process"``, network_ms = 0); total_ms = C2 + S1 + C3 + S2 (C1 excluded,
 as Table I's privacy-preserving part). Byte counts are measured wire frames; ``paper_*_bytes`` are Table I's
-formulas (268k + 140, 140k + 264) at k = 128 for its λ = 80 sizes.
+formulas (268k + 140, 140k + 264) at k = 128 for its λ = 80 sizes; ``formula_*_bytes`` the same
+counts at this level's sizes (the measured frames add the wire's length prefixes and headers).
 """
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
     service.handle("revoke", RevokeRequest("bench").to_bytes(), None)
     med = {k: round(statistics.median(v) * 1000, 3) if v else None for k, v in t.items()}
     k = params.dims
+    m_bytes, n_bytes = (params.jl.k + 7) // 8, (params.jl.bits + 7) // 8
     return {
         "security_bits": params.security_bits, "jl_modulus_bits": params.jl.bits, "jl_k": params.jl.k, "k": k,
         "c1_face_ms": med["c1"], "c2_encrypt_ms": med["c2"], "s1_blind_esed_ms": med["s1"],
@@ -80,6 +82,9 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
                                                                      "AuthResult"), sizes)),
         "registration_bytes": len(reg) + len(reg_resp),
         "paper_auth_bytes": 268 * k + 140, "paper_registration_bytes": 140 * k + 264,
+        # the same formulas at this level: |M| = k_JL/8 bytes, |Ĉ| = |N| bytes (paper: 12 and 128)
+        "formula_auth_bytes": k * (m_bytes + n_bytes) + (k + 1) * n_bytes + m_bytes,
+        "formula_registration_bytes": k * (m_bytes + n_bytes) + 2 * n_bytes + 8,
         "accepted": accepted, "goal_total_ms": 100,
         "loadavg_1min": round(os.getloadavg()[0], 2),
     }
