@@ -233,7 +233,9 @@ def test_service_refuses_bad_input_without_state_change(client, service):
     bad = [("register", good[:-1]), ("register", good + b"\x00"), ("register", b""),
            ("register", start_bytes), ("register", b"\xff" * 64),
            ("auth/start", start_bytes[:100]), ("revoke", RevokeRequest("alice").to_bytes()[:-2]),
-           ("auth/start", AuthStart("alice", [0], [1]).to_bytes())]
+           ("auth/start", AuthStart("alice", [0], [1]).to_bytes()),
+           ("register", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
+           ("auth/start", AuthStart("alice", [1] * 1024, [1] * 1024).to_bytes())]  # too many entries
     for step, body in bad:
         with pytest.raises(MessageError):
             service.handle(step, body, None)
