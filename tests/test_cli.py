@@ -95,3 +95,32 @@ def test_train_pca_then_compare_with_it(mini_dataset, tmp_path):
     assert same["backend"] == "pca" and same["distance"] == 0 and same["match"] is True
     r = run("compare", hopper, hopper, "--backend", "pca", "--model", str(tmp_path / "missing.npz"), check=False)
     assert r.returncode == 2 and "no such PCA model file" in r.stderr
+
+
+def test_protocols_catalogue():
+    (im,) = json.loads(run("protocols", "--json").stdout)
+    assert im["name"] == "im2020" and "leakage" in im["modes"]["basic"]
+    assert "threat" in run("protocols").stdout
+
+
+def test_eval_through_im2020_matches_plaintext(mini_dataset):
+    out = json.loads(run("eval", "--dataset", str(mini_dataset), "--protocol", "im2020", "--pairs", "10",
+                         "--insecure-test-params", "--json").stdout)
+    assert out["protocol"] == "im2020" and out["pairs_total"] == 28 and out["pairs_run"] == 10
+    assert out["genuine_pairs"] == 5 and out["impostor_pairs"] == 5
+    assert out["mismatches"] == 0 and out["score_mismatches"] == 0 and out["tau"] == 5376
+    r = run("eval", "--dataset", str(mini_dataset), "--pairs", "10", check=False)
+    assert r.returncode == 2 and "im2020 only" in r.stderr
+
+
+def test_bench_im2020_json_smoke():
+    (row,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "1",
+                            "--json").stdout)
+    for key in ("security_bits", "k", "c1_face_ms", "c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms",
+                "s2_unblind_ms", "network_ms", "total_ms", "auth_bytes", "registration_bytes", "transport"):
+        assert key in row, key
+    assert row["k"] == 128 and row["accepted"] is True and row["transport"] == "in-process"
+    assert row["paper_auth_bytes"] == 268 * 128 + 140 and row["auth_bytes"] > 0
+    out = json.loads(run("bench", "im2020-attacks", "--insecure-test-params", "--trials", "2000",
+                         "--he-trials", "1", "--json").stdout)
+    assert all(r.get("accepted", 0) == 0 for r in out["experiments"])

@@ -97,13 +97,70 @@ def cmd_eval(a) -> int:
     from .eval.run import evaluate
 
     ds = load(a.dataset, a.data_root)
+    params = None
+    if a.protocol == "im2020":
+        params = _im2020_params(a)
+    elif a.pairs is not None or a.tau is not None:
+        raise PrivfaceError("--pairs and --tau apply to --protocol im2020 only")
     out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
-                   progress=not a.json, report=a.report)
+                   progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params)
     _print(out, a.json)
     return 0
 
 
+def _im2020_params(a):
+    from .protocols.im2020 import DEFAULT_TAU, Im2020Params
+
+    tau = DEFAULT_TAU if a.tau is None else a.tau
+    try:
+        if getattr(a, "insecure_test_params", False):
+            return Im2020Params.toy(tau=tau)
+        return Im2020Params.for_level(a.security_bits or 112, tau=tau)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+
+
+def cmd_protocols(a) -> int:
+    from .protocols import catalogue
+
+    rows = catalogue()
+    if a.json:
+        print(json.dumps(rows))
+        return 0
+    for d in rows:
+        print(f"{d['name']}: {d['paper']}")
+        for who, what in d["threat_model"].items():
+            print(f"  threat   {who}: {what}")
+        for mode, m in d["modes"].items():
+            leak = "; ".join(f"{who} learns {', '.join(x)}" for who, x in m["leakage"].items())
+            print(f"  mode     {mode} [{m['status']}]: {leak}")
+        for lvl in d["security_levels"]:
+            print("  level    " + ", ".join(f"{k}={v}" for k, v in lvl.items()))
+        for k, v in d["parameters"].items():
+            print(f"  param    {k}: {v}")
+    return 0
+
+
 def cmd_bench(a) -> int:
+    if a.what == "im2020":
+        from .eval import bench_im2020
+
+        levels = (a.security_bits,) if a.security_bits else (112, 128)
+        rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
+                                         insecure_test_params=a.insecure_test_params)
+        print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
+        return 0
+    if a.what == "im2020-attacks":
+        from .eval.im2020_attacks import run_all
+
+        out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials)
+        if a.json:
+            print(json.dumps(out))
+        else:
+            for row in out.pop("experiments"):
+                print("  ".join(f"{k}={v}" for k, v in row.items()))
+            _print(out, False)
+        return 0
     if a.what == "crypto":
         from .eval import bench_crypto
 
@@ -199,7 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="verification accuracy on a dataset")
     s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
-    s.add_argument("--protocol", default="plain", choices=["plain"])
+    s.add_argument("--protocol", default="plain", choices=["plain", "im2020"],
+                   help="plain: quantized templates in the clear; im2020: every pair through the encrypted protocol")
+    s.add_argument("--pairs", type=int, help="im2020: run a seeded sample of N pairs (half genuine) instead of all")
+    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
+    s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
+    s.add_argument("--insecure-test-params", action="store_true",
+                   help="im2020: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     s.add_argument("--report", metavar="DIR", help="write ROC/DET/histogram PNGs and summary.md here")
     s.add_argument("--workers", type=int, help="embedding processes (default: one per core)")
@@ -209,18 +272,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces", "crypto"])
+    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks"])
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
                    "crypto: timings per fast operation (default 15)")
     s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="crypto: toy key sizes, for a quick smoke test only (insecure)")
+                   help="crypto, im2020*: toy key sizes, for a quick smoke test only (insecure)")
+    s.add_argument("--security-bits", type=int, choices=[112, 128],
+                   help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
+    s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
+    s.add_argument("--trials", type=int, default=1_000_000,
+                   help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
+    s.add_argument("--he-trials", type=int, default=20,
+                   help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
+    s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 5376)")
     s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     _backend_args(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("protocols", help="the protocol catalogue: threat model, leakage, security levels, parameters")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_protocols)
 
     s = sub.add_parser("train-pca", help="fit an eigenfaces (PCA) model on a dataset")
     s.add_argument("--dataset", required=True)

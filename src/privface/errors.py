@@ -27,3 +27,11 @@ class TemplateError(PrivfaceError):
 
 class CryptoError(PrivfaceError):
     """A key, ciphertext, encoding or parameter set is invalid, insecure or used with the wrong key."""
+
+
+class ProtocolError(PrivfaceError):
+    """A protocol message is invalid for the party receiving it (wrong size, range, group, key or signature)."""
+
+
+class UnknownSubjectError(ProtocolError):
+    """A protocol message names a subject that is not enrolled."""

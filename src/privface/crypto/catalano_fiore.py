@@ -27,6 +27,19 @@ from ._common import as_int, centered, release_gil
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
 
 
+_CIPHERTEXT_TYPES: set[type] = set()
+
+
+def _is_ciphertext(x) -> bool:
+    """isinstance(x, LHECiphertext), remembered per class: the structural Protocol check is slow."""
+    if type(x) in _CIPHERTEXT_TYPES:
+        return True
+    if isinstance(x, LHECiphertext):
+        _CIPHERTEXT_TYPES.add(type(x))
+        return True
+    return False
+
+
 def _space(beta: LHECiphertext) -> int:
     return beta.public_key.message_space
 
@@ -39,7 +52,7 @@ class Level1:
     beta: LHECiphertext
 
     def __post_init__(self) -> None:
-        if not isinstance(self.beta, LHECiphertext):
+        if not _is_ciphertext(self.beta):
             raise CryptoError(f"level-1 β must be a base-scheme ciphertext, got {type(self.beta).__name__}")
         object.__setattr__(self, "a", int(as_int(self.a, "level-1 a")) % _space(self.beta))
 
@@ -74,13 +87,13 @@ class Level2:
     columns: tuple[Column, ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.alpha, LHECiphertext):
+        if not _is_ciphertext(self.alpha):
             raise CryptoError(f"level-2 α must be a base-scheme ciphertext, got {type(self.alpha).__name__}")
         cols = tuple((b1, b2) for b1, b2 in self.columns)
         pk = self.alpha.public_key
         for b1, b2 in cols:
             for b in (b1,) if b2 is None else (b1, b2):
-                if not isinstance(b, LHECiphertext) or b.public_key != pk:
+                if not _is_ciphertext(b) or b.public_key != pk:
                     raise CryptoError("every ciphertext of a level-2 ciphertext must be under the same public key")
         object.__setattr__(self, "columns", cols)
 

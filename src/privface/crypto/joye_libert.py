@@ -8,8 +8,9 @@ KeyGen: primes p ≡ 1 (mod 2^k) and q ≡ 3 (mod 4) of equal length, N = pq, an
 
 Dec: with p' = (p − 1)/2^k, g = y^p' mod p has order exactly 2^k (y is a non-residue mod p), and
 c^p' = g^m (mod p) because x^(2^k·p') = x^(p−1) = 1. m is the discrete logarithm of c^p' to the base g
-in the cyclic group of order 2^k, found w bits at a time (Pohlig–Hellman with a 2^w-entry table:
-about k²/2w squarings mod p instead of the k²/2 of the bit-by-bit algorithm in the paper).
+in the cyclic group of order 2^k, by Pohlig–Hellman split in halves (``_dlog``): the low half from
+h^(2^(n/2)), then the high half from h·g^(−low), down to w-bit pieces read from a 2^w-entry table —
+about (k/2)·log₂(k/w) squarings mod p instead of the k²/2 of the bit-by-bit algorithm in the paper.
 
 Homomorphic: c₁·c₂ encrypts m₁ + m₂, c^a encrypts a·m, c⁻¹ encrypts −m (mod 2^k). Every ciphertext has
 Jacobi symbol (c/N) = +1, which validation checks together with 0 < c < N and gcd(c, N) = 1.
@@ -140,7 +141,7 @@ class JoyeLibertPublicKey(GroupPublicKey):
 class JoyeLibertPrivateKey(GroupPrivateKey):
     """sk = p (q kept for the owner's CRT encryption). ``repr`` never shows them."""
 
-    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_table", "_steps", "_w")
+    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_table", "_inv_pows", "_w")
 
     def __init__(self, public_key: JoyeLibertPublicKey, p, q) -> None:
         p, q = as_int(p, "p"), as_int(q, "q")
@@ -163,7 +164,9 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
             self._table[int(t)] = i
             t = t * base % p
         g_inv = gmpy2.invert(g, p)
-        self._steps = [gmpy2.powmod(g_inv, mpz(1) << s, p) for s in range(0, k, w)]  # g^(−2^s)
+        self._inv_pows = [g_inv]  # g^(−2^t), t = 0 … k − 1
+        for _ in range(k - 1):
+            self._inv_pows.append(self._inv_pows[-1] * self._inv_pows[-1] % p)
 
     @classmethod
     def from_primes(cls, p, q, k: int, y=None, *, insecure_test_params: bool = False) -> JoyeLibertPrivateKey:
@@ -183,20 +186,26 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
 
     def decrypt(self, c: JoyeLibertCiphertext) -> int:
         """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
-        the base g, w bits per step."""
-        p, k, w = self.p, self.public_key.k, self._w
-        h = gmpy2.powmod(self._own(c), self.p_prime, p)  # = g^m
-        m = 0
-        for step, s in zip(self._steps, range(0, k, w)):
-            width = min(w, k - s)
-            # h = g^(m − m_{<s}) = g^(2^s·(digit + 2^width·rest)); raising to 2^(k−s−width) leaves
-            # g^(2^(k−width)·digit), an element of order 2^width found in the 2^w table.
-            z = gmpy2.powmod(h, mpz(1) << (k - s - width), p)
-            digit = self._table[int(z)] >> (w - width)
-            if digit:
-                m += digit << s
-                h = h * gmpy2.powmod(step, digit, p) % p
-        return m
+        the base g (``_dlog``)."""
+        h = gmpy2.powmod(self._own(c), self.p_prime, self.p)  # = g^m
+        return self._dlog(h, self.public_key.k)
+
+    def _dlog(self, h, n: int) -> int:
+        """m mod 2^n for h = g_n^m, g_n = g^(2^(k−n)) of order 2^n.
+
+        With m = lo + 2^n1·hi: h^(2^n2) = g_n1^lo gives lo, then h·g_n^(−lo) = g_n2^hi gives hi.
+        """
+        p, w = self.p, self._w
+        if n <= w:  # h = (g^(2^(k−w)))^(m·2^(w−n)): the table holds exponents of g^(2^(k−w))
+            return self._table[int(h)] >> (w - n)
+        n1 = n // 2
+        n2 = n - n1
+        lo = self._dlog(gmpy2.powmod(h, mpz(1) << n2, p), n1)
+        t, shift = h, self.public_key.k - n
+        for j in range(n1):
+            if lo >> j & 1:
+                t = t * self._inv_pows[shift + j] % p
+        return lo + (self._dlog(t, n2) << n1)
 
 
 

@@ -12,6 +12,7 @@ from .datasets import Dataset
 from .embed import embed_paths
 
 MISSING = 1e9  # distance given to a pair whose image had no face: always rejected
+PROTOCOLS = ("plain", "im2020")
 
 
 def pair_protocol(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -20,6 +21,15 @@ def pair_protocol(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
         return ds.pairs[:, 0], ds.pairs[:, 1], ds.genuine, ds.folds
     i, j, genuine = metrics.all_pairs(ds.ids)
     return i, j, genuine, None
+
+
+def sample_pairs(genuine: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """Indices of n pairs: up to n/2 genuine, the rest impostors, uniform within each class (seeded)."""
+    rng = np.random.default_rng(seed)
+    gen, imp = np.flatnonzero(genuine), np.flatnonzero(~genuine)
+    n_gen = min(len(gen), n // 2)
+    n_imp = min(len(imp), n - n_gen)
+    return np.sort(np.concatenate([rng.choice(gen, n_gen, replace=False), rng.choice(imp, n_imp, replace=False)]))
 
 
 def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarray, squared=False) -> np.ndarray:
@@ -31,18 +41,35 @@ def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
 
 
 def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 128, cache=True,
-             workers: int | None = None, progress: bool = False, report: str | Path | None = None) -> dict:
-    """Verification figures for `ds` under backend `spec`; keys as documented in the README."""
-    if protocol != "plain":
-        raise ValueError(f"protocol {protocol!r} is not available yet; only 'plain'")
+             workers: int | None = None, progress: bool = False, report: str | Path | None = None,
+             pairs: int | None = None, protocol_params=None) -> dict:
+    """Verification figures for `ds` under backend `spec`; keys as documented in the README.
+
+    protocol "plain" scores the quantized templates in the clear; "im2020" runs every pair (or a
+    sample of ``pairs`` of them, half genuine) through the encrypted protocol (``im2020_eval``) and
+    adds the protocol's keys, among them ``mismatches`` (decisions differing from the plaintext ones).
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r} is not available; choose one of {PROTOCOLS}")
     t0 = time.perf_counter()
     which = ds.meta.get("face", "largest")
     emb = embed_paths(ds.paths, spec, which=which, cache=cache, workers=workers, progress=progress)
     i, j, genuine, folds = pair_protocol(ds)
+    pairs_total = len(i)
+    if pairs is not None and pairs < pairs_total:
+        keep = sample_pairs(genuine, pairs)
+        i, j, genuine = i[keep], j[keep], genuine[keep]
+        folds = None if folds is None else folds[keep]
     d = distances(emb.vectors, emb.found, i, j)
     res = metrics.summarize(d, genuine)
     q = quantize(np.nan_to_num(emb.vectors), scale=scale)
     dq = distances(q.astype(np.float64), emb.found, i, j, squared=True)
+    extra = {}
+    if protocol == "im2020":
+        from .im2020_eval import protocol_scores
+
+        dq, extra = protocol_scores(q, emb.found, i, j, dq, MISSING, params=protocol_params, workers=workers,
+                                    progress=progress)
     res_q = metrics.summarize(dq, genuine)
     out = {
         "dataset": ds.name,
@@ -61,6 +88,8 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         "threshold_quantized": int(np.floor(res_q.eer_threshold)),
         "quantization_scale": scale,
         "tar_at_far": res.tar_at_far,
+        "pairs_total": pairs_total,
+        **extra,
     }
     if folds is not None:
         acc, std = metrics.kfold_accuracy(d, genuine, folds)

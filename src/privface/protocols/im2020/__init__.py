@@ -1,0 +1,71 @@
+"""im2020 — Im, Jeon, Lee, "Practical Privacy-Preserving Face Authentication for Smartphones Secure Against
+Malicious Clients" (IEEE TIFS 2020; seed 000 §III–§VII).
+
+``DESCRIPTION`` declares, as data, the threat model, the leakage, the security levels and the parameters;
+``privface protocols`` prints it.
+"""
+from .blind import Decision, Randomizers, blind_esed, decide, unblind
+from .messages import (
+    AuthChallenge,
+    AuthFinish,
+    AuthResult,
+    AuthStart,
+    RegisterRequest,
+    RegisterResponse,
+    RevokeRequest,
+    RevokeResponse,
+    TPImageRequest,
+    TPRequest,
+    TPResponse,
+)
+from .params import DEFAULT_TAU, SECURITY_LEVELS, Im2020Params
+from .parties import AuthSession, Client, Server, TrustedParty
+
+_P = Im2020Params()
+
+DESCRIPTION = {
+    "name": "im2020",
+    "paper": "000: Im, Jeon, Lee — Practical Privacy-Preserving Face Authentication for Smartphones "
+             "Secure Against Malicious Clients (IEEE TIFS 2020)",
+    "task": "1:1 verification of a claimed ID",
+    "parties": ["Client", "Server", "TrustedParty (optional, §VII)"],
+    "threat_model": {
+        "server": "honest-but-curious (HBCS, Thm. 2)",
+        "client": "malicious: MC1 learns nothing beyond r (Thm. 3); MC2 without Γ passes with "
+                  "probability ≤ c + τ/|M| (Thm. 4)",
+        "trusted_party": "trusted to check that Γ comes from a face, then encrypts and signs (§VII)",
+    },
+    "modes": {
+        "basic": {"status": "implemented",
+                  "leakage": {"server": ["squared Euclidean distance s", "decision r", "subject ID"],
+                              "client": ["decision r"]}},
+        "secure-comparison": {"status": "planned (crypto/compare.py)",
+                              "leakage": {"server": ["decision r", "subject ID"], "client": ["decision r"]}},
+    },
+    "security_levels": [
+        {"security_bits": bits, "jl_modulus_bits": p.bits, "k_message_bits": p.k}
+        for bits, p in SECURITY_LEVELS.items()
+    ],
+    "default_security_bits": _P.security_bits,
+    "parameters": {
+        "template_dims": _P.dims,
+        "quantization_scale": _P.scale,
+        "coordinate_bound": _P.max_abs,
+        "max_sed": _P.max_sed,
+        "tau": _P.tau,
+        "tau_source": "EER threshold of `privface eval --dataset orl --json` (threshold_quantized); "
+                      "override with --tau / Im2020Params(tau=…)",
+        "k_rule": "k ≥ bits(max SED) + λ, so SED never wraps and τ/2^k ≤ 2^−λ",
+        "randomizers": "r0 ∈ M_inv (odd), r1 ∈ M, fresh per attempt",
+        "tp_signature": "ECDSA P-256 / SHA-256 over ID‖C‖pk",
+    },
+    "steps": ["register", "auth/start", "auth/finish", "revoke"],
+}
+
+__all__ = [
+    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "Client", "DEFAULT_TAU",
+    "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
+    "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse",
+    "TrustedParty",
+    "blind_esed", "decide", "unblind",
+]

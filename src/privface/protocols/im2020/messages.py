@@ -1,0 +1,115 @@
+"""The messages of im2020 (seed 000 §IV-B registration/authentication, §VII TP registration), as wire records.
+
+Level-1 HE′ ciphertexts travel as two lists: the a_i ∈ M and the β_i ∈ Ĉ (Joye–Libert values); the
+level-2 S* of BlindESED as α* and the β*_1,i of its square columns (the zero second rows are implicit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...wire import Message
+
+
+@dataclass
+class RegisterRequest(Message):
+    """Client → server: ID, pk = (N, y, k), C = Enc(Γ), and the TP's signature σ when §VII is used.
+
+    The server stores this message, validated, as the subject's record."""
+
+    WIRE_NAME = "im2020.RegisterRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    c_a: list[int]
+    c_beta: list[int]
+    signature: bytes | None = None
+
+
+@dataclass
+class RegisterResponse(Message):
+    WIRE_NAME = "im2020.RegisterResponse"
+    subject_id: str
+    replaced: bool
+
+
+@dataclass
+class AuthStart(Message):
+    """Client → server: ID and C′ = Enc(Γ′) (§IV-B.3)."""
+
+    WIRE_NAME = "im2020.AuthStart"
+    subject_id: str
+    c_a: list[int]
+    c_beta: list[int]
+
+
+@dataclass
+class AuthChallenge(Message):
+    """Server → client: S* = (α*, β*) of BlindESED, eq. (4)–(5)."""
+
+    WIRE_NAME = "im2020.AuthChallenge"
+    alpha: int
+    beta: list[int]
+
+
+@dataclass
+class AuthFinish(Message):
+    """Client → server: the blinded score s* = Dec(S*)."""
+
+    WIRE_NAME = "im2020.AuthFinish"
+    blinded_score: int
+
+
+@dataclass
+class AuthResult(Message):
+    """Server → client: the result r (T = accepted)."""
+
+    WIRE_NAME = "im2020.AuthResult"
+    accepted: bool
+
+
+@dataclass
+class RevokeRequest(Message):
+    WIRE_NAME = "im2020.RevokeRequest"
+    subject_id: str
+
+
+@dataclass
+class RevokeResponse(Message):
+    WIRE_NAME = "im2020.RevokeResponse"
+    subject_id: str
+    revoked: bool
+
+
+@dataclass
+class TPRequest(Message):
+    """Client → trusted party (§VII step 2): ID, pk and the plaintext quantized template Γ."""
+
+    WIRE_NAME = "im2020.TPRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    template: list[int]
+
+
+@dataclass
+class TPImageRequest(Message):
+    """Client → trusted party (§VII step 2, stronger variant): ID, pk and the face image; the TP embeds it."""
+
+    WIRE_NAME = "im2020.TPImageRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    image: bytes
+
+
+@dataclass
+class TPResponse(Message):
+    """Trusted party → client (§VII step 4): C = Enc(Γ) under pk and σ = Sign(ID‖C‖pk)."""
+
+    WIRE_NAME = "im2020.TPResponse"
+    c_a: list[int]
+    c_beta: list[int]
+    signature: bytes

@@ -1,0 +1,66 @@
+"""im2020 parameters: security levels (Joye–Libert sizes), template shape and the decision threshold τ."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...crypto.joye_libert import JL_112, JL_128, JLParams
+from ...templates.bits import Bounds, bits_needed
+from ...templates.quantize import IM2020_SCALE
+
+DEFAULT_TAU = 5376
+"""τ on the squared distance of ×128 templates: the EER threshold of `privface eval --dataset orl --json`
+(``threshold_quantized`` = 5376 with dlib-resnet128 at ×128). Seed 000 §V-B quotes τ ≤ 2^12.6 for its own
+setting. Override with ``Im2020Params(tau=…)`` / ``--tau``."""
+
+SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
+TOY_JL = JLParams(bits=512, k=48)  # tests only, with insecure_test_params=True
+
+
+@dataclass(frozen=True)
+class Im2020Params:
+    """Template shape (dims, |Γ_i| ≤ max_abs after ×scale), τ, and the Joye–Libert parameter set.
+
+    The message bits k must exceed the SED bits by the security margin so that SED never wraps mod 2^k
+    and the forgery bound τ/|M| of Thm. 4 stays below 2^−λ (λ = 16 for toy keys).
+    """
+
+    jl: JLParams = JL_112
+    dims: int = 128
+    max_abs: int = IM2020_SCALE
+    scale: int = IM2020_SCALE
+    tau: int = DEFAULT_TAU
+    insecure_test_params: bool = field(default=False)
+
+    @classmethod
+    def for_level(cls, security_bits: int, **kw) -> Im2020Params:
+        if security_bits not in SECURITY_LEVELS:
+            raise ValueError(f"security level must be one of {sorted(SECURITY_LEVELS)}, got {security_bits}")
+        return cls(jl=SECURITY_LEVELS[security_bits], **kw)
+
+    @classmethod
+    def toy(cls, **kw) -> Im2020Params:
+        """Tiny insecure keys for fast tests."""
+        return cls(jl=TOY_JL, insecure_test_params=True, **kw)
+
+    @property
+    def bounds(self) -> Bounds:
+        return Bounds.symmetric(self.dims, self.max_abs)
+
+    @property
+    def max_sed(self) -> int:
+        return self.bounds.max_squared_distance
+
+    @property
+    def security_bits(self) -> int:
+        return self.jl.security_bits
+
+    @property
+    def min_k(self) -> int:
+        """k ≥ bits(max SED) + λ (λ taken as 16 for toy keys)."""
+        return bits_needed(self.max_sed) + max(self.security_bits, 16)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.tau <= self.max_sed:
+            raise ValueError(f"τ must lie in (0, {self.max_sed}], got {self.tau}")
+        if self.jl.k < self.min_k:
+            raise ValueError(f"k = {self.jl.k} is below the {self.min_k} bits the SED bound and λ need")

@@ -1,0 +1,275 @@
+"""The parties of im2020 (seed 000 §IV-B, §VII): Client, Server, TrustedParty.
+
+Messages are the dataclasses of ``messages.py``; every incoming one is validated (sizes, ranges, group
+membership under the right key, signature) before any state changes, else ``ProtocolError``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from ...crypto import catalano_fiore as cf
+from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
+from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
+from ...store.base import StoreError, TemplateStore, check_key
+from ...templates.quantize import quantize
+from .blind import Decision, Randomizers, blind_esed, decide, unblind
+from .messages import (
+    AuthChallenge,
+    AuthFinish,
+    AuthResult,
+    AuthStart,
+    RegisterRequest,
+    RegisterResponse,
+    RevokeRequest,
+    RevokeResponse,
+    TPImageRequest,
+    TPRequest,
+    TPResponse,
+)
+from .params import Im2020Params
+
+PROTOCOL = "im2020"
+SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v1\x00"
+NORM_RANGE = (1.0, 2.0)
+"""§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
+in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
+
+
+# ---------------------------------------------------------------- validation helpers
+
+
+def check_template(template, params: Im2020Params) -> list[int]:
+    """Γ as a list of ints: ``dims`` integer coordinates in [−max_abs, max_abs]."""
+    arr = np.asarray(template)
+    if arr.ndim != 1 or arr.shape[0] != params.dims or arr.dtype.kind not in "iu":
+        raise ProtocolError(f"a template must be {params.dims} integers, got shape {arr.shape} dtype {arr.dtype}")
+    if np.abs(arr).max() > params.max_abs:
+        raise ProtocolError(f"template coordinates must lie in [−{params.max_abs}, {params.max_abs}]")
+    return [int(x) for x in arr]
+
+
+def public_key(n: int, y: int, k: int, params: Im2020Params) -> JoyeLibertPublicKey:
+    """pk = (N, y, k) from a message, refused below the configured security level or with too small k."""
+    try:
+        pk = JoyeLibertPublicKey(n, y, k, insecure_test_params=params.insecure_test_params)
+    except CryptoError as e:
+        raise ProtocolError(f"invalid public key: {e}") from None
+    if not params.insecure_test_params and pk.security_bits < params.security_bits:
+        raise ProtocolError(f"public key gives {pk.security_bits}-bit security, need {params.security_bits}")
+    if k < params.min_k:
+        raise ProtocolError(f"public key message bits k = {k} are below the required {params.min_k}")
+    return pk
+
+
+def level1_vector(pk: JoyeLibertPublicKey, a: Sequence[int], beta: Sequence[int], dims: int) -> list[cf.Level1]:
+    """C = ((a_i, β_i)) with a_i ∈ M = [0, 2^k) and β_i a valid ciphertext under pk."""
+    if len(a) != dims or len(beta) != dims:
+        raise ProtocolError(f"an encrypted template must have {dims} entries, got {len(a)} a and {len(beta)} β")
+    space = pk.message_space
+    if any(not 0 <= x < space for x in a):
+        raise ProtocolError("an a_i of the encrypted template is outside the message space")
+    return [cf.Level1(x, ciphertext(pk, b)) for x, b in zip(a, beta)]
+
+
+def ciphertext(pk: JoyeLibertPublicKey, value: int):
+    try:
+        return pk.ciphertext(value)
+    except CryptoError as e:
+        raise ProtocolError(f"invalid ciphertext: {e}") from None
+
+
+def encrypt_template(key, template: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(a, β) lists of C = (HE′.Enc(Γ_i)) (§IV-B.2); ``key`` is pk, or sk for the owner's faster encryption."""
+    cs = [cf.encrypt(key, m) for m in template]
+    return [int(c.a) for c in cs], [int(c.beta.value) for c in cs]
+
+
+def signed_bytes(req: RegisterRequest) -> bytes:
+    """What the TP signs (§VII step 3): ID‖C‖pk, as the wire encoding of the request without σ."""
+    return SIGNATURE_CONTEXT + dataclasses.replace(req, signature=None).to_bytes()
+
+
+# ---------------------------------------------------------------- parties
+
+
+class Client:
+    """Holds its ID and HE′ key pair over Joye–Libert; templates pass through, none is stored."""
+
+    def __init__(self, subject_id: str, params: Im2020Params = Im2020Params(), *, keypair=None,
+                 workers: int | None = None) -> None:
+        self.subject_id = subject_id
+        self.params = params
+        self.workers = workers
+        if keypair is None:
+            keypair = generate_joye_libert_keypair(params.jl, insecure_test_params=params.insecure_test_params)
+        self.pk, self._sk = keypair
+
+    def _pk_fields(self) -> dict:
+        return {"pk_n": int(self.pk.n), "pk_y": int(self.pk.y), "pk_k": int(self.pk.k)}
+
+    def register(self, template) -> RegisterRequest:
+        """§IV-B.2: ID, pk and C = Enc(Γ)."""
+        a, beta = encrypt_template(self._sk, check_template(template, self.params))
+        return RegisterRequest(self.subject_id, **self._pk_fields(), c_a=a, c_beta=beta)
+
+    def tp_request(self, template) -> TPRequest:
+        """§VII step 2: pk, Γ and ID to the trusted party."""
+        return TPRequest(self.subject_id, **self._pk_fields(), template=check_template(template, self.params))
+
+    def tp_image_request(self, image: bytes) -> TPImageRequest:
+        """§VII step 2 with the face image instead of Γ: the TP extracts Γ itself."""
+        return TPImageRequest(self.subject_id, **self._pk_fields(), image=bytes(image))
+
+    def register_signed(self, resp: TPResponse) -> RegisterRequest:
+        """§VII step 5: ID, C, pk and σ from the TP's answer."""
+        return RegisterRequest(self.subject_id, **self._pk_fields(), c_a=resp.c_a, c_beta=resp.c_beta,
+                               signature=resp.signature)
+
+    def auth_start(self, template) -> AuthStart:
+        """§IV-B.3: ID and C′ = Enc(Γ′)."""
+        a, beta = encrypt_template(self._sk, check_template(template, self.params))
+        return AuthStart(self.subject_id, a, beta)
+
+    def auth_finish(self, challenge: AuthChallenge) -> AuthFinish:
+        """s* = Dec(S*) by eq. (2): k + 1 base decryptions on ``workers`` threads."""
+        if len(challenge.beta) != self.params.dims:
+            raise ProtocolError(f"S* must have {self.params.dims} columns, got {len(challenge.beta)}")
+        s_star = cf.Level2(ciphertext(self.pk, challenge.alpha),
+                           tuple((ciphertext(self.pk, b), None) for b in challenge.beta))
+        return AuthFinish(cf.decrypt(self._sk, s_star, workers=self.workers))
+
+
+@dataclass(frozen=True)
+class AuthSession:
+    """Server state between auth/start and auth/finish."""
+
+    subject_id: str
+    k: int
+    randomizers: Randomizers = field(repr=False)
+
+
+class Server:
+    """Stores per ID the public key, C and σ (as the validated RegisterRequest); never holds a secret key."""
+
+    def __init__(self, store: TemplateStore, params: Im2020Params = Im2020Params(), *,
+                 tp_public_key: ec.EllipticCurvePublicKey | None = None) -> None:
+        self.store = store
+        self.params = params
+        self.tp_public_key = tp_public_key
+
+    def _validated(self, req: RegisterRequest):
+        _check_id(req.subject_id)
+        pk = public_key(req.pk_n, req.pk_y, req.pk_k, self.params)
+        C = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
+        return pk, C
+
+    def register(self, req: RegisterRequest) -> RegisterResponse:
+        """Validate (and verify σ when a TP key is configured), then store; nothing is stored on error."""
+        self._validated(req)
+        if self.tp_public_key is not None:
+            if req.signature is None:
+                raise ProtocolError("this server accepts only registrations signed by the trusted party")
+            try:
+                self.tp_public_key.verify(req.signature, signed_bytes(req), ec.ECDSA(hashes.SHA256()))
+            except InvalidSignature:
+                raise ProtocolError("the trusted party's signature does not verify") from None
+        replaced = self.store.put(PROTOCOL, req.subject_id, req.to_bytes())
+        return RegisterResponse(req.subject_id, replaced)
+
+    def enrolled(self, subject_id: str) -> tuple[JoyeLibertPublicKey, list[cf.Level1]]:
+        _check_id(subject_id)
+        record = self.store.get(PROTOCOL, subject_id)
+        if record is None:
+            raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
+        return self._validated(RegisterRequest.from_bytes(record))
+
+    def auth_start(self, req: AuthStart) -> tuple[AuthChallenge, AuthSession]:
+        """Validate C′ under the stored pk, draw r0, r1 and answer S* = BlindESED(C, C′, r0, r1, pk)."""
+        pk, C = self.enrolled(req.subject_id)
+        C2 = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
+        rnd = Randomizers.draw(pk.k)
+        s_star = blind_esed(C, C2, rnd)
+        challenge = AuthChallenge(int(s_star.alpha.value), [int(b.value) for b, _ in s_star.columns])
+        return challenge, AuthSession(req.subject_id, int(pk.k), rnd)
+
+    def auth_finish(self, session: AuthSession, msg: AuthFinish) -> tuple[AuthResult, Decision]:
+        """Unblind s = (s* − r1)/r0² and decide s < τ (an s above the SED bound fails)."""
+        if not 0 <= msg.blinded_score < (1 << session.k):
+            raise ProtocolError("the blinded score is outside the message space")
+        d = decide(unblind(msg.blinded_score, session.randomizers, session.k), self.params.tau, self.params.max_sed)
+        return AuthResult(d.accepted), d
+
+    def revoke(self, req: RevokeRequest) -> RevokeResponse:
+        _check_id(req.subject_id)
+        if not self.store.delete(PROTOCOL, req.subject_id):
+            raise UnknownSubjectError(f"subject {req.subject_id!r} is not enrolled")
+        return RevokeResponse(req.subject_id, True)
+
+
+def _check_id(subject_id: str) -> None:
+    try:
+        check_key(PROTOCOL, subject_id)
+    except StoreError as e:
+        raise ProtocolError(str(e)) from None
+
+
+class TrustedParty:
+    """§VII: checks that Γ looks like a face template, encrypts it under the client's pk and signs ID‖C‖pk
+    with ECDSA P-256 (SHA-256).
+
+    ``embed`` (image bytes → float embedding, e.g. ``make_backend().embed`` wrapped by the caller) lets the
+    TP extract Γ from the face image itself (``enroll_image``); the protocol layer does not import faces/.
+    """
+
+    def __init__(self, params: Im2020Params = Im2020Params(), *, signing_key: ec.EllipticCurvePrivateKey | None = None,
+                 norm_range: tuple[float, float] = NORM_RANGE, embed=None) -> None:
+        self.params = params
+        self._signing_key = signing_key or ec.generate_private_key(ec.SECP256R1())
+        self.norm_range = norm_range
+        self._embed = embed
+
+    @property
+    def public_key(self) -> ec.EllipticCurvePublicKey:
+        return self._signing_key.public_key()
+
+    def public_key_pem(self) -> bytes:
+        return self.public_key.public_bytes(serialization.Encoding.PEM,
+                                            serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    def check_face_template(self, template: Sequence[int]) -> None:
+        """Range (check_template) and L2 norm of Γ/scale within ``norm_range``."""
+        gamma = check_template(np.asarray(template, dtype=np.int64), self.params)
+        norm = float(np.linalg.norm(np.asarray(gamma, dtype=np.float64) / self.params.scale))
+        lo, hi = self.norm_range
+        if not lo <= norm <= hi:
+            raise ProtocolError("the template does not look like a face embedding (norm out of range)")
+
+    def enroll(self, req: TPRequest) -> TPResponse:
+        """§VII step 3: verify Γ, C = Enc(Γ, pk), σ = Sign(ID‖C‖pk)."""
+        return self._encrypt_and_sign(req, req.template)
+
+    def enroll_image(self, req: TPImageRequest) -> TPResponse:
+        """§VII step 3 from the image: Γ = ⌊scale · embed(image)⌋, then as ``enroll``."""
+        if self._embed is None:
+            raise ProtocolError("this trusted party has no face embedder; send the template (TPRequest)")
+        try:
+            gamma = quantize(self._embed(req.image), self.params.scale)
+        except PrivfaceError as e:
+            raise ProtocolError(f"the trusted party found no usable face: {e}") from None
+        return self._encrypt_and_sign(req, gamma)
+
+    def _encrypt_and_sign(self, req: TPRequest | TPImageRequest, template) -> TPResponse:
+        _check_id(req.subject_id)
+        pk = public_key(req.pk_n, req.pk_y, req.pk_k, self.params)
+        self.check_face_template(template)
+        a, beta = encrypt_template(pk, [int(x) for x in template])
+        unsigned = RegisterRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta)
+        sig = self._signing_key.sign(signed_bytes(unsigned), ec.ECDSA(hashes.SHA256()))
+        return TPResponse(a, beta, sig)

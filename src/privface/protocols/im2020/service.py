@@ -1,0 +1,59 @@
+"""im2020 as a ``privface.service.base.ProtocolService``: each step decodes one wire message, validates it
+and runs the ``Server`` party. Bad input raises MessageError / NotEnrolledError / SessionError and
+changes no state."""
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import CryptoError, ProtocolError, UnknownSubjectError
+from ...service.base import MessageError, NotEnrolledError, SessionError, StepResult
+from ...store.base import TemplateStore
+from ...wire import WireError
+from .messages import AuthFinish, AuthStart, RegisterRequest, RevokeRequest
+from .params import Im2020Params
+from .parties import AuthSession, Server
+
+
+class Im2020Service:
+    """Options: ``params`` (Im2020Params) or any of its fields (``tau``, ``dims``, ``insecure_test_params``,
+    ``security_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes)."""
+
+    name = "im2020"
+    steps = ("register", "auth/start", "auth/finish", "revoke")
+    first_steps = ("register", "auth/start", "revoke")
+
+    def __init__(self, store: TemplateStore, **options) -> None:
+        tp = options.pop("tp_public_key", None)
+        if isinstance(tp, (bytes, str)):
+            from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+            tp = load_pem_public_key(tp.encode() if isinstance(tp, str) else tp)
+        params = options.pop("params", None)
+        if params is None:
+            level = options.pop("security_bits", 112)
+            params = Im2020Params.for_level(level, **options)
+        elif options:
+            raise TypeError(f"give either params or its fields, not both: {sorted(options)}")
+        self.server = Server(store, params, tp_public_key=tp)
+
+    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+        if step not in self.steps:
+            raise MessageError(f"im2020 has no step {step!r}")
+        if step in self.first_steps and state is not None:
+            raise SessionError(f"{step} starts a new flow and takes no session")
+        try:
+            if step == "register":
+                return StepResult(self.server.register(RegisterRequest.from_bytes(body)).to_bytes())
+            if step == "revoke":
+                return StepResult(self.server.revoke(RevokeRequest.from_bytes(body)).to_bytes())
+            if step == "auth/start":
+                challenge, session = self.server.auth_start(AuthStart.from_bytes(body))
+                return StepResult(challenge.to_bytes(), session)
+            if not isinstance(state, AuthSession):
+                raise SessionError("auth/finish needs the session of an auth/start")
+            result, _ = self.server.auth_finish(state, AuthFinish.from_bytes(body))
+            return StepResult(result.to_bytes())
+        except UnknownSubjectError as e:
+            raise NotEnrolledError(str(e)) from None
+        except (WireError, ProtocolError, CryptoError) as e:
+            raise MessageError(str(e)) from None

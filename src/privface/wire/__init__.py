@@ -1,0 +1,8 @@
+"""One versioned binary codec for every protocol message (DESIGN.md "wire/").
+
+The format is defined by the language-neutral ``schema.json`` next to this file; ``codec`` encodes and
+decodes by reading it. Protocol messages are dataclasses deriving from ``Message``.
+"""
+from .codec import MAX_MESSAGE_BYTES, VERSION, Message, WireError, decode, encode, message_type
+
+__all__ = ["MAX_MESSAGE_BYTES", "VERSION", "Message", "WireError", "decode", "encode", "message_type"]

@@ -1,0 +1,230 @@
+"""Encoder/decoder driven by ``schema.json`` (the only description of the format).
+
+Frame: magic | version u8 | type id u16 | the message's fields in schema order. Decoding checks the
+frame, every length against its schema maximum, value ranges and patterns, and that the fields use up
+the input exactly; any violation is a ``WireError`` and nothing else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import struct
+from importlib import resources
+from typing import Any, ClassVar
+
+from ..errors import PrivfaceError
+
+
+class WireError(PrivfaceError):
+    """Bytes that are not a well-formed message of the expected type (or a value that cannot be encoded)."""
+
+
+def _load_schema() -> dict:
+    return json.loads(resources.files(__package__).joinpath("schema.json").read_text("utf-8"))
+
+
+SCHEMA = _load_schema()
+MAGIC: bytes = SCHEMA["magic"].encode("ascii")
+VERSION: int = SCHEMA["version"]
+MAX_MESSAGE_BYTES: int = SCHEMA["max_message_bytes"]
+_HEADER = len(MAGIC) + 3
+_FIXED = {"u8": ">B", "u16": ">H", "u32": ">I", "u64": ">Q", "i32": ">i", "bool": ">B"}
+_FIXED_RANGE = {"u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1),
+                "i32": (-(2**31), 2**31 - 1)}
+
+
+def _resolve(spec) -> dict:
+    """A field type: a named entry of ``types`` or an inline {type, max, of, pattern} object."""
+    spec = SCHEMA["types"][spec] if isinstance(spec, str) else spec
+    out = dict(spec)
+    if "of" in out:
+        out["of"] = _resolve(out["of"])
+    if "pattern" in out:
+        out["regex"] = re.compile(out["pattern"])
+    return out
+
+
+_BY_NAME = {m["name"]: (m["id"], [(f, _resolve(t)) for f, t in m["fields"]]) for m in SCHEMA["messages"]}
+_BY_ID = {tid: name for name, (tid, _) in _BY_NAME.items()}
+if len(_BY_ID) != len(_BY_NAME):
+    raise RuntimeError("wire schema: duplicate message type ids")
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def _enc(spec: dict, v, out: bytearray, where: str) -> None:
+    t = spec["type"]
+    if t in _FIXED:
+        if t == "bool":
+            if not isinstance(v, bool):
+                raise WireError(f"{where}: expected bool, got {type(v).__name__}")
+            v = int(v)
+        elif isinstance(v, bool) or not isinstance(v, int):
+            raise WireError(f"{where}: expected an integer, got {type(v).__name__}")
+        else:
+            lo, hi = _FIXED_RANGE[t]
+            if not lo <= v <= hi:
+                raise WireError(f"{where}: {v} does not fit {t}")
+        out += struct.pack(_FIXED[t], v)
+    elif t in ("bytes", "str"):
+        if t == "str":
+            if not isinstance(v, str):
+                raise WireError(f"{where}: expected str, got {type(v).__name__}")
+            if "regex" in spec and not spec["regex"].match(v):
+                raise WireError(f"{where}: value does not match {spec['pattern']}")
+            v = v.encode("utf-8")
+        elif not isinstance(v, (bytes, bytearray)):
+            raise WireError(f"{where}: expected bytes, got {type(v).__name__}")
+        if len(v) > spec["max"]:
+            raise WireError(f"{where}: {len(v)} bytes exceed the maximum {spec['max']}")
+        out += struct.pack(">I", len(v)) + bytes(v)
+    elif t == "bigint":
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise WireError(f"{where}: expected a non-negative integer, got {type(v).__name__}")
+        v = int(v)
+        if v < 0:
+            raise WireError(f"{where}: bigint must be non-negative")
+        raw = v.to_bytes((v.bit_length() + 7) // 8, "big")
+        if len(raw) > spec["max"]:
+            raise WireError(f"{where}: integer of {len(raw)} bytes exceeds the maximum {spec['max']}")
+        out += struct.pack(">H", len(raw)) + raw
+    elif t == "list":
+        if not isinstance(v, (list, tuple)):
+            raise WireError(f"{where}: expected a list, got {type(v).__name__}")
+        if len(v) > spec["max"]:
+            raise WireError(f"{where}: {len(v)} items exceed the maximum {spec['max']}")
+        out += struct.pack(">I", len(v))
+        for i, item in enumerate(v):
+            _enc(spec["of"], item, out, f"{where}[{i}]")
+    elif t == "optional":
+        if v is None:
+            out += b"\x00"
+        else:
+            out += b"\x01"
+            _enc(spec["of"], v, out, where)
+    else:
+        raise WireError(f"{where}: unknown wire type {t!r} in the schema")
+
+
+def encode(name: str, values: dict[str, Any]) -> bytes:
+    """The frame of message ``name`` with the given field values."""
+    if name not in _BY_NAME:
+        raise WireError(f"unknown message type {name!r}")
+    tid, fields = _BY_NAME[name]
+    if set(values) != {f for f, _ in fields}:
+        raise WireError(f"{name}: fields {sorted(values)} differ from the schema's {[f for f, _ in fields]}")
+    out = bytearray(MAGIC + struct.pack(">BH", VERSION, tid))
+    for f, spec in fields:
+        _enc(spec, values[f], out, f"{name}.{f}")
+    if len(out) > MAX_MESSAGE_BYTES:
+        raise WireError(f"{name}: {len(out)} bytes exceed the message maximum {MAX_MESSAGE_BYTES}")
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- decoding
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, n: int, where: str) -> bytes:
+        if self.pos + n > len(self.data):
+            raise WireError(f"{where}: message truncated (needs {n} more bytes at offset {self.pos})")
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def unpack(self, fmt: str, where: str) -> int:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), where))[0]
+
+
+def _dec(spec: dict, r: _Reader, where: str):
+    t = spec["type"]
+    if t in _FIXED:
+        v = r.unpack(_FIXED[t], where)
+        if t == "bool":
+            if v > 1:
+                raise WireError(f"{where}: bool must be 0 or 1, got {v}")
+            return bool(v)
+        return v
+    if t in ("bytes", "str"):
+        n = r.unpack(">I", where)
+        if n > spec["max"]:
+            raise WireError(f"{where}: length {n} exceeds the maximum {spec['max']}")
+        raw = r.take(n, where)
+        if t == "bytes":
+            return raw
+        try:
+            s = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise WireError(f"{where}: not valid UTF-8") from e
+        if "regex" in spec and not spec["regex"].match(s):
+            raise WireError(f"{where}: value does not match {spec['pattern']}")
+        return s
+    if t == "bigint":
+        n = r.unpack(">H", where)
+        if n > spec["max"]:
+            raise WireError(f"{where}: integer of {n} bytes exceeds the maximum {spec['max']}")
+        raw = r.take(n, where)
+        if raw[:1] == b"\x00":
+            raise WireError(f"{where}: integer has a leading zero byte (not minimal)")
+        return int.from_bytes(raw, "big")
+    if t == "list":
+        n = r.unpack(">I", where)
+        if n > spec["max"]:
+            raise WireError(f"{where}: {n} items exceed the maximum {spec['max']}")
+        return [_dec(spec["of"], r, f"{where}[{i}]") for i in range(n)]
+    if t == "optional":
+        flag = r.unpack(">B", where)
+        if flag > 1:
+            raise WireError(f"{where}: optional flag must be 0 or 1, got {flag}")
+        return _dec(spec["of"], r, where) if flag else None
+    raise WireError(f"{where}: unknown wire type {t!r} in the schema")
+
+
+def message_type(data) -> str:
+    """The message name in a frame's header (checks magic, version and type id only)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise WireError(f"a message must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {len(data)} bytes exceeds the maximum {MAX_MESSAGE_BYTES}")
+    if len(data) < _HEADER:
+        raise WireError(f"message truncated: {len(data)} bytes, the header alone has {_HEADER}")
+    if data[:len(MAGIC)] != MAGIC:
+        raise WireError("not a privface wire message (bad magic)")
+    version, tid = struct.unpack(">BH", data[len(MAGIC):_HEADER])
+    if version != VERSION:
+        raise WireError(f"unsupported wire version {version} (this build speaks {VERSION})")
+    if tid not in _BY_ID:
+        raise WireError(f"unknown message type id {tid}")
+    return _BY_ID[tid]
+
+
+def decode(data, expected: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(name, field values) of one frame; ``expected`` names the only acceptable message type."""
+    name = message_type(data)
+    if expected is not None and name != expected:
+        raise WireError(f"expected a {expected} message, got {name}")
+    r = _Reader(bytes(data))
+    r.pos = _HEADER
+    values = {f: _dec(spec, r, f"{name}.{f}") for f, spec in _BY_NAME[name][1]}
+    if r.pos != len(r.data):
+        raise WireError(f"{name}: {len(r.data) - r.pos} trailing bytes after the last field")
+    return name, values
+
+
+class Message:
+    """Base of the protocol message dataclasses: ``WIRE_NAME`` names the schema entry, fields match it."""
+
+    WIRE_NAME: ClassVar[str]
+
+    def to_bytes(self) -> bytes:
+        return encode(self.WIRE_NAME, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+    @classmethod
+    def from_bytes(cls, data):
+        return cls(**decode(data, cls.WIRE_NAME)[1])

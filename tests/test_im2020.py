@@ -1,0 +1,343 @@
+"""im2020 (seed 000): parties, BlindESED, TP-signed registration, the ProtocolService, App. E attacks."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privface.errors import ProtocolError, UnknownSubjectError
+from privface.eval import im2020_attacks as attacks
+from privface.protocols import catalogue
+from privface.protocols.im2020 import (
+    DEFAULT_TAU,
+    AuthChallenge,
+    AuthFinish,
+    AuthResult,
+    AuthStart,
+    Client,
+    Im2020Params,
+    Randomizers,
+    RegisterRequest,
+    RegisterResponse,
+    RevokeRequest,
+    Server,
+    TrustedParty,
+    decide,
+    unblind,
+)
+from privface.protocols.im2020.service import Im2020Service
+from privface.service.base import MessageError, NotEnrolledError, SessionError
+from privface.store import open_store
+
+TOY = Im2020Params.toy()
+
+
+@pytest.fixture(scope="module")
+def client():
+    return Client("alice", TOY, workers=1)
+
+
+@pytest.fixture
+def server():
+    return Server(open_store("sqlite://"), TOY)
+
+
+def face(seed: int) -> np.ndarray:
+    return attacks.face_like_template(TOY, np.random.default_rng(seed))
+
+
+def near(t: np.ndarray, seed: int, spread: int) -> np.ndarray:
+    return np.clip(t + np.random.default_rng(seed).integers(-spread, spread + 1, t.shape), -128, 128)
+
+
+def run(client, server, probe):
+    challenge, session = server.auth_start(AuthStart.from_bytes(client.auth_start(probe).to_bytes()))
+    finish = client.auth_finish(AuthChallenge.from_bytes(challenge.to_bytes()))
+    return server.auth_finish(session, AuthFinish.from_bytes(finish.to_bytes()))
+
+
+def test_decisions_and_scores_equal_plaintext(client, server):
+    enrolled = face(1)
+    server.register(RegisterRequest.from_bytes(client.register(enrolled).to_bytes()))
+    probes = [enrolled, near(enrolled, 2, 3), near(enrolled, 3, 9), face(4), -enrolled]
+    for probe in probes:
+        result, d = run(client, server, probe)
+        sed = int(((probe - enrolled) ** 2).sum())
+        assert d.score == sed and d.in_range
+        assert result.accepted == (sed < DEFAULT_TAU)
+    assert [run(client, server, p)[0].accepted for p in probes[:2]] == [True, True]
+    assert run(client, server, probes[3])[0].accepted is False
+
+
+def test_largest_distance_does_not_wrap(client, server):
+    hi, lo = np.full(128, 128), np.full(128, -128)
+    server.register(client.register(hi))
+    _, d = run(client, server, lo)
+    assert d.score == TOY.max_sed == 2**23 and d.in_range and not d.accepted
+
+
+@given(st.integers(0, 2**23), st.data())
+@settings(max_examples=50, deadline=None)
+def test_unblind_inverts_the_blinding(s, data):
+    k = 136
+    rnd = Randomizers.draw(k)
+    assert rnd.r0 % 2 == 1 and 0 <= rnd.r1 < 2**k
+    assert unblind((rnd.r0**2 * s + rnd.r1) % 2**k, rnd, k) == s
+
+
+def test_out_of_range_score_is_a_failed_attempt():
+    d = decide(TOY.max_sed + 1, tau=TOY.max_sed, max_sed=TOY.max_sed)
+    assert not d.in_range and not d.accepted
+    assert decide(5, 6, TOY.max_sed).accepted
+
+
+def test_blinded_challenge_hides_the_score(client, server):
+    enrolled = face(5)
+    server.register(client.register(enrolled))
+    blinded = set()
+    for _ in range(3):
+        challenge, _ = server.auth_start(client.auth_start(enrolled))
+        blinded.add(client.auth_finish(challenge).blinded_score)
+    assert len(blinded) == 3 and 0 not in blinded  # s = 0 each time, s* = r1 fresh each time
+
+
+def _register_request(client, template=None):
+    return client.register(face(7) if template is None else template)
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda r: dataclasses.replace(r, c_a=r.c_a[:-1]), "128 entries"),
+    (lambda r: dataclasses.replace(r, c_a=[r.c_a[0] + 2**r.pk_k] + r.c_a[1:]), "message space"),
+    (lambda r: dataclasses.replace(r, c_beta=[0] + r.c_beta[1:]), "invalid ciphertext"),
+    (lambda r: dataclasses.replace(r, c_beta=[r.pk_n] + r.c_beta[1:]), "invalid ciphertext"),
+    (lambda r: dataclasses.replace(r, c_beta=[_non_jacobi(r.pk_n)] + r.c_beta[1:]),
+     "invalid ciphertext"),
+    (lambda r: dataclasses.replace(r, pk_k=30), "invalid public key|below the required"),
+    (lambda r: dataclasses.replace(r, pk_n=r.pk_n + 2), "invalid public key|invalid ciphertext"),
+    (lambda r: dataclasses.replace(r, subject_id="../etc"), "subject id"),
+])
+def test_bad_registration_is_refused_and_stores_nothing(client, server, mutate, match):
+    with pytest.raises(ProtocolError, match=match):
+        server.register(mutate(_register_request(client)))
+    assert server.store.ids("im2020") == []
+
+
+def _non_jacobi(n: int) -> int:
+    import gmpy2
+
+    x = 2
+    while gmpy2.jacobi(x, n) != -1:
+        x += 1
+    return x
+
+
+def test_real_size_keys_are_required_without_the_test_switch(client):
+    strict = Server(open_store("sqlite://"), Im2020Params())
+    with pytest.raises(ProtocolError, match="invalid public key"):
+        strict.register(_register_request(client))
+
+
+def test_bad_probe_is_refused(client, server):
+    server.register(_register_request(client))
+    good = client.auth_start(face(7))
+    with pytest.raises(ProtocolError, match="128 entries"):
+        server.auth_start(dataclasses.replace(good, c_beta=good.c_beta[:5]))
+    with pytest.raises(ProtocolError, match="invalid ciphertext"):
+        server.auth_start(dataclasses.replace(good, c_beta=[1 << 600] + good.c_beta[1:]))
+    with pytest.raises(UnknownSubjectError):
+        server.auth_start(dataclasses.replace(good, subject_id="bob"))
+    challenge, session = server.auth_start(good)
+    with pytest.raises(ProtocolError, match="message space"):
+        server.auth_finish(session, AuthFinish(2**session.k))
+
+
+def test_client_refuses_bad_templates_and_challenges(client):
+    with pytest.raises(ProtocolError):
+        client.auth_start(np.zeros(127, dtype=np.int64))
+    with pytest.raises(ProtocolError):
+        client.auth_start(np.full(128, 129))
+    with pytest.raises(ProtocolError):
+        client.auth_start(np.zeros(128))  # floats are not a quantized template
+    with pytest.raises(ProtocolError, match="columns"):
+        client.auth_finish(AuthChallenge(3, [3]))
+
+
+# ---------------------------------------------------------------- §VII trusted party
+
+
+def test_tp_signed_registration(client):
+    tp = TrustedParty(TOY)
+    server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
+    enrolled = face(8)
+    signed = client.register_signed(tp.enroll(client.tp_request(enrolled)))
+    assert server.register(RegisterRequest.from_bytes(signed.to_bytes())) == RegisterResponse("alice", False)
+    assert run(client, server, near(enrolled, 9, 2))[0].accepted
+    # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID: all refused
+    other = client.register(enrolled)
+    forged = [dataclasses.replace(signed, c_a=other.c_a, c_beta=other.c_beta),
+              dataclasses.replace(signed, signature=None),
+              client.register_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
+              dataclasses.replace(signed, subject_id="mallory")]
+    before = server.store.get("im2020", "alice")
+    for req in forged:
+        with pytest.raises(ProtocolError, match="signature|signed"):
+            server.register(req)
+    assert server.store.get("im2020", "alice") == before and server.store.ids("im2020") == ["alice"]
+
+
+def test_tp_refuses_non_face_templates(client):
+    tp = TrustedParty(TOY)
+    for bad in (np.zeros(128, dtype=np.int64), np.full(128, 128), np.full(128, 1)):
+        with pytest.raises(ProtocolError, match="face"):
+            tp.enroll(client.tp_request(bad))
+    req = client.tp_request(face(3))
+    with pytest.raises(ProtocolError):
+        tp.enroll(dataclasses.replace(req, template=req.template[:10]))
+
+
+# ---------------------------------------------------------------- the ProtocolService
+
+
+@pytest.fixture
+def service():
+    return Im2020Service(open_store("sqlite://"), params=TOY)
+
+
+def test_service_flow(client, service):
+    assert service.name == "im2020" and service.steps == ("register", "auth/start", "auth/finish", "revoke")
+    enrolled = face(10)
+    out = service.handle("register", client.register(enrolled).to_bytes(), None)
+    assert out.state is None and RegisterResponse.from_bytes(out.body).replaced is False
+    for probe, expect in ((near(enrolled, 11, 3), True), (face(12), False)):
+        start = service.handle("auth/start", client.auth_start(probe).to_bytes(), None)
+        assert start.state is not None
+        finish = client.auth_finish(AuthChallenge.from_bytes(start.body))
+        done = service.handle("auth/finish", finish.to_bytes(), start.state)
+        assert done.state is None and AuthResult.from_bytes(done.body).accepted is expect
+    service.handle("revoke", RevokeRequest("alice").to_bytes(), None)
+    with pytest.raises(NotEnrolledError):
+        service.handle("auth/start", client.auth_start(enrolled).to_bytes(), None)
+    with pytest.raises(NotEnrolledError):
+        service.handle("revoke", RevokeRequest("alice").to_bytes(), None)
+
+
+def test_service_refuses_bad_input_without_state_change(client, service):
+    enrolled = face(13)
+    service.handle("register", client.register(enrolled).to_bytes(), None)
+    store = service.server.store
+    before = store.get("im2020", "alice")
+    good = client.register(face(14)).to_bytes()
+    start_bytes = client.auth_start(enrolled).to_bytes()
+    bad = [("register", good[:-1]), ("register", good + b"\x00"), ("register", b""),
+           ("register", start_bytes), ("register", b"\xff" * 64),
+           ("auth/start", start_bytes[:100]), ("revoke", RevokeRequest("alice").to_bytes()[:-2]),
+           ("auth/start", AuthStart("alice", [0], [1]).to_bytes()),
+           ("register", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
+           ("auth/start", AuthStart("alice", [1] * 1024, [1] * 1024).to_bytes())]  # too many entries
+    for step, body in bad:
+        with pytest.raises(MessageError):
+            service.handle(step, body, None)
+        assert store.ids("im2020") == ["alice"] and store.get("im2020", "alice") == before
+    with pytest.raises(MessageError):
+        service.handle("nope", b"", None)
+    with pytest.raises(SessionError):
+        service.handle("auth/finish", AuthFinish(1).to_bytes(), None)
+    with pytest.raises(SessionError):
+        service.handle("register", good, object())
+    start = service.handle("auth/start", start_bytes, None)
+    with pytest.raises(MessageError):
+        service.handle("auth/finish", b"junk", start.state)
+    with pytest.raises(MessageError):
+        service.handle("auth/finish", AuthFinish(2**60).to_bytes(), start.state)
+    assert store.get("im2020", "alice") == before
+
+
+def test_service_verifies_tp_signatures_from_pem(client):
+    tp = TrustedParty(TOY)
+    service = Im2020Service(open_store("sqlite://"), params=TOY, tp_public_key=tp.public_key_pem())
+    with pytest.raises(MessageError, match="signed"):
+        service.handle("register", client.register(face(15)).to_bytes(), None)
+    signed = client.register_signed(tp.enroll(client.tp_request(face(15))))
+    service.handle("register", signed.to_bytes(), None)
+    assert service.server.store.ids("im2020") == ["alice"]
+
+
+# ---------------------------------------------------------------- App. E experiments (few trials; bench runs more)
+
+
+def test_attacks_are_rejected():
+    out = attacks.run_all(TOY, trials=5000, he_trials=3, seed=1)
+    rows = {r["attack"]: r for r in out["experiments"]}
+    assert rows["forged_s_star"]["accepted"] == 0
+    assert rows["forged_c_prime"]["accepted"] == 0
+    rt = rows["random_templates"]
+    assert rt["mismatches"] == 0 and rt["rate"] <= rt["c"] + 1 / rt["trials"]
+    mc1 = rows["mc1_modified_s_star"]
+    assert mc1["decisions_differ"] == 0 and mc1["accepted"] == 0
+    assert 0.2 < mc1["s_c_top_quarter_fraction"] < 0.3  # s_c is spread uniformly over M
+
+
+def test_catalogue_declares_threat_model_and_leakage():
+    (desc,) = catalogue()
+    assert desc["name"] == "im2020"
+    assert desc["modes"]["basic"]["leakage"]["server"][0].startswith("squared Euclidean distance")
+    assert desc["modes"]["secure-comparison"]["leakage"]["server"] == ["decision r", "subject ID"]
+    assert {lvl["security_bits"] for lvl in desc["security_levels"]} == {112, 128}
+    assert desc["parameters"]["tau"] == DEFAULT_TAU
+    json.dumps(desc)
+
+
+def test_params_refuse_inconsistent_settings():
+    with pytest.raises(ValueError):
+        Im2020Params(tau=0)
+    with pytest.raises(ValueError):
+        Im2020Params.for_level(80)
+    assert Im2020Params(tau=4000).tau == 4000 and Im2020Params.for_level(128).jl.bits == 3072
+
+
+@pytest.mark.realsize
+def test_real_size_run_112_bit():
+    params = Im2020Params()
+    client, server = Client("alice", params), Server(open_store("sqlite://"), params)
+    enrolled = attacks.face_like_template(params, np.random.default_rng(20))
+    server.register(RegisterRequest.from_bytes(client.register(enrolled).to_bytes()))
+    probe = near(enrolled, 21, 4)
+    result, d = run(client, server, probe)
+    assert d.score == int(((probe - enrolled) ** 2).sum()) and result.accepted == (d.score < params.tau)
+    assert client.pk.bits == 2048 and client.pk.k == 136
+
+
+def test_tp_accepts_the_norms_of_real_dlib_embeddings(client):
+    """ORL's dlib embeddings have norms 1.27–1.57; a template at either end passes the TP check."""
+    tp = TrustedParty(TOY)
+    rng = np.random.default_rng(30)
+    for norm in (1.27, 1.57):
+        v = rng.standard_normal(128)
+        tp.check_face_template(np.floor(v / np.linalg.norm(v) * norm * 128).astype(np.int64))
+
+
+def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
+    """§VII with the image: the TP extracts Γ with dlib, the owner's altered photo then authenticates."""
+    from PIL import Image
+
+    from privface import demo_data
+    from privface.protocols.im2020 import TPImageRequest
+    from privface.templates import quantize
+
+    tp = TrustedParty(TOY, embed=backend.embed)
+    server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
+    photo = demo_data.enrolled_photo().read_bytes()
+    req = TPImageRequest.from_bytes(client.tp_image_request(photo).to_bytes())
+    server.register(client.register_signed(tp.enroll_image(req)))
+    probe = quantize(backend.embed(next(iter(demo_data.altered_copies(demo_data.enrolled_photo()).values()))))
+    assert run(client, server, probe)[0].accepted
+    impostor = quantize(backend.embed(demo_data.impostor_photos()["cameraman"]))
+    assert not run(client, server, impostor)[0].accepted
+    noise = tmp_path / "noise.png"
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (120, 120), dtype=np.uint8)).save(noise)
+    with pytest.raises(ProtocolError, match="no usable face"):
+        tp.enroll_image(client.tp_image_request(noise.read_bytes()))
+    with pytest.raises(ProtocolError, match="no face embedder"):
+        TrustedParty(TOY).enroll_image(req)

@@ -1,0 +1,135 @@
+"""wire/: schema-driven codec — round trips, and truncated/extended/garbled bytes always raise WireError."""
+import json
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privface.errors import PrivfaceError
+from privface.protocols.im2020 import messages as m
+from privface.wire import MAX_MESSAGE_BYTES, WireError, codec, decode, encode, message_type
+
+ids = st.from_regex(r"\A[A-Za-z0-9._@+-]{1,40}\Z")
+big = st.integers(min_value=0, max_value=2**2048 - 1)
+small_big = st.integers(min_value=0, max_value=2**136 - 1)
+lists = st.integers(min_value=0, max_value=6)
+
+register = st.builds(m.RegisterRequest, ids, big, big, st.integers(0, 2**16 - 1),
+                     st.lists(small_big, max_size=6), st.lists(big, max_size=6),
+                     st.one_of(st.none(), st.binary(max_size=128)))
+messages = st.one_of(
+    register,
+    st.builds(m.RegisterResponse, ids, st.booleans()),
+    st.builds(m.AuthStart, ids, st.lists(small_big, max_size=6), st.lists(big, max_size=6)),
+    st.builds(m.AuthChallenge, big, st.lists(big, max_size=6)),
+    st.builds(m.AuthFinish, small_big),
+    st.builds(m.AuthResult, st.booleans()),
+    st.builds(m.RevokeRequest, ids),
+    st.builds(m.RevokeResponse, ids, st.booleans()),
+    st.builds(m.TPRequest, ids, big, big, st.integers(0, 2**16 - 1),
+              st.lists(st.integers(-(2**31), 2**31 - 1), max_size=6)),
+    st.builds(m.TPImageRequest, ids, big, big, st.integers(0, 2**16 - 1), st.binary(max_size=64)),
+    st.builds(m.TPResponse, st.lists(small_big, max_size=6), st.lists(big, max_size=6), st.binary(max_size=128)),
+)
+
+
+def _decode_same_type(msg, data):
+    return type(msg).from_bytes(data)
+
+
+@given(messages)
+@settings(max_examples=100, deadline=None)
+def test_round_trip(msg):
+    data = msg.to_bytes()
+    assert type(msg).from_bytes(data) == msg
+    assert message_type(data) == msg.WIRE_NAME
+
+
+@given(messages, st.data())
+@settings(max_examples=100, deadline=None)
+def test_truncated_or_extended_bytes_raise_wire_error(msg, data):
+    raw = msg.to_bytes()
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    with pytest.raises(WireError):
+        _decode_same_type(msg, raw[:cut])
+    with pytest.raises(WireError):
+        _decode_same_type(msg, raw + data.draw(st.binary(min_size=1, max_size=8)))
+
+
+@given(messages, st.data())
+@settings(max_examples=150, deadline=None)
+def test_garbled_bytes_raise_only_wire_error(msg, data):
+    raw = bytearray(msg.to_bytes())
+    for _ in range(data.draw(st.integers(1, 4))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        out = _decode_same_type(msg, bytes(raw))
+    except WireError:
+        return
+    assert out.to_bytes() == bytes(raw)  # whatever decodes is canonical: it re-encodes to the same bytes
+
+
+@given(st.binary(max_size=200))
+@settings(max_examples=150, deadline=None)
+def test_random_bytes_raise_only_wire_error(raw):
+    try:
+        decode(raw)
+    except WireError:
+        pass
+
+
+def test_header_checks():
+    raw = m.AuthResult(True).to_bytes()
+    with pytest.raises(WireError, match="magic"):
+        decode(b"XXX" + raw[3:])
+    with pytest.raises(WireError, match="version"):
+        decode(raw[:3] + b"\x02" + raw[4:])
+    with pytest.raises(WireError, match="unknown message type id"):
+        decode(raw[:4] + b"\xff\xff" + raw[6:])
+    with pytest.raises(WireError, match="expected a im2020.AuthFinish"):
+        m.AuthFinish.from_bytes(raw)
+    with pytest.raises(WireError, match="bool"):
+        m.AuthResult.from_bytes(raw[:-1] + b"\x02")
+    with pytest.raises(WireError, match="must be bytes"):
+        decode("not bytes")
+    assert issubclass(WireError, PrivfaceError)
+
+
+def test_limits_and_canonical_form():
+    with pytest.raises(WireError, match="exceed"):
+        m.AuthChallenge(1, [1] * 1025).to_bytes()
+    with pytest.raises(WireError, match="exceeds"):
+        m.AuthFinish(2**768).to_bytes()
+    with pytest.raises(WireError, match="does not match"):
+        m.RevokeRequest("bad id with spaces").to_bytes()
+    with pytest.raises(WireError, match="non-negative"):
+        m.AuthFinish(-1).to_bytes()
+    with pytest.raises(WireError):
+        m.AuthResult(1).to_bytes()  # an int is not a bool
+    raw = m.AuthFinish(5).to_bytes()
+    padded = raw[:6] + b"\x00\x02\x00\x05"
+    with pytest.raises(WireError, match="leading zero"):
+        m.AuthFinish.from_bytes(padded)
+    # an oversized list count is refused before any allocation
+    huge = raw[:6] + b"\x00\x01\x01" + b"\xff\xff\xff\xff"
+    with pytest.raises(WireError):
+        m.AuthChallenge.from_bytes(m.AuthChallenge(1, []).to_bytes()[:-4] + b"\xff\xff\xff\xff")
+    with pytest.raises(WireError):
+        m.AuthChallenge.from_bytes(huge)
+    with pytest.raises(WireError, match="exceeds the maximum"):
+        decode(b"\x00" * (MAX_MESSAGE_BYTES + 1))
+    with pytest.raises(WireError, match="fields"):
+        encode("im2020.AuthResult", {"accepted": True, "extra": 1})
+
+
+def test_schema_is_self_consistent_and_matches_the_dataclasses():
+    schema = json.loads(resources.files("privface.wire").joinpath("schema.json").read_text())
+    names = {msg["name"]: [f for f, _ in msg["fields"]] for msg in schema["messages"]}
+    assert len({msg["id"] for msg in schema["messages"]}) == len(schema["messages"])
+    import dataclasses
+
+    for cls in (m.RegisterRequest, m.RegisterResponse, m.AuthStart, m.AuthChallenge, m.AuthFinish, m.AuthResult,
+                m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse):
+        assert [f.name for f in dataclasses.fields(cls)] == names[cls.WIRE_NAME]
+    assert codec.VERSION == schema["version"]
