@@ -1,5 +1,6 @@
 """im2020 end to end over real loopback HTTP: the service in uvicorn, the Client party through ServiceClient,
 the key file, and the `privface serve / enroll / verify / revoke` commands as subprocesses."""
+import dataclasses
 import json
 import os
 import socket
@@ -85,11 +86,15 @@ def test_tampered_and_truncated_messages_are_400_without_state_change(http, stor
     remote.register(http, bob, enrolled)
     before = store.get("im2020", "bob")
     good = bob.register(face(7)).to_bytes()
-    start = bob.auth_start(enrolled).to_bytes()
-    flipped = bytearray(start)
-    flipped[len(flipped) // 2] ^= 0xFF
+    msg = bob.auth_start(enrolled)
+    start = msg.to_bytes()
+    n = int(bob.pk.n)
+    tampered = [dataclasses.replace(msg, c_beta=[0] + msg.c_beta[1:]),  # not a unit
+                dataclasses.replace(msg, c_beta=[n + 1] + msg.c_beta[1:]),  # outside Z_N
+                dataclasses.replace(msg, c_a=[1 << bob.pk.k] + msg.c_a[1:]),  # a_1 outside M
+                dataclasses.replace(msg, c_a=msg.c_a[:-1], c_beta=msg.c_beta[:-1])]  # 127 entries
     bad = [("register", good[:-3]), ("register", good + b"\x00"), ("register", start),
-           ("auth/start", start[:200]), ("auth/start", bytes(flipped)),
+           ("auth/start", start[:200]), *(("auth/start", t.to_bytes()) for t in tampered),
            ("register", RegisterRequest("bob", 15, 1, 48, [], []).to_bytes())]
     for step, body in bad:
         http.reset()
