@@ -147,7 +147,7 @@ def cmd_bench(a) -> int:
 
         levels = (a.security_bits,) if a.security_bits else (112, 128)
         rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
-                                         insecure_test_params=a.insecure_test_params)
+                                         insecure_test_params=a.insecure_test_params, transport=a.transport)
         print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
         return 0
     if a.what == "im2020-attacks":
@@ -385,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--security-bits", type=int, choices=[112, 128],
                    help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
+    s.add_argument("--transport", default="in-process", choices=["in-process", "http"],
+                   help="im2020: parties in one process, or over loopback HTTP to a `privface serve` child process")
     s.add_argument("--trials", type=int, default=1_000_000,
                    help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
     s.add_argument("--he-trials", type=int, default=20,
