@@ -84,6 +84,9 @@ def test_demo_runs_and_decides_correctly():
     out = json.loads(r.stdout)
     assert out["correct"] == out["total"] == 6
     assert {a["genuine"] for a in out["attempts"]} == {True, False}
+    assert out["protocol"] == "im2020" and out["transport"] == "http" and out["security_bits"] == 112
+    assert all(a["decision"] == ("accept" if a["genuine"] else "reject") for a in out["attempts"])
+    assert all(a["bytes_sent"] > 30_000 and a["network_ms"] >= 0 for a in out["attempts"])
 
 
 def test_train_pca_then_compare_with_it(mini_dataset, tmp_path):
