@@ -246,3 +246,24 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
     assert "INSECURE" in err.upper() and "TOY KEY SIZES" in err
     down = _privface("revoke", "--server", server, "--id", "grace", env=env)
     assert down.returncode == 2 and "cannot reach" in down.stderr
+
+
+def test_serve_options_reach_the_im2020_service(tmp_path):
+    from privface.cli import _service_options, build_parser
+    from privface.errors import PrivfaceError
+    from privface.protocols.im2020 import TrustedParty
+    from privface.service.base import MessageError
+
+    pem = tmp_path / "tp.pem"
+    pem.write_bytes(TrustedParty(TOY).public_key_pem())
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--insecure-test-params", "--tau", "4000",
+                                   "--tp-public-key", str(pem)])
+    service = Im2020Service(open_store("sqlite://"), **_service_options(a, "im2020"))
+    assert service.server.params.tau == 4000 and service.server.params.insecure_test_params
+    with pytest.raises(MessageError, match="signed"):
+        service.handle("register", Client("erin", TOY).register(face(9)).to_bytes(), None)
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--security-bits", "128"])
+    assert _service_options(a, "im2020")["params"].security_bits == 128
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--tp-public-key", str(tmp_path / "no.pem")])
+    with pytest.raises(PrivfaceError, match="--tp-public-key"):
+        _service_options(a, "im2020")
