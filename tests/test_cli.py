@@ -84,6 +84,9 @@ def test_demo_runs_and_decides_correctly():
     out = json.loads(r.stdout)
     assert out["correct"] == out["total"] == 6
     assert {a["genuine"] for a in out["attempts"]} == {True, False}
+    assert out["protocol"] == "im2020" and out["transport"] == "http" and out["security_bits"] == 112
+    assert all(a["decision"] == ("accept" if a["genuine"] else "reject") for a in out["attempts"])
+    assert all(a["bytes_sent"] > 30_000 and a["network_ms"] >= 0 for a in out["attempts"])
 
 
 def test_train_pca_then_compare_with_it(mini_dataset, tmp_path):
@@ -124,3 +127,17 @@ def test_bench_im2020_json_smoke():
     out = json.loads(run("bench", "im2020-attacks", "--insecure-test-params", "--trials", "2000",
                          "--he-trials", "1", "--json").stdout)
     assert all(r.get("accepted", 0) == 0 for r in out["experiments"])
+
+
+def test_bench_im2020_over_http_has_the_same_keys_and_bytes():
+    (local,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "1",
+                              "--json").stdout)
+    (http,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "2",
+                             "--transport", "http", "--json").stdout)
+    assert set(http) == set(local) and http["transport"] == "http" and http["accepted"] is True
+    # the same frames (bigints are minimal-length, so sizes vary by a few bytes between runs)
+    assert http["auth_bytes_by_message"] == pytest.approx(local["auth_bytes_by_message"], rel=0.01)
+    assert http["registration_bytes"] == pytest.approx(local["registration_bytes"], rel=0.01)
+    assert http["network_ms"] > 0 and http["s1_blind_esed_ms"] > 0 and http["s2_unblind_ms"] > 0
+    parts = ("c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s2_unblind_ms", "network_ms")
+    assert http["total_ms"] == pytest.approx(sum(http[k] for k in parts), abs=0.01)

@@ -111,7 +111,7 @@ def cmd_eval(a) -> int:
 def _im2020_params(a):
     from .protocols.im2020 import DEFAULT_TAU, Im2020Params
 
-    tau = DEFAULT_TAU if a.tau is None else a.tau
+    tau = DEFAULT_TAU if getattr(a, "tau", None) is None else a.tau
     try:
         if getattr(a, "insecure_test_params", False):
             return Im2020Params.toy(tau=tau)
@@ -147,7 +147,7 @@ def cmd_bench(a) -> int:
 
         levels = (a.security_bits,) if a.security_bits else (112, 128)
         rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
-                                         insecure_test_params=a.insecure_test_params)
+                                         insecure_test_params=a.insecure_test_params, transport=a.transport)
         print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
         return 0
     if a.what == "im2020-attacks":
@@ -197,6 +197,106 @@ def cmd_train_pca(a) -> int:
     return 0
 
 
+def _key_path(a):
+    from pathlib import Path
+
+    from .protocols.im2020.remote import default_key_path
+
+    return Path(a.key).expanduser() if a.key else default_key_path(a.server, a.id)
+
+
+def _face_template(a, params):
+    """C1: detect, align, embed (default backend) and quantize ×scale; (Γ, ms)."""
+    import time
+
+    from .faces.registry import make_backend
+    from .templates import quantize
+
+    t0 = time.perf_counter()
+    template = quantize(make_backend(**_spec(a)).embed(a.image), params.scale)
+    return template, round((time.perf_counter() - t0) * 1000, 3)
+
+
+def cmd_enroll(a) -> int:
+    import time
+
+    from .protocols.im2020 import Client, remote
+    from .protocols.im2020.parties import _check_id
+
+    t0 = time.perf_counter()
+    _check_id(a.id)
+    params, path = _im2020_params(a), _key_path(a)
+    if path.exists() and not a.force:
+        raise remote.KeyFileError(f"key file {path} exists; pass --force to replace it")
+    template, c1_ms = _face_template(a, params)
+    t = time.perf_counter()
+    client = Client(a.id, params)
+    keygen_ms = round((time.perf_counter() - t) * 1000, 3)
+    pending = remote.PendingKey(path, remote.key_record(client, a.server), force=a.force)
+    try:
+        with remote.service_client(a.server) as http:
+            resp, st = remote.register(http, client, template)
+    except BaseException:
+        pending.discard()
+        raise
+    out = {"id": a.id, "server": a.server, "key_file": str(pending.commit()), "replaced": resp.replaced,
+           "c1_face_ms": c1_ms, "keygen_ms": keygen_ms, "c2_encrypt_ms": st["c2_encrypt_ms"],
+           "network_ms": st["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
+           "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}
+    _print(out, a.json)
+    return 0
+
+
+def cmd_verify(a) -> int:
+    import time
+
+    from .protocols.im2020 import remote
+
+    t0 = time.perf_counter()
+    client, record = remote.load_client(_key_path(a), workers=a.workers)
+    if record.subject_id != a.id:
+        raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
+    template, c1_ms = _face_template(a, client.params)
+    with remote.service_client(a.server) as http:
+        r = remote.verify(http, client, template)
+    out = {"id": a.id, "decision": r["decision"], "accepted": r["accepted"], "c1_face_ms": c1_ms,
+           "c2_encrypt_ms": r["c2_encrypt_ms"], "c3_decrypt_ms": r["c3_decrypt_ms"],
+           "network_ms": r["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
+           "bytes_sent": r["bytes_sent"], "bytes_received": r["bytes_received"]}
+    _print(out, a.json)
+    return 0 if r["accepted"] else 1
+
+
+def cmd_revoke(a) -> int:
+    from .protocols.im2020 import remote
+    from .protocols.im2020.parties import _check_id
+
+    _check_id(a.id)
+    with remote.service_client(a.server) as http:
+        resp, st = remote.revoke(http, a.id)
+    path = _key_path(a)
+    removed = path.is_file()
+    if removed:
+        path.unlink()
+    _print({"id": a.id, "revoked": resp.revoked, "key_file_removed": str(path) if removed else None,
+            "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}, a.json)
+    return 0
+
+
+def _service_options(a, name: str) -> dict:
+    """Protocol options of `privface serve` for the protocol `name`."""
+    if name != "im2020":
+        return {}
+    options = {"params": _im2020_params(a)}
+    if a.tp_public_key:
+        try:
+            with open(a.tp_public_key, "rb") as f:
+                options["tp_public_key"] = f.read()
+        except OSError as e:
+            raise PrivfaceError(f"cannot read --tp-public-key {a.tp_public_key}: {e.strerror}") from None
+    return options
+
+
 class _Shutdown(Exception):
     """SIGINT/SIGTERM reached `privface serve` (after uvicorn finished its graceful shutdown)."""
 
@@ -215,9 +315,12 @@ def cmd_serve(a) -> int:
     from .store import open_store
     from .store.base import redact
 
+    if a.insecure_test_params:
+        print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "
+              "never for real faces", file=sys.stderr)
     store = open_store(a.db)
     try:
-        services = [load_service(name, store) for name in dict.fromkeys(a.protocol)]
+        services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]
         app = create_app(store, services, session_ttl=a.session_ttl)
         print(f"privface: serving {', '.join(s.name for s in services)} on http://{a.host}:{a.port} "
               f"(store {redact(a.db)})", file=sys.stderr)
@@ -282,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--security-bits", type=int, choices=[112, 128],
                    help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
+    s.add_argument("--transport", default="in-process", choices=["in-process", "http"],
+                   help="im2020: parties in one process, or over loopback HTTP to a `privface serve` child process")
     s.add_argument("--trials", type=int, default=1_000_000,
                    help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
     s.add_argument("--he-trials", type=int, default=20,
@@ -314,7 +419,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
+                   help="im2020: minimum security level of client keys (default 112)")
+    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
+    s.add_argument("--tp-public-key", metavar="PEM",
+                   help="im2020: accept only registrations signed by this trusted party (§VII)")
+    s.add_argument("--insecure-test-params", action="store_true",
+                   help="im2020: accept toy key sizes — tests only, INSECURE")
     s.set_defaults(func=cmd_serve)
+
+    def client_args(s, image: bool = True) -> None:
+        s.add_argument("--server", required=True, help="service base URL, e.g. http://127.0.0.1:8000")
+        s.add_argument("--id", required=True, help="the subject ID")
+        if image:
+            s.add_argument("image", help="face photo")
+            _backend_args(s)
+        s.add_argument("--key", metavar="FILE",
+                       help="client key file (default ~/.config/privface/keys/<server host>/<id>.key)")
+        s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("enroll", help="im2020 over HTTP: embed the face, make a key pair, register C = Enc(Γ)")
+    client_args(s)
+    s.add_argument("--force", action="store_true", help="replace an existing key file")
+    s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="key size level")
+    s.add_argument("--insecure-test-params", action="store_true", help="toy key sizes — tests only, INSECURE")
+    s.set_defaults(func=cmd_enroll)
+
+    s = sub.add_parser("verify", help="im2020 over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
+    client_args(s)
+    s.add_argument("--workers", type=int, help="threads for the level-2 decryption (default: one per core)")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("revoke", help="im2020 over HTTP: delete ID's enrolment and the local key file")
+    client_args(s, image=False)
+    s.set_defaults(func=cmd_revoke)
 
     s = sub.add_parser("demo", help="enrol and verify on an embedded photo; no download, no dataset")
     s.add_argument("--json", action="store_true")

@@ -9,6 +9,7 @@ traceback.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 
 from fastapi import FastAPI, Request
@@ -125,10 +126,13 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                 raise SessionLimitError("too many open sessions; try again later")
             body = await _read(request, cap, f"{protocol}/{step} accepts at most {cap} bytes")
             state = sessions.take(protocol, sid) if sid is not None else None
+            t0 = time.perf_counter()
             result = await run_in_threadpool(svc.handle, step, body, state)
+            compute_ms = (time.perf_counter() - t0) * 1000
             if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
                 raise TypeError(f"{protocol}.handle must return a StepResult with bytes")
-            headers = {}
+            # Server-Timing (W3C): the step's compute time, so clients can tell network from work.
+            headers = {"server-timing": f"compute;dur={compute_ms:.3f}"}
             if result.state is not None:
                 headers[SESSION_HEADER] = sessions.open(protocol, result.state)
             return Response(result.body, media_type=OCTETS, headers=headers)

@@ -44,6 +44,8 @@ class StepStats:
     response_bytes: int
     seconds: float
     status: int
+    server_seconds: float | None = None
+    """The server's compute time for the step, from its Server-Timing header (None if absent)."""
 
 
 class ServiceClient:
@@ -72,7 +74,8 @@ class ServiceClient:
                                f"{type(e).__name__}") from None
         finally:
             seconds = time.perf_counter() - t0
-        self.stats.append(StepStats(step, len(body), len(r.content), seconds, r.status_code))
+        self.stats.append(StepStats(step, len(body), len(r.content), seconds, r.status_code,
+                                    server_seconds(r.headers.get("server-timing"))))
         # A session id serves one step: a new one comes back when the flow goes on.
         self.session = r.headers.get(SESSION_HEADER)
         if r.status_code >= 400:
@@ -110,3 +113,16 @@ def error_of(r: httpx.Response) -> ServiceError:
     if r.status_code == 404 and kind == "NotEnrolledError":
         cls = RemoteNotEnrolledError
     return cls(message, r.status_code)
+
+
+def server_seconds(header: str | None) -> float | None:
+    """The `compute;dur=MS` entry of a Server-Timing header, in seconds."""
+    for entry in (header or "").split(","):
+        name, *params = (x.strip() for x in entry.split(";"))
+        if name == "compute":
+            durs = [v for k, _, v in (p.partition("=") for p in params) if k == "dur"]
+            try:
+                return float(durs[0]) / 1000 if durs else None
+            except ValueError:
+                return None
+    return None

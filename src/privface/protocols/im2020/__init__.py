@@ -10,6 +10,7 @@ from .messages import (
     AuthFinish,
     AuthResult,
     AuthStart,
+    ClientKey,
     RegisterRequest,
     RegisterResponse,
     RevokeRequest,
@@ -63,7 +64,7 @@ DESCRIPTION = {
 }
 
 __all__ = [
-    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "Client", "DEFAULT_TAU",
+    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
     "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse",
     "TrustedParty",

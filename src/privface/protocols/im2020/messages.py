@@ -113,3 +113,18 @@ class TPResponse(Message):
     c_a: list[int]
     c_beta: list[int]
     signature: bytes
+
+
+@dataclass
+class ClientKey(Message):
+    """The client's key file (not sent to anyone): its ID, the server it enrolled at, and the HE′ secret
+    key sk = (p, q) with pk = (N = pq, y, k). Never holds a template."""
+
+    WIRE_NAME = "im2020.ClientKey"
+    subject_id: str
+    server: str
+    p: int
+    q: int
+    y: int
+    k: int
+    insecure_test_params: bool

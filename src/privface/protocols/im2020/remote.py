@@ -1,0 +1,173 @@
+"""im2020 over HTTP, client side: the ``Client`` party driven through ``ServiceClient`` (seed 000 §IV-B.2
+registration, §IV-B.3 authentication), and the client's key file.
+
+The key file is the wire record ``ClientKey`` (sk = (p, q), y, k, ID, server URL), created with mode 0600
+by ``os.open`` so it is never readable by others, not even briefly. It never holds a template.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
+from ...errors import CryptoError, PrivfaceError
+from ...service.client import RemoteNotEnrolledError, ServiceClient
+from ...wire import WireError
+from .messages import (AuthChallenge, AuthResult, ClientKey, RegisterResponse, RevokeRequest,
+                       RevokeResponse)
+from .params import Im2020Params
+from .parties import PROTOCOL, Client
+
+
+class KeyFileError(PrivfaceError):
+    """A key file that is missing, unreadable, readable by others, malformed, or already present."""
+
+
+# ---------------------------------------------------------------- key file
+
+
+def default_key_path(server: str, subject_id: str) -> Path:
+    """``$XDG_CONFIG_HOME/privface/keys/<server host_port>/<id>.key`` (default ~/.config)."""
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    host = re.sub(r"[^A-Za-z0-9.-]", "_", urlsplit(server).netloc or "server")
+    return base / "privface" / "keys" / host / f"{subject_id}.key"
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Create ``path`` with mode 0600 (fails if it exists) and write ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PendingKey:
+    """A key written to a private temporary file next to its destination; ``commit()`` moves it into
+    place (replacing an old key only with ``force``), ``discard()`` removes it."""
+
+    def __init__(self, path: Path, record: ClientKey, *, force: bool = False) -> None:
+        self.path, self.force = Path(path), force
+        if self.path.exists() and not force:
+            raise KeyFileError(f"key file {self.path} exists; pass --force to replace it")
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
+        _write_private(self._tmp, record.to_bytes())
+
+    def commit(self) -> Path:
+        if self.force:
+            os.replace(self._tmp, self.path)
+        else:
+            try:
+                os.link(self._tmp, self.path)  # no overwrite, even if one appeared meanwhile
+            except FileExistsError:
+                self.discard()
+                raise KeyFileError(f"key file {self.path} appeared meanwhile; pass --force to replace it") from None
+            os.unlink(self._tmp)
+        return self.path
+
+    def discard(self) -> None:
+        self._tmp.unlink(missing_ok=True)
+
+
+def key_record(client: Client, server: str) -> ClientKey:
+    sk = client._sk
+    return ClientKey(client.subject_id, server, int(sk.p), int(sk.q), int(client.pk.y), int(client.pk.k),
+                     client.params.insecure_test_params)
+
+
+def load_client(path: Path, *, workers: int | None = None) -> tuple[Client, ClientKey]:
+    """The Client party of a key file; refuses files readable by group or others (like ssh)."""
+    path = Path(path)
+    try:
+        st = path.stat()
+        if st.st_mode & 0o077:
+            raise KeyFileError(f"key file {path} is readable by others (mode {st.st_mode & 0o777:o}); "
+                               f"chmod 600 it")
+        record = ClientKey.from_bytes(path.read_bytes())
+    except FileNotFoundError:
+        raise KeyFileError(f"no key file at {path}: enroll first (privface enroll) or pass --key") from None
+    except OSError as e:
+        raise KeyFileError(f"cannot read key file {path}: {e.strerror}") from None
+    except WireError as e:
+        raise KeyFileError(f"{path} is not a privface im2020 key file: {e}") from None
+    try:
+        sk = JoyeLibertPrivateKey.from_primes(record.p, record.q, record.k, record.y,
+                                              insecure_test_params=record.insecure_test_params)
+        params = Im2020Params(jl=JLParams(int(sk.public_key.n).bit_length(), record.k),
+                              insecure_test_params=record.insecure_test_params)
+    except (CryptoError, ValueError) as e:
+        raise KeyFileError(f"key file {path} holds an invalid key: {e}") from None
+    return Client(record.subject_id, params, keypair=(sk.public_key, sk), workers=workers), record
+
+
+# ---------------------------------------------------------------- flows over HTTP
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def _wire_stats(http: ServiceClient, since: int) -> dict:
+    """Bytes each way, HTTP wall time, server compute (Server-Timing) and their difference for the steps
+    sent since index ``since``."""
+    steps = http.stats[since:]
+    wall = sum(s.seconds for s in steps)
+    server = sum(s.server_seconds or 0.0 for s in steps)
+    return {"bytes_sent": sum(s.request_bytes for s in steps),
+            "bytes_received": sum(s.response_bytes for s in steps),
+            "http_ms": _ms(wall), "server_ms": _ms(server), "network_ms": _ms(max(wall - server, 0.0)),
+            "server_ms_by_step": {s.step: _ms(s.server_seconds or 0.0) for s in steps}}
+
+
+def register(http: ServiceClient, client: Client, template) -> tuple[RegisterResponse, dict]:
+    """§IV-B.2 over HTTP: C = Enc(Γ) → server. Returns the answer and timings/bytes."""
+    since = len(http.stats)
+    http.reset()
+    t0 = time.perf_counter()
+    body = client.register(template).to_bytes()
+    c2 = time.perf_counter() - t0
+    resp = RegisterResponse.from_bytes(http.step("register", body))
+    return resp, {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
+
+
+def verify(http: ServiceClient, client: Client, template) -> dict:
+    """§IV-B.3 over HTTP: auth/start with C′ = Enc(Γ′), decrypt S*, auth/finish with s*; the decision
+    and C2/C3 times, bytes and network time (HTTP wall − server compute)."""
+    since = len(http.stats)
+    http.reset()
+    try:
+        t0 = time.perf_counter()
+        start = client.auth_start(template).to_bytes()
+        t1 = time.perf_counter()
+        challenge = AuthChallenge.from_bytes(http.step("auth/start", start))
+        t2 = time.perf_counter()
+        finish = client.auth_finish(challenge).to_bytes()
+        t3 = time.perf_counter()
+        result = AuthResult.from_bytes(http.step("auth/finish", finish))
+    except RemoteNotEnrolledError as e:
+        raise RemoteNotEnrolledError(f"{client.subject_id} is not enrolled at this server ({e})", e.status) from None
+    return {"decision": "accept" if result.accepted else "reject", "accepted": result.accepted,
+            "c2_encrypt_ms": _ms(t1 - t0), "c3_decrypt_ms": _ms(t3 - t2), **_wire_stats(http, since)}
+
+
+def revoke(http: ServiceClient, subject_id: str) -> tuple[RevokeResponse, dict]:
+    since = len(http.stats)
+    http.reset()
+    try:
+        resp = RevokeResponse.from_bytes(http.step("revoke", RevokeRequest(subject_id).to_bytes()))
+    except RemoteNotEnrolledError as e:
+        raise RemoteNotEnrolledError(f"{subject_id} is not enrolled at this server ({e})", e.status) from None
+    return resp, _wire_stats(http, since)
+
+
+def service_client(server: str, **kw) -> ServiceClient:
+    return ServiceClient(server, PROTOCOL, **kw)

@@ -1,0 +1,53 @@
+"""`privface serve` in a child process on a free loopback port, for benchmarks and the demo: a server in
+its own process does not share the client's GIL, so timings are not distorted."""
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+
+import httpx
+
+from ..errors import PrivfaceError
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_subprocess(protocol: str, db: str, options: Sequence[str] = (), *,
+                     start_timeout: float = 60.0) -> Iterator[str]:
+    """Run `privface serve --protocol … --db … OPTIONS` on a free port; yields its base URL and stops it
+    (SIGTERM, graceful) on exit."""
+    port = free_port()
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", protocol,
+                                 "--db", db, "--port", str(port), "--log-level", "warning", *options],
+                                stdout=subprocess.DEVNULL, stderr=err, text=True)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + start_timeout
+            while True:
+                try:
+                    httpx.get(f"{url}/healthz", timeout=2)
+                    break
+                except httpx.HTTPError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        err.seek(0)
+                        raise PrivfaceError(f"privface serve did not start: {err.read()[-500:]}") from None
+                    time.sleep(0.05)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

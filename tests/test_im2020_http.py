@@ -1,0 +1,269 @@
+"""im2020 end to end over real loopback HTTP: the service in uvicorn, the Client party through ServiceClient,
+the key file, and the `privface serve / enroll / verify / revoke` commands as subprocesses."""
+import dataclasses
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+from test_service import serving
+
+from privface import demo_data
+from privface.eval import im2020_attacks as attacks
+from privface.protocols.im2020 import Client, Im2020Params, RegisterRequest, remote
+from privface.protocols.im2020.service import Im2020Service
+from privface.service.app import create_app
+from privface.service.client import (RemoteMessageError, RemoteNotEnrolledError, RemoteSessionError,
+                                     ServiceClient, server_seconds)
+from privface.service.sessions import SESSION_HEADER
+from privface.store import open_store
+
+TOY = Im2020Params.toy()
+
+
+def face(seed):
+    return attacks.face_like_template(TOY, np.random.default_rng(seed))
+
+
+def near(t, seed, spread=3):
+    return np.clip(t + np.random.default_rng(seed).integers(-spread, spread + 1, t.shape), -128, 128)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    with open_store(f"sqlite:///{tmp_path_factory.mktemp('http') / 'im2020.db'}") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def url(store):
+    with serving(create_app(store, [Im2020Service(store, params=TOY)])) as u:
+        yield u
+
+
+@pytest.fixture
+def http(url):
+    with remote.service_client(url) as c:
+        yield c
+
+
+def test_register_verify_replace_revoke(http, store):
+    alice = Client("alice", TOY, workers=1)
+    enrolled = face(1)
+    resp, st = remote.register(http, alice, enrolled)
+    assert resp.replaced is False and st["bytes_sent"] > 0 and st["bytes_received"] > 0
+    genuine = remote.verify(http, alice, near(enrolled, 2))
+    assert genuine["accepted"] is True and genuine["decision"] == "accept"
+    assert remote.verify(http, alice, face(3))["decision"] == "reject"
+    # network time = HTTP wall time − server compute (Server-Timing), both measured
+    assert set(genuine["server_ms_by_step"]) == {"auth/start", "auth/finish"}
+    assert 0 <= genuine["network_ms"] <= genuine["http_ms"] and genuine["server_ms"] > 0
+
+    alice2 = Client("alice", TOY, workers=1)  # re-registration with a new key pair replaces the record
+    resp, _ = remote.register(http, alice2, face(4))
+    assert resp.replaced is True and store.ids("im2020").count("alice") == 1
+    assert remote.verify(http, alice2, near(face(4), 5))["accepted"] is True
+    assert remote.verify(http, alice2, near(enrolled, 2))["accepted"] is False
+
+    assert remote.revoke(http, "alice")[0].revoked is True and store.get("im2020", "alice") is None
+    with pytest.raises(RemoteNotEnrolledError, match="not enrolled") as e:
+        remote.verify(http, alice2, face(4))
+    assert e.value.status == 404
+    with pytest.raises(RemoteNotEnrolledError):
+        remote.revoke(http, "alice")
+
+
+def test_tampered_and_truncated_messages_are_400_without_state_change(http, store):
+    bob = Client("bob", TOY, workers=1)
+    enrolled = face(6)
+    remote.register(http, bob, enrolled)
+    before = store.get("im2020", "bob")
+    good = bob.register(face(7)).to_bytes()
+    msg = bob.auth_start(enrolled)
+    start = msg.to_bytes()
+    n = int(bob.pk.n)
+    tampered = [dataclasses.replace(msg, c_beta=[0] + msg.c_beta[1:]),  # not a unit
+                dataclasses.replace(msg, c_beta=[n + 1] + msg.c_beta[1:]),  # outside Z_N
+                dataclasses.replace(msg, c_a=[1 << bob.pk.k] + msg.c_a[1:]),  # a_1 outside M
+                dataclasses.replace(msg, c_a=msg.c_a[:-1], c_beta=msg.c_beta[:-1])]  # 127 entries
+    bad = [("register", good[:-3]), ("register", good + b"\x00"), ("register", start),
+           ("auth/start", start[:200]), *(("auth/start", t.to_bytes()) for t in tampered),
+           ("register", RegisterRequest("bob", 15, 1, 48, [], []).to_bytes())]
+    for step, body in bad:
+        http.reset()
+        with pytest.raises(RemoteMessageError) as e:
+            http.step(step, body)
+        assert e.value.status == 400 and store.get("im2020", "bob") == before
+        assert http.session is None
+    # a bad s* ends the flow as a 400 and stores nothing
+    http.reset()
+    http.step("auth/start", start)
+    with pytest.raises(RemoteMessageError):
+        http.step("auth/finish", b"\x00" * 9)
+    assert store.get("im2020", "bob") == before and store.ids("im2020") == ["bob"]
+
+
+def test_reused_and_expired_sessions_are_409(http, store, url):
+    carol = Client("carol", TOY, workers=1)
+    enrolled = face(8)
+    remote.register(http, carol, enrolled)
+    http.reset()
+    challenge = http.step("auth/start", carol.auth_start(enrolled).to_bytes())
+    sid = http.session
+    from privface.protocols.im2020 import AuthChallenge
+
+    finish = carol.auth_finish(AuthChallenge.from_bytes(challenge)).to_bytes()
+    http.step("auth/finish", finish)
+    r = httpx.post(f"{url}/v1/im2020/auth/finish", content=finish,
+                   headers={"content-type": "application/octet-stream", SESSION_HEADER: sid})
+    assert r.status_code == 409  # a session serves one step
+
+    with serving(create_app(store, [Im2020Service(store, params=TOY)], session_ttl=0.2)) as short:
+        with ServiceClient(short, "im2020") as c:
+            c.step("auth/start", carol.auth_start(enrolled).to_bytes())
+            time.sleep(0.4)
+            with pytest.raises(RemoteSessionError) as e:
+                c.step("auth/finish", finish)
+    assert e.value.status == 409 and store.get("im2020", "carol") is not None
+
+
+def test_server_timing_header_is_parsed():
+    assert server_seconds("compute;dur=12.5") == pytest.approx(0.0125)
+    assert server_seconds("db;dur=1, compute;desc=x;dur=2") == pytest.approx(0.002)
+    assert server_seconds(None) is None and server_seconds("compute;dur=x") is None
+
+
+def test_key_file_is_private_refuses_overwrite_and_round_trips(tmp_path):
+    client = Client("dave", TOY, workers=1)
+    path = tmp_path / "keys" / "dave.key"
+    old_umask = os.umask(0)  # even with a permissive umask the file is 0600
+    try:
+        remote.PendingKey(path, remote.key_record(client, "http://h:1")).commit()
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and [p.name for p in path.parent.iterdir()] == ["dave.key"]
+    loaded, record = remote.load_client(path)
+    assert record.subject_id == "dave" and record.server == "http://h:1" and loaded.pk.n == client.pk.n
+    # the loaded key decrypts what the original encrypted
+    from privface.crypto import catalano_fiore as cf
+
+    assert cf.decrypt(loaded._sk, cf.encrypt(client.pk, 12345)) == 12345
+    with pytest.raises(remote.KeyFileError, match="--force"):
+        remote.PendingKey(path, remote.key_record(Client("dave", TOY), "http://h:1"))
+    assert remote.load_client(path)[0].pk.n == client.pk.n
+    other = Client("dave", TOY)
+    remote.PendingKey(path, remote.key_record(other, "http://h:1"), force=True).commit()
+    assert remote.load_client(path)[0].pk.n == other.pk.n and len(list(path.parent.iterdir())) == 1
+    pending = remote.PendingKey(tmp_path / "x.key", remote.key_record(other, "u"))
+    pending.discard()
+    assert list(tmp_path.glob("*x.key*")) == []
+
+    path.chmod(0o644)
+    with pytest.raises(remote.KeyFileError, match="readable by others"):
+        remote.load_client(path)
+    junk = tmp_path / "junk.key"
+    junk.write_bytes(b"not a key")
+    junk.chmod(0o600)
+    with pytest.raises(remote.KeyFileError, match="not a privface"):
+        remote.load_client(junk)
+    with pytest.raises(remote.KeyFileError, match="no key file"):
+        remote.load_client(tmp_path / "missing.key")
+    assert "alice.key" in str(remote.default_key_path("http://127.0.0.1:8000", "alice"))
+
+
+# ---------------------------------------------------------------- the commands, as subprocesses
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _privface(*args, env):
+    return subprocess.run([sys.executable, "-m", "privface.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_cli_serve_enroll_verify_revoke(tmp_path):
+    port = _free_port()
+    server = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", "im2020",
+                             "--db", f"sqlite:///{tmp_path / 'serve.db'}", "--port", str(port),
+                             "--insecure-test-params", "--log-level", "warning"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    genuine = tmp_path / "grace_mirrored.png"
+    Image.fromarray(next(iter(demo_data.altered_copies(demo_data.enrolled_photo()).values()))).save(genuine)
+    impostor = str(demo_data.impostor_photos()["astronaut (Eileen Collins)"])
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{server}/healthz")
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        enrol = _privface("enroll", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
+                          "--insecure-test-params", "--json", env=env)
+        assert enrol.returncode == 0, enrol.stderr
+        key = json.loads(enrol.stdout)["key_file"]
+        assert key.startswith(str(tmp_path / "cfg")) and stat.S_IMODE(os.stat(key).st_mode) == 0o600
+        assert b"grace" in open(key, "rb").read()
+
+        ok = _privface("verify", "--server", server, "--id", "grace", str(genuine), "--json", env=env)
+        assert ok.returncode == 0, ok.stderr
+        out = json.loads(ok.stdout)
+        assert list(out) == ["id", "decision", "accepted", "c1_face_ms", "c2_encrypt_ms", "c3_decrypt_ms",
+                             "network_ms", "total_ms", "bytes_sent", "bytes_received"]
+        assert out["decision"] == "accept" and out["accepted"] is True and out["bytes_received"] > 0
+
+        bad = _privface("verify", "--server", server, "--id", "grace", impostor, "--json", env=env)
+        assert bad.returncode == 1 and json.loads(bad.stdout)["decision"] == "reject"
+
+        again = _privface("enroll", "--server", server, "--id", "grace", impostor, "--insecure-test-params",
+                          env=env)
+        assert again.returncode == 2 and "--force" in again.stderr
+
+        revoked = _privface("revoke", "--server", server, "--id", "grace", "--json", env=env)
+        assert revoked.returncode == 0 and json.loads(revoked.stdout)["revoked"] is True
+        assert not os.path.exists(key)
+        gone = _privface("revoke", "--server", server, "--id", "grace", env=env)
+        assert gone.returncode == 2 and "not enrolled" in gone.stderr
+        nokey = _privface("verify", "--server", server, "--id", "grace", str(genuine), env=env)
+        assert nokey.returncode == 2 and "no key file" in nokey.stderr
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "INSECURE" in err.upper() and "TOY KEY SIZES" in err
+    down = _privface("revoke", "--server", server, "--id", "grace", env=env)
+    assert down.returncode == 2 and "cannot reach" in down.stderr
+
+
+def test_serve_options_reach_the_im2020_service(tmp_path):
+    from privface.cli import _service_options, build_parser
+    from privface.errors import PrivfaceError
+    from privface.protocols.im2020 import TrustedParty
+    from privface.service.base import MessageError
+
+    pem = tmp_path / "tp.pem"
+    pem.write_bytes(TrustedParty(TOY).public_key_pem())
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--insecure-test-params", "--tau", "4000",
+                                   "--tp-public-key", str(pem)])
+    service = Im2020Service(open_store("sqlite://"), **_service_options(a, "im2020"))
+    assert service.server.params.tau == 4000 and service.server.params.insecure_test_params
+    with pytest.raises(MessageError, match="signed"):
+        service.handle("register", Client("erin", TOY).register(face(9)).to_bytes(), None)
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--security-bits", "128"])
+    assert _service_options(a, "im2020")["params"].security_bits == 128
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--tp-public-key", str(tmp_path / "no.pem")])
+    with pytest.raises(PrivfaceError, match="--tp-public-key"):
+        _service_options(a, "im2020")
