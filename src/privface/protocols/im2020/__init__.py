@@ -11,6 +11,9 @@ from .messages import (
     AuthResult,
     AuthStart,
     ClientKey,
+    CompareChallenge,
+    CompareFinish,
+    CompareRequest,
     RegisterRequest,
     RegisterResponse,
     RevokeRequest,
@@ -20,7 +23,7 @@ from .messages import (
     TPResponse,
 )
 from .params import DEFAULT_TAU, SECURITY_LEVELS, Im2020Params
-from .parties import AuthSession, Client, Server, TrustedParty
+from .parties import AuthSession, Client, CompareSession, Server, TrustedParty
 
 _P = Im2020Params()
 
@@ -40,8 +43,10 @@ DESCRIPTION = {
         "basic": {"status": "implemented",
                   "leakage": {"server": ["squared Euclidean distance s", "decision r", "subject ID"],
                               "client": ["decision r"]}},
-        "secure-comparison": {"status": "planned (crypto/compare.py)",
-                              "leakage": {"server": ["decision r", "subject ID"], "client": ["decision r"]}},
+        "secure-comparison": {"status": "implemented (§VII Fig. 8: crypto/compare.py garbled circuit + OT)",
+                              "leakage": {"server": ["decision r", "subject ID"], "client": ["decision r"]},
+                              "compare_bits": "the full k (default; a forged s* passes with probability τ/2^k) "
+                                              "or 64 (τ/2^64, ~4× cheaper)"},
     },
     "security_levels": [
         {"security_bits": bits, "jl_modulus_bits": p.bits, "k_message_bits": p.k}
@@ -61,10 +66,11 @@ DESCRIPTION = {
         "tp_signature": "ECDSA P-256 / SHA-256 over ID‖C‖pk",
     },
     "steps": ["register", "auth/start", "auth/finish", "revoke"],
+    "steps_secure_comparison": ["register", "auth/start", "auth/compare", "auth/finish", "revoke"],
 }
 
 __all__ = [
-    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "DEFAULT_TAU",
+    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "CompareChallenge", "CompareFinish", "CompareRequest", "CompareSession", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
     "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse",
     "TrustedParty",

@@ -50,6 +50,8 @@ class AuthChallenge(Message):
     WIRE_NAME = "im2020.AuthChallenge"
     alpha: int
     beta: list[int]
+    compare_bits: int | None = None
+    """None: basic mode (answer with AuthFinish); else secure-comparison mode with this circuit width."""
 
 
 @dataclass
@@ -58,6 +60,32 @@ class AuthFinish(Message):
 
     WIRE_NAME = "im2020.AuthFinish"
     blinded_score: int
+
+
+@dataclass
+class CompareRequest(Message):
+    """Client (GC evaluator) → server, secure-comparison mode (§VII Fig. 8): the OT request for the bits
+    of s*, as ``crypto.compare`` encodes it (`OTRequest.to_bytes`)."""
+
+    WIRE_NAME = "im2020.CompareRequest"
+    ot_request: bytes
+
+
+@dataclass
+class CompareChallenge(Message):
+    """Server (garbler) → client: garbled circuit, the garbler's input labels and the OT response
+    (`GarblerMessage.to_bytes`)."""
+
+    WIRE_NAME = "im2020.CompareChallenge"
+    garbler_message: bytes
+
+
+@dataclass
+class CompareFinish(Message):
+    """Client → server: the circuit's output label (`EvaluatorResult.to_bytes`); the server decodes r."""
+
+    WIRE_NAME = "im2020.CompareFinish"
+    output_labels: bytes
 
 
 @dataclass

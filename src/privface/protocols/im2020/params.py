@@ -14,6 +14,10 @@ setting. Override with ``Im2020Params(tau=…)`` / ``--tau``."""
 
 SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
 TOY_JL = JLParams(bits=512, k=48)  # tests only, with insecure_test_params=True
+MODES = ("basic", "secure-comparison")
+COMPARE_BITS = (64, None)
+"""Secure-comparison circuit widths: 64 (s*, r1, r0_inv reduced mod 2^64 — valid since 2^64 | 2^k and
+SED < 2^64; a forged s* passes with probability τ/2^64) or None = the full message space k (τ/2^k)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class Im2020Params:
     scale: int = IM2020_SCALE
     tau: int = DEFAULT_TAU
     insecure_test_params: bool = field(default=False)
+    mode: str = "basic"
+    compare_bits: int | None = None
 
     @classmethod
     def for_level(cls, security_bits: int, **kw) -> Im2020Params:
@@ -59,7 +65,18 @@ class Im2020Params:
         """k ≥ bits(max SED) + λ (λ taken as 16 for toy keys)."""
         return bits_needed(self.max_sed) + max(self.security_bits, 16)
 
+    @property
+    def circuit_bits(self) -> int:
+        """The width of the secure-comparison circuit (seed 000 §VII Fig. 8)."""
+        return self.jl.k if self.compare_bits is None else min(self.compare_bits, self.jl.k)
+
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.compare_bits not in COMPARE_BITS:
+            raise ValueError(f"compare_bits must be 64 or None (the full k), got {self.compare_bits!r}")
+        if self.max_sed.bit_length() >= self.circuit_bits:
+            raise ValueError(f"a {self.circuit_bits}-bit comparison cannot hold the SED bound {self.max_sed}")
         if not 0 < self.tau <= self.max_sed:
             raise ValueError(f"τ must lie in (0, {self.max_sed}], got {self.tau}")
         if self.jl.k < self.min_k:

@@ -15,6 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from ...crypto import catalano_fiore as cf
+from ...crypto.compare import EvaluatorResult, Evaluator, Garbler, GarblerMessage, inverse_square
+from ...crypto.ot import OTRequest
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
 from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
 from ...store.base import StoreError, TemplateStore, check_key
@@ -25,6 +27,9 @@ from .messages import (
     AuthFinish,
     AuthResult,
     AuthStart,
+    CompareChallenge,
+    CompareFinish,
+    CompareRequest,
     RegisterRequest,
     RegisterResponse,
     RevokeRequest,
@@ -137,13 +142,39 @@ class Client:
         a, beta = encrypt_template(self._sk, check_template(template, self.params))
         return AuthStart(self.subject_id, a, beta)
 
-    def auth_finish(self, challenge: AuthChallenge) -> AuthFinish:
+    def blinded_score(self, challenge: AuthChallenge) -> int:
         """s* = Dec(S*) by eq. (2): k + 1 base decryptions on ``workers`` threads."""
         if len(challenge.beta) != self.params.dims:
             raise ProtocolError(f"S* must have {self.params.dims} columns, got {len(challenge.beta)}")
         s_star = cf.Level2(ciphertext(self.pk, challenge.alpha),
                            tuple((ciphertext(self.pk, b), None) for b in challenge.beta))
-        return AuthFinish(cf.decrypt(self._sk, s_star, workers=self.workers))
+        return cf.decrypt(self._sk, s_star, workers=self.workers)
+
+    def auth_finish(self, challenge: AuthChallenge) -> AuthFinish:
+        """Basic mode: send s* itself."""
+        if challenge.compare_bits is not None:
+            raise ProtocolError("the server runs the secure-comparison mode; use compare_request")
+        return AuthFinish(self.blinded_score(challenge))
+
+    def compare_request(self, challenge: AuthChallenge, s_star: int | None = None) -> tuple[CompareRequest, Evaluator]:
+        """Secure-comparison mode (§VII Fig. 8): decrypt s*, then as GC evaluator with input s* mod 2^w
+        ask by OT for the labels of its bits (``s_star``: an already decrypted s*). Returns the message and the evaluator (this attempt's state)."""
+        w = challenge.compare_bits
+        if w not in (64, int(self.pk.k)):
+            raise ProtocolError(f"the comparison width must be 64 or k = {self.pk.k}, got {w}")
+        if s_star is None:
+            s_star = self.blinded_score(challenge)
+        evaluator = Evaluator.im2020(w, s_star % (1 << w))
+        return CompareRequest(evaluator.request().to_bytes()), evaluator
+
+    @staticmethod
+    def compare_finish(evaluator: Evaluator, msg: CompareChallenge) -> CompareFinish:
+        """Evaluate the garbled circuit; the output label goes back undecoded (only the server decodes it)."""
+        try:
+            result = evaluator.evaluate(GarblerMessage.from_bytes(msg.garbler_message))
+        except CryptoError as e:
+            raise ProtocolError(f"bad garbled circuit from the server: {e}") from None
+        return CompareFinish(result.to_bytes())
 
 
 @dataclass(frozen=True)
@@ -153,6 +184,15 @@ class AuthSession:
     subject_id: str
     k: int
     randomizers: Randomizers = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CompareSession:
+    """Server state between auth/compare and auth/finish in the secure-comparison mode: the garbler,
+    which keeps the output decoding."""
+
+    subject_id: str
+    garbler: Garbler = field(repr=False)
 
 
 class Server:
@@ -196,15 +236,41 @@ class Server:
         C2 = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
         rnd = Randomizers.draw(pk.k)
         s_star = blind_esed(C, C2, rnd)
-        challenge = AuthChallenge(int(s_star.alpha.value), [int(b.value) for b, _ in s_star.columns])
+        w = self.params.circuit_bits if self.params.mode == "secure-comparison" else None
+        challenge = AuthChallenge(int(s_star.alpha.value), [int(b.value) for b, _ in s_star.columns], w)
         return challenge, AuthSession(req.subject_id, int(pk.k), rnd)
 
     def auth_finish(self, session: AuthSession, msg: AuthFinish) -> tuple[AuthResult, Decision]:
         """Unblind s = (s* − r1)/r0² and decide s < τ (an s above the SED bound fails)."""
+        if self.params.mode != "basic":
+            raise ProtocolError("this server runs the secure-comparison mode: it does not accept s*")
         if not 0 <= msg.blinded_score < (1 << session.k):
             raise ProtocolError("the blinded score is outside the message space")
         d = decide(unblind(msg.blinded_score, session.randomizers, session.k), self.params.tau, self.params.max_sed)
         return AuthResult(d.accepted), d
+
+    def auth_compare(self, session: AuthSession, msg: CompareRequest) -> tuple[CompareChallenge, CompareSession]:
+        """§VII Fig. 8, garbler side: inputs r0_inv = (r0²)⁻¹, r1 and τ mod 2^w; answer the OT request with
+        a fresh garbled circuit of s = r0_inv·(s* − r1) mod 2^w → [s < τ]. For w < k this is exact because
+        2^w | 2^k and SED < 2^w. (No range check: s < τ ≤ max SED already implies it.)"""
+        if self.params.mode != "secure-comparison":
+            raise ProtocolError("this server runs the basic mode: there is no comparison step")
+        w = self.params.circuit_bits
+        garbler = Garbler.im2020(w, inverse_square(session.randomizers.r0, w),
+                                 session.randomizers.r1 % (1 << w), self.params.tau)
+        try:
+            reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
+        except CryptoError as e:
+            raise ProtocolError(f"bad OT request: {e}") from None
+        return CompareChallenge(reply.to_bytes()), CompareSession(session.subject_id, garbler)
+
+    def compare_finish(self, session: CompareSession, msg: CompareFinish) -> AuthResult:
+        """r = the circuit's output bit; a label that is neither valid one is a cheating client: refused."""
+        try:
+            accepted = session.garbler.decide(EvaluatorResult.from_bytes(msg.output_labels))
+        except CryptoError as e:
+            raise ProtocolError(f"invalid output label, attempt refused: {e}") from None
+        return AuthResult(accepted)
 
     def revoke(self, req: RevokeRequest) -> RevokeResponse:
         _check_id(req.subject_id)

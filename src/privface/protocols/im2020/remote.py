@@ -17,7 +17,7 @@ from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
 from ...service.client import RemoteNotEnrolledError, ServiceClient
 from ...wire import WireError
-from .messages import (AuthChallenge, AuthResult, ClientKey, RegisterResponse, RevokeRequest,
+from .messages import (AuthChallenge, AuthResult, ClientKey, CompareChallenge, RegisterResponse, RevokeRequest,
                        RevokeResponse)
 from .params import Im2020Params
 from .parties import PROTOCOL, Client
@@ -140,23 +140,40 @@ def register(http: ServiceClient, client: Client, template) -> tuple[RegisterRes
 
 
 def verify(http: ServiceClient, client: Client, template) -> dict:
-    """§IV-B.3 over HTTP: auth/start with C′ = Enc(Γ′), decrypt S*, auth/finish with s*; the decision
-    and C2/C3 times, bytes and network time (HTTP wall − server compute)."""
+    """§IV-B.3 over HTTP: auth/start with C′ = Enc(Γ′), decrypt S*, then auth/finish with s* (basic mode)
+    or, when the challenge names a comparison width, the §VII Fig. 8 garbled-circuit comparison
+    (auth/compare, auth/finish with the output label). The mode follows the server's challenge.
+    Returns the decision and C2/C3 times, bytes and network time (HTTP wall − server compute); in the
+    secure-comparison mode also ``mode``, ``compare_bits``, ``s3_compare_ms`` (client + HTTP time of the
+    comparison) and ``compare_bytes`` (both ways)."""
     since = len(http.stats)
     http.reset()
+    extra = {"mode": "basic"}
     try:
         t0 = time.perf_counter()
         start = client.auth_start(template).to_bytes()
         t1 = time.perf_counter()
         challenge = AuthChallenge.from_bytes(http.step("auth/start", start))
         t2 = time.perf_counter()
-        finish = client.auth_finish(challenge).to_bytes()
-        t3 = time.perf_counter()
+        if challenge.compare_bits is None:
+            finish = client.auth_finish(challenge).to_bytes()
+            t3 = time.perf_counter()
+        else:
+            s_star = client.blinded_score(challenge)
+            t3 = time.perf_counter()
+            n = len(http.stats)
+            request, evaluator = client.compare_request(challenge, s_star)
+            garbled = CompareChallenge.from_bytes(http.step("auth/compare", request.to_bytes()))
+            finish = client.compare_finish(evaluator, garbled).to_bytes()
         result = AuthResult.from_bytes(http.step("auth/finish", finish))
+        if challenge.compare_bits is not None:
+            extra = {"mode": "secure-comparison", "compare_bits": challenge.compare_bits,
+                     "s3_compare_ms": _ms(time.perf_counter() - t3),
+                     "compare_bytes": sum(s.request_bytes + s.response_bytes for s in http.stats[n:])}
     except RemoteNotEnrolledError as e:
         raise RemoteNotEnrolledError(f"{client.subject_id} is not enrolled at this server ({e})", e.status) from None
     return {"decision": "accept" if result.accepted else "reject", "accepted": result.accepted,
-            "c2_encrypt_ms": _ms(t1 - t0), "c3_decrypt_ms": _ms(t3 - t2), **_wire_stats(http, since)}
+            "c2_encrypt_ms": _ms(t1 - t0), "c3_decrypt_ms": _ms(t3 - t2), **extra, **_wire_stats(http, since)}
 
 
 def revoke(http: ServiceClient, subject_id: str) -> tuple[RevokeResponse, dict]:

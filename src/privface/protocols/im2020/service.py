@@ -9,17 +9,17 @@ from ...errors import CryptoError, ProtocolError, UnknownSubjectError
 from ...service.base import MessageError, NotEnrolledError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import AuthFinish, AuthStart, RegisterRequest, RevokeRequest
+from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RegisterRequest, RevokeRequest
 from .params import Im2020Params
-from .parties import AuthSession, Server
+from .parties import AuthSession, CompareSession, Server
 
 
 class Im2020Service:
     """Options: ``params`` (Im2020Params) or any of its fields (``tau``, ``dims``, ``insecure_test_params``,
-    ``security_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes)."""
+    ``security_bits``, ``mode``, ``compare_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes)."""
 
     name = "im2020"
-    steps = ("register", "auth/start", "auth/finish", "revoke")
+    steps = ("register", "auth/start", "auth/finish", "revoke")  # basic mode; see __init__
     first_steps = ("register", "auth/start", "revoke")
 
     def __init__(self, store: TemplateStore, **options) -> None:
@@ -35,6 +35,8 @@ class Im2020Service:
         elif options:
             raise TypeError(f"give either params or its fields, not both: {sorted(options)}")
         self.server = Server(store, params, tp_public_key=tp)
+        if params.mode == "secure-comparison":
+            self.steps = ("register", "auth/start", "auth/compare", "auth/finish", "revoke")
 
     def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
         if step not in self.steps:
@@ -49,6 +51,16 @@ class Im2020Service:
             if step == "auth/start":
                 challenge, session = self.server.auth_start(AuthStart.from_bytes(body))
                 return StepResult(challenge.to_bytes(), session)
+            secure = self.server.params.mode == "secure-comparison"
+            if step == "auth/compare":
+                if not isinstance(state, AuthSession):
+                    raise SessionError("auth/compare needs the session of an auth/start")
+                challenge, session = self.server.auth_compare(state, CompareRequest.from_bytes(body))
+                return StepResult(challenge.to_bytes(), session)
+            if secure:
+                if not isinstance(state, CompareSession):
+                    raise SessionError("auth/finish needs the session of an auth/compare (secure-comparison mode)")
+                return StepResult(self.server.compare_finish(state, CompareFinish.from_bytes(body)).to_bytes())
             if not isinstance(state, AuthSession):
                 raise SessionError("auth/finish needs the session of an auth/start")
             result, _ = self.server.auth_finish(state, AuthFinish.from_bytes(body))

@@ -1,0 +1,175 @@
+"""im2020 secure-comparison mode (seed 000 §VII Fig. 8): the server learns only the decision bit.
+Toy HE keys; the OT and garbled circuit always use their real group."""
+import dataclasses
+
+import numpy as np
+import pytest
+from test_service import serving
+
+from privface.crypto.joye_libert import JLParams
+from privface.eval import im2020_attacks as attacks
+from privface.protocols.im2020 import (AuthChallenge, AuthFinish, AuthResult, Client, CompareChallenge,
+                                       CompareFinish, CompareRequest, CompareSession, Im2020Params, Server,
+                                       remote)
+from privface.protocols.im2020.service import Im2020Service
+from privface.service.app import create_app
+from privface.service.base import MessageError, SessionError
+from privface.service.client import RemoteMessageError, RemoteSessionError
+from privface.store import open_store
+from privface.errors import ProtocolError
+
+SECURE = Im2020Params.toy(mode="secure-comparison")
+BASIC = Im2020Params.toy()
+# k = 80 so that compare_bits=64 really reduces (the toy k = 48 is below 64)
+WIDE64 = Im2020Params(jl=JLParams(bits=512, k=80), insecure_test_params=True, mode="secure-comparison",
+                      compare_bits=64)
+
+
+def face(seed, params=SECURE):
+    return attacks.face_like_template(params, np.random.default_rng(seed))
+
+
+def near(t, seed, spread):
+    return np.clip(t + np.random.default_rng(seed).integers(-spread, spread + 1, t.shape), -128, 128)
+
+
+def sed(a, b):
+    return int(((np.asarray(a) - np.asarray(b)) ** 2).sum())
+
+
+@pytest.fixture
+def store(tmp_path):
+    with open_store(f"sqlite:///{tmp_path / 'im2020.db'}") as s:
+        yield s
+
+
+def run_secure(server, client, probe, tamper=None):
+    """auth/start → auth/compare → auth/finish in process; ``tamper`` may rewrite the CompareFinish."""
+    challenge, session = server.auth_start(client.auth_start(probe))
+    request, evaluator = client.compare_request(challenge)
+    garbled, cmp_session = server.auth_compare(session, request)
+    finish = client.compare_finish(evaluator, garbled)
+    if tamper:
+        finish = tamper(finish)
+    return server.compare_finish(cmp_session, finish).accepted
+
+
+@pytest.mark.parametrize("params", [SECURE, WIDE64], ids=["full-k", "64-bit"])
+def test_decisions_equal_plaintext_and_basic_mode(store, params):
+    client = Client("alice", params, workers=1)
+    enrolled = face(1, params)
+    secure = Server(store, params)
+    secure.register(client.register(enrolled))
+    basic = Server(store, dataclasses.replace(params, mode="basic"))
+    probes = [near(enrolled, 2, 2), near(enrolled, 3, 20), face(4, params)]
+    for probe in probes:
+        want = sed(enrolled, probe) < params.tau
+        assert run_secure(secure, client, probe) is want
+        challenge, session = basic.auth_start(client.auth_start(probe))
+        assert challenge.compare_bits is None
+        assert basic.auth_finish(session, client.auth_finish(challenge))[0].accepted is want
+    assert [sed(enrolled, p) < params.tau for p in probes] == [True, False, False]
+
+
+def test_challenge_names_the_width():
+    assert SECURE.circuit_bits == SECURE.jl.k and WIDE64.circuit_bits == 64
+    with pytest.raises(ValueError, match="compare_bits"):
+        Im2020Params.toy(mode="secure-comparison", compare_bits=32)
+    with pytest.raises(ValueError, match="mode"):
+        Im2020Params.toy(mode="fast")
+
+
+def test_made_up_output_label_is_refused(store):
+    client = Client("alice", SECURE, workers=1)
+    enrolled = face(1)
+    server = Server(store, SECURE)
+    server.register(client.register(enrolled))
+    before = store.get("im2020", "alice")
+    forged = CompareFinish((1).to_bytes(4, "big") + bytes(16))  # one label, all zero
+    with pytest.raises(ProtocolError, match="output label"):
+        run_secure(server, client, near(enrolled, 2, 2), tamper=lambda _: forged)
+    assert store.get("im2020", "alice") == before
+
+
+@pytest.mark.parametrize("params", [SECURE, WIDE64], ids=["full-k", "64-bit"])
+def test_forged_blinded_score_is_rejected(store, params):
+    """A client that feeds the circuit a made-up s* (here: the impostor's s* plus one, and 0) is rejected."""
+    client = Client("alice", params, workers=1)
+    enrolled = face(1, params)
+    server = Server(store, params)
+    server.register(client.register(enrolled))
+    for forge in (lambda s: s + 1, lambda s: 0):
+        challenge, session = server.auth_start(client.auth_start(face(9, params)))
+        s_star = forge(client.blinded_score(challenge))
+        request, evaluator = client.compare_request(challenge, s_star)
+        garbled, cmp_session = server.auth_compare(session, request)
+        assert server.compare_finish(cmp_session, client.compare_finish(evaluator, garbled)).accepted is False
+
+
+def test_basic_messages_refused_in_secure_mode_and_vice_versa(store):
+    client = Client("alice", SECURE, workers=1)
+    enrolled = face(1)
+    secure, basic = Server(store, SECURE), Server(store, BASIC)
+    secure.register(client.register(enrolled))
+    challenge, session = secure.auth_start(client.auth_start(enrolled))
+    with pytest.raises(ProtocolError, match="secure-comparison"):
+        client.auth_finish(challenge)
+    with pytest.raises(ProtocolError, match="does not accept s"):
+        secure.auth_finish(session, AuthFinish(client.blinded_score(challenge)))
+    b_challenge, b_session = basic.auth_start(client.auth_start(enrolled))
+    with pytest.raises(ProtocolError, match="basic mode"):
+        basic.auth_compare(b_session, CompareRequest(b""))
+    with pytest.raises(ProtocolError, match="width"):
+        client.compare_request(dataclasses.replace(challenge, compare_bits=32))
+
+
+def test_service_step_order_and_bad_bodies(store):
+    svc = Im2020Service(store, params=SECURE)
+    client = Client("alice", SECURE, workers=1)
+    enrolled = face(1)
+    svc.handle("register", client.register(enrolled).to_bytes(), None)
+    start = svc.handle("auth/start", client.auth_start(enrolled).to_bytes(), None)
+    challenge = AuthChallenge.from_bytes(start.body)
+    request, evaluator = client.compare_request(challenge)
+    with pytest.raises(SessionError, match="auth/compare"):  # finish straight after start
+        svc.handle("auth/finish", CompareFinish(b"").to_bytes(), start.state)
+    with pytest.raises(SessionError):
+        svc.handle("auth/compare", request.to_bytes(), None)
+    with pytest.raises(MessageError, match="OT request"):
+        svc.handle("auth/compare", CompareRequest(b"\x00\x01").to_bytes(), start.state)
+    cmp = svc.handle("auth/compare", request.to_bytes(), start.state)
+    assert isinstance(cmp.state, CompareSession)
+    with pytest.raises(SessionError):  # a compare session cannot be compared again
+        svc.handle("auth/compare", request.to_bytes(), cmp.state)
+    with pytest.raises(MessageError):
+        svc.handle("auth/finish", b"junk", cmp.state)
+    finish = client.compare_finish(evaluator, CompareChallenge.from_bytes(cmp.body))
+    assert AuthResult.from_bytes(svc.handle("auth/finish", finish.to_bytes(), cmp.state).body).accepted
+
+
+def test_over_http_follows_the_server_mode(store):
+    with serving(create_app(store, [Im2020Service(store, params=SECURE)])) as url:
+        with remote.service_client(url) as http:
+            alice = Client("alice", SECURE, workers=1)
+            enrolled = face(1)
+            remote.register(http, alice, enrolled)
+            # a Client built with basic params still follows the server's challenge
+            plain_alice = Client("alice", BASIC, keypair=(alice.pk, alice._sk), workers=1)
+            genuine = remote.verify(http, plain_alice, near(enrolled, 2, 2))
+            assert genuine["accepted"] is True and genuine["mode"] == "secure-comparison"
+            assert genuine["compare_bits"] == SECURE.jl.k
+            assert genuine["compare_bytes"] > 0 and genuine["s3_compare_ms"] > 0
+            assert set(genuine["server_ms_by_step"]) == {"auth/start", "auth/compare", "auth/finish"}
+            assert remote.verify(http, alice, face(9))["accepted"] is False
+            # skipping auth/compare is a step-order error; a made-up label is refused
+            http.reset()
+            challenge = AuthChallenge.from_bytes(http.step("auth/start", alice.auth_start(enrolled).to_bytes()))
+            with pytest.raises(RemoteSessionError):
+                http.step("auth/finish", CompareFinish(bytes(20)).to_bytes())
+            http.reset()
+            challenge = AuthChallenge.from_bytes(http.step("auth/start", alice.auth_start(enrolled).to_bytes()))
+            request, _ = alice.compare_request(challenge)
+            http.step("auth/compare", request.to_bytes())
+            with pytest.raises(RemoteMessageError, match="output label"):
+                http.step("auth/finish", CompareFinish((1).to_bytes(4, "big") + bytes(16)).to_bytes())
+            assert remote.verify(http, alice, near(enrolled, 3, 2))["accepted"] is True
