@@ -103,6 +103,8 @@ def test_train_pca_then_compare_with_it(mini_dataset, tmp_path):
 def test_protocols_catalogue():
     (im,) = json.loads(run("protocols", "--json").stdout)
     assert im["name"] == "im2020" and "leakage" in im["modes"]["basic"]
+    secure = im["modes"]["secure-comparison"]
+    assert secure["status"].startswith("implemented") and secure["leakage"]["server"] == ["decision r", "subject ID"]
     assert "threat" in run("protocols").stdout
 
 
@@ -141,3 +143,17 @@ def test_bench_im2020_over_http_has_the_same_keys_and_bytes():
     assert http["network_ms"] > 0 and http["s1_blind_esed_ms"] > 0 and http["s2_unblind_ms"] > 0
     parts = ("c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s2_unblind_ms", "network_ms")
     assert http["total_ms"] == pytest.approx(sum(http[k] for k in parts), abs=0.01)
+
+
+@pytest.mark.parametrize("transport", ["in-process", "http"])
+def test_bench_im2020_secure_comparison_adds_its_cost(transport):
+    (row,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "1",
+                            "--mode", "secure-comparison", "--transport", transport, "--json").stdout)
+    assert row["mode"] == "secure-comparison" and row["accepted"] is True and row["compare_bits"] == 48
+    assert list(row["auth_bytes_by_message"]) == ["AuthStart", "AuthChallenge", "CompareRequest",
+                                                  "CompareChallenge", "CompareFinish", "AuthResult"]
+    by = row["auth_bytes_by_message"]
+    assert row["compare_bytes"] == by["CompareRequest"] + by["CompareChallenge"] + by["CompareFinish"] + by["AuthResult"]
+    assert row["s3_compare_ms"] > 0 and row["compare_bytes"] > 10_000  # 48 OT pairs and the garbled tables
+    parts = ("c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s3_compare_ms", "network_ms")
+    assert row["total_ms"] == pytest.approx(sum(row[k] for k in parts), abs=0.01)

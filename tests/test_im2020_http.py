@@ -223,7 +223,7 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
         assert ok.returncode == 0, ok.stderr
         out = json.loads(ok.stdout)
         assert list(out) == ["id", "decision", "accepted", "c1_face_ms", "c2_encrypt_ms", "c3_decrypt_ms",
-                             "network_ms", "total_ms", "bytes_sent", "bytes_received"]
+                             "network_ms", "total_ms", "bytes_sent", "bytes_received", "mode"]
         assert out["decision"] == "accept" and out["accepted"] is True and out["bytes_received"] > 0
 
         bad = _privface("verify", "--server", server, "--id", "grace", impostor, "--json", env=env)

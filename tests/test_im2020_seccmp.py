@@ -173,3 +173,28 @@ def test_over_http_follows_the_server_mode(store):
             with pytest.raises(RemoteMessageError, match="output label"):
                 http.step("auth/finish", CompareFinish((1).to_bytes(4, "big") + bytes(16)).to_bytes())
             assert remote.verify(http, alice, near(enrolled, 3, 2))["accepted"] is True
+
+
+def test_verify_mode_insists_before_sending_anything(store):
+    with serving(create_app(store, [Im2020Service(store, params=SECURE)])) as url:
+        with remote.service_client(url) as http:
+            alice = Client("alice", SECURE, workers=1)
+            remote.register(http, alice, face(1))
+            before = len(http.stats)
+            with pytest.raises(remote.ModeMismatchError, match="secure-comparison"):
+                remote.verify(http, alice, face(1), mode="basic")
+            assert [s.step for s in http.stats[before:]] == ["auth/start"]
+            assert remote.verify(http, alice, face(1), mode="secure-comparison")["accepted"] is True
+
+
+def test_serve_mode_options():
+    from privface.cli import _service_options, build_parser
+
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--mode", "secure-comparison",
+                                   "--compare-bits", "64"])
+    params = _service_options(a, "im2020")["params"]
+    assert params.mode == "secure-comparison" and params.circuit_bits == 64 and params.security_bits == 112
+    a = build_parser().parse_args(["serve", "--protocol", "im2020", "--mode", "secure-comparison"])
+    params = _service_options(a, "im2020")["params"]
+    assert params.circuit_bits == params.jl.k == 136
+    assert _service_options(build_parser().parse_args(["serve", "--protocol", "im2020"]), "im2020")["params"].mode == "basic"

@@ -112,12 +112,27 @@ def _im2020_params(a):
     from .protocols.im2020 import DEFAULT_TAU, Im2020Params
 
     tau = DEFAULT_TAU if getattr(a, "tau", None) is None else a.tau
+    kw = {"tau": tau, "mode": getattr(a, "mode", None) or "basic"}
+    if getattr(a, "compare_bits", None) == "64":
+        kw["compare_bits"] = 64
     try:
         if getattr(a, "insecure_test_params", False):
-            return Im2020Params.toy(tau=tau)
-        return Im2020Params.for_level(a.security_bits or 112, tau=tau)
+            return Im2020Params.toy(**kw)
+        return Im2020Params.for_level(a.security_bits or 112, **kw)
     except ValueError as e:
         raise PrivfaceError(str(e)) from None
+
+
+MODES = ("basic", "secure-comparison")
+
+
+def _mode_args(s) -> None:
+    s.add_argument("--mode", choices=MODES, default="basic",
+                   help="im2020: basic (server learns the distance s) or secure-comparison (§VII Fig. 8 garbled "
+                        "circuit: server learns only the decision)")
+    s.add_argument("--compare-bits", choices=["k", "64"], default="k",
+                   help="im2020 secure-comparison: circuit width, the full message space k (default; forgery "
+                        "≤ τ/2^k) or 64 (~4× cheaper; forgery ≤ τ/2^64)")
 
 
 def cmd_protocols(a) -> int:
@@ -147,7 +162,8 @@ def cmd_bench(a) -> int:
 
         levels = (a.security_bits,) if a.security_bits else (112, 128)
         rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
-                                         insecure_test_params=a.insecure_test_params, transport=a.transport)
+                                         insecure_test_params=a.insecure_test_params, transport=a.transport,
+                                         mode=a.mode, compare_bits=64 if a.compare_bits == "64" else None)
         print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
         return 0
     if a.what == "im2020-attacks":
@@ -258,11 +274,12 @@ def cmd_verify(a) -> int:
         raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
     template, c1_ms = _face_template(a, client.params)
     with remote.service_client(a.server) as http:
-        r = remote.verify(http, client, template)
+        r = remote.verify(http, client, template, mode=a.mode)
     out = {"id": a.id, "decision": r["decision"], "accepted": r["accepted"], "c1_face_ms": c1_ms,
            "c2_encrypt_ms": r["c2_encrypt_ms"], "c3_decrypt_ms": r["c3_decrypt_ms"],
            "network_ms": r["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
            "bytes_sent": r["bytes_sent"], "bytes_received": r["bytes_received"]}
+    out.update({k: r[k] for k in ("mode", "compare_bits", "s3_compare_ms", "compare_bytes") if k in r})
     _print(out, a.json)
     return 0 if r["accepted"] else 1
 
@@ -392,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--he-trials", type=int, default=20,
                    help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
     s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 5376)")
+    _mode_args(s)
     s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     _backend_args(s)
@@ -426,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="im2020: accept toy key sizes — tests only, INSECURE")
+    _mode_args(s)
     s.set_defaults(func=cmd_serve)
 
     def client_args(s, image: bool = True) -> None:
@@ -448,6 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="im2020 over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
     client_args(s)
     s.add_argument("--workers", type=int, help="threads for the level-2 decryption (default: one per core)")
+    s.add_argument("--mode", choices=MODES,
+                   help="insist on this im2020 mode (default: follow the server); refused before s* or the "
+                        "comparison is sent if the server runs another")
     s.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("revoke", help="im2020 over HTTP: delete ID's enrolment and the local key file")

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ..protocols.im2020 import AuthChallenge, Client, Im2020Params, RevokeRequest
+from ..protocols.im2020 import AuthChallenge, Client, CompareChallenge, Im2020Params, RevokeRequest
 from ..protocols.im2020.service import Im2020Service
 from ..store import open_store
 from ..templates import quantize
@@ -58,13 +58,27 @@ def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repea
         t1 = time.perf_counter()
         step = service.handle("auth/start", start, None)
         t2 = time.perf_counter()
-        finish = client.auth_finish(AuthChallenge.from_bytes(step.body)).to_bytes()
-        t3 = time.perf_counter()
-        result = service.handle("auth/finish", finish, step.state).body
+        challenge = AuthChallenge.from_bytes(step.body)
+        if challenge.compare_bits is None:
+            finish = client.auth_finish(challenge).to_bytes()
+            t3 = time.perf_counter()
+            result = service.handle("auth/finish", finish, step.state).body
+            middle = (finish,)
+        else:
+            s_star = client.blinded_score(challenge)
+            t3 = time.perf_counter()
+            request, evaluator = client.compare_request(challenge, s_star)
+            garbled = service.handle("auth/compare", request.to_bytes(), step.state)
+            finish = client.compare_finish(evaluator, CompareChallenge.from_bytes(garbled.body)).to_bytes()
+            t_fin = time.perf_counter()
+            result = service.handle("auth/finish", finish, garbled.state).body
+            t["s3"].append(time.perf_counter() - t3)
+            t["s2_fin"].append(time.perf_counter() - t_fin)
+            middle = (request.to_bytes(), garbled.body, finish)
         t4 = time.perf_counter()
         for key, dt in zip(("c2", "s1", "c3", "s2"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             t[key].append(dt)
-        sizes = (len(start), len(step.body), len(finish), len(result))
+        sizes = (len(start), len(step.body), *map(len, middle), len(result))
         accepted = result[-1] == 1
     service.handle("revoke", RevokeRequest("bench").to_bytes(), None)
     return len(reg) + len(reg_resp), sizes, accepted
@@ -78,6 +92,7 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
 
     options = (["--insecure-test-params"] if params.insecure_test_params
                else ["--security-bits", str(params.security_bits)]) + ["--tau", str(params.tau)]
+    options += ["--mode", params.mode] + (["--compare-bits", "64"] if params.compare_bits == 64 else [])
     with tempfile.TemporaryDirectory() as tmp, \
             serve_subprocess("im2020", f"sqlite:///{tmp}/bench.db", options) as url, \
             remote.service_client(url) as http:
@@ -87,12 +102,16 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
             _time_c1(c1, t)
             since = len(http.stats)
             r = remote.verify(http, client, probe)
+            steps = http.stats[since:]
+            network = r["network_ms"]
+            if "s3_compare_ms" in r:  # its wall time includes its own HTTP: count only auth/start's network
+                t["s3"].append(r["s3_compare_ms"] / 1000)
+                network = max(steps[0].seconds - (steps[0].server_seconds or 0.0), 0.0) * 1000
             for key, ms in (("c2", r["c2_encrypt_ms"]), ("s1", r["server_ms_by_step"]["auth/start"]),
                             ("c3", r["c3_decrypt_ms"]), ("s2", r["server_ms_by_step"]["auth/finish"]),
-                            ("network", r["network_ms"])):
+                            ("network", network)):
                 t[key].append(ms / 1000)
-            start, finish = http.stats[since:]
-            sizes = (start.request_bytes, start.response_bytes, finish.request_bytes, finish.response_bytes)
+            sizes = tuple(b for st in steps for b in (st.request_bytes, st.response_bytes))  # messages in order
             accepted = r["accepted"]
         remote.revoke(http, client.subject_id)
     return reg["bytes_sent"] + reg["bytes_received"], sizes, accepted
@@ -107,23 +126,33 @@ def _time_c1(c1, t: dict) -> None:
 
 def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None = None, face: bool = True,
                 transport: str = "in-process") -> dict:
+    """One level's medians. In the secure-comparison mode (§VII Fig. 8) also ``s3_compare_ms`` (OT + garbling
+    + evaluation + decoding, both parties, and over HTTP its round trips), ``compare_bytes`` and
+    ``compare_bits``; then total_ms = C2 + S1 + C3 + S3 (+ auth/start's network)."""
     enrolled, probe, c1 = _templates(params, face)
     client = Client("bench", params, workers=workers)
-    t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network")}
+    t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network", "s3", "s2_fin")}
     run = {"in-process": _run_in_process, "http": _run_http}[transport]
     registration_bytes, sizes, accepted = run(params, client, enrolled, probe, repeat, c1, t)
     med = {k: round(statistics.median(v) * 1000, 3) if v else None for k, v in t.items()}
     network = med["network"] or 0.0
     k = params.dims
     m_bytes, n_bytes = (params.jl.k + 7) // 8, (params.jl.bits + 7) // 8
-    return {
+    secure = params.mode == "secure-comparison"
+    names = (("AuthStart", "AuthChallenge", "CompareRequest", "CompareChallenge", "CompareFinish", "AuthResult")
+             if secure else ("AuthStart", "AuthChallenge", "AuthFinish", "AuthResult"))
+    if secure:
+        med["s2"] = med["s2_fin"] if transport == "in-process" else med["s2"]
+        last = med["s3"]
+    else:
+        last = med["s2"]
+    row = {
         "security_bits": params.security_bits, "jl_modulus_bits": params.jl.bits, "jl_k": params.jl.k, "k": k,
         "c1_face_ms": med["c1"], "c2_encrypt_ms": med["c2"], "s1_blind_esed_ms": med["s1"],
         "c3_decrypt_ms": med["c3"], "s2_unblind_ms": med["s2"], "network_ms": network,
-        "total_ms": round(med["c2"] + med["s1"] + med["c3"] + med["s2"] + network, 3),
+        "total_ms": round(med["c2"] + med["s1"] + med["c3"] + last + network, 3),
         "transport": transport, "repeat": repeat, "workers": workers or os.cpu_count() or 1,
-        "auth_bytes": sum(sizes), "auth_bytes_by_message": dict(zip(("AuthStart", "AuthChallenge", "AuthFinish",
-                                                                     "AuthResult"), sizes)),
+        "auth_bytes": sum(sizes), "auth_bytes_by_message": dict(zip(names, sizes)), "mode": params.mode,
         "registration_bytes": registration_bytes,
         "paper_auth_bytes": 268 * k + 140, "paper_registration_bytes": 140 * k + 264,
         # the same formulas at this level: |M| = k_JL/8 bytes, |Ĉ| = |N| bytes (paper: 12 and 128)
@@ -132,19 +161,26 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
         "accepted": accepted, "goal_total_ms": 100,
         "loadavg_1min": round(os.getloadavg()[0], 2),
     }
+    if secure:
+        row.update(s3_compare_ms=med["s3"], compare_bytes=sum(sizes[2:]), compare_bits=params.circuit_bits)
+    return row
 
 
 def bench_im2020(levels=(112, 128), *, repeat: int = 10, workers: int | None = None, face: bool = True,
-                 insecure_test_params: bool = False, transport: str = "in-process") -> list[dict]:
+                 insecure_test_params: bool = False, transport: str = "in-process", mode: str = "basic",
+                 compare_bits: int | None = None) -> list[dict]:
     kw = {"repeat": repeat, "workers": workers, "face": face, "transport": transport}
+    pkw = {"mode": mode, "compare_bits": compare_bits}
     if insecure_test_params:
-        return [bench_level(Im2020Params.toy(), **kw)]
-    return [bench_level(Im2020Params.for_level(b), **kw) for b in levels]
+        return [bench_level(Im2020Params.toy(**pkw), **kw)]
+    return [bench_level(Im2020Params.for_level(b, **pkw), **kw) for b in levels]
 
 
 def format_table(rows: list[dict]) -> str:
     cols = ("security_bits", "c1_face_ms", "c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s2_unblind_ms",
             "network_ms", "total_ms", "auth_bytes", "registration_bytes")
+    if any("s3_compare_ms" in r for r in rows):
+        cols += ("s3_compare_ms", "compare_bytes")
     lines = ["  ".join(f"{c:>16}" for c in cols)]
     lines += ["  ".join(f"{r[c]!s:>16}" for c in cols) for r in rows]
     return "\n".join(lines)

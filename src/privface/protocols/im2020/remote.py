@@ -23,6 +23,10 @@ from .params import Im2020Params
 from .parties import PROTOCOL, Client
 
 
+class ModeMismatchError(PrivfaceError):
+    """``verify(mode=…)`` found the server running another im2020 mode."""
+
+
 class KeyFileError(PrivfaceError):
     """A key file that is missing, unreadable, readable by others, malformed, or already present."""
 
@@ -139,10 +143,11 @@ def register(http: ServiceClient, client: Client, template) -> tuple[RegisterRes
     return resp, {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
 
 
-def verify(http: ServiceClient, client: Client, template) -> dict:
+def verify(http: ServiceClient, client: Client, template, *, mode: str | None = None) -> dict:
     """§IV-B.3 over HTTP: auth/start with C′ = Enc(Γ′), decrypt S*, then auth/finish with s* (basic mode)
     or, when the challenge names a comparison width, the §VII Fig. 8 garbled-circuit comparison
-    (auth/compare, auth/finish with the output label). The mode follows the server's challenge.
+    (auth/compare, auth/finish with the output label). The mode follows the server's challenge unless
+    ``mode`` insists on one: then another mode is refused before anything derived from s* is sent.
     Returns the decision and C2/C3 times, bytes and network time (HTTP wall − server compute); in the
     secure-comparison mode also ``mode``, ``compare_bits``, ``s3_compare_ms`` (client + HTTP time of the
     comparison) and ``compare_bytes`` (both ways)."""
@@ -155,6 +160,9 @@ def verify(http: ServiceClient, client: Client, template) -> dict:
         t1 = time.perf_counter()
         challenge = AuthChallenge.from_bytes(http.step("auth/start", start))
         t2 = time.perf_counter()
+        server_mode = "basic" if challenge.compare_bits is None else "secure-comparison"
+        if mode is not None and mode != server_mode:
+            raise ModeMismatchError(f"the server runs the {server_mode} mode, not {mode}; nothing was sent")
         if challenge.compare_bits is None:
             finish = client.auth_finish(challenge).to_bytes()
             t3 = time.perf_counter()
