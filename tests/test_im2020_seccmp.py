@@ -43,10 +43,19 @@ def store(tmp_path):
         yield s
 
 
-def run_secure(server, client, probe, tamper=None):
-    """auth/start → auth/compare → auth/finish in process; ``tamper`` may rewrite the CompareFinish."""
+def enrol(store, params=SECURE):
+    """alice's client, her enrolled template and a server that holds it."""
+    client, enrolled, server = Client("alice", params, workers=1), face(1, params), Server(store, params)
+    server.register(client.register(enrolled))
+    return client, enrolled, server
+
+
+def run_secure(server, client, probe, tamper=None, forge=None):
+    """auth/start → auth/compare → auth/finish in process; ``tamper`` may rewrite the CompareFinish,
+    ``forge`` replace s* by forge(s*)."""
     challenge, session = server.auth_start(client.auth_start(probe))
-    request, evaluator = client.compare_request(challenge)
+    s_star = client.blinded_score(challenge)
+    request, evaluator = client.compare_request(challenge, forge(s_star) if forge else s_star)
     garbled, cmp_session = server.auth_compare(session, request)
     finish = client.compare_finish(evaluator, garbled)
     if tamper:
@@ -56,10 +65,7 @@ def run_secure(server, client, probe, tamper=None):
 
 @pytest.mark.parametrize("params", [SECURE, WIDE64], ids=["full-k", "64-bit"])
 def test_decisions_equal_plaintext_and_basic_mode(store, params):
-    client = Client("alice", params, workers=1)
-    enrolled = face(1, params)
-    secure = Server(store, params)
-    secure.register(client.register(enrolled))
+    client, enrolled, secure = enrol(store, params)
     basic = Server(store, dataclasses.replace(params, mode="basic"))
     probes = [near(enrolled, 2, 2), near(enrolled, 3, 20), face(4, params)]
     for probe in probes:
@@ -80,10 +86,7 @@ def test_challenge_names_the_width():
 
 
 def test_made_up_output_label_is_refused(store):
-    client = Client("alice", SECURE, workers=1)
-    enrolled = face(1)
-    server = Server(store, SECURE)
-    server.register(client.register(enrolled))
+    client, enrolled, server = enrol(store)
     before = store.get("im2020", "alice")
     forged = CompareFinish((1).to_bytes(4, "big") + bytes(16))  # one label, all zero
     with pytest.raises(ProtocolError, match="output label"):
@@ -94,23 +97,14 @@ def test_made_up_output_label_is_refused(store):
 @pytest.mark.parametrize("params", [SECURE, WIDE64], ids=["full-k", "64-bit"])
 def test_forged_blinded_score_is_rejected(store, params):
     """A client that feeds the circuit a made-up s* (here: the impostor's s* plus one, and 0) is rejected."""
-    client = Client("alice", params, workers=1)
-    enrolled = face(1, params)
-    server = Server(store, params)
-    server.register(client.register(enrolled))
+    client, _, server = enrol(store, params)
     for forge in (lambda s: s + 1, lambda s: 0):
-        challenge, session = server.auth_start(client.auth_start(face(9, params)))
-        s_star = forge(client.blinded_score(challenge))
-        request, evaluator = client.compare_request(challenge, s_star)
-        garbled, cmp_session = server.auth_compare(session, request)
-        assert server.compare_finish(cmp_session, client.compare_finish(evaluator, garbled)).accepted is False
+        assert run_secure(server, client, face(9, params), forge=forge) is False
 
 
 def test_basic_messages_refused_in_secure_mode_and_vice_versa(store):
-    client = Client("alice", SECURE, workers=1)
-    enrolled = face(1)
-    secure, basic = Server(store, SECURE), Server(store, BASIC)
-    secure.register(client.register(enrolled))
+    client, enrolled, secure = enrol(store)
+    basic = Server(store, BASIC)
     challenge, session = secure.auth_start(client.auth_start(enrolled))
     with pytest.raises(ProtocolError, match="secure-comparison"):
         client.auth_finish(challenge)
