@@ -1,6 +1,8 @@
 """im2020 secure-comparison mode (seed 000 §VII Fig. 8): the server learns only the decision bit.
 Toy HE keys; the OT and garbled circuit always use their real group."""
 import dataclasses
+import json
+import os
 
 import numpy as np
 import pytest
@@ -192,3 +194,25 @@ def test_serve_mode_options():
     params = _service_options(a, "im2020")["params"]
     assert params.circuit_bits == params.jl.k == 136
     assert _service_options(build_parser().parse_args(["serve", "--protocol", "im2020"]), "im2020")["params"].mode == "basic"
+
+
+def test_cli_serve_secure_comparison_and_verify_follows(tmp_path):
+    """`privface serve --mode secure-comparison`; `privface verify` follows it, or refuses with --mode basic."""
+    from test_im2020_http import _privface
+
+    from privface import demo_data
+    from privface.service.launch import serve_subprocess
+
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    photo = str(demo_data.enrolled_photo())
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}",
+                          ["--insecure-test-params", "--mode", "secure-comparison"]) as url:
+        enrol = _privface("enroll", "--server", url, "--id", "grace", photo, "--insecure-test-params", env=env)
+        assert enrol.returncode == 0, enrol.stderr
+        ok = _privface("verify", "--server", url, "--id", "grace", photo, "--json", env=env)
+        assert ok.returncode == 0, ok.stderr
+        out = json.loads(ok.stdout)
+        assert out["accepted"] is True and out["mode"] == "secure-comparison" and out["compare_bits"] == 48
+        assert out["compare_bytes"] > 10_000 and out["s3_compare_ms"] > 0
+        refused = _privface("verify", "--server", url, "--id", "grace", photo, "--mode", "basic", env=env)
+        assert refused.returncode == 2 and "runs the secure-comparison mode" in refused.stderr
