@@ -129,6 +129,8 @@ def test_bench_im2020_json_smoke():
     out = json.loads(run("bench", "im2020-attacks", "--insecure-test-params", "--trials", "2000",
                          "--he-trials", "1", "--json").stdout)
     assert all(r.get("accepted", 0) == 0 for r in out["experiments"])
+    r = run("bench", "im2020-attacks", "--insecure-test-params", "--mode", "secure-comparison", check=False)
+    assert r.returncode == 2 and "basic mode" in r.stderr
 
 
 def test_bench_im2020_over_http_has_the_same_keys_and_bytes():

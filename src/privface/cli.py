@@ -169,6 +169,8 @@ def cmd_bench(a) -> int:
     if a.what == "im2020-attacks":
         from .eval.im2020_attacks import run_all
 
+        if a.mode != "basic":
+            raise PrivfaceError("im2020-attacks runs the basic mode's App. E experiments; --mode applies to bench im2020")
         out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials)
         if a.json:
             print(json.dumps(out))
