@@ -13,13 +13,13 @@ import httpx
 import numpy as np
 import pytest
 from PIL import Image
-from test_service import serving
 
 from privface import demo_data
 from privface.eval import im2020_attacks as attacks
 from privface.protocols.im2020 import Client, Im2020Params, RegisterRequest, remote
 from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
+from privface.service.launch import serve_in_thread as serving
 from privface.service.client import (RemoteMessageError, RemoteNotEnrolledError, RemoteSessionError,
                                      ServiceClient, server_seconds)
 from privface.service.sessions import SESSION_HEADER

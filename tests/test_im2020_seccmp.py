@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 import pytest
-from test_service import serving
 
 from privface.crypto.joye_libert import JLParams
 from privface.eval import im2020_attacks as attacks
@@ -15,6 +14,7 @@ from privface.protocols.im2020 import (AuthChallenge, AuthFinish, AuthResult, Cl
                                        remote)
 from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
+from privface.service.launch import serve_in_thread as serving
 from privface.service.base import MessageError, SessionError
 from privface.service.client import RemoteMessageError, RemoteSessionError
 from privface.store import open_store

@@ -3,22 +3,20 @@
 `Counter` is a small multi-round protocol: `register` stores a record, `count/start` opens a flow
 on an enrolled subject, `count/next` increments server-side state, `count/finish` ends the flow.
 """
-import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from privface.service.app import create_app
+from privface.service.launch import serve_in_thread as serving
 from privface.service.base import MessageError, NotEnrolledError, SessionError, StepResult
 from privface.service.client import (RemoteMessageError, RemoteNotEnrolledError, RemoteSessionError,
                                      ServiceClient, ServiceError)
@@ -57,24 +55,6 @@ class Counter:
                 raise SessionError("count at least once before finishing")
             return StepResult(f"total {state}".encode())
         raise RuntimeError("secret-template-bytes")  # "boom": a bug inside a step
-
-
-@contextlib.contextmanager
-def serving(app):
-    """Run `app` with uvicorn on a free loopback port in a thread; yields the base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @pytest.fixture(scope="module")

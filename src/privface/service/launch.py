@@ -1,10 +1,12 @@
-"""`privface serve` in a child process on a free loopback port, for benchmarks and the demo: a server in
-its own process does not share the client's GIL, so timings are not distorted."""
+"""Running the service on a free loopback port: `serve_subprocess` (`privface serve` in a child process,
+for benchmarks and the demo: it does not share the client's GIL, so timings are not distorted) and
+`serve_in_thread` (an app in a thread of this process, for tests)."""
 from __future__ import annotations
 
 import contextlib
 import socket
 import subprocess
+import threading
 import sys
 import tempfile
 import time
@@ -19,6 +21,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_in_thread(app) -> Iterator[str]:
+    """Run an ASGI `app` with uvicorn on a free loopback port in a thread; yields the base URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
 
 
 @contextlib.contextmanager
