@@ -341,3 +341,19 @@ def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
         tp.enroll_image(client.tp_image_request(noise.read_bytes()))
     with pytest.raises(ProtocolError, match="no face embedder"):
         TrustedParty(TOY).enroll_image(req)
+
+
+def test_cached_enrolment_follows_the_store(client):
+    """The server caches validated records by their stored bytes: a re-registration (here by a second
+    server on the same store, as another process would) and a revocation take effect at once."""
+    store = open_store("sqlite://")
+    server, other = Server(store, TOY), Server(store, TOY)
+    first, second = face(21), face(22)
+    server.register(client.register(first))
+    assert run(client, server, first)[0].accepted
+    other.register(client.register(second))
+    assert not run(client, server, first)[0].accepted
+    assert run(client, server, second)[0].accepted
+    other.revoke(RevokeRequest("alice"))
+    with pytest.raises(UnknownSubjectError):
+        run(client, server, second)

@@ -119,3 +119,101 @@ def unpack(tag: bytes, key_fingerprint: bytes, data, length: int, scheme: str) -
     if data[4:12] != key_fingerprint:
         raise CryptoError(f"{scheme} ciphertext was made under a different public key")
     return mpz(int.from_bytes(data[HEADER_BYTES:], "big"))
+
+
+# ------------------------------------------------------------------ batched group arithmetic
+# Used by the batched encryption/decryption of Joye–Libert and by BlindESED (seed 000 §IV-B.3).
+
+_POOLS: dict[int, object] = {}
+
+
+def default_workers(workers: int | None) -> int:
+    """``workers`` (≥ 1), or one per core when None."""
+    import os
+
+    w = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
+    if w < 1:
+        raise CryptoError(f"workers must be at least 1, got {w}")
+    return w
+
+
+def _pool(w: int):
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = _POOLS.get(w)
+    if pool is None:
+        pool = _POOLS[w] = ThreadPoolExecutor(max_workers=w, initializer=release_gil,
+                                              thread_name_prefix="privface-gmp")
+    return pool
+
+
+def run_chunks(fn, chunks: list[list]) -> list:
+    """fn(chunk) for each chunk, concurrently on the shared pool (one thread per chunk); the results (lists)
+    concatenated in order."""
+    chunks = [c for c in chunks if c]
+    if len(chunks) <= 1:
+        return list(fn(chunks[0])) if chunks else []
+    return [x for part in _pool(len(chunks)).map(fn, chunks) for x in part]
+
+
+def thread_map(fn, items: list, workers: int | None = None) -> list:
+    """[fn(chunk) for chunk in ``workers`` contiguous chunks of items], run on a shared thread pool whose
+    threads let gmpy2 release the GIL; the chunk results are concatenated in order (fn returns a list)."""
+    w = max(1, min(default_workers(workers), len(items)))
+    step = -(-len(items) // w) if items else 1
+    return run_chunks(fn, [items[i:i + step] for i in range(0, len(items), step)])
+
+
+def powmod_many(bases: list, exponent, modulus, workers: int | None = None) -> list:
+    """[b^e mod X for b in bases] (gmpy2.powmod_base_list) split over ``workers`` threads."""
+    return thread_map(lambda chunk: gmpy2.powmod_base_list(chunk, exponent, modulus), list(bases), workers)
+
+
+def batch_invert(values: list, modulus) -> list:
+    """[v⁻¹ mod X] with one inversion and 3(n − 1) multiplications (Montgomery's trick)."""
+    if not values:
+        return []
+    prefix = [mpz(values[0])]
+    for v in values[1:]:
+        prefix.append(prefix[-1] * v % modulus)
+    try:
+        inv = gmpy2.invert(prefix[-1], modulus)
+    except ZeroDivisionError:
+        raise CryptoError("batch inversion of a non-unit") from None
+    out = [None] * len(values)
+    for i in range(len(values) - 1, 0, -1):
+        out[i] = inv * prefix[i - 1] % modulus
+        inv = inv * values[i] % modulus
+    out[0] = inv
+    return out
+
+
+def multiexp(bases: list, exponents: list, modulus, window: int = 5):
+    """Π b_i^(e_i) mod X for non-negative e_i by Pippenger's bucket method: per ``window``-bit digit
+    position, bucket the bases by digit and sum the buckets by running products — about
+    (max bits / window)·(n + 2^(window+1)) multiplications instead of n full exponentiations."""
+    if len(bases) != len(exponents):
+        raise CryptoError("multiexp needs as many exponents as bases")
+    exps = [int(e) for e in exponents]
+    if any(e < 0 for e in exps):
+        raise CryptoError("multiexp exponents must be non-negative")
+    bits = max((e.bit_length() for e in exps), default=0)
+    mask = (1 << window) - 1
+    acc = mpz(1)
+    for pos in range((bits - 1) // window * window if bits else -1, -1, -window):
+        if acc != 1:
+            acc = gmpy2.powmod(acc, 1 << window, modulus)
+        buckets: list = [None] * (mask + 1)
+        for b, e in zip(bases, exps):
+            d = (e >> pos) & mask
+            if d:
+                buckets[d] = b if buckets[d] is None else buckets[d] * b % modulus
+        running = total = None
+        for d in range(mask, 0, -1):
+            if buckets[d] is not None:
+                running = buckets[d] if running is None else running * buckets[d] % modulus
+            if running is not None:
+                total = running if total is None else total * running % modulus
+        if total is not None:
+            acc = acc * total % modulus
+    return acc % modulus

@@ -10,20 +10,23 @@ Joye–Libert).
   two encrypted k-vectors as one level-2 ciphertext with k square columns: k + 1 base decryptions
   instead of the 2k + 1 of the original transform (``sed_original``).
 
-Level-2 decryption runs its independent base decryptions in a thread pool; gmpy2 releases the GIL
-inside big-integer operations in those threads (``_common.release_gil``), so they use all cores.
+Level-2 decryption runs its independent base decryptions on several threads (the base key's batched
+``decrypt_many`` when it has one); gmpy2 releases the GIL inside big-integer operations in those threads
+(``_common.release_gil``), so they use all cores. ``encrypt_many`` batches level-1 encryption the same way,
+and ``esed_scaled`` computes BlindESED's r²·ESED with one multi-exponentiation for α.
 (Seed 000 §IV-A writes β̄_i = β_i ⊞ β'_i; the difference ā_i = a_i − a'_i needs β_i ⊟ β'_i, as in its eq. 4.)
 """
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..errors import CryptoError
-from ._common import as_int, centered, release_gil
+import gmpy2
+
+from ._common import as_int, batch_invert, centered, default_workers, multiexp, release_gil, run_chunks
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
 
 
@@ -121,6 +124,16 @@ def encrypt(key: LHEPublicKey | LHEPrivateKey, m: int) -> Level1:
     return Level1((as_int(m, "plaintext") - b) % space, key.encrypt(b))
 
 
+def encrypt_many(key: LHEPublicKey | LHEPrivateKey, ms: Sequence[int], workers: int | None = None) -> list[Level1]:
+    """[Enc(m) for m in ms], with the key's batched base encryption (``encrypt_many``) when it has one."""
+    space = key.message_space
+    ms = [as_int(m, "plaintext") for m in ms]
+    bs = [secrets.randbelow(space) for _ in ms]
+    batched = getattr(key, "encrypt_many", None)
+    betas = batched(bs, workers) if batched is not None else [key.encrypt(b) for b in bs]
+    return [Level1((m - b) % space, beta) for m, b, beta in zip(ms, bs, betas)]
+
+
 def add1(c1: Level1, c2) -> Level1:
     """Add₁: (a₁ + a₂, β₁ ⊞ β₂); a public integer constant is added to a alone."""
     if isinstance(c2, Level1):
@@ -211,6 +224,55 @@ def esed(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
     return Level2(alpha, tuple((beta, None) for _, beta in diffs))
 
 
+def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | None = None) -> Level2:
+    """cmult2_square(r, esed(C, C2)) computed directly in the base scheme's group (the BlindESED of seed 000
+    eq. (4)–(5) before ⊞ Enc(r1)): the columns r·β̄_i = (β_i·β'_i⁻¹)^r on ``workers`` threads, and
+
+        α = Enc^(r²·Σ ā_i²) ⊞ Π_i β̄_i^(2·ā_i·r² mod |M|)
+
+    as one multi-exponentiation. It decrypts like the composition; the randomness of α differs (the exponents
+    are reduced mod |M|, and the Enc^ is fresh), which nothing relies on — BlindESED adds a fresh Enc(r1).
+    Base schemes without a group representation fall back to the composition.
+    """
+    pairs = _pairs(C, C2)
+    pk = pairs[0][0].beta.public_key
+    X = getattr(pk, "group_modulus", None)
+    r = as_int(r, "constant")
+    if X is None:
+        return cmult2_square(r, esed(C, C2))
+    for x, y in pairs:
+        for b in (x.beta, y.beta):
+            if b.public_key is not pk and b.public_key != pk:
+                raise CryptoError("ciphertexts under different public keys cannot be combined")
+    space = pk.message_space
+    cls = type(pairs[0][0].beta)
+    a_bar = [(x.a - y.a) % space for x, y in pairs]
+    inv = batch_invert([y.beta.value for _, y in pairs], X)
+    beta_bar = [x.beta.value * v % X for (x, _), v in zip(pairs, inv)]
+    r = int(r) % space
+    r2 = r * r % space
+    jobs = [("alpha", None)] + [("col", i) for i in range(len(beta_bar))]
+
+    def run(chunk):
+        out = []
+        cols = [i for kind, i in chunk if kind == "col"]
+        if any(kind == "alpha" for kind, _ in chunk):
+            e = [2 * a * r2 % space for a in a_bar]
+            out.append(pk.encrypt(sum(a * a for a in a_bar) * r2).value * multiexp(beta_bar, e, X) % X)
+        out += gmpy2.powmod_base_list([beta_bar[i] for i in cols], r, X) if cols else []
+        return out
+
+    # The α thread holds the GIL between its Python-level multiplications while powmod_base_list releases
+    # it: give that thread about a quarter of the columns and the other thread(s) the rest.
+    w = default_workers(workers)
+    head = max(1, len(jobs) // 4) if w > 1 else len(jobs)
+    rest = jobs[head:]
+    step = -(-len(rest) // max(1, w - 1)) if rest else 1
+    values = run_chunks(run, [jobs[:head]] + [rest[i:i + step] for i in range(0, len(rest), step)])
+    alpha = cls._trusted(pk, values[0])
+    return Level2(alpha, tuple((cls._trusted(pk, v), None) for v in values[1:]))
+
+
 def sed_original(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
     """The same SED with the original transform (§IV-A, first display): Add₁, Mult and Add₂ — 2k + 1 decryptions."""
     total = None
@@ -246,9 +308,10 @@ def decrypt(sk: LHEPrivateKey, c: Level1 | Level2, *, signed: bool = False, work
 
 
 def _decrypt_all(sk: LHEPrivateKey, jobs: list, workers: int | None) -> list[int]:
-    workers = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
-    if workers < 1:
-        raise CryptoError(f"workers must be at least 1, got {workers}")
+    workers = default_workers(workers)
+    batched = getattr(sk, "decrypt_many", None)
+    if batched is not None:
+        return batched(jobs, workers)
     if workers == 1 or len(jobs) < 2:
         return [sk.decrypt(b) for b in jobs]
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), initializer=release_gil) as pool:

@@ -9,8 +9,11 @@ KeyGen: primes p ≡ 1 (mod 2^k) and q ≡ 3 (mod 4) of equal length, N = pq, an
 Dec: with p' = (p − 1)/2^k, g = y^p' mod p has order exactly 2^k (y is a non-residue mod p), and
 c^p' = g^m (mod p) because x^(2^k·p') = x^(p−1) = 1. m is the discrete logarithm of c^p' to the base g
 in the cyclic group of order 2^k, by Pohlig–Hellman split in halves (``_dlog``): the low half from
-h^(2^(n/2)), then the high half from h·g^(−low), down to w-bit pieces read from a 2^w-entry table —
-about (k/2)·log₂(k/w) squarings mod p instead of the k²/2 of the bit-by-bit algorithm in the paper.
+h^(2^(n/2)), then the high half from h·g^(−low) (one multiplication per byte of low, from precomputed
+tables), down to w-bit pieces (w = ⌈k/16⌉, at least 8) read from a 2^w-entry table — about
+(k/2)·log₂(k/w) squarings mod p instead of the k²/2 of the bit-by-bit algorithm in the paper.
+``decrypt_many`` runs the c^p' and the logarithms of many ciphertexts on several threads; the owner's
+``encrypt_many`` batches encryption (fixed-base tables for y, one squaring mod q — see its docstring).
 
 Homomorphic: c₁·c₂ encrypts m₁ + m₂, c^a encrypts a·m, c⁻¹ encrypts −m (mod 2^k). Every ciphertext has
 Jacobi symbol (c/N) = +1, which validation checks together with 0 < c < N and gcd(c, N) = 1.
@@ -34,6 +37,7 @@ Hence k = 136 at 2048 bits and k = 152 at 3072 bits (seed 000 used k = 96 at λ 
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 import gmpy2
@@ -41,10 +45,8 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import as_int, check_modulus_bits, crt, fingerprint, random_prime, random_unit, security_bits
-
-WINDOW_BITS = 8  # decryption table of 2^8 entries
-
+from ._common import (as_int, check_modulus_bits, crt, fingerprint, powmod_many, random_prime, random_unit,
+                      security_bits, thread_map)
 
 @dataclass(frozen=True)
 class JLParams:
@@ -126,8 +128,13 @@ class JoyeLibertPublicKey(GroupPublicKey):
 
     def validate(self, value):
         """The value as mpz if 0 < c < N, gcd(c, N) = 1 and (c/N) = +1, else CryptoError."""
-        c = self._unit(value, "Z_N", "N")
-        if gmpy2.jacobi(c, self.n) != 1:
+        c = as_int(value, "Joye-Libert ciphertext")
+        if not 0 < c < self.n:
+            raise CryptoError("Joye-Libert ciphertext is outside Z_N for this key (must satisfy 0 < c < N)")
+        j = gmpy2.jacobi(c, self.n)  # 0 exactly when gcd(c, N) ≠ 1: no separate gcd needed
+        if j == 0:
+            raise CryptoError("Joye-Libert ciphertext is not a unit of Z_N (gcd(c, N) ≠ 1)")
+        if j != 1:
             raise CryptoError("Joye-Libert ciphertext has Jacobi symbol −1: not in the ciphertext group J_N")
         return c
 
@@ -141,7 +148,7 @@ class JoyeLibertPublicKey(GroupPublicKey):
 class JoyeLibertPrivateKey(GroupPrivateKey):
     """sk = p (q kept for the owner's CRT encryption). ``repr`` never shows them."""
 
-    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_table", "_inv_pows", "_w")
+    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_g", "_dlog_tables", "_enc_tables")
 
     def __init__(self, public_key: JoyeLibertPublicKey, p, q) -> None:
         p, q = as_int(p, "p"), as_int(q, "q")
@@ -157,16 +164,9 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         self.p_prime = (p - 1) >> k
         self.q_inv_p = gmpy2.invert(q, p)
         g = gmpy2.powmod(public_key.y, self.p_prime, p)  # order exactly 2^k
-        w = self._w = min(WINDOW_BITS, k)
-        base = gmpy2.powmod(g, mpz(1) << (k - w), p)  # order 2^w
-        self._table, t = {}, mpz(1)
-        for i in range(1 << w):
-            self._table[int(t)] = i
-            t = t * base % p
-        g_inv = gmpy2.invert(g, p)
-        self._inv_pows = [g_inv]  # g^(−2^t), t = 0 … k − 1
-        for _ in range(k - 1):
-            self._inv_pows.append(self._inv_pows[-1] * self._inv_pows[-1] % p)
+        self._g = g
+        self._dlog_tables = None  # built on first decryption (``_tables``)
+        self._enc_tables = None  # built on first batched owner encryption (``encrypt_many``)
 
     @classmethod
     def from_primes(cls, p, q, k: int, y=None, *, insecure_test_params: bool = False) -> JoyeLibertPrivateKey:
@@ -184,29 +184,122 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         cq = gmpy2.powmod(pk.y, m, self.q) * gmpy2.powmod(random_unit(self.q), pk.two_k, self.q) % self.q
         return JoyeLibertCiphertext._trusted(pk, crt(cp, cq, self.p, self.q, self.q_inv_p))
 
+    def encrypt_many(self, ms, workers: int | None = None) -> list[JoyeLibertCiphertext]:
+        """[Enc(m) for m in ms] by the key owner, batched: y^m mod p and mod q from fixed-base tables, the
+        x^(2^k) mod p on ``workers`` threads.
+
+        Mod q a single squaring replaces x^(2^k): q ≡ 3 (mod 4) makes Z*_q = {±1} × QR_q with −1 a non-residue,
+        so {x^(2^k)} = QR_q = {x²} (both maps uniform onto it), and y^m·QR_q = (−1)^m·QR_q since y is a
+        non-residue mod q. Hence c mod q = (−1)^m·x² has exactly the distribution of y^m·x^(2^k) mod q.
+        """
+        pk = self.public_key
+        ms = [int(as_int(m, "plaintext") % pk.two_k) for m in ms]
+        p, q = self.p, self.q
+        tp = self._enc_tables or self._build_enc_tables()
+        rp = powmod_many([mpz(secrets.randbelow(p - 1) + 1) for _ in ms], pk.two_k, p, workers)
+        out = []
+        for m, r in zip(ms, rp):
+            cp = fixed_base_pow(tp, m, p) * r % p
+            x = mpz(secrets.randbelow(q - 1) + 1)
+            cq = x * x % q
+            if m & 1:
+                cq = q - cq
+            out.append(JoyeLibertCiphertext._trusted(pk, crt(cp, cq, p, q, self.q_inv_p)))
+        return out
+
+    def _build_enc_tables(self):
+        self._enc_tables = fixed_base_table(self.public_key.y % self.p, self.public_key.k, self.p)
+        return self._enc_tables
+
     def decrypt(self, c: JoyeLibertCiphertext) -> int:
         """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
         the base g (``_dlog``)."""
         h = gmpy2.powmod(self._own(c), self.p_prime, self.p)  # = g^m
         return self._dlog(h, self.public_key.k)
 
+    def decrypt_many(self, cs, workers: int | None = None) -> list[int]:
+        """[Dec(c) for c in cs]: the c^p' mod p (gmpy2.powmod_base_list) and the discrete logs on ``workers``
+        threads."""
+        values = [self._own(c) for c in cs]
+        k, p, pp = self.public_key.k, self.p, self.p_prime
+        self._tables()
+        return thread_map(lambda chunk: [self._dlog(h, k) for h in gmpy2.powmod_base_list(chunk, pp, p)],
+                          values, workers)
+
+    def _tables(self):
+        """(w, leaf table, correction tables). The leaf table maps (g^(2^(k−w)))^i ↦ i for i < 2^w; for
+        every inner node size n of ``_dlog``'s recursion, T_n[j][v] = g_n^(−v·2^(8j)) with g_n = g^(2^(k−n)),
+        so that g_n^(−lo) costs one multiplication per byte of lo."""
+        if self._dlog_tables is not None:
+            return self._dlog_tables
+        k, p = self.public_key.k, self.p
+        w = min(k, max(8, -(-k // 16)))
+        base = gmpy2.powmod(self._g, mpz(1) << (k - w), p)  # order 2^w
+        leaf, t = {}, mpz(1)
+        for i in range(1 << w):
+            leaf[int(t)] = i
+            t = t * base % p
+        inner, todo = {}, [k]
+        while todo:
+            n = todo.pop()
+            if n <= w or n in inner:
+                continue
+            g_n_inv = gmpy2.invert(gmpy2.powmod(self._g, mpz(1) << (k - n), p), p)
+            rows = []
+            for j in range(-(-(n // 2) // 8)):
+                b = gmpy2.powmod(g_n_inv, mpz(1) << (8 * j), p)
+                row, t = [mpz(1)], mpz(1)
+                for _ in range(255):
+                    t = t * b % p
+                    row.append(t)
+                rows.append(row)
+            inner[n] = rows
+            todo += [n // 2, n - n // 2]
+        self._dlog_tables = (w, leaf, inner)
+        return self._dlog_tables
+
     def _dlog(self, h, n: int) -> int:
-        """m mod 2^n for h = g_n^m, g_n = g^(2^(k−n)) of order 2^n.
+        """m mod 2^n for h = g_n^m, g_n = g^(2^(k−n)) of order 2^n (Pohlig–Hellman in halves).
 
         With m = lo + 2^n1·hi: h^(2^n2) = g_n1^lo gives lo, then h·g_n^(−lo) = g_n2^hi gives hi.
         """
-        p, w = self.p, self._w
-        if n <= w:  # h = (g^(2^(k−w)))^(m·2^(w−n)): the table holds exponents of g^(2^(k−w))
-            return self._table[int(h)] >> (w - n)
+        p = self.p
+        w, leaf, inner = self._dlog_tables or self._tables()
+        if n <= w:  # h = (g^(2^(k−w)))^(m·2^(w−n))
+            return leaf[int(h)] >> (w - n)
         n1 = n // 2
         n2 = n - n1
         lo = self._dlog(gmpy2.powmod(h, mpz(1) << n2, p), n1)
-        t, shift = h, self.public_key.k - n
-        for j in range(n1):
-            if lo >> j & 1:
-                t = t * self._inv_pows[shift + j] % p
+        t, rest = h, lo
+        for row in inner[n]:
+            if rest & 255:
+                t = t * row[rest & 255] % p
+            rest >>= 8
         return lo + (self._dlog(t, n2) << n1)
 
+
+def fixed_base_table(base, bits: int, modulus) -> list[list]:
+    """T[j][v] = base^(v·2^(8j)) mod X for j < ⌈bits/8⌉, v < 256 (``fixed_base_pow``)."""
+    rows = []
+    b = mpz(base)
+    for _ in range(-(-bits // 8)):
+        row, t = [mpz(1)], mpz(1)
+        for _ in range(255):
+            t = t * b % modulus
+            row.append(t)
+        rows.append(row)
+        b = t * b % modulus  # base^(256·2^(8j))
+    return rows
+
+
+def fixed_base_pow(table: list[list], e: int, modulus):
+    """base^e mod X for 0 ≤ e < 2^(8·len(table)): one multiplication per non-zero byte of e."""
+    acc = None
+    for row in table:
+        if e & 255:
+            acc = row[e & 255] if acc is None else acc * row[e & 255] % modulus
+        e >>= 8
+    return mpz(1) if acc is None else acc
 
 
 def _draw_y(p, q) -> mpz:

@@ -20,13 +20,15 @@ class Randomizers:
         return cls(2 * secrets.randbelow(1 << (k - 1)) + 1, secrets.randbelow(1 << k))
 
 
-def blind_esed(C: Sequence[cf.Level1], C2: Sequence[cf.Level1], rnd: Randomizers) -> cf.Level2:
+def blind_esed(C: Sequence[cf.Level1], C2: Sequence[cf.Level1], rnd: Randomizers,
+               workers: int | None = None) -> cf.Level2:
     """S* = (α*, β*): α* = r0²·(Enc(Σ ā_i²) ⊞ ⊞ 2ā_i·β̄_i) ⊞ Enc(r1) (eq. 4),
     β* = [(r0·β̄_i, 0)ᵀ] (eq. 5).
 
-    Decrypts to s* = r0²·SED(Γ, Γ′) + r1 mod 2^k.
+    Decrypts to s* = r0²·SED(Γ, Γ′) + r1 mod 2^k. Computed by ``cf.esed_scaled`` (one multi-exponentiation
+    for α*, the k columns on ``workers`` threads); ⊞ Enc(r1) with fresh randomness re-randomizes α*.
     """
-    d = cf.cmult2_square(rnd.r0, cf.esed(C, C2))
+    d = cf.esed_scaled(C, C2, rnd.r0, workers)
     pk = d.alpha.public_key
     return cf.Level2(d.alpha + pk.encrypt(rnd.r1), d.columns)
 

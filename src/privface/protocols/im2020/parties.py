@@ -6,6 +6,8 @@ membership under the right key, signature) before any state changes, else ``Prot
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,9 +92,10 @@ def ciphertext(pk: JoyeLibertPublicKey, value: int):
         raise ProtocolError(f"invalid ciphertext: {e}") from None
 
 
-def encrypt_template(key, template: Sequence[int]) -> tuple[list[int], list[int]]:
-    """(a, β) lists of C = (HE′.Enc(Γ_i)) (§IV-B.2); ``key`` is pk, or sk for the owner's faster encryption."""
-    cs = [cf.encrypt(key, m) for m in template]
+def encrypt_template(key, template: Sequence[int], workers: int | None = None) -> tuple[list[int], list[int]]:
+    """(a, β) lists of C = (HE′.Enc(Γ_i)) (§IV-B.2); ``key`` is pk, or sk for the owner's faster batched
+    encryption (``JoyeLibertPrivateKey.encrypt_many``) on ``workers`` threads."""
+    cs = cf.encrypt_many(key, template, workers)
     return [int(c.a) for c in cs], [int(c.beta.value) for c in cs]
 
 
@@ -121,7 +124,7 @@ class Client:
 
     def register(self, template) -> RegisterRequest:
         """§IV-B.2: ID, pk and C = Enc(Γ)."""
-        a, beta = encrypt_template(self._sk, check_template(template, self.params))
+        a, beta = encrypt_template(self._sk, check_template(template, self.params), self.workers)
         return RegisterRequest(self.subject_id, **self._pk_fields(), c_a=a, c_beta=beta)
 
     def tp_request(self, template) -> TPRequest:
@@ -139,7 +142,7 @@ class Client:
 
     def auth_start(self, template) -> AuthStart:
         """§IV-B.3: ID and C′ = Enc(Γ′)."""
-        a, beta = encrypt_template(self._sk, check_template(template, self.params))
+        a, beta = encrypt_template(self._sk, check_template(template, self.params), self.workers)
         return AuthStart(self.subject_id, a, beta)
 
     def blinded_score(self, challenge: AuthChallenge) -> int:
@@ -196,13 +199,23 @@ class CompareSession:
 
 
 class Server:
-    """Stores per ID the public key, C and σ (as the validated RegisterRequest); never holds a secret key."""
+    """Stores per ID the public key, C and σ (as the validated RegisterRequest); never holds a secret key.
+
+    The parsed and validated form of recently used records is kept in memory (``cache_size`` subjects),
+    keyed by the exact stored bytes, so a re-registration or revocation by any process is seen at once;
+    BlindESED runs on ``workers`` threads.
+    """
 
     def __init__(self, store: TemplateStore, params: Im2020Params = Im2020Params(), *,
-                 tp_public_key: ec.EllipticCurvePublicKey | None = None) -> None:
+                 tp_public_key: ec.EllipticCurvePublicKey | None = None, workers: int | None = None,
+                 cache_size: int = 256) -> None:
         self.store = store
         self.params = params
         self.tp_public_key = tp_public_key
+        self.workers = workers
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, tuple[bytes, JoyeLibertPublicKey, list[cf.Level1]]] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def _validated(self, req: RegisterRequest):
         _check_id(req.subject_id)
@@ -228,14 +241,26 @@ class Server:
         record = self.store.get(PROTOCOL, subject_id)
         if record is None:
             raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
-        return self._validated(RegisterRequest.from_bytes(record))
+        with self._cache_lock:
+            hit = self._cache.get(subject_id)
+            if hit is not None and hit[0] == record:
+                self._cache.move_to_end(subject_id)
+                return hit[1], hit[2]
+        pk, C = self._validated(RegisterRequest.from_bytes(record))
+        if self.cache_size > 0:
+            with self._cache_lock:
+                self._cache[subject_id] = (record, pk, C)
+                self._cache.move_to_end(subject_id)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return pk, C
 
     def auth_start(self, req: AuthStart) -> tuple[AuthChallenge, AuthSession]:
         """Validate C′ under the stored pk, draw r0, r1 and answer S* = BlindESED(C, C′, r0, r1, pk)."""
         pk, C = self.enrolled(req.subject_id)
         C2 = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
         rnd = Randomizers.draw(pk.k)
-        s_star = blind_esed(C, C2, rnd)
+        s_star = blind_esed(C, C2, rnd, self.workers)
         w = self.params.circuit_bits if self.params.mode == "secure-comparison" else None
         challenge = AuthChallenge(int(s_star.alpha.value), [int(b.value) for b, _ in s_star.columns], w)
         return challenge, AuthSession(req.subject_id, int(pk.k), rnd)
@@ -274,6 +299,8 @@ class Server:
 
     def revoke(self, req: RevokeRequest) -> RevokeResponse:
         _check_id(req.subject_id)
+        with self._cache_lock:
+            self._cache.pop(req.subject_id, None)
         if not self.store.delete(PROTOCOL, req.subject_id):
             raise UnknownSubjectError(f"subject {req.subject_id!r} is not enrolled")
         return RevokeResponse(req.subject_id, True)

@@ -1,0 +1,99 @@
+"""Batched group arithmetic (``crypto._common``) and the batched Joye–Libert / Catalano–Fiore paths used by
+im2020 (seed 000 §IV-B.3): each must equal the one-at-a-time reference exactly."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import gmpy2
+import pytest
+from gmpy2 import mpz
+
+from privface.crypto import catalano_fiore as cf
+from privface.crypto._common import batch_invert, multiexp, powmod_many, thread_map
+from privface.crypto.joye_libert import JL_112, JLParams, JoyeLibertPrivateKey, generate_joye_libert_keypair
+from privface.crypto.paillier import generate_paillier_keypair
+from privface.errors import CryptoError
+
+N = mpz(2**521 - 1) * mpz(2**607 - 1)
+
+
+@pytest.mark.parametrize("window", [1, 3, 5, 8])
+def test_multiexp_equals_the_product_of_powers(window):
+    rng = random.Random(window)
+    bases = [mpz(rng.randrange(2, int(N))) for _ in range(37)]
+    exps = [rng.getrandbits(rng.choice([1, 7, 64, 137])) for _ in bases]
+    exps[3] = 0
+    ref = mpz(1)
+    for b, e in zip(bases, exps):
+        ref = ref * gmpy2.powmod(b, e, N) % N
+    assert multiexp(bases, exps, N, window) == ref
+    assert multiexp([], [], N) == 1 and multiexp(bases[:4], [0] * 4, N) == 1
+    with pytest.raises(CryptoError):
+        multiexp(bases[:2], [1], N)
+    with pytest.raises(CryptoError):
+        multiexp(bases[:1], [-1], N)
+
+
+def test_batch_invert_and_threaded_powmod_keep_order():
+    rng = random.Random(1)
+    xs = [mpz(rng.randrange(2, int(N))) for _ in range(50)]
+    assert all(x * y % N == 1 for x, y in zip(xs, batch_invert(xs, N)))
+    with pytest.raises(CryptoError):
+        batch_invert([mpz(2**521 - 1)], N)
+    assert powmod_many(xs, 65537, N, workers=3) == [gmpy2.powmod(x, 65537, N) for x in xs]
+    assert thread_map(lambda c: [v + 1 for v in c], list(range(11)), 4) == list(range(1, 12))
+    assert thread_map(lambda c: c, [], 2) == []
+
+
+@pytest.mark.parametrize("params", [JLParams(256, 8), JLParams(512, 24), JLParams(512, 64), JL_112])
+def test_joye_libert_batched_encryption_and_decryption(params):
+    pk, sk = generate_joye_libert_keypair(params, insecure_test_params=True)
+    rng = random.Random(params.k)
+    ms = [0, 1, 2**params.k - 1, 2 ** (params.k - 1)] + [rng.getrandbits(params.k) for _ in range(20)]
+    public = [pk.encrypt(m) for m in ms]
+    assert sk.decrypt_many(public) == sk.decrypt_many(public, 1) == [sk.decrypt(c) for c in public] == ms
+    owner = sk.encrypt_many(ms, workers=2)
+    assert [sk.decrypt(c) for c in owner] == ms
+    for c in owner:  # in J_N: what the receiving side's validation checks
+        pk.ciphertext(int(c.value))
+
+
+@pytest.mark.parametrize("p, q, k", [(17, 11, 4), (97, 7, 5)])
+def test_owner_batched_encryption_is_uniform_on_the_ciphertext_coset(p, q, k):
+    """encrypt_many replaces x^(2^k) mod q by ±x²: its outputs for m must be exactly C_m = {y^m·x^(2^k)}
+    and hit every element of C_m about equally often (Def. 3)."""
+    sk = JoyeLibertPrivateKey.from_primes(p, q, k, insecure_test_params=True)
+    pk, n = sk.public_key, p * q
+    units = [x for x in range(1, n) if gmpy2.gcd(x, n) == 1]
+    for m in (0, 1, 3, 2**k - 1):
+        coset = {int(pk.encrypt_with(m, x)) for x in units}
+        draws = Counter(int(c.value) for c in sk.encrypt_many([m] * 40 * len(coset), workers=1))
+        assert set(draws) == coset
+        assert min(draws.values()) > 15 and max(draws.values()) < 75  # expected 40 each
+
+
+@pytest.fixture(scope="module", params=["paillier", "joye-libert"])
+def keys(request):
+    if request.param == "paillier":
+        return generate_paillier_keypair(512, insecure_test_params=True)
+    return generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
+
+
+def test_esed_scaled_decrypts_like_cmult2_square_of_esed(keys):
+    pk, sk = keys
+    rng = random.Random(5)
+    u = [rng.randrange(-128, 129) for _ in range(16)]
+    v = [rng.randrange(-128, 129) for _ in range(16)]
+    C, C2 = cf.encrypt_many(sk, u), cf.encrypt_many(pk, v)
+    sed = sum((a - b) ** 2 for a, b in zip(u, v))
+    for r in (1, 3, 2**61 + 1, rng.getrandbits(60) | 1):
+        fast = cf.esed_scaled(C, C2, r, workers=2)
+        ref = cf.cmult2_square(r, cf.esed(C, C2))
+        assert cf.decrypt(sk, fast) == cf.decrypt(sk, ref) == r * r * sed % sk.message_space
+        assert [cf.decrypt(sk, cf.Level1(0, b)) for b, _ in fast.columns] == \
+            [cf.decrypt(sk, cf.Level1(0, b)) for b, _ in ref.columns]
+        assert all(b2 is None for _, b2 in fast.columns)
+    other_pk, _ = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
+    with pytest.raises(CryptoError):
+        cf.esed_scaled(C, cf.encrypt_many(other_pk, v), 3)
