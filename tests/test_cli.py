@@ -120,7 +120,7 @@ def test_eval_through_im2020_matches_plaintext(mini_dataset):
 
 def test_bench_im2020_json_smoke():
     (row,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "1",
-                            "--json").stdout)
+                            "--transport", "in-process", "--json").stdout)
     for key in ("security_bits", "k", "c1_face_ms", "c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms",
                 "s2_unblind_ms", "network_ms", "total_ms", "auth_bytes", "registration_bytes", "transport"):
         assert key in row, key
@@ -135,9 +135,9 @@ def test_bench_im2020_json_smoke():
 
 def test_bench_im2020_over_http_has_the_same_keys_and_bytes():
     (local,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "1",
-                              "--json").stdout)
+                              "--transport", "in-process", "--json").stdout)
     (http,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "2",
-                             "--transport", "http", "--json").stdout)
+                             "--json").stdout)  # HTTP is the default transport
     assert set(http) == set(local) and http["transport"] == "http" and http["accepted"] is True
     # the same frames (bigints are minimal-length, so sizes vary by a few bytes between runs)
     assert http["auth_bytes_by_message"] == pytest.approx(local["auth_bytes_by_message"], rel=0.01)

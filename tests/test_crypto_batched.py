@@ -53,6 +53,9 @@ def test_joye_libert_batched_encryption_and_decryption(params):
     ms = [0, 1, 2**params.k - 1, 2 ** (params.k - 1)] + [rng.getrandbits(params.k) for _ in range(20)]
     public = [pk.encrypt(m) for m in ms]
     assert sk.decrypt_many(public) == sk.decrypt_many(public, 1) == [sk.decrypt(c) for c in public] == ms
+    sk.precompute(background=False)  # the larger tables where they apply: same logarithms
+    assert sk._tables()[0] == {136: 17, 8: 8, 24: 8, 64: 8}[params.k]
+    assert sk.decrypt_many(public) == ms
     owner = sk.encrypt_many(ms, workers=2)
     assert [sk.decrypt(c) for c in owner] == ms
     for c in owner:  # in J_N: what the receiving side's validation checks

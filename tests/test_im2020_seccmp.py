@@ -216,3 +216,17 @@ def test_cli_serve_secure_comparison_and_verify_follows(tmp_path):
         assert out["compare_bytes"] > 10_000 and out["s3_compare_ms"] > 0
         refused = _privface("verify", "--server", url, "--id", "grace", photo, "--mode", "basic", env=env)
         assert refused.returncode == 2 and "runs the secure-comparison mode" in refused.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compare_bits", [None, 64])
+def test_real_size_secure_comparison(store, compare_bits):
+    """112-bit keys (JL 2048, k = 136) and the full-width (or 64-bit) circuit: genuine accepted, impostor
+    refused, the same decisions as the basic mode on the same pairs."""
+    params = Im2020Params.for_level(112, mode="secure-comparison", compare_bits=compare_bits)
+    client, enrolled, server = enrol(store, params)
+    basic = Server(store, dataclasses.replace(params, mode="basic", compare_bits=None))
+    for probe, expect in ((near(enrolled, 2, 2), True), (face(7, params), False)):
+        assert run_secure(server, client, probe) == expect == (sed(probe, enrolled) < params.tau)
+        challenge, session = basic.auth_start(client.auth_start(probe))
+        assert basic.auth_finish(session, client.auth_finish(challenge))[0].accepted == expect

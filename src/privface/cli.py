@@ -404,8 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--security-bits", type=int, choices=[112, 128],
                    help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
-    s.add_argument("--transport", default="in-process", choices=["in-process", "http"],
-                   help="im2020: parties in one process, or over loopback HTTP to a `privface serve` child process")
+    s.add_argument("--transport", default="http", choices=["in-process", "http"],
+                   help="im2020: over loopback HTTP to a `privface serve` child process (default, as the issue's "
+                        "Table I), or parties in one process")
     s.add_argument("--trials", type=int, default=1_000_000,
                    help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
     s.add_argument("--he-trials", type=int, default=20,
