@@ -97,6 +97,8 @@ def test_esed_scaled_decrypts_like_cmult2_square_of_esed(keys):
         assert [cf.decrypt(sk, cf.Level1(0, b)) for b, _ in fast.columns] == \
             [cf.decrypt(sk, cf.Level1(0, b)) for b, _ in ref.columns]
         assert all(b2 is None for _, b2 in fast.columns)
+        shifted = cf.esed_scaled(C, C2, r, plus=12345)
+        assert cf.decrypt(sk, shifted) == (r * r * sed + 12345) % sk.message_space
     other_pk, _ = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
     with pytest.raises(CryptoError):
         cf.esed_scaled(C, cf.encrypt_many(other_pk, v), 3)

@@ -224,14 +224,15 @@ def esed(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
     return Level2(alpha, tuple((beta, None) for _, beta in diffs))
 
 
-def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | None = None) -> Level2:
-    """cmult2_square(r, esed(C, C2)) computed directly in the base scheme's group (the BlindESED of seed 000
-    eq. (4)–(5) before ⊞ Enc(r1)): the columns r·β̄_i = (β_i·β'_i⁻¹)^r on ``workers`` threads, and
+def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | None = None, *,
+                plus: int = 0) -> Level2:
+    """cmult2_square(r, esed(C, C2)) ⊞ Enc(plus) computed directly in the base scheme's group (BlindESED,
+    seed 000 eq. (4)–(5), with plus = r1): the columns r·β̄_i = (β_i·β'_i⁻¹)^r on ``workers`` threads, and
 
-        α = Enc^(r²·Σ ā_i²) ⊞ Π_i β̄_i^(2·ā_i·r² mod |M|)
+        α = Enc^(r²·Σ ā_i² + plus) ⊞ Π_i β̄_i^(2·ā_i·r² mod |M|)
 
-    as one multi-exponentiation. It decrypts like the composition; the randomness of α differs (the exponents
-    are reduced mod |M|, and the Enc^ is fresh), which nothing relies on — BlindESED adds a fresh Enc(r1).
+    as one multi-exponentiation. It decrypts like the composition; α's randomness differs (the exponents are
+    reduced mod |M|) but is fresh and uniform all the same, from the one fresh Enc^.
     Base schemes without a group representation fall back to the composition.
     """
     pairs = _pairs(C, C2)
@@ -239,7 +240,8 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
     X = getattr(pk, "group_modulus", None)
     r = as_int(r, "constant")
     if X is None:
-        return cmult2_square(r, esed(C, C2))
+        d = cmult2_square(r, esed(C, C2))
+        return Level2(d.alpha + pk.encrypt(plus), d.columns)
     for x, y in pairs:
         for b in (x.beta, y.beta):
             if b.public_key is not pk and b.public_key != pk:
@@ -258,7 +260,8 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
         cols = [i for kind, i in chunk if kind == "col"]
         if any(kind == "alpha" for kind, _ in chunk):
             e = [2 * a * r2 % space for a in a_bar]
-            out.append(pk.encrypt(sum(a * a for a in a_bar) * r2).value * multiexp(beta_bar, e, X) % X)
+            fresh = pk.encrypt(sum(a * a for a in a_bar) * r2 + as_int(plus, "constant"))
+            out.append(fresh.value * multiexp(beta_bar, e, X) % X)
         out += gmpy2.powmod_base_list([beta_bar[i] for i in cols], r, X) if cols else []
         return out
 

@@ -26,11 +26,9 @@ def blind_esed(C: Sequence[cf.Level1], C2: Sequence[cf.Level1], rnd: Randomizers
     β* = [(r0·β̄_i, 0)ᵀ] (eq. 5).
 
     Decrypts to s* = r0²·SED(Γ, Γ′) + r1 mod 2^k. Computed by ``cf.esed_scaled`` (one multi-exponentiation
-    for α*, the k columns on ``workers`` threads); ⊞ Enc(r1) with fresh randomness re-randomizes α*.
+    for α*, whose single fresh Enc^ carries r1 as well; the k columns on ``workers`` threads).
     """
-    d = cf.esed_scaled(C, C2, rnd.r0, workers)
-    pk = d.alpha.public_key
-    return cf.Level2(d.alpha + pk.encrypt(rnd.r1), d.columns)
+    return cf.esed_scaled(C, C2, rnd.r0, workers, plus=rnd.r1)
 
 
 def unblind(blinded_score: int, rnd: Randomizers, k: int) -> int:
