@@ -363,3 +363,15 @@ def test_enrolment_proofs_at_3072_bits():
     assert zk.verify_plaintext_knowledge(pk, cs, zk.prove_plaintext_knowledge(pk, cs, wit, context=CTX), context=CTX)
     assert _norm_run(pk, sk, cs, sum(x * x for x in u))
     assert not _norm_run(pk, sk, cs, sum(x * x for x in u) + 1)
+
+
+@pytest.mark.parametrize("count, bits", [(1, 5), (3, 128), (40, 128), (20, 600), (7, 0)])
+def test_multi_pow_equals_the_product_of_powers(count, bits):
+    mod = gmpy2.mpz(random_prime(200) * random_prime(200)) ** 2
+    bases = [gmpy2.mpz(secrets.randbelow(int(mod))) for _ in range(count)]
+    exps = [secrets.randbits(bits) if bits else 0 for _ in range(count)]
+    exps[0] = 2**bits - 1 if bits else 0  # all-ones top window
+    expected = 1
+    for b, e in zip(bases, exps):
+        expected = expected * gmpy2.powmod(b, e, mod) % mod
+    assert zk.multi_pow(bases, exps, mod) == expected

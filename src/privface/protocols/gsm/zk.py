@@ -69,6 +69,34 @@ def _split(h, count: int, size: int) -> list[mpz]:
     return [mpz(int.from_bytes(stream[i * size:(i + 1) * size], "big")) for i in range(count)]
 
 
+def multi_pow(bases, exponents, modulus) -> mpz:
+    """Π b_i^e_i mod ``modulus`` for non-negative e_i by Pippenger's bucket method: per c-bit window one
+    multiplication per base plus 2^(c+1) bucket products, instead of one full exponentiation per base."""
+    pairs = [(mpz(b), mpz(e)) for b, e in zip(bases, exponents) if e]
+    if not pairs:
+        return mpz(1)
+    bits = max(e.bit_length() for _, e in pairs)
+    c = max(1, min(8, len(pairs).bit_length() - 2))  # window ≈ log2(n) − 1: 7 bits for 256 bases
+    mask, acc = (1 << c) - 1, mpz(1)
+    for shift in range((bits - 1) // c * c, -1, -c):
+        for _ in range(c if acc != 1 else 0):
+            acc = acc * acc % modulus
+        buckets = [None] * (mask + 1)
+        for b, e in pairs:
+            d = int(e >> shift) & mask
+            if d:
+                buckets[d] = b if buckets[d] is None else buckets[d] * b % modulus
+        running = total = None  # Σ_d d·bucket_d as Π running products, from the top bucket down
+        for d in range(mask, 0, -1):
+            if buckets[d] is not None:
+                running = buckets[d] if running is None else running * buckets[d] % modulus
+            if running is not None:
+                total = running if total is None else total * running % modulus
+        if total is not None:
+            acc = acc * total % modulus
+    return acc
+
+
 def _as_bytes(data, what: str) -> bytes:
     if not isinstance(data, (bytes, bytearray)):
         raise ProtocolError(f"{what} must be bytes, got {type(data).__name__}")
@@ -275,9 +303,7 @@ def verify_plaintext_knowledge(pk: PaillierPublicKey, ciphertexts, proof: Plaint
         raise ProtocolError(f"expected a PlaintextKnowledgeProof, got {type(proof).__name__}")
     proof.check(pk)
     n, n2 = pk.n, pk.nsquare
-    rhs = mpz(proof.a)
-    for e, c in zip(_ptxt_challenges(pk, cs, proof.a, bytes(context)), cs):
-        rhs = rhs * gmpy2.powmod(c, e, n2) % n2
+    rhs = mpz(proof.a) * multi_pow(cs, _ptxt_challenges(pk, cs, proof.a, bytes(context)), n2) % n2
     return pk.plain_factor(mpz(proof.w)) * gmpy2.powmod(mpz(proof.z), n, n2) % n2 == rhs
 
 
@@ -373,9 +399,9 @@ class NormVerifier:
         v = pk.encrypt(beta - sum(rho * rho for rho in rhos), pool=self._pool).value
         v_hat = pk.encrypt(beta_hat, pool=self._pool).value * pk.plain_factor(
             sum(-(rho * rho) for rho in rhos) % n_hat) % n2
-        for c, ev, eh in zip(self.ciphertexts, v_exp, vh_exp):
-            v = v * gmpy2.powmod(c.value, ev, n2) % n2
-            v_hat = v_hat * gmpy2.powmod(c.value, eh, n2) % n2
+        xs = [c.value for c in self.ciphertexts]
+        v = v * multi_pow(xs, v_exp, n2) % n2
+        v_hat = v_hat * multi_pow(xs, vh_exp, n2) % n2
         self._secrets = (alpha, beta, beta_hat, n_hat)
         return NormChallenge(int(n_hat), [int(c) for c in ws], int(v), int(v_hat))
 
