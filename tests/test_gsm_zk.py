@@ -375,3 +375,31 @@ def test_multi_pow_equals_the_product_of_powers(count, bits):
     for b, e in zip(bases, exps):
         expected = expected * gmpy2.powmod(b, e, mod) % mod
     assert zk.multi_pow(bases, exps, mod) == expected
+
+
+def test_threaded_parties_give_the_same_verdicts(keys, template):
+    """workers > 1 only spreads independent exponentiations over threads: honest proofs pass, a wrong norm fails."""
+    pk, sk = keys
+    cs, wit = zk.encrypt_with_witness(sk, template, workers=2)
+    assert [sk.decrypt_signed(c) for c in cs] == template
+    assert zk.verify_modulus(pk, zk.prove_modulus(sk, context=CTX, workers=2), context=CTX, workers=2)
+    y = sum(x * x for x in template)
+    for claim, expected in ((y, True), (y + 1, False)):
+        verifier = zk.NormVerifier(pk, cs, claim, workers=2)
+        assert verifier.verify(zk.norm_response(sk, verifier.challenge(), len(cs), workers=2)) is expected
+
+
+def test_bench_gsm_enrol_cli_json(capsys):
+    import json
+
+    from privface.cli import main
+
+    assert main(["bench", "gsm-enrol", "--insecure-test-params", "--ell", "8", "--m", "8", "--repeat", "1",
+                 "--workers", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["ell"], out["m"], out["paillier_bits"]) == (8, 8, 512)
+    for key in ("pien_enc_ms", "pien_ms", "pien_total_ms", "pien_d2sp_bytes", "pien_sp2d_bytes", "within_goal"):
+        assert key in out
+    assert out["pien_total_ms"] >= out["pien_ms"] > 0
+    # D → SP carries N, 8 ciphertexts and 2·128 residues of Π_epk at least
+    assert out["pien_d2sp_bytes"] > 64 + 8 * 128 + 256 * 64

@@ -190,7 +190,8 @@ def cmd_bench(a) -> int:
         from .eval import bench_gsm_zk
 
         out = bench_gsm_zk.bench_gsm_enrol(a.ell, a.m, 512 if a.insecure_test_params else 3072,
-                                           repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params)
+                                           repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
+                                           workers=a.workers)
         print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
         return 0
     from .eval import bench
@@ -405,7 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
                    "crypto: timings per fast operation (default 15)")
-    s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption (default: one per core)")
+    s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
+                   "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="crypto, im2020*, gsm-enrol: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--security-bits", type=int, choices=[112, 128],

@@ -5,7 +5,9 @@ Randomness comes from `secrets` only; big-integer arithmetic from gmpy2 (GMP).
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 from gmpy2 import mpz
@@ -81,6 +83,18 @@ def release_gil() -> None:
     run outside it, so base decryptions in a thread pool use several cores.
     """
     gmpy2.get_context().allow_release_gil = True
+
+
+def parallel_map(fn, items, workers: int | None) -> list:
+    """[fn(x) for x in items] on ``workers`` threads (None: one per core; 1: serial) with gmpy2 off the GIL."""
+    items = list(items)
+    workers = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
+    if workers < 1:
+        raise CryptoError(f"workers must be at least 1, got {workers}")
+    if workers == 1 or len(items) < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items)), initializer=release_gil) as pool:
+        return list(pool.map(fn, items))
 
 
 # ------------------------------------------------------------------ byte format

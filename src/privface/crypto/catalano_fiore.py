@@ -16,14 +16,12 @@ inside big-integer operations in those threads (``_common.release_gil``), so the
 """
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..errors import CryptoError
-from ._common import as_int, centered, release_gil
+from ._common import as_int, centered, parallel_map
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
 
 
@@ -246,10 +244,4 @@ def decrypt(sk: LHEPrivateKey, c: Level1 | Level2, *, signed: bool = False, work
 
 
 def _decrypt_all(sk: LHEPrivateKey, jobs: list, workers: int | None) -> list[int]:
-    workers = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
-    if workers < 1:
-        raise CryptoError(f"workers must be at least 1, got {workers}")
-    if workers == 1 or len(jobs) < 2:
-        return [sk.decrypt(b) for b in jobs]
-    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), initializer=release_gil) as pool:
-        return list(pool.map(sk.decrypt, jobs))
+    return parallel_map(sk.decrypt, jobs, workers)

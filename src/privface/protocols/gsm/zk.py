@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import gmpy2
 from gmpy2 import mpz
 
-from ...crypto._common import crt, random_prime, random_unit
+from ...crypto._common import crt, parallel_map, random_prime, random_unit
 from ...crypto.paillier import PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
 from ...errors import CryptoError, PrivfaceError, ProtocolError
 from ...wire import Message
@@ -186,7 +186,8 @@ def _fourth_root(y, w, p, q) -> tuple[int, mpz]:
     raise CryptoError("y shares a factor with N")  # probability ≈ 2/√N
 
 
-def prove_modulus(sk: PaillierPrivateKey, *, context: bytes = b"", rounds: int = MOD_ROUNDS) -> ModulusProof:
+def prove_modulus(sk: PaillierPrivateKey, *, context: bytes = b"", rounds: int = MOD_ROUNDS,
+                  workers: int | None = 1) -> ModulusProof:
     """P of Π^mod (CGGMP20 Fig. 16) with Fiat–Shamir: w with (w|N) = −1; y_i = H(N, w); z_i = y_i^(N⁻¹ mod φ(N)),
     x_i = ((−1)^a_i w^b_i y_i)^(1/4) mod N. Needs p ≡ q ≡ 3 (mod 4) (``blum=True`` key generation)."""
     p, q = sk.p, sk.q
@@ -199,17 +200,17 @@ def prove_modulus(sk: PaillierPrivateKey, *, context: bytes = b"", rounds: int =
             break
     ip = gmpy2.invert(n, p - 1), gmpy2.invert(n, q - 1)  # N⁻¹ mod φ(N), split by CRT
     q_inv_p = gmpy2.invert(q, p)
-    xs, zs, ab = [], [], bytearray()
-    for y in _mod_challenges(n, w, rounds, bytes(context)):
-        zs.append(int(crt(gmpy2.powmod(y, ip[0], p), gmpy2.powmod(y, ip[1], q), p, q, q_inv_p)))
-        bits, x = _fourth_root(y, w, p, q)
-        xs.append(int(x))
-        ab.append(bits)
-    return ModulusProof(int(w), xs, zs, bytes(ab))
+
+    def answer(y):
+        z = crt(gmpy2.powmod(y, ip[0], p), gmpy2.powmod(y, ip[1], q), p, q, q_inv_p)
+        return (int(z), *_fourth_root(y, w, p, q))
+
+    rows = parallel_map(answer, _mod_challenges(n, w, rounds, bytes(context)), workers)
+    return ModulusProof(int(w), [int(x) for _, _, x in rows], [z for z, _, _ in rows], bytes(b for _, b, _ in rows))
 
 
 def verify_modulus(pk: PaillierPublicKey, proof: ModulusProof, *, context: bytes = b"",
-                   rounds: int = MOD_ROUNDS) -> bool:
+                   rounds: int = MOD_ROUNDS, workers: int | None = 1) -> bool:
     """V of Π^mod: N odd, not prime, no prime factor < 2^16, (w|N) = −1, and for every i
     z_i^N ≡ y_i and x_i⁴ ≡ (−1)^a_i·w^b_i·y_i (mod N)."""
     n = _public_key(pk).n
@@ -221,13 +222,13 @@ def verify_modulus(pk: PaillierPublicKey, proof: ModulusProof, *, context: bytes
     w = mpz(proof.w)
     if gmpy2.jacobi(w, n) != -1:
         return False
-    for y, x, z, bits in zip(_mod_challenges(n, w, rounds, bytes(context)), proof.x, proof.z, proof.ab):
-        if gmpy2.powmod(z, n, n) != y:
-            return False
-        target = (-y if bits & 1 else y) * (w if bits & 2 else 1) % n
-        if gmpy2.powmod(x, 4, n) != target:
-            return False
-    return True
+
+    def holds(row) -> bool:
+        y, x, z, bits = row
+        return gmpy2.powmod(z, n, n) == y and gmpy2.powmod(x, 4, n) == (-y if bits & 1 else y) * (w if bits & 2 else 1) % n
+
+    return all(parallel_map(holds, zip(_mod_challenges(n, w, rounds, bytes(context)), proof.x, proof.z, proof.ab),
+                            workers))
 
 
 # ---------------------------------------------------------------- Π_ptxt-knwdg: Fig. 9
@@ -261,16 +262,18 @@ def _ptxt_challenges(pk: PaillierPublicKey, cs: list, a, context: bytes) -> list
     return _split(_xof(b"ptxt", pk.n, len(cs), *cs, a, context), len(cs), CHALLENGE_BITS // 8)
 
 
-def encrypt_with_witness(sk: PaillierPrivateKey, values) -> tuple[list[PaillierCiphertext], list[tuple[int, mpz]]]:
+def encrypt_with_witness(sk: PaillierPrivateKey, values, *, workers: int | None = 1
+                         ) -> tuple[list[PaillierCiphertext], list[tuple[int, mpz]]]:
     """Π_en-Enc: c_i = ⟦x_i; r_i⟧ = (1 + x_i N)·r_i^N mod N² (x_i taken mod N) and the witness (x_i mod N, r_i)."""
     pk = sk.public_key
-    cs, wit = [], []
-    for v in values:
+
+    def encrypt(v):
         x = mpz(int(v)) % pk.n
         r, rn = sk.random_r_rn()
-        cs.append(PaillierCiphertext._trusted(pk, pk.plain_factor(x) * rn % pk.nsquare))
-        wit.append((int(x), r))
-    return cs, wit
+        return PaillierCiphertext._trusted(pk, pk.plain_factor(x) * rn % pk.nsquare), (int(x), r)
+
+    rows = parallel_map(encrypt, values, workers)
+    return [c for c, _ in rows], [w for _, w in rows]
 
 
 def prove_plaintext_knowledge(pk: PaillierPublicKey, ciphertexts, witness, *,
@@ -350,15 +353,16 @@ class NormResponse(Message):
         return _decode(cls, _as_bytes(data, "NormResponse"))
 
 
-def norm_response(sk: PaillierPrivateKey, challenge: NormChallenge, count: int) -> NormResponse:
+def norm_response(sk: PaillierPrivateKey, challenge: NormChallenge, count: int, *,
+                  workers: int | None = 1) -> NormResponse:
     """P of Fig. 10: decrypt w_i, v, v̂; z = v + Σ w_i² mod N, ẑ = v̂ + Σ w_i² mod N̂."""
     pk = sk.public_key
     if not isinstance(challenge, NormChallenge):
         raise ProtocolError(f"expected a NormChallenge, got {type(challenge).__name__}")
     challenge.check(pk, count)
-    squares = sum(mpz(sk.decrypt(PaillierCiphertext._trusted(pk, mpz(c)))) ** 2 for c in challenge.w)
-    v = sk.decrypt(PaillierCiphertext._trusted(pk, mpz(challenge.v)))
-    v_hat = sk.decrypt(PaillierCiphertext._trusted(pk, mpz(challenge.v_hat)))
+    *ws, v, v_hat = parallel_map(lambda c: mpz(sk.decrypt(PaillierCiphertext._trusted(pk, mpz(c)))),
+                                 [*challenge.w, challenge.v, challenge.v_hat], workers)
+    squares = sum(w * w for w in ws)
     n_hat = mpz(challenge.n_hat)
     return NormResponse(int((v + squares) % pk.n), int((v_hat + squares) % n_hat))
 
@@ -370,7 +374,8 @@ class NormVerifier:
     dropped after the single verification (a second answer to the same challenge is refused)."""
 
     def __init__(self, pk: PaillierPublicKey, ciphertexts, y: int, *, stat_lambda: int = STAT_LAMBDA,
-                 pool=None) -> None:
+                 pool=None, workers: int | None = 1) -> None:
+        """``pool``: an ``RnPool`` of r^N values the SP computed ahead of time (n + 2 are used)."""
         self.public_key = _public_key(pk)
         _ciphertexts(self.public_key, ciphertexts)
         if isinstance(y, bool) or not isinstance(y, int) or y < 0:
@@ -379,6 +384,7 @@ class NormVerifier:
         self.y = y
         self._lambda = stat_lambda
         self._pool = pool
+        self._workers = workers
         self._secrets = None
         self._used = False
 
@@ -393,7 +399,8 @@ class NormVerifier:
         alpha = mpz(1 + secrets.randbelow(2**self._lambda - 1))
         beta, beta_hat = mpz(secrets.randbelow(n)), mpz(secrets.randbelow(n))
         rhos = [mpz(secrets.randbelow(n)) for _ in self.ciphertexts]
-        ws = [(alpha * c + pk.encrypt(rho, pool=self._pool)).value for c, rho in zip(self.ciphertexts, rhos)]
+        ws = parallel_map(lambda pair: (alpha * pair[0] + pk.encrypt(pair[1], pool=self._pool)).value,
+                          zip(self.ciphertexts, rhos), self._workers)
         v_exp = [(-2 * alpha * rho) % n for rho in rhos]
         vh_exp = [(-2 * alpha * rho) % n_hat for rho in rhos]
         v = pk.encrypt(beta - sum(rho * rho for rho in rhos), pool=self._pool).value
