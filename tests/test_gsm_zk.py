@@ -346,8 +346,9 @@ def test_norm_messages_are_validated(keys, enrolled):
         zk.norm_response(sk, zk.NormChallenge(challenge.n_hat, challenge.w, int(pk.n) * 3, challenge.v_hat), 16)
     with pytest.raises(ProtocolError, match="malformed"):
         zk.NormResponse.from_bytes(challenge.to_bytes())
-    with pytest.raises(ProtocolError, match="non-negative"):
-        zk.NormVerifier(pk, cs, -1)
+    for bad_y in (-1, int(pk.n), 2.0, True):
+        with pytest.raises(ProtocolError, match="non-negative integer below N"):
+            zk.NormVerifier(pk, cs, bad_y)
 
 
 # ---------------------------------------------------------------- real size

@@ -48,6 +48,20 @@ N_HAT_BITS = 128
 #: No prime factor of N may be below this bound (public check beside Π^mod).
 SMALL_FACTOR_BOUND = 2**16
 _PRIMORIAL = gmpy2.primorial(SMALL_FACTOR_BOUND)
+
+#: What each proof establishes, how, and what it reveals (the gsm catalogue can include it as data).
+PROOFS = {
+    "pi_epk": {"paper": "seed 004 §8.1; CGGMP20 (ePrint 2021/060) Fig. 16 Π^mod",
+               "statement": "N = pq, p ≡ q ≡ 3 mod 4, gcd(N, φ(N)) = 1, no prime factor < 2^16",
+               "rounds": 1, "fiat_shamir": True, "soundness_bits": MOD_ROUNDS,
+               "leakage": "nothing beyond the statement (honest-verifier ZK, random-oracle model)"},
+    "pi_ptxt_knwdg": {"paper": "seed 004 §8.2, Fig. 9, App. F.1", "statement": "D knows (x_i, r_i) of every c_i",
+                      "rounds": 1, "fiat_shamir": True, "soundness_bits": CHALLENGE_BITS,
+                      "leakage": "nothing (honest-verifier ZK; w = s + Σ e_i x_i with s uniform in Z_N)"},
+    "pi_zk_l2": {"paper": "seed 004 §8.3, Fig. 10, App. F.2", "statement": "Σ x_i² = y over the integers",
+                 "rounds": 2, "fiat_shamir": False, "soundness_bits": STAT_LAMBDA,
+                 "leakage": "nothing (honest-verifier ZK); the verifier's challenge must stay secret and fresh"},
+}
 _DOMAIN = b"privface/gsm/zk/v1/"
 
 
@@ -378,8 +392,8 @@ class NormVerifier:
         """``pool``: an ``RnPool`` of r^N values the SP computed ahead of time (n + 2 are used)."""
         self.public_key = _public_key(pk)
         _ciphertexts(self.public_key, ciphertexts)
-        if isinstance(y, bool) or not isinstance(y, int) or y < 0:
-            raise ProtocolError("the L2-norm statement y must be a non-negative integer")
+        if isinstance(y, bool) or not isinstance(y, int) or not 0 <= y < self.public_key.n:
+            raise ProtocolError("the L2-norm statement y must be a non-negative integer below N")
         self.ciphertexts = list(ciphertexts)
         self.y = y
         self._lambda = stat_lambda
