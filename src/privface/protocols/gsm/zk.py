@@ -35,7 +35,7 @@ from gmpy2 import mpz
 from ...crypto._common import crt, parallel_map, random_prime, random_unit
 from ...crypto.paillier import PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
 from ...errors import CryptoError, PrivfaceError, ProtocolError
-from ...wire import Message
+from ...wire import Message, decode
 
 #: Statistical security parameter λ of seed 004 §9 (MAC key α ← [1, 2^λ) in Fig. 10).
 STAT_LAMBDA = 40
@@ -118,17 +118,20 @@ def _as_bytes(data, what: str) -> bytes:
 
 
 def _decode(cls, data):
+    """The message ``cls`` from a wire frame; any framing error is a ProtocolError."""
     try:
-        return Message.from_bytes.__func__(cls, data)
+        return cls(**decode(data, cls.WIRE_NAME)[1])
     except PrivfaceError as e:
         raise ProtocolError(f"malformed {cls.__name__}: {e}") from e
 
 
 def _residue(v, n, what: str, unit: bool = True) -> mpz:
-    """v as mpz if 0 ≤ v < n (and a unit of Z_n when ``unit``), else ProtocolError."""
+    """v as mpz if it is an integer with 0 ≤ v < n (and a unit of Z_n when ``unit``), else ProtocolError."""
+    if isinstance(v, bool) or not isinstance(v, (int, type(mpz(0)))):
+        raise ProtocolError(f"{what} must be an integer, got {type(v).__name__}")
     v = mpz(v)
     if not 0 <= v < n or (unit and gmpy2.gcd(v, n) != 1):
-        raise ProtocolError(f"{what} is not in {'Z*' if unit else 'Z'}_{{modulus}} for this key")
+        raise ProtocolError(f"{what} is not in {'Z*' if unit else 'Z'}_n for this key (n = N or N²)")
     return v
 
 
@@ -170,6 +173,8 @@ class ModulusProof(Message):
 
     def check(self, public_key: PaillierPublicKey, rounds: int = MOD_ROUNDS) -> None:
         n = _public_key(public_key).n
+        if not isinstance(self.ab, bytes) or not isinstance(self.x, list) or not isinstance(self.z, list):
+            raise ProtocolError("ModulusProof x, z must be lists and ab bytes")
         if not (len(self.x) == len(self.z) == len(self.ab) == rounds):
             raise ProtocolError(f"ModulusProof must have exactly {rounds} rounds")
         if any(b > 3 for b in self.ab):
