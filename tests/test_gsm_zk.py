@@ -140,7 +140,12 @@ def test_modulus_with_a_small_factor_is_rejected(keys):
             break
     pk = PaillierPublicKey(p * q, insecure_test_params=True)
     sk = PaillierPrivateKey(pk, p, q)
-    proof = zk.prove_modulus(sk, context=CTX)
+    for _ in range(10):  # a challenge y_i divisible by the small p (≈ 128/65519) stops the prover: draw again
+        try:
+            proof = zk.prove_modulus(sk, context=CTX)
+            break
+        except CryptoError:
+            continue
     n, w = gmpy2.mpz(pk.n), gmpy2.mpz(proof.w)
     ys = zk._mod_challenges(n, w, zk.MOD_ROUNDS, CTX)
     assert all(gmpy2.powmod(z, n, n) == y for z, y in zip(proof.z, ys))  # the equations hold
@@ -294,7 +299,8 @@ def test_norm_right_mod_n_but_not_over_the_integers_is_caught_by_the_second_chec
             break
         rest[0] += 1
         y = sum(x * x for x in template) + 5
-    x0 = int(crt(gmpy2.powmod(target, (p + 1) // 4, p), gmpy2.powmod(target, (q + 1) // 4, q), p, q,
+    # a "mixed" square root (+√ mod p, −√ mod q) is never a small integer, even when target is a small square
+    x0 = int(crt(gmpy2.powmod(target, (p + 1) // 4, p), -gmpy2.powmod(target, (q + 1) // 4, q) % q, p, q,
                  gmpy2.invert(q, p)))
     assert (x0 * x0 + sum(x * x for x in rest)) % n == y % n and x0 * x0 + sum(x * x for x in rest) != y
     cs, _ = zk.encrypt_with_witness(sk, [x0, *rest])
@@ -376,6 +382,7 @@ def test_multi_pow_equals_the_product_of_powers(count, bits):
     for b, e in zip(bases, exps):
         expected = expected * gmpy2.powmod(b, e, mod) % mod
     assert zk.multi_pow(bases, exps, mod) == expected
+    assert zk.multi_pow(bases * 20, exps * 20, mod, workers=3) == expected ** 20 % mod
 
 
 def test_threaded_parties_give_the_same_verdicts(keys, template):
@@ -404,3 +411,13 @@ def test_bench_gsm_enrol_cli_json(capsys):
     assert out["pien_total_ms"] >= out["pien_ms"] > 0
     # D → SP carries N, 8 ciphertexts and 2·128 residues of Π_epk at least
     assert out["pien_d2sp_bytes"] > 64 + 8 * 128 + 256 * 64
+
+
+@pytest.mark.parametrize("u", [[0] * 5, [-(2**15 - 1)] * 5, [2**15 - 1, -(2**15 - 1), 0, 1, -1], [7]])
+def test_edge_templates_prove_and_only_their_norm_verifies(keys, u):
+    pk, sk = keys
+    cs, wit = zk.encrypt_with_witness(sk, u)
+    assert zk.verify_plaintext_knowledge(pk, cs, zk.prove_plaintext_knowledge(pk, cs, wit, context=CTX), context=CTX)
+    y = sum(x * x for x in u)
+    assert _norm_run(pk, sk, cs, y)
+    assert not _norm_run(pk, sk, cs, y + 2**16)

@@ -26,6 +26,7 @@ well-formed proofs whose equations fail make ``verify_*`` return False.
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 from dataclasses import dataclass
 
@@ -83,10 +84,22 @@ def _split(h, count: int, size: int) -> list[mpz]:
     return [mpz(int.from_bytes(stream[i * size:(i + 1) * size], "big")) for i in range(count)]
 
 
-def multi_pow(bases, exponents, modulus) -> mpz:
+def multi_pow(bases, exponents, modulus, *, workers: int | None = 1) -> mpz:
     """Π b_i^e_i mod ``modulus`` for non-negative e_i by Pippenger's bucket method: per c-bit window one
-    multiplication per base plus 2^(c+1) bucket products, instead of one full exponentiation per base."""
+    multiplication per base plus 2^(c+1) bucket products, instead of one full exponentiation per base.
+    With ``workers`` > 1 the bases are split into one chunk per thread."""
     pairs = [(mpz(b), mpz(e)) for b, e in zip(bases, exponents) if e]
+    k = int(workers or os.cpu_count() or 1)
+    if k > 1 and len(pairs) >= 64:
+        chunks = [pairs[i::k] for i in range(k)]
+        acc = mpz(1)
+        for part in parallel_map(lambda ch: _pippenger(ch, modulus), chunks, workers):
+            acc = acc * part % modulus
+        return acc
+    return _pippenger(pairs, modulus)
+
+
+def _pippenger(pairs: list, modulus) -> mpz:
     if not pairs:
         return mpz(1)
     bits = max(e.bit_length() for _, e in pairs)
@@ -426,7 +439,7 @@ class NormVerifier:
         v_hat = pk.encrypt(beta_hat, pool=self._pool).value * pk.plain_factor(
             sum(-(rho * rho) for rho in rhos) % n_hat) % n2
         xs = [c.value for c in self.ciphertexts]
-        v = v * multi_pow(xs, v_exp, n2) % n2
+        v = v * multi_pow(xs, v_exp, n2, workers=self._workers) % n2
         v_hat = v_hat * multi_pow(xs, vh_exp, n2) % n2
         self._secrets = (alpha, beta, beta_hat, n_hat)
         return NormChallenge(int(n_hat), [int(c) for c in ws], int(v), int(v_hat))
