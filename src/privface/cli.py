@@ -186,6 +186,14 @@ def cmd_bench(a) -> int:
                                          insecure_test_params=a.insecure_test_params)
         print(json.dumps(rows) if a.json else bench_crypto.format_table(rows))
         return 0
+    if a.what == "gsm-enrol":
+        from .eval import bench_gsm_zk
+
+        out = bench_gsm_zk.bench_gsm_enrol(a.ell, a.m, 512 if a.insecure_test_params else 3072,
+                                           repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
+                                           workers=a.workers)
+        print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
+        return 0
     from .eval import bench
 
     if a.what == "faces":
@@ -394,16 +402,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks"])
+    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm-enrol"])
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
                    "crypto: timings per fast operation (default 15)")
-    s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption (default: one per core)")
+    s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
+                   "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="crypto, im2020*: toy key sizes, for a quick smoke test only (insecure)")
+                   help="crypto, im2020*, gsm-enrol: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--security-bits", type=int, choices=[112, 128],
                    help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
+    s.add_argument("--ell", type=int, default=256, help="gsm*: template length ℓ (default 256)")
+    s.add_argument("--m", type=int, default=16, help="gsm*: bits per template element (default 16)")
     s.add_argument("--transport", default="http", choices=["in-process", "http"],
                    help="im2020: over loopback HTTP to a `privface serve` child process (default, as the issue's "
                         "Table I), or parties in one process")

@@ -5,7 +5,10 @@ Randomness comes from `secrets` only; big-integer arithmetic from gmpy2 (GMP).
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 from gmpy2 import mpz
@@ -129,21 +132,25 @@ _POOLS: dict[int, object] = {}
 
 def default_workers(workers: int | None) -> int:
     """``workers`` (≥ 1), or one per core when None."""
-    import os
-
     w = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
     if w < 1:
         raise CryptoError(f"workers must be at least 1, got {w}")
     return w
 
 
-def _pool(w: int):
-    from concurrent.futures import ThreadPoolExecutor
+_POOL_THREAD = "privface-gmp"
 
+
+def _in_pool() -> bool:
+    """True on one of the shared pool's threads: nested parallel calls run serially there (no deadlock)."""
+    return threading.current_thread().name.startswith(_POOL_THREAD)
+
+
+def _pool(w: int):
     pool = _POOLS.get(w)
     if pool is None:
         pool = _POOLS[w] = ThreadPoolExecutor(max_workers=w, initializer=release_gil,
-                                              thread_name_prefix="privface-gmp")
+                                              thread_name_prefix=_POOL_THREAD)
     return pool
 
 
@@ -151,9 +158,18 @@ def run_chunks(fn, chunks: list[list]) -> list:
     """fn(chunk) for each chunk, concurrently on the shared pool (one thread per chunk); the results (lists)
     concatenated in order."""
     chunks = [c for c in chunks if c]
-    if len(chunks) <= 1:
-        return list(fn(chunks[0])) if chunks else []
+    if len(chunks) <= 1 or _in_pool():
+        return [x for c in chunks for x in fn(c)]
     return [x for part in _pool(len(chunks)).map(fn, chunks) for x in part]
+
+
+def parallel_map(fn, items, workers: int | None = None) -> list:
+    """[fn(x) for x in items] on ``workers`` threads of the shared pool (None: one per core; 1: serial)."""
+    items = list(items)
+    w = min(default_workers(workers), len(items))
+    if w <= 1 or _in_pool():
+        return [fn(x) for x in items]
+    return list(_pool(w).map(fn, items))
 
 
 def thread_map(fn, items: list, workers: int | None = None) -> list:
@@ -188,27 +204,41 @@ def batch_invert(values: list, modulus) -> list:
     return out
 
 
-def multiexp(bases: list, exponents: list, modulus, window: int = 5):
+def multiexp(bases: list, exponents: list, modulus, window: int | None = None, workers: int | None = 1):
     """Π b_i^(e_i) mod X for non-negative e_i by Pippenger's bucket method: per ``window``-bit digit
     position, bucket the bases by digit and sum the buckets by running products — about
-    (max bits / window)·(n + 2^(window+1)) multiplications instead of n full exponentiations."""
+    (max bits / window)·(n + 2^(window+1)) multiplications instead of n full exponentiations. The window
+    defaults to ≈ log₂(n) − 1; with ``workers`` > 1 (and at least 64 bases) one chunk of bases per thread."""
     if len(bases) != len(exponents):
         raise CryptoError("multiexp needs as many exponents as bases")
-    exps = [int(e) for e in exponents]
-    if any(e < 0 for e in exps):
+    pairs = [(b, int(e)) for b, e in zip(bases, exponents)]
+    if any(e < 0 for _, e in pairs):
         raise CryptoError("multiexp exponents must be non-negative")
-    bits = max((e.bit_length() for e in exps), default=0)
+    pairs = [(b, e) for b, e in pairs if e]
+    if window is None:
+        window = max(1, min(8, len(pairs).bit_length() - 2))
+    w = default_workers(workers)
+    if w > 1 and len(pairs) >= 64:
+        acc = mpz(1)
+        for part in parallel_map(lambda chunk: _pippenger(chunk, modulus, window), [pairs[i::w] for i in range(w)], w):
+            acc = acc * part % modulus
+        return acc
+    return _pippenger(pairs, modulus, window)
+
+
+def _pippenger(pairs: list, modulus, window: int):
+    bits = max((e.bit_length() for _, e in pairs), default=0)
     mask = (1 << window) - 1
     acc = mpz(1)
     for pos in range((bits - 1) // window * window if bits else -1, -1, -window):
         if acc != 1:
             acc = gmpy2.powmod(acc, 1 << window, modulus)
         buckets: list = [None] * (mask + 1)
-        for b, e in zip(bases, exps):
+        for b, e in pairs:
             d = (e >> pos) & mask
             if d:
                 buckets[d] = b if buckets[d] is None else buckets[d] * b % modulus
-        running = total = None
+        running = total = None  # Σ_d d·bucket_d as Π running products, from the top bucket down
         for d in range(mask, 0, -1):
             if buckets[d] is not None:
                 running = buckets[d] if running is None else running * buckets[d] % modulus

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..errors import CryptoError
 import gmpy2
 
-from ._common import as_int, batch_invert, centered, default_workers, multiexp, release_gil, run_chunks
+from ..errors import CryptoError
+from ._common import as_int, batch_invert, centered, default_workers, multiexp, parallel_map, run_chunks
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
 
 
@@ -261,7 +260,7 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
         if any(kind == "alpha" for kind, _ in chunk):
             e = [2 * a * r2 % space for a in a_bar]
             fresh = pk.encrypt(sum(a * a for a in a_bar) * r2 + as_int(plus, "constant"))
-            out.append(fresh.value * multiexp(beta_bar, e, X) % X)
+            out.append(fresh.value * multiexp(beta_bar, e, X, window=5) % X)
         out += gmpy2.powmod_base_list([beta_bar[i] for i in cols], r, X) if cols else []
         return out
 
@@ -315,7 +314,4 @@ def _decrypt_all(sk: LHEPrivateKey, jobs: list, workers: int | None) -> list[int
     batched = getattr(sk, "decrypt_many", None)
     if batched is not None:
         return batched(jobs, workers)
-    if workers == 1 or len(jobs) < 2:
-        return [sk.decrypt(b) for b in jobs]
-    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), initializer=release_gil) as pool:
-        return list(pool.map(sk.decrypt, jobs))
+    return parallel_map(sk.decrypt, jobs, workers)

@@ -122,6 +122,18 @@ class PaillierPrivateKey(GroupPrivateKey):
         rq = gmpy2.powmod(random_unit(self.q), self.q, self.qsquare)
         return crt(rp, rq, self.psquare, self.qsquare, self.qsq_inv_psq)
 
+    def random_r_rn(self) -> tuple[mpz, mpz]:
+        """(r, r^N mod N²) for a fresh uniform r ∈ Z*_N, by CRT, when the caller needs r itself (a witness).
+
+        r^N mod p² depends only on r mod p and equals (r^q mod p)^p mod p² (r^(pq) ≡ r^q mod p; z ↦ z^p mod p²
+        depends only on z mod p): two |p|-bit exponentiations per prime instead of one |N|-bit one mod N².
+        """
+        rp, rq = random_unit(self.p), random_unit(self.q)
+        np_ = gmpy2.powmod(gmpy2.powmod(rp, self.q, self.p), self.p, self.psquare)
+        nq_ = gmpy2.powmod(gmpy2.powmod(rq, self.p, self.q), self.q, self.qsquare)
+        return (crt(rp, rq, self.p, self.q, self.q_inv_p),
+                crt(np_, nq_, self.psquare, self.qsquare, self.qsq_inv_psq))
+
     def encrypt(self, m, *, pool: RnPool | None = None) -> PaillierCiphertext:
         """Enc(m) with the key owner's fast r^N (same distribution as ``PaillierPublicKey.encrypt``)."""
         pk = self.public_key
@@ -173,15 +185,20 @@ class RnPool:
         return f"RnPool(key={self.public_key.fingerprint.hex()}, size={len(self)})"
 
 
-def generate_paillier_keypair(bits: int = 2048, *, insecure_test_params: bool = False
+def generate_paillier_keypair(bits: int = 2048, *, insecure_test_params: bool = False, blum: bool = False
                               ) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
-    """(pk, sk) with an exactly `bits`-bit N = pq, |p| = |q| = bits/2. 2048 → 112-bit, 3072 → 128-bit security."""
+    """(pk, sk) with an exactly `bits`-bit N = pq, |p| = |q| = bits/2. 2048 → 112-bit, 3072 → 128-bit security.
+
+    ``blum=True`` draws p ≡ q ≡ 3 (mod 4) (a Paillier–Blum modulus), which the modulus proof Π_epk of gsm
+    (CGGMP20 Fig. 16, ``protocols.gsm.zk``) needs.
+    """
     bits = int(as_int(bits, "bits"))
     if bits % 2 or bits < 16:
         raise CryptoError(f"Paillier modulus bits must be even and at least 16, got {bits}")
     check_modulus_bits(bits, insecure_test_params, PaillierPublicKey.SCHEME)
     while True:
-        p, q = random_prime(bits // 2), random_prime(bits // 2)
+        low, low_bits = (3, 2) if blum else (1, 1)
+        p, q = random_prime(bits // 2, low, low_bits), random_prime(bits // 2, low, low_bits)
         if p != q and gmpy2.gcd(p * q, (p - 1) * (q - 1)) == 1:
             break
     sk = PaillierPrivateKey.from_primes(p, q, insecure_test_params=insecure_test_params)
