@@ -111,14 +111,15 @@ class Client:
     """Holds its ID and HE′ key pair over Joye–Libert; templates pass through, none is stored."""
 
     def __init__(self, subject_id: str, params: Im2020Params = Im2020Params(), *, keypair=None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, precompute: bool = False) -> None:
         self.subject_id = subject_id
         self.params = params
         self.workers = workers
         if keypair is None:
             keypair = generate_joye_libert_keypair(params.jl, insecure_test_params=params.insecure_test_params)
         self.pk, self._sk = keypair
-        self._sk.precompute()  # larger discrete-log tables on a background thread: faster repeated C3
+        if precompute:  # larger discrete-log tables (~0.3 s once): C3 about 10 % faster for a long-lived client
+            self._sk.precompute(background=False)
 
     def _pk_fields(self) -> dict:
         return {"pk_n": int(self.pk.n), "pk_y": int(self.pk.y), "pk_k": int(self.pk.k)}
