@@ -127,8 +127,9 @@ def test_bench_im2020_json_smoke():
     assert row["k"] == 128 and row["accepted"] is True and row["transport"] == "in-process"
     assert row["paper_auth_bytes"] == 268 * 128 + 140 and row["auth_bytes"] > 0
     out = json.loads(run("bench", "im2020-attacks", "--insecure-test-params", "--trials", "2000",
-                         "--he-trials", "1", "--json").stdout)
+                         "--he-trials", "1", "--hbcs-pairs", "1", "--json").stdout)
     assert all(r.get("accepted", 0) == 0 for r in out["experiments"])
+    assert out["hbcs"]["equal"] is True and out["hbcs"]["randomizer_pairs"] == 1
     r = run("bench", "im2020-attacks", "--insecure-test-params", "--mode", "secure-comparison", check=False)
     assert r.returncode == 2 and "basic mode" in r.stderr
 

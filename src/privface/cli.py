@@ -171,12 +171,15 @@ def cmd_bench(a) -> int:
 
         if a.mode != "basic":
             raise PrivfaceError("im2020-attacks runs the basic mode's App. E experiments; --mode applies to bench im2020")
-        out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials)
+        if a.hbcs_pairs is not None and a.hbcs_pairs < 1:
+            raise PrivfaceError("--hbcs-pairs must be at least 1")
+        out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials, hbcs_pairs=a.hbcs_pairs)
         if a.json:
             print(json.dumps(out))
         else:
             for row in out.pop("experiments"):
                 print("  ".join(f"{k}={v}" for k, v in row.items()))
+            print("hbcs  " + "  ".join(f"{k}={v}" for k, v in out.pop("hbcs").items()))
             _print(out, False)
         return 0
     if a.what == "crypto":
@@ -411,6 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--he-trials", type=int, default=20,
                    help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
     s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 5376)")
+    s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
+                   "enumeration (default: all 128)")
     _mode_args(s)
     s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
