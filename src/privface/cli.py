@@ -100,10 +100,15 @@ def cmd_eval(a) -> int:
     params = None
     if a.protocol == "im2020":
         params = _im2020_params(a)
-    elif a.pairs is not None or a.tau is not None:
-        raise PrivfaceError("--pairs and --tau apply to --protocol im2020 only")
+        if params.mode != "basic" and a.pairs is None and not a.yes:
+            raise PrivfaceError("--mode secure-comparison runs a garbled circuit per pair (hours for all ORL "
+                                "pairs): pass --pairs N, or --yes to run them all")
+    elif a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint:
+        raise PrivfaceError("--pairs, --tau, --mode and --checkpoint apply to --protocol im2020 only")
+    checkpoint = None if a.no_checkpoint else (a.checkpoint or "auto")
     out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
-                   progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params)
+                   progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
+                   checkpoint=checkpoint)
     _print(out, a.json)
     return 0
 
@@ -390,8 +395,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="im2020: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     s.add_argument("--report", metavar="DIR", help="write ROC/DET/histogram PNGs and summary.md here")
-    s.add_argument("--workers", type=int, help="embedding processes (default: one per core)")
-    s.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    s.add_argument("--workers", type=int, help="embedding and im2020 protocol processes (default: one per core)")
+    s.add_argument("--no-cache", action="store_true",
+                   help="do not read or write the embedding cache (nor the default im2020 checkpoint)")
+    _mode_args(s)
+    s.add_argument("--checkpoint", metavar="FILE",
+                   help="im2020: resume from and append finished pairs to FILE (default: a file under the cache "
+                        "directory named by dataset, backend, level, τ, mode and --pairs)")
+    s.add_argument("--no-checkpoint", action="store_true", help="im2020: neither resume nor record progress")
+    s.add_argument("--yes", action="store_true", help="im2020 secure-comparison: run every pair without --pairs")
     _backend_args(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
