@@ -91,3 +91,12 @@ def test_secure_comparison_decisions_equal_basic_decisions(pairs, tmp_path):
     assert all(d["scores"] is None for d in done)  # the server learns no score, the checkpoint holds none
     decisions = {p: dec for d in done for p, dec in zip(d["pairs"], d["decisions"])}
     assert decisions == {p: bool(basic_scores[p] < TOY.tau) for p in np.flatnonzero(run)}
+
+
+def test_process_pool_records_every_chunk_like_one_process(pairs, tmp_path):
+    q, found, i, j, plain = pairs
+    one, _ = scores(pairs)
+    pooled, extra = im2020_eval.protocol_scores(q, found, i, j, plain, MISSING, params=TOY, workers=2,
+                                                checkpoint=tmp_path / "pool.jsonl", chunk_pairs=2)
+    assert np.array_equal(pooled, one) and extra["protocol_workers"] == 2 and extra["mismatches"] == 0
+    assert len((tmp_path / "pool.jsonl").read_bytes().splitlines()) == 1 + 3

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -152,24 +155,48 @@ def protocol_scores(q: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
     return scores, extra
 
 
+def _pool_worker_init(params: Im2020Params, templates: np.ndarray) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (see _in_pool)
+    _init_worker(params, templates)
+
+
 def _in_pool(chunks, workers, params, q, pairs_of, record) -> None:
-    """At most 2 chunks per worker in flight, recorded as they finish; pending ones cancelled on error/kill."""
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(params, q))
+    """At most 2 chunks per worker in flight, recorded as they finish.
+
+    A first Ctrl-C (SIGINT) stops submitting, lets the running chunks finish and records them, then raises
+    KeyboardInterrupt; a second one (a second or more later) interrupts at once. (An interrupt raised inside the executor's
+    machinery can leave ProcessPoolExecutor hanging, hence the flag.)"""
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_pool_worker_init, initargs=(params, q))
     pending: dict = {}
     queue = iter(chunks)
+    stop: list[float] = []
 
     def fill() -> None:
-        for c in queue:
+        while len(pending) < 2 * workers and (c := next(queue, None)) is not None:
             pending[pool.submit(_run_chunk, pairs_of(c))] = c
-            if len(pending) >= 2 * workers:
-                break
 
+    def on_sigint(signum, frame) -> None:
+        if stop:
+            if time.monotonic() - stop[0] > 1:  # not the same Ctrl-C delivered twice (e.g. by `timeout`)
+                raise KeyboardInterrupt
+            return
+        stop.append(time.monotonic())
+        print(f"privface: interrupted — finishing the {len(pending)} running chunks into the checkpoint "
+              "(Ctrl-C again to drop them)", file=sys.stderr)
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if in_main else None
     try:
         fill()
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for f in finished:
                 record(pending.pop(f), f.result())
-            fill()
+            if not stop:
+                fill()
+        if stop:
+            raise KeyboardInterrupt
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=not stop or not pending, cancel_futures=True)
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
