@@ -116,6 +116,13 @@ def test_eval_through_im2020_matches_plaintext(mini_dataset):
     assert out["mismatches"] == 0 and out["score_mismatches"] == 0 and out["tau"] == 5376
     r = run("eval", "--dataset", str(mini_dataset), "--pairs", "10", check=False)
     assert r.returncode == 2 and "im2020 only" in r.stderr
+    again = json.loads(run("eval", "--dataset", str(mini_dataset), "--protocol", "im2020", "--pairs", "10",
+                           "--insecure-test-params", "--json").stdout)  # the default checkpoint: nothing to redo
+    assert again["pairs_resumed"] == 10 and again["eer_quantized"] == out["eer_quantized"]
+    assert again["checkpoint"] == out["checkpoint"] and "/checkpoints/im2020-" in out["checkpoint"]
+    r = run("eval", "--dataset", str(mini_dataset), "--protocol", "im2020", "--insecure-test-params",
+            "--mode", "secure-comparison", check=False)
+    assert r.returncode == 2 and "--pairs N" in r.stderr
 
 
 def test_bench_im2020_json_smoke():
@@ -127,8 +134,9 @@ def test_bench_im2020_json_smoke():
     assert row["k"] == 128 and row["accepted"] is True and row["transport"] == "in-process"
     assert row["paper_auth_bytes"] == 268 * 128 + 140 and row["auth_bytes"] > 0
     out = json.loads(run("bench", "im2020-attacks", "--insecure-test-params", "--trials", "2000",
-                         "--he-trials", "1", "--json").stdout)
+                         "--he-trials", "1", "--hbcs-pairs", "1", "--json").stdout)
     assert all(r.get("accepted", 0) == 0 for r in out["experiments"])
+    assert out["hbcs"]["equal"] is True and out["hbcs"]["randomizer_pairs"] == 1
     r = run("bench", "im2020-attacks", "--insecure-test-params", "--mode", "secure-comparison", check=False)
     assert r.returncode == 2 and "basic mode" in r.stderr
 

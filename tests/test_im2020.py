@@ -268,7 +268,8 @@ def test_service_verifies_tp_signatures_from_pem(client):
 
 
 def test_attacks_are_rejected():
-    out = attacks.run_all(TOY, trials=5000, he_trials=3, seed=1)
+    out = attacks.run_all(TOY, trials=5000, he_trials=3, seed=1, hbcs_pairs=1)
+    assert out["hbcs"]["equal"] is True
     rows = {r["attack"]: r for r in out["experiments"]}
     assert rows["forged_s_star"]["accepted"] == 0
     assert rows["forged_c_prime"]["accepted"] == 0

@@ -100,10 +100,15 @@ def cmd_eval(a) -> int:
     params = None
     if a.protocol == "im2020":
         params = _im2020_params(a)
-    elif a.pairs is not None or a.tau is not None:
-        raise PrivfaceError("--pairs and --tau apply to --protocol im2020 only")
+        if params.mode != "basic" and a.pairs is None and not a.yes:
+            raise PrivfaceError("--mode secure-comparison runs a garbled circuit per pair (hours for all ORL "
+                                "pairs): pass --pairs N, or --yes to run them all")
+    elif a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint:
+        raise PrivfaceError("--pairs, --tau, --mode and --checkpoint apply to --protocol im2020 only")
+    checkpoint = None if a.no_checkpoint else (a.checkpoint or "auto")
     out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
-                   progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params)
+                   progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
+                   checkpoint=checkpoint)
     _print(out, a.json)
     return 0
 
@@ -171,12 +176,15 @@ def cmd_bench(a) -> int:
 
         if a.mode != "basic":
             raise PrivfaceError("im2020-attacks runs the basic mode's App. E experiments; --mode applies to bench im2020")
-        out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials)
+        if a.hbcs_pairs is not None and a.hbcs_pairs < 1:
+            raise PrivfaceError("--hbcs-pairs must be at least 1")
+        out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials, hbcs_pairs=a.hbcs_pairs)
         if a.json:
             print(json.dumps(out))
         else:
             for row in out.pop("experiments"):
                 print("  ".join(f"{k}={v}" for k, v in row.items()))
+            print("hbcs  " + "  ".join(f"{k}={v}" for k, v in out.pop("hbcs").items()))
             _print(out, False)
         return 0
     if a.what == "crypto":
@@ -395,8 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="im2020: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     s.add_argument("--report", metavar="DIR", help="write ROC/DET/histogram PNGs and summary.md here")
-    s.add_argument("--workers", type=int, help="embedding processes (default: one per core)")
-    s.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    s.add_argument("--workers", type=int, help="embedding and im2020 protocol processes (default: one per core)")
+    s.add_argument("--no-cache", action="store_true",
+                   help="do not read or write the embedding cache (nor the default im2020 checkpoint)")
+    _mode_args(s)
+    s.add_argument("--checkpoint", metavar="FILE",
+                   help="im2020: resume from and append finished pairs to FILE (default: a file under the cache "
+                        "directory named by dataset, backend, level, τ, mode and --pairs)")
+    s.add_argument("--no-checkpoint", action="store_true", help="im2020: neither resume nor record progress")
+    s.add_argument("--yes", action="store_true", help="im2020 secure-comparison: run every pair without --pairs")
     _backend_args(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
@@ -423,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--he-trials", type=int, default=20,
                    help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
     s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 5376)")
+    s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
+                   "enumeration (default: all 128)")
     _mode_args(s)
     s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")

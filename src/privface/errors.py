@@ -35,3 +35,7 @@ class ProtocolError(PrivfaceError):
 
 class UnknownSubjectError(ProtocolError):
     """A protocol message names a subject that is not enrolled."""
+
+
+class CheckpointError(PrivfaceError):
+    """An evaluation checkpoint file belongs to other settings or is damaged beyond its last line."""

@@ -7,6 +7,7 @@
   compared with the plaintext rate c of random templates (Def. 2).
 * MC1 (App. C/E): s* + ε against the real server (r0, r1) and against the simulator MIC1 (r0′, r1′);
   the two decisions must agree.
+* HBCS (App. B/E): real and simulated transcripts enumerated at toy sizes (``im2020_hbcs``), key ``hbcs``.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from ..protocols.im2020 import AuthFinish, AuthSession, AuthStart, Client, Im2020Params, Randomizers, Server
 from ..protocols.im2020.blind import decide, unblind
 from ..store import open_store
+from .im2020_hbcs import hbcs_experiment
 
 
 FACE_NORM = 1.4  # typical L2 norm of a dlib-resnet128 embedding (1.27–1.57 on ORL)
@@ -95,8 +97,10 @@ def mc1_simulation(params: Im2020Params, k: int, trials: int) -> dict:
             "s_c_top_quarter_fraction": top_quarter / trials}
 
 
-def run_all(params: Im2020Params, *, trials: int = 1_000_000, he_trials: int = 20, seed: int = 0) -> dict:
-    """Every experiment; ``trials`` for the cheap ones, ``he_trials`` for those that run BlindESED + decryption."""
+def run_all(params: Im2020Params, *, trials: int = 1_000_000, he_trials: int = 20, seed: int = 0,
+            hbcs_pairs: int | None = None) -> dict:
+    """Every experiment; ``trials`` for the cheap ones, ``he_trials`` for those that run BlindESED + decryption,
+    ``hbcs_pairs`` (r0, r1) pairs of the HBCS enumeration (None: all of them; its toy key is fixed by App. E)."""
     rng = np.random.default_rng(seed)
     enrolled = face_like_template(params, rng)
     client, server = setup(params, enrolled)
@@ -107,4 +111,5 @@ def run_all(params: Im2020Params, *, trials: int = 1_000_000, he_trials: int = 2
             random_templates(client, server, enrolled, he_trials, trials, rng),
             mc1_simulation(params, k, trials)]
     return {"protocol": "im2020", "security_bits": params.security_bits, "k": k, "tau": params.tau,
-            "tau_over_M": params.tau / (1 << k), "experiments": rows, "seconds": round(time.perf_counter() - t0, 2)}
+            "tau_over_M": params.tau / (1 << k), "experiments": rows,
+            "hbcs": hbcs_experiment(randomizer_pairs=hbcs_pairs), "seconds": round(time.perf_counter() - t0, 2)}

@@ -1,6 +1,9 @@
 """`privface eval`: embed a dataset, score its verification protocol, report the figures."""
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import time
 from pathlib import Path
 
@@ -8,6 +11,7 @@ import numpy as np
 
 from ..templates import quantize
 from . import metrics
+from .cache import default_path as default_cache_path
 from .datasets import Dataset
 from .embed import embed_paths
 
@@ -42,12 +46,14 @@ def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
 
 def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 128, cache=True,
              workers: int | None = None, progress: bool = False, report: str | Path | None = None,
-             pairs: int | None = None, protocol_params=None) -> dict:
+             pairs: int | None = None, protocol_params=None, checkpoint: str | Path | None = "auto") -> dict:
     """Verification figures for `ds` under backend `spec`; keys as documented in the README.
 
     protocol "plain" scores the quantized templates in the clear; "im2020" runs every pair (or a
     sample of ``pairs`` of them, half genuine) through the encrypted protocol (``im2020_eval``) and
     adds the protocol's keys, among them ``mismatches`` (decisions differing from the plaintext ones).
+    ``checkpoint`` (im2020): a file to resume from and append to; "auto" is a file under the cache
+    directory named by the settings (none with ``cache=False``); None turns checkpointing off.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r} is not available; choose one of {PROTOCOLS}")
@@ -66,10 +72,15 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
     dq = distances(q.astype(np.float64), emb.found, i, j, squared=True)
     extra = {}
     if protocol == "im2020":
+        from ..protocols.im2020 import Im2020Params
         from .im2020_eval import protocol_scores
 
-        dq, extra = protocol_scores(q, emb.found, i, j, dq, MISSING, params=protocol_params, workers=workers,
-                                    progress=progress)
+        params = protocol_params or Im2020Params()
+        settings = {"dataset": ds.name, "backend": spec, "quantization_scale": scale, "pairs_sampled": pairs}
+        if checkpoint == "auto":
+            checkpoint = default_checkpoint(ds.name, spec, params, pairs) if cache else None
+        dq, extra = protocol_scores(q, emb.found, i, j, dq, MISSING, params=params, workers=workers,
+                                    progress=progress, checkpoint=checkpoint, settings=settings)
     res_q = metrics.summarize(dq, genuine)
     out = {
         "dataset": ds.name,
@@ -102,6 +113,16 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         metrics_title = f"{ds.name} · {out['backend']} · {protocol}"
         out["report"] = [str(p) for p in _report(report, d, genuine, metrics_title, out)]
     return out
+
+
+def default_checkpoint(dataset: str, spec: dict, params, pairs: int | None) -> Path:
+    """<cache dir>/checkpoints/im2020-<dataset>-<backend>-<level>-tau<τ>-<mode>-<pairs>-<options digest>.jsonl"""
+    level = "toy" if params.insecure_test_params else f"{params.security_bits}bit"
+    mode = params.mode if params.mode == "basic" else f"{params.mode}{params.circuit_bits}"
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
+    name = "-".join(["im2020", dataset, spec.get("name", "dlib-resnet128"), level, f"tau{params.tau}", mode,
+                     "all" if pairs is None else f"{pairs}pairs", digest])
+    return default_cache_path().parent / "checkpoints" / (re.sub(r"[^A-Za-z0-9_.+-]", "_", name) + ".jsonl")
 
 
 def _rank1(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray) -> float:
