@@ -35,8 +35,8 @@ _STATE: dict = {}  # per worker process: params, templates, parties, caches
 
 def _init_worker(params: Im2020Params, templates: np.ndarray) -> None:
     _STATE.clear()
-    _STATE.update(params=params, templates=templates, client=Client("eval", params, workers=1),
-                  server=Server(open_store("sqlite://"), params), registrations={}, probes={}, enrolled=None)
+    _STATE.update(params=params, templates=templates, client=Client("eval", params, workers=1, precompute=True),
+                  server=Server(open_store("sqlite://"), params, workers=1), registrations={}, probes={}, enrolled=None)
 
 
 def _run_chunk(pairs: list[tuple[int, int]]) -> tuple[list[int] | None, list[bool]]:
