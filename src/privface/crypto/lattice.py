@@ -42,6 +42,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
+from ._bytes import expect_magic
 from . import _seal_io
 
 CKKS, BFV = "ckks", "bfv"
@@ -159,7 +160,6 @@ class LatticeCiphertext:
 
 
 _CT_MAGIC, _PUB_MAGIC, _SEC_MAGIC = b"PFLC\x01", b"PFLK\x01", b"PFLS\x01"
-_MAX_BLOB = 64 << 20
 
 
 class LatticePublicContext:
@@ -382,7 +382,7 @@ class LatticePublicContext:
     @classmethod
     def from_bytes(cls, blob: bytes, *, insecure_test_params: bool = False) -> LatticePublicContext:
         """A received public context; CryptoError on malformed data or parameters below 128-bit security."""
-        blob = _blob(blob, _PUB_MAGIC, "public lattice context")
+        blob = expect_magic(blob, _PUB_MAGIC, "public lattice context")
         params, used = LatticeParams.decode(blob[1:])
         ctx = _seal_context(params, insecure_test_params)
         parts, pos = [], 1 + used
@@ -403,7 +403,7 @@ class LatticePublicContext:
 
     def ciphertext_from_bytes(self, blob: bytes, *, kind: str | None = None) -> LatticeCiphertext:
         """Validate and load a ciphertext for this context (optionally of one ``kind``)."""
-        blob = _blob(blob, _CT_MAGIC, "lattice ciphertext")
+        blob = expect_magic(blob, _CT_MAGIC, "lattice ciphertext")
         if len(blob) < 13:
             raise CryptoError("lattice ciphertext: truncated")
         if blob[0] >= len(LatticeCiphertext.KINDS):
@@ -506,7 +506,7 @@ class LatticeSecretContext:
 
     @classmethod
     def from_bytes(cls, public: LatticePublicContext, blob: bytes) -> LatticeSecretContext:
-        blob = _blob(blob, _SEC_MAGIC, "lattice secret key")
+        blob = expect_magic(blob, _SEC_MAGIC, "lattice secret key")
         if blob[:8] != public.params.fingerprint:
             raise CryptoError("lattice secret key was made under other parameters")
         sk = _seal_io.load(sealapi.SecretKey(), public.seal_context, blob[8:], "lattice secret key")
@@ -555,17 +555,6 @@ def flood(value: float, *, error_bound: float = CKKS_DISTANCE_ERROR, statistical
 
 def flood_sigma(error_bound: float = CKKS_DISTANCE_ERROR, statistical_bits: int = 30, queries: int = 1 << 12) -> float:
     return 2.0 ** (statistical_bits / 2) * math.sqrt(queries) * error_bound
-
-
-def _blob(blob, magic: bytes, what: str) -> bytes:
-    if not isinstance(blob, (bytes, bytearray, memoryview)):
-        raise CryptoError(f"{what} must be bytes, got {type(blob).__name__}")
-    blob = bytes(blob)
-    if len(blob) > _MAX_BLOB:
-        raise CryptoError(f"{what}: {len(blob)} bytes is over the {_MAX_BLOB}-byte limit")
-    if not blob.startswith(magic):
-        raise CryptoError(f"{what}: wrong magic/version (not a {what})")
-    return blob[len(magic):]
 
 
 def _vector(x, max_len: int, *, integer: bool) -> np.ndarray:
