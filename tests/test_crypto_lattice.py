@@ -139,7 +139,7 @@ def test_serialization_round_trips(which, request):
 
 def test_serialization_is_seal_compressed(bfv, ckks):
     """Template sizes within seed 002 Tab. 3 (BFV 132 KB, CKKS 516 KB) thanks to SEAL's zstd compression."""
-    assert bfv[0].encrypt_template(np.zeros(512, dtype=int)).to_bytes()[18 + 5] == 2  # SEAL header: zstd
+    assert bfv[0].encrypt_template(np.zeros(512, dtype=int)).to_bytes()[26 + 5] == 2  # SEAL header: zstd
     assert len(bfv[0].encrypt_template(np.zeros(512, dtype=int)).to_bytes()) <= 132_000
     assert len(ckks[0].encrypt_template(np.zeros(512)).to_bytes()) <= 516_000
 
@@ -148,7 +148,8 @@ def test_malformed_and_mismatched_blobs_are_refused(bfv, ckks):
     pub, sec = bfv
     blob = pub.encrypt_template(np.arange(8)).to_bytes()
     bad = [b"", b"junk", blob[:40], blob[:-1], blob + b"\0", blob[:5] + b"\x09" + blob[6:],
-           blob[:6] + bytes(8) + blob[14:], blob[:18] + b"\x07" + blob[19:], blob[:60] + bytes(64) + blob[124:]]
+           blob[:6] + bytes(8) + blob[14:], blob[:14] + bytes(8) + blob[22:], blob[:26] + b"\x07" + blob[27:],
+           blob[:70] + bytes(64) + blob[134:]]
     for b in bad:
         with pytest.raises(CryptoError):
             pub.ciphertext_from_bytes(b)
@@ -156,9 +157,14 @@ def test_malformed_and_mismatched_blobs_are_refused(bfv, ckks):
         pub.ciphertext_from_bytes(blob, kind="probe")
     with pytest.raises(CryptoError, match="other parameters"):
         ckks[0].ciphertext_from_bytes(blob)  # a BFV ciphertext offered to CKKS
-    other, _ = generate_lattice_keys(BFV_128)
-    with pytest.raises(CryptoError, match="other parameters"):
-        LatticeSecretContext.from_bytes(ckks[0], sec.secret_to_bytes())
+    other, other_sec = generate_lattice_keys(BFV_128)
+    with pytest.raises(CryptoError, match="another public key"):
+        other.ciphertext_from_bytes(blob)  # same parameters, other key pair
+    with pytest.raises(CryptoError, match="different lattice context"):
+        other.squared_distance(pub.encrypt_template(np.arange(8)), other.encrypt_probe(np.arange(8)))
+    for ctx in (ckks[0], other):
+        with pytest.raises(CryptoError, match="another public key"):
+            LatticeSecretContext.from_bytes(ctx, sec.secret_to_bytes())
     for b in (b"", pub.to_bytes()[:-3], sec.secret_to_bytes()):
         with pytest.raises(CryptoError):
             LatticePublicContext.from_bytes(b)

@@ -148,9 +148,9 @@ class LatticeCiphertext:
         self.context, self.kind, self.dim, self.seal = context, kind, dim, seal
 
     def to_bytes(self) -> bytes:
-        """MAGIC · kind · params fingerprint · dim · SEAL object (zstd-compressed)."""
+        """MAGIC · kind · params fingerprint · public-key fingerprint · dim · SEAL object (zstd-compressed)."""
         return (_CT_MAGIC + bytes([self.KINDS.index(self.kind)]) + self.context.params.fingerprint
-                + struct.pack("<I", self.dim) + _seal_io.save(self.seal))
+                + self.context.fingerprint + struct.pack("<I", self.dim) + _seal_io.save(self.seal))
 
     def __len__(self) -> int:
         return self.seal.size()
@@ -166,7 +166,7 @@ class LatticePublicContext:
     """Parameters, SEAL context, public key (and relinearisation / Galois keys when generated). No secret."""
 
     __slots__ = ("params", "insecure_test_params", "seal_context", "public_key", "relin_keys", "galois_keys",
-                 "encryptor", "evaluator", "encoder", "_levels", "_slot_index")
+                 "encryptor", "evaluator", "encoder", "fingerprint", "_levels", "_slot_index")
 
     def __init__(self, params: LatticeParams, seal_context, public_key, relin_keys=None, galois_keys=None,
                  *, insecure_test_params: bool = False) -> None:
@@ -180,6 +180,7 @@ class LatticePublicContext:
         if batching:  # BFV slots need a prime t ≡ 1 (mod 2N)
             self.encoder = (sealapi.CKKSEncoder if params.scheme == CKKS else sealapi.BatchEncoder)(seal_context)
         self._levels = self._chain()
+        self.fingerprint = hashlib.sha256(_seal_io.save(public_key)).digest()[:8]
         n = params.poly_modulus_degree
         self._slot_index = np.array([pow(3, j, 2 * n) for j in range(n // 2)])
 
@@ -298,8 +299,8 @@ class LatticePublicContext:
     def _own(self, c: LatticeCiphertext) -> LatticeCiphertext:
         if not isinstance(c, LatticeCiphertext):
             raise CryptoError(f"expected a LatticeCiphertext, got {type(c).__name__}")
-        if c.context is not self and c.context.params != self.params:
-            raise CryptoError("ciphertext belongs to a different lattice context")
+        if c.context is not self and (c.context.params != self.params or c.context.fingerprint != self.fingerprint):
+            raise CryptoError("ciphertext belongs to a different lattice context (parameters or public key)")
         return c
 
     def add(self, c1: LatticeCiphertext, c2: LatticeCiphertext) -> LatticeCiphertext:
@@ -404,7 +405,7 @@ class LatticePublicContext:
     def ciphertext_from_bytes(self, blob: bytes, *, kind: str | None = None) -> LatticeCiphertext:
         """Validate and load a ciphertext for this context (optionally of one ``kind``)."""
         blob = expect_magic(blob, _CT_MAGIC, "lattice ciphertext")
-        if len(blob) < 13:
+        if len(blob) < 21:
             raise CryptoError("lattice ciphertext: truncated")
         if blob[0] >= len(LatticeCiphertext.KINDS):
             raise CryptoError("lattice ciphertext: unknown kind")
@@ -413,20 +414,18 @@ class LatticePublicContext:
             raise CryptoError(f"expected a {kind} ciphertext, got {got}")
         if blob[1:9] != self.params.fingerprint:
             raise CryptoError("lattice ciphertext was made under other parameters (scheme/N/q/t differ)")
-        (dim,) = struct.unpack_from("<I", blob, 9)
+        if blob[9:17] != self.fingerprint:
+            raise CryptoError("lattice ciphertext was made under another public key")
+        (dim,) = struct.unpack_from("<I", blob, 17)
         if dim > self.n:
             raise CryptoError("lattice ciphertext: dimension larger than N")
-        ct = _seal_io.load(sealapi.Ciphertext(), self.seal_context, blob[13:], "lattice ciphertext")
+        ct = _seal_io.load(sealapi.Ciphertext(), self.seal_context, blob[21:], "lattice ciphertext")
         sizes = (2,) if got in ("template", "probe") else (2, 3)
         if ct.size() not in sizes or tuple(ct.parms_id()) not in self._levels:
             raise CryptoError(f"lattice ciphertext: size {ct.size()} / level not valid for a {got} ciphertext")
         if ct.is_ntt_form() != (self.scheme == CKKS):
             raise CryptoError("lattice ciphertext: wrong representation for this scheme")
         return LatticeCiphertext(self, got, dim, ct)
-
-    @property
-    def fingerprint(self) -> bytes:
-        return hashlib.sha256(_seal_io.save(self.public_key)).digest()[:8]
 
     def __repr__(self) -> str:
         return f"LatticePublicContext({self.params.name}, {self.params.security_bits}-bit)"
@@ -502,13 +501,13 @@ class LatticeSecretContext:
 
     def secret_to_bytes(self) -> bytes:
         """The secret key alone (for the key holder's own storage; never sent)."""
-        return _SEC_MAGIC + self.public.params.fingerprint + _seal_io.save(self._secret_key)
+        return _SEC_MAGIC + self.public.fingerprint + _seal_io.save(self._secret_key)
 
     @classmethod
     def from_bytes(cls, public: LatticePublicContext, blob: bytes) -> LatticeSecretContext:
         blob = expect_magic(blob, _SEC_MAGIC, "lattice secret key")
-        if blob[:8] != public.params.fingerprint:
-            raise CryptoError("lattice secret key was made under other parameters")
+        if blob[:8] != public.fingerprint:
+            raise CryptoError("lattice secret key belongs to another public key")
         sk = _seal_io.load(sealapi.SecretKey(), public.seal_context, blob[8:], "lattice secret key")
         return cls(public, sk)
 
