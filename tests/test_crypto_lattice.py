@@ -220,3 +220,15 @@ def test_flooding_changes_low_bits_and_keeps_decisions(ckks):
         assert all((f <= threshold) == (value <= threshold) for f in flooded)
     with pytest.raises(CryptoError):
         flood(float("nan"))
+
+
+def test_ckks_coefficient_encoding_matches_seal_slot_order():
+    """Slot j holds c(ζ^{3^j}): SEAL's rotation by one slot is X ↦ X³, so Enc(X) rotated is Enc(X³), not X⁵."""
+    params = LatticeParams("ckks-4096", "ckks", 4096, (40, 30, 39), scale_bits=30)
+    pub, sec = generate_lattice_keys(params, galois=True)
+    rotated = pub.rotate(pub.encrypt_coefficients([0.0, 1.0]), 1)
+    for k, want in ((3, 1.0), (5, 0.0), (1, 0.0)):
+        x_minus_k = np.zeros(pub.n)
+        x_minus_k[pub.n - k] = -1.0  # X^{−k} = −X^{N−k}
+        prod = pub.multiply_plain(rotated, pub.encode_coefficients(x_minus_k, scale=2.0**30))
+        assert abs(sec.decrypt_constant(prod) / prod.seal.scale - want) < 1e-6
