@@ -50,9 +50,10 @@ _SEC_LEVELS = ((256, sealapi.SEC_LEVEL_TYPE.TC256), (192, sealapi.SEC_LEVEL_TYPE
                (128, sealapi.SEC_LEVEL_TYPE.TC128))
 #: Largest ‖x‖₂ a CKKS template/probe may have (keeps Δ²·‖a − b‖² far below the last prime).
 CKKS_MAX_NORM = 4.0
-#: Documented absolute error bound of a decrypted CKKS distance (‖x‖ ≤ 4, d ≤ 1024, CKKS_128):
-#: measured errors are ≈ 2⁻⁴⁰; 2⁻³⁰ leaves a wide margin. ``flood`` scales its noise by it.
-CKKS_DISTANCE_ERROR = 2.0 ** -30
+#: Documented absolute error bound of a decrypted CKKS distance (‖x‖ ≤ 4, d ≤ 4094, CKKS_128): the worst
+#: error measured over 64 pairs at ‖x‖ = 3.99 and d ∈ {128, 512, 1024, 4000} was 2^−37.2; 2^−34 leaves 8×.
+#: ``flood`` scales its noise by it.
+CKKS_DISTANCE_ERROR = 2.0 ** -34
 
 
 @dataclass(frozen=True)
@@ -535,25 +536,24 @@ def generate_lattice_keys(params: LatticeParams = CKKS_128, *, relin: bool = Fal
 
 def flood(value: float, *, error_bound: float = CKKS_DISTANCE_ERROR, statistical_bits: int = 30,
           queries: int = 1 << 12) -> float:
-    """value + Gaussian noise of σ = 2^{s/2}·√Q·B before a decrypted CKKS value leaves its party.
+    """value + Gaussian noise of σ = √(64·Q)·2^{s/2}·B before a decrypted CKKS value leaves its party.
 
-    IND-CPA^D (Li–Micciancio, Eurocrypt 2021): m + e reveals e, hence the secret key. Flooding with a
-    Gaussian whose σ exceeds the decryption error bound B by 2^{s/2}·√Q keeps the Rényi/statistical
-    distance between the released values under real and simulated errors ≤ 2^{−s} for Q released values
-    (Li–Micciancio–Schultz–Sorrell, CRYPTO 2022, Gaussian flooding; OpenFHE's NOISE_FLOODING_DECRYPT uses
-    the same s / Q parametrisation). Defaults: s = 30, Q = 2^12, B = ``CKKS_DISTANCE_ERROR`` → σ = 2^{−9}.
-    Noise comes from the OS CSPRNG.
+    IND-CPA^D (Li–Micciancio, Eurocrypt 2021): m + e reveals e, hence the secret key. The flooding bound is
+    that of Li–Micciancio–Schultz–Sorrell (CRYPTO 2022) for Q released decryptions at s bits of statistical
+    security, log₂σ = log₂B + s/2 + ½·log₂(64·Q), with B the decryption error bound (later work lowers the
+    √(64·Q) factor; this keeps the conservative one). Defaults: s = 30, Q = 2^12,
+    B = ``CKKS_DISTANCE_ERROR`` = 2^−34 → σ = 2^−10 ≈ 0.001. Noise comes from the OS CSPRNG.
     """
     if not math.isfinite(value):
         raise CryptoError("flood needs a finite value")
     if error_bound <= 0 or statistical_bits < 1 or queries < 1:
         raise CryptoError("flood: error bound, statistical bits and queries must be positive")
-    sigma = 2.0 ** (statistical_bits / 2) * math.sqrt(queries) * error_bound
-    return float(value) + secrets.SystemRandom().gauss(0.0, sigma)
+    return float(value) + secrets.SystemRandom().gauss(0.0, flood_sigma(error_bound, statistical_bits, queries))
 
 
 def flood_sigma(error_bound: float = CKKS_DISTANCE_ERROR, statistical_bits: int = 30, queries: int = 1 << 12) -> float:
-    return 2.0 ** (statistical_bits / 2) * math.sqrt(queries) * error_bound
+    """σ of ``flood``: √(64·Q)·2^{s/2}·B."""
+    return math.sqrt(64 * queries) * 2.0 ** (statistical_bits / 2) * error_bound
 
 
 def _vector(x, max_len: int, *, integer: bool) -> np.ndarray:
