@@ -34,3 +34,17 @@ def test_bench_crypto_table():
     lines = r.stdout.splitlines()
     assert lines[0].split()[:4] == ["scheme", "bits", "op", "median"]
     assert any("dec2_esed_k128_parallel" in line and "speedup=" in line for line in lines)
+
+
+def test_bench_lattice_json_rows():
+    """seed 002 Tab. 2–3 keys for ckks/bfv/ntru at dims 512 and 128; sizes within the paper's template sizes."""
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "bench", "lattice", "--json", "--repeat", "3"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    keys = {"scheme", "dim", "security_bits", "keygen_ms", "encrypt_ms", "compare_ms", "key_bytes", "template_bytes"}
+    assert all(set(row) == keys for row in rows)
+    assert {(row["scheme"], row["dim"]) for row in rows} == {(s, d) for s in ("ckks", "bfv", "ntru") for d in (512, 128)}
+    assert all(row["security_bits"] >= 128 and row["compare_ms"] > 0 for row in rows)
+    limit = {"ckks": 516_000, "bfv": 132_000, "ntru": 5_500}
+    assert all(row["template_bytes"] <= limit[row["scheme"]] for row in rows)

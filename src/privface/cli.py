@@ -194,6 +194,12 @@ def cmd_bench(a) -> int:
                                          insecure_test_params=a.insecure_test_params)
         print(json.dumps(rows) if a.json else bench_crypto.format_table(rows))
         return 0
+    if a.what == "lattice":
+        from .eval import bench_lattice
+
+        rows = bench_lattice.bench_lattice(repeat=a.repeat or 15)
+        print(json.dumps(rows) if a.json else bench_lattice.format_table(rows))
+        return 0
     if a.what == "gsm-enrol":
         from .eval import bench_gsm_zk
 
@@ -417,10 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm-enrol"])
+    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm-enrol", "lattice"])
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
-                   "crypto: timings per fast operation (default 15)")
+                   "crypto, lattice: timings per fast operation (default 15)")
     s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
                    "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",

@@ -8,6 +8,9 @@
 * ``ot``, ``garble``, ``compare`` — Naor–Pinkas OT, half-gates garbled circuits and the two-party secure
   comparison built from them (seed 000 §VII Fig. 8, seed 004 §7); import them by module.
 
+The lattice half, imported by module: ``lattice`` (CKKS/BFV on SEAL through tenseal.sealapi, 128-bit) and
+``ntru`` (XOR-homomorphic NTRU for binary templates), seed 002 §2.2.
+
 Keys below 2048 bits exist only with ``insecure_test_params=True``.
 """
 from ._common import MIN_MODULUS_BITS, SECURITY_BITS, security_bits
