@@ -70,7 +70,8 @@ def _best_move(u: np.ndarray, z: int, r: int) -> tuple[float, np.ndarray]:
     """(|r − Δ|, moved template) for the best single or pair move (pairs: one coordinate up, one down)."""
     up, down = _steps(u, z)
     i_up, i_down = int(np.argmin(np.abs(r - up))), int(np.argmin(np.abs(r - down)))
-    pair = up[:, None] + down[None, :]
+    with np.errstate(invalid="ignore"):
+        pair = up[:, None] + down[None, :]
     pair[~np.isfinite(pair)] = np.inf
     np.fill_diagonal(pair, np.inf)
     i, j = divmod(int(np.argmin(np.abs(r - pair))), u.size)

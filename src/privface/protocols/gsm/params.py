@@ -106,6 +106,14 @@ class GsmParams:
         """Π3: pad < 2^(bits(J_max) + λ)."""
         return self.j_max.bit_length() + self.lam
 
+    @property
+    def circuit_bits(self) -> int:
+        """Π3 circuit width w = bits(J_max) + λ (= pad_bits). The device's X, Y enter mod 2^w: pad and b
+        are uniform mod 2^w (their ranges are multiples of 2^w), so X, Y hide J and a; with IP′ range-checked
+        to [0, J_max], a forged IP′ = J + δ passes a·IP′ + b ≡ Y′ only by guessing a·δ mod 2^w, and the
+        2^λ − 1 values of a give distinct a·δ (|a₁ − a₂|·|δ| < 2^w): probability ≤ 1/(2^λ − 1)."""
+        return self.pad_bits
+
     def x_max(self, variant: str) -> int:
         """Largest value the device decodes: J (Π1), a·J + b (Π2), max(J + pad, a·J + b) (Π3)."""
         if variant == "pi1":

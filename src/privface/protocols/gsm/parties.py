@@ -19,10 +19,23 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ...crypto import packing
+from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, GarblerMessage
+from ...crypto.garble import OutputLabelError
+from ...crypto.ot import OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
 from ...errors import CryptoError, ProtocolError
 from ...store.base import StoreError, check_key
-from .messages import VARIANT_IDS, Challenge, Decision, EnrolRequest, Reply, Template
+from .messages import (
+    VARIANT_IDS,
+    Challenge,
+    CompareChallenge,
+    CompareFinish,
+    CompareRequest,
+    Decision,
+    EnrolRequest,
+    Reply,
+    Template,
+)
 from .params import GsmParams, check_variant
 
 PROTOCOL = "gsm"
@@ -194,6 +207,24 @@ class Device:
         self._check_challenge(ch, "pi3")
         return self._decode(ch.c_x), self._decode(ch.c_y)
 
+    def pi3_request(self, ch: Challenge) -> tuple[CompareRequest, Evaluator]:
+        """Fig. 5 round 3 step 3: ot^rec ← OT.Round₁((X, Y) mod 2^w). Returns the message and this
+        session's evaluator (its OT secrets)."""
+        X, Y = self.pi3_inputs(ch)
+        w = self.params.circuit_bits
+        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True)
+        return CompareRequest(evaluator.request().to_bytes()), evaluator
+
+    @staticmethod
+    def pi3_finish(evaluator: Evaluator, msg: CompareChallenge) -> CompareFinish:
+        """Fig. 5 round 5: OT.Output, Eval(C̃, …) and send the output labels (the terminal decodes them and
+        tells the device the bit — the crypto.compare evaluator cannot decode labels itself)."""
+        try:
+            result = evaluator.evaluate(GarblerMessage.from_bytes(msg.garbler_message))
+        except CryptoError as e:
+            raise ProtocolError(f"bad garbled circuit from the terminal: {e}") from None
+        return CompareFinish(result.to_bytes())
+
 
 # ---------------------------------------------------------------- terminal
 
@@ -318,6 +349,44 @@ class Terminal:
         if rem or not 0 <= j <= self.params.j_max:
             return Decision(False, aborted=True)
         return Decision(j - self.params.zeta**2 >= self.params.threshold)
+
+
+    def pi3_compare(self, session: TerminalSession, msg: CompareRequest) -> CompareChallenge:
+        """Fig. 5 round 4: garble Fig. 6 (with the range check, ``crypto.compare.gsm_pi3_circuit``) on
+        (pad, a, b, T + ζ², J_max) mod 2^w and answer the OT request. A bad request changes no state."""
+        self._take(session, "pi3")
+        if session.extra is not None:
+            raise ProtocolError("this Π3 session already sent its garbled circuit")
+        p, w = self.params, self.params.circuit_bits
+        garbler = Garbler.gsm_pi3(w, session.pad % (1 << w), session.a, session.b % (1 << w),
+                                  p.threshold + p.zeta**2, ip_max=p.j_max)
+        try:
+            reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
+        except CryptoError as e:
+            raise ProtocolError(f"bad OT request: {e}") from None
+        session.extra = garbler
+        return CompareChallenge(reply.to_bytes())
+
+    def pi3_finish(self, session: TerminalSession, msg: CompareFinish) -> Decision:
+        """Fig. 5 output: decode the labels; ⊥ if a·IP + b ≠ Y, IP > J_max or a label is invalid."""
+        self._take(session, "pi3")
+        if session.extra is None:
+            raise ProtocolError("the Π3 session has no garbled circuit yet")
+        try:
+            result = EvaluatorResult.from_bytes(msg.output_labels)
+        except CryptoError as e:
+            raise ProtocolError(f"malformed output labels: {e}") from None
+        try:
+            consistent, match, in_range = session.extra.decide_bits(result)
+        except OutputLabelError:
+            session.open = False
+            return Decision(False, aborted=True)
+        except CryptoError as e:
+            raise ProtocolError(f"malformed output labels: {e}") from None
+        session.open = False
+        if not (consistent and in_range):
+            return Decision(False, aborted=True)
+        return Decision(match)
 
 
 # ---------------------------------------------------------------- service provider
