@@ -12,7 +12,7 @@ from .datasets import Dataset
 from .embed import embed_paths
 
 MISSING = 1e9  # distance given to a pair whose image had no face: always rejected
-PROTOCOLS = ("plain", "im2020")
+PROTOCOLS = ("plain", "im2020", "gsm")
 
 
 def pair_protocol(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -42,12 +42,14 @@ def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
 
 def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 128, cache=True,
              workers: int | None = None, progress: bool = False, report: str | Path | None = None,
-             pairs: int | None = None, protocol_params=None) -> dict:
+             pairs: int | None = None, protocol_params=None, variant: str = "pi1") -> dict:
     """Verification figures for `ds` under backend `spec`; keys as documented in the README.
 
     protocol "plain" scores the quantized templates in the clear; "im2020" runs every pair (or a
     sample of ``pairs`` of them, half genuine) through the encrypted protocol (``im2020_eval``) and
-    adds the protocol's keys, among them ``mismatches`` (decisions differing from the plaintext ones).
+    adds the protocol's keys, among them ``mismatches`` (decisions differing from the plaintext ones);
+    "gsm" runs ``variant`` (pi1, pi2, pi3) the same way (``gsm_eval``): its quantized scores are the cosine
+    of m-bit fixed-norm templates, as the distance ζ² − ⟨u, w⟩.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r} is not available; choose one of {PROTOCOLS}")
@@ -70,6 +72,12 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
 
         dq, extra = protocol_scores(q, emb.found, i, j, dq, MISSING, params=protocol_params, workers=workers,
                                     progress=progress)
+    elif protocol == "gsm":
+        from .gsm_eval import protocol_scores
+
+        dq, extra = protocol_scores(emb.vectors, emb.found, i, j, genuine, MISSING, params=protocol_params,
+                                    variant=variant, workers=workers, progress=progress)
+        scale = extra["zeta"]
     res_q = metrics.summarize(dq, genuine)
     out = {
         "dataset": ds.name,
