@@ -105,7 +105,7 @@ def cmd_eval(a) -> int:
             raise PrivfaceError("--tau applies to --protocol im2020 only (gsm: --cos-threshold)")
         params = _gsm_params(a)  # eval sets ℓ to the embedding dimension
     elif a.pairs is not None or a.tau is not None:
-        raise PrivfaceError("--pairs and --tau apply to --protocol im2020 and gsm only")
+        raise PrivfaceError("--pairs applies to --protocol im2020 or gsm, --tau to im2020 only")
     if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
         raise PrivfaceError("--variant, --cos-threshold and --m apply to --protocol gsm only")
     out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,

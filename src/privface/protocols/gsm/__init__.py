@@ -32,7 +32,7 @@ DESCRIPTION = {
                   "caught (⊥) with probability ≥ 1 − 2^−λ; the template's norm relies on the §8 enrolment "
                   "proofs (hook: ServiceProvider(proof_verifier=…), not wired in this module)",
     },
-    "variants": {
+    "modes": {  # the variants, `--variant`
         "pi1": {"status": "implemented (§5 Fig. 3)", "rounds": 3,
                 "leakage": {"device": ["inner product ⟨u, w⟩"], "terminal": ["decision"]}},
         "pi2": {"status": "implemented (§6 Fig. 4), enrolment proofs pending (gsm.zk)", "rounds": 4,
