@@ -316,3 +316,14 @@ def test_messages_round_trip_on_the_wire(world):
                 CompareRequest(b"ab"), CompareFinish(b"")):
         assert type(msg).from_bytes(msg.to_bytes()) == msg
     assert EnrolRequest.from_bytes(dev.enrol_request(u, proofs=b"p").to_bytes()).proofs == b"p"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant, pairs", [("pi1", 400), ("pi2", 400), ("pi3", 60)])
+def test_orl_through_gsm_has_no_mismatches(data_root, variant, pairs):
+    from privface.eval.datasets import load
+    from privface.eval.run import evaluate
+
+    out = evaluate(load("orl", data_root), {"name": "dlib-resnet128"}, protocol="gsm", variant=variant,
+                   pairs=pairs, protocol_params=GsmParams.toy(), workers=1)
+    assert out["pairs_run"] == pairs and out["mismatches"] == 0 and 0 < out["accepted"] < pairs
