@@ -111,7 +111,10 @@ def _finish(u: np.ndarray, z: int, target: int) -> np.ndarray:
 def _four_squares(u: np.ndarray, z: int, r: int, windows=(8, 32, 96)) -> np.ndarray:
     """u with its four smallest-magnitude coordinates a, b, c, d replaced by a′, b′, c′ within ±W of a, b, c
     and d′ = √(a² + b² + c² + d² + r − a′² − b′² − c′²), the closest such solution (searched in numpy)."""
-    idx = np.argsort(np.abs(u))[:4]
+    order = np.argsort(np.abs(u), kind="stable")
+    if r < 0:  # the total must shrink: zeros cannot help, take the smallest non-zero coordinates
+        order = order[np.abs(u[order]) > 0]
+    idx = order[:4]
     if idx.size < 4:
         raise TemplateError("an exact-norm template needs at least 4 coordinates")
     a, b, c, d = (int(abs(u[i])) for i in idx)
