@@ -1,5 +1,6 @@
 """The CLI end to end, as a user runs it (subprocess), on photos that ship in installed packages."""
 import json
+import math
 import subprocess
 import sys
 
@@ -101,7 +102,9 @@ def test_train_pca_then_compare_with_it(mini_dataset, tmp_path):
 
 
 def test_protocols_catalogue():
-    (im,) = json.loads(run("protocols", "--json").stdout)
+    rows = {d["name"]: d for d in json.loads(run("protocols", "--json").stdout)}
+    im, gsm = rows["im2020"], rows["gsm"]
+    assert set(gsm["modes"]) == {"pi1", "pi2", "pi3"} and gsm["modes"]["pi1"]["leakage"]["device"]
     assert im["name"] == "im2020" and "leakage" in im["modes"]["basic"]
     secure = im["modes"]["secure-comparison"]
     assert secure["status"].startswith("implemented") and secure["leakage"]["server"] == ["decision r", "subject ID"]
@@ -123,6 +126,32 @@ def test_eval_through_im2020_matches_plaintext(mini_dataset):
     r = run("eval", "--dataset", str(mini_dataset), "--protocol", "im2020", "--insecure-test-params",
             "--mode", "secure-comparison", check=False)
     assert r.returncode == 2 and "--pairs N" in r.stderr
+
+
+@pytest.mark.parametrize("variant", ["pi1", "pi2", "pi3"])
+def test_eval_through_gsm_matches_plaintext(mini_dataset, variant):
+    pairs = "4" if variant == "pi3" else "10"
+    out = json.loads(run("eval", "--dataset", str(mini_dataset), "--protocol", "gsm", "--variant", variant,
+                         "--pairs", pairs, "--insecure-test-params", "--m", "8", "--json").stdout)
+    assert out["protocol"] == "gsm" and out["variant"] == variant and out["pairs_run"] == int(pairs)
+    assert out["mismatches"] == 0 and out["accepted"] == out["plain_accepted"] and out["zeta"] == 127
+    assert 0 < out["cos_threshold_eer"] <= 1 and out["threshold_ip"] == math.ceil(out["cos_threshold"] * 127**2)
+    r = run("eval", "--dataset", str(mini_dataset), "--variant", "pi2", check=False)
+    assert r.returncode == 2 and "gsm only" in r.stderr
+
+
+def test_bench_gsm_json_has_the_issue_keys():
+    out = json.loads(run("bench", "gsm", "--ell", "16", "--m", "8", "--insecure-test-params", "--paillier-bits",
+                         "1024", "--repeat", "1", "--json").stdout)
+    for key in ("ell", "m", "paillier_bits", "pi1_enc_ms", "pi1_ms", "pien_enc_ms", "pien_ms", "pi2_ms", "pi3_ms",
+                "pi1_m1_bytes", "pi1_t2d_bytes", "pi2_m1_bytes", "pi2_d2t_bytes", "pi2_t2d_bytes", "pi3_m1_bytes",
+                "pi3_d2t_bytes", "pi3_t2d_bytes", "pien_d2sp_bytes", "pien_sp2d_bytes"):
+        assert key in out
+    assert (out["ell"], out["m"], out["paillier_bits"]) == (16, 8, 1024)
+    assert out["pien_ms"] is None and out["pi3_ms"] > 0 and out["pi2_d2t_bytes"] < out["pi2_t2d_bytes"]
+    assert out["pi1_m1_bytes"] > out["pi1_ciphertexts"] * 256
+    r = run("bench", "gsm", "--ell", "16", check=False)
+    assert r.returncode == 2 and "--m" in r.stderr
 
 
 def test_bench_im2020_json_smoke():

@@ -103,14 +103,38 @@ def cmd_eval(a) -> int:
         if params.mode != "basic" and a.pairs is None and not a.yes:
             raise PrivfaceError("--mode secure-comparison runs a garbled circuit per pair (hours for all ORL "
                                 "pairs): pass --pairs N, or --yes to run them all")
-    elif a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint:
-        raise PrivfaceError("--pairs, --tau, --mode and --checkpoint apply to --protocol im2020 only")
+    elif a.protocol == "gsm":
+        if a.tau is not None:
+            raise PrivfaceError("--tau applies to --protocol im2020 only (gsm: --cos-threshold)")
+        params = _gsm_params(a)  # eval sets ℓ to the embedding dimension
+    elif a.pairs is not None or a.tau is not None:
+        raise PrivfaceError("--pairs applies to --protocol im2020 or gsm, --tau to im2020 only")
+    if a.protocol != "im2020" and (a.mode != "basic" or a.checkpoint):
+        raise PrivfaceError("--mode and --checkpoint apply to --protocol im2020 only")
+    if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
+        raise PrivfaceError("--variant, --cos-threshold and --m apply to --protocol gsm only")
     checkpoint = None if a.no_checkpoint else (a.checkpoint or "auto")
     out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
                    progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
-                   checkpoint=checkpoint)
+                   checkpoint=checkpoint, variant=a.variant or "pi1")
     _print(out, a.json)
     return 0
+
+
+def _gsm_params(a, ell: int = 128):
+    from .protocols.gsm import GsmParams
+
+    kw = {"ell": ell}
+    if getattr(a, "m", None) is not None:
+        kw["m"] = a.m
+    if getattr(a, "cos_threshold", None) is not None:
+        kw["cos_threshold"] = a.cos_threshold
+    try:
+        if getattr(a, "insecure_test_params", False):
+            return GsmParams.toy(**kw)
+        return GsmParams(**kw)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
 
 
 def _im2020_params(a):
@@ -187,6 +211,22 @@ def cmd_bench(a) -> int:
             print("hbcs  " + "  ".join(f"{k}={v}" for k, v in out.pop("hbcs").items()))
             _print(out, False)
         return 0
+    if a.what == "gsm":
+        from .eval import bench_gsm
+
+        if (a.ell is None) != (a.m is None):
+            raise PrivfaceError("give both --ell and --m (one row) or neither (the Fig. 7/8 grid)")
+        grid = [(a.ell, a.m)] if a.ell is not None else bench_gsm.GRID
+        try:
+            rows = bench_gsm.bench_gsm(grid, paillier_bits=a.paillier_bits, repeat=a.repeat or 5,
+                                       insecure_test_params=a.insecure_test_params, pi3=not a.no_pi3)
+        except ValueError as e:
+            raise PrivfaceError(str(e)) from None
+        if a.ell is not None:
+            print(json.dumps(rows[0]) if a.json else bench_gsm.format_table(rows))
+        else:
+            print(json.dumps(rows) if a.json else bench_gsm.format_table(rows))
+        return 0
     if a.what == "crypto":
         from .eval import bench_crypto
 
@@ -203,7 +243,7 @@ def cmd_bench(a) -> int:
     if a.what == "gsm-enrol":
         from .eval import bench_gsm_zk
 
-        out = bench_gsm_zk.bench_gsm_enrol(a.ell, a.m, 512 if a.insecure_test_params else 3072,
+        out = bench_gsm_zk.bench_gsm_enrol(a.ell or 256, a.m or 16, 512 if a.insecure_test_params else 3072,
                                            repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
                                            workers=a.workers)
         print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
@@ -400,9 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="verification accuracy on a dataset")
     s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
-    s.add_argument("--protocol", default="plain", choices=["plain", "im2020"],
-                   help="plain: quantized templates in the clear; im2020: every pair through the encrypted protocol")
-    s.add_argument("--pairs", type=int, help="im2020: run a seeded sample of N pairs (half genuine) instead of all")
+    s.add_argument("--protocol", default="plain", choices=["plain", "im2020", "gsm"],
+                   help="plain: quantized templates in the clear; im2020, gsm: every pair through the encrypted protocol")
+    s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
+                   help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
+    s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
+    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold)")
+    s.add_argument("--pairs", type=int, help="im2020, gsm: run a seeded sample of N pairs (half genuine) instead of all")
     s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
     s.add_argument("--insecure-test-params", action="store_true",
@@ -423,19 +467,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm-enrol", "lattice"])
+    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice"])
+    s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
+                   "gsm-enrol: ℓ (default 256)")
+    s.add_argument("--m", type=int, help="gsm: bits per template element; gsm-enrol: m (default 16)")
+    s.add_argument("--paillier-bits", type=int, default=3072,
+                   help="gsm: Paillier modulus bits (default 3072 as seed 004 §9; 2048 is the 112-bit minimum)")
+    s.add_argument("--no-pi3", action="store_true", help="gsm: skip Π3 (its garbled circuit)")
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
                    "crypto, lattice: timings per fast operation (default 15)")
     s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
                    "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="crypto, im2020*, gsm-enrol: toy key sizes, for a quick smoke test only (insecure)")
+                   help="crypto, im2020*, gsm, gsm-enrol: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--security-bits", type=int, choices=[112, 128],
                    help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
-    s.add_argument("--ell", type=int, default=256, help="gsm*: template length ℓ (default 256)")
-    s.add_argument("--m", type=int, default=16, help="gsm*: bits per template element (default 16)")
     s.add_argument("--transport", default="http", choices=["in-process", "http"],
                    help="im2020: over loopback HTTP to a `privface serve` child process (default, as the issue's "
                         "Table I), or parties in one process")

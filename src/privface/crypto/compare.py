@@ -63,15 +63,20 @@ def less_than_circuit(k: int) -> Circuit:
 
 
 @functools.cache
-def gsm_pi3_circuit(k: int) -> Circuit:
+def gsm_pi3_circuit(k: int, range_check: bool = False) -> Circuit:
     """Seed 004 §7 Fig. 6: evaluator X, Y; garbler pad, a, b, T. IP = X − pad mod 2^k; outputs
     ([a·IP + b = Y], [T ≤ IP]) — the first bit false is the figure's ⊥ (the device's inputs were not
-    the ones the terminal encrypted)."""
+    the ones the terminal encrypted). ``range_check`` adds a garbler input ip_max and a third bit
+    [IP ≤ ip_max]: mod 2^k a forged IP′ = IP + 2^(k−1) passes the first check for every even a, so the
+    terminal must refuse (⊥) an IP outside the possible range, as §6 does in Π2."""
     b = CircuitBuilder()
     X, Y = b.evaluator_input(k), b.evaluator_input(k)
     pad, a, b_, T = (b.garbler_input(k) for _ in range(4))
     ip = b.sub(X, pad)
-    b.output(b.eq(b.add(b.mul(a, ip), b_), Y), b.le(T, ip))
+    bits = [b.eq(b.add(b.mul(a, ip), b_), Y), b.le(T, ip)]
+    if range_check:
+        bits.append(b.le(ip, b.garbler_input(k)))
+    b.output(*bits)
     return b.build()
 
 
@@ -181,9 +186,14 @@ class Garbler:
         return cls(im2020_circuit(k, range_check=s_max is not None), bits, group)
 
     @classmethod
-    def gsm_pi3(cls, k: int, pad: int, a: int, b: int, T: int, group: OTGroup = MODP_2048) -> Garbler:
-        """Seed 004 Fig. 5 round 4, terminal side (`gsm_pi3_circuit`); decide with `decide_bits`."""
-        return cls(gsm_pi3_circuit(k), to_bits(pad, k) + to_bits(a, k) + to_bits(b, k) + to_bits(T, k), group)
+    def gsm_pi3(cls, k: int, pad: int, a: int, b: int, T: int, ip_max: int | None = None,
+                group: OTGroup = MODP_2048) -> Garbler:
+        """Seed 004 Fig. 5 round 4, terminal side (`gsm_pi3_circuit`); decide with `decide_bits`;
+        ``ip_max`` enables the range check."""
+        bits = to_bits(pad, k) + to_bits(a, k) + to_bits(b, k) + to_bits(T, k)
+        if ip_max is not None:
+            bits += to_bits(ip_max, k)
+        return cls(gsm_pi3_circuit(k, range_check=ip_max is not None), bits, group)
 
     def respond(self, request: OTRequest) -> GarblerMessage:
         """Garble afresh and answer the evaluator's OT request; a bad request changes no state."""
@@ -237,9 +247,9 @@ class Evaluator:
         return cls(im2020_circuit(k, range_check), to_bits(s_star, k), group)
 
     @classmethod
-    def gsm_pi3(cls, k: int, X: int, Y: int, group: OTGroup = MODP_2048) -> Evaluator:
+    def gsm_pi3(cls, k: int, X: int, Y: int, range_check: bool = False, group: OTGroup = MODP_2048) -> Evaluator:
         """Seed 004 Fig. 5 round 3, device side: X = IP + pad, Y = a·IP + b."""
-        return cls(gsm_pi3_circuit(k), to_bits(X, k) + to_bits(Y, k), group)
+        return cls(gsm_pi3_circuit(k, range_check), to_bits(X, k) + to_bits(Y, k), group)
 
     def request(self) -> OTRequest:
         return self._receiver.request()

@@ -211,3 +211,31 @@ def mask_offset(params: PackingParams) -> int:
 def mask(params: PackingParams, w: int) -> int:
     """Mask(w̃) = w̃ + mask_offset: every block outside I becomes statistically uniform; Decode₂ is unchanged."""
     return w + mask_offset(params)
+
+
+# ---------------------------------------------------------------- slot sums (seed 004 Fig. 3–5)
+
+
+def slot_shares(params: PackingParams, total: int) -> int:
+    """Σ_i 2^(k·2t_i)·ρ_i with ρ_i uniform in Z_{2^k} and Σρ_i ≡ ``total`` (mod 2^k).
+
+    Seed 004 Fig. 3 step 3 (total = 0: the zero-sum ρ that hide the per-slot products u_i·w_i; a public
+    constant folded into the shares costs nothing). Each slot then holds content + ρ_i < 2^(k+1): its
+    carry (at most 1) enters the masked block above it, which ``mask_offset`` leaves room for, so
+    ``decode2_sum`` reads Σ(slots) mod 2^k exactly. Needs a level-2 encoding of at most L − 1 bits plus
+    that one carry below the modulus (``level2_bits`` ≤ log₂N − 1).
+    """
+    modulus = 1 << params.k
+    rho = [secrets.randbelow(modulus) for _ in range(params.n - 1)]
+    rho.append((int(total) - sum(rho)) % modulus)
+    return _pack(params, rho, params.product_positions)
+
+
+def decode2_sum(params: PackingParams, x: int) -> int:
+    """Σ_{i ∈ I} block_i(x) mod 2^k: the sum of the slots of a masked level-2 encoding (seed 004 Fig. 3
+    round 3, IP = Σ IP_i), reading each k-bit block and ignoring the carries ``slot_shares`` causes."""
+    x = int(as_int(x, "encoding"))
+    if x < 0:
+        raise CryptoError("a level-2 encoding is non-negative")
+    mask = (1 << params.k) - 1
+    return sum((x >> (params.k * j)) & mask for j in params.product_positions) & mask

@@ -16,7 +16,7 @@ from .datasets import Dataset
 from .embed import embed_paths
 
 MISSING = 1e9  # distance given to a pair whose image had no face: always rejected
-PROTOCOLS = ("plain", "im2020")
+PROTOCOLS = ("plain", "im2020", "gsm")
 
 
 def pair_protocol(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -46,7 +46,8 @@ def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
 
 def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 128, cache=True,
              workers: int | None = None, progress: bool = False, report: str | Path | None = None,
-             pairs: int | None = None, protocol_params=None, checkpoint: str | Path | None = "auto") -> dict:
+             pairs: int | None = None, protocol_params=None, checkpoint: str | Path | None = "auto",
+             variant: str = "pi1") -> dict:
     """Verification figures for `ds` under backend `spec`; keys as documented in the README.
 
     protocol "plain" scores the quantized templates in the clear; "im2020" runs every pair (or a
@@ -54,6 +55,8 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
     adds the protocol's keys, among them ``mismatches`` (decisions differing from the plaintext ones).
     ``checkpoint`` (im2020): a file to resume from and append to; "auto" is a file under the cache
     directory named by the settings (none with ``cache=False``); None turns checkpointing off.
+    "gsm" runs ``variant`` (pi1, pi2, pi3) the same way (``gsm_eval``): its quantized scores are the cosine
+    of m-bit fixed-norm templates, as the distance ζ² − ⟨u, w⟩.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r} is not available; choose one of {PROTOCOLS}")
@@ -81,6 +84,12 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
             checkpoint = default_checkpoint(ds.name, spec, params, pairs) if cache else None
         dq, extra = protocol_scores(q, emb.found, i, j, dq, MISSING, params=params, workers=workers,
                                     progress=progress, checkpoint=checkpoint, settings=settings)
+    elif protocol == "gsm":
+        from .gsm_eval import protocol_scores
+
+        dq, extra = protocol_scores(emb.vectors, emb.found, i, j, genuine, MISSING, params=protocol_params,
+                                    variant=variant, workers=workers, progress=progress)
+        scale = extra["zeta"]
     res_q = metrics.summarize(dq, genuine)
     out = {
         "dataset": ds.name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-PROTOCOLS = ("im2020",)
+PROTOCOLS = ("im2020", "gsm")
 
 
 def catalogue() -> list[dict]:

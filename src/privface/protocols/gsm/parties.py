@@ -1,0 +1,464 @@
+"""The parties of gsm (seed 004 §5–§7): Device, Terminal, ServiceProvider.
+
+Every incoming message is validated (sizes, ranges, group membership under the right key, signature,
+expiry, packing parameters) before any state changes, else ``ProtocolError``. A terminal session is
+used once: the round-3 answer either decides or aborts (⊥), and a second answer is refused.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import gmpy2
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ...crypto import packing
+from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, GarblerMessage
+from ...crypto.garble import OutputLabelError
+from ...crypto.ot import OTRequest
+from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
+from ...errors import CryptoError, ProtocolError
+from ...store.base import StoreError, check_key
+from .messages import (
+    VARIANT_IDS,
+    Challenge,
+    CompareChallenge,
+    CompareFinish,
+    CompareRequest,
+    Decision,
+    EnrolRequest,
+    Reply,
+    Template,
+)
+from .params import GsmParams, check_variant
+
+PROTOCOL = "gsm"
+SIGNATURE_CONTEXT = b"privface/gsm/first-message/v1\x00"
+PROVIDER_PACKING = "pi3"
+"""The provider packs for Π3, whose d also covers Π2 and Π1, so one signed m1 serves every variant."""
+
+
+# ---------------------------------------------------------------- validation helpers
+
+
+def check_id(subject_id: str) -> None:
+    try:
+        check_key(PROTOCOL, subject_id)
+    except StoreError as e:
+        raise ProtocolError(str(e)) from None
+
+
+def check_template(u, params: GsmParams) -> list[int]:
+    """u as ints: ℓ coordinates with |u_i| ≤ ζ and Σu_i² = ζ² exactly (seed 004 Fig. 1: ‖u‖ = ζ)."""
+    arr = np.asarray(u)
+    if arr.ndim != 1 or arr.shape[0] != params.ell or arr.dtype.kind not in "iu":
+        raise ProtocolError(f"a gsm template must be {params.ell} integers, got shape {arr.shape} dtype {arr.dtype}")
+    vals = [int(x) for x in arr]
+    if max(abs(x) for x in vals) > params.zeta or sum(x * x for x in vals) != params.zeta**2:
+        raise ProtocolError(f"a gsm template must have |u_i| ≤ ζ and Σu_i² = ζ² (ζ = {params.zeta})")
+    return vals
+
+
+def public_key(n: int, params: GsmParams) -> PaillierPublicKey:
+    """epk = N from a message, refused below the configured size."""
+    try:
+        pk = PaillierPublicKey(n, insecure_test_params=params.insecure_test_params)
+    except CryptoError as e:
+        raise ProtocolError(f"invalid Paillier public key: {e}") from None
+    if pk.bits < params.paillier_bits:
+        raise ProtocolError(f"a {pk.bits}-bit Paillier key is below the required {params.paillier_bits} bits")
+    return pk
+
+
+def ciphertext(pk: PaillierPublicKey, value: int) -> PaillierCiphertext:
+    try:
+        return pk.ciphertext(value)
+    except CryptoError as e:
+        raise ProtocolError(f"invalid ciphertext: {e}") from None
+
+
+def signed_bytes(m1: Template) -> bytes:
+    """What the provider signs (Fig. 4 enrolment; Fig. 4/5 round 2 step 1 verifies): m1 without σ."""
+    return SIGNATURE_CONTEXT + dataclasses.replace(m1, signature=b"").to_bytes()
+
+
+WINDOW_BITS = 4
+
+
+def window_tables(pk: PaillierPublicKey, cts: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """c^0 … c^(2^WINDOW_BITS − 1) mod N² per ciphertext: built once per first message (it is reusable),
+    they cut the multiplications of ``packed_inner_product`` from ~m/2 to m/WINDOW_BITS per value."""
+    N2, out = pk.nsquare, []
+    for c in cts:
+        row = [gmpy2.mpz(1), gmpy2.mpz(c)]
+        for _ in range(2, 1 << WINDOW_BITS):
+            row.append(row[-1] * c % N2)
+        out.append(tuple(row))
+    return tuple(out)
+
+
+def packed_inner_product(pk: PaillierPublicKey, tables: Sequence[Sequence[int]], w: Sequence[int],
+                         pp: packing.PackingParams) -> int:
+    """⟦Σ_j u*_j·w*_j⟧ (Fig. 3 round 2 step 2) with w*_j = Encode₁(w_{jn+1..jn+n}), w_i ∈ Z_{2^m};
+    ``tables`` = ``window_tables`` of ⟦u*_1⟧…⟦u*_t⟧.
+
+    Σ_j u*_j·w*_j = Σ_i 2^(k·t_i)·Σ_j w_{j,i}·u*_j: per slot i one windowed multi-exponentiation
+    P_i = Π_j ⟦u*_j⟧^(w_{j,i}) with m-bit exponents, then Horner over the block positions t_i — far
+    fewer squarings than raising each ⟦u*_j⟧ to the long integer w*_j.
+    """
+    N2, n, k, pos = pk.nsquare, pp.n, pp.k, pp.positions
+    top = -(-pp.m // WINDOW_BITS) * WINDOW_BITS
+    digit = (1 << WINDOW_BITS) - 1
+    slots = []
+    for i in range(n):
+        pairs = [(tables[j], int(w[j * n + i])) for j in range(len(tables)) if j * n + i < len(w) and w[j * n + i]]
+        acc = gmpy2.mpz(1)
+        for shift in range(top - WINDOW_BITS, -1, -WINDOW_BITS):
+            if acc != 1:
+                acc = gmpy2.powmod(acc, 1 << WINDOW_BITS, N2)
+            for table, e in pairs:
+                d = e >> shift & digit
+                if d:
+                    acc = acc * table[d] % N2
+        slots.append(acc)
+    acc = slots[-1]
+    for i in range(n - 2, -1, -1):
+        acc = gmpy2.powmod(acc, 1 << (k * (pos[i + 1] - pos[i])), N2) * slots[i] % N2
+    return gmpy2.powmod(acc, 1 << (k * pos[0]), N2)
+
+
+def pack_ciphertexts(pk: PaillierPublicKey, cts: Sequence[int], pp: packing.PackingParams) -> list[int]:
+    """⟦Encode₁(v_{jn+1..jn+n})⟧ from ⟦v_1⟧…⟦v_ℓ⟧ by Horner over the block positions (the provider's
+    conversion in Fig. 4 enrolment)."""
+    N2, n, k, pos = pk.nsquare, pp.n, pp.k, pp.positions
+    out = []
+    for j in range(0, len(cts), n):
+        chunk = cts[j:j + n]
+        acc = gmpy2.mpz(chunk[-1])
+        for i in range(len(chunk) - 2, -1, -1):
+            acc = gmpy2.powmod(acc, 1 << (k * (pos[i + 1] - pos[i])), N2) * chunk[i] % N2
+        out.append(int(gmpy2.powmod(acc, 1 << (k * pos[0]), N2)))
+    return out
+
+
+# ---------------------------------------------------------------- device
+
+
+class Device:
+    """Holds its Paillier key pair (esk never leaves it) and its first message m1 (§5–§7)."""
+
+    def __init__(self, subject_id: str, params: GsmParams = GsmParams(), *, keypair=None,
+                 provider_key: Ed25519PublicKey | None = None) -> None:
+        check_id(subject_id)
+        self.subject_id = subject_id
+        self.params = params
+        if keypair is None:
+            keypair = generate_paillier_keypair(params.paillier_bits, insecure_test_params=params.insecure_test_params)
+        self.pk, self._sk = keypair
+        self.provider_key = provider_key
+        self._m1: Template | None = None
+
+    def _encrypt(self, m: int) -> int:
+        return int(self._sk.encrypt(m).value)
+
+    def pi1_enrol(self, u) -> Template:
+        """Fig. 3 enrolment: encode u′ = u + c into t level-1 encodings and encrypt them; m1 also carries
+        ⟦S_u⟧ (params.py). Π1 is semi-honest: nobody signs, the device itself is trusted."""
+        p = self.params
+        shifted = [x + p.offset for x in check_template(u, p)]
+        pp = p.packing(self.pk.bits, "pi1")
+        packed = [self._encrypt(e) for e in packing.encode1_vector(pp, shifted)]
+        self._m1 = Template(self.subject_id, int(self.pk.n), pp.n, pp.d, packed, self._encrypt(sum(shifted)), 0)
+        return self._m1
+
+    def enrol_request(self, u, proofs: bytes | None = None) -> EnrolRequest:
+        """Fig. 4 enrolment, device side: epk and ⟦u_1⟧…⟦u_ℓ⟧ (one value per ciphertext). ``proofs`` is the
+        hook for the §8 zero-knowledge proofs (Π_epk, Fig. 9, Fig. 10) built in ``gsm.zk``."""
+        vals = check_template(u, self.params)
+        return EnrolRequest(self.subject_id, int(self.pk.n), [self._encrypt(x) for x in vals], proofs)
+
+    def accept_enrolment(self, m1: Template) -> None:
+        """Keep the provider's signed m1 after checking it is ours (and σ, when the provider key is known)."""
+        if m1.subject_id != self.subject_id or m1.pk_n != self.pk.n:
+            raise ProtocolError("the provider's first message is for another device or key")
+        if self.provider_key is not None:
+            verify_signature(self.provider_key, m1)
+        self._m1 = m1
+
+    def first_message(self) -> Template:
+        """Round 1 (all variants): m1, reusable across sessions and sendable ahead of the capture."""
+        if self._m1 is None:
+            raise ProtocolError("the device is not enrolled")
+        return self._m1
+
+    def _packing(self) -> packing.PackingParams:
+        m1 = self.first_message()
+        return packing.PackingParams(self.params.m, m1.n, m1.d, self.params.lam, self.pk.bits - 1, self.params.layout)
+
+    def _decode(self, value: int) -> int:
+        """Σ slots of Decode₂(Plr.Dec(esk, c)) mod 2^k (Fig. 3 round 3 step 1)."""
+        return packing.decode2_sum(self._packing(), self._sk.decrypt(ciphertext(self.pk, value)))
+
+    def _check_challenge(self, ch: Challenge, variant: str) -> None:
+        if ch.variant != VARIANT_IDS[variant]:
+            raise ProtocolError(f"expected a {variant} challenge, got variant {ch.variant}")
+        if (ch.c_y is not None) != (variant == "pi3"):
+            raise ProtocolError(f"a {variant} challenge has {'two' if variant == 'pi3' else 'one'} ciphertext(s)")
+
+    def pi1_decide(self, ch: Challenge) -> Decision:
+        """Fig. 3 round 3: IP = Σ IP_i (here J − ζ²); send [IP ≥ T]. The device learns IP (L_dev)."""
+        self._check_challenge(ch, "pi1")
+        ip = self._decode(ch.c_x) - self.params.zeta**2
+        return Decision(ip >= self.params.threshold)
+
+    def pi2_reply(self, ch: Challenge) -> Reply:
+        """Fig. 4 round 3: decode and return X = a·J + b; the device learns nothing (uniform b)."""
+        self._check_challenge(ch, "pi2")
+        return Reply(self._decode(ch.c_x))
+
+    def pi3_inputs(self, ch: Challenge) -> tuple[int, int]:
+        """Fig. 5 round 3 steps 1–2: X = J + pad and Y = a·J + b."""
+        self._check_challenge(ch, "pi3")
+        return self._decode(ch.c_x), self._decode(ch.c_y)
+
+    def pi3_request(self, ch: Challenge) -> tuple[CompareRequest, Evaluator]:
+        """Fig. 5 round 3 step 3: ot^rec ← OT.Round₁((X, Y) mod 2^w). Returns the message and this
+        session's evaluator (its OT secrets)."""
+        X, Y = self.pi3_inputs(ch)
+        w = self.params.circuit_bits
+        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True)
+        return CompareRequest(evaluator.request().to_bytes()), evaluator
+
+    @staticmethod
+    def pi3_finish(evaluator: Evaluator, msg: CompareChallenge) -> CompareFinish:
+        """Fig. 5 round 5: OT.Output, Eval(C̃, …) and send the output labels (the terminal decodes them and
+        tells the device the bit — the crypto.compare evaluator cannot decode labels itself)."""
+        try:
+            result = evaluator.evaluate(GarblerMessage.from_bytes(msg.garbler_message))
+        except CryptoError as e:
+            raise ProtocolError(f"bad garbled circuit from the terminal: {e}") from None
+        return CompareFinish(result.to_bytes())
+
+
+# ---------------------------------------------------------------- terminal
+
+
+@dataclass(frozen=True)
+class Enrolled:
+    """A validated first message at the terminal: key, packed ciphertexts, ⟦S_u⟧, packing. Reusable."""
+
+    subject_id: str
+    pk: PaillierPublicKey
+    c_packed: tuple[int, ...]
+    c_sum: int
+    packing: packing.PackingParams
+    pool: RnPool = field(repr=False, compare=False)
+    tables: tuple = field(repr=False, compare=False, default=())
+
+
+@dataclass
+class TerminalSession:
+    """Terminal state between round 2 and the device's answer: the variant and its secrets (a, b, pad)."""
+
+    variant: str
+    a: int = field(default=1, repr=False)
+    b: int = field(default=0, repr=False)
+    pad: int = field(default=0, repr=False)
+    open: bool = True
+    extra: object = field(default=None, repr=False)
+
+
+def verify_signature(key: Ed25519PublicKey, m1: Template) -> None:
+    try:
+        key.verify(m1.signature, signed_bytes(m1))
+    except InvalidSignature:
+        raise ProtocolError("the provider's signature on the first message does not verify") from None
+
+
+class Terminal:
+    """Holds its measurement w only during a session; verifies m1 with the provider's Ed25519 key."""
+
+    def __init__(self, params: GsmParams = GsmParams(), *, provider_key: Ed25519PublicKey | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.params = params
+        self.provider_key = provider_key
+        self.clock = clock
+
+    def receive(self, m1: Template, variant: str) -> Enrolled:
+        """Round 1, terminal side (Fig. 4/5 round 2 step 1 for Π2/Π3: ⊥ unless Verify(vk, m1, σ) = 1)."""
+        p, variant = self.params, check_variant(variant)
+        check_id(m1.subject_id)
+        pk = public_key(m1.pk_n, p)
+        if variant != "pi1":
+            if self.provider_key is None:
+                raise ProtocolError(f"{variant} needs the service provider's verification key")
+            verify_signature(self.provider_key, m1)
+            if m1.expires_at <= self.clock():
+                raise ProtocolError("the first message has expired; the device must enrol again")
+        try:
+            pp = packing.PackingParams(p.m, m1.n, m1.d, p.lam, pk.bits - 1, p.layout)
+        except CryptoError as e:
+            raise ProtocolError(f"bad packing parameters in the first message: {e}") from None
+        if m1.n > p.ell or m1.d < p.min_d(variant, m1.n):
+            raise ProtocolError(f"the first message's packing (n = {m1.n}, d = {m1.d}) is unsafe for {variant}")
+        if len(m1.c_packed) != math.ceil(p.ell / m1.n):
+            raise ProtocolError(f"the first message must hold ⌈ℓ/n⌉ = {math.ceil(p.ell / m1.n)} ciphertexts")
+        cts = tuple(int(ciphertext(pk, c).value) for c in m1.c_packed)
+        c_sum = int(ciphertext(pk, m1.c_sum).value)
+        return Enrolled(m1.subject_id, pk, cts, c_sum, pp, RnPool(pk), window_tables(pk, cts))
+
+    def _level2(self, e: Enrolled, w_shifted: list[int], s_w: int, a: int, shift: int) -> PaillierCiphertext:
+        """⟦Mask(a·z̃ + ρ̃)⟧ whose slots sum to a·J + shift (mod 2^k), with z̃ = Σ u*_j·w*_j + (B − c·S_u)
+        (Fig. 3 round 2 steps 2–4; Fig. 4/5 with a and b or pad folded into the zero-sum shares)."""
+        p, pk, pp = self.params, e.pk, e.packing
+        N2, c, B = pk.nsquare, p.offset, p.s_max
+        z = packed_inner_product(pk, e.tables, w_shifted, pp)
+        z = z * gmpy2.powmod(e.c_sum, pk.n - c, N2) % N2 * pk.plain_factor(B) % N2  # + (B − c·S_u)
+        if a != 1:
+            z = gmpy2.powmod(z, a, N2)
+        k0 = -B - c * s_w + p.ell * c * c + p.zeta**2  # Σ slots of z̃ + k0 = ⟨u′, w′⟩ − c·S_u − c·S_w + ℓc² + ζ² = J
+        offset = packing.mask_offset(pp) + packing.slot_shares(pp, (a * k0 + shift) % (1 << pp.k))
+        return PaillierCiphertext._trusted(pk, z * pk.plain_factor(offset) % N2).rerandomize(pool=e.pool)
+
+    def challenge(self, e: Enrolled, w, variant: str) -> tuple[Challenge, TerminalSession]:
+        """Round 2 of Π1 (Fig. 3), Π2 (Fig. 4) or Π3 (Fig. 5) for the measurement w."""
+        p, variant = self.params, check_variant(variant)
+        if p.min_d(variant, e.packing.n) > e.packing.d:
+            raise ProtocolError(f"this first message was validated for a weaker variant than {variant}")
+        w_shifted = [x + p.offset for x in check_template(w, p)]
+        s_w = sum(w_shifted)
+        if variant == "pi1":
+            return Challenge(1, int(self._level2(e, w_shifted, s_w, 1, 0).value)), TerminalSession("pi1")
+        a = 1 + secrets.randbelow(2**p.a_bits - 1)
+        b = secrets.randbelow(2**p.b_bits)
+        cy = self._level2(e, w_shifted, s_w, a, b)
+        if variant == "pi2":
+            return Challenge(2, int(cy.value)), TerminalSession("pi2", a, b)
+        pad = secrets.randbelow(2**p.pad_bits)
+        cx = self._level2(e, w_shifted, s_w, 1, pad)
+        return Challenge(3, int(cx.value), int(cy.value)), TerminalSession("pi3", a, b, pad)
+
+    @staticmethod
+    def _take(session: TerminalSession, variant: str) -> None:
+        if not isinstance(session, TerminalSession) or session.variant != variant:
+            raise ProtocolError(f"not a {variant} session")
+        if not session.open:
+            raise ProtocolError("this session has already been answered")
+
+    def pi1_finish(self, session: TerminalSession, msg: Decision) -> bool:
+        """Fig. 3 output: the device's bit."""
+        self._take(session, "pi1")
+        if not isinstance(msg, Decision) or msg.aborted:
+            raise ProtocolError("the device aborted or sent no decision")
+        session.open = False
+        return bool(msg.match)
+
+    def pi2_finish(self, session: TerminalSession, msg: Reply) -> Decision:
+        """Fig. 4 round 4: IP′ = (X′ − b)/a; ⊥ unless IP′ is an integer within [−IP_max, IP_max]
+        (here J′ ∈ [0, 2ζ²]); else [IP ≥ T]. The terminal learns IP (L_term)."""
+        self._take(session, "pi2")
+        if not isinstance(msg, Reply):
+            raise ProtocolError("expected the device's reply X")
+        session.open = False
+        j, rem = divmod(msg.x - session.b, session.a)
+        if rem or not 0 <= j <= self.params.j_max:
+            return Decision(False, aborted=True)
+        return Decision(j - self.params.zeta**2 >= self.params.threshold)
+
+
+    def pi3_compare(self, session: TerminalSession, msg: CompareRequest) -> CompareChallenge:
+        """Fig. 5 round 4: garble Fig. 6 (with the range check, ``crypto.compare.gsm_pi3_circuit``) on
+        (pad, a, b, T + ζ², J_max) mod 2^w and answer the OT request. A bad request changes no state."""
+        self._take(session, "pi3")
+        if session.extra is not None:
+            raise ProtocolError("this Π3 session already sent its garbled circuit")
+        p, w = self.params, self.params.circuit_bits
+        garbler = Garbler.gsm_pi3(w, session.pad % (1 << w), session.a, session.b % (1 << w),
+                                  p.threshold + p.zeta**2, ip_max=p.j_max)
+        try:
+            reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
+        except CryptoError as e:
+            raise ProtocolError(f"bad OT request: {e}") from None
+        session.extra = garbler
+        return CompareChallenge(reply.to_bytes())
+
+    def pi3_finish(self, session: TerminalSession, msg: CompareFinish) -> Decision:
+        """Fig. 5 output: decode the labels; ⊥ if a·IP + b ≠ Y, IP > J_max or a label is invalid."""
+        self._take(session, "pi3")
+        if session.extra is None:
+            raise ProtocolError("the Π3 session has no garbled circuit yet")
+        try:
+            result = EvaluatorResult.from_bytes(msg.output_labels)
+        except CryptoError as e:
+            raise ProtocolError(f"malformed output labels: {e}") from None
+        try:
+            consistent, match, in_range = session.extra.decide_bits(result)
+        except OutputLabelError:
+            session.open = False
+            return Decision(False, aborted=True)
+        except CryptoError as e:
+            raise ProtocolError(f"malformed output labels: {e}") from None
+        session.open = False
+        if not (consistent and in_range):
+            return Decision(False, aborted=True)
+        return Decision(match)
+
+
+# ---------------------------------------------------------------- service provider
+
+
+ProofVerifier = Callable[[EnrolRequest, PaillierPublicKey, list[PaillierCiphertext]], None]
+"""Checks ``EnrolRequest.proofs`` (§8: Π_epk, Fig. 9, Fig. 10) for the key and ciphertexts; raises
+ProtocolError when they do not verify. Wired by the caller (``gsm.zk``)."""
+
+
+class ServiceProvider:
+    """Enrols devices (Fig. 4 enrolment): checks the proofs, packs the ciphertexts, signs m1 (Ed25519).
+
+    Without a ``proof_verifier`` it refuses every request unless ``accept_unproven`` — a switch for tests,
+    evaluation and benchmarks until the §8 proofs are wired in; an unproven template may have any norm.
+    """
+
+    def __init__(self, params: GsmParams = GsmParams(), *, signing_key: Ed25519PrivateKey | None = None,
+                 proof_verifier: ProofVerifier | None = None, accept_unproven: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.params = params
+        self._signing_key = signing_key or Ed25519PrivateKey.generate()
+        self.proof_verifier = proof_verifier
+        self.accept_unproven = accept_unproven
+        self.clock = clock
+
+    @property
+    def public_key(self) -> Ed25519PublicKey:
+        return self._signing_key.public_key()
+
+    def enrol(self, req: EnrolRequest) -> Template:
+        """Validate, verify the proofs, convert ⟦u_i⟧ into ⟦u*_j⟧ of u′ = u + c, add ⟦S_u⟧, sign."""
+        p = self.params
+        check_id(req.subject_id)
+        pk = public_key(req.pk_n, p)
+        if len(req.c_u) != p.ell:
+            raise ProtocolError(f"enrolment needs ℓ = {p.ell} ciphertexts, got {len(req.c_u)}")
+        cts = [ciphertext(pk, c) for c in req.c_u]
+        if req.proofs is None:
+            if not self.accept_unproven:
+                raise ProtocolError("enrolment needs the zero-knowledge proofs of §8 (Π_epk, Fig. 9, Fig. 10)")
+        elif self.proof_verifier is None:
+            raise ProtocolError("this provider has no proof verifier configured")
+        else:
+            self.proof_verifier(req, pk, cts)
+        pp = p.packing(pk.bits, PROVIDER_PACKING)
+        packed = pack_ciphertexts(pk, [int(c.value) for c in cts], pp)
+        shift = [packing.encode1(pp, [p.offset] * len(cts[j:j + pp.n])) for j in range(0, p.ell, pp.n)]
+        N2 = pk.nsquare
+        packed = [int(v * pk.plain_factor(s) % N2) for v, s in zip(packed, shift)]
+        c_sum = sum(cts[1:], cts[0]) + p.ell * p.offset
+        m1 = Template(req.subject_id, int(pk.n), pp.n, pp.d, packed, int(c_sum.value),
+                      int(self.clock()) + p.lifetime)
+        return dataclasses.replace(m1, signature=self._signing_key.sign(signed_bytes(m1)))
