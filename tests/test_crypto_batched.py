@@ -10,7 +10,7 @@ import pytest
 from gmpy2 import mpz
 
 from privface.crypto import catalano_fiore as cf
-from privface.crypto._common import batch_invert, multiexp, powmod_many, thread_map
+from privface.crypto._common import batch_invert, multiexp, thread_map
 from privface.crypto.joye_libert import JL_112, JLParams, JoyeLibertPrivateKey, generate_joye_libert_keypair
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import CryptoError
@@ -41,7 +41,8 @@ def test_batch_invert_and_threaded_powmod_keep_order():
     assert all(x * y % N == 1 for x, y in zip(xs, batch_invert(xs, N)))
     with pytest.raises(CryptoError):
         batch_invert([mpz(2**521 - 1)], N)
-    assert powmod_many(xs, 65537, N, workers=3) == [gmpy2.powmod(x, 65537, N) for x in xs]
+    pm = thread_map(lambda c: gmpy2.powmod_base_list(c, 65537, N), xs, workers=3, chunk=7)
+    assert pm == [gmpy2.powmod(x, 65537, N) for x in xs]
     assert thread_map(lambda c: [v + 1 for v in c], list(range(11)), 4) == list(range(1, 12))
     assert thread_map(lambda c: c, [], 2) == []
 

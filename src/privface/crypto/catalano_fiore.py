@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import gmpy2
 
 from ..errors import CryptoError
-from ._common import as_int, batch_invert, centered, default_workers, multiexp, parallel_map, run_chunks
+from ._common import (as_int, batch_invert, centered, default_workers, gil_held, multiexp, parallel_map,
+                      random_below_many, run_chunks)
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
 
 
@@ -127,7 +128,7 @@ def encrypt_many(key: LHEPublicKey | LHEPrivateKey, ms: Sequence[int], workers: 
     """[Enc(m) for m in ms], with the key's batched base encryption (``encrypt_many``) when it has one."""
     space = key.message_space
     ms = [as_int(m, "plaintext") for m in ms]
-    bs = [secrets.randbelow(space) for _ in ms]
+    bs = random_below_many(space, len(ms))
     batched = getattr(key, "encrypt_many", None)
     betas = batched(bs, workers) if batched is not None else [key.encrypt(b) for b in bs]
     return [Level1((m - b) % space, beta) for m, b, beta in zip(ms, bs, betas)]
@@ -260,14 +261,16 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
         if any(kind == "alpha" for kind, _ in chunk):
             e = [2 * a * r2 % space for a in a_bar]
             fresh = pk.encrypt(sum(a * a for a in a_bar) * r2 + as_int(plus, "constant"))
-            out.append(fresh.value * multiexp(beta_bar, e, X, window=5) % X)
+            with gil_held():  # Python-bound multiplications; the column threads need no GIL meanwhile
+                out.append(fresh.value * multiexp(beta_bar, e, X, window=5) % X)
         out += gmpy2.powmod_base_list([beta_bar[i] for i in cols], r, X) if cols else []
         return out
 
-    # The α thread holds the GIL between its Python-level multiplications while powmod_base_list releases
-    # it: give that thread about a quarter of the columns and the other thread(s) the rest.
+    # The α multi-exponentiation (Python-level multiplications, GIL held) costs about as much as 0.37·k
+    # column exponentiations (GIL released): its thread takes fewer columns so all threads end together.
     w = default_workers(workers)
-    head = max(1, len(jobs) // 4) if w > 1 else len(jobs)
+    n = len(beta_bar)
+    head = 1 + max(0, min(n, round((1.37 * n) / w - 0.37 * n))) if w > 1 else len(jobs)
     rest = jobs[head:]
     step = -(-len(rest) // max(1, w - 1)) if rest else 1
     values = run_chunks(run, [jobs[:head]] + [rest[i:i + step] for i in range(0, len(rest), step)])

@@ -37,7 +37,6 @@ Hence k = 136 at 2048 bits and k = 152 at 3072 bits (seed 000 used k = 96 at λ 
 """
 from __future__ import annotations
 
-import secrets
 import threading
 from dataclasses import dataclass
 
@@ -46,8 +45,8 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import (as_int, check_modulus_bits, crt, fingerprint, powmod_many, random_prime, random_unit,
-                      security_bits, thread_map)
+from ._common import (as_int, check_modulus_bits, crt, fingerprint, gil_held, random_below_many,
+                      random_prime, random_unit, security_bits, thread_map)
 
 @dataclass(frozen=True)
 class JLParams:
@@ -197,16 +196,22 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         ms = [int(as_int(m, "plaintext") % pk.two_k) for m in ms]
         p, q = self.p, self.q
         tp = self._enc_tables or self._build_enc_tables()
-        rp = powmod_many([mpz(secrets.randbelow(p - 1) + 1) for _ in ms], pk.two_k, p, workers)
-        out = []
-        for m, r in zip(ms, rp):
-            cp = fixed_base_pow(tp, m, p) * r % p
-            x = mpz(secrets.randbelow(q - 1) + 1)
-            cq = x * x % q
-            if m & 1:
-                cq = q - cq
-            out.append(JoyeLibertCiphertext._trusted(pk, crt(cp, cq, p, q, self.q_inv_p)))
-        return out
+        xs = list(zip([x + 1 for x in random_below_many(p - 1, len(ms))],
+                      [x + 1 for x in random_below_many(q - 1, len(ms))]))
+
+        def run(chunk):
+            rp = gmpy2.powmod_base_list([xp for _, (xp, _) in chunk], pk.two_k, p)  # GIL released
+            out = []
+            with gil_held():
+                for (m, (_, xq)), r in zip(chunk, rp):
+                    cp = fixed_base_pow(tp, m, p) * r % p
+                    cq = xq * xq % q
+                    if m & 1:
+                        cq = q - cq
+                    out.append(JoyeLibertCiphertext._trusted(pk, crt(cp, cq, p, q, self.q_inv_p)))
+            return out
+
+        return thread_map(run, list(zip(ms, xs)), workers, chunk=16)
 
     def _build_enc_tables(self):
         self._enc_tables = fixed_base_table(self.public_key.y % self.p, self.public_key.k, self.p)
@@ -224,8 +229,13 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         values = [self._own(c) for c in cs]
         k, p, pp = self.public_key.k, self.p, self.p_prime
         self._tables()
-        return thread_map(lambda chunk: [self._dlog(h, k) for h in gmpy2.powmod_base_list(chunk, pp, p)],
-                          values, workers)
+
+        def run(chunk):
+            hs = gmpy2.powmod_base_list(chunk, pp, p)  # GIL released (pool threads)
+            with gil_held():  # the logarithms are many small steps: Python-bound
+                return [self._dlog(h, k) for h in hs]
+
+        return thread_map(run, values, workers, chunk=8)
 
     def _tables(self):
         """(w, leaf table, correction tables) for ``_dlog``, built on first use with w = ⌈k/16⌉ (at least 8)."""
