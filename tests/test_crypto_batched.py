@@ -103,3 +103,41 @@ def test_esed_scaled_decrypts_like_cmult2_square_of_esed(keys):
     other_pk, _ = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
     with pytest.raises(CryptoError):
         cf.esed_scaled(C, cf.encrypt_many(other_pk, v), 3)
+
+
+def test_decrypt_values_checks_every_received_value():
+    """The key owner's in-thread checks refuse exactly what public validation refuses."""
+    pk, sk = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
+    ms = list(range(20))
+    vals = [int(pk.encrypt(m).value) for m in ms]
+    assert sk.decrypt_values(vals, workers=2) == ms
+    n = int(pk.n)
+    minus = next(x for x in range(2, 1000) if gmpy2.jacobi(x, n) == -1)
+    for bad, why in ((0, "outside"), (n, "outside"), (int(sk.p), "not a unit"), (3 * int(sk.q), "not a unit"),
+                     (minus, "Jacobi")):
+        with pytest.raises(CryptoError, match=why):
+            sk.decrypt_values(vals[:9] + [bad] + vals[9:], workers=2)
+        with pytest.raises(CryptoError, match=why):
+            pk.ciphertext(bad)
+    sq = [int(pk.encrypt(m).value) for m in (3, 4)]
+    assert cf.decrypt_received(sk, int(pk.encrypt(5).value), sq) == 5 + 9 + 16
+    psk = generate_paillier_keypair(512, insecure_test_params=True)[1]  # no decrypt_values: the generic path
+    ppk = psk.public_key
+    assert cf.decrypt_received(psk, int(ppk.encrypt(5).value), [int(ppk.encrypt(3).value)]) == 14
+
+
+def test_precomputed_randomness_is_used_once_and_decrypts():
+    pk, sk = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
+    assert sk.precompute_randomness(10) == 10 and sk.precompute_randomness(10) == 0
+    first = sk.encrypt_many([7] * 6)  # 6 from the pool
+    second = sk.encrypt_many([7] * 6)  # 4 from the pool, 2 fresh
+    assert len(sk._pool) == 0
+    assert sk.decrypt_many(first + second) == [7] * 12
+    assert len({int(c.value) for c in first + second}) == 12  # no randomness reused
+    for p, q, k in [(17, 11, 4)]:  # the pooled path is uniform on C_m too (cf. the exhaustive test above)
+        toy = JoyeLibertPrivateKey.from_primes(p, q, k, insecure_test_params=True)
+        units = [x for x in range(1, p * q) if gmpy2.gcd(x, p * q) == 1]
+        coset = {int(toy.public_key.encrypt_with(5, x)) for x in units}
+        toy.precompute_randomness(400)
+        draws = Counter(int(c.value) for c in toy.encrypt_many([5] * 400))
+        assert set(draws) == coset and min(draws.values()) > 15

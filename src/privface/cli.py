@@ -192,7 +192,8 @@ def cmd_bench(a) -> int:
         levels = (a.security_bits,) if a.security_bits else (112, 128)
         rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
                                          insecure_test_params=a.insecure_test_params, transport=a.transport,
-                                         mode=a.mode, compare_bits=64 if a.compare_bits == "64" else None)
+                                         mode=a.mode, compare_bits=64 if a.compare_bits == "64" else None,
+                                         pool=not a.no_pool)
         print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
         return 0
     if a.what == "im2020-attacks":
@@ -484,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--security-bits", type=int, choices=[112, 128],
                    help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
+    s.add_argument("--no-pool", action="store_true",
+                   help="im2020: no precomputed encryption randomness (C2 does all its exponentiations on-line)")
     s.add_argument("--transport", default="http", choices=["in-process", "http"],
                    help="im2020: over loopback HTTP to a `privface serve` child process (default, as the issue's "
                         "Table I), or parties in one process")

@@ -38,6 +38,7 @@ Hence k = 136 at 2048 bits and k = 152 at 3072 bits (seed 000 used k = 96 at λ 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass
 
 import gmpy2
@@ -148,7 +149,8 @@ class JoyeLibertPublicKey(GroupPublicKey):
 class JoyeLibertPrivateKey(GroupPrivateKey):
     """sk = p (q kept for the owner's CRT encryption). ``repr`` never shows them."""
 
-    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_g", "_dlog_tables", "_enc_tables")
+    __slots__ = ("public_key", "p", "q", "p_prime", "q_inv_p", "_g", "_dlog_tables", "_enc_tables",
+                 "_pool")
 
     def __init__(self, public_key: JoyeLibertPublicKey, p, q) -> None:
         p, q = as_int(p, "p"), as_int(q, "q")
@@ -167,6 +169,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         self._g = g
         self._dlog_tables = None  # built on first decryption (``_tables``)
         self._enc_tables = None  # built on first batched owner encryption (``encrypt_many``)
+        self._pool = deque()  # precomputed x^(2^k) mod p (``precompute_randomness``)
 
     @classmethod
     def from_primes(cls, p, q, k: int, y=None, *, insecure_test_params: bool = False) -> JoyeLibertPrivateKey:
@@ -196,15 +199,18 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         ms = [int(as_int(m, "plaintext") % pk.two_k) for m in ms]
         p, q = self.p, self.q
         tp = self._enc_tables or self._build_enc_tables()
-        xs = list(zip([x + 1 for x in random_below_many(p - 1, len(ms))],
+        pooled = self._take_randomness(len(ms))
+        xp = [None] * len(pooled) + [x + 1 for x in random_below_many(p - 1, len(ms) - len(pooled))]
+        xs = list(zip(xp, pooled + [None] * (len(ms) - len(pooled)),
                       [x + 1 for x in random_below_many(q - 1, len(ms))]))
 
         def run(chunk):
-            rp = gmpy2.powmod_base_list([xp for _, (xp, _) in chunk], pk.two_k, p)  # GIL released
+            fresh = gmpy2.powmod_base_list([x for _, (x, r, _) in chunk if r is None], pk.two_k, p)  # no GIL
+            fresh = iter(fresh)
             out = []
             with gil_held():
-                for (m, (_, xq)), r in zip(chunk, rp):
-                    cp = fixed_base_pow(tp, m, p) * r % p
+                for m, (_, r, xq) in chunk:
+                    cp = fixed_base_pow(tp, m, p) * (next(fresh) if r is None else r) % p
                     cq = xq * xq % q
                     if m & 1:
                         cq = q - cq
@@ -212,6 +218,28 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
             return out
 
         return thread_map(run, list(zip(ms, xs)), workers, chunk=16)
+
+    def precompute_randomness(self, count: int, workers: int | None = None) -> int:
+        """Top the pool of encryption randomness up to ``count`` values x^(2^k) mod p (fresh uniform x, each
+        used by exactly one later ``encrypt_many`` encryption, then discarded): the message-independent
+        part of owner encryption, done ahead of time (off-line/on-line encryption, as Paillier's r^N pools
+        in seed 004 §9). Returns how many were added."""
+        need = int(count) - len(self._pool)
+        if need <= 0:
+            return 0
+        xs = [x + 1 for x in random_below_many(self.p - 1, need)]
+        self._pool.extend(thread_map(lambda c: gmpy2.powmod_base_list(c, self.public_key.two_k, self.p),
+                                     xs, workers))
+        return need
+
+    def _take_randomness(self, count: int) -> list:
+        out = []
+        while len(out) < count:
+            try:
+                out.append(self._pool.popleft())
+            except IndexError:
+                break
+        return out
 
     def _build_enc_tables(self):
         self._enc_tables = fixed_base_table(self.public_key.y % self.p, self.public_key.k, self.p)
@@ -226,16 +254,41 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
     def decrypt_many(self, cs, workers: int | None = None) -> list[int]:
         """[Dec(c) for c in cs]: the c^p' mod p (gmpy2.powmod_base_list) and the discrete logs on ``workers``
         threads."""
-        values = [self._own(c) for c in cs]
-        k, p, pp = self.public_key.k, self.p, self.p_prime
+        return self._decrypt_values([self._own(c) for c in cs], workers, check=False)
+
+    def decrypt_values(self, values, workers: int | None = None) -> list[int]:
+        """[Dec(c) for c in values] for received integers, each checked to be a ciphertext (0 < c < N, a unit,
+        Jacobi symbol +1) inside the decryption threads, with the key owner's shortcut: (c/N) = (c/p)·(c/q)
+        and (c/p) = c^((p−1)/2) = (c^p')^(2^(k−1)) = (−1)^Dec(c), so only (c mod q / q) is computed.
+        CryptoError names the first bad index."""
+        n = self.public_key.n
+        vals = [as_int(v, "Joye-Libert ciphertext") for v in values]
+        for i, c in enumerate(vals):
+            if not 0 < c < n:
+                raise CryptoError(f"Joye-Libert ciphertext {i} is outside Z_N for this key (must satisfy 0 < c < N)")
+        return self._decrypt_values(vals, workers, check=True)
+
+    def _decrypt_values(self, values: list, workers: int | None, check: bool) -> list[int]:
+        k, p, q, pp = self.public_key.k, self.p, self.q, self.p_prime
         self._tables()
 
         def run(chunk):
-            hs = gmpy2.powmod_base_list(chunk, pp, p)  # GIL released (pool threads)
+            start, vals = chunk[0][0], [c for _, c in chunk]
+            hs = gmpy2.powmod_base_list(vals, pp, p)  # GIL released (pool threads)
             with gil_held():  # the logarithms are many small steps: Python-bound
-                return [self._dlog(h, k) for h in hs]
+                out = []
+                for i, (c, h) in enumerate(zip(vals, hs)):
+                    if check:
+                        lq = gmpy2.legendre(c % q, q)  # 0 iff q | c; h = 0 iff p | c
+                        if h == 0 or lq == 0:
+                            raise CryptoError(f"Joye-Libert ciphertext {start + i} is not a unit of Z_N")
+                    m = self._dlog(h, k)
+                    if check and lq != (-1 if m & 1 else 1):
+                        raise CryptoError(f"Joye-Libert ciphertext {start + i} has Jacobi symbol −1: not in J_N")
+                    out.append(m)
+                return out
 
-        return thread_map(run, values, workers, chunk=8)
+        return thread_map(run, list(enumerate(values)), workers, chunk=8)
 
     def _tables(self):
         """(w, leaf table, correction tables) for ``_dlog``, built on first use with w = ⌈k/16⌉ (at least 8)."""

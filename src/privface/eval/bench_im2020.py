@@ -45,11 +45,13 @@ def _templates(params: Im2020Params, face: bool):
     return enrolled, np.clip(enrolled + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs), None
 
 
-def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict):
+def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict, pool: bool):
     """(registration bytes, auth sizes, accepted): parties in one process, ``Im2020Service.handle`` direct."""
     service = Im2020Service(open_store("sqlite://"), params=params)
     reg = client.register(enrolled).to_bytes()
     reg_resp = service.handle("register", reg, None).body
+    if pool:
+        client.prepare()
     sizes = accepted = None
     for _ in range(repeat):
         _time_c1(c1, t)
@@ -80,11 +82,12 @@ def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repea
             t[key].append(dt)
         sizes = (len(start), len(step.body), *map(len, middle), len(result))
         accepted = result[-1] == 1
+        _time_offline(client, probe, t, pool)
     service.handle("revoke", RevokeRequest("bench").to_bytes(), None)
     return len(reg) + len(reg_resp), sizes, accepted
 
 
-def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict):
+def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict, pool: bool):
     """The same over loopback HTTP to a `privface serve` child process: S1/S2 from its Server-Timing header,
     network = HTTP wall time − server compute."""
     from ..protocols.im2020 import remote
@@ -97,6 +100,8 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
             serve_subprocess("im2020", f"sqlite:///{tmp}/bench.db", options) as url, \
             remote.service_client(url) as http:
         _, reg = remote.register(http, client, enrolled)
+        if pool:
+            client.prepare()
         sizes = accepted = None
         for _ in range(repeat):
             _time_c1(c1, t)
@@ -113,8 +118,21 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
                 t[key].append(ms / 1000)
             sizes = tuple(b for st in steps for b in (st.request_bytes, st.response_bytes))  # messages in order
             accepted = r["accepted"]
+            _time_offline(client, probe, t, pool)
         remote.revoke(http, client.subject_id)
     return reg["bytes_sent"] + reg["bytes_received"], sizes, accepted
+
+
+def _time_offline(client: Client, probe, t: dict, pool: bool) -> None:
+    """After an attempt: C2 without precomputed randomness (c2_full, result discarded), then — with the
+    pool — refill it for the next attempt (c2_offline)."""
+    t0 = time.perf_counter()
+    client.auth_start(probe).to_bytes()
+    t["c2_full"].append(time.perf_counter() - t0)
+    if pool:
+        t0 = time.perf_counter()
+        client.prepare()
+        t["c2_offline"].append(time.perf_counter() - t0)
 
 
 def _time_c1(c1, t: dict) -> None:
@@ -125,15 +143,15 @@ def _time_c1(c1, t: dict) -> None:
 
 
 def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None = None, face: bool = True,
-                transport: str = "in-process") -> dict:
+                transport: str = "in-process", pool: bool = True) -> dict:
     """One level's medians. In the secure-comparison mode (§VII Fig. 8) also ``s3_compare_ms`` (OT + garbling
     + evaluation + decoding, both parties, and over HTTP its round trips), ``compare_bytes`` and
     ``compare_bits``; then total_ms = C2 + S1 + C3 + S3 (+ auth/start's network)."""
     enrolled, probe, c1 = _templates(params, face)
     client = Client("bench", params, workers=workers, precompute=True)  # a long-lived client: tables built once
-    t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network", "s3", "s2_fin")}
+    t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network", "s3", "s2_fin", "c2_full", "c2_offline")}
     run = {"in-process": _run_in_process, "http": _run_http}[transport]
-    registration_bytes, sizes, accepted = run(params, client, enrolled, probe, repeat, c1, t)
+    registration_bytes, sizes, accepted = run(params, client, enrolled, probe, repeat, c1, t, pool)
     med = {k: round(statistics.median(v) * 1000, 3) if v else None for k, v in t.items()}
     network = med["network"] or 0.0
     k = params.dims
@@ -158,6 +176,8 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
         # the same formulas at this level: |M| = k_JL/8 bytes, |Ĉ| = |N| bytes (paper: 12 and 128)
         "formula_auth_bytes": k * (m_bytes + n_bytes) + (k + 1) * n_bytes + m_bytes,
         "formula_registration_bytes": k * (m_bytes + n_bytes) + 2 * n_bytes + 8,
+        "randomness_pool": pool, "c2_offline_ms": med["c2_offline"], "c2_encrypt_full_ms": med["c2_full"],
+        "total_ms_without_pool": round(med["c2_full"] + med["s1"] + med["c3"] + last + network, 3),
         "accepted": accepted, "goal_total_ms": 100,
         "loadavg_1min": round(os.getloadavg()[0], 2),
     }
@@ -168,8 +188,8 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
 
 def bench_im2020(levels=(112, 128), *, repeat: int = 10, workers: int | None = None, face: bool = True,
                  insecure_test_params: bool = False, transport: str = "in-process", mode: str = "basic",
-                 compare_bits: int | None = None) -> list[dict]:
-    kw = {"repeat": repeat, "workers": workers, "face": face, "transport": transport}
+                 compare_bits: int | None = None, pool: bool = True) -> list[dict]:
+    kw = {"repeat": repeat, "workers": workers, "face": face, "transport": transport, "pool": pool}
     pkw = {"mode": mode, "compare_bits": compare_bits}
     if insecure_test_params:
         return [bench_level(Im2020Params.toy(**pkw), **kw)]

@@ -190,6 +190,7 @@ def _open_model(path: Path, threads: int | None) -> tuple[Any, str, bool, str]:
             h.update(block)
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see dlib_onnx.py
     if threads:
         opts.intra_op_num_threads = threads
     try:

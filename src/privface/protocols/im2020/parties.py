@@ -121,6 +121,12 @@ class Client:
         if precompute:  # larger discrete-log tables (~0.3 s once): C3 about 10 % faster for a long-lived client
             self._sk.precompute(background=False)
 
+    def prepare(self) -> int:
+        """Precompute the encryption randomness of the next C′ (``precompute_randomness``: k values
+        x^(2^k) mod p) — for a long-lived client, off the critical path, e.g. right after an
+        authentication. The next ``auth_start`` then only multiplies in y^m. Returns how many were made."""
+        return self._sk.precompute_randomness(self.params.dims, self.workers)
+
     def _pk_fields(self) -> dict:
         return {"pk_n": int(self.pk.n), "pk_y": int(self.pk.y), "pk_k": int(self.pk.k)}
 
@@ -151,9 +157,10 @@ class Client:
         """s* = Dec(S*) by eq. (2): k + 1 base decryptions on ``workers`` threads."""
         if len(challenge.beta) != self.params.dims:
             raise ProtocolError(f"S* must have {self.params.dims} columns, got {len(challenge.beta)}")
-        s_star = cf.Level2(ciphertext(self.pk, challenge.alpha),
-                           tuple((ciphertext(self.pk, b), None) for b in challenge.beta))
-        return cf.decrypt(self._sk, s_star, workers=self.workers)
+        try:  # every ciphertext is checked (range, unit, J_N) in the decryption threads
+            return cf.decrypt_received(self._sk, challenge.alpha, challenge.beta, workers=self.workers)
+        except CryptoError as e:
+            raise ProtocolError(f"invalid ciphertext: {e}") from None
 
     def auth_finish(self, challenge: AuthChallenge) -> AuthFinish:
         """Basic mode: send s* itself."""
