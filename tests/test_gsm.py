@@ -44,11 +44,12 @@ def near(u: np.ndarray, seed: int, noise: float, params: GsmParams = P) -> np.nd
 
 @pytest.fixture(scope="module")
 def world():
-    """One provider, terminal and enrolled device (toy 1024-bit Paillier), reused by the tests."""
-    sp = ServiceProvider(P, accept_unproven=True)
+    """One provider, terminal and device enrolled through Π_en with its proofs (toy 1024-bit Paillier)."""
+    sp = ServiceProvider(P)
     dev = Device("alice", P, provider_key=sp.public_key)
     u = template(1)
-    dev.accept_enrolment(sp.enrol(dev.enrol_request(u)))
+    ch, session = sp.enrol_start(dev.enrol_start(u))
+    dev.accept_enrolment(sp.enrol_finish(session, dev.enrol_respond(ch)))
     return sp, dev, Terminal(P, provider_key=sp.public_key), u
 
 
@@ -156,10 +157,10 @@ def test_self_encoded_pi1_first_message_and_reuse():
 
 def test_real_size_pi2_at_3072_bits():
     p = GsmParams(ell=8, m=16, cos_threshold=0.8)
-    sp = ServiceProvider(p, accept_unproven=True)
+    sp = ServiceProvider(p, insecure_skip_proofs=True)
     dev, term = Device("carol", p, provider_key=sp.public_key), Terminal(p, provider_key=sp.public_key)
     u = template(3, p)
-    dev.accept_enrolment(sp.enrol(dev.enrol_request(u)))
+    dev.accept_enrolment(sp.enrol_unproven(dev.unproven_enrol_request(u)))
     assert dev.pk.bits == 3072
     for w in (near(u, 1, 0.05, p), template(4, p)):
         assert run("pi2", dev, term, w) == Decision(int(u @ w) >= p.threshold)
@@ -173,7 +174,7 @@ def test_tampered_replayed_or_expired_first_message_is_refused(world):
     m1 = dev.first_message()
     bad_sig = dataclasses.replace(m1, signature=bytes([m1.signature[0] ^ 1]) + m1.signature[1:])
     other = Device("mallory", P, provider_key=sp.public_key)
-    other.accept_enrolment(sp.enrol(other.enrol_request(template(2))))
+    other.accept_enrolment(enrol(sp, other, template(2)))
     o1 = other.first_message()
     swapped = dataclasses.replace(o1, c_packed=m1.c_packed, c_sum=m1.c_sum)  # σ of mallory on alice's template
     moved = dataclasses.replace(m1, subject_id="mallory")
@@ -284,41 +285,39 @@ def test_malformed_messages_are_refused(world):
         term.challenge(e, u, "pi4")
 
 
+def enrol(sp: ServiceProvider, dev: Device, u) -> Template:
+    ch, session = sp.enrol_start(dev.enrol_start(u))
+    return sp.enrol_finish(session, dev.enrol_respond(ch))
+
+
 def test_provider_refuses_unproven_or_malformed_enrolment(world):
     sp, dev, _, u = world
-    req = dev.enrol_request(u)
-    with pytest.raises(ProtocolError, match="zero-knowledge"):
-        ServiceProvider(P).enrol(req)
-    with pytest.raises(ProtocolError, match="no proof verifier"):
-        ServiceProvider(P).enrol(dataclasses.replace(req, proofs=b"x"))
-    calls = []
-
-    def verifier(r, pk, cts):
-        calls.append(len(cts))
-        raise ProtocolError("proof does not verify")
-
-    with pytest.raises(ProtocolError, match="proof does not verify"):
-        ServiceProvider(P, proof_verifier=verifier).enrol(dataclasses.replace(req, proofs=b"x"))
-    assert calls == [P.ell]
+    req = dev.unproven_enrol_request(u)
+    for provider in (sp, ServiceProvider(P)):
+        with pytest.raises(ProtocolError, match="zero-knowledge"):
+            provider.enrol_start(req)
+        with pytest.raises(ProtocolError, match="zero-knowledge"):
+            provider.enrol_unproven(req)
     with pytest.raises(ProtocolError, match="ℓ = 24"):
-        sp.enrol(dataclasses.replace(req, c_u=req.c_u[:-1]))
+        sp.enrol_start(dataclasses.replace(req, c_u=req.c_u[:-1]))
     with pytest.raises(ProtocolError, match="invalid ciphertext"):
-        sp.enrol(dataclasses.replace(req, c_u=[0] + req.c_u[1:]))
+        sp.enrol_start(dataclasses.replace(req, c_u=[0] + req.c_u[1:]))
     with pytest.raises(ProtocolError, match="template"):
-        dev.enrol_request(u + 1)
+        dev.enrol_start(u + 1)
     small = generate_paillier_keypair(512, insecure_test_params=True)
     with pytest.raises(ProtocolError, match="below the required"):
-        sp.enrol(Device("eve", P, keypair=small).enrol_request(u))
+        sp.enrol_start(Device("eve", P, keypair=small).unproven_enrol_request(u))
     with pytest.raises(ProtocolError, match="below 112-bit"):
-        ServiceProvider(GsmParams(ell=24, m=8)).enrol(req)
+        ServiceProvider(GsmParams(ell=24, m=8)).enrol_start(req)
 
 
 def test_messages_round_trip_on_the_wire(world):
     _, dev, _, u = world
-    for msg in (dev.first_message(), dev.enrol_request(u), Challenge(3, 5, 7), Reply(2**100), Decision(True, True),
-                CompareRequest(b"ab"), CompareFinish(b"")):
+    for msg in (dev.first_message(), dev.unproven_enrol_request(u), Challenge(3, 5, 7), Reply(2**100),
+                Decision(True, True), CompareRequest(b"ab"), CompareFinish(b"")):
         assert type(msg).from_bytes(msg.to_bytes()) == msg
-    assert EnrolRequest.from_bytes(dev.enrol_request(u, proofs=b"p").to_bytes()).proofs == b"p"
+    req = dataclasses.replace(dev.unproven_enrol_request(u), modulus_proof=b"m", plaintext_proof=b"p")
+    assert EnrolRequest.from_bytes(req.to_bytes()) == req
 
 
 @pytest.mark.slow

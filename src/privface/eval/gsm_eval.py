@@ -40,7 +40,7 @@ def cosine_threshold(templates: np.ndarray, found: np.ndarray, i: np.ndarray, j:
 
 
 def _run_chunk(params: GsmParams, variant: str, templates: dict[int, np.ndarray], pairs: list[tuple[int, int]]):
-    sp = ServiceProvider(params, accept_unproven=True)
+    sp = ServiceProvider(params, insecure_skip_proofs=True)
     device = Device("eval", params, provider_key=sp.public_key)
     terminal = Terminal(params, provider_key=sp.public_key)
     enrolled_now, first = None, None
@@ -50,7 +50,7 @@ def _run_chunk(params: GsmParams, variant: str, templates: dict[int, np.ndarray]
             if variant == "pi1":
                 device.pi1_enrol(templates[i])
             else:
-                device.accept_enrolment(sp.enrol(device.enrol_request(templates[i])))
+                device.accept_enrolment(sp.enrol_unproven(device.unproven_enrol_request(templates[i])))
             first = terminal.receive(device.first_message(), variant)
             enrolled_now = i
         ch, session = terminal.challenge(first, templates[j], variant)

@@ -12,11 +12,14 @@ from .messages import (
     CompareRequest,
     Decision,
     EnrolRequest,
+    MatchStart,
+    ProviderKey,
     Reply,
     Template,
 )
 from .params import LAMBDA, PAILLIER_BITS, VARIANTS, GsmParams
-from .parties import Device, Enrolled, ServiceProvider, Terminal, TerminalSession
+from . import zk
+from .parties import Device, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
 
 _P = GsmParams()
 
@@ -30,12 +33,12 @@ DESCRIPTION = {
         "terminal_and_provider": "semi-honest, possibly colluding (§3)",
         "device": "pi1: semi-honest (Thm. 1); pi2, pi3: malicious (Thm. 2, 3) — a forged round-3 value is "
                   "caught (⊥) with probability ≥ 1 − 2^−λ; the template's norm relies on the §8 enrolment "
-                  "proofs (hook: ServiceProvider(proof_verifier=…), not wired in this module)",
+                  "proofs Π_en (§8: Π_epk, Fig. 9, Fig. 10) the provider verifies before signing (gsm.zk)",
     },
     "modes": {  # the variants, `--variant`
         "pi1": {"status": "implemented (§5 Fig. 3)", "rounds": 3,
                 "leakage": {"device": ["inner product ⟨u, w⟩"], "terminal": ["decision"]}},
-        "pi2": {"status": "implemented (§6 Fig. 4), enrolment proofs pending (gsm.zk)", "rounds": 4,
+        "pi2": {"status": "implemented (§6 Fig. 4), enrolment Π_en with the §8 proofs", "rounds": 4,
                 "leakage": {"device": ["decision"], "terminal": ["inner product ⟨u, w⟩", "decision"]}},
         "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit + Naor–Pinkas OT)",
                 "rounds": 5, "leakage": {"device": ["decision"], "terminal": ["decision"]}},
@@ -54,11 +57,14 @@ DESCRIPTION = {
         "signature": "Ed25519 over the first message m1 (provider → device → terminal), with expiry",
         "ip_max": "ζ² (Cauchy–Schwarz for norm-ζ templates)",
     },
+    "enrolment": {"rounds": 2, "steps": ["enrol/start: epk, ⟦u_i⟧, Π_epk, Fig. 9 → Fig. 10 challenge",
+                                         "enrol/finish: Fig. 10 response → signed m1"],
+                  "proofs": zk.PROOFS},
     "steps": ["enrol", "m1 (reusable)", "round 2", "round 3", "round 4 (pi2)", "rounds 4–5 (pi3)"],
 }
 
 __all__ = [
     "Challenge", "CompareChallenge", "CompareFinish", "CompareRequest", "DESCRIPTION", "Decision", "Device",
-    "EnrolRequest", "Enrolled", "GsmParams", "LAMBDA", "PAILLIER_BITS", "Reply", "ServiceProvider", "Template",
+    "EnrolRequest", "EnrolSession", "Enrolled", "MatchStart", "ProviderKey", "GsmParams", "LAMBDA", "PAILLIER_BITS", "Reply", "ServiceProvider", "Template",
     "Terminal", "TerminalSession", "VARIANTS",
 ]

@@ -10,15 +10,16 @@ VARIANT_IDS = {"pi1": 1, "pi2": 2, "pi3": 3}
 
 @dataclass
 class EnrolRequest(Message):
-    """Device → provider (Fig. 4 enrolment): epk = N and ⟦u_1⟧, …, ⟦u_ℓ⟧ of the signed template
-    (u_i mod N), one value per ciphertext; ``proofs``: the §8 zero-knowledge proofs (Π_epk, Fig. 9,
-    Fig. 10), verified by the provider's proof hook."""
+    """Device → provider, Π_en round 1 (§6 enrolment, §8): epk = N, ⟦u_1⟧, …, ⟦u_ℓ⟧ of the signed template
+    (u_i mod N, one value per ciphertext), and the non-interactive proofs Π_epk (``zk.ModulusProof``) and
+    Fig. 9 (``zk.PlaintextKnowledgeProof``) as their wire bytes (empty only for an insecure unproven run)."""
 
     WIRE_NAME = "gsm.EnrolRequest"
     subject_id: str
     pk_n: int
     c_u: list[int]
-    proofs: bytes | None = None
+    modulus_proof: bytes = b""
+    plaintext_proof: bytes = b""
 
 
 @dataclass
@@ -86,3 +87,20 @@ class CompareFinish(Message):
 
     WIRE_NAME = "gsm.CompareFinish"
     output_labels: bytes
+
+
+@dataclass
+class MatchStart(Message):
+    """Device → terminal over HTTP, round 1: the variant (1–3) and the reusable first message m1's bytes."""
+
+    WIRE_NAME = "gsm.MatchStart"
+    variant: int
+    first_message: bytes
+
+
+@dataclass
+class ProviderKey(Message):
+    """Provider → anyone: its Ed25519 verification key (32 raw bytes) that signs first messages."""
+
+    WIRE_NAME = "gsm.ProviderKey"
+    ed25519: bytes

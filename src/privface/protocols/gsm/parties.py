@@ -17,6 +17,7 @@ import gmpy2
 import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ...crypto import packing
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, GarblerMessage
@@ -37,9 +38,11 @@ from .messages import (
     Template,
 )
 from .params import GsmParams, check_variant
+from . import zk
 
 PROTOCOL = "gsm"
 SIGNATURE_CONTEXT = b"privface/gsm/first-message/v1\x00"
+ENROL_CONTEXT = b"privface/gsm/enrol/v1\x00"
 PROVIDER_PACKING = "pi3"
 """The provider packs for Π3, whose d also covers Π2 and Π1, so one signed m1 serves every variant."""
 
@@ -86,6 +89,13 @@ def ciphertext(pk: PaillierPublicKey, value: int) -> PaillierCiphertext:
 def signed_bytes(m1: Template) -> bytes:
     """What the provider signs (Fig. 4 enrolment; Fig. 4/5 round 2 step 1 verifies): m1 without σ."""
     return SIGNATURE_CONTEXT + dataclasses.replace(m1, signature=b"").to_bytes()
+
+
+def enrol_context(subject_id: str, provider_key: Ed25519PublicKey) -> bytes:
+    """Fiat–Shamir context of Π_epk and Fig. 9: the subject and the provider's key, so a transcript made for
+    one enrolment cannot be replayed for another subject or to another provider."""
+    vk = provider_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return ENROL_CONTEXT + len(subject_id.encode()).to_bytes(2, "big") + subject_id.encode() + vk
 
 
 WINDOW_BITS = 4
@@ -158,8 +168,9 @@ class Device:
         check_id(subject_id)
         self.subject_id = subject_id
         self.params = params
-        if keypair is None:
-            keypair = generate_paillier_keypair(params.paillier_bits, insecure_test_params=params.insecure_test_params)
+        if keypair is None:  # a Paillier–Blum key, as Π_epk (zk.prove_modulus) requires
+            keypair = generate_paillier_keypair(params.paillier_bits, insecure_test_params=params.insecure_test_params,
+                                                blum=True)
         self.pk, self._sk = keypair
         self.provider_key = provider_key
         self._m1: Template | None = None
@@ -177,11 +188,40 @@ class Device:
         self._m1 = Template(self.subject_id, int(self.pk.n), pp.n, pp.d, packed, self._encrypt(sum(shifted)), 0)
         return self._m1
 
-    def enrol_request(self, u, proofs: bytes | None = None) -> EnrolRequest:
-        """Fig. 4 enrolment, device side: epk and ⟦u_1⟧…⟦u_ℓ⟧ (one value per ciphertext). ``proofs`` is the
-        hook for the §8 zero-knowledge proofs (Π_epk, Fig. 9, Fig. 10) built in ``gsm.zk``."""
+    def enrol_start(self, u, *, workers: int | None = 1) -> EnrolRequest:
+        """Π_en round 1 (§6 enrolment, §8): Π_en-Enc c_i = ⟦u_i; r_i⟧ of the signed values (u_i mod N), then
+        Π_epk and the Fig. 9 proof with Fiat–Shamir, bound to this subject and provider (``enrol_context``).
+
+        Signed values and Fig. 10: the statement proven is Σ x̃_i² = ζ² over the integers for the centred
+        representatives x̃_i ∈ (−N/2, N/2] of the plaintexts — which for an honest device are the u_i
+        themselves. Completeness: with ρ_i uniform in Z_N, α < 2^λ and |u_i| ≤ ζ, the integer α·u_i + ρ_i lies
+        in [0, N) except with probability ≤ 2^(λ+m)/N, so F.2's "no wrap-around" chain holds with u_i in place
+        of a non-negative x_i. Soundness: the verifier only ever operates on ciphertexts (elements of Z_N), so
+        §8.3's argument (a check mod N and one mod a prime N̂ drawn after the c_i are fixed) binds the integer
+        Σ x̃_i², and Σ x̃_i² = ζ² forces |x̃_i| ≤ ζ — the bound IP_max = ζ² of Π2/Π3 relies on. Shifting to
+        non-negative u_i + c instead would need Σ(u_i + c)² = ζ² + 2c·S_u + ℓc², i.e. reveal S_u."""
+        if self.provider_key is None:
+            raise ProtocolError("the device needs the provider's verification key to enrol")
         vals = check_template(u, self.params)
-        return EnrolRequest(self.subject_id, int(self.pk.n), [self._encrypt(x) for x in vals], proofs)
+        ctx = enrol_context(self.subject_id, self.provider_key)
+        try:
+            cts, witness = zk.encrypt_with_witness(self._sk, vals, workers=workers)
+            modulus = zk.prove_modulus(self._sk, context=ctx, workers=workers)
+        except CryptoError as e:
+            raise ProtocolError(f"cannot prove this key: {e}") from None
+        ptxt = zk.prove_plaintext_knowledge(self.pk, cts, witness, context=ctx)
+        return EnrolRequest(self.subject_id, int(self.pk.n), [int(c.value) for c in cts], modulus.to_bytes(),
+                            ptxt.to_bytes())
+
+    def enrol_respond(self, challenge: zk.NormChallenge, *, workers: int | None = 1) -> zk.NormResponse:
+        """Π_en round 2, Fig. 10 prover: answer the provider's norm challenge (validated first)."""
+        return zk.norm_response(self._sk, challenge, self.params.ell, workers=workers)
+
+    def unproven_enrol_request(self, u) -> EnrolRequest:
+        """⟦u_1⟧…⟦u_ℓ⟧ without the §8 proofs — only a provider built with ``insecure_skip_proofs`` (evaluation
+        and benchmarks of the matching protocols) accepts it."""
+        vals = check_template(u, self.params)
+        return EnrolRequest(self.subject_id, int(self.pk.n), [self._encrypt(x) for x in vals])
 
     def accept_enrolment(self, m1: Template) -> None:
         """Keep the provider's signed m1 after checking it is ours (and σ, when the provider key is known)."""
@@ -413,52 +453,89 @@ class Terminal:
 # ---------------------------------------------------------------- service provider
 
 
-ProofVerifier = Callable[[EnrolRequest, PaillierPublicKey, list[PaillierCiphertext]], None]
-"""Checks ``EnrolRequest.proofs`` (§8: Π_epk, Fig. 9, Fig. 10) for the key and ciphertexts; raises
-ProtocolError when they do not verify. Wired by the caller (``gsm.zk``)."""
+@dataclass
+class EnrolSession:
+    """Provider state between enrol/start and enrol/finish: the validated statement and the Fig. 10
+    verifier holding its secret challenge (single use)."""
+
+    subject_id: str
+    pk: PaillierPublicKey
+    cts: list = field(repr=False)
+    verifier: zk.NormVerifier = field(repr=False)
 
 
 class ServiceProvider:
-    """Enrols devices (Fig. 4 enrolment): checks the proofs, packs the ciphertexts, signs m1 (Ed25519).
+    """Enrols devices (§6 enrolment Π_en): verifies Π_epk and Fig. 9, runs the Fig. 10 norm check, then
+    packs the ciphertexts and signs m1 (Ed25519). Two rounds: ``enrol_start`` → NormChallenge,
+    ``enrol_finish`` → signed Template.
 
-    Without a ``proof_verifier`` it refuses every request unless ``accept_unproven`` — a switch for tests,
-    evaluation and benchmarks until the §8 proofs are wired in; an unproven template may have any norm.
+    ``insecure_skip_proofs`` enables ``enrol_unproven`` (no proofs: any norm, any key) — for evaluation and
+    benchmarks of Π1–Π3 only, never in the service.
     """
 
     def __init__(self, params: GsmParams = GsmParams(), *, signing_key: Ed25519PrivateKey | None = None,
-                 proof_verifier: ProofVerifier | None = None, accept_unproven: bool = False,
+                 insecure_skip_proofs: bool = False, workers: int | None = 1,
                  clock: Callable[[], float] = time.time) -> None:
         self.params = params
         self._signing_key = signing_key or Ed25519PrivateKey.generate()
-        self.proof_verifier = proof_verifier
-        self.accept_unproven = accept_unproven
+        self.insecure_skip_proofs = insecure_skip_proofs
+        self.workers = workers
         self.clock = clock
 
     @property
     def public_key(self) -> Ed25519PublicKey:
         return self._signing_key.public_key()
 
-    def enrol(self, req: EnrolRequest) -> Template:
-        """Validate, verify the proofs, convert ⟦u_i⟧ into ⟦u*_j⟧ of u′ = u + c, add ⟦S_u⟧, sign."""
+    def _statement(self, req: EnrolRequest) -> tuple[PaillierPublicKey, list[PaillierCiphertext]]:
         p = self.params
+        if not isinstance(req, EnrolRequest):
+            raise ProtocolError(f"expected an EnrolRequest, got {type(req).__name__}")
         check_id(req.subject_id)
         pk = public_key(req.pk_n, p)
         if len(req.c_u) != p.ell:
             raise ProtocolError(f"enrolment needs ℓ = {p.ell} ciphertexts, got {len(req.c_u)}")
-        cts = [ciphertext(pk, c) for c in req.c_u]
-        if req.proofs is None:
-            if not self.accept_unproven:
-                raise ProtocolError("enrolment needs the zero-knowledge proofs of §8 (Π_epk, Fig. 9, Fig. 10)")
-        elif self.proof_verifier is None:
-            raise ProtocolError("this provider has no proof verifier configured")
-        else:
-            self.proof_verifier(req, pk, cts)
+        return pk, [ciphertext(pk, c) for c in req.c_u]
+
+    def enrol_start(self, req: EnrolRequest, *, pool: RnPool | None = None) -> tuple[zk.NormChallenge, EnrolSession]:
+        """Validate epk and ⟦u_i⟧, verify Π_epk (CGGMP20 Π^mod) and Fig. 9 (Fiat–Shamir, ``enrol_context``),
+        and issue the Fig. 10 challenge for y = ζ². Nothing is kept unless every check passes."""
+        pk, cts = self._statement(req)
+        if not req.modulus_proof or not req.plaintext_proof:
+            raise ProtocolError("enrolment needs the zero-knowledge proofs of §8 (Π_epk, Fig. 9)")
+        ctx = enrol_context(req.subject_id, self.public_key)
+        modulus = zk.ModulusProof.from_bytes(req.modulus_proof, pk)
+        ptxt = zk.PlaintextKnowledgeProof.from_bytes(req.plaintext_proof, pk)
+        if not zk.verify_modulus(pk, modulus, context=ctx, workers=self.workers):
+            raise ProtocolError("Π_epk does not verify: the Paillier modulus is not proven well formed")
+        if not zk.verify_plaintext_knowledge(pk, cts, ptxt, context=ctx):
+            raise ProtocolError("the Fig. 9 proof does not verify: plaintext knowledge not shown")
+        verifier = zk.NormVerifier(pk, cts, self.params.zeta**2, pool=pool, workers=self.workers)
+        return verifier.challenge(), EnrolSession(req.subject_id, pk, cts, verifier)
+
+    def enrol_finish(self, session: EnrolSession, resp: zk.NormResponse) -> Template:
+        """Fig. 10 verification (‖u‖² = ζ² over the integers), then pack and sign. The session's challenge is
+        used once: a wrong answer ends the enrolment (the device starts again)."""
+        if not isinstance(session, EnrolSession):
+            raise ProtocolError("enrol/finish needs the session of an enrol/start")
+        if not session.verifier.verify(resp):
+            raise ProtocolError(f"the Fig. 10 norm proof does not verify: the template's norm is not ζ = {self.params.zeta}")
+        return self._sign(session.subject_id, session.pk, session.cts)
+
+    def enrol_unproven(self, req: EnrolRequest) -> Template:
+        """Pack and sign without any proof — refused unless ``insecure_skip_proofs`` (evaluation, benchmarks)."""
+        if not self.insecure_skip_proofs:
+            raise ProtocolError("enrolment needs the zero-knowledge proofs of §8 (Π_epk, Fig. 9, Fig. 10)")
+        return self._sign(req.subject_id, *self._statement(req))
+
+    def _sign(self, subject_id: str, pk: PaillierPublicKey, cts: list[PaillierCiphertext]) -> Template:
+        """Convert ⟦u_i⟧ into ⟦u*_j⟧ of u′ = u + c, add ⟦S_u⟧, sign (Fig. 4 enrolment)."""
+        p = self.params
         pp = p.packing(pk.bits, PROVIDER_PACKING)
         packed = pack_ciphertexts(pk, [int(c.value) for c in cts], pp)
         shift = [packing.encode1(pp, [p.offset] * len(cts[j:j + pp.n])) for j in range(0, p.ell, pp.n)]
         N2 = pk.nsquare
         packed = [int(v * pk.plain_factor(s) % N2) for v, s in zip(packed, shift)]
         c_sum = sum(cts[1:], cts[0]) + p.ell * p.offset
-        m1 = Template(req.subject_id, int(pk.n), pp.n, pp.d, packed, int(c_sum.value),
+        m1 = Template(subject_id, int(pk.n), pp.n, pp.d, packed, int(c_sum.value),
                       int(self.clock()) + p.lifetime)
         return dataclasses.replace(m1, signature=self._signing_key.sign(signed_bytes(m1)))
