@@ -1,0 +1,77 @@
+"""gsm over HTTP, device side: the ``Device`` party driven through ``ServiceClient`` against a provider
+(Π_en, §6/§8) and a terminal (Π1 §5, Π2 §6, Π3 §7) run by ``privface serve --protocol gsm --role …``.
+
+Every answer is parsed and validated by the wire codec and the party before use; the provider's first
+message is checked against the verification key the device holds (σ, subject, key) before it is kept.
+"""
+from __future__ import annotations
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from ...errors import CryptoError, ProtocolError
+from ...service.client import ServiceClient
+from ...wire import WireError
+from . import zk
+from .messages import VARIANT_IDS, CompareChallenge, Challenge, Decision, MatchStart, ProviderKey, Template
+from .params import check_variant
+from .parties import PROTOCOL, Device
+from .service import provider_key_from_bytes
+
+
+def _parse(fn, *args):
+    try:
+        return fn(*args)
+    except (WireError, CryptoError) as e:
+        raise ProtocolError(f"malformed answer from the service: {e}") from None
+
+
+def fetch_provider_key(provider_url: str, *, timeout: float = 60.0, transport=None) -> Ed25519PublicKey:
+    """The provider's Ed25519 verification key (trust on first use: pin it out of band in production)."""
+    with ServiceClient(provider_url, PROTOCOL, timeout=timeout, transport=transport) as http:
+        answer = _parse(ProviderKey.from_bytes, http.step("key", ProviderKey(b"").to_bytes()))
+    return provider_key_from_bytes(answer.ed25519)
+
+
+class DeviceClient:
+    """A ``Device`` talking HTTP: ``enrol(provider_url, u)`` then ``match(terminal_url, variant)`` any number
+    of times with the same reusable m1. ``stats`` (per call) holds the ServiceClient step statistics."""
+
+    def __init__(self, device: Device, *, timeout: float = 60.0, transport=None) -> None:
+        self.device = device
+        self._timeout, self._transport = timeout, transport
+        self.stats: list = []
+
+    def _client(self, url: str) -> ServiceClient:
+        return ServiceClient(url, PROTOCOL, timeout=self._timeout, transport=self._transport)
+
+    def enrol(self, provider_url: str, u, *, workers: int | None = 1) -> Template:
+        """Π_en: enrol/start (epk, ⟦u_i⟧, Π_epk, Fig. 9) → Fig. 10 challenge; enrol/finish → signed m1."""
+        dev = self.device
+        request = dev.enrol_start(u, workers=workers)
+        with self._client(provider_url) as http:
+            challenge = _parse(zk.NormChallenge.from_bytes, http.step("enrol/start", request.to_bytes()),
+                               dev.pk, dev.params.ell)
+            answer = dev.enrol_respond(challenge, workers=workers)
+            m1 = _parse(Template.from_bytes, http.step("enrol/finish", answer.to_bytes()))
+            self.stats = list(http.stats)
+        dev.accept_enrolment(m1)
+        return m1
+
+    def match(self, terminal_url: str, variant: str) -> Decision:
+        """One matching session against the terminal's current capture; the result (``aborted`` = ⊥)."""
+        dev, variant = self.device, check_variant(variant)
+        start = MatchStart(VARIANT_IDS[variant], dev.first_message().to_bytes())
+        with self._client(terminal_url) as http:
+            challenge = _parse(Challenge.from_bytes, http.step("match/start", start.to_bytes()))
+            if variant == "pi1":
+                decision = dev.pi1_decide(challenge)
+                _parse(Decision.from_bytes, http.step("match/finish", decision.to_bytes()))
+            elif variant == "pi2":
+                decision = _parse(Decision.from_bytes, http.step("match/finish", dev.pi2_reply(challenge).to_bytes()))
+            else:
+                request, evaluator = dev.pi3_request(challenge)
+                garbled = _parse(CompareChallenge.from_bytes, http.step("match/compare", request.to_bytes()))
+                finish = dev.pi3_finish(evaluator, garbled)
+                decision = _parse(Decision.from_bytes, http.step("match/finish", finish.to_bytes()))
+            self.stats = list(http.stats)
+        return decision

@@ -1,0 +1,164 @@
+"""gsm as ``privface.service.base.ProtocolService``s: one role per server (seed 004 §3: the service provider
+and the terminal are separate parties). Each step decodes one wire message, validates it and runs the
+party; bad input raises MessageError / SessionError and changes no state (a session is used once).
+
+Provider (``role="provider"``), Π_en of §6/§8:
+    ``key``           ProviderKey request (empty ed25519) → ProviderKey (the Ed25519 verification key)
+    ``enrol/start``   EnrolRequest (epk, ⟦u_i⟧, Π_epk, Fig. 9) → zk.NormChallenge + session
+    ``enrol/finish``  zk.NormResponse → signed Template m1 (also kept in the store under ``gsm``/subject)
+Terminal (``role="terminal"``), Π1/Π2/Π3 of §5–§7, the capture w from the ``capture`` callable:
+    ``match/start``   MatchStart(variant, m1) → Challenge + session
+    ``match/compare`` Π3 only: CompareRequest → CompareChallenge + session
+    ``match/finish``  Decision (Π1) · Reply (Π2) · CompareFinish (Π3) → Decision (``aborted`` = ⊥)
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+    load_pem_private_key,
+)
+
+from ...errors import CryptoError, ProtocolError
+from ...service.base import MessageError, SessionError, StepResult
+from ...store.base import TemplateStore
+from ...wire import WireError
+from . import zk
+from .messages import (
+    VARIANT_IDS,
+    CompareFinish,
+    CompareRequest,
+    Decision,
+    EnrolRequest,
+    MatchStart,
+    ProviderKey,
+    Reply,
+    Template,
+)
+from .params import GsmParams
+from .parties import PROTOCOL, EnrolSession, ServiceProvider, Terminal, TerminalSession
+
+VARIANT_NAMES = {v: k for k, v in VARIANT_IDS.items()}
+KEY_RECORD = ("gsm-provider", "ed25519-signing-key")
+"""Where a provider without an explicit ``signing_key`` keeps the one it generated (PKCS#8 PEM)."""
+
+
+def provider_key_from_bytes(raw: bytes) -> Ed25519PublicKey:
+    if not isinstance(raw, bytes) or len(raw) != 32:
+        raise ProtocolError("an Ed25519 verification key is 32 bytes")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def provider_key_bytes(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _signing_key(store: TemplateStore, key) -> Ed25519PrivateKey:
+    """The provider's signing key: given (key object or PEM bytes), else the store's, else a new one saved there."""
+    if isinstance(key, Ed25519PrivateKey):
+        return key
+    pem = key if key is not None else store.get(*KEY_RECORD)
+    if pem is None:
+        new = Ed25519PrivateKey.generate()
+        store.put(*KEY_RECORD, new.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+        return new
+    loaded = load_pem_private_key(pem.encode() if isinstance(pem, str) else bytes(pem), password=None)
+    if not isinstance(loaded, Ed25519PrivateKey):
+        raise ProtocolError("the gsm provider's signing key must be an Ed25519 key")
+    return loaded
+
+
+@dataclass
+class MatchState:
+    """A terminal's HTTP session: the variant's session and, for Π3 after match/compare, nothing more."""
+
+    session: TerminalSession
+
+
+class GsmService:
+    """Options: ``role`` ("provider" or "terminal"), ``params`` (GsmParams) or ``insecure_test_params``;
+    provider: ``signing_key`` (Ed25519 key or PKCS#8 PEM; default: kept in the store); terminal:
+    ``provider_key`` (32 raw bytes or Ed25519PublicKey, needed for Π2/Π3) and ``capture`` (a callable
+    returning the measurement w as an ℓ-vector of norm ζ, called once per match/start)."""
+
+    name = PROTOCOL
+
+    def __init__(self, store: TemplateStore, *, role: str = "provider", params: GsmParams | None = None,
+                 insecure_test_params: bool = False, signing_key=None, provider_key=None,
+                 capture: Callable[[], Any] | None = None, workers: int | None = 1) -> None:
+        if params is None:
+            params = GsmParams.toy() if insecure_test_params else GsmParams()
+        self.store, self.role, self.params = store, role, params
+        if role == "provider":
+            self.provider = ServiceProvider(params, signing_key=_signing_key(store, signing_key), workers=workers)
+            self.steps = ("key", "enrol/start", "enrol/finish")
+            self.first_steps = ("key", "enrol/start")
+        elif role == "terminal":
+            if isinstance(provider_key, bytes):
+                provider_key = provider_key_from_bytes(provider_key)
+            if capture is None:
+                raise ValueError("a gsm terminal needs a capture source (the measurement w)")
+            self.terminal, self.capture = Terminal(params, provider_key=provider_key), capture
+            self.steps = ("match/start", "match/compare", "match/finish")
+            self.first_steps = ("match/start",)
+        else:
+            raise ValueError(f"gsm role must be provider or terminal, got {role!r}")
+
+    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+        if step not in self.steps:
+            raise MessageError(f"gsm {self.role} has no step {step!r}")
+        if step in self.first_steps and state is not None:
+            raise SessionError(f"{step} starts a new flow and takes no session")
+        try:
+            if self.role == "provider":
+                return self._provider(step, body, state)
+            return self._terminal(step, body, state)
+        except (WireError, ProtocolError, CryptoError) as e:
+            raise MessageError(str(e)) from None
+
+    def _provider(self, step: str, body: bytes, state) -> StepResult:
+        sp = self.provider
+        if step == "key":
+            ProviderKey.from_bytes(body)
+            return StepResult(ProviderKey(provider_key_bytes(sp.public_key)).to_bytes())
+        if step == "enrol/start":
+            challenge, session = sp.enrol_start(EnrolRequest.from_bytes(body))
+            return StepResult(challenge.to_bytes(), session)
+        if not isinstance(state, EnrolSession):
+            raise SessionError("enrol/finish needs the session of an enrol/start")
+        m1 = sp.enrol_finish(state, zk.NormResponse.from_bytes(body))
+        data = m1.to_bytes()
+        self.store.put(PROTOCOL, m1.subject_id, data)
+        return StepResult(data)
+
+    def _terminal(self, step: str, body: bytes, state) -> StepResult:
+        term = self.terminal
+        if step == "match/start":
+            start = MatchStart.from_bytes(body)
+            variant = VARIANT_NAMES.get(start.variant)
+            if variant is None:
+                raise ProtocolError(f"unknown gsm variant id {start.variant}")
+            enrolled = term.receive(Template.from_bytes(start.first_message), variant)
+            challenge, session = term.challenge(enrolled, self.capture(), variant)
+            return StepResult(challenge.to_bytes(), MatchState(session))
+        if not isinstance(state, MatchState):
+            raise SessionError(f"{step} needs the session of a match/start")
+        session = state.session
+        if step == "match/compare":
+            if session.variant != "pi3":
+                raise SessionError("match/compare belongs to Π3 only")
+            reply = term.pi3_compare(session, CompareRequest.from_bytes(body))
+            return StepResult(reply.to_bytes(), state)
+        if session.variant == "pi1":
+            match = term.pi1_finish(session, Decision.from_bytes(body))
+            return StepResult(Decision(match).to_bytes())
+        if session.variant == "pi2":
+            return StepResult(term.pi2_finish(session, Reply.from_bytes(body)).to_bytes())
+        return StepResult(term.pi3_finish(session, CompareFinish.from_bytes(body)).to_bytes())
