@@ -113,3 +113,20 @@ def test_bad_enrolment_and_match_steps_get_typed_errors(servers, enrolled):
         with pytest.raises(RemoteSessionError):  # the session is over
             http.step("match/finish", Reply(x).to_bytes())
     assert client.match(t_url, "pi2").match  # the servers still work for honest parties
+
+
+def test_privface_serve_gsm_provider_enrols_a_device(tmp_path, capsys):
+    """`privface serve --protocol gsm --role provider` in a child process; a terminal without --capture is refused."""
+    from privface.cli import main
+    from privface.service.launch import serve_subprocess
+
+    toy = GsmParams.toy()  # what --insecure-test-params serves: ℓ = 128, m = 16, 1024-bit keys
+    db = f"sqlite:///{tmp_path / 'sp.db'}"
+    with serve_subprocess("gsm", db, ["--role", "provider", "--insecure-test-params"]) as url:
+        dev = Device("ines", toy, provider_key=fetch_provider_key(url))
+        u = fixed_norm_template(np.random.default_rng(5).normal(size=toy.ell), toy.m)
+        assert DeviceClient(dev).enrol(url, u).subject_id == "ines"
+    assert main(["serve", "--protocol", "gsm", "--role", "terminal", "--db", db, "--insecure-test-params"]) != 0
+    assert "needs --capture" in capsys.readouterr().err
+    assert main(["serve", "--protocol", "gsm", "--db", db]) != 0
+    assert "--role provider or --role terminal" in capsys.readouterr().err

@@ -367,6 +367,8 @@ def cmd_revoke(a) -> int:
 
 def _service_options(a, name: str) -> dict:
     """Protocol options of `privface serve` for the protocol `name`."""
+    if name == "gsm":
+        return _gsm_service_options(a)
     if name != "im2020":
         return {}
     options = {"params": _im2020_params(a)}
@@ -376,6 +378,39 @@ def _service_options(a, name: str) -> dict:
                 options["tp_public_key"] = f.read()
         except OSError as e:
             raise PrivfaceError(f"cannot read --tp-public-key {a.tp_public_key}: {e.strerror}") from None
+    return options
+
+
+def _read_option_file(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise PrivfaceError(f"cannot read {flag} {path}: {e.strerror}") from None
+
+
+def _gsm_service_options(a) -> dict:
+    """gsm: --role provider (--signing-key PEM, else kept in the store) or terminal (--provider-key HEX,
+    --capture IMAGE read, embedded and quantized to norm ζ at every match/start)."""
+    if a.role not in ("provider", "terminal"):
+        raise PrivfaceError("--protocol gsm needs --role provider or --role terminal")
+    options = {"role": a.role, "params": _gsm_params(a)}
+    if a.role == "provider":
+        if a.signing_key:
+            options["signing_key"] = _read_option_file(a.signing_key, "--signing-key")
+        return options
+    if not a.capture:
+        raise PrivfaceError("a gsm terminal needs --capture IMAGE (the camera's latest frame)")
+    if a.provider_key:
+        try:
+            options["provider_key"] = bytes.fromhex(a.provider_key)
+        except ValueError:
+            raise PrivfaceError("--provider-key must be the provider's key as 64 hex digits") from None
+    from .faces.registry import make_backend
+    from .templates.fixed_norm import fixed_norm_template
+
+    backend, m, path = make_backend(), options["params"].m, a.capture
+    options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
     return options
 
 
@@ -404,6 +439,12 @@ def cmd_serve(a) -> int:
     try:
         services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]
         app = create_app(store, services, session_ttl=a.session_ttl)
+        for svc in services:
+            if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
+                from .protocols.gsm.service import provider_key_bytes
+
+                print(f"privface: gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}",
+                      file=sys.stderr)
         print(f"privface: serving {', '.join(s.name for s in services)} on http://{a.host}:{a.port} "
               f"(store {redact(a.db)})", file=sys.stderr)
         # uvicorn catches SIGINT/SIGTERM, stops accepting, lets running requests finish, then
@@ -531,7 +572,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="im2020: accept toy key sizes — tests only, INSECURE")
+                   help="im2020, gsm: accept toy key sizes — tests only, INSECURE")
+    s.add_argument("--role", choices=["provider", "terminal"],
+                   help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching)")
+    s.add_argument("--signing-key", metavar="PEM", help="gsm provider: Ed25519 signing key (default: kept in the store)")
+    s.add_argument("--provider-key", metavar="HEX",
+                   help="gsm terminal: the provider's Ed25519 key (64 hex digits, printed by the provider at start)")
+    s.add_argument("--capture", metavar="IMAGE", help="gsm terminal: image file holding the camera's latest frame")
     _mode_args(s)
     s.set_defaults(func=cmd_serve)
 
