@@ -155,3 +155,21 @@ def test_device_needs_the_provider_key_and_provider_refuses_unproven_by_default(
         sp.enrol_unproven(d.unproven_enrol_request(template(9)))
     lax = ServiceProvider(P, insecure_skip_proofs=True)
     assert lax.enrol_unproven(d.unproven_enrol_request(template(9))).subject_id == "quick"
+
+
+@pytest.mark.slow
+def test_real_size_enrolment_at_3072_bits():
+    """Π_en through the parties with the default 3072-bit Blum key; the signed m1 matches under Π2."""
+    p = GsmParams(ell=8, m=16, cos_threshold=0.8)
+    provider = ServiceProvider(p)
+    device = Device("rita", p, provider_key=provider.public_key)
+    u = fixed_norm_template(np.random.default_rng(11).normal(size=p.ell), p.m)
+    ch, session = provider.enrol_start(device.enrol_start(u))
+    device.accept_enrolment(provider.enrol_finish(session, device.enrol_respond(ch)))
+    term = Terminal(p, provider_key=provider.public_key)
+    ch2, s2 = term.challenge(term.receive(device.first_message(), "pi2"), u, "pi2")
+    assert device.pk.bits == 3072 and term.pi2_finish(s2, device.pi2_reply(ch2)).match
+    bad = np.concatenate([[u[0] + 1], u[1:]]).astype(object)
+    ch3, session3 = provider.enrol_start(cheat_request(device, bad, provider))
+    with pytest.raises(ProtocolError, match="norm"):
+        provider.enrol_finish(session3, device.enrol_respond(ch3))

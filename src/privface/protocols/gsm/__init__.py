@@ -65,6 +65,6 @@ DESCRIPTION = {
 
 __all__ = [
     "Challenge", "CompareChallenge", "CompareFinish", "CompareRequest", "DESCRIPTION", "Decision", "Device",
-    "EnrolRequest", "EnrolSession", "Enrolled", "MatchStart", "ProviderKey", "GsmParams", "LAMBDA", "PAILLIER_BITS", "Reply", "ServiceProvider", "Template",
-    "Terminal", "TerminalSession", "VARIANTS",
+    "EnrolRequest", "EnrolSession", "Enrolled", "GsmParams", "LAMBDA", "MatchStart", "PAILLIER_BITS",
+    "ProviderKey", "Reply", "ServiceProvider", "Template", "Terminal", "TerminalSession", "VARIANTS", "zk",
 ]
