@@ -79,9 +79,10 @@ def test_norm_right_mod_n_only_is_rejected(sp):
         if gmpy2.legendre(target, sk.p) == 1 and gmpy2.legendre(target, sk.q) == 1:
             break
         rest[0] += 1
-    # the "mixed" root (+√ mod p, −√ mod q) is never a small integer, even when target is a small square
-    root = int(crt(gmpy2.powmod(target, (sk.p + 1) // 4, sk.p), -gmpy2.powmod(target, (sk.q + 1) // 4, sk.q) % sk.q,
-                   sk.p, sk.q, gmpy2.invert(sk.q, sk.p)))
+    # of the four square roots mod N, take one that is not ±(a small integer): a "mixed" one
+    rp, rq = gmpy2.powmod(target, (sk.p + 1) // 4, sk.p), gmpy2.powmod(target, (sk.q + 1) // 4, sk.q)
+    roots = [int(crt(rp, sq % sk.q, sk.p, sk.q, gmpy2.invert(sk.q, sk.p))) for sq in (rq, -rq)]
+    root = next(r for r in roots if min(r, n - r) > 2**64)
     values = [root] + rest
     assert sum(x * x for x in values) % n == P.zeta**2 != sum(x * x for x in values)
     ch, session = sp.enrol_start(cheat_request(cheat, values, sp))
