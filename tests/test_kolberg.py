@@ -208,3 +208,22 @@ def test_catalogue_lists_kolberg():
     entry = next(e for e in catalogue() if e["name"] == "kolberg")
     assert [lvl["scheme"] for lvl in entry["security_levels"] if lvl["security_bits"] >= 128] == list(SCHEMES)
     assert "which client asked" in entry["leakage"]["not_leaked_to_auth_server"]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_eval_plugin_counts_no_mismatches(scheme):
+    from privface.eval import metrics
+    from privface.eval.kolberg_eval import protocol_scores
+
+    centres = rng.normal(0.0, 0.12, (3, 128))
+    vectors = np.repeat(centres, 3, axis=0) + rng.normal(0.0, 0.04, (9, 128))
+    ids = np.repeat(np.arange(3), 3)
+    found = np.ones(9, dtype=bool)
+    found[5] = False
+    i, j, genuine = metrics.all_pairs(ids)
+    dq, extra = protocol_scores(vectors, found, ids, i, j, genuine, 1e9, params=KolbergParams(scheme))
+    ok = found[i] & found[j]
+    assert extra["pairs_run"] == ok.sum() == 28 and (dq[~ok] == 1e9).all()
+    assert extra["mismatches"] == 0 and extra["rank1_mismatches"] == 0
+    assert extra["identification_probes"] == 5 and extra["gallery_size"] == 3
+    assert extra["rank1_encrypted"] == pytest.approx(extra["rank1_plaintext_templates"]) == 1.0
