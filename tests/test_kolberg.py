@@ -227,3 +227,6 @@ def test_eval_plugin_counts_no_mismatches(scheme):
     assert extra["mismatches"] == 0 and extra["rank1_mismatches"] == 0
     assert extra["identification_probes"] == 5 and extra["gallery_size"] == 3
     assert extra["rank1_encrypted"] == pytest.approx(extra["rank1_plaintext_templates"]) == 1.0
+    _, sampled = protocol_scores(vectors, found, ids, i[:3], j[:3], genuine[:3], 1e9, params=KolbergParams(scheme),
+                                 identification_probes=2)
+    assert sampled["identification_probes"] == 2 and sampled["pairs_run"] == 3

@@ -7,7 +7,8 @@ threshold of the same templates (or ``KolbergParams.threshold``). ``mismatches``
 ``plaintext distance ≤ τ``. CKKS distances are noise-flooded (σ ≈ 0.001), so a pair within the documented
 precision band |d − τ| ≤ 6σ + CKKS_DISTANCE_ERROR may flip; those are counted in ``mismatches_in_band``, not in
 ``mismatches``. Identification (rank-1, closed set): the first image of each subject is enrolled under its
-subject id, every other image is an ``IdentifyRequest``; τ = ∞ so the DB server always returns the top match.
+subject id, every other image is an ``IdentifyRequest`` (with ``--pairs N``: a seeded sample of max(40, N // 40)
+of them); τ = ∞ so the DB server always returns the top match.
 """
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def _bar(progress: bool, total: int, desc: str):
 
 
 def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: np.ndarray, j: np.ndarray,
-                    genuine: np.ndarray, missing: float, *, params: KolbergParams,
-                    progress: bool = False) -> tuple[np.ndarray, dict]:
+                    genuine: np.ndarray, missing: float, *, params: KolbergParams, progress: bool = False,
+                    identification_probes: int | None = None) -> tuple[np.ndarray, dict]:
     """(plaintext distance of the scheme's templates per pair, extra output keys incl. ``mismatches``)."""
     t0 = time.perf_counter()
     params = dataclasses.replace(params, dims=vectors.shape[1])
@@ -76,7 +77,7 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: 
              "pairs_run": int(ok.sum()), "mismatches": mismatches, "mismatches_in_band": in_band,
              "pairs_in_band": pairs_in_band, "precision_band": band,
              "ms_per_verification": round(1000 * pair_seconds / max(int(ok.sum()), 1), 2)}
-    extra.update(_identification(vectors, found, ids, T, params, progress))
+    extra.update(_identification(vectors, found, ids, T, params, progress, identification_probes))
     extra["protocol_seconds"] = round(time.perf_counter() - t0, 3)
     return dq, extra
 
@@ -87,13 +88,16 @@ def _security_bits(scheme: str) -> int:
     return next(lvl["security_bits"] for lvl in DESCRIPTION["security_levels"] if lvl["scheme"] == scheme)
 
 
-def _identification(vectors, found, ids, T, params: KolbergParams, progress: bool) -> dict:
-    """Closed-set rank-1: gallery = first image of each subject, probes = the others (with a face)."""
+def _identification(vectors, found, ids, T, params: KolbergParams, progress: bool, limit: int | None) -> dict:
+    """Closed-set rank-1: gallery = first image of each subject, probes = the others with a face (a seeded
+    sample of ``limit`` of them when given)."""
     ids = np.asarray(ids).astype(str)
     gallery: dict[str, int] = {}
     for r in np.flatnonzero(found):
         gallery.setdefault(ids[r], r)
     probes = [r for r in np.flatnonzero(found) if gallery[ids[r]] != r]
+    if limit is not None and limit < len(probes):
+        probes = sorted(np.random.default_rng(0).choice(probes, limit, replace=False).tolist())
     params = dataclasses.replace(params, threshold=float("inf"))
     band = 6 * flood_sigma() + CKKS_DISTANCE_ERROR if params.scheme == "ckks" else 0.0
     client, db = _deploy(params)

@@ -96,7 +96,8 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         from .kolberg_eval import protocol_scores
 
         dq, extra = protocol_scores(emb.vectors, emb.found, ds.ids, i, j, genuine, MISSING,
-                                    params=protocol_params or KolbergParams(), progress=progress)
+                                    params=protocol_params or KolbergParams(), progress=progress,
+                                    identification_probes=None if pairs is None else max(40, pairs // 40))
     res_q = metrics.summarize(dq, genuine)
     out = {
         "dataset": ds.name,
