@@ -189,6 +189,13 @@ def test_auth_server_rejects_bad_batches_without_state_change(dep):
         with pytest.raises(ProtocolError, match="expected a distance"):
             dep.auth.decide(DistanceBatch(b"r" * 16, 0, [probe], True))
     assert dep.auth._pending == before
+    from privface.protocols.kolberg import parties
+    full = dict.fromkeys((k.to_bytes(16, "big") for k in range(parties.MAX_PENDING)), (1, 0.0, 0))
+    dep.auth._pending.update(full)
+    with pytest.raises(ProtocolError, match="too many open"):
+        dep.auth.decide(DistanceBatch(b"n" * 16, 0, [d], False))
+    for k in full:
+        del dep.auth._pending[k]
     ok = dep.auth.decide(DistanceBatch(b"q" * 16, 0, [d], True))
     assert ok.best == 0 and ok.accepted is True
 

@@ -29,6 +29,8 @@ from .params import BFV, CKKS, NTRU, KolbergParams
 PROTOCOL = "kolberg"
 CHUNK = 16
 """Distances per ``DistanceBatch`` (16 CKKS/BFV distance ciphertexts ≈ 3.2 MB, under the 4 MiB frame)."""
+MAX_PENDING = 1024
+"""Open multi-chunk requests the auth server keeps at most (a bound on its state)."""
 
 
 def protect(params: KolbergParams, embedding) -> np.ndarray:
@@ -174,6 +176,8 @@ class AuthServer:
                 raise ProtocolError(f"distance batch offset {msg.offset}, expected {count}")
             if count + len(cts) > self.params.max_gallery:
                 raise ProtocolError("request exceeds the gallery limit")
+            if count == 0 and not msg.last and len(self._pending) >= MAX_PENDING:
+                raise ProtocolError("too many open requests at the auth server")
         values = [self._decrypt(c) for c in cts]
         k = int(np.argmin(values))
         if values[k] < best_d:
