@@ -107,8 +107,16 @@ def cmd_eval(a) -> int:
         if a.tau is not None:
             raise PrivfaceError("--tau applies to --protocol im2020 only (gsm: --cos-threshold)")
         params = _gsm_params(a)  # eval sets ℓ to the embedding dimension
+    elif a.protocol == "kolberg":
+        if a.tau is not None:
+            raise PrivfaceError("--tau applies to --protocol im2020 only (kolberg uses the plaintext EER threshold)")
+        from .protocols.kolberg import KolbergParams
+
+        params = KolbergParams(a.scheme or "ckks")
     elif a.pairs is not None or a.tau is not None:
-        raise PrivfaceError("--pairs applies to --protocol im2020 or gsm, --tau to im2020 only")
+        raise PrivfaceError("--pairs applies to --protocol im2020, gsm or kolberg, --tau to im2020 only")
+    if a.protocol != "kolberg" and a.scheme:
+        raise PrivfaceError("--scheme applies to --protocol kolberg only")
     if a.protocol != "im2020" and (a.mode != "basic" or a.checkpoint):
         raise PrivfaceError("--mode and --checkpoint apply to --protocol im2020 only")
     if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
@@ -482,13 +490,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="verification accuracy on a dataset")
     s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
-    s.add_argument("--protocol", default="plain", choices=["plain", "im2020", "gsm"],
-                   help="plain: quantized templates in the clear; im2020, gsm: every pair through the encrypted protocol")
+    s.add_argument("--protocol", default="plain", choices=["plain", "im2020", "gsm", "kolberg"],
+                   help="plain: quantized templates in the clear; im2020, gsm, kolberg: every pair through the "
+                        "encrypted protocol")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: the HE scheme (default ckks)")
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
     s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold)")
-    s.add_argument("--pairs", type=int, help="im2020, gsm: run a seeded sample of N pairs (half genuine) instead of all")
+    s.add_argument("--pairs", type=int, help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine) instead of all")
     s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
     s.add_argument("--insecure-test-params", action="store_true",

@@ -16,7 +16,7 @@ from .datasets import Dataset
 from .embed import embed_paths
 
 MISSING = 1e9  # distance given to a pair whose image had no face: always rejected
-PROTOCOLS = ("plain", "im2020", "gsm")
+PROTOCOLS = ("plain", "im2020", "gsm", "kolberg")
 
 
 def pair_protocol(ds: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -56,7 +56,8 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
     ``checkpoint`` (im2020): a file to resume from and append to; "auto" is a file under the cache
     directory named by the settings (none with ``cache=False``); None turns checkpointing off.
     "gsm" runs ``variant`` (pi1, pi2, pi3) the same way (``gsm_eval``): its quantized scores are the cosine
-    of m-bit fixed-norm templates, as the distance ζ² − ⟨u, w⟩.
+    of m-bit fixed-norm templates, as the distance ζ² − ⟨u, w⟩. "kolberg" runs the scheme of
+    ``protocol_params`` (KolbergParams: ckks, bfv, ntru) the same way (``kolberg_eval``).
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r} is not available; choose one of {PROTOCOLS}")
@@ -90,6 +91,13 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         dq, extra = protocol_scores(emb.vectors, emb.found, i, j, genuine, MISSING, params=protocol_params,
                                     variant=variant, workers=workers, progress=progress)
         scale = extra["zeta"]
+    elif protocol == "kolberg":
+        from ..protocols.kolberg import KolbergParams
+        from .kolberg_eval import protocol_scores
+
+        dq, extra = protocol_scores(emb.vectors, emb.found, ds.ids, i, j, genuine, MISSING,
+                                    params=protocol_params or KolbergParams(), progress=progress,
+                                    identification_probes=None if pairs is None else max(40, pairs // 40))
     res_q = metrics.summarize(dq, genuine)
     out = {
         "dataset": ds.name,

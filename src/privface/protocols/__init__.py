@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-PROTOCOLS = ("im2020", "gsm")
+PROTOCOLS = ("im2020", "gsm", "kolberg")
 
 
 def catalogue() -> list[dict]:

@@ -1,0 +1,56 @@
+"""kolberg — Kolberg et al., "Efficiency Analysis of Post-quantum-secure Face Template Protection Schemes based
+on Homomorphic Encryption" (BIOSIG; seed 002 §2.1–§2.2): a DB server and an authentication server holding sk.
+
+``DESCRIPTION`` declares, as data, the threat model, the leakage, the security levels and the parameters;
+``privface protocols`` prints it.
+"""
+from ...crypto.lattice import BFV_128, CKKS_128, flood_sigma
+from ...crypto.ntru import NTRU_1024
+from .messages import AuthDecision, DistanceBatch, EnrolRequest, EnrolResponse, IdentifyRequest, PublicKey, Result, VerifyRequest
+from .params import DEFAULT_THRESHOLDS, LSSC_EDGES, SCHEMES, KolbergParams
+from .parties import CHUNK, AuthServer, Client, DBServer, plaintext_distance, protect
+
+DESCRIPTION = {
+    "name": "kolberg",
+    "paper": "002: Kolberg et al. — Efficiency Analysis of Post-quantum-secure Face Template Protection "
+             "Schemes based on Homomorphic Encryption (BIOSIG)",
+    "task": "1:1 verification of a claimed ID and 1:N identification",
+    "parties": ["Client", "DBServer", "AuthServer"],
+    "threat_model": {
+        "db_server": "honest-but-curious, may be compromised: holds only ciphertexts and the public key",
+        "auth_server": "honest-but-curious, holds the secret key; must not collude with the DB server",
+        "client": "honest (no proof that a probe comes from a face)",
+    },
+    "modes": {  # the schemes, `--scheme`; leakage common to all: see "leakage"
+        "ckks": {"status": "implemented", "template": "float dlib embedding", "distance": "squared Euclidean",
+                 "leakage": {"auth_server": ["squared distances + N(0, σ²) flooding, σ = %.2g" % flood_sigma()]}},
+        "bfv": {"status": "implemented", "template": "⌊128·x⌋ integers", "distance": "squared Euclidean (exact)",
+                "leakage": {"auth_server": ["exact squared distances"]}},
+        "ntru": {"status": "implemented", "template": "LSSC, 3 bits per feature", "distance": "Hamming via XOR",
+                 "leakage": {"auth_server": ["Hamming distances", "positions where the LSSC bits differ"]}},
+    },
+    "leakage": {
+        "db_server": ["subject ID claimed (verification)", "decision", "matched ID (identification)"],
+        "auth_server": ["distances to every compared reference", "gallery size", "decision"],
+        "client": ["decision", "matched ID (identification)"],
+        "not_leaked_to_auth_server": ["which client asked", "subject IDs (random request id, random order)"],
+    },
+    "security_levels": [
+        {"scheme": "ckks", "params": CKKS_128.name, "security_bits": CKKS_128.security_bits,
+         "estimate": "HE standard table (SEAL CoeffModulus.MaxBitCount)"},
+        {"scheme": "bfv", "params": BFV_128.name, "security_bits": BFV_128.security_bits,
+         "estimate": "HE standard table (SEAL CoeffModulus.MaxBitCount)"},
+        {"scheme": "ntru", "params": NTRU_1024.name, "security_bits": NTRU_1024.security_bits,
+         "estimate": "core-SVP primal uSVP (crypto/ntru.py)"},
+    ],
+    "default_security_bits": 128,
+    "parameters": {"default_thresholds": DEFAULT_THRESHOLDS, "lssc_edges": list(LSSC_EDGES),
+                   "distances_per_batch": CHUNK},
+    "steps": ["public-key", "enrol", "verify", "identify", "auth/decide"],
+    "not_yet": ["HTTP service roles (privface serve --protocol kolberg --role db|auth)", "privface rotate-keys",
+                "unlinkability test", "privface bench kolberg"],
+}
+
+__all__ = ["AuthDecision", "AuthServer", "Client", "DBServer", "DESCRIPTION", "DEFAULT_THRESHOLDS", "DistanceBatch",
+           "EnrolRequest", "EnrolResponse", "IdentifyRequest", "KolbergParams", "LSSC_EDGES", "PublicKey", "Result",
+           "SCHEMES", "VerifyRequest", "plaintext_distance", "protect"]

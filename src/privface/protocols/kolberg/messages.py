@@ -1,0 +1,89 @@
+"""The messages of kolberg (seed 002 §2.2, protected system with a DB server and an authentication server).
+
+Ciphertexts travel as the bytes of ``crypto.lattice`` / ``crypto.ntru`` serialisations; the receiver
+validates them against its public key (scheme, parameters, key fingerprint, sizes, ranges).
+
+Unlinkability towards the auth server: the only messages it receives are ``PublicKeyRequest`` and
+``DistanceBatch``, which carry a random request id chosen by the DB server and the distances in a random
+order — no subject id, no client identity, no probe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...wire import Message
+
+
+@dataclass
+class PublicKey(Message):
+    """Auth server → DB server and clients: the scheme and its public key (no secret)."""
+
+    WIRE_NAME = "kolberg.PublicKey"
+    scheme: str
+    key: bytes
+
+
+@dataclass
+class EnrolRequest(Message):
+    """Client → DB server: ID and the encrypted reference template."""
+
+    WIRE_NAME = "kolberg.EnrolRequest"
+    subject_id: str
+    template: bytes
+
+
+@dataclass
+class EnrolResponse(Message):
+    WIRE_NAME = "kolberg.EnrolResponse"
+    subject_id: str
+    replaced: bool
+
+
+@dataclass
+class VerifyRequest(Message):
+    """Client → DB server: claimed ID and the encrypted probe (verification)."""
+
+    WIRE_NAME = "kolberg.VerifyRequest"
+    subject_id: str
+    probe: bytes
+
+
+@dataclass
+class IdentifyRequest(Message):
+    """Client → DB server: the encrypted probe (identification against every enrolled reference)."""
+
+    WIRE_NAME = "kolberg.IdentifyRequest"
+    probe: bytes
+
+
+@dataclass
+class DistanceBatch(Message):
+    """DB server → auth server: encrypted distances (a chunk of one request; ``last`` closes it).
+
+    ``request_id`` is 16 random bytes per client request; ``offset`` is the index of the first distance."""
+
+    WIRE_NAME = "kolberg.DistanceBatch"
+    request_id: bytes
+    offset: int
+    distances: list[bytes]
+    last: bool
+
+
+@dataclass
+class AuthDecision(Message):
+    """Auth server → DB server: the index (in the DB server's order) of the smallest distance, and whether
+    it is within the threshold. Only after ``last``."""
+
+    WIRE_NAME = "kolberg.AuthDecision"
+    request_id: bytes
+    best: int
+    accepted: bool
+
+
+@dataclass
+class Result(Message):
+    """DB server → client: accepted, and for identification the matched ID (None when rejected)."""
+
+    WIRE_NAME = "kolberg.Result"
+    accepted: bool
+    subject_id: str | None = None

@@ -1,0 +1,47 @@
+"""kolberg parameters (seed 002 §2.1–§2.2, Tab. 2–3): scheme, template shape, decision threshold."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...templates.quantize import IM2020_SCALE
+
+CKKS, BFV, NTRU = "ckks", "bfv", "ntru"
+SCHEMES = (CKKS, BFV, NTRU)
+
+DEFAULT_THRESHOLDS = {CKKS: 0.33, BFV: 5376, NTRU: 46}
+"""Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings; BFV: of the
+×128 quantised templates (5376 = the im2020 ORL EER threshold, ≈ 0.33·128²); NTRU: Hamming distance of the
+LSSC templates (46 = the all-pairs ORL EER threshold with LSSC_EDGES). ``privface eval`` recomputes the plaintext EER threshold per dataset and uses that."""
+
+LSSC_EDGES = (-0.06, 0.0, 0.06)
+"""Inner edges of the four segments (seed 002 §2.1): ≈ the quartiles of dlib-resnet128 coordinates
+(per-coordinate σ ≈ 0.09), so each segment holds about a quarter of the values. Values are clipped."""
+
+
+@dataclass(frozen=True)
+class KolbergParams:
+    """One deployment: ``scheme`` (ckks|bfv|ntru), embedding ``dims``, ``threshold`` on the scheme's distance."""
+
+    scheme: str = CKKS
+    dims: int = 128
+    threshold: float | None = None
+    scale: int = IM2020_SCALE  # BFV: integer template ⌊128·x⌋
+    lssc_edges: tuple[float, ...] = LSSC_EDGES  # NTRU: 3 bits per feature
+    max_gallery: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
+        if not 1 <= self.dims <= 4094:
+            raise ValueError(f"dims must lie in [1, 4094], got {self.dims}")
+        if self.threshold is not None and not self.threshold >= 0:
+            raise ValueError(f"threshold must be ≥ 0, got {self.threshold}")
+
+    @property
+    def tau(self) -> float:
+        return DEFAULT_THRESHOLDS[self.scheme] if self.threshold is None else self.threshold
+
+    @property
+    def template_bits(self) -> int:
+        """NTRU template length: 3 LSSC bits per feature."""
+        return self.dims * (len(self.lssc_edges))
