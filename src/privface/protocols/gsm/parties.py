@@ -20,12 +20,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ...crypto import packing
-from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, GarblerMessage
+from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
 from ...crypto.ot import OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
+from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
-from ...store.base import StoreError, check_key
+
 from .messages import (
     VARIANT_IDS,
     Challenge,
@@ -51,10 +52,7 @@ PROVIDER_PACKING = "pi3"
 
 
 def check_id(subject_id: str) -> None:
-    try:
-        check_key(PROTOCOL, subject_id)
-    except StoreError as e:
-        raise ProtocolError(str(e)) from None
+    check_subject_id(PROTOCOL, subject_id)
 
 
 def check_template(u, params: GsmParams) -> list[int]:
@@ -279,11 +277,7 @@ class Device:
     def pi3_finish(evaluator: Evaluator, msg: CompareChallenge) -> CompareFinish:
         """Fig. 5 round 5: OT.Output, Eval(C̃, …) and send the output labels (the terminal decodes them and
         tells the device the bit — the crypto.compare evaluator cannot decode labels itself)."""
-        try:
-            result = evaluator.evaluate(GarblerMessage.from_bytes(msg.garbler_message))
-        except CryptoError as e:
-            raise ProtocolError(f"bad garbled circuit from the terminal: {e}") from None
-        return CompareFinish(result.to_bytes())
+        return CompareFinish(evaluate_garbled(evaluator, msg.garbler_message, "terminal"))
 
 
 # ---------------------------------------------------------------- terminal

@@ -17,11 +17,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from ...crypto import catalano_fiore as cf
-from ...crypto.compare import EvaluatorResult, Evaluator, Garbler, GarblerMessage, inverse_square
+from ...crypto.compare import EvaluatorResult, Evaluator, Garbler, inverse_square
 from ...crypto.ot import OTRequest
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
+from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
-from ...store.base import StoreError, TemplateStore, check_key
+from ...store.base import TemplateStore
 from ...templates.quantize import quantize
 from .blind import Decision, Randomizers, blind_esed, decide, unblind
 from .messages import (
@@ -182,11 +183,7 @@ class Client:
     @staticmethod
     def compare_finish(evaluator: Evaluator, msg: CompareChallenge) -> CompareFinish:
         """Evaluate the garbled circuit; the output label goes back undecoded (only the server decodes it)."""
-        try:
-            result = evaluator.evaluate(GarblerMessage.from_bytes(msg.garbler_message))
-        except CryptoError as e:
-            raise ProtocolError(f"bad garbled circuit from the server: {e}") from None
-        return CompareFinish(result.to_bytes())
+        return CompareFinish(evaluate_garbled(evaluator, msg.garbler_message, "server"))
 
 
 @dataclass(frozen=True)
@@ -316,10 +313,7 @@ class Server:
 
 
 def _check_id(subject_id: str) -> None:
-    try:
-        check_key(PROTOCOL, subject_id)
-    except StoreError as e:
-        raise ProtocolError(str(e)) from None
+    check_subject_id(PROTOCOL, subject_id)
 
 
 class TrustedParty:

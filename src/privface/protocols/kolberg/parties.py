@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...crypto import lattice, ntru
+from .._common import check_subject_id
 from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
-from ...store.base import StoreError, TemplateStore, check_key
+from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
 from ...wire import Message, WireError
@@ -63,10 +64,7 @@ def _read(cls: type[Message], blob: bytes) -> Message:
 
 
 def _check_id(subject_id: str) -> None:
-    try:
-        check_key(PROTOCOL, subject_id)
-    except StoreError as e:
-        raise ProtocolError(str(e)) from None
+    check_subject_id(PROTOCOL, subject_id)
 
 
 class _Public:

@@ -1,0 +1,23 @@
+"""What the protocols' parties share: subject-id validation and the garbled-circuit evaluator's step."""
+from __future__ import annotations
+
+from ..crypto.compare import Evaluator, GarblerMessage
+from ..errors import CryptoError, ProtocolError
+from ..store.base import StoreError, check_key
+
+
+def check_subject_id(protocol: str, subject_id: str) -> None:
+    """The store's key rules for a subject id, as a ProtocolError (a bad id in a message)."""
+    try:
+        check_key(protocol, subject_id)
+    except StoreError as e:
+        raise ProtocolError(str(e)) from None
+
+
+def evaluate_garbled(evaluator: Evaluator, garbler_message: bytes, sender: str) -> bytes:
+    """Evaluate the garbler's circuit; the output labels (undecoded, for the garbler) as bytes. A malformed
+    or inconsistent circuit from ``sender`` is a ProtocolError."""
+    try:
+        return evaluator.evaluate(GarblerMessage.from_bytes(garbler_message)).to_bytes()
+    except CryptoError as e:
+        raise ProtocolError(f"bad garbled circuit from the {sender}: {e}") from None
