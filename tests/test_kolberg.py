@@ -8,6 +8,7 @@ from privface.errors import PrivfaceError, ProtocolError, UnknownSubjectError
 from privface.protocols import catalogue
 from privface.protocols.kolberg import (AuthServer, Client, DBServer, DistanceBatch, EnrolRequest, KolbergParams,
                                         VerifyRequest, plaintext_distance, protect)
+from privface.protocols.kolberg.messages import StoredReference
 from privface.protocols.kolberg.parties import PROTOCOL
 from privface.store.sqlite import SQLiteStore
 
@@ -129,8 +130,10 @@ def test_real_embeddings_decide_as_in_plaintext(scheme, real):
 def test_db_server_compromise_sees_only_ciphertexts(dep):
     secret_types = (lattice.LatticeSecretContext, ntru.NTRUPrivateKey)
     assert not any(isinstance(v, secret_types) for v in vars(dep.db).values())
-    assert not any(isinstance(v, secret_types) for v in vars(dep.db._pub).values())
-    record = EnrolRequest.from_bytes(dep.store.get(PROTOCOL, "s0"))
+    assert not any(isinstance(v, secret_types) for pub in dep.db._keys.values() for v in vars(pub).values())
+    stored = StoredReference.from_bytes(dep.store.get(PROTOCOL, "s0"))
+    assert stored.versions == [1]
+    record = EnrolRequest("s0", stored.templates[0])
     template = protect(dep.params, GALLERY[0])
     raw = {"ckks": template.astype("<f8").tobytes(), "bfv": template.astype("<i8").tobytes(),
            "ntru": template.astype(np.uint8).tobytes()}[dep.params.scheme]
@@ -138,7 +141,7 @@ def test_db_server_compromise_sees_only_ciphertexts(dep):
     # an attacker's own key pair cannot use the stored references
     other = AuthServer(dep.params)
     with pytest.raises(ProtocolError, match="another public key"):
-        DBServer(dep.params, SQLiteStore(None), other.public_key(), other.decide)._pub.load(record.template, "template")
+        DBServer(dep.params, SQLiteStore(None), other.public_key(), other.decide)._keys[1].load(record.template, "template")
 
 
 def _state(dep):
@@ -175,7 +178,8 @@ def test_malformed_messages_are_rejected_without_state_change(dep):
 
 def test_auth_server_rejects_bad_batches_without_state_change(dep):
     probe = dep.client.verify("s1", GALLERY[1]).probe
-    d = dep.db._pub.distance(dep.db._reference("s1"), dep.db._pub.load(probe, "probe")).to_bytes()
+    pub = dep.db._keys[1]
+    d = pub.distance(dep.db._reference("s1", 1), pub.load(probe, "probe")).to_bytes()
     before = dict(dep.auth._pending)
     for batch, match in [
         (DistanceBatch(b"r" * 15, 0, [d], True), "16 bytes"),

@@ -374,6 +374,25 @@ class LatticePublicContext:
             rows.append(r)
         return _seal_io.load_plaintext(self.seal_context, ct.parms_id(), np.concatenate(rows), ct.scale)
 
+    # ------------------------------------------------------------------ blind re-encryption (key rotation)
+    def blind(self, c: LatticeCiphertext) -> tuple[LatticeCiphertext, LatticeMask]:
+        """(Enc(m + R), R) with R a uniform plaintext of c's ring: coefficients uniform mod t (BFV), or the
+        RNS·NTT residues uniform mod every prime of c's level (CKKS: Δ·m + e + R is uniform mod q, a one-time
+        pad with statistical distance 0 — no flooding bound is needed). The key holder who decrypts the
+        masked ciphertext learns a uniformly random plaintext."""
+        c = self._own(c)
+        if self.scheme == BFV:
+            mask = LatticeMask((0, 0, 0, 0), 1.0, (self.params.plain_modulus,) * self.n, _uniform(self.params.plain_modulus, self.n))
+        else:
+            primes = self._levels[tuple(c.seal.parms_id())]
+            mask = LatticeMask(tuple(c.seal.parms_id()), c.seal.scale, tuple(q for q in primes for _ in range(self.n)),
+                               np.concatenate([_uniform(q, self.n) for q in primes]))
+        return self.add(c, self._wrap(mask.plaintext(self.seal_context), c.kind, c.dim)), mask
+
+    def unblind(self, c: LatticeCiphertext, mask: LatticeMask) -> LatticeCiphertext:
+        """c + Enc(−R): removes the mask of ``blind`` from a ciphertext re-encrypted under this key."""
+        return self.add(self._own(c), self._wrap(mask.negated().plaintext(self.seal_context), c.kind, c.dim))
+
     # ------------------------------------------------------------------ serialization
     def to_bytes(self) -> bytes:
         """Public context: params · public key · relinearisation keys · Galois keys (SEAL, zstd). No secret."""
@@ -430,6 +449,23 @@ class LatticePublicContext:
 
     def __repr__(self) -> str:
         return f"LatticePublicContext({self.params.name}, {self.params.security_bits}-bit)"
+
+
+@dataclass(frozen=True)
+class LatticeMask:
+    """A uniform plaintext R (``LatticePublicContext.blind``): raw values and their moduli, level and scale."""
+
+    parms_id: tuple
+    scale: float
+    moduli: tuple[int, ...] = field(repr=False)
+    values: np.ndarray = field(repr=False)
+
+    def negated(self) -> LatticeMask:
+        q = np.asarray(self.moduli, dtype=np.uint64)
+        return LatticeMask(self.parms_id, self.scale, self.moduli, (q - self.values) % q)
+
+    def plaintext(self, seal_context):
+        return _seal_io.load_plaintext(seal_context, self.parms_id, self.values, self.scale)
 
 
 class PlainProbe:
@@ -493,6 +529,24 @@ class LatticeSecretContext:
             m += modulus * ((r - m) * pow(modulus, -1, q) % q)
             modulus *= q
         return m - modulus if m > modulus // 2 else m
+
+    def reencrypt(self, c: LatticeCiphertext, new: LatticePublicContext) -> LatticeCiphertext:
+        """Enc_new(Dec(c)) of the same kind and dimension: the decrypted plaintext (BFV coefficients mod t;
+        CKKS RNS·NTT residues, Δ·m + e exactly, no decoding) is re-encrypted under ``new`` as it is. Used on
+        ``blind``-ed ciphertexts only, so what this party sees is uniform (key rotation, kolberg)."""
+        if new.params != self.public.params:
+            raise CryptoError("re-encryption needs the same lattice parameters under both keys")
+        pt = self._decrypt(c)
+        if self.public.scheme == BFV:
+            values = np.zeros(self.public.n, dtype=np.uint64)
+            k = min(pt.coeff_count(), self.public.n)
+            values[:k] = list(map(pt.__getitem__, range(k)))
+            plain = _seal_io.load_plaintext(new.seal_context, (0, 0, 0, 0), values, 1.0)
+        else:
+            primes = self.public._levels[tuple(c.seal.parms_id())]
+            values = np.array(list(map(pt.__getitem__, range(self.public.n * len(primes)))), dtype=np.uint64)
+            plain = _seal_io.load_plaintext(new.seal_context, tuple(c.seal.parms_id()), values, c.seal.scale)
+        return new._wrap(plain, c.kind, c.dim)
 
     def noise_budget(self, c: LatticeCiphertext) -> int:
         """BFV invariant noise budget in bits (0 means decryption fails)."""

@@ -87,3 +87,76 @@ class Result(Message):
     WIRE_NAME = "kolberg.Result"
     accepted: bool
     subject_id: str | None = None
+
+
+@dataclass
+class KeyRequest(Message):
+    """Anyone → DB server ``public-key`` / auth server ``public-key``, ``auth/keys``; admin → auth server
+    ``auth/rotate/*`` (``version``: the rotation's target key version, 0 for ``begin`` and the key requests)."""
+
+    WIRE_NAME = "kolberg.KeyRequest"
+    version: int = 0
+
+
+@dataclass
+class AuthKeys(Message):
+    """Auth server → DB server: the live public keys by version (two while a rotation runs) and the one
+    clients must use (``current``)."""
+
+    WIRE_NAME = "kolberg.AuthKeys"
+    scheme: str
+    current: int
+    versions: list[int]
+    keys: list[bytes]
+
+
+@dataclass
+class ReencryptRequest(Message):
+    """DB server → auth server (key rotation): blinded references Enc_from(m + R) to re-encrypt under
+    ``to_version``. The auth server sees m + R, uniform, and nothing that names a subject."""
+
+    WIRE_NAME = "kolberg.ReencryptRequest"
+    from_version: int
+    to_version: int
+    templates: list[bytes]
+
+
+@dataclass
+class ReencryptResponse(Message):
+    WIRE_NAME = "kolberg.ReencryptResponse"
+    to_version: int
+    templates: list[bytes]
+
+
+@dataclass
+class StoredReference(Message):
+    """The DB server's record of one subject: its encrypted reference per key version (one, or two while
+    a rotation runs); replaced atomically as a whole."""
+
+    WIRE_NAME = "kolberg.StoredReference"
+    subject_id: str
+    versions: list[int]
+    templates: list[bytes]
+
+
+@dataclass
+class RevokeRequest(Message):
+    WIRE_NAME = "kolberg.RevokeRequest"
+    subject_id: str
+
+
+@dataclass
+class RevokeResponse(Message):
+    WIRE_NAME = "kolberg.RevokeResponse"
+    subject_id: str
+    revoked: bool
+
+
+@dataclass
+class AuthKeyRecord(Message):
+    """The auth server's own store: one key pair (never sent)."""
+
+    WIRE_NAME = "kolberg.AuthKeyRecord"
+    version: int
+    public_key: bytes
+    secret_key: bytes

@@ -23,8 +23,9 @@ from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
 from ...wire import Message, WireError
-from .messages import (AuthDecision, DistanceBatch, EnrolRequest, EnrolResponse, IdentifyRequest, PublicKey, Result,
-                       VerifyRequest)
+from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, DistanceBatch, EnrolRequest, EnrolResponse, IdentifyRequest,
+                       KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, Result, RevokeRequest, RevokeResponse,
+                       StoredReference, VerifyRequest)
 from .params import BFV, CKKS, NTRU, KolbergParams
 
 PROTOCOL = "kolberg"
@@ -136,28 +137,158 @@ class Client:
         return IdentifyRequest(self._pub.encrypt(protect(self.params, embedding), "probe"))
 
 
+AUTH_STORE = "kolberg-auth"
+"""The auth server's own store namespace: ``key.<version>`` (AuthKeyRecord) and ``current`` (KeyRequest)."""
+REENCRYPT_BATCH = 8
+"""References per ``ReencryptRequest`` (8 CKKS templates ≈ 2.6 MB, under the 4 MiB frame)."""
+
+
+def ring_epoch(current: int, versions: Sequence[int]) -> int:
+    """A number that grows with every change of the key ring (begin, activate, retire of a rotation):
+    3·newest, minus 2 after begin and 1 after activate. The DB server sends the epoch it knows."""
+    newest = max(versions)
+    return 3 * newest - (0 if len(versions) == 1 else 1 if current == newest else 2)
+
+
+def _new_keys(params: KolbergParams):
+    """(public key bytes, secret key) for the scheme, at its 128-bit parameters."""
+    if params.scheme == NTRU:
+        pk, sk = ntru.generate_ntru_keypair()
+    else:
+        pk, sk = lattice.generate_lattice_keys(lattice.CKKS_128 if params.scheme == CKKS else lattice.BFV_128)
+    return pk.to_bytes(), sk
+
+
+def _secret_bytes(sk) -> bytes:
+    return sk.to_bytes() if isinstance(sk, ntru.NTRUPrivateKey) else sk.secret_to_bytes()
+
+
 class AuthServer:
-    """Holds the secret key; decrypts distances (CKKS: noise-flooded at once, ``lattice.flood``), ranks, decides.
+    """Holds the secret keys; decrypts distances (CKKS: noise-flooded at once, ``lattice.flood``), ranks, decides.
 
-    Sees a random request id and distances in the DB server's random order: no subject id, no client."""
+    Sees a random request id and distances in the DB server's random order: no subject id, no client.
+    Keys are versioned (renewability, ISO/IEC 24745): one key pair, or two while a rotation runs
+    (``rotate_begin`` → ``reencrypt`` … → ``activate`` → ``retire``). With a ``store`` (its own, never the DB
+    server's) the key pairs persist there; without one they live in memory."""
 
-    def __init__(self, params: KolbergParams) -> None:
-        self.params = params
-        if params.scheme == NTRU:
-            pk, self._sk = ntru.generate_ntru_keypair()
-        else:
-            pk, self._sk = lattice.generate_lattice_keys(lattice.CKKS_128 if params.scheme == CKKS else lattice.BFV_128)
-        self._pub = _Public(params, PublicKey(params.scheme, pk.to_bytes()))
+    def __init__(self, params: KolbergParams, store: TemplateStore | None = None) -> None:
+        self.params, self._store = params, store
+        self._keys: dict[int, tuple[_Public, object]] = {}
+        self._current = 0
         self._pending: dict[bytes, tuple[int, float, int]] = {}  # request id → (count, best distance, best index)
         self._lock = threading.Lock()
+        if store is not None:
+            self._load()
+        if not self._keys:
+            self._add_key(1)
+            self._set_current(1)
+
+    # ------------------------------------------------------------------ key ring
+    def _load(self) -> None:
+        for name in self._store.ids(AUTH_STORE):
+            if not name.startswith("key."):
+                continue
+            rec = _read(AuthKeyRecord, self._store.get(AUTH_STORE, name))
+            pub = _Public(self.params, PublicKey(self.params.scheme, rec.public_key))
+            try:
+                sk = (ntru.NTRUPrivateKey.from_bytes(pub.key, rec.secret_key) if self.params.scheme == NTRU
+                      else lattice.LatticeSecretContext.from_bytes(pub.key, rec.secret_key))
+            except CryptoError as e:
+                raise ProtocolError(f"auth key store: key {rec.version} unreadable: {e}") from None
+            self._keys[rec.version] = (pub, sk)
+        current = self._store.get(AUTH_STORE, "current")
+        if self._keys:
+            self._current = _read(KeyRequest, current).version if current else max(self._keys)
+            if self._current not in self._keys:
+                raise ProtocolError("auth key store: the current key version has no key pair")
+
+    def _add_key(self, version: int) -> None:
+        pk, sk = _new_keys(self.params)
+        if self._store is not None:  # the key pair is durable before anyone can encrypt under it
+            self._store.put(AUTH_STORE, f"key.{version}", AuthKeyRecord(version, pk, _secret_bytes(sk)).to_bytes())
+        self._keys[version] = (_Public(self.params, PublicKey(self.params.scheme, pk)), sk)
+
+    def _set_current(self, version: int) -> None:
+        if self._store is not None:
+            self._store.put(AUTH_STORE, "current", KeyRequest(version).to_bytes())
+        self._current = version
 
     def public_key(self) -> PublicKey:
-        return PublicKey(self.params.scheme, self._pub.key.to_bytes())
+        return PublicKey(self.params.scheme, self._keys[self._current][0].key.to_bytes())
 
-    def _decrypt(self, c) -> float:
+    def keys(self, request: KeyRequest | bytes | None = None) -> AuthKeys:
+        """The live public keys; empty ``keys`` when the caller's ``version`` is already this ring's epoch."""
+        known = 0 if request is None else _read(KeyRequest, request).version
+        with self._lock:
+            versions = sorted(self._keys)
+            keys = [] if known == ring_epoch(self._current, versions) else \
+                [self._keys[v][0].key.to_bytes() for v in versions]
+            return AuthKeys(self.params.scheme, self._current, versions, keys)
+
+    def rotate_begin(self, request: KeyRequest | bytes | None = None) -> AuthKeys:
+        """Start a rotation: a fresh key pair as version newest + 1 — or, when a rotation is already under
+        way (two keys), the same ring again, so a crashed rotation resumes."""
+        with self._lock:
+            if len(self._keys) == 1:
+                self._add_key(max(self._keys) + 1)
+        return self.keys()
+
+    def _rotation_target(self, version: int) -> int:
+        if len(self._keys) != 2 or version != max(self._keys):
+            raise ProtocolError(f"no key rotation to version {version} is under way")
+        return version
+
+    def reencrypt(self, request: ReencryptRequest | bytes) -> ReencryptResponse:
+        """Enc_to(Dec_from(c)) for blinded references c = Enc_from(m + R) (``rotation`` module): what this
+        party decrypts is m + R, uniformly random; it never sees m."""
+        msg = _read(ReencryptRequest, request)
+        with self._lock:
+            to = self._rotation_target(msg.to_version)
+            if msg.from_version == to or msg.from_version not in self._keys:
+                raise ProtocolError(f"cannot re-encrypt from key version {msg.from_version}")
+            (src, sk), (dst, _) = self._keys[msg.from_version], self._keys[to]
+        if not msg.templates:
+            raise ProtocolError("a re-encryption request must carry at least one template")
+        cts = [src.load(t, "template") for t in msg.templates]  # validate all first
         if self.params.scheme == NTRU:
-            return self._sk.hamming_distance(c)
-        d = self._sk.decrypt_distance(c)
+            out = [dst.key.encrypt(sk.decrypt(c)).to_bytes() for c in cts]
+        else:
+            out = [sk.reencrypt(c, dst.key).to_bytes() for c in cts]
+        return ReencryptResponse(to, out)
+
+    def activate(self, request: KeyRequest | bytes) -> AuthKeys:
+        """Clients get the new key from now on (every reference already has a copy under it)."""
+        with self._lock:
+            self._set_current(self._rotation_target(_read(KeyRequest, request).version))
+        return self.keys()
+
+    def retire(self, request: KeyRequest | bytes) -> AuthKeys:
+        """End the rotation: delete every key but the (activated) ``version``. Idempotent."""
+        version = _read(KeyRequest, request).version
+        with self._lock:
+            if version != self._current:
+                raise ProtocolError(f"key version {version} is not the current key; activate it first")
+            for v in [v for v in self._keys if v != version]:
+                if self._store is not None:
+                    self._store.delete(AUTH_STORE, f"key.{v}")
+                del self._keys[v]
+        return self.keys()
+
+    # ------------------------------------------------------------------ decisions
+    def _load_distance(self, blob: bytes):
+        """The distance ciphertext and the secret key of the live key it was made under."""
+        first = None
+        for pub, sk in self._keys.values():
+            try:
+                return pub.load(blob, "distance"), sk
+            except ProtocolError as e:
+                first = first or e
+        raise first
+
+    def _decrypt(self, c, sk) -> float:
+        if self.params.scheme == NTRU:
+            return sk.hamming_distance(c)
+        d = sk.decrypt_distance(c)
         return lattice.flood(d) if self.params.scheme == CKKS else d
 
     def decide(self, batch: DistanceBatch | bytes) -> AuthDecision | None:
@@ -167,7 +298,7 @@ class AuthServer:
             raise ProtocolError("request id must be 16 bytes")
         if not msg.distances:
             raise ProtocolError("a distance batch must carry at least one distance")
-        cts = [self._pub.load(d, "distance") for d in msg.distances]  # validate all before any state change
+        cts = [self._load_distance(d) for d in msg.distances]  # validate all before any state change
         with self._lock:
             count, best_d, best_i = self._pending.get(msg.request_id, (0, float("inf"), 0))
             if msg.offset != count:
@@ -176,7 +307,7 @@ class AuthServer:
                 raise ProtocolError("request exceeds the gallery limit")
             if count == 0 and not msg.last and len(self._pending) >= MAX_PENDING:
                 raise ProtocolError("too many open requests at the auth server")
-        values = [self._decrypt(c) for c in cts]
+        values = [self._decrypt(c, sk) for c, sk in cts]
         k = int(np.argmin(values))
         if values[k] < best_d:
             best_d, best_i = values[k], count + k
@@ -191,45 +322,116 @@ class AuthServer:
 
 
 class DBServer:
-    """Stores encrypted references (TemplateStore records = validated ``EnrolRequest`` bytes) and computes
-    encrypted distances; talks to the auth server through ``auth`` (a callable DistanceBatch → AuthDecision|None,
-    in-process ``AuthServer.decide`` or an HTTP client). Holds no secret key."""
+    """Stores encrypted references (TemplateStore records = ``StoredReference``: the reference per key version)
+    and computes encrypted distances; talks to the auth server through ``auth`` (a callable DistanceBatch →
+    AuthDecision|None, in-process ``AuthServer.decide`` or an HTTP client). Holds no secret key.
 
-    def __init__(self, params: KolbergParams, store: TemplateStore, public_key: PublicKey | bytes, auth) -> None:
-        self.params, self.store, self.auth = params, store, auth
-        self._pub = _Public(params, _read(PublicKey, public_key))
+    ``public_key`` is the auth server's ``AuthKeys`` (or one ``PublicKey``, taken as version 1); ``keys``, when
+    given, is a callable KeyRequest → AuthKeys that refreshes the ring (after a rotation, or before an enrolment
+    so that no reference is stored under a retired key)."""
+
+    def __init__(self, params: KolbergParams, store: TemplateStore, public_key, auth, keys=None) -> None:
+        self.params, self.store, self.auth, self._fetch = params, store, auth, keys
+        self._keys: dict[int, _Public] = {}
+        self._current = 0
+        if isinstance(public_key, (bytes, Message)) and not isinstance(public_key, AuthKeys):
+            try:
+                ring = _read(AuthKeys, public_key)
+            except ProtocolError:
+                key = _read(PublicKey, public_key)
+                ring = AuthKeys(key.scheme, 1, [1], [key.key])
+        else:
+            ring = public_key
+        self._use(ring)
+
+    def _use(self, ring: AuthKeys) -> None:
+        if ring.scheme != self.params.scheme:
+            raise ProtocolError(f"auth server runs {ring.scheme}, this deployment uses {self.params.scheme}")
+        if not ring.versions or len(ring.keys) != len(ring.versions) or ring.current not in ring.versions:
+            raise ProtocolError("malformed key ring from the auth server")
+        self._keys = {v: _Public(self.params, PublicKey(ring.scheme, k)) for v, k in zip(ring.versions, ring.keys)}
+        self._current = ring.current
+
+    def refresh(self) -> None:
+        """Ask the auth server for its key ring (cheap when unchanged)."""
+        if self._fetch is None:
+            return
+        ring = _read(AuthKeys, self._fetch(KeyRequest(ring_epoch(self._current, sorted(self._keys))).to_bytes()))
+        if ring.keys:
+            self._use(ring)
+
+    def public_key(self) -> PublicKey:
+        """The key clients must encrypt under (refreshed from the auth server)."""
+        self.refresh()
+        return PublicKey(self.params.scheme, self._keys[self._current].key.to_bytes())
+
+    def _load_any(self, blob: bytes, kind: str, *, retry: bool = True):
+        """(key version, validated ciphertext) under one of the live keys."""
+        first = None
+        for v, pub in self._keys.items():
+            try:
+                return v, pub.load(blob, kind)
+            except ProtocolError as e:
+                first = first or e
+        if retry and self._fetch is not None:
+            self.refresh()
+            return self._load_any(blob, kind, retry=False)
+        raise first
 
     def enrol(self, request: EnrolRequest | bytes) -> EnrolResponse:
         msg = _read(EnrolRequest, request)
         _check_id(msg.subject_id)
-        self._pub.load(msg.template, "template")
-        replaced = self.store.put(PROTOCOL, msg.subject_id, msg.to_bytes())
+        self.refresh()  # new references only under the current key: a rotation's last pass must see them
+        version, _ = self._load_any(msg.template, "template", retry=False)
+        if version != self._current:
+            raise ProtocolError("the template is under a key being retired: fetch the public key again")
+        replaced = self.store.put(PROTOCOL, msg.subject_id,
+                                  StoredReference(msg.subject_id, [version], [msg.template]).to_bytes())
         return EnrolResponse(msg.subject_id, replaced)
 
-    def _reference(self, subject_id: str):
-        record = self.store.get(PROTOCOL, subject_id)
-        if record is None:
+    def revoke(self, request: RevokeRequest | bytes) -> RevokeResponse:
+        msg = _read(RevokeRequest, request)
+        _check_id(msg.subject_id)
+        return RevokeResponse(msg.subject_id, self.store.delete(PROTOCOL, msg.subject_id))
+
+    def record(self, subject_id: str) -> StoredReference | None:
+        blob = self.store.get(PROTOCOL, subject_id)
+        return None if blob is None else _read(StoredReference, blob)
+
+    def _reference(self, subject_id: str, version: int):
+        rec = self.record(subject_id)
+        if rec is None:
             raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
-        return self._pub.load(_read(EnrolRequest, record).template, "template")
+        if version not in rec.versions:
+            raise ProtocolError(f"subject {subject_id!r} has no reference under key version {version} yet "
+                                "(key rotation in progress: retry, or fetch the public key again)")
+        return self._keys[version].load(rec.templates[rec.versions.index(version)], "template")
 
     def verify(self, request: VerifyRequest | bytes) -> Result:
         msg = _read(VerifyRequest, request)
         _check_id(msg.subject_id)
-        probe = self._pub.load(msg.probe, "probe")
-        decision = self._ask([self._pub.distance(self._reference(msg.subject_id), probe)])
+        version, probe = self._load_any(msg.probe, "probe")
+        decision = self._ask([self._keys[version].distance(self._reference(msg.subject_id, version), probe)])
         return Result(decision.accepted, None)
 
     def identify(self, request: IdentifyRequest | bytes) -> Result:
+        """Against every reference that exists under the probe's key (during a rotation's last pass, a subject
+        enrolled under the old key after the first pass is skipped until the pass reaches it)."""
         msg = _read(IdentifyRequest, request)
-        probe = self._pub.load(msg.probe, "probe")
-        ids = self.store.ids(PROTOCOL)
-        if not ids:
+        version, probe = self._load_any(msg.probe, "probe")
+        refs = {}
+        for s in self.store.ids(PROTOCOL):
+            rec = self.record(s)
+            if rec is not None and version in rec.versions:
+                refs[s] = rec.templates[rec.versions.index(version)]
+        if not refs:
             raise UnknownSubjectError("nobody is enrolled")
-        order = list(ids)
+        order = list(refs)
         for i in range(len(order) - 1, 0, -1):  # CSPRNG Fisher–Yates: the auth server sees a random order
             j = secrets.randbelow(i + 1)
             order[i], order[j] = order[j], order[i]
-        decision = self._ask([self._pub.distance(self._reference(s), probe) for s in order])
+        pub = self._keys[version]
+        decision = self._ask([pub.distance(pub.load(refs[s], "template"), probe) for s in order])
         return Result(decision.accepted, order[decision.best] if decision.accepted else None)
 
     def _ask(self, distances: Sequence) -> AuthDecision:
