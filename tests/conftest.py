@@ -38,3 +38,17 @@ def _private_cache(tmp_path_factory, monkeypatch):
     """Tests never touch the user's embedding cache unless PRIVFACE_CACHE points somewhere on purpose."""
     if not os.environ.get("PRIVFACE_CACHE"):
         monkeypatch.setenv("PRIVFACE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="session")
+def demo_faces(backend):
+    """dlib embeddings of the three embedded demo identities: {name: (reference, [altered copies])}."""
+    from privface import demo_data
+
+    photos = {"grace": demo_data.enrolled_photo()}
+    photos.update({name.split()[0]: path for name, path in demo_data.impostor_photos().items()})
+    out = {}
+    for name, path in photos.items():
+        copies = list(demo_data.altered_copies(path).values())[:2]
+        out[name] = (backend.embed(path), [backend.embed(img) for img in copies])
+    return out

@@ -307,6 +307,8 @@ def _face_template(a, params):
 
 
 def cmd_enroll(a) -> int:
+    if getattr(a, "protocol", "im2020") == "kolberg":
+        return cmd_kolberg_client(a)
     import time
 
     from .protocols.im2020 import Client, remote
@@ -337,6 +339,8 @@ def cmd_enroll(a) -> int:
 
 
 def cmd_verify(a) -> int:
+    if getattr(a, "protocol", "im2020") == "kolberg":
+        return cmd_kolberg_client(a)
     import time
 
     from .protocols.im2020 import remote
@@ -358,6 +362,8 @@ def cmd_verify(a) -> int:
 
 
 def cmd_revoke(a) -> int:
+    if getattr(a, "protocol", "im2020") == "kolberg":
+        return cmd_kolberg_client(a)
     from .protocols.im2020 import remote
     from .protocols.im2020.parties import _check_id
 
@@ -377,6 +383,8 @@ def _service_options(a, name: str) -> dict:
     """Protocol options of `privface serve` for the protocol `name`."""
     if name == "gsm":
         return _gsm_service_options(a)
+    if name == "kolberg":
+        return _kolberg_service_options(a)
     if name != "im2020":
         return {}
     options = {"params": _im2020_params(a)}
@@ -420,6 +428,81 @@ def _gsm_service_options(a) -> dict:
     backend, m, path = make_backend(), options["params"].m, a.capture
     options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
     return options
+
+
+def _kolberg_service_options(a) -> dict:
+    """kolberg: --role auth (key pairs in its own --db) or db (--auth-url of the auth server), --scheme."""
+    if a.role not in ("db", "auth"):
+        raise PrivfaceError("--protocol kolberg needs --role db or --role auth")
+    if a.role == "db" and not a.auth_url:
+        raise PrivfaceError("a kolberg DB server needs --auth-url (the auth server's base URL)")
+    return {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+
+
+def _kolberg_embedding(a):
+    """The face's embedding for the kolberg commands (default backend); (embedding, ms)."""
+    import time
+
+    from .faces.registry import make_backend
+
+    t0 = time.perf_counter()
+    x = make_backend(**_spec(a)).embed(a.image)
+    return x, round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _kolberg_client(a):
+    from .protocols.kolberg import KolbergParams
+    from .protocols.kolberg.remote import KolbergClient
+
+    return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"))
+
+
+def _kolberg_stats(http) -> dict:
+    return {"bytes_sent": sum(s.request_bytes for s in http.stats),
+            "bytes_received": sum(s.response_bytes for s in http.stats),
+            "network_ms": round(sum(s.seconds for s in http.stats) * 1000, 3)}
+
+
+def cmd_kolberg_client(a) -> int:
+    """enroll / verify / identify / revoke against a kolberg DB server (no client key file: the auth
+    server's public key is fetched from the DB server)."""
+    from .protocols.kolberg.parties import _check_id
+
+    if a.cmd != "identify":
+        _check_id(a.id)
+    x, face_ms = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None)
+    with _kolberg_client(a) as http:
+        out = {"protocol": "kolberg", "scheme": http.params.scheme}
+        if a.cmd == "enroll":
+            out.update(id=a.id, replaced=http.enrol(a.id, x).replaced)
+        elif a.cmd == "verify":
+            out.update(id=a.id, accepted=http.verify(a.id, x))
+        elif a.cmd == "identify":
+            out.update(id=http.identify(x))
+            out["accepted"] = out["id"] is not None
+        else:
+            out.update(id=a.id, revoked=http.revoke(a.id))
+        out.update(_kolberg_stats(http))
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    _print(out, a.json)
+    return 1 if out.get("accepted") is False else 0
+
+
+def cmd_rotate_keys(a) -> int:
+    """Admin: re-encrypt every kolberg reference in --db under a fresh key of the auth server (resumable)."""
+    if a.protocol != "kolberg":
+        raise PrivfaceError("rotate-keys supports --protocol kolberg only")
+    from .protocols.kolberg import KolbergParams
+    from .protocols.kolberg.remote import HttpAuth
+    from .protocols.kolberg.rotation import rotate_keys
+    from .store import open_store
+
+    with open_store(a.db) as store, HttpAuth(a.auth_url) as auth:
+        scheme = a.scheme or auth.keys().scheme
+        report = rotate_keys(KolbergParams(scheme), store, auth)
+    _print(report.to_dict(), a.json)
+    return 0
 
 
 class _Shutdown(Exception):
@@ -583,8 +666,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="im2020, gsm: accept toy key sizes — tests only, INSECURE")
-    s.add_argument("--role", choices=["provider", "terminal"],
-                   help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching)")
+    s.add_argument("--role", choices=["provider", "terminal", "db", "auth"],
+                   help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching); "
+                        "kolberg: the DB server (encrypted references) or the auth server (secret key)")
+    s.add_argument("--auth-url", help="kolberg DB server: the auth server's base URL")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")
     s.add_argument("--signing-key", metavar="PEM", help="gsm provider: Ed25519 signing key (default: kept in the store)")
     s.add_argument("--provider-key", metavar="HEX",
                    help="gsm terminal: the provider's Ed25519 key (64 hex digits, printed by the provider at start)")
@@ -602,24 +688,50 @@ def build_parser() -> argparse.ArgumentParser:
                        help="client key file (default ~/.config/privface/keys/<server host>/<id>.key)")
         s.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("enroll", help="im2020 over HTTP: embed the face, make a key pair, register C = Enc(Γ)")
+    def kolberg_args(s) -> None:
+        s.add_argument("--protocol", choices=["im2020", "kolberg"], default="im2020",
+                       help="im2020 (default) or kolberg (a kolberg DB server: privface serve --role db)")
+        s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: the server's scheme (default bfv)")
+
+    s = sub.add_parser("enroll", help="over HTTP: embed the face and enrol it encrypted (im2020: make a key pair, "
+                                      "register C = Enc(Γ); kolberg: under the auth server's public key)")
     client_args(s)
+    kolberg_args(s)
     s.add_argument("--force", action="store_true", help="replace an existing key file")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="key size level")
     s.add_argument("--insecure-test-params", action="store_true", help="toy key sizes — tests only, INSECURE")
     s.set_defaults(func=cmd_enroll)
 
-    s = sub.add_parser("verify", help="im2020 over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
+    s = sub.add_parser("verify", help="over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
     client_args(s)
+    kolberg_args(s)
     s.add_argument("--workers", type=int, help="threads for the level-2 decryption (default: one per core)")
     s.add_argument("--mode", choices=MODES,
                    help="insist on this im2020 mode (default: follow the server); refused before s* or the "
                         "comparison is sent if the server runs another")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("revoke", help="im2020 over HTTP: delete ID's enrolment and the local key file")
+    s = sub.add_parser("revoke", help="over HTTP: delete ID's enrolment (im2020: and the local key file)")
     client_args(s, image=False)
+    kolberg_args(s)
     s.set_defaults(func=cmd_revoke)
+
+    s = sub.add_parser("identify", help="kolberg over HTTP: who is this face? (exit 0 found, 1 nobody)")
+    s.add_argument("--server", required=True, help="the kolberg DB server's base URL")
+    s.add_argument("image", help="face photo")
+    _backend_args(s)
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="the server's scheme (default bfv)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_kolberg_client, protocol="kolberg")
+
+    s = sub.add_parser("rotate-keys", help="admin: re-encrypt every stored reference under a fresh auth key "
+                                           "(blind re-encryption, resumable; kolberg)")
+    s.add_argument("--protocol", required=True, choices=["kolberg"])
+    s.add_argument("--db", required=True, help="the DB server's template store URL")
+    s.add_argument("--auth-url", required=True, help="the auth server's base URL")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="default: the auth server's")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_rotate_keys)
 
     s = sub.add_parser("demo", help="enrol and verify on an embedded photo; no download, no dataset")
     s.add_argument("--json", action="store_true")

@@ -11,6 +11,7 @@ from .base import ProtocolService
 PROTOCOLS: dict[str, str] = {
     "im2020": "privface.protocols.im2020.service:Im2020Service",
     "gsm": "privface.protocols.gsm.service:GsmService",
+    "kolberg": "privface.protocols.kolberg.service:KolbergService",
 }
 
 

@@ -403,9 +403,16 @@ class DBServer:
         if rec is None:
             raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
         if version not in rec.versions:
+            self._check_live(version)
             raise ProtocolError(f"subject {subject_id!r} has no reference under key version {version} yet "
                                 "(key rotation in progress: retry, or fetch the public key again)")
         return self._keys[version].load(rec.templates[rec.versions.index(version)], "template")
+
+    def _check_live(self, version: int) -> None:
+        """Refuse a probe under a key a rotation retired (the cached ring may predate the rotation)."""
+        self.refresh()
+        if version not in self._keys:
+            raise ProtocolError("the probe is under a retired key (key rotation): fetch the public key again")
 
     def verify(self, request: VerifyRequest | bytes) -> Result:
         msg = _read(VerifyRequest, request)
@@ -424,6 +431,8 @@ class DBServer:
             rec = self.record(s)
             if rec is not None and version in rec.versions:
                 refs[s] = rec.templates[rec.versions.index(version)]
+            elif rec is not None:
+                self._check_live(version)
         if not refs:
             raise UnknownSubjectError("nobody is enrolled")
         order = list(refs)

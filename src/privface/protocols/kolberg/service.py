@@ -1,0 +1,83 @@
+"""kolberg as ``privface.service.base.ProtocolService``s: one role per server (seed 002 §2.2: the DB server and
+the authentication server are separate parties that must not collude). Each step decodes one wire message,
+validates it and runs the party; bad input raises MessageError / NotEnrolledError and changes no state.
+
+DB server (``role="db"``, talks to the auth server at ``auth_url`` over HTTP, holds no secret key):
+    ``public-key``  KeyRequest → PublicKey (the auth server's current key)
+    ``enrol``       EnrolRequest → EnrolResponse        ``revoke``   RevokeRequest → RevokeResponse
+    ``verify``      VerifyRequest → Result              ``identify`` IdentifyRequest → Result
+Auth server (``role="auth"``, its key pairs in its own store — never the DB server's):
+    ``public-key``  KeyRequest → PublicKey              ``auth/keys`` KeyRequest → AuthKeys
+    ``auth/decide`` DistanceBatch → AuthDecision (empty body until the batch marked ``last``)
+    ``auth/rotate/begin`` · ``auth/rotate/reencrypt`` · ``auth/rotate/activate`` · ``auth/rotate/retire``
+                    (``privface rotate-keys``, ``rotation`` module)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import CryptoError, ProtocolError, UnknownSubjectError
+from ...service.base import MessageError, NotEnrolledError, SessionError, StepResult
+from ...store.base import TemplateStore
+from ...wire import WireError
+from .messages import KeyRequest
+from .params import KolbergParams
+from .parties import PROTOCOL, AuthServer, DBServer
+
+_KB, _MB = 1024, 1024 * 1024
+DB_LIMITS = {"public-key": _KB, "enrol": 2 * _MB, "verify": 2 * _MB, "identify": 2 * _MB, "revoke": _KB}
+AUTH_LIMITS = {"public-key": _KB, "auth/keys": _KB, "auth/decide": 4 * _MB, "auth/rotate/begin": _KB,
+               "auth/rotate/reencrypt": 4 * _MB, "auth/rotate/activate": _KB, "auth/rotate/retire": _KB}
+
+
+class KolbergService:
+    """Options: ``role`` ("db" or "auth"), ``scheme`` (ckks|bfv|ntru) or ``params``; db: ``auth_url`` (or an
+    in-process ``auth`` object with ``keys`` and ``decide``, for tests) and ``timeout``."""
+
+    name = PROTOCOL
+    first_steps: tuple[str, ...]
+
+    def __init__(self, store: TemplateStore, *, role: str = "db", scheme: str = "bfv",
+                 params: KolbergParams | None = None, auth_url: str | None = None, auth=None,
+                 timeout: float = 120.0) -> None:
+        self.params = params or KolbergParams(scheme)
+        self.store, self.role = store, role
+        if role == "auth":
+            self.party = AuthServer(self.params, store)
+            self.max_body = AUTH_LIMITS
+        elif role == "db":
+            if auth is None:
+                if not auth_url:
+                    raise ValueError("a kolberg DB server needs the auth server's URL (--auth-url)")
+                from .remote import HttpAuth
+                auth = HttpAuth(auth_url, timeout=timeout)
+            self.auth = auth
+            self.party = DBServer(self.params, store, auth.keys(KeyRequest(0)), auth.decide, keys=auth.keys)
+            self.max_body = DB_LIMITS
+        else:
+            raise ValueError(f"kolberg role must be db or auth, got {role!r}")
+        self.steps = self.first_steps = tuple(self.max_body)
+
+    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+        if step not in self.steps:
+            raise MessageError(f"kolberg {self.role} server has no step {step!r}")
+        if state is not None:
+            raise SessionError("kolberg steps take no session")
+        try:
+            reply = self._run(step, body)
+        except UnknownSubjectError as e:
+            raise NotEnrolledError(str(e)) from None
+        except (WireError, ProtocolError, CryptoError) as e:
+            raise MessageError(str(e)) from None
+        return StepResult(b"" if reply is None else reply.to_bytes())
+
+    def _run(self, step: str, body: bytes):
+        p = self.party
+        if step == "public-key":
+            KeyRequest.from_bytes(body)
+            return p.public_key()
+        if self.role == "auth":
+            return {"auth/keys": p.keys, "auth/decide": p.decide, "auth/rotate/begin": p.rotate_begin,
+                    "auth/rotate/reencrypt": p.reencrypt, "auth/rotate/activate": p.activate,
+                    "auth/rotate/retire": p.retire}[step](body)
+        return {"enrol": p.enrol, "verify": p.verify, "identify": p.identify, "revoke": p.revoke}[step](body)
