@@ -39,7 +39,7 @@ def _state(db_store, auth_store):
 def test_three_parties_over_http(servers, demo_faces):
     scheme, auth_url, db_url, root, db_store, auth_store = servers
     params = KolbergParams(scheme)
-    grace, (copy, _) = demo_faces["grace"][0], demo_faces["grace"][1]
+    grace, (copy,) = demo_faces["grace"][0], demo_faces["grace"][1]
     with KolbergClient(db_url, params) as client:
         for name, (ref, _) in demo_faces.items():
             assert client.enrol(name, ref).replaced is False
@@ -103,3 +103,47 @@ def test_privface_serve_kolberg_refuses_incomplete_options(tmp_path):
     db = f"sqlite:///{tmp_path / 'x.db'}"
     assert main(["serve", "--protocol", "kolberg", "--db", db]) != 0  # no role
     assert main(["serve", "--protocol", "kolberg", "--role", "db", "--db", db]) != 0  # no --auth-url
+
+
+def test_privface_serve_both_roles(tmp_path, demo_faces):
+    """`privface serve --protocol kolberg --role auth|db` as child processes, a client over HTTP."""
+    from privface.service.launch import serve_subprocess
+
+    auth_db, db_db = f"sqlite:///{tmp_path / 'auth.db'}", f"sqlite:///{tmp_path / 'db.db'}"
+    with serve_subprocess("kolberg", auth_db, ["--role", "auth", "--scheme", "ntru"]) as auth_url, \
+            serve_subprocess("kolberg", db_db, ["--role", "db", "--scheme", "ntru", "--auth-url", auth_url]) as db_url, \
+            KolbergClient(db_url, KolbergParams("ntru")) as client:
+        ref, (copy,) = demo_faces["grace"]
+        client.enrol("grace", ref)
+        assert client.verify("grace", copy) is True
+        assert client.verify("grace", demo_faces["cameraman"][0]) is False
+    assert SQLiteStore(tmp_path / "auth.db").ids(AUTH_STORE) == ["current", "key.1"]  # the key stays with auth
+    assert SQLiteStore(tmp_path / "db.db").ids(AUTH_STORE) == []
+    assert oct((tmp_path / "auth.db").stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.slow
+def test_privface_serve_both_roles_and_cli_commands(tmp_path, demo_faces, capsys):
+    """`privface serve --protocol kolberg --role auth|db` as child processes; `privface enroll/verify/identify/
+    revoke --protocol kolberg` against them (exit codes: 0 accept/found, 1 reject/nobody)."""
+    import json
+
+    from privface import demo_data
+    from privface.service.launch import serve_subprocess
+
+    auth_db, db_db = f"sqlite:///{tmp_path / 'auth.db'}", f"sqlite:///{tmp_path / 'db.db'}"
+    with serve_subprocess("kolberg", auth_db, ["--role", "auth", "--scheme", "ntru"]) as auth_url, \
+            serve_subprocess("kolberg", db_db, ["--role", "db", "--scheme", "ntru", "--auth-url", auth_url]) as db_url:
+        common = ["--protocol", "kolberg", "--scheme", "ntru", "--server", db_url, "--json"]
+        photo, impostor = str(demo_data.enrolled_photo()), str(demo_data.impostor_photos()["cameraman"])
+        assert main(["enroll", *common, "--id", "grace", photo]) == 0
+        assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["replaced"] is False
+        assert main(["verify", *common, "--id", "grace", photo]) == 0
+        assert main(["verify", *common, "--id", "grace", impostor]) == 1
+        assert main(["identify", "--scheme", "ntru", "--server", db_url, "--json", photo]) == 0
+        assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["id"] == "grace"
+        assert main(["revoke", *common, "--id", "grace"]) == 0
+        assert main(["identify", "--scheme", "ntru", "--server", db_url, impostor]) == 2  # nobody enrolled: 404
+    assert SQLiteStore(tmp_path / "auth.db").ids(AUTH_STORE) == ["current", "key.1"]  # the key stays with auth
+    assert SQLiteStore(tmp_path / "db.db").ids(AUTH_STORE) == []
+    assert oct((tmp_path / "auth.db").stat().st_mode & 0o777) == "0o600"
