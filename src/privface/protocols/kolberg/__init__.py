@@ -46,9 +46,17 @@ DESCRIPTION = {
     "default_security_bits": 128,
     "parameters": {"default_thresholds": DEFAULT_THRESHOLDS, "lssc_edges": list(LSSC_EDGES),
                    "distances_per_batch": CHUNK},
-    "steps": ["public-key", "enrol", "verify", "identify", "auth/decide"],
-    "not_yet": ["HTTP service roles (privface serve --protocol kolberg --role db|auth)", "privface rotate-keys",
-                "unlinkability test", "privface bench kolberg"],
+    "steps": ["public-key", "enrol", "verify", "identify", "revoke", "auth/keys", "auth/decide",
+              "auth/rotate/begin", "auth/rotate/reencrypt", "auth/rotate/activate", "auth/rotate/retire"],
+    "roles": {"db": "privface serve --protocol kolberg --role db --auth-url URL",
+              "auth": "privface serve --protocol kolberg --role auth"},
+    "key_rotation": {"command": "privface rotate-keys --protocol kolberg --db URL --auth-url URL",
+                     "method": "blind re-encryption: DB adds Enc_old(R), R uniform (BFV mod t, CKKS mod q, NTRU "
+                               "bits); auth decrypts m ⊞ R and re-encrypts under the new key; DB removes Enc_new(R)",
+                     "leakage": {"auth_server": ["gallery size", "m ⊞ R: uniform, independent of the templates"]},
+                     "crash_safety": "per-record key versions, atomic replace, both keys until every record "
+                                     "is on the new one, resumable"},
+    "not_yet": ["unlinkability test", "privface bench kolberg", "authentication of the auth/rotate/* admin steps"],
 }
 
 __all__ = ["AuthDecision", "AuthServer", "Client", "DBServer", "DESCRIPTION", "DEFAULT_THRESHOLDS", "DistanceBatch",
