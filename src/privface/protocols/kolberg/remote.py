@@ -23,15 +23,19 @@ def _bytes(msg) -> bytes:
     return msg if isinstance(msg, bytes) else msg.to_bytes()
 
 
-class HttpAuth:
-    """The auth server's steps as methods (same names and messages as ``AuthServer``), one HTTP call each."""
+class _KolbergHttp(ServiceClient):
+    """A ServiceClient for the kolberg steps (sessionless: one message in, one out)."""
 
     def __init__(self, url: str, *, timeout: float = 120.0, transport=None) -> None:
-        self._http = ServiceClient(url, PROTOCOL, timeout=timeout, transport=transport)
+        super().__init__(url, PROTOCOL, timeout=timeout, transport=transport)
 
     def _call(self, step: str, msg, cls):
-        self._http.reset()
-        return _parse(cls, self._http.step(step, _bytes(msg)))
+        self.reset()
+        return _parse(cls, self.step(step, _bytes(msg)))
+
+
+class HttpAuth(_KolbergHttp):
+    """The auth server's steps as methods (same names and messages as ``AuthServer``), one HTTP call each."""
 
     def public_key(self) -> PublicKey:
         return self._call("public-key", KeyRequest(0), PublicKey)
@@ -40,8 +44,8 @@ class HttpAuth:
         return self._call("auth/keys", request or KeyRequest(0), AuthKeys)
 
     def decide(self, batch) -> AuthDecision | None:
-        self._http.reset()
-        body = self._http.step("auth/decide", _bytes(batch))
+        self.reset()
+        body = self.step("auth/decide", _bytes(batch))
         return _parse(AuthDecision, body) if body else None
 
     def rotate_begin(self, request=None) -> AuthKeys:
@@ -56,55 +60,28 @@ class HttpAuth:
     def retire(self, request) -> AuthKeys:
         return self._call("auth/rotate/retire", request, AuthKeys)
 
-    def close(self) -> None:
-        self._http.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class KolbergClient:
+class KolbergClient(_KolbergHttp):
     """A kolberg ``Client`` talking to a DB server: fetches the public key, then ``enrol`` / ``verify`` /
-    ``identify`` / ``revoke`` with 128-D (``params.dims``) embeddings."""
+    ``identify`` / ``revoke`` with 128-D (``params.dims``) embeddings. ``stats``: every step sent."""
 
     def __init__(self, url: str, params: KolbergParams, *, timeout: float = 120.0, transport=None) -> None:
+        super().__init__(url, timeout=timeout, transport=transport)
         self.params = params
-        self._http = ServiceClient(url, PROTOCOL, timeout=timeout, transport=transport)
         self.refresh_key()
 
     def refresh_key(self) -> None:
         """Fetch the DB server's current public key (after a key rotation the old one is refused)."""
-        self._http.reset()
-        self.client = Client(self.params, _parse(PublicKey, self._http.step("public-key", KeyRequest(0).to_bytes())))
-
-    def _step(self, step: str, msg, cls):
-        self._http.reset()
-        return _parse(cls, self._http.step(step, msg.to_bytes()))
+        self.client = Client(self.params, self._call("public-key", KeyRequest(0), PublicKey))
 
     def enrol(self, subject_id: str, embedding) -> EnrolResponse:
-        return self._step("enrol", self.client.enrol(subject_id, embedding), EnrolResponse)
+        return self._call("enrol", self.client.enrol(subject_id, embedding), EnrolResponse)
 
     def verify(self, subject_id: str, embedding) -> bool:
-        return self._step("verify", self.client.verify(subject_id, embedding), Result).accepted
+        return self._call("verify", self.client.verify(subject_id, embedding), Result).accepted
 
     def identify(self, embedding) -> str | None:
-        return self._step("identify", self.client.identify(embedding), Result).subject_id
+        return self._call("identify", self.client.identify(embedding), Result).subject_id
 
     def revoke(self, subject_id: str) -> bool:
-        return self._step("revoke", RevokeRequest(subject_id), RevokeResponse).revoked
-
-    @property
-    def stats(self):
-        return self._http.stats
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        return self._call("revoke", RevokeRequest(subject_id), RevokeResponse).revoked
