@@ -225,7 +225,7 @@ def esed(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
 
 
 def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | None = None, *,
-                plus: int = 0) -> Level2:
+                plus: int = 0, check=None) -> Level2:
     """cmult2_square(r, esed(C, C2)) ⊞ Enc(plus) computed directly in the base scheme's group (BlindESED,
     seed 000 eq. (4)–(5), with plus = r1): the columns r·β̄_i = (β_i·β'_i⁻¹)^r on ``workers`` threads, and
 
@@ -233,6 +233,9 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
 
     as one multi-exponentiation. It decrypts like the composition; α's randomness differs (the exponents are
     reduced mod |M|) but is fresh and uniform all the same, from the one fresh Enc^.
+    ``check`` (e.g. the key's ``validate``), if given, runs on every β'_i value on the α thread — for a C2
+    received with only its range checked (``in_range``): the group-membership tests then overlap the column
+    exponentiations, and the first failure is raised (naming its index) before anything is returned.
     Base schemes without a group representation fall back to the composition.
     """
     pairs = _pairs(C, C2)
@@ -240,6 +243,8 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
     X = getattr(pk, "group_modulus", None)
     r = as_int(r, "constant")
     if X is None:
+        for i, (_, y) in enumerate(pairs):
+            _check_one(check, i, y.beta.value)
         d = cmult2_square(r, esed(C, C2))
         return Level2(d.alpha + pk.encrypt(plus), d.columns)
     for x, y in pairs:
@@ -249,7 +254,12 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
     space = pk.message_space
     cls = type(pairs[0][0].beta)
     a_bar = [(x.a - y.a) % space for x, y in pairs]
-    inv = batch_invert([y.beta.value for _, y in pairs], X)
+    try:
+        inv = batch_invert([y.beta.value for _, y in pairs], X)
+    except CryptoError:
+        for i, (_, y) in enumerate(pairs):  # name the culprit when a check can
+            _check_one(check, i, y.beta.value)
+        raise
     beta_bar = [x.beta.value * v % X for (x, _), v in zip(pairs, inv)]
     r = int(r) % space
     r2 = r * r % space
@@ -259,6 +269,8 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
         out = []
         cols = [i for kind, i in chunk if kind == "col"]
         if any(kind == "alpha" for kind, _ in chunk):
+            for i, (_, y) in enumerate(pairs):
+                _check_one(check, i, y.beta.value)
             e = [2 * a * r2 % space for a in a_bar]
             fresh = pk.encrypt(sum(a * a for a in a_bar) * r2 + as_int(plus, "constant"))
             # no gil_held here: powmod_base_list takes the GIL between bases, so holding it would stall the
@@ -268,15 +280,25 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
         return out
 
     # The α multi-exponentiation (Python-level multiplications) costs about as much as 0.37·k column
-    # exponentiations: its thread takes fewer columns so all threads end together.
+    # exponentiations, the checks (a Jacobi symbol mod X each) 0.2·k more: its thread takes fewer columns
+    # so all threads end together.
     w = default_workers(workers)
     n = len(beta_bar)
-    head = 1 + max(0, min(n, round((1.37 * n) / w - 0.37 * n))) if w > 1 else len(jobs)
+    a = 0.37 + (0.2 if check is not None else 0.0)
+    head = 1 + max(0, min(n, round(((1 + a) * n) / w - a * n))) if w > 1 else len(jobs)
     rest = jobs[head:]
     step = -(-len(rest) // max(1, w - 1)) if rest else 1
     values = run_chunks(run, [jobs[:head]] + [rest[i:i + step] for i in range(0, len(rest), step)])
     alpha = cls._trusted(pk, values[0])
     return Level2(alpha, tuple((cls._trusted(pk, v), None) for v in values[1:]))
+
+
+def _check_one(check, i: int, value) -> None:
+    if check is not None:
+        try:
+            check(value)
+        except CryptoError as e:
+            raise CryptoError(f"C2 entry {i}: {e}") from None
 
 
 def sed_original(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:

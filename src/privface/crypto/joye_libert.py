@@ -139,6 +139,18 @@ class JoyeLibertPublicKey(GroupPublicKey):
             raise CryptoError("Joye-Libert ciphertext has Jacobi symbol −1: not in the ciphertext group J_N")
         return c
 
+    def in_range(self, values) -> list[JoyeLibertCiphertext]:
+        """Ciphertexts for received integers checked only for 0 < c < N: the unit and J_N tests of ``validate``
+        are left to the caller, who must run them before any result leaves (``catalano_fiore.esed_scaled``'s
+        ``check`` overlaps them with its exponentiations). CryptoError names the first value out of range."""
+        out = []
+        for i, v in enumerate(values):
+            c = as_int(v, "Joye-Libert ciphertext")
+            if not 0 < c < self.n:
+                raise CryptoError(f"Joye-Libert ciphertext {i} is outside Z_N for this key (must satisfy 0 < c < N)")
+            out.append(JoyeLibertCiphertext._trusted(self, c))
+        return out
+
     def _public_values(self) -> tuple:
         return (self.n, self.y, self.k)
 
