@@ -2,6 +2,7 @@
 import dataclasses
 import json
 
+import gmpy2
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -146,6 +147,12 @@ def test_bad_probe_is_refused(client, server):
         server.auth_start(dataclasses.replace(good, c_beta=good.c_beta[:5]))
     with pytest.raises(ProtocolError, match="invalid ciphertext"):
         server.auth_start(dataclasses.replace(good, c_beta=[1 << 600] + good.c_beta[1:]))
+    # in range but outside the ciphertext group: caught by the checks that run inside BlindESED
+    n, p = int(client.pk.n), int(client._sk.p)
+    minus = next(c for c in range(2, 1000) if gmpy2.jacobi(c, n) == -1)
+    for bad, match in ((minus, "entry 70: .*Jacobi symbol −1"), (3 * p, "entry 70: .*not a unit")):
+        with pytest.raises(ProtocolError, match=match):
+            server.auth_start(dataclasses.replace(good, c_beta=good.c_beta[:70] + [bad] + good.c_beta[71:]))
     with pytest.raises(UnknownSubjectError):
         server.auth_start(dataclasses.replace(good, subject_id="bob"))
     challenge, session = server.auth_start(good)

@@ -96,6 +96,19 @@ def test_register_and_a_full_flow_carry_fresh_sessions(client, store):
     assert all(s.seconds > 0 for s in client.stats)
 
 
+def test_client_keeps_its_connection_and_reopens_one_the_server_closed(store):
+    app = create_app(store, [Counter(store)])
+    with serving(app, timeout_keep_alive=0.2) as base, ServiceClient(base, "counter") as c:
+        c.step("register", b"carol:x")
+        conn = c._http._conn
+        assert c.step("register", b"carol:y") == b"replaced" and c._http._conn is conn  # keep-alive
+        time.sleep(0.6)  # the server closes the idle connection
+        assert c.step("count/start", b"carol") == b"y" and c.session is not None
+        assert c._http._conn is not conn
+    with pytest.raises(ServiceError, match="cannot reach"):
+        ServiceClient(base, "counter").step("register", b"carol:z")  # server gone
+
+
 def test_a_session_id_serves_one_step(client):
     client.step("register", b"bob:x")
     client.step("count/start", b"bob")

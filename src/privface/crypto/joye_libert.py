@@ -139,6 +139,18 @@ class JoyeLibertPublicKey(GroupPublicKey):
             raise CryptoError("Joye-Libert ciphertext has Jacobi symbol −1: not in the ciphertext group J_N")
         return c
 
+    def in_range(self, values) -> list[JoyeLibertCiphertext]:
+        """Ciphertexts for received integers checked only for 0 < c < N: the unit and J_N tests of ``validate``
+        are left to the caller, who must run them before any result leaves (``catalano_fiore.esed_scaled``'s
+        ``check`` overlaps them with its exponentiations). CryptoError names the first value out of range."""
+        out = []
+        for i, v in enumerate(values):
+            c = as_int(v, "Joye-Libert ciphertext")
+            if not 0 < c < self.n:
+                raise CryptoError(f"Joye-Libert ciphertext {i} is outside Z_N for this key (must satisfy 0 < c < N)")
+            out.append(JoyeLibertCiphertext._trusted(self, c))
+        return out
+
     def _public_values(self) -> tuple:
         return (self.n, self.y, self.k)
 
@@ -249,7 +261,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
         the base g (``_dlog``)."""
         h = gmpy2.powmod(self._own(c), self.p_prime, self.p)  # = g^m
-        return self._dlog(h, self.public_key.k)
+        return self._dlog([h], self.public_key.k, self._dlog_tables or self._tables())[0]
 
     def decrypt_many(self, cs, workers: int | None = None) -> list[int]:
         """[Dec(c) for c in cs]: the c^p' mod p (gmpy2.powmod_base_list) and the discrete logs on ``workers``
@@ -270,23 +282,22 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
 
     def _decrypt_values(self, values: list, workers: int | None, check: bool) -> list[int]:
         k, p, q, pp = self.public_key.k, self.p, self.q, self.p_prime
-        self._tables()
+        tables = self._dlog_tables or self._tables()
 
         def run(chunk):
             start, vals = chunk[0][0], [c for _, c in chunk]
             hs = gmpy2.powmod_base_list(vals, pp, p)  # GIL released (pool threads)
-            with gil_held():  # the logarithms are many small steps: Python-bound
-                out = []
-                for i, (c, h) in enumerate(zip(vals, hs)):
-                    if check:
-                        lq = gmpy2.legendre(c % q, q)  # 0 iff q | c; h = 0 iff p | c
-                        if h == 0 or lq == 0:
-                            raise CryptoError(f"Joye-Libert ciphertext {start + i} is not a unit of Z_N")
-                    m = self._dlog(h, k)
-                    if check and lq != (-1 if m & 1 else 1):
+            if check:
+                lqs = [gmpy2.legendre(c % q, q) for c in vals]
+                for i, (h, lq) in enumerate(zip(hs, lqs)):
+                    if h == 0 or lq == 0:  # h = 0 iff p | c; (c/q) = 0 iff q | c
+                        raise CryptoError(f"Joye-Libert ciphertext {start + i} is not a unit of Z_N")
+            ms = self._dlog(hs, k, tables)
+            if check:
+                for i, (m, lq) in enumerate(zip(ms, lqs)):
+                    if lq != (-1 if m & 1 else 1):
                         raise CryptoError(f"Joye-Libert ciphertext {start + i} has Jacobi symbol −1: not in J_N")
-                    out.append(m)
-                return out
+            return ms
 
         return thread_map(run, list(enumerate(values)), workers, chunk=8)
 
@@ -335,25 +346,31 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
             todo += [n // 2, n - n // 2]
         return w, leaf, inner
 
-    def _dlog(self, h, n: int, tables=None) -> int:
-        """m mod 2^n for h = g_n^m, g_n = g^(2^(k−n)) of order 2^n (Pohlig–Hellman in halves).
+    def _dlog(self, hs: list, n: int, tables) -> list[int]:
+        """[m mod 2^n for h in hs] with h = g_n^m, g_n = g^(2^(k−n)) of order 2^n (Pohlig–Hellman in halves).
 
-        With m = lo + 2^n1·hi: h^(2^n2) = g_n1^lo gives lo, then h·g_n^(−lo) = g_n2^hi gives hi.
+        With m = lo + 2^n1·hi: h^(2^n2) = g_n1^lo gives lo, then h·g_n^(−lo) = g_n2^hi gives hi. One recursion
+        for the whole list: a node's squarings h^(2^n2) in one ``powmod_base_list`` (GIL released in pool
+        threads, so another thread's exponentiations go on), its corrections in one loop with the GIL held.
         """
         p = self.p
-        tables = tables or self._dlog_tables or self._tables()
         w, leaf, inner = tables
         if n <= w:  # h = (g^(2^(k−w)))^(m·2^(w−n))
-            return leaf[int(h)] >> (w - n)
+            return [leaf[int(h)] >> (w - n) for h in hs]
         n1 = n // 2
         n2 = n - n1
-        lo = self._dlog(gmpy2.powmod(h, mpz(1) << n2, p), n1, tables)
-        t, rest = h, lo
-        for row in inner[n]:
-            if rest & 255:
-                t = t * row[rest & 255] % p
-            rest >>= 8
-        return lo + (self._dlog(t, n2, tables) << n1)
+        los = self._dlog(gmpy2.powmod_base_list(hs, mpz(1) << n2, p), n1, tables)
+        rows = inner[n]
+        ts = []
+        with gil_held():
+            for h, lo in zip(hs, los):
+                for row in rows:
+                    if lo & 255:
+                        h = h * row[lo & 255] % p
+                    lo >>= 8
+                ts.append(h)
+        his = self._dlog(ts, n2, tables)
+        return [lo + (hi << n1) for lo, hi in zip(los, his)]
 
 
 def fixed_base_table(base, bits: int, modulus) -> list[list]:

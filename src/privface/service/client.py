@@ -2,8 +2,12 @@
 one step to the next, measures each step, and turns error answers into typed errors."""
 from __future__ import annotations
 
+import http.client
+import json
+import select
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -59,7 +63,11 @@ class ServiceClient:
         self.protocol = protocol
         self.session: str | None = None
         self.stats: list[StepStats] = []
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport)
+        self.base_url = base_url.rstrip("/")
+        # An httpx transport (tests, embedding) goes through httpx; otherwise one stdlib keep-alive
+        # connection, which costs ~1 ms less client CPU per step (35 kB im2020 messages, measured).
+        self._http = (httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+                      if transport is not None else _Connection(self.base_url, timeout))
 
     def step(self, step: str, body: bytes) -> bytes:
         """Run one step; returns the response message bytes."""
@@ -68,16 +76,13 @@ class ServiceClient:
             headers[SESSION_HEADER] = self.session
         t0 = time.perf_counter()
         try:
-            r = self._http.post(f"/v1/{self.protocol}/{step}", content=body, headers=headers)
-        except httpx.HTTPError as e:
-            raise ServiceError(f"cannot reach the service at {self._http.base_url}: "
-                               f"{type(e).__name__}") from None
+            r = self._request("POST", f"/v1/{self.protocol}/{step}", body, headers)
         finally:
             seconds = time.perf_counter() - t0
         self.stats.append(StepStats(step, len(body), len(r.content), seconds, r.status_code,
                                     server_seconds(r.headers.get("server-timing"))))
         # A session id serves one step: a new one comes back when the flow goes on.
-        self.session = r.headers.get(SESSION_HEADER)
+        self.session = r.headers.get(SESSION_HEADER.lower())
         if r.status_code >= 400:
             raise error_of(r)
         return r.content
@@ -87,10 +92,16 @@ class ServiceClient:
         self.session = None
 
     def healthz(self) -> dict:
-        r = self._http.get("/healthz")
+        r = self._request("GET", "/healthz", None, {})
         if r.status_code != 200:
             raise error_of(r)
         return r.json()
+
+    def _request(self, method: str, path: str, body: bytes | None, headers: dict):
+        try:
+            return self._http.request(method, path, content=body, headers=headers)
+        except (httpx.HTTPError, OSError, http.client.HTTPException) as e:
+            raise ServiceError(f"cannot reach the service at {self.base_url}: {type(e).__name__}") from None
 
     def close(self) -> None:
         self._http.close()
@@ -102,12 +113,61 @@ class ServiceClient:
         self.close()
 
 
-def error_of(r: httpx.Response) -> ServiceError:
+@dataclass(frozen=True)
+class _Response:
+    """The parts of an answer the client reads (as httpx.Response names them)."""
+
+    status_code: int
+    headers: dict
+    content: bytes
+
+    def json(self):
+        return json.loads(self.content)
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection to ``base_url`` (http or https) with the ``request`` of
+    httpx.Client; reopened when the server closed it meanwhile (idle timeout) or after an error."""
+
+    def __init__(self, base_url: str, timeout: float) -> None:
+        u = urlsplit(base_url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ServiceError(f"not an http(s) service URL: {base_url!r}")
+        self._new = lambda: (http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection)(
+            u.hostname, u.port, timeout=timeout)
+        self._prefix = u.path.rstrip("/")
+        self._conn: http.client.HTTPConnection | None = None
+
+    def request(self, method: str, path: str, *, content: bytes | None, headers: dict) -> _Response:
+        conn = self._conn
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            conn.close()  # readable while idle: the server closed it (or sent something unasked)
+            conn = None
+        if conn is None:
+            conn = self._conn = self._new()
+        try:
+            conn.request(method, self._prefix + path, body=content, headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+        except BaseException:
+            self.close()
+            raise
+        if r.will_close:
+            self.close()
+        return _Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def error_of(r) -> ServiceError:
     """The typed error for an error answer, carrying the server's message."""
     try:
         answer = r.json()
         message, kind = str(answer["error"]), str(answer.get("type", ""))
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):  # json.JSONDecodeError is a ValueError
         message, kind = f"HTTP {r.status_code}", ""
     cls = {400: RemoteMessageError, 409: RemoteSessionError}.get(r.status_code, ServiceError)
     if r.status_code == 404 and kind == "NotEnrolledError":

@@ -24,13 +24,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_in_thread(app) -> Iterator[str]:
-    """Run an ASGI `app` with uvicorn on a free loopback port in a thread; yields the base URL."""
+def serve_in_thread(app, **config) -> Iterator[str]:
+    """Run an ASGI `app` with uvicorn on a free loopback port in a thread; yields the base URL. `config`:
+    more uvicorn.Config options (e.g. timeout_keep_alive)."""
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:

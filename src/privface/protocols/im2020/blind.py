@@ -21,14 +21,15 @@ class Randomizers:
 
 
 def blind_esed(C: Sequence[cf.Level1], C2: Sequence[cf.Level1], rnd: Randomizers,
-               workers: int | None = None) -> cf.Level2:
+               workers: int | None = None, *, check=None) -> cf.Level2:
     """S* = (α*, β*): α* = r0²·(Enc(Σ ā_i²) ⊞ ⊞ 2ā_i·β̄_i) ⊞ Enc(r1) (eq. 4),
     β* = [(r0·β̄_i, 0)ᵀ] (eq. 5).
 
     Decrypts to s* = r0²·SED(Γ, Γ′) + r1 mod 2^k. Computed by ``cf.esed_scaled`` (one multi-exponentiation
-    for α*, whose single fresh Enc^ carries r1 as well; the k columns on ``workers`` threads).
+    for α*, whose single fresh Enc^ carries r1 as well; the k columns on ``workers`` threads). ``check``
+    validates each β'_i there (see ``esed_scaled``) for a C′ whose group membership is not yet checked.
     """
-    return cf.esed_scaled(C, C2, rnd.r0, workers, plus=rnd.r1)
+    return cf.esed_scaled(C, C2, rnd.r0, workers, plus=rnd.r1, check=check)
 
 
 def unblind(blinded_score: int, rnd: Randomizers, k: int) -> int:

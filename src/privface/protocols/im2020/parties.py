@@ -76,14 +76,22 @@ def public_key(n: int, y: int, k: int, params: Im2020Params) -> JoyeLibertPublic
     return pk
 
 
-def level1_vector(pk: JoyeLibertPublicKey, a: Sequence[int], beta: Sequence[int], dims: int) -> list[cf.Level1]:
-    """C = ((a_i, β_i)) with a_i ∈ M = [0, 2^k) and β_i a valid ciphertext under pk."""
+def level1_vector(pk: JoyeLibertPublicKey, a: Sequence[int], beta: Sequence[int], dims: int, *,
+                  group_check: bool = True) -> list[cf.Level1]:
+    """C = ((a_i, β_i)) with a_i ∈ M = [0, 2^k) and β_i a valid ciphertext under pk. Without ``group_check``
+    only 0 < β_i < N is checked here and the caller must run ``pk.validate`` on each β_i before any result
+    leaves (``Server.auth_start`` does so inside BlindESED)."""
     if len(a) != dims or len(beta) != dims:
         raise ProtocolError(f"an encrypted template must have {dims} entries, got {len(a)} a and {len(beta)} β")
     space = pk.message_space
     if any(not 0 <= x < space for x in a):
         raise ProtocolError("an a_i of the encrypted template is outside the message space")
-    return [cf.Level1(x, ciphertext(pk, b)) for x, b in zip(a, beta)]
+    if group_check:
+        return [cf.Level1(x, ciphertext(pk, b)) for x, b in zip(a, beta)]
+    try:
+        return [cf.Level1(x, b) for x, b in zip(a, pk.in_range(beta))]
+    except CryptoError as e:
+        raise ProtocolError(f"invalid ciphertext: {e}") from None
 
 
 def ciphertext(pk: JoyeLibertPublicKey, value: int):
@@ -264,9 +272,13 @@ class Server:
     def auth_start(self, req: AuthStart) -> tuple[AuthChallenge, AuthSession]:
         """Validate C′ under the stored pk, draw r0, r1 and answer S* = BlindESED(C, C′, r0, r1, pk)."""
         pk, C = self.enrolled(req.subject_id)
-        C2 = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
+        # C′'s unit and J_N checks run inside BlindESED, overlapped with its exponentiations
+        C2 = level1_vector(pk, req.c_a, req.c_beta, self.params.dims, group_check=False)
         rnd = Randomizers.draw(pk.k)
-        s_star = blind_esed(C, C2, rnd, self.workers)
+        try:
+            s_star = blind_esed(C, C2, rnd, self.workers, check=pk.validate)
+        except CryptoError as e:
+            raise ProtocolError(f"invalid ciphertext: {e}") from None
         w = self.params.circuit_bits if self.params.mode == "secure-comparison" else None
         challenge = AuthChallenge(int(s_star.alpha.value), [int(b.value) for b, _ in s_star.columns], w)
         return challenge, AuthSession(req.subject_id, int(pk.k), rnd)
