@@ -23,7 +23,7 @@ import numpy as np
 
 from ..protocols.kolberg import SCHEMES, AuthServer, Client, DBServer, KolbergParams
 from ..store.sqlite import SQLiteStore
-from .bench_lattice import DIMS, _median_ms, _pair, _row, format_table
+from .bench_lattice import DIMS, _median_ms, _row, format_table, over_grid
 from .kolberg_eval import _security_bits
 
 __all__ = ["DIMS", "SCHEMES", "bench_kolberg", "deployment", "format_table", "synthetic_params"]
@@ -55,10 +55,4 @@ def _scheme_row(params: KolbergParams, a: np.ndarray, b: np.ndarray, repeat: int
 
 def bench_kolberg(dims=DIMS, schemes=SCHEMES, repeat: int = 20) -> list[dict]:
     """One row per (scheme, dim) in the order dims × schemes."""
-    rng = np.random.default_rng(2)
-    rows = []
-    for dim in dims:
-        a, b = _pair(dim, rng)
-        for scheme in schemes:
-            rows.append(_scheme_row(synthetic_params(scheme, dim), a, b, repeat))
-    return rows
+    return over_grid(dims, schemes, lambda scheme, dim, a, b: _scheme_row(synthetic_params(scheme, dim), a, b, repeat))

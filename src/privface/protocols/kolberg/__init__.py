@@ -47,8 +47,7 @@ DESCRIPTION = {
     "parameters": {"default_thresholds": DEFAULT_THRESHOLDS, "lssc_edges": list(LSSC_EDGES),
                    "distances_per_batch": CHUNK},
     "steps": ["public-key", "enrol", "verify", "identify", "auth/decide"],
-    "not_yet": ["HTTP service roles (privface serve --protocol kolberg --role db|auth)", "privface rotate-keys",
-                "unlinkability test", "privface bench kolberg"],
+    "not_yet": ["HTTP service roles (privface serve --protocol kolberg --role db|auth)", "privface rotate-keys"],
 }
 
 __all__ = ["AuthDecision", "AuthServer", "Client", "DBServer", "DESCRIPTION", "DEFAULT_THRESHOLDS", "DistanceBatch",
