@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from privface.crypto import _seal_io
 from privface.crypto.lattice import (
     BFV_128,
     CKKS_128,
@@ -232,3 +233,19 @@ def test_ckks_coefficient_encoding_matches_seal_slot_order():
         x_minus_k[pub.n - k] = -1.0  # X^{−k} = −X^{N−k}
         prod = pub.multiply_plain(rotated, pub.encode_coefficients(x_minus_k, scale=2.0**30))
         assert abs(sec.decrypt_constant(prod) / prod.seal.scale - want) < 1e-6
+
+
+def test_coefficients_read_the_seal_words(bfv, ckks):
+    """``coefficients`` (zstd-decoded serialization) equals SEAL's own words, and is additive mod each prime."""
+    pub = bfv[0]
+    c1, c2 = pub.encrypt_template(np.arange(8)), pub.encrypt_template(np.arange(8) * 3)
+    words = c1.coefficients()
+    assert words.shape == (2, 2, 4096)
+    d = c1.seal.dyn_array()
+    assert all(int(words.reshape(-1)[i]) == d.at(i) for i in (0, 1, 4095, 4096, 9000, 16383))
+    primes = np.array([m.value() for m in pub.seal_context.first_context_data().parms().coeff_modulus()],
+                      dtype=np.uint64)[None, :, None]
+    assert np.array_equal(pub.add(c1, c2).coefficients(), (words + c2.coefficients()) % primes)
+    assert ckks[0].encrypt_template(np.zeros(4)).coefficients().shape == (2, 3, 8192)
+    with pytest.raises(CryptoError):
+        _seal_io.data_array(_seal_io.save(c1.seal), 100, "ciphertext")

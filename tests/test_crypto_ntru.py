@@ -33,7 +33,7 @@ def test_security_estimate_and_policy():
     # the method reproduces the NIST round-3 NTRU-HPS core-SVP figures (≈ 106 and 179 bits) within a few bits
     assert abs(core_svp_bits(509, 2048, 2 / 3, 0.25) - 106) <= 4
     assert abs(core_svp_bits(821, 4096, 2 / 3, 0.25) - 179) <= 8
-    toy = NTRUParams("toy", 64, 256)
+    toy = NTRUParams("toy", 64, 257)
     assert toy.security_bits < 128
     with pytest.raises(CryptoError, match="below 128"):
         generate_ntru_keypair(toy)
@@ -46,19 +46,33 @@ def test_security_estimate_and_policy():
 
 def test_ring_arithmetic():
     rng = np.random.default_rng(1)
-    a, b = rng.integers(0, 4096, 8), rng.integers(0, 4096, 8)
+    a, b = rng.integers(0, 12289, 8), rng.integers(0, 12289, 8)
     # schoolbook negacyclic product mod X^8 + 1
     want = np.zeros(8, dtype=object)
     for i in range(8):
         for j in range(8):
             k, s = (i + j) % 8, -1 if i + j >= 8 else 1
             want[k] += s * int(a[i]) * int(b[j])
-    assert list(_mul(a, b, 4096)) == [int(w) % 4096 for w in want]
+    assert list(_mul(a, b, 12289)) == [int(w) % 12289 for w in want]
     f = 2 * rng.integers(-1, 2, 1024)
     f[0] += 1
     one = np.zeros(1024, dtype=np.int64)
     one[0] = 1
-    assert np.array_equal(_mul(f, _inverse_mod_q(f, 4096), 4096), one)
+    assert np.array_equal(_mul(f, _inverse_mod_q(f, 12289), 12289), one)
+    with pytest.raises(CryptoError, match="not invertible"):
+        _inverse_mod_q(np.zeros(1024, dtype=np.int64), 12289)
+
+
+def test_q_is_an_odd_prime_so_ciphertexts_hide_the_parity_of_the_message(keys):
+    """p = 2 and q coprime: with q = 2^k the key h is even and e ≡ m (mod 2) — the template in the clear."""
+    for q in (4096, 12288, 12281):  # power of two, even, odd but ≢ 1 (mod 2N)
+        with pytest.raises(CryptoError, match="prime"):
+            NTRUParams("bad", 1024, q)
+    pk, _ = keys
+    assert (pk.h % 2).any()
+    m = np.random.default_rng(3).integers(0, 2, 4096)
+    agree = ((pk.encrypt(m).blocks.reshape(-1) % 2) == m).mean()
+    assert 0.45 < agree < 0.55  # 4096 bits: SE 0.008
 
 
 @FAST

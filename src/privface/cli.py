@@ -249,6 +249,22 @@ def cmd_bench(a) -> int:
         rows = bench_lattice.bench_lattice(repeat=a.repeat or 15)
         print(json.dumps(rows) if a.json else bench_lattice.format_table(rows))
         return 0
+    if a.what == "kolberg":
+        from .eval import bench_kolberg
+
+        rows = bench_kolberg.bench_kolberg(dims=(a.dim,) if a.dim else bench_kolberg.DIMS,
+                                           schemes=(a.scheme,) if a.scheme else bench_kolberg.SCHEMES,
+                                           repeat=a.repeat or 20)
+        print(json.dumps(rows) if a.json else bench_kolberg.format_table(rows))
+        return 0
+    if a.what == "kolberg-unlinkability":
+        from .eval import kolberg_unlinkability
+
+        rows = kolberg_unlinkability.linkage_auc_rows(
+            schemes=(a.scheme,) if a.scheme else kolberg_unlinkability.SCHEMES, dim=a.dim or 128,
+            subjects=a.subjects)
+        print(json.dumps(rows) if a.json else kolberg_unlinkability.format_table(rows))
+        return 0
     if a.what == "gsm-enrol":
         from .eval import bench_gsm_zk
 
@@ -602,7 +618,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice"])
+    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice",
+                                    "kolberg", "kolberg-unlinkability"])
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg*: one scheme (default: all three)")
+    s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
+                   help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128)")
+    s.add_argument("--subjects", type=int, default=100,
+                   help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
                    "gsm-enrol: ℓ (default 256)")
     s.add_argument("--m", type=int, help="gsm: bits per template element; gsm-enrol: m (default 16)")
@@ -611,7 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-pi3", action="store_true", help="gsm: skip Π3 (its garbled circuit)")
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
-                   "crypto, lattice: timings per fast operation (default 15)")
+                   "crypto, lattice: timings per fast operation (default 15); kolberg: (default 20)")
     s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
                    "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",

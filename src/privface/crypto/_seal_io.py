@@ -3,7 +3,8 @@
 The sealapi binding saves and loads SEAL objects through file paths only; these helpers go through a
 private temporary file (in /dev/shm when it exists). ``save`` uses SEAL's default compression (zstd).
 
-``plaintext_bytes`` writes a SEAL ``Plaintext`` directly in SEAL's uncompressed serialization format
+``data_array`` reads the words of a serialized Ciphertext/Plaintext back as a numpy array (zstd via
+``zstandard``). ``plaintext_bytes`` writes a SEAL ``Plaintext`` directly in SEAL's uncompressed serialization format
 (SEALHeader · parms_id · coeff_count · scale · DynArray), which is the only way the binding offers to
 set raw RNS/NTT plaintext data (``lattice`` needs it for uniform masks and coefficient read-outs).
 """
@@ -90,3 +91,25 @@ def plaintext_bytes(parms_id, data: np.ndarray, scale: float) -> bytes:
 def load_plaintext(context, parms_id, data: np.ndarray, scale: float):
     import tenseal.sealapi as sealapi
     return load(sealapi.Plaintext(), context, plaintext_bytes(parms_id, data, scale), "plaintext")
+
+
+def data_array(blob: bytes, count: int, what: str) -> np.ndarray:
+    """The ``count`` uint64 words of the DynArray that ends a serialized Ciphertext/Plaintext (any compression).
+
+    SEAL writes the object's fields and then its DynArray (SEALHeader · u64 size · words) last, inside the
+    outer header's (possibly zstd-compressed) stream; the size field is checked against ``count``."""
+    check_header(blob, what)
+    compr = _HEADER.unpack_from(blob)[4]
+    body = blob[_HEADER.size:]
+    if compr == COMPR_ZSTD:
+        import zstandard
+
+        body = zstandard.ZstdDecompressor().decompress(body, max_output_size=8 * count + 4096)
+    elif compr == COMPR_ZLIB:
+        import zlib
+
+        body = zlib.decompress(body)
+    start = len(body) - 8 * count
+    if count < 1 or start < 8 or struct.unpack_from("<Q", body, start - 8)[0] != count:
+        raise CryptoError(f"{what}: does not end in a DynArray of {count} words")
+    return np.frombuffer(body, dtype="<u8", count=count, offset=start)

@@ -153,6 +153,12 @@ class LatticeCiphertext:
         return (_CT_MAGIC + bytes([self.KINDS.index(self.kind)]) + self.context.params.fingerprint
                 + self.context.fingerprint + struct.pack("<I", self.dim) + _seal_io.save(self.seal))
 
+    def coefficients(self) -> np.ndarray:
+        """The ciphertext's polynomials as uint64 words, shape (size, primes, N): RNS residues, NTT form for CKKS."""
+        k = self.seal.coeff_modulus_size()
+        words = _seal_io.data_array(_seal_io.save(self.seal), self.seal.size() * k * self.context.n, "ciphertext")
+        return words.reshape(self.seal.size(), k, self.context.n)
+
     def __len__(self) -> int:
         return self.seal.size()
 
@@ -370,7 +376,7 @@ class LatticePublicContext:
         rows = []
         for q in self._levels[tuple(ct.parms_id())]:
             r = _uniform(q, n)
-            r[-1] = (-int(sum(r[:-1].tolist()))) % q
+            r[-1] = (-_exact_sum(r[:-1])) % q
             rows.append(r)
         return _seal_io.load_plaintext(self.seal_context, ct.parms_id(), np.concatenate(rows), ct.scale)
 
@@ -522,10 +528,10 @@ class LatticeSecretContext:
         """m₀ = N⁻¹ Σ_j NTT_j (mod q_i) per prime, CRT, centred."""
         primes = self.public._levels[tuple(ct.parms_id())]
         n = self.public.n
-        values = list(map(pt.__getitem__, range(n * len(primes))))
+        values = _seal_io.data_array(_seal_io.save(pt), n * len(primes), "plaintext").reshape(len(primes), n)
         m, modulus = 0, 1
         for i, q in enumerate(primes):
-            r = sum(values[i * n:(i + 1) * n]) * pow(n, -1, q) % q
+            r = _exact_sum(values[i]) * pow(n, -1, q) % q
             m += modulus * ((r - m) * pow(modulus, -1, q) % q)
             modulus *= q
         return m - modulus if m > modulus // 2 else m
@@ -634,6 +640,12 @@ def _vector(x, max_len: int, *, integer: bool) -> np.ndarray:
     if not np.all(np.isfinite(v)):
         raise CryptoError("vector has NaN or infinite entries")
     return v
+
+
+def _exact_sum(v: np.ndarray) -> int:
+    """Σ v of uint64 words < 2^64 as a Python int (two 32-bit halves summed in uint64: exact for < 2^32 words)."""
+    v = np.asarray(v, dtype=np.uint64)
+    return (int((v >> np.uint64(32)).sum(dtype=np.uint64)) << 32) + int((v & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
 
 
 def _uniform(q: int, n: int) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 Written by hand (numpy): no maintained Python library offers NTRU with p = 2 and homomorphic addition.
 
-Ring R_q = Z_q[X]/(X^N + 1), N = 1024, q = 2^12, message modulus p = 2 (HPS98 with p = 2):
+Ring R_q = Z_q[X]/(X^N + 1), N = 1024, q = 12289 (prime, ≡ 1 mod 2N), message modulus p = 2 (HPS98 with p = 2):
 
-    keygen   F, g ← ternary {−1, 0, 1}^N,  f = 1 + 2F (so f ≡ 1 mod 2 and f⁻¹ mod q exists),
+    keygen   F, g ← ternary {−1, 0, 1}^N,  f = 1 + 2F (f ≡ 1 mod 2; resampled until f⁻¹ mod q exists),
              h = 2·g·f⁻¹ mod q
     encrypt  e = r·h + m mod q,  r ← ternary, m ∈ {0, 1}^N (one block; longer templates use ⌈bits/N⌉ blocks)
     decrypt  a = f·e mod q, centred in (−q/2, q/2];  m = a mod 2   (a = 2·g·r + f·m and f·m ≡ m mod 2)
@@ -12,14 +12,20 @@ Ring R_q = Z_q[X]/(X^N + 1), N = 1024, q = 2^12, message modulus p = 2 (HPS98 wi
 Decryption "automatically performs a modulo-2 operation" (seed 002 §2.2): e₁ + e₂ decrypts to m₁ + m₂ mod 2 =
 m₁ ⊕ m₂, so the Hamming distance of two encrypted templates is the weight of the decrypted sum. Correctness:
 a = 2g(r₁ + r₂) + f(m₁ + m₂); each coefficient is a sum of ~N small products with standard deviation ≈ 90,
-and decryption fails only if one exceeds q/2 = 2048 ≈ 23σ (probability < 2⁻³⁰⁰ per coefficient).
+and decryption fails only if one exceeds q/2 = 6144 ≈ 68σ.
+
+q must be coprime to p = 2 (HPS98 requires gcd(p, q) = 1). With a power-of-two q, h = 2·g·f⁻¹ has only even
+coefficients, so e = r·h + m ≡ m (mod 2): every ciphertext coefficient carries its message bit in the clear
+(an earlier version used q = 2^12; the unlinkability test, ``eval/kolberg_unlinkability``, caught it). With
+an odd q the reduction mod q hides the parity. q ≡ 1 (mod 2N) makes X^N + 1 split, so f⁻¹ is a pointwise
+inverse of the negacyclic NTT (``_inverse_mod_q``); f is resampled when some NTT value is 0 (≈ N/q = 8 %).
 
 Security (``core_svp_bits``): the lattice-estimator (a Sage package) is not pip-installable, so the estimate
 uses the core-SVP method of Alkim–Ducas–Pöppelmann–Schwabe (USENIX 2016), as the NIST NTRU submission does:
 the smallest BKZ block size β with √(β/d)·‖s‖ ≤ δ_β^{2β−d}·q^{m/d} for the primal (uSVP) attack on the NTRU
 lattice of dimension d = N + m, minimised over m; cost 2^{0.292β} classical, 2^{0.265β} quantum. Both the
-key-recovery secret (f, 2g) and the message-recovery secret (r, m) are estimated; ``NTRU_1024``: key 2^282,
-message 2^225 classical (2^256 / 2^204 quantum) — far above 128 bits. Cross-check: the same calculation gives
+key-recovery secret (f, 2g) and the message-recovery secret (r, m) are estimated; ``NTRU_1024``: key 2^245,
+message 2^199 classical (2^223 / 2^180 quantum) — far above 128 bits. Cross-check: the same calculation gives
 2^105 and 2^173 for the NIST round-3 sets ntruhps2048509 / ntruhps4096821 (their submission: ≈ 2^106 / 2^179).
 
 Leakage: the key holder decrypts the XOR itself, so it learns where probe and reference disagree, not only
@@ -62,17 +68,24 @@ def core_svp_bits(n: int, q: int, secret_var_1: float, secret_var_2: float, quan
     return math.floor((0.265 if quantum else 0.292) * best)
 
 
+def _is_prime(q: int) -> bool:
+    return q > 1 and all(q % d for d in range(2, math.isqrt(q) + 1))
+
+
 @dataclass(frozen=True)
 class NTRUParams:
-    """Ring degree N (power of two, ring X^N + 1) and modulus q (power of two)."""
+    """Ring degree N (power of two, ring X^N + 1) and modulus q (a prime ≡ 1 mod 2N)."""
 
     name: str = field(compare=False)
     n: int
     q: int
 
     def __post_init__(self) -> None:
-        if self.n < 8 or self.n & (self.n - 1) or self.q < 16 or self.q & (self.q - 1) or self.q > 1 << 16:
-            raise CryptoError("NTRU: N must be a power of two ≥ 8 and q a power of two in [16, 2^16]")
+        if self.n < 8 or self.n & (self.n - 1):
+            raise CryptoError("NTRU: N must be a power of two ≥ 8")
+        if not (16 <= self.q < 1 << 16 and self.q % (2 * self.n) == 1 and _is_prime(self.q)):
+            raise CryptoError("NTRU: q must be a prime ≡ 1 (mod 2N) below 2^16 (odd: p = 2 and q coprime, "
+                              "else every ciphertext coefficient has the parity of its message bit)")
 
     @property
     def security_bits(self) -> int:
@@ -85,7 +98,7 @@ class NTRUParams:
         return hashlib.sha256(struct.pack("<4sII", b"NTRU", self.n, self.q)).digest()[:8]
 
 
-NTRU_1024 = NTRUParams("ntru-1024", 1024, 4096)
+NTRU_1024 = NTRUParams("ntru-1024", 1024, 12289)
 
 
 def _check_params(params: NTRUParams, insecure_test_params: bool) -> None:
@@ -120,22 +133,27 @@ def _mul(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
     return out if a.ndim > 1 or b.ndim > 1 else out[0]
 
 
+@functools.lru_cache(maxsize=4)
+def _ntt_matrices(n: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """(V, V⁻¹) of the negacyclic NTT mod q: V[k, i] = ψ^{(2k+1)·i} with ψ a primitive 2N-th root of unity
+    (ψ^N = −1), so V·a evaluates a at the N roots of X^N + 1 and a·b = V⁻¹(Va ∘ Vb)."""
+    psi = next(w for w in (pow(g, (q - 1) // (2 * n), q) for g in range(2, q)) if pow(w, n, q) == q - 1)
+    powers = np.array([pow(psi, e, q) for e in range(2 * n)], dtype=np.int64)
+    odd, i = 2 * np.arange(n)[:, None] + 1, np.arange(n)[None, :]
+    v = powers[(odd * i) % (2 * n)]
+    v_inv = powers[(-(odd * i).T) % (2 * n)] * pow(n, -1, q) % q
+    return v, v_inv
+
+
 def _inverse_mod_q(f: np.ndarray, q: int) -> np.ndarray:
-    """f⁻¹ in Z_q[X]/(X^N + 1) for f ≡ 1 (mod 2), q = 2^k: Newton–Hensel b ← b·(2 − f·b), starting at b = 1."""
-    n = f.size
-    b = np.zeros(n, dtype=np.int64)
-    b[0] = 1
-    precision = 1
-    while precision < q.bit_length():
-        two_minus_fb = (-_mul(f, b, q)) % q
-        two_minus_fb[0] = (two_minus_fb[0] + 2) % q
-        b = _mul(b, two_minus_fb, q)
-        precision *= 2
-    one = np.zeros(n, dtype=np.int64)
-    one[0] = 1
-    if not np.array_equal(_mul(f, b, q), one):
+    """f⁻¹ in Z_q[X]/(X^N + 1) for a prime q ≡ 1 (mod 2N): pointwise inverse of the NTT; CryptoError if some
+    evaluation of f is 0 (f not invertible)."""
+    v, v_inv = _ntt_matrices(f.size, q)
+    evals = (v @ (f % q)) % q
+    if not evals.all():
         raise CryptoError("NTRU: f is not invertible mod q")
-    return b
+    inv = np.array([pow(int(e), -1, q) for e in evals], dtype=np.int64)
+    return (v_inv @ inv) % q
 
 
 _PK_MAGIC, _CT_MAGIC, _SK_MAGIC = b"PFNK\x01", b"PFNC\x01", b"PFNS\x01"
@@ -287,10 +305,16 @@ def generate_ntru_keypair(params: NTRUParams = NTRU_1024, *, insecure_test_param
     """(pk, sk) with f = 1 + 2F, h = 2·g·f⁻¹ mod q (module docstring)."""
     _check_params(params, insecure_test_params)
     n, q = params.n, params.q
-    F, g = _ternary((2, n))
-    f = 2 * F
-    f[0] += 1
-    h = 2 * _mul(g, _inverse_mod_q(f, q), q) % q
+    while True:
+        F, g = _ternary((2, n))
+        f = 2 * F
+        f[0] += 1
+        try:
+            f_inv = _inverse_mod_q(f, q)
+            break
+        except CryptoError:  # some f(ζ) = 0 mod q: probability ≈ N/q, draw again
+            continue
+    h = 2 * _mul(g, f_inv, q) % q
     pk = NTRUPublicKey(params, h, insecure_test_params=insecure_test_params)
     return pk, NTRUPrivateKey(pk, f)
 

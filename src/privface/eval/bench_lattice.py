@@ -66,19 +66,25 @@ def _ntru_row(dim: int, a, b, repeat: int) -> dict:
                 len(pk.to_bytes()) + len(sk.to_bytes()), len(ref.to_bytes()))
 
 
-def bench_lattice(dims=DIMS, schemes=SCHEMES, repeat: int = 15) -> list[dict]:
+def over_grid(dims, schemes, row) -> list[dict]:
+    """``row(scheme, dim, a, b)`` for each dim × scheme, on the seeded synthetic pair (a, b) of that dim."""
     rng = np.random.default_rng(2)
     rows = []
     for dim in dims:
         a, b = _pair(dim, rng)
-        for scheme in schemes:
-            if scheme == "ckks":
-                rows.append(_seal_row(CKKS_128, dim, a, b, 0.36, repeat))
-            elif scheme == "bfv":
-                rows.append(_seal_row(BFV_128, dim, quantize(a), quantize(b), int(0.36 * 128**2), repeat))
-            else:
-                rows.append(_ntru_row(dim, a, b, repeat))
+        rows += [row(scheme, dim, a, b) for scheme in schemes]
     return rows
+
+
+def bench_lattice(dims=DIMS, schemes=SCHEMES, repeat: int = 15) -> list[dict]:
+    def row(scheme: str, dim: int, a, b) -> dict:
+        if scheme == "ckks":
+            return _seal_row(CKKS_128, dim, a, b, 0.36, repeat)
+        if scheme == "bfv":
+            return _seal_row(BFV_128, dim, quantize(a), quantize(b), int(0.36 * 128**2), repeat)
+        return _ntru_row(dim, a, b, repeat)
+
+    return over_grid(dims, schemes, row)
 
 
 def format_table(rows: list[dict]) -> str:

@@ -56,7 +56,7 @@ DESCRIPTION = {
                      "leakage": {"auth_server": ["gallery size", "m ⊞ R: uniform, independent of the templates"]},
                      "crash_safety": "per-record key versions, atomic replace, both keys until every record "
                                      "is on the new one, resumable"},
-    "not_yet": ["unlinkability test", "privface bench kolberg", "authentication of the auth/rotate/* admin steps"],
+    "not_yet": ["authentication of the auth/rotate/* admin steps (issue 8)"],
 }
 
 __all__ = ["AuthDecision", "AuthServer", "Client", "DBServer", "DESCRIPTION", "DEFAULT_THRESHOLDS", "DistanceBatch",
