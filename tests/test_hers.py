@@ -72,3 +72,4 @@ def test_real_parameters():
     scores = HERSKey(sec).decrypt_scores(local.identify_request(y))
     assert np.max(np.abs(scores - gallery @ y)) <= HERS_ERROR
     assert identify(local, KeyServer(HERSKey(sec), 0.9), y) == "17"
+

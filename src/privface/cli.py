@@ -257,6 +257,13 @@ def cmd_bench(a) -> int:
                                            workers=a.workers)
         print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
         return 0
+    if a.what == "identify":
+        from .eval import bench_identify
+
+        row = bench_identify.bench_identify(a.scheme, a.n, a.dim, beta=a.beta, repeat=a.repeat or 5,
+                                            insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
+        print(json.dumps(row) if a.json else bench_identify.format_table(row))
+        return 0
     from .eval import bench
 
     if a.what == "faces":
@@ -519,7 +526,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
-    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice"])
+    s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice",
+                                    "identify"])
+    s.add_argument("--scheme", default="idface-ckks", choices=["plain", "hers", "idface-ckks", "idface-paillier"],
+                   help="identify: encrypted database scheme (seed 003)")
+    s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
+    s.add_argument("--dim", type=int, default=512, help="identify: template dimension d (idface: 128 or 512)")
+    s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
+    s.add_argument("--seal-adds", action="store_true",
+                   help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
                    "gsm-enrol: ℓ (default 256)")
     s.add_argument("--m", type=int, help="gsm: bits per template element; gsm-enrol: m (default 16)")
