@@ -73,3 +73,26 @@ def test_real_parameters():
     assert np.max(np.abs(scores - gallery @ y)) <= HERS_ERROR
     assert identify(local, KeyServer(HERSKey(sec), 0.9), y) == "17"
 
+
+
+def test_numpy_ip_db_equals_seal_multiply_plain_and_add(toy):
+    """The numpy multiply-adds give bit-identical residues to SEAL's multiply_plain + add_inplace."""
+    import tenseal.sealapi as sealapi
+
+    from privface.crypto import _seal_arrays
+
+    local, _, gallery = toy
+    scheme, block = local.scheme, local.blocks[1]
+    pub, pid = scheme.public, scheme.parms_id
+    y = gallery[1200]
+    acc, tmp = sealapi.Ciphertext(), sealapi.Ciphertext()
+    for j, yj in enumerate(y):
+        residues = block.planes[0, j].astype(np.uint64) | (block.planes[1, j].astype(np.uint64) << np.uint64(30))
+        ct = _seal_arrays.ciphertext_from_array(pub.seal_context, pid, residues.reshape(2, 1, -1), scale=pub.scale)
+        w = sealapi.Plaintext()
+        pub.encoder.encode(float(yj), pid, 2.0 ** 20, w)
+        pub.evaluator.multiply_plain(ct, w, tmp if j else acc)
+        if j:
+            pub.evaluator.add_inplace(acc, tmp)
+    ours = scheme.ip_db(y, [block]).arrays.reshape(2, 1, -1)
+    assert np.array_equal(_seal_arrays.ciphertext_to_array(acc), ours)
