@@ -4,7 +4,7 @@ CKKS slots and the two-server identification of §3.2 (``LocalServer`` with pk a
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
-from .parties import Decision, KeyServer, LocalServer, identify
+from .parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
 from .scheme import HERS, HERS_CKKS, HERS_ERROR, QUERY_SCALE_BITS, CKKSScores, HERSBlock, HERSKey
 
 DESCRIPTION = {
@@ -12,12 +12,9 @@ DESCRIPTION = {
     "paper": "003: IDFace (§3.1 HERS as a database encryption scheme, §3.2 local server + key server)",
     "task": "1:N identification",
     "parties": ["LocalServer", "KeyServer"],
-    "threat_model": {
-        "local_server": "honest-but-curious: holds pk, the encrypted database and sees plaintext queries",
-        "key_server": "honest-but-curious, holds sk; must not collude with the local server",
-    },
+    "threat_model": THREAT_MODEL,
     "leakage": {
-        "local_server": ["query template (plaintext, as in seed 003)", "gallery size", "matched index or reject"],
+        "local_server": LOCAL_SERVER_LEAKAGE,
         "key_server": ["every matching score (decrypted, never released)", "gallery size"],
     },
     "security_levels": [{"scheme": "ckks", "params": HERS_CKKS.name, "security_bits": HERS_CKKS.security_bits,

@@ -18,6 +18,14 @@ import numpy as np
 from ...errors import ProtocolError, TemplateError
 
 
+#: Seed 003 §3.2's two servers, shared by hers and idface (``DESCRIPTION["threat_model"]``).
+THREAT_MODEL = {
+    "local_server": "honest-but-curious: holds pk, the encrypted database and sees plaintext queries",
+    "key_server": "honest-but-curious, holds sk; must not collude with the local server",
+}
+LOCAL_SERVER_LEAKAGE = ["query template (plaintext, as in seed 003)", "gallery size", "matched index or reject"]
+
+
 @dataclass(frozen=True)
 class Decision:
     """S_key's answer: the index of the best score if it is ≥ τ, else ``None`` (reject)."""

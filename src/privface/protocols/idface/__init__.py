@@ -4,7 +4,7 @@ in the two-server deployment of §3.2 (``hers.LocalServer`` / ``hers.KeyServer``
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security levels and the parameters.
 """
-from ..hers.parties import Decision, KeyServer, LocalServer, identify
+from ..hers.parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
 from .ckks import IDFACE_CKKS, NOISE_BITS, PAYLOAD_BITS, IDFaceCKKS, IDFaceCKKSKey
 from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
 from .transform import PARAMETER_SETS, IDFaceParams, decode, encode, plaintext_scores, separate, t_alpha
@@ -14,17 +14,14 @@ DESCRIPTION = {
     "paper": "003: IDFace — HE-based secure and efficient face identification (§4)",
     "task": "1:N identification",
     "parties": ["LocalServer", "KeyServer"],
-    "threat_model": {
-        "local_server": "honest-but-curious: holds pk, the encrypted database and sees plaintext queries",
-        "key_server": "honest-but-curious, holds sk; must not collude with the local server",
-    },
+    "threat_model": THREAT_MODEL,
     "modes": {
         "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": "coefficients, Δ = 2^%d, "
                  "%d payload bits" % (NOISE_BITS, PAYLOAD_BITS)},
         "paillier": {"status": "implemented", "params": "2048-bit N", "packing": "one integer per ciphertext"},
     },
     "leakage": {
-        "local_server": ["query template (plaintext, as in seed 003)", "gallery size", "matched index or reject"],
+        "local_server": LOCAL_SERVER_LEAKAGE,
         "key_server": ["every transformed inner product ⟨T_α(x), T_β(y)⟩ (never released)", "gallery size"],
     },
     "security_levels": [
