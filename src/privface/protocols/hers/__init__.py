@@ -13,6 +13,8 @@ DESCRIPTION = {
     "task": "1:N identification",
     "parties": ["LocalServer", "KeyServer"],
     "threat_model": THREAT_MODEL,
+    "modes": {"ckks": {"status": "implemented", "params": HERS_CKKS.name, "packing": "one column per ciphertext",
+                       "leakage": {"key_server": ["all matching scores (not released)"]}}},
     "leakage": {
         "local_server": LOCAL_SERVER_LEAKAGE,
         "key_server": ["every matching score (decrypted, never released)", "gallery size"],

@@ -17,8 +17,10 @@ DESCRIPTION = {
     "threat_model": THREAT_MODEL,
     "modes": {
         "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": "coefficients, Δ = 2^%d, "
-                 "%d payload bits" % (NOISE_BITS, PAYLOAD_BITS)},
-        "paillier": {"status": "implemented", "params": "2048-bit N", "packing": "one integer per ciphertext"},
+                 "%d payload bits" % (NOISE_BITS, PAYLOAD_BITS),
+                 "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
+        "paillier": {"status": "implemented", "params": "2048-bit N", "packing": "one integer per ciphertext",
+                     "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
     },
     "leakage": {
         "local_server": LOCAL_SERVER_LEAKAGE,
