@@ -125,9 +125,11 @@ class HERS:
         def one(b: int) -> None:
             planes = blocks[b].planes
             acc = np.zeros(planes.shape[::2], dtype=np.int64)  # (2 halves, 2·n)
+            tmp = np.empty_like(acc)
             for j, kj in enumerate(k.tolist()):
                 if kj:
-                    acc += kj * planes[:, j].astype(np.int64)
+                    np.multiply(planes[:, j], kj, out=tmp, dtype=np.int64, casting="unsafe")
+                    acc += tmp
             acc %= q
             out[b].reshape(-1)[:] = _shift_add(acc[1].astype(np.uint64), acc[0].astype(np.uint64), q)
 
