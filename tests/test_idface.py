@@ -192,11 +192,12 @@ def toy_paillier():
     return generate_paillier_keypair(512, insecure_test_params=True)
 
 
-def test_paillier_scores_exact_and_answers_equal_plaintext(toy_paillier):
+@pytest.mark.parametrize("beta,m", [(31, 102), (85, 79)])  # p = 32: ⌊511/5⌋; p = 86: 86^79 < 2^511 < 86^80
+def test_paillier_scores_exact_and_answers_equal_plaintext(toy_paillier, beta, m):
     pk, sk = toy_paillier
-    params = IDFaceParams.for_dim(128, 31)
+    params = IDFaceParams.for_dim(128, beta)
     scheme = IDFacePaillier(pk, params)
-    assert scheme.m == 102  # p = 32: ⌊511 / 5⌋
+    assert scheme.m == m
     gallery = unit(230, 128)
     local, key = deploy(scheme, IDFacePaillierKey(sk, params), [str(i) for i in range(230)], gallery, 12)
     assert len(local.blocks) == 3
@@ -205,7 +206,7 @@ def test_paillier_scores_exact_and_answers_equal_plaintext(toy_paillier):
         ref = plaintext_scores(g, t_alpha(probe, params.beta))
         assert np.array_equal(key.secret.decrypt_scores(local.identify_request(probe)), ref)
         best = int(np.argmax(ref))
-        assert identify(local, key, probe) == (str(best) if ref[best] >= 12 else None)
+        assert identify(local, key, probe) == (str(best) if ref[best] >= key.tau else None)
 
 
 def test_paillier_refuses_tampered_messages(toy_paillier):

@@ -112,6 +112,11 @@ class IDFacePaillierKey(_Common):
 
 def _digits(v: int, p: int, count: int) -> np.ndarray:
     """Decode (§4.2): the first ``count`` base-p digits of v."""
+    if p & (p - 1) == 0:  # p = 2^k: read k-bit fields from the little-endian bytes
+        k = p.bit_length() - 1
+        raw = int(v).to_bytes(max((count * k + 7) // 8, (int(v).bit_length() + 7) // 8), "little")
+        bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")[:count * k]
+        return bits.reshape(count, k).astype(np.int64) @ (1 << np.arange(k, dtype=np.int64))
     out = np.empty(count, dtype=np.int64)
     for i in range(count):
         v, out[i] = divmod(v, p)

@@ -109,6 +109,11 @@ def decode(values: np.ndarray, base: int, m: int) -> np.ndarray:
     """Decode (§4.2): uint64 values → (m, …) digits x_i = ⌊x'/p^{i}⌋ mod p (int64)."""
     v = np.asarray(values, dtype=np.uint64).copy()
     out = np.empty((m,) + v.shape, dtype=np.int64)
+    if base & (base - 1) == 0:  # p = 2^k (β = 2^k − 1): shifts and masks, no 64-bit division
+        k, mask = base.bit_length() - 1, np.uint64(base - 1)
+        for i in range(m):
+            out[i] = (v >> np.uint64(i * k)) & mask
+        return out
     for i in range(m):
         out[i] = v % np.uint64(base)
         v //= np.uint64(base)
