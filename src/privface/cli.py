@@ -193,6 +193,11 @@ def cmd_protocols(a) -> int:
     return 0
 
 
+def _check_choice(flag: str, value, choices) -> None:
+    if value is not None and value not in choices:
+        raise PrivfaceError(f"{flag} must be one of {', '.join(choices)} here, got {value!r}")
+
+
 def cmd_bench(a) -> int:
     if a.what == "im2020":
         from .eval import bench_im2020
@@ -252,6 +257,7 @@ def cmd_bench(a) -> int:
     if a.what == "kolberg":
         from .eval import bench_kolberg
 
+        _check_choice("--scheme", a.scheme, bench_kolberg.SCHEMES)
         rows = bench_kolberg.bench_kolberg(dims=(a.dim,) if a.dim else bench_kolberg.DIMS,
                                            schemes=(a.scheme,) if a.scheme else bench_kolberg.SCHEMES,
                                            repeat=a.repeat or 20)
@@ -260,6 +266,7 @@ def cmd_bench(a) -> int:
     if a.what == "kolberg-unlinkability":
         from .eval import kolberg_unlinkability
 
+        _check_choice("--scheme", a.scheme, kolberg_unlinkability.SCHEMES)
         rows = kolberg_unlinkability.linkage_auc_rows(
             schemes=(a.scheme,) if a.scheme else kolberg_unlinkability.SCHEMES, dim=a.dim or 128,
             subjects=a.subjects)
@@ -272,6 +279,15 @@ def cmd_bench(a) -> int:
                                            repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
                                            workers=a.workers)
         print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
+        return 0
+    if a.what == "identify":
+        from .eval import bench_identify
+
+        scheme = a.scheme or "idface-ckks"
+        _check_choice("--scheme", scheme, ("plain", "hers", "idface-ckks", "idface-paillier"))
+        row = bench_identify.bench_identify(scheme, a.n, a.dim or 512, beta=a.beta, repeat=a.repeat or 5,
+                                            insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
+        print(json.dumps(row) if a.json else bench_identify.format_table(row))
         return 0
     from .eval import bench
 
@@ -619,12 +635,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
     s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice",
-                                    "kolberg", "kolberg-unlinkability"])
-    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg*: one scheme (default: all three)")
+                                    "kolberg", "kolberg-unlinkability", "identify"])
+    s.add_argument("--scheme", help="kolberg*: ckks|bfv|ntru (default: all three); identify: "
+                   "plain|hers|idface-ckks|idface-paillier, the encrypted database scheme of seed 003 (default idface-ckks)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
-                   help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128)")
+                   help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
+                   "identify: template dimension d (idface: 128 or 512; default 512)")
     s.add_argument("--subjects", type=int, default=100,
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
+    s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
+    s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
+    s.add_argument("--seal-adds", action="store_true",
+                   help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
                    "gsm-enrol: ℓ (default 256)")
     s.add_argument("--m", type=int, help="gsm: bits per template element; gsm-enrol: m (default 16)")

@@ -79,11 +79,17 @@ def _header(size: int) -> bytes:
     return _HEADER.pack(SEAL_MAGIC, _HEADER.size, major, minor, COMPR_NONE, 0, size)
 
 
+def dynarray_bytes(data: np.ndarray) -> bytes:
+    """An uncompressed SEAL DynArray (SEALHeader · u64 size · words) holding ``data`` as uint64."""
+    data = np.ascontiguousarray(data, dtype="<u8")
+    inner = struct.pack("<Q", data.size) + data.tobytes()
+    return _header(_HEADER.size + len(inner)) + inner
+
+
 def plaintext_bytes(parms_id, data: np.ndarray, scale: float) -> bytes:
     """An uncompressed SEAL Plaintext holding ``data`` (uint64; RNS·NTT layout when parms_id is set)."""
     data = np.ascontiguousarray(data, dtype="<u8")
-    inner = struct.pack("<Q", data.size) + data.tobytes()
-    inner = _header(_HEADER.size + len(inner)) + inner
+    inner = dynarray_bytes(data)
     body = struct.pack("<4Q", *parms_id) + struct.pack("<Qd", data.size, float(scale)) + inner
     return _header(_HEADER.size + len(body)) + body
 

@@ -1,0 +1,152 @@
+"""`privface bench identify`: encrypted 1:N identification vs plaintext in the same run (seed 003 §5.1, Fig. 2).
+
+Synthetic, seeded unit vectors as seed 003 does: a gallery of N templates and a probe that is a noisy copy of
+gallery[N // 3]. ``plaintext_identify_s`` is one float32 matrix-vector product plus argmax on the same gallery
+(the faster median of BLAS with its default threads and with one thread);
+``identify_s`` is S_local's IP_DB plus S_key's decryption, decoding and argmax (the two parties in one process).
+Times are medians over ``repeat`` runs; enrolment runs once. ``answer_equals_plaintext`` compares the encrypted
+answer with the plaintext answer on the same (for idface: transformed) templates.
+"""
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+
+import numpy as np
+import tenseal.sealapi as sealapi
+from threadpoolctl import threadpool_limits
+
+from ..crypto import _seal_arrays
+from ..errors import PrivfaceError
+
+SCHEMES = ("plain", "hers", "idface-ckks", "idface-paillier")
+TAU = {"hers": 0.5, "idface": 0.25}  # hers: cosine; idface: fraction of min(α, β)
+
+
+def synthetic(n: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """(gallery float32 (n, dim) unit rows, probe, index the probe was drawn from)."""
+    rng = np.random.default_rng(seed)
+    x = np.empty((n, dim), dtype=np.float32)
+    for lo in range(0, n, 1 << 15):
+        c = rng.standard_normal((min(n, lo + (1 << 15)) - lo, dim), dtype=np.float32)
+        x[lo:lo + c.shape[0]] = c / np.linalg.norm(c, axis=1, keepdims=True)
+    k = n // 3
+    y = x[k] + 0.5 * rng.standard_normal(dim, dtype=np.float32) / np.sqrt(dim)
+    return x, (y / np.linalg.norm(y)).astype(np.float32), k
+
+
+def _median(fn, repeat: int):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def _plaintext(x: np.ndarray, y: np.ndarray) -> tuple[int, float]:
+    s = x @ y
+    k = int(np.argmax(s))
+    return k, float(s[k])
+
+
+def _seal_add_time(scheme, blocks, query) -> float:
+    """The same 2(β − 1) additions per block with SEAL ``add_inplace`` on SEAL ciphertext objects."""
+    ctx, pid = scheme.public.seal_context, scheme.parms_id
+    plus, minus = scheme.query(query)
+    seal_blocks = [[[_seal_arrays.ciphertext_from_array(ctx, pid, b.data[s, j]) for j in range(b.data.shape[1])]
+                    for s in (0, 1)] for b in blocks]
+    ev = scheme.public.evaluator
+    t = time.perf_counter()
+    for c in seal_blocks:
+        for first, second in ((c[0], c[1]), (c[1], c[0])):
+            terms = [first[j] for j in plus] + [second[j] for j in minus]
+            acc = sealapi.Ciphertext()
+            ev.add(terms[0], terms[-1], acc) if len(terms) > 1 else None
+            for ct in terms[1:-1]:
+                ev.add_inplace(acc, ct)
+    return time.perf_counter() - t
+
+
+def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, repeat: int = 5,
+                   insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False) -> dict:
+    """One JSON row (README: `privface bench identify`)."""
+    if scheme not in SCHEMES:
+        raise PrivfaceError(f"--scheme must be one of {SCHEMES}")
+    if n < 1 or dim < 1 or repeat < 1:
+        raise PrivfaceError("--n, --dim and --repeat must be positive")
+    x, y, k = synthetic(n, dim, seed)
+    plain_s, (plain_best, _) = _median(lambda: _plaintext(x, y), max(repeat, 5))
+    with threadpool_limits(1):  # on a busy machine BLAS threads can cost more than they save at small N
+        plain_s = min(plain_s, _median(lambda: _plaintext(x, y), max(repeat, 5))[0])
+    row = {"scheme": scheme, "n": n, "dim": dim, "beta": None, "enroll_s": 0.0, "identify_s": plain_s,
+           "plaintext_identify_s": plain_s, "ratio": 1.0, "storage_bytes": int(x.nbytes), "comm_bytes": 0,
+           "answer_equals_plaintext": plain_best == k, "insecure_test_params": insecure_test_params}
+    if scheme != "plain":
+        row.update(_encrypted(scheme, x, y, beta, repeat, insecure_test_params, seal_adds))
+        row["ratio"] = round(row["identify_s"] / plain_s, 3)
+    row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
+    from ..protocols.hers import HERS, HERS_CKKS, HERSKey, KeyServer, LocalServer
+    from ..protocols.idface import IDFaceParams, plaintext_scores, t_alpha
+
+    n, dim = x.shape
+    extra = {}
+    if scheme == "hers":
+        from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+
+        params = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36) if insecure else HERS_CKKS
+        pub, sec = generate_lattice_keys(params, insecure_test_params=insecure)
+        public, secret, tau = HERS(pub, dim), HERSKey(sec), TAU["hers"]
+        ref = x.astype(np.float64) @ y.astype(np.float64)
+    else:
+        p = IDFaceParams.for_dim(dim, beta)
+        extra["beta"] = p.beta
+        tau = int(TAU["idface"] * min(p.alpha, p.beta))
+        if scheme == "idface-ckks":
+            from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+            from ..protocols.idface import IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey
+
+            params = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36) if insecure else IDFACE_CKKS
+            pub, sec = generate_lattice_keys(params, insecure_test_params=insecure)
+            public, secret = IDFaceCKKS(pub, p), IDFaceCKKSKey(sec, p)
+        else:
+            from ..crypto.paillier import generate_paillier_keypair
+            from ..protocols.idface import IDFacePaillier, IDFacePaillierKey
+
+            pk, sk = generate_paillier_keypair(512 if insecure else 2048, insecure_test_params=insecure)
+            public, secret = IDFacePaillier(pk, p), IDFacePaillierKey(sk, p)
+        ref = plaintext_scores(t_alpha(x, p.alpha), t_alpha(y, p.beta))
+    local, key = LocalServer(public), KeyServer(secret, tau)
+    t = time.perf_counter()
+    local.enroll([str(i) for i in range(n)], x)
+    enroll_s = time.perf_counter() - t
+    ids = {s: i for i, s in enumerate(local.ids)}
+    msgs = []
+
+    def once():
+        msg = local.identify_request(y)
+        msgs.append(msg)
+        return local.resolve(key.decide(msg))
+
+    identify_s, answer = _median(once, repeat)
+    ip_s, _ = _median(lambda: local.identify_request(y), repeat)
+    best = int(np.argmax(ref))
+    expect = best if ref[best] >= tau else None
+    msg = msgs[-1]
+    comm = msg.nbytes if hasattr(msg, "arrays") else msg.nbytes(public.public)
+    extra.update({"enroll_s": round(enroll_s, 3), "identify_s": identify_s, "ip_db_s": ip_s,
+                  "storage_bytes": local.storage_bytes, "comm_bytes": comm, "blocks": len(local.blocks),
+                  "templates_per_block": public.capacity, "answer": None if answer is None else ids[answer],
+                  "answer_equals_plaintext": (None if answer is None else ids[answer]) == expect})
+    if seal_adds and scheme == "idface-ckks":
+        extra["ip_db_seal_add_s"] = _seal_add_time(public, local.blocks, y)
+    return extra
+
+
+def format_table(row: dict) -> str:
+    return "\n".join(f"{k:24s} {v}" for k, v in row.items())

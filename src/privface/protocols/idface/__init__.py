@@ -1,0 +1,43 @@
+"""idface — IDFace (seed 003 §4): almost-isometric transform T_α / T_β, ± separation, space-efficient
+Encode/Decode, and IDFace.ENC_DB / IP_DB with additions only, over CKKS (coefficient packing) and Paillier,
+in the two-server deployment of §3.2 (``hers.LocalServer`` / ``hers.KeyServer``).
+
+``DESCRIPTION`` declares, as data, the threat model, the leakage, the security levels and the parameters.
+"""
+from ..hers.parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
+from .ckks import IDFACE_CKKS, NOISE_BITS, PAYLOAD_BITS, IDFaceCKKS, IDFaceCKKSKey
+from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
+from .transform import PARAMETER_SETS, IDFaceParams, decode, encode, plaintext_scores, separate, t_alpha
+
+DESCRIPTION = {
+    "name": "idface",
+    "paper": "003: IDFace — HE-based secure and efficient face identification (§4)",
+    "task": "1:N identification",
+    "parties": ["LocalServer", "KeyServer"],
+    "threat_model": THREAT_MODEL,
+    "modes": {
+        "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": "coefficients, Δ = 2^%d, "
+                 "%d payload bits" % (NOISE_BITS, PAYLOAD_BITS),
+                 "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
+        "paillier": {"status": "implemented", "params": "2048-bit N", "packing": "one integer per ciphertext",
+                     "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
+    },
+    "leakage": {
+        "local_server": LOCAL_SERVER_LEAKAGE,
+        "key_server": ["every transformed inner product ⟨T_α(x), T_β(y)⟩ (never released)", "gallery size"],
+    },
+    "security_levels": [
+        {"scheme": "ckks", "params": IDFACE_CKKS.name, "security_bits": IDFACE_CKKS.security_bits,
+         "estimate": "HE standard table (SEAL CoeffModulus.MaxBitCount)"},
+        {"scheme": "paillier", "params": "2048-bit", "security_bits": 112, "estimate": "NIST SP 800-57"},
+    ],
+    "default_security_bits": 112,
+    "parameters": {"sets": {d: {"alpha": a, "beta": list(b)} for d, (a, b) in PARAMETER_SETS.items()},
+                   "base": "p = min(α, β) + 1"},
+    "steps": ["enrol (T_α, Encode, ENC_DB)", "identify (T_β, IP_DB → key server → index or reject)"],
+    "not_yet": ["wire messages / HTTP roles", "LFW eval --protocol idface", "Ray sharding", "resumable enrolment"],
+}
+
+__all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",
+           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LocalServer", "PARAMETER_SETS", "PaillierScores",
+           "decode", "encode", "identify", "plaintext_scores", "separate", "t_alpha"]

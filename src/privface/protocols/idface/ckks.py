@@ -1,0 +1,143 @@
+"""IDFace.ENC_DB / IDFace.IP_DB over CKKS with coefficient packing (seed 003 §4.3, Table 1).
+
+Packing. A block holds ``capacity`` = n·m templates: template t of the block sits in digit i = ⌊t/n⌋ of
+coefficient c = t mod n. Per column j and sign σ ∈ {+, −} the plaintext polynomial has coefficients
+Δ·Σ_i p^{i}·x^σ_{t(i,c), j} (Encode, §4.2) and C^σ_j = Enc(it) — 2d ciphertexts per block (HERS Alg. 1 on the
+separated, encoded matrix).
+
+IP_DB (Table 1): with z = T_β(y) = z⁺ − z⁻, ct⁺ = Σ_{j∈z⁺} C⁺_j + Σ_{j∈z⁻} C⁻_j and ct⁻ = Σ_{j∈z⁺} C⁻_j +
+Σ_{j∈z⁻} C⁺_j: 2(β − 1) additions, then 2 decryptions per block; Decode(ct⁺) − Decode(ct⁻) = ⟨T_α(x), z⟩.
+
+Precision (verified, not assumed): coefficient packing reads the decrypted polynomial's integer coefficients
+Δ·v + e mod q₀ exactly (no CKKS canonical-embedding rounding, which would cap exact integers near 2^45 in
+double precision). SEAL's public-key encryption error is small: the worst |e| of a sum of 512 fresh
+encryptions measured 2^10.9 (std 2^8.9) over 8192 coefficients; tests assert ≤ 2^12 (``NOISE_BOUND``).
+Δ = 2^14 > 2·2^12 rounds it away, and v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
+(the paper keeps 50 of a 61-bit slot with HEaaN): m = 7 / 6 / 5 for β = 63 / 127 / 341 at d = 512
+(p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —
+57344 templates per ciphertext pair at β = 63 (the paper: 8 × 4096 slots = 32768).
+
+The encrypted database is held as uint64 RNS arrays (``crypto._seal_arrays``): encryption is SEAL's
+``encrypt_zero`` plus the NTT'd plaintext, additions are numpy with lazy reduction, decryption is SEAL's.
+Parameters ``IDFACE_CKKS`` = ``HERS_CKKS`` (N = 8192, q = 60 + 60 bits, 192-bit by the HE standard table).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import tenseal.sealapi as sealapi
+
+from ...crypto import _seal_arrays
+from ...crypto._common import parallel_map
+from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
+from ...errors import ProtocolError, TemplateError
+from ..hers.scheme import HERS_CKKS, CKKSScores, check_scores
+from .transform import IDFaceParams, decode, encode, separate, t_alpha
+
+IDFACE_CKKS = HERS_CKKS
+NOISE_BITS = 14
+PAYLOAD_BITS = 44
+#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (measured 2^10.9, tests/test_idface.py).
+NOISE_BOUND = 1 << 12
+
+
+@dataclass
+class CKKSBlock:
+    """(C⁺, C⁻) as one uint64 array (2 signs, d columns, 2 polys, L limbs, n) for ``count`` templates."""
+
+    data: np.ndarray
+    count: int
+
+
+class _Common:
+    def __init__(self, public: LatticePublicContext, params: IDFaceParams) -> None:
+        if public.params != IDFACE_CKKS and not public.insecure_test_params:
+            raise TemplateError(f"IDFace-CKKS is specified for {IDFACE_CKKS.name}")
+        levels = public._levels[tuple(public.seal_context.first_parms_id())]
+        if len(levels) != 1 or levels[0] < 2 * (1 << (NOISE_BITS + PAYLOAD_BITS)) + (1 << NOISE_BITS):
+            raise TemplateError("IDFace-CKKS needs one data prime q₀ > 2^59")
+        self.public, self.params = public, params
+        self.m = params.templates_per_slot(PAYLOAD_BITS)
+        self.n = public.n
+        self.capacity = self.n * self.m
+        self.q = levels[0]
+        self.moduli = np.array(levels, dtype=np.uint64)[:, None]
+        self.parms_id = public.seal_context.first_parms_id()
+
+
+class IDFaceCKKS(_Common):
+    """Public side (S_local): IDFace.ENC_DB and IDFace.IP_DB."""
+
+    def enc_db(self, x) -> CKKSBlock:
+        """T_α, separation, Encode, then one encryption per (sign, column)."""
+        z = t_alpha(x, self.params.alpha)
+        if z.shape[1] != self.params.dim or z.shape[0] > self.capacity:
+            raise TemplateError(f"a block holds ≤ {self.capacity} templates of d = {self.params.dim}")
+        count, d = z.shape
+        padded = np.zeros((self.capacity, d), dtype=np.int8)
+        padded[:count] = z
+        digits = padded.reshape(self.m, self.n, d)  # template t → (digit ⌊t/n⌋, coefficient t mod n)
+        polys = np.empty((2, d, self.n), dtype=np.uint64)
+        for s, part in enumerate(separate(digits)):
+            polys[s] = encode(part, self.params.base).T << np.uint64(NOISE_BITS)  # Δ·x'
+        plain = _seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.parms_id,
+                                 polys.reshape(2 * d, 1, self.n))
+        cts = _seal_arrays.encryptions_of_zero(self.public.encryptor, 2 * d)
+        cts[:, 0] += plain  # Enc(m) = Enc(0) + (NTT(m), 0)
+        _seal_arrays.add_mod(cts[:, 0], self.moduli)
+        return CKKSBlock(cts.reshape(2, d, 2, 1, self.n), count)
+
+    def query(self, y) -> tuple[np.ndarray, np.ndarray]:
+        """(indices of z⁺, indices of z⁻) for z = T_β(y)."""
+        z = t_alpha(y, self.params.beta)
+        if z.shape != (1, self.params.dim):
+            raise TemplateError(f"IDFace query must be one template of d = {self.params.dim}")
+        return np.flatnonzero(z[0] > 0), np.flatnonzero(z[0] < 0)
+
+    def ip_db(self, y, blocks: list[CKKSBlock]) -> CKKSScores:
+        """ct⁺, ct⁻ for every block (Table 1: 2(β − 1) additions per block)."""
+        plus, minus = self.query(y)
+        out = np.empty((len(blocks), 2, 2, 1, self.n), dtype=np.uint64)
+
+        def one(b: int) -> None:
+            c = blocks[b].data
+            _seal_arrays.lazy_sum([c[0, j] for j in plus] + [c[1, j] for j in minus], self.moduli, out[b, 0])
+            _seal_arrays.lazy_sum([c[1, j] for j in plus] + [c[0, j] for j in minus], self.moduli, out[b, 1])
+
+        parallel_map(one, range(len(blocks)))
+        return CKKSScores(out, [b.count for b in blocks])
+
+    @staticmethod
+    def block_bytes(block: CKKSBlock) -> int:
+        return int(block.data.nbytes)
+
+
+class IDFaceCKKSKey(_Common):
+    """Secret side (S_key): 2 decryptions per block, Decode, ct⁺ − ct⁻."""
+
+    def __init__(self, secret: LatticeSecretContext, params: IDFaceParams) -> None:
+        super().__init__(secret.public, params)
+        self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
+
+    def decrypt_scores(self, msg: CKKSScores) -> np.ndarray:
+        check_scores(msg, self.public, 2, self.capacity)
+        ntt_plain = np.empty((len(msg.counts) * 2, 1, self.n), dtype=np.uint64)
+        for i, ct_arr in enumerate(msg.arrays.reshape((-1,) + msg.arrays.shape[2:])):
+            ct = _seal_arrays.ciphertext_from_array(self.public.seal_context, self.parms_id, ct_arr)
+            pt = sealapi.Plaintext()
+            self._decryptor.decrypt(ct, pt)
+            ntt_plain[i] = _seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
+        coeffs = _seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.parms_id, ntt_plain)
+        v = coeffs.reshape(len(msg.counts), 2, self.n).astype(np.uint64)
+        # centred lift then round(·/Δ); a valid encoding lies in [0, p^m) after rounding
+        half = np.uint64(self.q // 2)
+        neg = v > half
+        v = np.where(neg, np.uint64(self.q) - v, v)
+        rounded = (v + np.uint64(1 << (NOISE_BITS - 1))) >> np.uint64(NOISE_BITS)
+        if np.any(rounded[neg] != 0) or np.any(rounded >= np.uint64(self.params.base ** self.m)):
+            raise ProtocolError("IDFace-CKKS: decrypted value outside the encoding range (wrong key or tampered)")
+        digits = decode(rounded, self.params.base, self.m)  # (m, blocks, 2, n)
+        scores = digits[:, :, 0] - digits[:, :, 1]  # (m, blocks, n)
+        per_block = scores.transpose(1, 0, 2).reshape(len(msg.counts), self.capacity)
+        return np.concatenate([row[:c] for row, c in zip(per_block, msg.counts)])
