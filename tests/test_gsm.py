@@ -54,7 +54,7 @@ def world():
 
 
 def run(variant: str, dev: Device, term: Terminal, w) -> Decision:
-    e = term.receive(dev.first_message(), variant)
+    e = term.receive(dev.first_message(), variant, reuse=True)
     ch, s = term.challenge(e, w, variant)
     if variant == "pi1":
         d = dev.pi1_decide(ch)

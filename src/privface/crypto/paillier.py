@@ -25,7 +25,7 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import as_int, check_modulus_bits, crt, fingerprint, random_prime, random_unit
+from ._common import as_int, check_modulus_bits, crt, fingerprint, parallel_map, random_prime, random_unit
 
 
 class PaillierCiphertext(GroupCiphertext):
@@ -144,9 +144,19 @@ class PaillierPrivateKey(GroupPrivateKey):
     def decrypt(self, c: PaillierCiphertext) -> int:
         """Dec(c) ∈ [0, N) by CRT (``decrypt_signed``: in (−N/2, N/2])."""
         c = self._own(c)
-        mp = (gmpy2.powmod(c, self.p - 1, self.psquare) - 1) // self.p * self.hp % self.p
-        mq = (gmpy2.powmod(c, self.q - 1, self.qsquare) - 1) // self.q * self.hq % self.q
-        return int(crt(mp, mq, self.p, self.q, self.q_inv_p))
+        return int(crt(self._half(c, 0), self._half(c, 1), self.p, self.q, self.q_inv_p))
+
+    def decrypt_many(self, cs: list[PaillierCiphertext], *, workers: int | None = None) -> list[int]:
+        """[Dec(c) for c in cs] with the 2·len(cs) CRT halves (mod p², mod q²) on ``workers`` threads (None:
+        one per core) — one decryption takes about half the time on two cores."""
+        vals = [self._own(c) for c in cs]
+        halves = parallel_map(lambda job: self._half(*job), [(v, i) for v in vals for i in (0, 1)], workers)
+        return [int(crt(halves[2 * j], halves[2 * j + 1], self.p, self.q, self.q_inv_p)) for j in range(len(vals))]
+
+    def _half(self, c, which: int):
+        """m mod p (which = 0) or m mod q (1): L_p(c^(p−1) mod p²)·h_p mod p (module docstring)."""
+        p, psq, h = (self.p, self.psquare, self.hp) if which == 0 else (self.q, self.qsquare, self.hq)
+        return (gmpy2.powmod(c, p - 1, psq) - 1) // p * h % p
 
 
 class RnPool:

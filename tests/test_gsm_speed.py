@@ -1,0 +1,47 @@
+"""The terminal's fast paths (precomputed slot bases for a reused m1, one inner product for both Π3
+ciphertexts) and the device's parallel CRT decryption give exactly the results of the direct computation."""
+import secrets
+
+import numpy as np
+import pytest
+
+from privface.crypto import packing
+from privface.crypto.paillier import generate_paillier_keypair
+from privface.protocols.gsm import GsmParams
+from privface.protocols.gsm.parties import packed_inner_product, slot_bases, window_tables
+
+P = GsmParams.toy(ell=20, m=8)
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return generate_paillier_keypair(P.paillier_bits, insecure_test_params=True)
+
+
+@pytest.mark.parametrize("variant", ["pi1", "pi3"])
+def test_slot_bases_product_equals_horner_and_plaintext(keys, variant):
+    pk, sk = keys
+    pp = P.packing(pk.bits, variant)
+    u = [secrets.randbelow(2**P.m) for _ in range(P.ell)]
+    w = [secrets.randbelow(2**P.m) for _ in range(P.ell)]
+    w[3] = 0  # a zero exponent is skipped
+    cts = [int(sk.encrypt(e).value) for e in packing.encode1_vector(pp, u)]
+    horner = packed_inner_product(pk, window_tables(pk, cts), w, pp)
+    fast = packed_inner_product(pk, window_tables(pk, slot_bases(pk, cts, pp, P.ell)), w, pp, per_slot=True)
+    serial = packed_inner_product(pk, window_tables(pk, slot_bases(pk, cts, pp, P.ell)), w, pp, per_slot=True,
+                                  workers=1)
+    assert fast == horner == serial
+    plain = sum(packing.encode1(pp, u[j:j + pp.n]) * packing.encode1(pp, w[j:j + pp.n])
+                for j in range(0, P.ell, pp.n))
+    assert sk.decrypt(pk.ciphertext(fast)) == plain % pk.n
+
+
+def test_decrypt_many_matches_decrypt_and_refuses_foreign_ciphertexts(keys):
+    pk, sk = keys
+    ms = [secrets.randbelow(int(pk.n)) for _ in range(5)]
+    cs = [pk.encrypt(m) for m in ms]
+    assert sk.decrypt_many(cs) == [sk.decrypt(c) for c in cs] == ms
+    assert sk.decrypt_many(cs, workers=1) == ms
+    other, _ = generate_paillier_keypair(P.paillier_bits, insecure_test_params=True)
+    with pytest.raises(Exception):
+        sk.decrypt_many([cs[0], other.encrypt(1)])
