@@ -23,7 +23,7 @@ from ...crypto import packing
 from ...crypto._common import parallel_map, run_chunks
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
-from ...crypto.ot import OTRequest
+from ...crypto.ot import ED25519, OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
 from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
@@ -45,6 +45,9 @@ from . import zk
 PROTOCOL = "gsm"
 SIGNATURE_CONTEXT = b"privface/gsm/first-message/v1\x00"
 ENROL_CONTEXT = b"privface/gsm/enrol/v1\x00"
+OT_GROUP = ED25519
+"""Π3's OT group: the Naor–Pinkas OT of ``crypto.ot`` on edwards25519 (128-bit; seed 004 §9 runs Chou–Orlandi
+on Curve25519) — 32-byte elements and scalar multiplications instead of MODP exponentiations."""
 PROVIDER_PACKING = "pi3"
 """The provider packs for Π3, whose d also covers Π2 and Π1, so one signed m1 serves every variant."""
 
@@ -305,7 +308,7 @@ class Device:
         session's evaluator (its OT secrets)."""
         X, Y = self.pi3_inputs(ch)
         w = self.params.circuit_bits
-        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True)
+        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True, group=OT_GROUP)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
     @staticmethod
@@ -462,7 +465,7 @@ class Terminal:
             raise ProtocolError("this Π3 session already sent its garbled circuit")
         p, w = self.params, self.params.circuit_bits
         garbler = Garbler.gsm_pi3(w, session.pad % (1 << w), session.a, session.b % (1 << w),
-                                  p.threshold + p.zeta**2, ip_max=p.j_max)
+                                  p.threshold + p.zeta**2, ip_max=p.j_max, group=OT_GROUP)
         try:
             reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
         except CryptoError as e:
