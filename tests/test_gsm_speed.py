@@ -45,3 +45,25 @@ def test_decrypt_many_matches_decrypt_and_refuses_foreign_ciphertexts(keys):
     other, _ = generate_paillier_keypair(P.paillier_bits, insecure_test_params=True)
     with pytest.raises(Exception):
         sk.decrypt_many([cs[0], other.encrypt(1)])
+
+
+def test_short_exponent_rn_values_are_nth_residues_that_encrypt_correctly(keys):
+    from privface.crypto.paillier import RnPool, ShortExponentRn
+
+    pk, sk = keys
+    src = ShortExponentRn(pk)
+    assert src.exponent_bits == (pk.bits + 1) // 2
+    phi = (sk.p - 1) * (sk.q - 1)
+    values = [src.random_rn() for _ in range(4)]
+    assert len(set(values)) == 4
+    assert all(pow(int(v), int(phi), int(pk.nsquare)) == 1 for v in values)  # N-th residues: order | φ(N)
+    pool = RnPool(src, 2)
+    m1, m2 = 12345, secrets.randbelow(int(pk.n))
+    c1, c2 = pk.encrypt(m1, pool=pool), pk.encrypt(m2, pool=pool)
+    assert sk.decrypt(c1) == m1 and sk.decrypt(c1 + c2) == (m1 + m2) % pk.n and sk.decrypt(7 * c1) == 7 * m1
+    assert sk.decrypt(c1.rerandomize(pool=pool)) == m1
+    other, _ = generate_paillier_keypair(P.paillier_bits, insecure_test_params=True)
+    with pytest.raises(Exception, match="different Paillier key"):
+        pool.take(other)
+    with pytest.raises(Exception, match="PaillierPublicKey"):
+        ShortExponentRn(sk)
