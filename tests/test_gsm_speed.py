@@ -67,3 +67,16 @@ def test_short_exponent_rn_values_are_nth_residues_that_encrypt_correctly(keys):
         pool.take(other)
     with pytest.raises(Exception, match="PaillierPublicKey"):
         ShortExponentRn(sk)
+
+
+def test_owner_short_exponent_r_rn_pairs_match(keys):
+    from privface.crypto.paillier import OwnerShortExponentRn
+
+    pk, sk = keys
+    src = OwnerShortExponentRn(sk)
+    pairs = [src.random_r_rn() for _ in range(3)]
+    assert len({r for r, _ in pairs}) == 3
+    for r, rn in pairs:
+        assert 0 < r < pk.n and rn == pow(int(r), int(pk.n), int(pk.nsquare))
+    with pytest.raises(Exception, match="PaillierPrivateKey"):
+        OwnerShortExponentRn(pk)

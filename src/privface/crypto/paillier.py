@@ -192,6 +192,42 @@ class ShortExponentRn:
         return f"ShortExponentRn(key={self.public_key.fingerprint.hex()}, exponent_bits={self.exponent_bits})"
 
 
+class OwnerShortExponentRn:
+    """``ShortExponentRn`` for the key owner, who also needs r itself (a witness): r = h^s mod N and
+    r^N = (h^N)^s, the latter by CRT from fixed-base tables of h^N mod p² and mod q² (half-size moduli).
+    Same assumption (DJN10 §4.2); the owner draws h, and r stays uniform enough for the proofs that use it
+    as a witness (they mask it with a fresh uniform unit, e.g. z = u·Π r_i^e_i of seed 004 Fig. 9)."""
+
+    __slots__ = ("_sk", "exponent_bits", "_tn", "_tp", "_tq")
+
+    def __init__(self, sk: PaillierPrivateKey) -> None:
+        if not isinstance(sk, PaillierPrivateKey):
+            raise CryptoError(f"OwnerShortExponentRn needs a PaillierPrivateKey, got {type(sk).__name__}")
+        n = sk.public_key.n
+        self._sk, self.exponent_bits = sk, -(-sk.public_key.bits // 2)
+        h = random_unit(n)
+        self._tn, self._tp, self._tq = parallel_map(
+            lambda job: fixed_base_table(job[0], self.exponent_bits, job[1]),
+            [(h, n), (gmpy2.powmod(h, n, sk.psquare), sk.psquare), (gmpy2.powmod(h, n, sk.qsquare), sk.qsquare)])
+
+    @property
+    def public_key(self) -> PaillierPublicKey:
+        return self._sk.public_key
+
+    def random_r_rn(self) -> tuple[mpz, mpz]:
+        """(r, r^N mod N²) = (h^s mod N, (h^N)^s mod N²) for a fresh s ← [0, 2^⌈|N|/2⌉)."""
+        sk, s = self._sk, secrets.randbits(self.exponent_bits)
+        rn = crt(fixed_base_pow(self._tp, s, sk.psquare), fixed_base_pow(self._tq, s, sk.qsquare),
+                 sk.psquare, sk.qsquare, sk.qsq_inv_psq)
+        return fixed_base_pow(self._tn, s, sk.public_key.n), rn
+
+    def random_rn(self) -> mpz:
+        return self.random_r_rn()[1]
+
+    def __repr__(self) -> str:
+        return f"OwnerShortExponentRn(key={self.public_key.fingerprint.hex()}, exponent_bits={self.exponent_bits})"
+
+
 class RnPool:
     """Precomputed r^N mod N² values for one key, each handed out once (never reuse r).
 
