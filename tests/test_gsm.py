@@ -224,7 +224,7 @@ def test_pi3_forged_inputs_are_bottom(world):
         ch, s = term.challenge(e, w_far, "pi3")
         X, Y = dev.pi3_inputs(ch)
         ev = Evaluator.gsm_pi3(wbits, (X + dx) % (1 << wbits), (Y + dy) % (1 << wbits), range_check=True,
-                               group=OT_GROUP)
+                               group=OT_GROUP, a_bits=P.a_bits)
         reply = term.pi3_compare(s, CompareRequest(ev.request().to_bytes()))
         assert term.pi3_finish(s, dev.pi3_finish(ev, reply)) == Decision(False, aborted=True)
 

@@ -80,3 +80,54 @@ def test_owner_short_exponent_r_rn_pairs_match(keys):
         assert 0 < r < pk.n and rn == pow(int(r), int(pk.n), int(pk.nsquare))
     with pytest.raises(Exception, match="PaillierPrivateKey"):
         OwnerShortExponentRn(pk)
+
+
+def test_pi3_circuit_with_a_short_factor_decides_as_the_full_one():
+    from privface.crypto.compare import gsm_pi3_circuit
+    from privface.crypto.garble import from_bits, to_bits
+
+    k, a_bits = 20, 8
+    short, full = gsm_pi3_circuit(k, True, a_bits), gsm_pi3_circuit(k, True)
+    assert short.and_count < full.and_count and short.digest() != full.digest()
+    for _ in range(20):
+        pad, a, b, T, ip_max = (secrets.randbelow(2**k), 1 + secrets.randbelow(2**a_bits - 1),
+                                secrets.randbelow(2**k), secrets.randbelow(2**k), secrets.randbelow(2**k))
+        ip = secrets.randbelow(2**k)
+        X, Y = (ip + pad) % 2**k, (a * ip + b + secrets.randbelow(2)) % 2**k
+        ev = to_bits(X, k) + to_bits(Y, k)
+        got = short.evaluate(to_bits(pad, k) + to_bits(a, a_bits) + to_bits(b, k) + to_bits(T, k) + to_bits(ip_max, k), ev)
+        assert got == full.evaluate(to_bits(pad, k) + to_bits(a, k) + to_bits(b, k) + to_bits(T, k) + to_bits(ip_max, k), ev)
+        assert got == ((a * ip + b) % 2**k == Y, T <= ip, ip <= ip_max)
+    assert from_bits(to_bits(5, 4)) == 5
+
+
+def test_generator_half_gates_garble_evaluate_and_round_trip():
+    """a ∧ b and a·x with a the garbler's: GAND tables (16 B each) evaluate to the plaintext result for every
+    input, survive the wire format, and a truncated or missing half-gate table is refused."""
+    from privface.crypto.garble import CircuitBuilder, GarbledCircuit, evaluate, from_bits, garble, to_bits
+
+    b = CircuitBuilder()
+    x, a = b.evaluator_input(6), b.garbler_input(3)
+    b.output(b.and_known(a[0], x[0]), *b.mul(x, a, y_known=True))
+    c = b.build()
+    assert c.half_count > 0
+    with pytest.raises(Exception, match="garbler input wire"):
+        b.and_known(x[1], x[2])
+    with pytest.raises(Exception, match="input bits"):
+        garble(c)
+    for _ in range(12):
+        av, xv = secrets.randbelow(8), secrets.randbelow(64)
+        gbits, ebits = to_bits(av, 3), to_bits(xv, 6)
+        gc, g = garble(c, gbits)
+        gc = GarbledCircuit.from_bytes(gc.to_bytes())
+        assert len(gc.to_bytes()) == 52 + 32 * c.and_count + 4 + 16 * c.half_count
+        out = g.decode(evaluate(c, gc, g.garbler_labels(gbits), [g.label(w, v) for w, v in zip(c.evaluator_inputs, ebits)]))
+        assert out == c.evaluate(gbits, ebits)
+        assert out[0] == (av & xv & 1) and from_bits(list(out[1:])) == av * xv % 64
+    data = gc.to_bytes()
+    for bad in (data[:-1], data + b"\0"):
+        with pytest.raises(Exception):
+            GarbledCircuit.from_bytes(bad)
+    with pytest.raises(Exception, match="half-gate"):
+        evaluate(c, GarbledCircuit(gc.digest, gc.key, gc.tables, gc.half_tables[:-1]), g.garbler_labels(gbits),
+                 [g.label(w, v) for w, v in zip(c.evaluator_inputs, ebits)])

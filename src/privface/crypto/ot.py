@@ -119,6 +119,10 @@ class OTGroup:
         """[y^k for y in ys], each y checked to be in G first."""
         return [self.power(self.check(y, f"{what}_{j}"), k) for j, y in enumerate(ys)]
 
+    @staticmethod
+    def many(fn, items) -> list:
+        return [fn(x) for x in items]
+
     def div(self, a, b) -> mpz:
         return a * gmpy2.invert(b, self.p) % self.p
 
@@ -183,8 +187,13 @@ class EdwardsGroup:
             raise CryptoError(f"OT: a point is not an element of the {self.name} group ({e})") from None
 
     def powers(self, ys, k, what: str) -> list:
-        """[y^k for y in ys] on two threads (cffi releases the GIL); ``power`` checks membership."""
-        return thread_map(lambda chunk: [self.power(y, k) for y in chunk], list(ys), 2)
+        """[y^k for y in ys]; ``power`` checks membership."""
+        return self.many(lambda y: self.power(y, k), ys)
+
+    @staticmethod
+    def many(fn, items) -> list:
+        """[fn(x) for x in items] on two threads (libsodium runs outside the GIL: cffi releases it)."""
+        return thread_map(lambda chunk: [fn(x) for x in chunk], list(items), 2)
 
     def mul(self, a, b) -> bytes:
         return nacl.crypto_core_ed25519_add(a, b)
@@ -301,7 +310,7 @@ class OTReceiver:
         self.group, self._choices = group, tuple(choices)
         self._k = [group.random_exponent() for _ in choices]
         C = group.C
-        pk_sigma = [group.base(k) for k in self._k]
+        pk_sigma = group.many(group.base, self._k)
         self._pk0 = tuple(y if c == 0 else group.div(C, y) for y, c in zip(pk_sigma, self._choices))
 
     def request(self) -> OTRequest:
@@ -320,8 +329,9 @@ class OTReceiver:
         g, R, m = self.group, self.group.check(response.R, "R"), response.message_bytes
         if any(len(e) != m for pair in response.ciphertexts for e in pair):
             raise CryptoError("OT: the response's messages differ in length")
-        out = [_xor(pair[c], _pad(g, j, c, pk0, R, g.power(R, k), m))
-               for j, (pair, c, pk0, k) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, self._k))]
+        keys = g.many(lambda k: g.power(R, k), self._k)
+        out = [_xor(pair[c], _pad(g, j, c, pk0, R, key, m))
+               for j, (pair, c, pk0, key) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, keys))]
         self._k = None  # single use: the exponents are the receiver's only secret
         return out
 

@@ -309,7 +309,8 @@ class Device:
         session's evaluator (its OT secrets)."""
         X, Y = self.pi3_inputs(ch)
         w = self.params.circuit_bits
-        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True, group=OT_GROUP)
+        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True, group=OT_GROUP,
+                                      a_bits=self.params.a_bits)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
     @staticmethod
@@ -468,7 +469,7 @@ class Terminal:
             raise ProtocolError("this Π3 session already sent its garbled circuit")
         p, w = self.params, self.params.circuit_bits
         garbler = Garbler.gsm_pi3(w, session.pad % (1 << w), session.a, session.b % (1 << w),
-                                  p.threshold + p.zeta**2, ip_max=p.j_max, group=OT_GROUP)
+                                  p.threshold + p.zeta**2, ip_max=p.j_max, group=OT_GROUP, a_bits=p.a_bits)
         try:
             reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
         except CryptoError as e:
