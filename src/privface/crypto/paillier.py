@@ -258,6 +258,10 @@ class RnPool:
         except IndexError:
             return self._key.random_rn()
 
+    def fresh(self) -> mpz:
+        """A new r^N from the pool's source, not stored (what ``take`` costs when the pool is empty)."""
+        return self._key.random_rn()
+
     def __len__(self) -> int:
         return len(self._values)
 
