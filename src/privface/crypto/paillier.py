@@ -149,7 +149,7 @@ class PaillierPrivateKey(GroupPrivateKey):
         c = self._own(c)
         return int(crt(self._half(c, 0), self._half(c, 1), self.p, self.q, self.q_inv_p))
 
-    def decrypt_many(self, cs: list[PaillierCiphertext], *, workers: int | None = None) -> list[int]:
+    def decrypt_many(self, cs: list[PaillierCiphertext], workers: int | None = None) -> list[int]:
         """[Dec(c) for c in cs] with the 2·len(cs) CRT halves (mod p², mod q²) on ``workers`` threads (None:
         one per core) — one decryption takes about half the time on two cores."""
         vals = [self._own(c) for c in cs]
