@@ -47,28 +47,6 @@ def test_decrypt_many_matches_decrypt_and_refuses_foreign_ciphertexts(keys):
         sk.decrypt_many([cs[0], other.encrypt(1)])
 
 
-def test_short_exponent_rn_values_are_nth_residues_that_encrypt_correctly(keys):
-    from privface.crypto.paillier import RnPool, ShortExponentRn
-
-    pk, sk = keys
-    src = ShortExponentRn(pk)
-    assert src.exponent_bits == (pk.bits + 1) // 2
-    phi = (sk.p - 1) * (sk.q - 1)
-    values = [src.random_rn() for _ in range(4)]
-    assert len(set(values)) == 4
-    assert all(pow(int(v), int(phi), int(pk.nsquare)) == 1 for v in values)  # N-th residues: order | φ(N)
-    pool = RnPool(src, 2)
-    m1, m2 = 12345, secrets.randbelow(int(pk.n))
-    c1, c2 = pk.encrypt(m1, pool=pool), pk.encrypt(m2, pool=pool)
-    assert sk.decrypt(c1) == m1 and sk.decrypt(c1 + c2) == (m1 + m2) % pk.n and sk.decrypt(7 * c1) == 7 * m1
-    assert sk.decrypt(c1.rerandomize(pool=pool)) == m1
-    other, _ = generate_paillier_keypair(P.paillier_bits, insecure_test_params=True)
-    with pytest.raises(Exception, match="different Paillier key"):
-        pool.take(other)
-    with pytest.raises(Exception, match="PaillierPublicKey"):
-        ShortExponentRn(sk)
-
-
 def test_owner_short_exponent_r_rn_pairs_match(keys):
     from privface.crypto.paillier import OwnerShortExponentRn
 
@@ -80,6 +58,23 @@ def test_owner_short_exponent_r_rn_pairs_match(keys):
         assert 0 < r < pk.n and rn == pow(int(r), int(pk.n), int(pk.nsquare))
     with pytest.raises(Exception, match="PaillierPrivateKey"):
         OwnerShortExponentRn(pk)
+    phi = (sk.p - 1) * (sk.q - 1)
+    assert all(pow(int(rn), int(phi), int(pk.nsquare)) == 1 for _, rn in pairs)  # N-th residues
+
+
+def test_encrypt_with_witness_round_trip_and_homomorphism(keys):
+    from privface.protocols.gsm import zk
+
+    pk, sk = keys
+    vals = [5, -7, 0, 2**15 - 1]
+    cts, wit = zk.encrypt_with_witness(sk, vals)
+    assert [sk.decrypt_signed(c) for c in cts] == vals
+    assert sk.decrypt_signed(cts[0] + cts[1]) == -2 and sk.decrypt_signed(3 * cts[3]) == 3 * (2**15 - 1)
+    for c, (x, r) in zip(cts, wit):  # the witness opens the ciphertext: c = (1 + xN)·r^N
+        assert c.value == (1 + x * pk.n) * pow(int(r), int(pk.n), int(pk.nsquare)) % pk.nsquare
+    proof = zk.prove_plaintext_knowledge(pk, cts, wit)
+    assert zk.verify_plaintext_knowledge(pk, cts, proof)
+    assert not zk.verify_plaintext_knowledge(pk, [cts[1], cts[0], *cts[2:]], proof)
 
 
 def test_pi3_circuit_with_a_short_factor_decides_as_the_full_one():

@@ -15,7 +15,7 @@ of z_p^p mod p² and z_q^q mod q² is distributed exactly as r^N mod N² for uni
 exponentiations modulo p², q² replace one |N|-bit exponentiation modulo N² (3–4× less work).
 
 ``RnPool`` precomputes r^N values ahead of time (seed 004 §9: encryption is dominated by r^N mod N²);
-``ShortExponentRn`` makes fresh ones cheap for parties without the factorisation (DJN10 §4.2, its docstring).
+``OwnerShortExponentRn`` makes the key owner's (r, r^N) cheap (DJN10 §4.2; its docstring says who may use it).
 """
 from __future__ import annotations
 
@@ -162,41 +162,18 @@ class PaillierPrivateKey(GroupPrivateKey):
         return (gmpy2.powmod(c, p - 1, psq) - 1) // p * h % p
 
 
-class ShortExponentRn:
-    """Fresh r^N mod N² for a party without the factorisation, as (h^N)^s mod N² with h ← Z*_N drawn once and
-    s uniform of ⌈|N|/2⌉ bits (Damgård, Jurik, Nielsen, "A generalization of Paillier's public-key system with
-    applications to electronic voting", IJIS 2010, §4.2). h^N is a fixed base, so ``fixed_base_table`` (8-bit
-    windows, built once: ⌈|N|/16⌉·255 multiplications, ~38 MB at 3072 bits) turns each r^N into ⌈|N|/16⌉
-    multiplications instead of a |N|-bit exponentiation.
-
-    Assumption added (DJN10 §4.2): (h^N)^s for such short s is computationally indistinguishable from r^N for
-    uniform r ∈ Z*_N. The party that draws h is the one whose secrets the randomness protects (the terminal's
-    rerandomisation, the provider's Fig. 10 challenge), so h needs no trust in anyone else.
-    """
-
-    __slots__ = ("public_key", "exponent_bits", "_table")
-
-    def __init__(self, public_key: PaillierPublicKey) -> None:
-        if not isinstance(public_key, PaillierPublicKey):
-            raise CryptoError(f"ShortExponentRn needs a PaillierPublicKey, got {type(public_key).__name__}")
-        self.public_key = public_key
-        self.exponent_bits = -(-public_key.bits // 2)
-        hn = gmpy2.powmod(random_unit(public_key.n), public_key.n, public_key.nsquare)
-        self._table = fixed_base_table(hn, self.exponent_bits, public_key.nsquare)
-
-    def random_rn(self) -> mpz:
-        """(h^N)^s mod N² for a fresh s ← [0, 2^⌈|N|/2⌉)."""
-        return fixed_base_pow(self._table, secrets.randbits(self.exponent_bits), self.public_key.nsquare)
-
-    def __repr__(self) -> str:
-        return f"ShortExponentRn(key={self.public_key.fingerprint.hex()}, exponent_bits={self.exponent_bits})"
-
-
 class OwnerShortExponentRn:
-    """``ShortExponentRn`` for the key owner, who also needs r itself (a witness): r = h^s mod N and
-    r^N = (h^N)^s, the latter by CRT from fixed-base tables of h^N mod p² and mod q² (half-size moduli).
-    Same assumption (DJN10 §4.2); the owner draws h, and r stays uniform enough for the proofs that use it
-    as a witness (they mask it with a fresh uniform unit, e.g. z = u·Π r_i^e_i of seed 004 Fig. 9)."""
+    """(r, r^N mod N²) for the key owner's own encryptions, as r = h^s mod N and r^N = (h^N)^s with h ← Z*_N
+    drawn once and s uniform of ⌈|N|/2⌉ bits (Damgård, Jurik, Nielsen, "A generalization of Paillier's
+    public-key system with applications to electronic voting", IJIS 2010, §4.2): 8-bit fixed-base tables
+    (``joye_libert.fixed_base_table``) of h mod N and of h^N mod p², mod q² (CRT, half-size moduli) turn each
+    pair into 3·⌈|N|/16⌉ multiplications.
+
+    Assumption added (DJN10 §4.2): (h^N)^s for such short s is indistinguishable from r^N with r uniform in
+    Z*_N — for an adversary who does *not* know the factorisation. Hence only the key owner may use it (its
+    ciphertexts face others); a party encrypting under someone else's key must not (that key's owner can
+    choose p − 1 smooth, take discrete logarithms and solve for what the randomness hides). Proofs that use r
+    as a witness mask it with a fresh uniform unit (z = u·Π r_i^e_i of seed 004 Fig. 9), so they stay ZK."""
 
     __slots__ = ("_sk", "exponent_bits", "_tn", "_tp", "_tq")
 
@@ -231,15 +208,14 @@ class OwnerShortExponentRn:
 class RnPool:
     """Precomputed r^N mod N² values for one key, each handed out once (never reuse r).
 
-    Built from a private key it uses the owner's CRT shortcut, from a ``ShortExponentRn`` its fixed-base
-    values. ``fill`` may run ahead of time or in a background thread; ``take`` pops a value, or computes a
-    fresh one when the pool is empty.
+    Built from a private key it uses the owner's CRT shortcut. ``fill`` may run ahead of time or in
+    a background thread; ``take`` pops a value, or computes a fresh one when the pool is empty.
     """
 
     __slots__ = ("_key", "public_key", "_values")
 
-    def __init__(self, key: PaillierPublicKey | PaillierPrivateKey | ShortExponentRn, size: int = 0) -> None:
-        if not isinstance(key, (PaillierPublicKey, PaillierPrivateKey, ShortExponentRn)):
+    def __init__(self, key: PaillierPublicKey | PaillierPrivateKey, size: int = 0) -> None:
+        if not isinstance(key, (PaillierPublicKey, PaillierPrivateKey)):
             raise CryptoError(f"RnPool needs a Paillier key, got {type(key).__name__}")
         self._key = key
         self.public_key = key if isinstance(key, PaillierPublicKey) else key.public_key
@@ -257,10 +233,6 @@ class RnPool:
             return self._values.popleft()
         except IndexError:
             return self._key.random_rn()
-
-    def fresh(self) -> mpz:
-        """A new r^N from the pool's source, not stored (what ``take`` costs when the pool is empty)."""
-        return self._key.random_rn()
 
     def __len__(self) -> int:
         return len(self._values)

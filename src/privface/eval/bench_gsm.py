@@ -8,10 +8,9 @@ all parties' compute, messages serialised and parsed); Π_en is the real two-rou
 rest (provider verification and Fig. 10 challenge, device response, verification, packing, signature);
 ``pien_d2sp_bytes`` = EnrolRequest + NormResponse, ``pien_sp2d_bytes`` = NormChallenge + signed m1. The terminal
 draws the r^N of its rerandomisation from a pool filled ahead of time (an offline step, like the paper's
-precomputation); ``rn_ms`` is the cost of one fresh r^N, ``rn_short_ms`` of one fixed-base (h^N)^s
-(``ShortExponentRn``, what the terminal of a reused m1 pays per ciphertext when its pool is empty).
-``receive_ms`` is the terminal's one-off precomputation for a reused m1 (``Terminal.receive(reuse=True)``:
-slot bases, window tables, the (h^N)^s table). Bytes are wire frames.
+precomputation); ``rn_ms`` is the cost of one fresh r^N, to add when there is none. ``receive_ms`` is the
+terminal's one-off precomputation for a reused m1 (``Terminal.receive(reuse=True)``: slot bases, window
+tables). Bytes are wire frames.
 """
 from __future__ import annotations
 
@@ -141,7 +140,6 @@ def bench_one(ell: int, m: int, *, paillier_bits: int = 3072, repeat: int = 5, i
         "pien_d2sp_bytes": enrol["d2sp"], "pien_sp2d_bytes": enrol["sp2d"],
     })
     _, row["rn_ms"] = _timed(lambda: dev.pk.random_rn(), 3)
-    _, row["rn_short_ms"] = _timed(e1.pool.fresh, 3)  # the reused-m1 terminal's (h^N)^s, DJN10 §4.2
     pp1, pp2 = e1.packing, e2.packing
     row.update({"pi1_n": pp1.n, "pi1_ciphertexts": len(m1_pi1.c_packed), "pi2_n": pp2.n,
                 "pi2_ciphertexts": len(m1.c_packed), "layout": params.layout, "lambda": params.lam,

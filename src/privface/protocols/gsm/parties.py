@@ -24,8 +24,7 @@ from ...crypto._common import parallel_map, run_chunks
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
 from ...crypto.ot import ED25519, OTRequest
-from ...crypto.paillier import (PaillierCiphertext, PaillierPublicKey, RnPool, ShortExponentRn,
-                               generate_paillier_keypair)
+from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
 from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
 
@@ -371,8 +370,9 @@ class Terminal:
         """Round 1, terminal side (Fig. 4/5 round 2 step 1 for Π2/Π3: ⊥ unless Verify(vk, m1, σ) = 1).
 
         ``reuse``: the m1 will serve many sessions (§5: it is reusable), so precompute the ``slot_bases`` and
-        their window tables once — about t·k·t_n squarings here instead of per session — and draw the
-        rerandomisation r^N from a ``ShortExponentRn`` table (DJN10 §4.2) for this key."""
+        their window tables once — about t·k·t_n squarings here instead of per session. The rerandomising
+        r^N stay uniform (r ← Z*_N): the device knows the factorisation, so a short-exponent shortcut
+        (DJN10 §4.2) would not hide the terminal's secrets from a device that picked p − 1 smooth."""
         p, variant = self.params, check_variant(variant)
         check_id(m1.subject_id)
         pk = public_key(m1.pk_n, p)
@@ -396,8 +396,7 @@ class Terminal:
         # ⟦B − c·S_u⟧ = ⟦S_u⟧^(−c)·g^B: c = 2^(m−1) is short, so invert once instead of raising to N − c
         fold = gmpy2.powmod(gmpy2.invert(c_sum, N2), p.offset, N2) * pk.plain_factor(p.s_max) % N2
         bases = slot_bases(pk, cts, pp, p.ell) if reuse else cts
-        pool = RnPool(ShortExponentRn(pk) if reuse else pk)  # a reused m1 amortises the fixed-base table
-        return Enrolled(m1.subject_id, pk, cts, c_sum, pp, pool, window_tables(pk, bases), int(fold), reuse)
+        return Enrolled(m1.subject_id, pk, cts, c_sum, pp, RnPool(pk), window_tables(pk, bases), int(fold), reuse)
 
     def _inner(self, e: Enrolled, w_shifted: list[int]):
         """⟦z̃⟧ = ⟦Σ_j u*_j·w*_j + B − c·S_u⟧ (Fig. 3 round 2 steps 2–3), shared by both ciphertexts of Π3."""
@@ -548,7 +547,8 @@ class ServiceProvider:
     def enrol_start(self, req: EnrolRequest, *, pool: RnPool | None = None) -> tuple[zk.NormChallenge, EnrolSession]:
         """Validate epk and ⟦u_i⟧, verify Π_epk (CGGMP20 Π^mod) and Fig. 9 (Fiat–Shamir, ``enrol_context``),
         and issue the Fig. 10 challenge for y = ζ². Nothing is kept unless every check passes. ``pool``: r^N
-        values computed ahead of time; without one they come from a fresh ``ShortExponentRn`` table."""
+        values computed ahead of time (uniform r: the device knows the factorisation, so no short-exponent
+        shortcut — it could pick p − 1 smooth and solve for α)."""
         pk, cts = self._statement(req)
         if not req.modulus_proof or not req.plaintext_proof:
             raise ProtocolError("enrolment needs the zero-knowledge proofs of §8 (Π_epk, Fig. 9)")
@@ -559,8 +559,6 @@ class ServiceProvider:
             raise ProtocolError("Π_epk does not verify: the Paillier modulus is not proven well formed")
         if not zk.verify_plaintext_knowledge(pk, cts, ptxt, context=ctx):
             raise ProtocolError("the Fig. 9 proof does not verify: plaintext knowledge not shown")
-        if pool is None:  # ℓ + 2 fresh r^N for the Fig. 10 challenge: fixed-base, DJN10 §4.2
-            pool = RnPool(ShortExponentRn(pk))
         verifier = zk.NormVerifier(pk, cts, self.params.zeta**2, pool=pool, workers=self.workers)
         return verifier.challenge(), EnrolSession(req.subject_id, pk, cts, verifier)
 
