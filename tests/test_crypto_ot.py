@@ -8,7 +8,7 @@ import gmpy2
 import pytest
 from gmpy2 import mpz
 
-from privface.crypto.ot import GROUPS, MODP_2048, MODP_3072, OTReceiver, OTRequest, OTResponse, OTSender, _pad
+from privface.crypto.ot import ED25519, GROUPS, MODP_2048, MODP_3072, OTReceiver, OTRequest, OTResponse, OTSender, _pad
 from privface.errors import CryptoError
 
 
@@ -137,4 +137,50 @@ def test_malformed_encodings_and_arguments_are_refused():
             OTReceiver(choices)
     with pytest.raises(CryptoError, match="expected 3"):
         OTReceiver([0, 1, 1]).receive(OTSender().respond(OTReceiver([0, 1]).request(), _pairs(2)))
-    assert set(GROUPS) == {1, 2}
+    assert set(GROUPS) == {1, 2, 3}
+
+
+# ---------------------------------------------------------------- edwards25519 (libsodium)
+
+# encodings that are not prime-order-subgroup points: the identity, a point of order 2 ((0, −1)), a
+# non-canonical y ≥ p, and (most likely) a y with no x on the curve
+_ED_BAD = [bytes([1]) + bytes(31), bytes([0xEC]) + b"\xff" * 30 + b"\x7f", b"\xff" * 31 + b"\x7f",
+           bytes([2]) + bytes(31)]
+
+
+def test_edwards_both_choice_bits_and_wire_round_trip():
+    choices = [secrets.randbelow(2) for _ in range(30)] + [0, 1]
+    messages = _pairs(len(choices))
+    assert _run(choices, messages, ED25519) == [pair[c] for pair, c in zip(messages, choices)]
+    request = OTReceiver([0, 1], ED25519).request()
+    assert len(request.to_bytes()) == 5 + 2 * 32  # 32-byte points instead of 256-byte MODP elements
+
+
+def test_edwards_C_is_a_fixed_subgroup_point_and_pk1_is_C_over_pk0():
+    assert ED25519.check(ED25519.C, "C") == ED25519.C
+    receiver = OTReceiver([1, 0], ED25519)
+    for pk0, k, c in zip(receiver.request().pk0, receiver._k, (1, 0)):
+        pk_sigma = ED25519.base(k)
+        assert (ED25519.mul(pk0, pk_sigma) == ED25519.C) if c else pk0 == pk_sigma
+
+
+@pytest.mark.parametrize("bad", _ED_BAD)
+def test_edwards_points_outside_the_group_are_refused(bad):
+    with pytest.raises(CryptoError, match="not an element"):
+        ED25519.check(bad, "y")
+    good = OTReceiver([0, 1], ED25519).request()
+    with pytest.raises(CryptoError, match="not an element"):
+        OTSender(ED25519).respond(OTRequest(ED25519, (good.pk0[0], bad)), _pairs(2))
+    receiver = OTReceiver([1, 0], ED25519)
+    messages = _pairs(2)
+    response = OTSender(ED25519).respond(receiver.request(), messages)
+    with pytest.raises(CryptoError, match="not an element"):
+        receiver.receive(OTResponse(ED25519, bad, response.ciphertexts))
+    assert receiver.receive(response) == [messages[0][1], messages[1][0]]  # unchanged by the bad response
+
+
+def test_edwards_request_is_refused_by_a_modp_sender_and_vice_versa():
+    with pytest.raises(CryptoError, match="group"):
+        OTSender(MODP_2048).respond(OTReceiver([0], ED25519).request(), _pairs(1))
+    with pytest.raises(CryptoError, match="group"):
+        OTSender(ED25519).respond(OTReceiver([0], MODP_2048).request(), _pairs(1))

@@ -27,6 +27,7 @@ from privface.protocols.gsm import (
     Template,
     Terminal,
 )
+from privface.protocols.gsm.parties import OT_GROUP
 from privface.templates.fixed_norm import fixed_norm_template, zeta
 from privface.wire import WireError
 
@@ -54,7 +55,7 @@ def world():
 
 
 def run(variant: str, dev: Device, term: Terminal, w) -> Decision:
-    e = term.receive(dev.first_message(), variant)
+    e = term.receive(dev.first_message(), variant, reuse=True)
     ch, s = term.challenge(e, w, variant)
     if variant == "pi1":
         d = dev.pi1_decide(ch)
@@ -222,7 +223,8 @@ def test_pi3_forged_inputs_are_bottom(world):
     for dx, dy in ((1, 0), (1 << (wbits - 1), 0), (1 << (wbits - 1), 1 << (wbits - 1))):
         ch, s = term.challenge(e, w_far, "pi3")
         X, Y = dev.pi3_inputs(ch)
-        ev = Evaluator.gsm_pi3(wbits, (X + dx) % (1 << wbits), (Y + dy) % (1 << wbits), range_check=True)
+        ev = Evaluator.gsm_pi3(wbits, (X + dx) % (1 << wbits), (Y + dy) % (1 << wbits), range_check=True,
+                               group=OT_GROUP, a_bits=P.a_bits)
         reply = term.pi3_compare(s, CompareRequest(ev.request().to_bytes()))
         assert term.pi3_finish(s, dev.pi3_finish(ev, reply)) == Decision(False, aborted=True)
 

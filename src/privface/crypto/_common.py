@@ -232,15 +232,14 @@ def multiexp(bases: list, exponents: list, modulus, window: int | None = None, w
     """Π b_i^(e_i) mod X for non-negative e_i by Pippenger's bucket method: per ``window``-bit digit
     position, bucket the bases by digit and sum the buckets by running products — about
     (max bits / window)·(n + 2^(window+1)) multiplications instead of n full exponentiations. The window
-    defaults to ≈ log₂(n) − 1; with ``workers`` > 1 (and at least 64 bases) one chunk of bases per thread."""
+    defaults to the one minimising that count for each chunk; with ``workers`` > 1 (and at least 64 bases)
+    one chunk of bases per thread."""
     if len(bases) != len(exponents):
         raise CryptoError("multiexp needs as many exponents as bases")
     pairs = [(b, int(e)) for b, e in zip(bases, exponents)]
     if any(e < 0 for _, e in pairs):
         raise CryptoError("multiexp exponents must be non-negative")
     pairs = [(b, e) for b, e in pairs if e]
-    if window is None:
-        window = max(1, min(8, len(pairs).bit_length() - 2))
     w = default_workers(workers)
     if w > 1 and len(pairs) >= 64:
         acc = mpz(1)
@@ -250,8 +249,10 @@ def multiexp(bases: list, exponents: list, modulus, window: int | None = None, w
     return _pippenger(pairs, modulus, window)
 
 
-def _pippenger(pairs: list, modulus, window: int):
+def _pippenger(pairs: list, modulus, window: int | None):
     bits = max((e.bit_length() for _, e in pairs), default=0)
+    if window is None:  # the cheapest per the cost (bits/window)·(n + 2^(window+1)) of the loop below
+        window = min(range(1, 9), key=lambda c: -(-max(bits, 1) // c) * (len(pairs) + (2 << c)))
     mask = (1 << window) - 1
     acc = mpz(1)
     for pos in range((bits - 1) // window * window if bits else -1, -1, -window):

@@ -63,17 +63,20 @@ def less_than_circuit(k: int) -> Circuit:
 
 
 @functools.cache
-def gsm_pi3_circuit(k: int, range_check: bool = False) -> Circuit:
+def gsm_pi3_circuit(k: int, range_check: bool = False, a_bits: int | None = None) -> Circuit:
     """Seed 004 §7 Fig. 6: evaluator X, Y; garbler pad, a, b, T. IP = X − pad mod 2^k; outputs
     ([a·IP + b = Y], [T ≤ IP]) — the first bit false is the figure's ⊥ (the device's inputs were not
     the ones the terminal encrypted). ``range_check`` adds a garbler input ip_max and a third bit
     [IP ≤ ip_max]: mod 2^k a forged IP′ = IP + 2^(k−1) passes the first check for every even a, so the
-    terminal must refuse (⊥) an IP outside the possible range, as §6 does in Π2."""
+    terminal must refuse (⊥) an IP outside the possible range, as §6 does in Π2. ``a_bits``: a has only
+    that many bits (§6: a < 2^λ), which drops the multiplier's rows for the higher bits of a; a is the
+    garbler's, so its partial products are generator half-gates (``CircuitBuilder.and_known``)."""
     b = CircuitBuilder()
     X, Y = b.evaluator_input(k), b.evaluator_input(k)
-    pad, a, b_, T = (b.garbler_input(k) for _ in range(4))
+    pad, a = b.garbler_input(k), b.garbler_input(a_bits or k)
+    b_, T = b.garbler_input(k), b.garbler_input(k)
     ip = b.sub(X, pad)
-    bits = [b.eq(b.add(b.mul(a, ip), b_), Y), b.le(T, ip)]
+    bits = [b.eq(b.add(b.mul(ip, a, y_known=True), b_), Y), b.le(T, ip)]
     if range_check:
         bits.append(b.le(ip, b.garbler_input(k)))
     b.output(*bits)
@@ -187,13 +190,13 @@ class Garbler:
 
     @classmethod
     def gsm_pi3(cls, k: int, pad: int, a: int, b: int, T: int, ip_max: int | None = None,
-                group: OTGroup = MODP_2048) -> Garbler:
+                group: OTGroup = MODP_2048, a_bits: int | None = None) -> Garbler:
         """Seed 004 Fig. 5 round 4, terminal side (`gsm_pi3_circuit`); decide with `decide_bits`;
-        ``ip_max`` enables the range check."""
-        bits = to_bits(pad, k) + to_bits(a, k) + to_bits(b, k) + to_bits(T, k)
+        ``ip_max`` enables the range check; ``a_bits`` (a < 2^a_bits) a shorter multiplier."""
+        bits = to_bits(pad, k) + to_bits(a, a_bits or k) + to_bits(b, k) + to_bits(T, k)
         if ip_max is not None:
             bits += to_bits(ip_max, k)
-        return cls(gsm_pi3_circuit(k, range_check=ip_max is not None), bits, group)
+        return cls(gsm_pi3_circuit(k, ip_max is not None, a_bits), bits, group)
 
     def respond(self, request: OTRequest) -> GarblerMessage:
         """Garble afresh and answer the evaluator's OT request; a bad request changes no state."""
@@ -201,7 +204,7 @@ class Garbler:
             raise CryptoError(f"garbler: respond() once per run (state {self._state})")
         if not isinstance(request, OTRequest) or len(request.pk0) != len(self.circuit.evaluator_inputs):
             raise CryptoError(f"garbler: expected an OT request for {len(self.circuit.evaluator_inputs)} input bits")
-        gc, garbling = garble(self.circuit)
+        gc, garbling = garble(self.circuit, self._bits)
         ot = self._sender.respond(request, garbling.evaluator_label_pairs())
         self._garbling, self._state = garbling, "sent"
         return GarblerMessage(gc, tuple(garbling.garbler_labels(self._bits)), ot)
@@ -247,9 +250,10 @@ class Evaluator:
         return cls(im2020_circuit(k, range_check), to_bits(s_star, k), group)
 
     @classmethod
-    def gsm_pi3(cls, k: int, X: int, Y: int, range_check: bool = False, group: OTGroup = MODP_2048) -> Evaluator:
-        """Seed 004 Fig. 5 round 3, device side: X = IP + pad, Y = a·IP + b."""
-        return cls(gsm_pi3_circuit(k, range_check), to_bits(X, k) + to_bits(Y, k), group)
+    def gsm_pi3(cls, k: int, X: int, Y: int, range_check: bool = False, group: OTGroup = MODP_2048,
+                a_bits: int | None = None) -> Evaluator:
+        """Seed 004 Fig. 5 round 3, device side: X = IP + pad, Y = a·IP + b (``a_bits`` as the garbler's)."""
+        return cls(gsm_pi3_circuit(k, range_check, a_bits), to_bits(X, k) + to_bits(Y, k), group)
 
     def request(self) -> OTRequest:
         return self._receiver.request()
@@ -263,7 +267,8 @@ class Evaluator:
                 and isinstance(message.ot, OTResponse)):
             raise CryptoError("evaluator: expected a GarblerMessage")
         c = self.circuit
-        if message.garbled.digest != c.digest() or len(message.garbled.tables) != c.and_count:
+        if (message.garbled.digest != c.digest() or len(message.garbled.tables) != c.and_count
+                or len(message.garbled.half_tables) != c.half_count):
             raise CryptoError("evaluator: the garbled circuit is not the agreed circuit")
         if len(message.garbler_labels) != len(c.garbler_inputs) + len(c.constants):
             raise CryptoError("evaluator: wrong number of garbler labels")

@@ -27,7 +27,8 @@ from ..errors import CryptoError
 
 LABEL_BYTES = 16
 _MASK = (1 << 128) - 1
-OPS = ("XOR", "AND", "INV")
+OPS = ("XOR", "AND", "INV", "GAND")
+"""GAND = a ∧ b where a is a garbler input wire: a generator half-gate (ZRE15 §3.1), one ciphertext."""
 
 
 class OutputLabelError(CryptoError):
@@ -36,7 +37,7 @@ class OutputLabelError(CryptoError):
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    op: str  # "XOR" | "AND" | "INV"
+    op: str  # "XOR" | "AND" | "INV" | "GAND"
     a: int
     b: int  # -1 for INV
     out: int
@@ -56,6 +57,16 @@ class Circuit:
     @functools.cached_property
     def and_count(self) -> int:
         return sum(g.op == "AND" for g in self.gates)
+
+    @functools.cached_property
+    def half_count(self) -> int:
+        """Generator half-gates (GAND): one 16-byte table each."""
+        return sum(g.op == "GAND" for g in self.gates)
+
+    @functools.cached_property
+    def flat(self) -> tuple[tuple[int, int, int, int], ...]:
+        """(op index in OPS, a, b, out) per gate: the garbling loops read plain ints, not Gate attributes."""
+        return tuple((OPS.index(g.op), g.a, g.b, g.out) for g in self.gates)
 
     def digest(self) -> bytes:
         """SHA-256 of the circuit: both parties check they garble and evaluate the same one."""
@@ -85,7 +96,7 @@ class Circuit:
         for w, bit in self.constants:
             v[w] = bit
         for g in self.gates:
-            v[g.out] = v[g.a] ^ v[g.b] if g.op == "XOR" else v[g.a] & v[g.b] if g.op == "AND" else v[g.a] ^ 1
+            v[g.out] = v[g.a] ^ v[g.b] if g.op == "XOR" else v[g.a] ^ 1 if g.op == "INV" else v[g.a] & v[g.b]
         return tuple(v[w] for w in self.outputs)
 
 
@@ -151,6 +162,13 @@ class CircuitBuilder:
     def inv(self, a: int) -> int:
         return self._gate("INV", a)
 
+    def and_known(self, a: int, b: int) -> int:
+        """a ∧ b for a garbler input wire a (the garbler knows its bit): a generator half-gate, half the
+        garbled table and hashing of ``and_``."""
+        if a not in self._garbler:
+            raise CryptoError("and_known: the first input must be a garbler input wire")
+        return self._gate("GAND", a, b)
+
     def _add(self, x: Sequence[int], y: Sequence[int], carry: int | None) -> tuple[list[int], int | None]:
         """Ripple-carry x + y + carry, one AND per bit: c' = c ⊕ ((x ⊕ c) ∧ (y ⊕ c)). None = carry 0."""
         out = []
@@ -176,14 +194,17 @@ class CircuitBuilder:
         """x − y mod 2^k."""
         return self._x_plus_not_y_plus_1(x, y)[0]
 
-    def mul(self, x: Sequence[int], y: Sequence[int]) -> list[int]:
-        """x · y mod 2^k, schoolbook: Σ_i y_i·x·2^i keeping the low k bits (≈ k² ANDs)."""
+    def mul(self, x: Sequence[int], y: Sequence[int], *, y_known: bool = False) -> list[int]:
+        """x · y mod 2^k for k = len(x) and a y of at most k bits, schoolbook: Σ_i y_i·x·2^i keeping the low
+        k bits (≈ 2·Σ_{i < len(y)} (k − i) ANDs: a short y, e.g. a λ-bit factor, saves rows). ``y_known``: y
+        is a garbler input, so the partial products are generator half-gates (``and_known``)."""
         k = len(x)
-        if len(y) != k:
-            raise CryptoError("mul: operands of different widths")
-        acc = [self.and_(a, y[0]) for a in x]
-        for i in range(1, k):
-            partial = [self.and_(a, y[i]) for a in x[:k - i]]
+        if not 0 < len(y) <= k:
+            raise CryptoError("mul: the second operand must have 1 … len(x) bits")
+        bit = (lambda a, yi: self.and_known(yi, a)) if y_known else self.and_
+        acc = [bit(a, y[0]) for a in x]
+        for i in range(1, len(y)):
+            partial = [bit(a, y[i]) for a in x[:k - i]]
             acc = acc[:i] + self._add(acc[i:], partial, None)[0]
         return acc
 
@@ -222,17 +243,18 @@ def _double(x: int) -> int:
     return ((x << 1) & _MASK) ^ (0x87 if x >> 127 else 0)
 
 
-class _Hash:
-    """H(x, j) = π(σ(x) ⊕ j) ⊕ σ(x) with π = AES-128 under a public key; ECB only batches blocks."""
-
-    def __init__(self, key: bytes) -> None:
-        self._aes = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-
-    def __call__(self, *pairs: tuple[int, int]) -> list[int]:
-        sig = [_double(x) for x, _ in pairs]
-        blocks = b"".join((s ^ j).to_bytes(16, "little") for s, (_, j) in zip(sig, pairs))
-        enc = self._aes.update(blocks)
-        return [int.from_bytes(enc[16 * i:16 * i + 16], "little") ^ s for i, s in enumerate(sig)]
+def _hash_blocks(aes, sig: list[int], tweaks: list[int]) -> int:
+    """H(x_i, j_i) = π(σ(x_i) ⊕ j_i) ⊕ σ(x_i), π = AES-128 (ECB only batches blocks), for several blocks given
+    sig = [σ(x_i)] and tweaks = [j_i], with one AES call and one int ↔ bytes conversion each way: the results
+    packed little-endian, block i in bits 128·i … 128·i + 127 (the loops below unpack them)."""
+    x = 0
+    for i in range(len(sig) - 1, -1, -1):
+        x = (x << 128) | (sig[i] ^ tweaks[i])
+    enc = int.from_bytes(aes.update(x.to_bytes(16 * len(sig), "little")), "little")
+    s = 0
+    for i in range(len(sig) - 1, -1, -1):
+        s = (s << 128) | sig[i]
+    return enc ^ s
 
 
 def _label(x: int) -> bytes:
@@ -241,25 +263,36 @@ def _label(x: int) -> bytes:
 
 @dataclass(frozen=True)
 class GarbledCircuit:
-    """What the evaluator receives: circuit digest, public AES key, two ciphertexts per AND gate.
-    Encoding: digest (32) ‖ key (16) ‖ n u32 ‖ n × (T_G ‖ T_E)."""
+    """What the evaluator receives: circuit digest, public AES key, two ciphertexts per AND gate and one per
+    generator half-gate (GAND). Encoding: digest (32) ‖ key (16) ‖ n u32 ‖ n × (T_G ‖ T_E), then, only when
+    there are half-gates, h u32 ‖ h × T."""
 
     digest: bytes
     key: bytes
     tables: tuple[tuple[bytes, bytes], ...]
+    half_tables: tuple[bytes, ...] = ()
 
     def to_bytes(self) -> bytes:
-        return self.digest + self.key + struct.pack(">I", len(self.tables)) + b"".join(a + b for a, b in self.tables)
+        out = self.digest + self.key + struct.pack(">I", len(self.tables)) + b"".join(a + b for a, b in self.tables)
+        if self.half_tables:
+            out += struct.pack(">I", len(self.half_tables)) + b"".join(self.half_tables)
+        return out
 
     @classmethod
     def from_bytes(cls, data: bytes) -> GarbledCircuit:
         if not isinstance(data, (bytes, bytearray)) or len(data) < 52:
             raise CryptoError("garbled circuit: shorter than its header")
         (n,) = struct.unpack_from(">I", data, 48)
-        if len(data) != 52 + 32 * n:
-            raise CryptoError(f"garbled circuit: {n} tables need {52 + 32 * n} bytes, got {len(data)}")
+        end, half = 52 + 32 * n, ()
+        if len(data) > end + 4:
+            (h,) = struct.unpack_from(">I", data, end)
+            if h == 0 or len(data) != end + 4 + 16 * h:
+                raise CryptoError(f"garbled circuit: {h} half-gate tables need {end + 4 + 16 * h} bytes, got {len(data)}")
+            half = tuple(bytes(data[i:i + 16]) for i in range(end + 4, len(data), 16))
+        elif len(data) != end:
+            raise CryptoError(f"garbled circuit: {n} tables need {end} bytes, got {len(data)}")
         tables = tuple((bytes(data[52 + 32 * i:68 + 32 * i]), bytes(data[68 + 32 * i:84 + 32 * i])) for i in range(n))
-        return cls(bytes(data[:32]), bytes(data[32:48]), tables)
+        return cls(bytes(data[:32]), bytes(data[32:48]), tables, half)
 
 
 class Garbling:
@@ -297,31 +330,54 @@ class Garbling:
         return tuple(bits)
 
 
-def garble(circuit: Circuit) -> tuple[GarbledCircuit, Garbling]:
-    """Garble with free-XOR and half-gates (ZRE15 Fig. 2); fresh R, labels and AES key each call."""
+_HALF_TWEAK = 1 << 96
+"""Tweaks of generator half-gates: _HALF_TWEAK + h, never equal to an AND gate's 2t or 2t + 1."""
+
+
+def garble(circuit: Circuit, garbler_bits: Sequence[int] | None = None) -> tuple[GarbledCircuit, Garbling]:
+    """Garble with free-XOR and half-gates (ZRE15 Fig. 2); fresh R, labels and AES key each call. A circuit
+    with generator half-gates (GAND) needs the garbler's input bits: T = H(B₀) ⊕ H(B₁) ⊕ a·R and the
+    0-label H(B₀) ⊕ lsb(B₀)·T (ZRE15 §3.1), so the evaluator's H(B_b) ⊕ lsb(B_b)·T is the label of a ∧ b."""
+    known = {}
+    if circuit.half_count:
+        if garbler_bits is None:
+            raise CryptoError("garble: a circuit with generator half-gates needs the garbler's input bits")
+        check_bits(garbler_bits, len(circuit.garbler_inputs), "garbler input")
+        known = dict(zip(circuit.garbler_inputs, garbler_bits))
     R = secrets.randbits(128) | 1  # lsb(R) = 1: the point-and-permute bit of a label is its lsb
     zero = [0] * circuit.n_wires
     for w in (*circuit.garbler_inputs, *circuit.evaluator_inputs, *(w for w, _ in circuit.constants)):
         zero[w] = secrets.randbits(128)
     key = secrets.token_bytes(16)
-    H, tables, j = _Hash(key), [], 0
-    for g in circuit.gates:
-        if g.op == "XOR":
-            zero[g.out] = zero[g.a] ^ zero[g.b]
-        elif g.op == "INV":
-            zero[g.out] = zero[g.a] ^ R
+    aes, tables, half, j = Cipher(algorithms.AES(key), modes.ECB()).encryptor(), [], [], 0
+    sR = _double(R)  # σ is linear: σ(A ⊕ R) = σ(A) ⊕ σ(R)
+    for op, a, b, out in circuit.flat:
+        if op == 0:  # XOR
+            zero[out] = zero[a] ^ zero[b]
+        elif op == 2:  # INV
+            zero[out] = zero[a] ^ R
+        elif op == 3:  # GAND: generator half-gate, a known to the garbler
+            B0, t = zero[b], _HALF_TWEAK + len(half)
+            sB = _double(B0)
+            h = _hash_blocks(aes, [sB, sB ^ sR], [t, t])
+            hB0 = h & _MASK
+            T = hB0 ^ (h >> 128) ^ (R if known[a] else 0)
+            zero[out] = hB0 ^ (T if B0 & 1 else 0)
+            half.append(_label(T))
         else:
-            A0, B0 = zero[g.a], zero[g.b]
-            A1, B1, pa, pb = A0 ^ R, B0 ^ R, A0 & 1, B0 & 1
-            hA0, hA1, hB0, hB1 = H((A0, j), (A1, j), (B0, j + 1), (B1, j + 1))
+            A0, B0 = zero[a], zero[b]
+            pa, pb = A0 & 1, B0 & 1
+            sA, sB = _double(A0), _double(B0)
+            h = _hash_blocks(aes, [sA, sA ^ sR, sB, sB ^ sR], [j, j, j + 1, j + 1])
+            hA0, hA1, hB0, hB1 = h & _MASK, (h >> 128) & _MASK, (h >> 256) & _MASK, h >> 384
             TG = hA0 ^ hA1 ^ (R if pb else 0)  # generator half: a ∧ p_b
             WG = hA0 ^ (TG if pa else 0)
             TE = hB0 ^ hB1 ^ A0  # evaluator half: a ∧ (b ⊕ p_b)
             WE = hB0 ^ ((TE ^ A0) if pb else 0)
-            zero[g.out] = WG ^ WE
+            zero[out] = WG ^ WE
             tables.append((_label(TG), _label(TE)))
             j += 2
-    return GarbledCircuit(circuit.digest(), key, tuple(tables)), Garbling(circuit, R, zero)
+    return GarbledCircuit(circuit.digest(), key, tuple(tables), tuple(half)), Garbling(circuit, R, zero)
 
 
 def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[bytes],
@@ -330,8 +386,9 @@ def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[byte
     output labels, which only the garbler can decode. A circuit/size mismatch is a CryptoError."""
     if gc.digest != circuit.digest():
         raise CryptoError("garbled circuit: it was garbled from a different circuit")
-    if len(gc.tables) != circuit.and_count:
-        raise CryptoError(f"garbled circuit: {circuit.and_count} AND tables expected, got {len(gc.tables)}")
+    if len(gc.tables) != circuit.and_count or len(gc.half_tables) != circuit.half_count:
+        raise CryptoError(f"garbled circuit: {circuit.and_count} AND tables and {circuit.half_count} half-gate "
+                          f"tables expected, got {len(gc.tables)} and {len(gc.half_tables)}")
     fixed = (*circuit.garbler_inputs, *(w for w, _ in circuit.constants))
     for labels, wires, what in ((garbler_labels, fixed, "garbler"),
                                 (evaluator_labels, circuit.evaluator_inputs, "evaluator")):
@@ -340,16 +397,23 @@ def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[byte
     W = [0] * circuit.n_wires
     for w, x in zip((*fixed, *circuit.evaluator_inputs), (*garbler_labels, *evaluator_labels)):
         W[w] = int.from_bytes(x, "little")
-    H, t = _Hash(gc.key), 0
-    for g in circuit.gates:
-        if g.op == "XOR":
-            W[g.out] = W[g.a] ^ W[g.b]
-        elif g.op == "INV":
-            W[g.out] = W[g.a]  # the garbler flipped the meaning (0-label ⊕ R)
+    aes, t, hi = Cipher(algorithms.AES(gc.key), modes.ECB()).encryptor(), 0, 0
+    tables = gc.tables
+    for op, a, b, out in circuit.flat:
+        if op == 0:  # XOR
+            W[out] = W[a] ^ W[b]
+        elif op == 2:  # INV
+            W[out] = W[a]  # the garbler flipped the meaning (0-label ⊕ R)
+        elif op == 3:  # GAND
+            Wb = W[b]
+            h = _hash_blocks(aes, [_double(Wb)], [_HALF_TWEAK + hi])
+            W[out] = h ^ (int.from_bytes(gc.half_tables[hi], "little") if Wb & 1 else 0)
+            hi += 1
         else:
-            Wa, Wb = W[g.a], W[g.b]
-            TG, TE = (int.from_bytes(x, "little") for x in gc.tables[t])
-            hA, hB = H((Wa, 2 * t), (Wb, 2 * t + 1))
-            W[g.out] = hA ^ (TG if Wa & 1 else 0) ^ hB ^ ((TE ^ Wa) if Wb & 1 else 0)
+            Wa, Wb = W[a], W[b]
+            tg, te = tables[t]
+            h = _hash_blocks(aes, [_double(Wa), _double(Wb)], [2 * t, 2 * t + 1])
+            W[out] = (h & _MASK) ^ (int.from_bytes(tg, "little") if Wa & 1 else 0) ^ (h >> 128) ^ (
+                (int.from_bytes(te, "little") ^ Wa) if Wb & 1 else 0)
             t += 1
     return [_label(W[w]) for w in circuit.outputs]

@@ -26,9 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import gmpy2
+import nacl.bindings as nacl
 from gmpy2 import mpz
 
 from ..errors import CryptoError
+from ._common import thread_map
 
 EXPONENT_BITS = 256
 MAX_TRANSFERS = 1 << 20
@@ -103,6 +105,27 @@ class OTGroup:
     def C(self) -> mpz:
         return _nothing_up_my_sleeve(self)
 
+    # group operations in the notation of the module docstring (multiplicative)
+    def base(self, k) -> mpz:
+        return gmpy2.powmod(self.g, k, self.p)
+
+    def power(self, y, k) -> mpz:
+        return gmpy2.powmod(y, k, self.p)
+
+    def mul(self, a, b) -> mpz:
+        return a * b % self.p
+
+    def powers(self, ys, k, what: str) -> list:
+        """[y^k for y in ys], each y checked to be in G first."""
+        return [self.power(self.check(y, f"{what}_{j}"), k) for j, y in enumerate(ys)]
+
+    @staticmethod
+    def many(fn, items) -> list:
+        return [fn(x) for x in items]
+
+    def div(self, a, b) -> mpz:
+        return a * gmpy2.invert(b, self.p) % self.p
+
 
 def _group(gid: int, name: str, hex_lines: tuple[str, ...], security_bits: int) -> OTGroup:
     return OTGroup(gid, name, mpz("".join(hex_lines), 16), mpz(2), security_bits)
@@ -110,7 +133,77 @@ def _group(gid: int, name: str, hex_lines: tuple[str, ...], security_bits: int) 
 
 MODP_2048 = _group(1, "modp2048", _MODP_2048, 112)
 MODP_3072 = _group(2, "modp3072", _MODP_3072, 128)
-GROUPS = {g.gid: g for g in (MODP_2048, MODP_3072)}
+
+
+class EdwardsGroup:
+    """The prime-order subgroup (order ℓ ≈ 2^252, 128-bit security) of edwards25519 through libsodium
+    (``nacl.bindings``), written multiplicatively like ``OTGroup``: ``power`` is scalar multiplication,
+    ``mul``/``div`` point addition/subtraction. Elements are 32-byte canonical encodings. libsodium's
+    ``crypto_scalarmult_ed25519_noclamp`` refuses (here: CryptoError) any point that is not canonical,
+    not on the curve, of small order or outside the prime-order subgroup, so every exponentiation of a
+    received element is also its membership check. Chou–Orlandi ("The simplest protocol for OT",
+    LATINCRYPT 2015) run their OT on this curve, as seed 004 §9 does; the two-message form here is the
+    Naor–Pinkas one of the module docstring, on the same group. C = Elligator 2 map of a hash
+    (``crypto_core_ed25519_from_uniform``, cofactor cleared): nobody knows its logarithm."""
+
+    gid = 3
+    name = "edwards25519"
+    security_bits = 128
+    element_bytes = 32
+
+    def check(self, y, what: str) -> bytes:
+        if not isinstance(y, (bytes, bytearray)) or len(y) != 32 or not nacl.crypto_core_ed25519_is_valid_point(bytes(y)):
+            raise CryptoError(f"OT: {what} is not an element of the {self.name} group")
+        return bytes(y)
+
+    def encode(self, y) -> bytes:
+        return bytes(y)
+
+    def decode(self, data: bytes, what: str) -> bytes:
+        if len(data) != 32:
+            raise CryptoError(f"OT: {what} is not an element of the {self.name} group")
+        return bytes(data)  # validated by the first ``power`` (module docstring of the class)
+
+    def random_exponent(self) -> bytes:
+        while True:  # uniform mod ℓ from 512 random bits; never 0
+            k = nacl.crypto_core_ed25519_scalar_reduce(secrets.token_bytes(64))
+            if any(k):
+                return k
+
+    @property
+    def C(self) -> bytes:
+        if self.gid not in _C_CACHE:
+            seed = hashlib.shake_256(_DOMAIN + b"/C/" + self.name.encode()).digest(32)
+            _C_CACHE[self.gid] = self.check(nacl.crypto_core_ed25519_from_uniform(seed), "C")
+        return _C_CACHE[self.gid]
+
+    def base(self, k) -> bytes:
+        return nacl.crypto_scalarmult_ed25519_base_noclamp(k)
+
+    def power(self, y, k) -> bytes:
+        try:
+            return nacl.crypto_scalarmult_ed25519_noclamp(k, y)
+        except (RuntimeError, ValueError, TypeError) as e:  # libsodium refused y: not in the group
+            raise CryptoError(f"OT: a point is not an element of the {self.name} group ({e})") from None
+
+    def powers(self, ys, k, what: str) -> list:
+        """[y^k for y in ys]; ``power`` checks membership."""
+        return self.many(lambda y: self.power(y, k), ys)
+
+    @staticmethod
+    def many(fn, items) -> list:
+        """[fn(x) for x in items] on two threads (libsodium runs outside the GIL: cffi releases it)."""
+        return thread_map(lambda chunk: [fn(x) for x in chunk], list(items), 2)
+
+    def mul(self, a, b) -> bytes:
+        return nacl.crypto_core_ed25519_add(a, b)
+
+    def div(self, a, b) -> bytes:
+        return nacl.crypto_core_ed25519_sub(a, b)
+
+
+ED25519 = EdwardsGroup()
+GROUPS = {g.gid: g for g in (MODP_2048, MODP_3072, ED25519)}
 
 _C_CACHE: dict[int, mpz] = {}
 
@@ -216,9 +309,9 @@ class OTReceiver:
         _check_count(len(choices), "a batch")
         self.group, self._choices = group, tuple(choices)
         self._k = [group.random_exponent() for _ in choices]
-        C, p = group.C, group.p
-        pk_sigma = [gmpy2.powmod(group.g, k, p) for k in self._k]
-        self._pk0 = tuple(y if c == 0 else C * gmpy2.invert(y, p) % p for y, c in zip(pk_sigma, self._choices))
+        C = group.C
+        pk_sigma = group.many(group.base, self._k)
+        self._pk0 = tuple(y if c == 0 else group.div(C, y) for y, c in zip(pk_sigma, self._choices))
 
     def request(self) -> OTRequest:
         if self._k is None:
@@ -236,8 +329,9 @@ class OTReceiver:
         g, R, m = self.group, self.group.check(response.R, "R"), response.message_bytes
         if any(len(e) != m for pair in response.ciphertexts for e in pair):
             raise CryptoError("OT: the response's messages differ in length")
-        out = [_xor(pair[c], _pad(g, j, c, pk0, R, gmpy2.powmod(R, k, g.p), m))
-               for j, (pair, c, pk0, k) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, self._k))]
+        keys = g.many(lambda k: g.power(R, k), self._k)
+        out = [_xor(pair[c], _pad(g, j, c, pk0, R, key, m))
+               for j, (pair, c, pk0, key) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, keys))]
         self._k = None  # single use: the exponents are the receiver's only secret
         return out
 
@@ -259,12 +353,12 @@ class OTSender:
         if len(lengths) != 1 or not 0 < next(iter(lengths)) <= MAX_MESSAGE_BYTES:
             raise CryptoError(f"OT: all messages must have one length of 1..{MAX_MESSAGE_BYTES} bytes")
         (m,) = lengths
-        pk0s = [g.check(y, f"PK_{j},0") for j, y in enumerate(request.pk0)]
-        C, p, r = g.C, g.p, g.random_exponent()
-        R, Cr = gmpy2.powmod(g.g, r, p), gmpy2.powmod(C, r, p)
+        pk0s = request.pk0
+        C, r = g.C, g.random_exponent()
+        R, Cr = g.base(r), g.power(C, r)
+        keys0 = g.powers(pk0s, r, "PK_j,0")  # each PK_{j,0} checked to be in G: a bad one refuses the request
         pairs = []
-        for j, (pk0, (m0, m1)) in enumerate(zip(pk0s, messages)):
-            k0 = gmpy2.powmod(pk0, r, p)
-            k1 = Cr * gmpy2.invert(k0, p) % p  # PK_{j,1}^r = C^r / PK_{j,0}^r: one exponentiation per transfer
+        for j, (pk0, k0, (m0, m1)) in enumerate(zip(pk0s, keys0, messages)):
+            k1 = g.div(Cr, k0)  # PK_{j,1}^r = C^r / PK_{j,0}^r: one exponentiation per transfer
             pairs.append((_xor(m0, _pad(g, j, 0, pk0, R, k0, m)), _xor(m1, _pad(g, j, 1, pk0, R, k1, m))))
         return OTResponse(g, R, tuple(pairs))

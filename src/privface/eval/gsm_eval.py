@@ -51,7 +51,7 @@ def _run_chunk(params: GsmParams, variant: str, templates: dict[int, np.ndarray]
                 device.pi1_enrol(templates[i])
             else:
                 device.accept_enrolment(sp.enrol_unproven(device.unproven_enrol_request(templates[i])))
-            first = terminal.receive(device.first_message(), variant)
+            first = terminal.receive(device.first_message(), variant, reuse=True)
             enrolled_now = i
         ch, session = terminal.challenge(first, templates[j], variant)
         if variant == "pi1":

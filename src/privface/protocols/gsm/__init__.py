@@ -40,7 +40,7 @@ DESCRIPTION = {
                 "leakage": {"device": ["inner product ⟨u, w⟩"], "terminal": ["decision"]}},
         "pi2": {"status": "implemented (§6 Fig. 4), enrolment Π_en with the §8 proofs", "rounds": 4,
                 "leakage": {"device": ["decision"], "terminal": ["inner product ⟨u, w⟩", "decision"]}},
-        "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit + Naor–Pinkas OT)",
+        "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit + Naor–Pinkas OT on edwards25519)",
                 "rounds": 5, "leakage": {"device": ["decision"], "terminal": ["decision"]}},
     },
     "security_levels": [{"security_bits": 128, "paillier_modulus_bits": PAILLIER_BITS, "statistical_lambda": LAMBDA}],
@@ -56,6 +56,11 @@ DESCRIPTION = {
         "packing": "seed 004 §4 with the compact ternary layout (crypto/packing.py); n, d per variant",
         "signature": "Ed25519 over the first message m1 (provider → device → terminal), with expiry",
         "ip_max": "ζ² (Cauchy–Schwarz for norm-ζ templates)",
+        "ot": "Naor–Pinkas two-message OT on edwards25519 (libsodium): CDH, SHAKE-256 as a random oracle",
+        "garbling": "free-XOR + half-gates, generator half-gates for a·IP (a is the terminal's): AES-128 as an "
+                    "ideal permutation",
+        "device_randomness": "Π_en-Enc r = h^s mod N, s of ⌈|N|/2⌉ bits: DJN10 §4.2 short-exponent assumption "
+                             "(against the provider, who lacks the factorisation); every other r^N is uniform",
     },
     "enrolment": {"rounds": 2, "steps": ["enrol/start: epk, ⟦u_i⟧, Π_epk, Fig. 9 → Fig. 10 challenge",
                                          "enrol/finish: Fig. 10 response → signed m1"],

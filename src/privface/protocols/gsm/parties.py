@@ -20,9 +20,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ...crypto import packing
+from ...crypto._common import parallel_map, run_chunks
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
-from ...crypto.ot import OTRequest
+from ...crypto.ot import ED25519, OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
 from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
@@ -44,6 +45,9 @@ from . import zk
 PROTOCOL = "gsm"
 SIGNATURE_CONTEXT = b"privface/gsm/first-message/v1\x00"
 ENROL_CONTEXT = b"privface/gsm/enrol/v1\x00"
+OT_GROUP = ED25519
+"""Π3's OT group: the Naor–Pinkas OT of ``crypto.ot`` on edwards25519 (128-bit; seed 004 §9 runs Chou–Orlandi
+on Curve25519) — 32-byte elements and scalar multiplications instead of MODP exponentiations."""
 PROVIDER_PACKING = "pi3"
 """The provider packs for Π3, whose d also covers Π2 and Π1, so one signed m1 serves every variant."""
 
@@ -99,11 +103,11 @@ def enrol_context(subject_id: str, provider_key: Ed25519PublicKey) -> bytes:
 WINDOW_BITS = 4
 
 
-def window_tables(pk: PaillierPublicKey, cts: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    """c^0 … c^(2^WINDOW_BITS − 1) mod N² per ciphertext: built once per first message (it is reusable),
-    they cut the multiplications of ``packed_inner_product`` from ~m/2 to m/WINDOW_BITS per value."""
+def window_tables(pk: PaillierPublicKey, bases: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """b^0 … b^(2^WINDOW_BITS − 1) mod N² per base: built once per first message (it is reusable), they cut
+    the multiplications of ``packed_inner_product`` from ~m/2 to m/WINDOW_BITS per exponent."""
     N2, out = pk.nsquare, []
-    for c in cts:
+    for c in bases:
         row = [gmpy2.mpz(1), gmpy2.mpz(c)]
         for _ in range(2, 1 << WINDOW_BITS):
             row.append(row[-1] * c % N2)
@@ -111,30 +115,56 @@ def window_tables(pk: PaillierPublicKey, cts: Sequence[int]) -> tuple[tuple[int,
     return tuple(out)
 
 
-def packed_inner_product(pk: PaillierPublicKey, tables: Sequence[Sequence[int]], w: Sequence[int],
-                         pp: packing.PackingParams) -> int:
-    """⟦Σ_j u*_j·w*_j⟧ (Fig. 3 round 2 step 2) with w*_j = Encode₁(w_{jn+1..jn+n}), w_i ∈ Z_{2^m};
-    ``tables`` = ``window_tables`` of ⟦u*_1⟧…⟦u*_t⟧.
-
-    Σ_j u*_j·w*_j = Σ_i 2^(k·t_i)·Σ_j w_{j,i}·u*_j: per slot i one windowed multi-exponentiation
-    P_i = Π_j ⟦u*_j⟧^(w_{j,i}) with m-bit exponents, then Horner over the block positions t_i — far
-    fewer squarings than raising each ⟦u*_j⟧ to the long integer w*_j.
-    """
+def slot_bases(pk: PaillierPublicKey, cts: Sequence[int], pp: packing.PackingParams, count: int) -> list[int]:
+    """B_{j,i} = ⟦u*_j⟧^(2^(k·t_i)) = ⟦2^(k·t_i)·u*_j⟧ for the first ``count`` indices jn + i (seed 004 §4
+    Encode₁ block positions t_i): then Σ_j u*_j·w*_j = Σ_{j,i} w_{j,i}·2^(k·t_i)·u*_j is one product
+    Π B_{j,i}^(w_{j,i}) with m-bit exponents — the squarings of the Horner step move to ``Terminal.receive``."""
     N2, n, k, pos = pk.nsquare, pp.n, pp.k, pp.positions
-    top = -(-pp.m // WINDOW_BITS) * WINDOW_BITS
-    digit = (1 << WINDOW_BITS) - 1
-    slots = []
-    for i in range(n):
-        pairs = [(tables[j], int(w[j * n + i])) for j in range(len(tables)) if j * n + i < len(w) and w[j * n + i]]
+
+    def row(c) -> list:
+        b, out = gmpy2.powmod(c, 1 << (k * pos[0]), N2), []
+        for i in range(n):
+            out.append(b)
+            if i + 1 < n:
+                b = gmpy2.powmod(b, 1 << (k * (pos[i + 1] - pos[i])), N2)
+        return [out]
+
+    return [b for r in parallel_map(row, list(cts)) for b in r[0]][:count]
+
+
+def _windowed_product(pairs: Sequence[tuple[Sequence[int], int]], N2, bits: int):
+    """Π b^e mod N² over (window table of b, e) pairs, e < 2^bits: one squaring per window position for
+    all pairs together, one multiplication per non-zero window digit."""
+    top, digit, acc = -(-bits // WINDOW_BITS) * WINDOW_BITS, (1 << WINDOW_BITS) - 1, gmpy2.mpz(1)
+    for shift in range(top - WINDOW_BITS, -1, -WINDOW_BITS):
+        if acc != 1:
+            acc = gmpy2.powmod(acc, 1 << WINDOW_BITS, N2)
+        for table, e in pairs:
+            d = e >> shift & digit
+            if d:
+                acc = acc * table[d] % N2
+    return acc
+
+
+def packed_inner_product(pk: PaillierPublicKey, tables: Sequence[Sequence[int]], w: Sequence[int],
+                         pp: packing.PackingParams, *, per_slot: bool = False, workers: int | None = None) -> int:
+    """⟦Σ_j u*_j·w*_j⟧ (Fig. 3 round 2 step 2) with w*_j = Encode₁(w_{jn+1..jn+n}), w_i ∈ Z_{2^m}.
+
+    ``per_slot``: ``tables`` = ``window_tables`` of the ``slot_bases`` B_{j,i} (precomputed for a reused
+    m1), and the result is the single product Π B_{j,i}^(w_{j,i}), split over ``workers`` threads.
+    Otherwise ``tables`` = ``window_tables`` of ⟦u*_1⟧…⟦u*_t⟧: Σ_j u*_j·w*_j = Σ_i 2^(k·t_i)·Σ_j w_{j,i}·u*_j,
+    so per slot i one windowed product P_i = Π_j ⟦u*_j⟧^(w_{j,i}), then Horner over the block positions t_i
+    — far fewer squarings than raising each ⟦u*_j⟧ to the long integer w*_j.
+    """
+    N2, n, k, pos, m = pk.nsquare, pp.n, pp.k, pp.positions, pp.m
+    if per_slot:
+        pairs = [(t, int(e)) for t, e in zip(tables, w) if e]
         acc = gmpy2.mpz(1)
-        for shift in range(top - WINDOW_BITS, -1, -WINDOW_BITS):
-            if acc != 1:
-                acc = gmpy2.powmod(acc, 1 << WINDOW_BITS, N2)
-            for table, e in pairs:
-                d = e >> shift & digit
-                if d:
-                    acc = acc * table[d] % N2
-        slots.append(acc)
+        for part in run_chunks(lambda c: [_windowed_product(c, N2, m)], [pairs[i::2] for i in range(2)], workers):
+            acc = acc * part % N2
+        return acc
+    slots = [_windowed_product([(tables[j], int(w[j * n + i])) for j in range(len(tables))
+                                if j * n + i < len(w) and w[j * n + i]], N2, m) for i in range(n)]
     acc = slots[-1]
     for i in range(n - 2, -1, -1):
         acc = gmpy2.powmod(acc, 1 << (k * (pos[i + 1] - pos[i])), N2) * slots[i] % N2
@@ -162,8 +192,9 @@ class Device:
     """Holds its Paillier key pair (esk never leaves it) and its first message m1 (§5–§7)."""
 
     def __init__(self, subject_id: str, params: GsmParams = GsmParams(), *, keypair=None,
-                 provider_key: Ed25519PublicKey | None = None) -> None:
+                 provider_key: Ed25519PublicKey | None = None, workers: int | None = None) -> None:
         check_id(subject_id)
+        self.workers = workers
         self.subject_id = subject_id
         self.params = params
         if keypair is None:  # a Paillier–Blum key, as Π_epk (zk.prove_modulus) requires
@@ -240,8 +271,14 @@ class Device:
         return packing.PackingParams(self.params.m, m1.n, m1.d, self.params.lam, self.pk.bits - 1, self.params.layout)
 
     def _decode(self, value: int) -> int:
-        """Σ slots of Decode₂(Plr.Dec(esk, c)) mod 2^k (Fig. 3 round 3 step 1)."""
-        return packing.decode2_sum(self._packing(), self._sk.decrypt(ciphertext(self.pk, value)))
+        return self._decode_many(value)[0]
+
+    def _decode_many(self, *values: int) -> list[int]:
+        """Σ slots of Decode₂(Plr.Dec(esk, c)) mod 2^k per ciphertext (Fig. 3 round 3 step 1); the CRT halves
+        of all decryptions run on ``workers`` threads."""
+        pp = self._packing()
+        plain = self._sk.decrypt_many([ciphertext(self.pk, v) for v in values], workers=self.workers)
+        return [packing.decode2_sum(pp, x) for x in plain]
 
     def _check_challenge(self, ch: Challenge, variant: str) -> None:
         if ch.variant != VARIANT_IDS[variant]:
@@ -263,14 +300,16 @@ class Device:
     def pi3_inputs(self, ch: Challenge) -> tuple[int, int]:
         """Fig. 5 round 3 steps 1–2: X = J + pad and Y = a·J + b."""
         self._check_challenge(ch, "pi3")
-        return self._decode(ch.c_x), self._decode(ch.c_y)
+        X, Y = self._decode_many(ch.c_x, ch.c_y)
+        return X, Y
 
     def pi3_request(self, ch: Challenge) -> tuple[CompareRequest, Evaluator]:
         """Fig. 5 round 3 step 3: ot^rec ← OT.Round₁((X, Y) mod 2^w). Returns the message and this
         session's evaluator (its OT secrets)."""
         X, Y = self.pi3_inputs(ch)
         w = self.params.circuit_bits
-        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True)
+        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True, group=OT_GROUP,
+                                      a_bits=self.params.a_bits)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
     @staticmethod
@@ -294,6 +333,8 @@ class Enrolled:
     packing: packing.PackingParams
     pool: RnPool = field(repr=False, compare=False)
     tables: tuple = field(repr=False, compare=False, default=())
+    fold: int = field(repr=False, compare=False, default=1)
+    per_slot: bool = field(repr=False, compare=False, default=False)
 
 
 @dataclass
@@ -319,13 +360,19 @@ class Terminal:
     """Holds its measurement w only during a session; verifies m1 with the provider's Ed25519 key."""
 
     def __init__(self, params: GsmParams = GsmParams(), *, provider_key: Ed25519PublicKey | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, workers: int | None = None) -> None:
         self.params = params
         self.provider_key = provider_key
         self.clock = clock
+        self.workers = workers
 
-    def receive(self, m1: Template, variant: str) -> Enrolled:
-        """Round 1, terminal side (Fig. 4/5 round 2 step 1 for Π2/Π3: ⊥ unless Verify(vk, m1, σ) = 1)."""
+    def receive(self, m1: Template, variant: str, *, reuse: bool = False) -> Enrolled:
+        """Round 1, terminal side (Fig. 4/5 round 2 step 1 for Π2/Π3: ⊥ unless Verify(vk, m1, σ) = 1).
+
+        ``reuse``: the m1 will serve many sessions (§5: it is reusable), so precompute the ``slot_bases`` and
+        their window tables once — about t·k·t_n squarings here instead of per session. The rerandomising
+        r^N stay uniform (r ← Z*_N): the device knows the factorisation, so a short-exponent shortcut
+        (DJN10 §4.2) would not hide the terminal's secrets from a device that picked p − 1 smooth."""
         p, variant = self.params, check_variant(variant)
         check_id(m1.subject_id)
         pk = public_key(m1.pk_n, p)
@@ -345,15 +392,22 @@ class Terminal:
             raise ProtocolError(f"the first message must hold ⌈ℓ/n⌉ = {math.ceil(p.ell / m1.n)} ciphertexts")
         cts = tuple(int(ciphertext(pk, c).value) for c in m1.c_packed)
         c_sum = int(ciphertext(pk, m1.c_sum).value)
-        return Enrolled(m1.subject_id, pk, cts, c_sum, pp, RnPool(pk), window_tables(pk, cts))
+        N2 = pk.nsquare
+        # ⟦B − c·S_u⟧ = ⟦S_u⟧^(−c)·g^B: c = 2^(m−1) is short, so invert once instead of raising to N − c
+        fold = gmpy2.powmod(gmpy2.invert(c_sum, N2), p.offset, N2) * pk.plain_factor(p.s_max) % N2
+        bases = slot_bases(pk, cts, pp, p.ell) if reuse else cts
+        return Enrolled(m1.subject_id, pk, cts, c_sum, pp, RnPool(pk), window_tables(pk, bases), int(fold), reuse)
 
-    def _level2(self, e: Enrolled, w_shifted: list[int], s_w: int, a: int, shift: int) -> PaillierCiphertext:
-        """⟦Mask(a·z̃ + ρ̃)⟧ whose slots sum to a·J + shift (mod 2^k), with z̃ = Σ u*_j·w*_j + (B − c·S_u)
+    def _inner(self, e: Enrolled, w_shifted: list[int]):
+        """⟦z̃⟧ = ⟦Σ_j u*_j·w*_j + B − c·S_u⟧ (Fig. 3 round 2 steps 2–3), shared by both ciphertexts of Π3."""
+        z = packed_inner_product(e.pk, e.tables, w_shifted, e.packing, per_slot=e.per_slot, workers=self.workers)
+        return z * e.fold % e.pk.nsquare
+
+    def _level2(self, e: Enrolled, z, s_w: int, a: int, shift: int) -> PaillierCiphertext:
+        """⟦Mask(a·z̃ + ρ̃)⟧ whose slots sum to a·J + shift (mod 2^k), with ⟦z̃⟧ = ``_inner``
         (Fig. 3 round 2 steps 2–4; Fig. 4/5 with a and b or pad folded into the zero-sum shares)."""
         p, pk, pp = self.params, e.pk, e.packing
         N2, c, B = pk.nsquare, p.offset, p.s_max
-        z = packed_inner_product(pk, e.tables, w_shifted, pp)
-        z = z * gmpy2.powmod(e.c_sum, pk.n - c, N2) % N2 * pk.plain_factor(B) % N2  # + (B − c·S_u)
         if a != 1:
             z = gmpy2.powmod(z, a, N2)
         k0 = -B - c * s_w + p.ell * c * c + p.zeta**2  # Σ slots of z̃ + k0 = ⟨u′, w′⟩ − c·S_u − c·S_w + ℓc² + ζ² = J
@@ -366,16 +420,16 @@ class Terminal:
         if p.min_d(variant, e.packing.n) > e.packing.d:
             raise ProtocolError(f"this first message was validated for a weaker variant than {variant}")
         w_shifted = [x + p.offset for x in check_template(w, p)]
-        s_w = sum(w_shifted)
+        s_w, z = sum(w_shifted), self._inner(e, w_shifted)
         if variant == "pi1":
-            return Challenge(1, int(self._level2(e, w_shifted, s_w, 1, 0).value)), TerminalSession("pi1")
+            return Challenge(1, int(self._level2(e, z, s_w, 1, 0).value)), TerminalSession("pi1")
         a = 1 + secrets.randbelow(2**p.a_bits - 1)
         b = secrets.randbelow(2**p.b_bits)
-        cy = self._level2(e, w_shifted, s_w, a, b)
+        cy = self._level2(e, z, s_w, a, b)
         if variant == "pi2":
             return Challenge(2, int(cy.value)), TerminalSession("pi2", a, b)
         pad = secrets.randbelow(2**p.pad_bits)
-        cx = self._level2(e, w_shifted, s_w, 1, pad)
+        cx = self._level2(e, z, s_w, 1, pad)
         return Challenge(3, int(cx.value), int(cy.value)), TerminalSession("pi3", a, b, pad)
 
     @staticmethod
@@ -414,7 +468,7 @@ class Terminal:
             raise ProtocolError("this Π3 session already sent its garbled circuit")
         p, w = self.params, self.params.circuit_bits
         garbler = Garbler.gsm_pi3(w, session.pad % (1 << w), session.a, session.b % (1 << w),
-                                  p.threshold + p.zeta**2, ip_max=p.j_max)
+                                  p.threshold + p.zeta**2, ip_max=p.j_max, group=OT_GROUP, a_bits=p.a_bits)
         try:
             reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
         except CryptoError as e:
@@ -492,7 +546,9 @@ class ServiceProvider:
 
     def enrol_start(self, req: EnrolRequest, *, pool: RnPool | None = None) -> tuple[zk.NormChallenge, EnrolSession]:
         """Validate epk and ⟦u_i⟧, verify Π_epk (CGGMP20 Π^mod) and Fig. 9 (Fiat–Shamir, ``enrol_context``),
-        and issue the Fig. 10 challenge for y = ζ². Nothing is kept unless every check passes."""
+        and issue the Fig. 10 challenge for y = ζ². Nothing is kept unless every check passes. ``pool``: r^N
+        values computed ahead of time (uniform r: the device knows the factorisation, so no short-exponent
+        shortcut — it could pick p − 1 smooth and solve for α)."""
         pk, cts = self._statement(req)
         if not req.modulus_proof or not req.plaintext_proof:
             raise ProtocolError("enrolment needs the zero-knowledge proofs of §8 (Π_epk, Fig. 9)")

@@ -33,7 +33,7 @@ import gmpy2
 from gmpy2 import mpz
 
 from ...crypto._common import crt, multiexp, parallel_map, random_prime, random_unit
-from ...crypto.paillier import PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
+from ...crypto.paillier import OwnerShortExponentRn, PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
 from ...errors import CryptoError, PrivfaceError, ProtocolError
 from ...wire import Message, decode
 
@@ -255,12 +255,14 @@ def _ptxt_challenges(pk: PaillierPublicKey, cs: list, a, context: bytes) -> list
 
 def encrypt_with_witness(sk: PaillierPrivateKey, values, *, workers: int | None = 1
                          ) -> tuple[list[PaillierCiphertext], list[tuple[int, mpz]]]:
-    """Π_en-Enc: c_i = ⟦x_i; r_i⟧ = (1 + x_i N)·r_i^N mod N² (x_i taken mod N) and the witness (x_i mod N, r_i)."""
+    """Π_en-Enc: c_i = ⟦x_i; r_i⟧ = (1 + x_i N)·r_i^N mod N² (x_i taken mod N) and the witness (x_i mod N, r_i).
+    r_i = h^(s_i) with short s_i from fixed-base tables (``OwnerShortExponentRn``, DJN10 §4.2)."""
     pk = sk.public_key
+    source = OwnerShortExponentRn(sk)
 
     def encrypt(v):
         x = mpz(int(v)) % pk.n
-        r, rn = sk.random_r_rn()
+        r, rn = source.random_r_rn()
         return PaillierCiphertext._trusted(pk, pk.plain_factor(x) * rn % pk.nsquare), (int(x), r)
 
     rows = parallel_map(encrypt, values, workers)
