@@ -84,6 +84,16 @@ def test_fixed_norm_template_has_norm_zeta_and_follows_the_embedding(m, ell, see
         assert u @ x / (z * np.linalg.norm(x)) > 0.99
 
 
+def test_fixed_norm_template_shrinks_by_one_with_a_small_coordinate_among_zeros():
+    # hypothesis found it: r = −1 with the smallest non-zero coordinate 4 and the next ≈ 1.7·10^5 — only
+    # three zeros and the 4 (16 − 1 = 9 + 4 + 1 + 1) give the exact norm
+    rng = np.random.default_rng(144)
+    x = rng.normal(size=74)
+    x[rng.integers(0, 74, size=37)] = 0
+    u = fixed_norm_template(x, 24)
+    assert int(u @ u) == zeta(24) ** 2 and u @ x / (zeta(24) * np.linalg.norm(x)) > 0.99
+
+
 def test_fixed_norm_template_refuses_bad_input():
     for bad in (np.zeros(8), np.array([1.0, np.nan]), np.ones((2, 2))):
         with pytest.raises(TemplateError):

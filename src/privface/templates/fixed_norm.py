@@ -109,14 +109,25 @@ def _finish(u: np.ndarray, z: int, target: int) -> np.ndarray:
 
 
 def _four_squares(u: np.ndarray, z: int, r: int, windows=(8, 32, 96)) -> np.ndarray:
-    """u with its four smallest-magnitude coordinates a, b, c, d replaced by a′, b′, c′ within ±W of a, b, c
-    and d′ = √(a² + b² + c² + d² + r − a′² − b′² − c′²), the closest such solution (searched in numpy)."""
+    """u with its four smallest-magnitude coordinates a, b, c, d (when r < 0: the four smallest non-zero ones,
+    else three zeros and the smallest non-zero one) replaced by a′, b′, c′ within ±W of a, b, c and
+    d′ = √(a² + b² + c² + d² + r − a′² − b′² − c′²), the closest such solution (searched in numpy)."""
     order = np.argsort(np.abs(u), kind="stable")
-    if r < 0:  # the total must shrink: zeros cannot help, take the smallest non-zero coordinates
-        order = order[np.abs(u[order]) > 0]
-    idx = order[:4]
-    if idx.size < 4:
+    if u.size < 4:
         raise TemplateError("an exact-norm template needs at least 4 coordinates")
+    candidates = [order[:4]]
+    if r < 0:  # the total must shrink: take the smallest non-zero coordinates, or one of them and 3 zeros
+        nonzero, zero = order[np.abs(u[order]) > 0], order[u[order] == 0]
+        candidates = [nonzero[:4]] + ([np.concatenate([zero[:3], nonzero[:1]])] if zero.size >= 3 else [])
+    for idx in candidates:
+        if idx.size == 4:
+            found = _four_squares_at(u, z, r, idx, windows)
+            if found is not None:
+                return found
+    raise TemplateError(f"could not reach the exact squared norm ζ² = {z * z} (ℓ = {u.size})")
+
+
+def _four_squares_at(u: np.ndarray, z: int, r: int, idx: np.ndarray, windows) -> np.ndarray | None:
     a, b, c, d = (int(abs(u[i])) for i in idx)
     total = a * a + b * b + c * c + d * d + r
     for w in windows:
@@ -134,4 +145,4 @@ def _four_squares(u: np.ndarray, z: int, r: int, windows=(8, 32, 96)) -> np.ndar
             for pos, value in zip(idx, (A[i], B[j], C[k], D[i, j, k])):
                 out[pos] = value if u[pos] >= 0 else -value
             return out
-    raise TemplateError(f"could not reach the exact squared norm ζ² = {z * z} (ℓ = {u.size})")
+    return None
