@@ -1,0 +1,152 @@
+"""Persistent encrypted galleries (issue 7 §4–5): resumable block-atomic enrolment, identification from the
+stores, the sk kept in the key store only, and Ray-sharded IP_DB identical to single-process.
+
+Toy CKKS (N = 2048, insecure_test_params): idface-ckks d = 128, β = 15 holds 2048·11 templates per block and
+hers 1024, so small galleries still span several blocks (PART_BYTES is lowered to exercise multi-piece blocks).
+"""
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from privface.errors import TemplateError
+from privface.protocols.idface import plaintext_scores, t_alpha
+from privface.scale import gallery as gal
+from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify, key_server
+
+
+def _unit(n, d, seed):
+    x = np.random.default_rng(seed).standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    monkeypatch.setattr(gal, "PART_BYTES", 1 << 20)
+
+
+def _npy(tmp_path, x, name="emb"):
+    path = tmp_path / f"{name}.npy"
+    np.save(path, x.astype(np.float32))
+    return str(path)
+
+
+def _expected_idface(x, y, settings_tau=3):
+    s = plaintext_scores(t_alpha(x, 85), t_alpha(y, 15))
+    best = int(np.argmax(s))
+    return best if s[best] >= settings_tau else None
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_hers_resume_after_interruption_gives_the_same_gallery(tmp_path, small_parts):
+    x = _unit(2500, 128, 1)  # 3 blocks of ≤ 1024
+    src = NpySource([_npy(tmp_path, x)])
+    url = f"sqlite:///{tmp_path}/g.db"
+
+    def stop_after_first(b):
+        if b == 0:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        enrol(url, src, "hers", insecure_test_params=True, after_block=stop_after_first)
+    with pytest.raises(GalleryError, match="incomplete"):
+        Gallery(url)
+    first = sqlite3.connect(f"{tmp_path}/g.db").execute(
+        "SELECT record FROM records WHERE subject_id='block.000000'").fetchone()[0]
+    report = enrol(url, src, "hers", insecure_test_params=True)
+    assert (report.blocks, report.blocks_encrypted, report.blocks_skipped) == (3, 2, 1)
+    again = enrol(url, src, "hers", insecure_test_params=True)
+    assert (again.blocks_encrypted, again.blocks_skipped) == (0, 3)
+    g = Gallery(url)
+    assert sqlite3.connect(f"{tmp_path}/g.db").execute(
+        "SELECT record FROM records WHERE subject_id='block.000000'").fetchone()[0] == first
+    assert gallery_ids(g) == src.ids == [f"emb.{i}" for i in range(2500)]
+    blocks, _ = g.load_blocks()
+    assert [b.count for b in blocks] == [1024, 1024, 452]
+    for k in (0, 1500, 2499):  # each probe is its own template: the best cosine is 1 ≥ τ = 0.5
+        assert identify(x[k], url)["id"] == f"emb.{k}"
+    assert identify(_unit(1, 128, 99)[0], url)["id"] is None  # a stranger: best cosine ≈ 0.3 < 0.5
+
+
+def test_idface_gallery_answers_equal_plaintext_and_keys_stay_apart(tmp_path):
+    x = _unit(300, 128, 2)
+    url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"
+    src = NpySource([_npy(tmp_path, x[:200], "a"), _npy(tmp_path, x[200:], "b")])
+    rep = enrol(url, src, "idface-ckks", key_store_url=keys, insecure_test_params=True)
+    assert rep.beta == 15 and rep.blocks == 1 and rep.storage_bytes_per_identity > 0
+    rng = np.random.default_rng(3)
+    for k in (0, 150, 299):
+        y = x[k] + 0.3 * rng.standard_normal(128) / np.sqrt(128)
+        want = _expected_idface(x, y[None])
+        out = identify(y, url, key_store_url=keys)
+        assert out["id"] == (None if want is None else src.ids[want])
+    assert out["id"] is not None
+    # the gallery store holds no secret key; the key store holds no ciphertext
+    g_keys = {r[0] for r in sqlite3.connect(f"{tmp_path}/g.db").execute("SELECT subject_id FROM records")}
+    k_keys = {r[0] for r in sqlite3.connect(f"{tmp_path}/k.db").execute("SELECT subject_id FROM records")}
+    assert "sk" not in g_keys and k_keys == {"sk", "meta"}
+    with pytest.raises(GalleryError, match="key store"):  # default key store does not exist / is empty
+        identify(x[0], url)
+
+
+def test_changed_inputs_or_settings_are_refused(tmp_path):
+    x = _unit(40, 128, 4)
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", insecure_test_params=True)
+    with pytest.raises(GalleryError, match="ids_sha256|n"):
+        enrol(url, NpySource([_npy(tmp_path, x[:30], "other")]), "idface-ckks", insecure_test_params=True)
+    with pytest.raises(GalleryError, match="beta"):
+        enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", beta=31, insecure_test_params=True)
+    with pytest.raises(GalleryError, match="scheme"):
+        enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
+    with pytest.raises(TemplateError):
+        enrol(f"sqlite:///{tmp_path}/h.db", NpySource([_npy(tmp_path, _unit(5, 100, 0), "d100")]), "idface-ckks",
+              insecure_test_params=True)
+    with pytest.raises(GalleryError, match="--key-store"):
+        enrol("postgresql://nobody@localhost/x", NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
+
+
+def test_damaged_block_and_foreign_key_store_are_detected(tmp_path, small_parts):
+    x = _unit(100, 128, 5)
+    url, url2 = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/g2.db"
+    src = NpySource([_npy(tmp_path, x)])
+    enrol(url, src, "hers", insecure_test_params=True)
+    enrol(url2, src, "hers", insecure_test_params=True)
+    with pytest.raises(GalleryError, match="another gallery"):
+        key_server(Gallery(url), f"sqlite:///{tmp_path}/g2.keys.db")
+    db = sqlite3.connect(f"{tmp_path}/g.db")
+    rec = bytearray(db.execute("SELECT record FROM records WHERE subject_id='block.000000.part.0001'").fetchone()[0])
+    rec[7] ^= 1
+    db.execute("UPDATE records SET record=? WHERE subject_id='block.000000.part.0001'", (bytes(rec),))
+    db.commit()
+    with pytest.raises(GalleryError, match="damaged"):
+        Gallery(url).load_blocks()
+
+
+def test_ray_sharded_identify_equals_single_process(tmp_path):
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
+    from privface.scale import RayLocalServer
+
+    x = _unit(2500, 128, 6)
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
+    g = Gallery(url)
+    single, key = g.local_server(), key_server(g)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        sharded = RayLocalServer(g, workers=2)
+        assert len(sharded.shards) == 2 and sharded.ids == single.ids
+        for y in (x[7], x[2400], _unit(1, 128, 42)[0]):
+            a, b = single.identify_request(y[None]), sharded.identify_request(y[None])
+            assert np.array_equal(a.arrays, b.arrays) and a.counts == b.counts
+            assert single.resolve(key.decide(a)) == sharded.resolve(key.decide(b))
+        sharded.close()
+        out = identify(x[1234], url, ray="auto", workers=2)
+        assert out["id"] == "emb.1234" and out["shards"] == 2
+    finally:
+        ray.shutdown()
