@@ -6,6 +6,7 @@ hers 1024, so small galleries still span several blocks (PART_BYTES is lowered t
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
@@ -150,3 +151,52 @@ def test_ray_sharded_identify_equals_single_process(tmp_path):
         assert out["id"] == "emb.1234" and out["shards"] == 2
     finally:
         ray.shutdown()
+
+
+def _cli(*args, check=True):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "privface.cli", *args], capture_output=True, text=True, timeout=600)
+    if check:
+        assert r.returncode in (0, 1), r.stderr
+    return r
+
+
+def test_cli_gallery_enrol_and_identify_images(tmp_path):
+    """Face photos → hers gallery; a genuine altered copy is found, an unenrolled face is "no match"."""
+    from PIL import Image
+
+    from privface import demo_data
+
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    Image.open(demo_data.enrolled_photo()).convert("RGB").save(faces / "hopper.png")
+    Image.open(demo_data.impostor_photos()["astronaut (Eileen Collins)"]).convert("RGB").save(faces / "collins.png")
+    probe = tmp_path / "probe.png"
+    Image.fromarray(demo_data.altered_copies(demo_data.enrolled_photo())["mirrored, darker"]).save(probe)
+    url = f"sqlite:///{tmp_path}/g.db"
+    # τ = 0.95 cosine for dlib-resnet128 (demo photos: genuine ≥ 0.993, impostors ≤ 0.883)
+    rep = _cli("gallery", "enrol", "--scheme", "hers", "--gallery", url, "--tau", "0.95", "--insecure-test-params",
+               "--json", str(faces))
+    assert json.loads(rep.stdout)["n"] == 2
+    r = _cli("identify", "--gallery", url, "--scheme", "hers", str(probe))
+    assert r.returncode == 0 and r.stdout.splitlines()[0] == "hopper" and "ip_db_s" in r.stdout
+    r = _cli("identify", "--gallery", url, str(demo_data.impostor_photos()["cameraman"]))
+    assert r.returncode == 1 and r.stdout.splitlines()[0] == "no match"
+    r = _cli("identify", "--gallery", url, "--scheme", "idface-ckks", str(probe), check=False)
+    assert r.returncode == 2 and "enrolled with hers" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_gallery_npy_json(tmp_path):
+    x = _unit(50, 128, 8)
+    emb = _npy(tmp_path, x, "people")
+    np.save(tmp_path / "probe.npy", x[17:18])
+    url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/keys.db"
+    _cli("gallery", "enrol", "--scheme", "idface-ckks", "--gallery", url, "--key-store", keys,
+         "--insecure-test-params", "--json", emb)
+    out = json.loads(_cli("identify", "--gallery", url, "--key-store", keys, "--json",
+                          str(tmp_path / "probe.npy")).stdout)
+    assert out["id"] == "people.17" and out["accepted"] is True and out["scheme"] == "idface-ckks"
+    r = _cli("identify", "--server", "http://127.0.0.1:9", "--ray", "auto", str(tmp_path / "probe.npy"), check=False)
+    assert r.returncode == 2 and "go with --gallery" in r.stderr
