@@ -132,13 +132,14 @@ def test_damaged_block_and_foreign_key_store_are_detected(tmp_path, small_parts)
 def test_ray_sharded_identify_equals_single_process(tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
     from privface.scale import RayLocalServer
+    from privface.scale.sharded import init_ray
 
     x = _unit(2500, 128, 6)
     url = f"sqlite:///{tmp_path}/g.db"
     enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
     g = Gallery(url)
     single, key = g.local_server(), key_server(g)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    init_ray("auto", num_cpus=2)
     try:
         sharded = RayLocalServer(g, workers=2)
         assert len(sharded.shards) == 2 and sharded.ids == single.ids
