@@ -58,14 +58,14 @@ def test_hers_resume_after_interruption_gives_the_same_gallery(tmp_path, small_p
     with pytest.raises(GalleryError, match="incomplete"):
         Gallery(url)
     first = sqlite3.connect(f"{tmp_path}/g.db").execute(
-        "SELECT record FROM records WHERE subject_id='block.000000'").fetchone()[0]
+        "SELECT record FROM records WHERE subject_id='default.block.000000'").fetchone()[0]
     report = enrol(url, src, "hers", insecure_test_params=True)
     assert (report.blocks, report.blocks_encrypted, report.blocks_skipped) == (3, 2, 1)
     again = enrol(url, src, "hers", insecure_test_params=True)
     assert (again.blocks_encrypted, again.blocks_skipped) == (0, 3)
     g = Gallery(url)
     assert sqlite3.connect(f"{tmp_path}/g.db").execute(
-        "SELECT record FROM records WHERE subject_id='block.000000'").fetchone()[0] == first
+        "SELECT record FROM records WHERE subject_id='default.block.000000'").fetchone()[0] == first
     assert gallery_ids(g) == src.ids == [f"emb.{i}" for i in range(2500)]
     blocks, _ = g.load_blocks()
     assert [b.count for b in blocks] == [1024, 1024, 452]
@@ -90,7 +90,7 @@ def test_idface_gallery_answers_equal_plaintext_and_keys_stay_apart(tmp_path):
     # the gallery store holds no secret key; the key store holds no ciphertext
     g_keys = {r[0] for r in sqlite3.connect(f"{tmp_path}/g.db").execute("SELECT subject_id FROM records")}
     k_keys = {r[0] for r in sqlite3.connect(f"{tmp_path}/k.db").execute("SELECT subject_id FROM records")}
-    assert "sk" not in g_keys and k_keys == {"sk", "meta"}
+    assert not any(k.endswith(".sk") for k in g_keys) and k_keys == {"default.sk", "default.meta"}
     with pytest.raises(GalleryError, match="key store"):  # default key store does not exist / is empty
         identify(x[0], url)
 
@@ -121,9 +121,10 @@ def test_damaged_block_and_foreign_key_store_are_detected(tmp_path, small_parts)
     with pytest.raises(GalleryError, match="another gallery"):
         key_server(Gallery(url), f"sqlite:///{tmp_path}/g2.keys.db")
     db = sqlite3.connect(f"{tmp_path}/g.db")
-    rec = bytearray(db.execute("SELECT record FROM records WHERE subject_id='block.000000.part.0001'").fetchone()[0])
+    part = "default.block.000000.part.0001"
+    rec = bytearray(db.execute("SELECT record FROM records WHERE subject_id=?", (part,)).fetchone()[0])
     rec[7] ^= 1
-    db.execute("UPDATE records SET record=? WHERE subject_id='block.000000.part.0001'", (bytes(rec),))
+    db.execute("UPDATE records SET record=? WHERE subject_id=?", (bytes(rec), part))
     db.commit()
     with pytest.raises(GalleryError, match="damaged"):
         Gallery(url).load_blocks()
@@ -201,3 +202,36 @@ def test_cli_gallery_npy_json(tmp_path):
     assert out["id"] == "people.17" and out["accepted"] is True and out["scheme"] == "idface-ckks"
     r = _cli("identify", "--server", "http://127.0.0.1:9", "--ray", "auto", str(tmp_path / "probe.npy"), check=False)
     assert r.returncode == 2 and "go with --gallery" in r.stderr
+
+
+def test_named_galleries_share_a_store(tmp_path):
+    x, z = _unit(30, 128, 9), _unit(20, 128, 10)
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([_npy(tmp_path, x, "x")]), "hers", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, z, "z")]), "idface-ckks", insecure_test_params=True, name="second")
+    assert identify(x[3], url)["id"] == "x.3"
+    assert identify(z[4], url, name="second")["id"] == "z.4"
+    with pytest.raises(GalleryError, match="name"):
+        Gallery(url, "Bad Name")
+
+
+PG_URL = __import__("os").environ.get("PRIVFACE_TEST_PG_URL")
+
+
+@pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
+def test_postgres_gallery_resumes(tmp_path, small_parts):
+    import secrets
+
+    x = _unit(2100, 128, 11)  # 3 hers blocks, 2 pieces each
+    src = NpySource([_npy(tmp_path, x)])
+    name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
+
+    def stop(b):
+        if b == 1:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        enrol(PG_URL, src, "hers", key_store_url=keys, insecure_test_params=True, name=name, after_block=stop)
+    rep = enrol(PG_URL, src, "hers", key_store_url=keys, insecure_test_params=True, name=name)
+    assert (rep.blocks_encrypted, rep.blocks_skipped) == (1, 2)
+    assert identify(x[2050], PG_URL, key_store_url=keys, name=name)["id"] == "emb.2050"

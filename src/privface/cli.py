@@ -533,7 +533,7 @@ def cmd_gallery_enrol(a) -> int:
               file=sys.stderr)
     source = open_source(a.inputs, lambda: make_backend(**_spec(a)))
     report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
-                   insecure_test_params=a.insecure_test_params, progress=not a.json)
+                   insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name)
     _print(report.to_dict(), a.json)
     return 0
 
@@ -541,8 +541,9 @@ def cmd_gallery_enrol(a) -> int:
 def cmd_identify(a) -> int:
     """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
     if a.server:
-        if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers:
-            raise PrivfaceError("--scheme idface-ckks|hers, --key-store, --ray and --workers go with --gallery")
+        if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
+            raise PrivfaceError("--scheme idface-ckks|hers, --key-store, --name, --ray and --workers go with "
+                                "--gallery")
         return cmd_kolberg_client(a)
     import time
 
@@ -552,7 +553,8 @@ def cmd_identify(a) -> int:
         raise PrivfaceError(f"--gallery galleries use --scheme {' or '.join(GALLERY_SCHEMES)}")
     if a.workers is not None and (a.ray is None or a.workers < 1):
         raise PrivfaceError("--workers needs --ray and a positive count")
-    gallery_scheme = Gallery(a.gallery).settings.scheme
+    name = a.name or "default"
+    gallery_scheme = Gallery(a.gallery, name).settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
         raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
     face_ms = None
@@ -569,7 +571,7 @@ def cmd_identify(a) -> int:
         t = time.perf_counter()
         x = make_backend(**_spec(a)).embed(a.image)
         face_ms = round((time.perf_counter() - t) * 1000, 3)
-    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers)
+    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
     out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}}
     if face_ms is not None:
         out["face_ms"] = face_ms
@@ -834,6 +836,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ray", metavar="auto|ADDRESS", help="--gallery: shard the blocks over Ray workers "
                                                          "(auto: a local Ray; else a cluster address)")
     s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
+    s.add_argument("--name", help="--gallery: which gallery of the store (default: default)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_identify, protocol="kolberg")
 
@@ -849,6 +852,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tau", type=float, help="the key server's threshold (default: hers 0.5 cosine; "
                                              "idface ⌊min(α, β)/4⌋)")
     g.add_argument("--insecure-test-params", action="store_true", help="toy CKKS N = 2048: tests only")
+    g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
     g.add_argument("inputs", nargs="+", help=".npy embedding files (ids <stem>.<row>) or images / directories "
                                              "(ids: file stems)")
     _backend_args(g)

@@ -2,6 +2,8 @@
 
 Two stores, kept apart as the two servers are:
 
+Every key below is prefixed by the gallery's name (``default.meta`` …), so one store can hold several galleries.
+
 * the **gallery store** (S_local, ``--gallery URL``) holds, under protocol ``gallery``: ``meta`` (scheme,
   parameters, size, a digest of the id list), ``pk`` (the public lattice context) and, per block b,
   ``block.BBBBBB.part.PPPP`` (the block's ciphertext array in ≤ 32 MiB pieces) then ``block.BBBBBB`` (the
@@ -21,6 +23,7 @@ even read), so an interrupted enrolment resumes and ends with the same gallery a
 from __future__ import annotations
 
 import hashlib
+import re
 import json
 import os
 import sys
@@ -227,6 +230,16 @@ def _block_key(b: int) -> str:
     return f"block.{b:06d}"
 
 
+_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+
+
+def _k(name: str, key: str) -> str:
+    """The store subject id of ``key`` in gallery ``name`` (several galleries can share one store)."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise GalleryError(f"a gallery name is 1–64 characters of a–z 0–9 _ -, got {name!r}")
+    return f"{name}.{key}"
+
+
 # --------------------------------------------------------------------------------------------- enrolment
 @dataclass
 class EnrolReport:
@@ -256,7 +269,7 @@ def _progress(total: int, initial: int, enabled: bool):
 
 def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str | None = None,
           beta: int | None = None, tau: float | None = None, insecure_test_params: bool = False,
-          progress: bool = False, after_block=None) -> EnrolReport:
+          progress: bool = False, after_block=None, name: str = "default") -> EnrolReport:
     """Encrypt ``source`` into the gallery block by block; resume when the gallery already holds some blocks.
 
     A gallery made with other settings or other ids is refused (``GalleryError``), never mixed into.
@@ -272,18 +285,18 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     wanted = {"version": VERSION, "scheme": settings.scheme, "dim": settings.dim, "beta": settings.beta,
               "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": _ids_digest(ids)}
     with open_store(gallery_url) as local:
-        meta_raw = local.get(LOCAL, "meta")
+        meta_raw = local.get(LOCAL, _k(name, "meta"))
         if meta_raw is None:
             pub, sec = generate_lattice_keys(settings.lattice_params(), insecure_test_params=insecure_test_params)
             pk = pub.to_bytes()
             with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
-                keys.put(KEY, "sk", sec.secret_to_bytes())
-                keys.put(KEY, "meta", json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
+                keys.put(KEY, _k(name, "sk"), sec.secret_to_bytes())
+                keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
                                                   "tau": settings.default_tau() if tau is None else float(tau)}
                                                  ).encode())
-            local.put(LOCAL, "pk", pk)
+            local.put(LOCAL, _k(name, "pk"), pk)
             meta = dict(wanted, capacity=settings.public_scheme(pub).capacity)
-            local.put(LOCAL, "meta", json.dumps(meta).encode())
+            local.put(LOCAL, _k(name, "meta"), json.dumps(meta).encode())
         else:
             meta = _json(meta_raw, "gallery meta")
             differ = sorted(k for k in wanted if meta.get(k) != wanted[k])
@@ -292,14 +305,14 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                                    "use another --gallery to start afresh")
             if tau is not None:
                 raise GalleryError("--tau is fixed when the gallery is created")
-            pub = LatticePublicContext.from_bytes(local.get(LOCAL, "pk") or b"",
+            pub = LatticePublicContext.from_bytes(local.get(LOCAL, _k(name, "pk")) or b"",
                                                   insecure_test_params=insecure_test_params)
         public = settings.public_scheme(pub)
         cap = int(meta["capacity"])
         if cap != public.capacity:
             raise GalleryError("gallery meta disagrees with its public key (capacity)")
         nblocks = -(-len(ids) // cap)
-        done = [local.get(LOCAL, _block_key(b)) is not None for b in range(nblocks)]
+        done = [local.get(LOCAL, _k(name, _block_key(b))) is not None for b in range(nblocks)]
         bar = _progress(len(ids), sum(min(cap, len(ids) - b * cap) for b in range(nblocks) if done[b]), progress)
         encrypted = 0
         try:
@@ -308,7 +321,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                     continue
                 lo, hi = b * cap, min(len(ids), (b + 1) * cap)
                 block = public.enc_db(source.templates(lo, hi))
-                _put_block(local, b, _block_array(block), hi - lo, ids[lo:hi])
+                _put_block(local, name, b, _block_array(block), hi - lo, ids[lo:hi])
                 encrypted += 1
                 if bar is not None:
                     bar.update(hi - lo)
@@ -332,31 +345,31 @@ def _storage_bytes(settings: Settings, pub, nblocks: int) -> int:
     return int(nblocks * np.dtype(dtype).itemsize * int(np.prod(shape)))
 
 
-def _put_block(store, b: int, array: np.ndarray, count: int, ids: list[str]) -> None:
+def _put_block(store, name: str, b: int, array: np.ndarray, count: int, ids: list[str]) -> None:
     data = np.ascontiguousarray(array)
     raw = memoryview(data).cast("B")
     parts = max(1, -(-len(raw) // PART_BYTES))
     for p in range(parts):
-        store.put(LOCAL, f"{_block_key(b)}.part.{p:04d}", raw[p * PART_BYTES:(p + 1) * PART_BYTES])
+        store.put(LOCAL, _k(name, f"{_block_key(b)}.part.{p:04d}"), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
     commit = {"count": count, "dtype": str(data.dtype), "shape": list(data.shape), "parts": parts,
               "sha256": hashlib.sha256(raw).hexdigest(), "ids": ids}
-    store.put(LOCAL, _block_key(b), json.dumps(commit).encode())
+    store.put(LOCAL, _k(name, _block_key(b)), json.dumps(commit).encode())
 
 
 # -------------------------------------------------------------------------------------------- loading
 class Gallery:
     """S_local's view of a persisted gallery: settings, public scheme, block count; blocks load on demand."""
 
-    def __init__(self, gallery_url: str) -> None:
+    def __init__(self, gallery_url: str, name: str = "default") -> None:
         from ..crypto.lattice import LatticePublicContext
         from ..store import open_store
 
-        self.url = gallery_url
+        self.url, self.name = gallery_url, name
         with open_store(gallery_url) as local:
-            self.meta = _json(local.get(LOCAL, "meta"), f"gallery meta in {_redact(gallery_url)}")
+            self.meta = _json(local.get(LOCAL, _k(name, "meta")), f"gallery {name!r} meta in {_redact(gallery_url)}")
             if self.meta.get("version") != VERSION:
                 raise GalleryError("unsupported gallery version")
-            pk = local.get(LOCAL, "pk")
+            pk = local.get(LOCAL, _k(name, "pk"))
             if pk is None:
                 raise GalleryError("the gallery's public key is missing")
             self.settings = Settings(self.meta["scheme"], int(self.meta["dim"]), self.meta["beta"],
@@ -366,7 +379,7 @@ class Gallery:
             self.public = self.settings.public_scheme(self.public_context)
             self.n, self.capacity = int(self.meta["n"]), int(self.meta["capacity"])
             self.nblocks = -(-self.n // self.capacity)
-            missing = [b for b in range(self.nblocks) if local.get(LOCAL, _block_key(b)) is None]
+            missing = [b for b in range(self.nblocks) if local.get(LOCAL, _k(name, _block_key(b))) is None]
         if missing:
             raise GalleryError(f"the gallery is incomplete ({len(missing)} of {self.nblocks} blocks missing): "
                                "re-run the same `privface gallery enrol` to finish it")
@@ -382,7 +395,7 @@ class Gallery:
         blocks, ids = [], []
         with open_store(self.url) as local:
             for b in indices:
-                commit = _json(local.get(LOCAL, _block_key(b)), f"block {b} commit record")
+                commit = _json(local.get(LOCAL, _k(self.name, _block_key(b))), f"block {b} commit record")
                 count = commit.get("count")
                 expect = min(self.capacity, self.n - b * self.capacity)
                 if (commit.get("dtype") != dtype or commit.get("shape") != list(shape) or count != expect
@@ -392,7 +405,7 @@ class Gallery:
                 raw = memoryview(arr).cast("B")
                 pos = 0
                 for p in range(int(commit["parts"])):
-                    piece = local.get(LOCAL, f"{_block_key(b)}.part.{p:04d}")
+                    piece = local.get(LOCAL, _k(self.name, f"{_block_key(b)}.part.{p:04d}"))
                     if piece is None or pos + len(piece) > len(raw):
                         raise GalleryError(f"block {b}: piece {p} missing or too long")
                     raw[pos:pos + len(piece)] = piece
@@ -420,8 +433,8 @@ def key_server(gallery: Gallery, key_store_url: str | None = None):
     from ..store import open_store
 
     with open_store(key_store_url or default_key_store(gallery.url)) as keys:
-        meta = _json(keys.get(KEY, "meta"), "key store meta")
-        sk = keys.get(KEY, "sk")
+        meta = _json(keys.get(KEY, _k(gallery.name, "meta")), f"key store meta of gallery {gallery.name!r}")
+        sk = keys.get(KEY, _k(gallery.name, "sk"))
     if sk is None:
         raise GalleryError("the key store holds no secret key")
     if meta.get("pk_sha256") != hashlib.sha256(gallery.pk_bytes).hexdigest():
@@ -443,5 +456,5 @@ def gallery_ids(gallery: Gallery) -> list[str]:
     out = []
     with open_store(gallery.url) as local:
         for b in range(gallery.nblocks):
-            out.extend(_json(local.get(LOCAL, _block_key(b)), f"block {b} commit record")["ids"])
+            out.extend(_json(local.get(LOCAL, _k(gallery.name, _block_key(b))), f"block {b} commit record")["ids"])
     return out

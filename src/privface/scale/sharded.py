@@ -42,8 +42,8 @@ def init_ray(address: str = "auto", num_cpus: int | None = None):
 class _Shard:
     """A Ray actor's state: the public scheme and its blocks, loaded once."""
 
-    def __init__(self, url: str, indices: list[int]) -> None:
-        self.gallery = Gallery(url)
+    def __init__(self, url: str, name: str, indices: list[int]) -> None:
+        self.gallery = Gallery(url, name)
         self.blocks, _ = self.gallery.load_blocks(indices)
 
     def ready(self) -> int:
@@ -66,7 +66,7 @@ class RayLocalServer:
         workers = max(1, min(workers, gallery.nblocks))
         bounds = np.linspace(0, gallery.nblocks, workers + 1).round().astype(int)
         actor = ray.remote(num_cpus=1)(_Shard)
-        self.shards = [actor.remote(gallery.url, list(range(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
+        self.shards = [actor.remote(gallery.url, gallery.name, list(range(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
         self._ray = ray
         ray.get([s.ready.remote() for s in self.shards])  # every shard has loaded its blocks
 
@@ -88,13 +88,13 @@ class RayLocalServer:
 
 
 def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: str | None = None,
-             workers: int | None = None) -> dict:
+             workers: int | None = None, name: str = "default") -> dict:
     """One identification of a template against a persisted gallery: ``{"id": str | None, timings…}``.
 
-    ``ray``: None → in process; ``"auto"`` or a cluster address → blocks sharded over Ray actors.
+    ``name`` picks one of several galleries in the store. ``ray``: None → in process; ``"auto"`` or a cluster address → blocks sharded over Ray actors.
     """
     t = time.perf_counter()
-    gallery = Gallery(gallery_url)
+    gallery = Gallery(gallery_url, name)
     key = key_server(gallery, key_store_url)
     local = gallery.local_server() if ray is None else RayLocalServer(gallery, address=ray, workers=workers)
     load_s = time.perf_counter() - t
