@@ -521,6 +521,68 @@ def cmd_kolberg_client(a) -> int:
     return 1 if out.get("accepted") is False else 0
 
 
+GALLERY_SCHEMES = ("idface-ckks", "hers")
+
+
+def cmd_gallery_enrol(a) -> int:
+    from .faces.registry import make_backend
+    from .scale import enrol, open_source
+
+    if a.insecure_test_params:
+        print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
+              file=sys.stderr)
+    source = open_source(a.inputs, lambda: make_backend(**_spec(a)))
+    report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
+                   insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name)
+    _print(report.to_dict(), a.json)
+    return 0
+
+
+def cmd_identify(a) -> int:
+    """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
+    if a.server:
+        if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
+            raise PrivfaceError("--scheme idface-ckks|hers, --key-store, --name, --ray and --workers go with "
+                                "--gallery")
+        return cmd_kolberg_client(a)
+    import time
+
+    from .scale import Gallery, identify
+
+    if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
+        raise PrivfaceError(f"--gallery galleries use --scheme {' or '.join(GALLERY_SCHEMES)}")
+    if a.workers is not None and (a.ray is None or a.workers < 1):
+        raise PrivfaceError("--workers needs --ray and a positive count")
+    name = a.name or "default"
+    gallery_scheme = Gallery(a.gallery, name).settings.scheme
+    if a.scheme is not None and a.scheme != gallery_scheme:
+        raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
+    face_ms = None
+    if a.image.endswith(".npy"):
+        try:
+            x = np.load(a.image, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise PrivfaceError(f"cannot read {a.image}: {e}") from None
+        if x.size == 0 or x.ndim > 2 or (x.ndim == 2 and x.shape[0] != 1):
+            raise PrivfaceError(f"{a.image}: expected one embedding, got shape {x.shape}")
+    else:
+        from .faces.registry import make_backend
+
+        t = time.perf_counter()
+        x = make_backend(**_spec(a)).embed(a.image)
+        face_ms = round((time.perf_counter() - t) * 1000, 3)
+    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
+    out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if a.json:
+        _print(out, True)
+    else:
+        print(out["id"] if out["accepted"] else "no match")
+        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("id", "accepted")))
+    return 0 if out["accepted"] else 1
+
+
 def cmd_rotate_keys(a) -> int:
     """Admin: re-encrypt every kolberg reference in --db under a fresh key of the auth server (resumable)."""
     if a.protocol != "kolberg":
@@ -760,13 +822,42 @@ def build_parser() -> argparse.ArgumentParser:
     kolberg_args(s)
     s.set_defaults(func=cmd_revoke)
 
-    s = sub.add_parser("identify", help="kolberg over HTTP: who is this face? (exit 0 found, 1 nobody)")
-    s.add_argument("--server", required=True, help="the kolberg DB server's base URL")
-    s.add_argument("image", help="face photo")
+    s = sub.add_parser("identify", help="who is this face? kolberg over HTTP (--server) or a local encrypted "
+                                        "gallery (--gallery; hers / idface-ckks) (exit 0 found, 1 nobody)")
+    where = s.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", help="the kolberg DB server's base URL")
+    where.add_argument("--gallery", help="an encrypted gallery's store URL (made by `privface gallery enrol`)")
+    s.add_argument("image", help="face photo (--gallery: or a .npy file holding one embedding)")
     _backend_args(s)
-    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="the server's scheme (default bfv)")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", *GALLERY_SCHEMES],
+                   help="--server: the server's scheme (default bfv); --gallery: checked against the gallery's")
+    s.add_argument("--key-store", help="--gallery: the key server's store URL (default for sqlite:///g.db: "
+                                       "sqlite:///g.keys.db)")
+    s.add_argument("--ray", metavar="auto|ADDRESS", help="--gallery: shard the blocks over Ray workers "
+                                                         "(auto: a local Ray; else a cluster address)")
+    s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
+    s.add_argument("--name", help="--gallery: which gallery of the store (default: default)")
     s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_kolberg_client, protocol="kolberg")
+    s.set_defaults(func=cmd_identify, protocol="kolberg")
+
+    s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks; seed 003)")
+    gsub = s.add_subparsers(dest="gallery_cmd", required=True)
+    g = gsub.add_parser("enrol", help="encrypt embeddings (.npy) or face images into a gallery, block by block; "
+                                      "re-running resumes an interrupted enrolment")
+    g.add_argument("--scheme", required=True, choices=list(GALLERY_SCHEMES))
+    g.add_argument("--gallery", required=True, help="store URL for S_local's encrypted blocks, e.g. sqlite:///g.db")
+    g.add_argument("--key-store", help="store URL for S_key's secret key (default for sqlite:///g.db: "
+                                       "sqlite:///g.keys.db)")
+    g.add_argument("--beta", type=int, help="idface-ckks: query parameter β (default 63 for d = 512, 15 for 128)")
+    g.add_argument("--tau", type=float, help="the key server's threshold (default: hers 0.5 cosine; "
+                                             "idface ⌊min(α, β)/4⌋)")
+    g.add_argument("--insecure-test-params", action="store_true", help="toy CKKS N = 2048: tests only")
+    g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
+    g.add_argument("inputs", nargs="+", help=".npy embedding files (ids <stem>.<row>) or images / directories "
+                                             "(ids: file stems)")
+    _backend_args(g)
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(func=cmd_gallery_enrol)
 
     s = sub.add_parser("rotate-keys", help="admin: re-encrypt every stored reference under a fresh auth key "
                                            "(blind re-encryption, resumable; kolberg)")

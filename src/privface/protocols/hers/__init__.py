@@ -26,7 +26,8 @@ DESCRIPTION = {
                    "coeff_modulus_bits": list(HERS_CKKS.coeff_modulus_bits), "template_scale_bits": HERS_CKKS.scale_bits,
                    "query_scale_bits": QUERY_SCALE_BITS, "score_error_bound": HERS_ERROR},
     "steps": ["enrol (ENC_DB per block of 4096)", "identify (IP_DB → key server → index or reject)"],
-    "not_yet": ["wire messages / HTTP roles", "encrypted queries", "Ray sharding"],
+    "galleries": "persisted by privface.scale.gallery (block-atomic, resumable); Ray sharding in scale.sharded",
+    "not_yet": ["wire messages / HTTP roles", "encrypted queries"],
 }
 
 __all__ = ["CKKSScores", "DESCRIPTION", "Decision", "HERS", "HERSBlock", "HERSKey", "HERS_CKKS", "HERS_ERROR",

@@ -35,7 +35,9 @@ DESCRIPTION = {
     "parameters": {"sets": {d: {"alpha": a, "beta": list(b)} for d, (a, b) in PARAMETER_SETS.items()},
                    "base": "p = min(α, β) + 1"},
     "steps": ["enrol (T_α, Encode, ENC_DB)", "identify (T_β, IP_DB → key server → index or reject)"],
-    "not_yet": ["wire messages / HTTP roles", "LFW eval --protocol idface", "Ray sharding", "resumable enrolment"],
+    "galleries": "idface-ckks persisted by privface.scale.gallery (block-atomic, resumable); Ray sharding in "
+                 "scale.sharded",
+    "not_yet": ["wire messages / HTTP roles", "LFW eval --protocol idface", "persisted idface-paillier galleries"],
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",

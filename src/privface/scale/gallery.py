@@ -1,0 +1,460 @@
+"""Persistent encrypted galleries for hers / idface-ckks (seed 003 §3.2): resumable, block-atomic enrolment.
+
+Two stores, kept apart as the two servers are:
+
+Every key below is prefixed by the gallery's name (``default.meta`` …), so one store can hold several galleries.
+
+* the **gallery store** (S_local, ``--gallery URL``) holds, under protocol ``gallery``: ``meta`` (scheme,
+  parameters, size, a digest of the id list), ``pk`` (the public lattice context) and, per block b,
+  ``block.BBBBBB.part.PPPP`` (the block's ciphertext array in ≤ 32 MiB pieces) then ``block.BBBBBB`` (the
+  commit record: count, dtype, shape, SHA-256 of the array, the block's ids). A block exists only once its
+  commit record does, and that record is written after every piece, so a crash leaves whole blocks and
+  at most some orphan pieces that the re-run overwrites. Pieces keep every record far below the store's
+  64 MiB limit and let a 1M × 512 gallery (≈ 2.4 GB at β = 63) stream in and out of SQLite or PostgreSQL.
+* the **key store** (S_key, ``--key-store URL``; default for ``sqlite:///g.db``: ``sqlite:///g.keys.db``)
+  holds, under protocol ``gallery-key``: ``sk`` (the secret key), ``meta`` (τ and the SHA-256 of the public
+  context it belongs to). The gallery store never sees sk.
+
+Enrolment streams templates from a ``Source`` (``.npy`` rows or face images), encrypts block after block and
+commits each; re-running the same enrolment skips committed blocks (the templates of a skipped block are not
+even read), so an interrupted enrolment resumes and ends with the same gallery an uninterrupted one would hold
+(same ids, same answers). Templates are scaled to unit norm (HERS needs ‖x‖ ≤ 1; T_α ignores scale).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import PrivfaceError, TemplateError
+
+SCHEMES = ("idface-ckks", "hers")
+LOCAL, KEY = "gallery", "gallery-key"
+PART_BYTES = 32 << 20
+VERSION = 1
+TAU = {"hers": 0.5, "idface": 0.25}  # hers: cosine; idface: fraction of min(α, β) (as bench identify)
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".pgm", ".bmp", ".ppm", ".tif", ".tiff", ".webp"}
+
+
+class GalleryError(PrivfaceError):
+    """The gallery or key store is missing, damaged, mismatched, or the enrolment settings changed."""
+
+
+# --------------------------------------------------------------------------------------------- sources
+class Source:
+    """Templates in a fixed order: ``ids`` up front, ``templates(lo, hi)`` read lazily (unit rows, float64)."""
+
+    ids: list[str]
+    dim: int
+
+    def templates(self, lo: int, hi: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or not np.all(np.isfinite(x)):
+        raise TemplateError(f"templates must be a finite (count, d) array, got shape {x.shape}")
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    if np.any(norm == 0):
+        raise TemplateError("a template is the zero vector")
+    return x / norm
+
+
+class NpySource(Source):
+    """Rows of ``.npy`` files (memory-mapped, read per block); ids ``<file stem>.<row>``."""
+
+    def __init__(self, paths: list[str | os.PathLike]) -> None:
+        self.arrays, self.ids, self._starts = [], [], []
+        for p in paths:
+            try:
+                a = np.load(p, mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise GalleryError(f"cannot read embeddings {p}: {e}") from None
+            if a.ndim != 2 or a.shape[0] == 0 or not np.issubdtype(a.dtype, np.floating):
+                raise TemplateError(f"{p}: expected a non-empty (count, d) float array, got {a.dtype} {a.shape}")
+            if self.arrays and a.shape[1] != self.arrays[0].shape[1]:
+                raise TemplateError(f"{p}: d = {a.shape[1]}, the other files have d = {self.arrays[0].shape[1]}")
+            self._starts.append(len(self.ids))
+            self.arrays.append(a)
+            self.ids.extend(f"{Path(p).stem}.{i}" for i in range(a.shape[0]))
+        if not self.arrays:
+            raise GalleryError("no embeddings given")
+        self.dim = int(self.arrays[0].shape[1])
+
+    def templates(self, lo: int, hi: int) -> np.ndarray:
+        rows = []
+        for start, a in zip(self._starts, self.arrays):
+            a_lo, a_hi = max(lo - start, 0), min(hi - start, a.shape[0])
+            if a_lo < a_hi:
+                rows.append(np.asarray(a[a_lo:a_hi], dtype=np.float64))
+        return unit(np.concatenate(rows))
+
+
+class ImageSource(Source):
+    """Face images (files, or every image under a directory, sorted); id = the file stem; embedded per block."""
+
+    def __init__(self, paths: list[str | os.PathLike], backend) -> None:
+        files = []
+        for p in map(Path, paths):
+            if p.is_dir():
+                files.extend(sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_SUFFIXES))
+            elif p.is_file():
+                files.append(p)
+            else:
+                raise GalleryError(f"no such image or directory: {p}")
+        if not files:
+            raise GalleryError("no images found")
+        self.files, self.backend, self.dim = files, backend, int(backend.dim)
+        self.ids = [f.stem for f in files]
+
+    def templates(self, lo: int, hi: int) -> np.ndarray:
+        return unit(np.stack([self.backend.embed(str(f)) for f in self.files[lo:hi]]))
+
+
+def open_source(paths: list[str], backend_factory=None) -> Source:
+    """``.npy`` files → NpySource; otherwise images / directories → ImageSource (``backend_factory()``)."""
+    if paths and all(str(p).endswith(".npy") for p in paths):
+        return NpySource(paths)
+    if any(str(p).endswith(".npy") for p in paths):
+        raise GalleryError("give either .npy embedding files or images, not both")
+    if backend_factory is None:
+        from ..faces.registry import make_backend
+
+        backend_factory = make_backend
+    return ImageSource(paths, backend_factory())
+
+
+# ---------------------------------------------------------------------------------------- key material
+def default_key_store(gallery_url: str) -> str:
+    """``sqlite:///g.db`` → ``sqlite:///g.keys.db``; other URLs need an explicit key store."""
+    if gallery_url.startswith("sqlite:///") and gallery_url not in ("sqlite:///:memory:",):
+        path = gallery_url[len("sqlite:///"):]
+        base = path[:-3] if path.endswith(".db") else path
+        return f"sqlite:///{base}.keys.db"
+    raise GalleryError("give --key-store URL: the key server's store (sk) must be kept apart from the gallery")
+
+
+@dataclass(frozen=True)
+class Settings:
+    scheme: str
+    dim: int
+    beta: int | None
+    insecure_test_params: bool
+
+    def lattice_params(self):
+        from ..crypto.lattice import CKKS, LatticeParams
+        from ..protocols.hers import HERS_CKKS
+
+        if self.insecure_test_params:
+            return LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36)
+        return HERS_CKKS
+
+    def idface_params(self):
+        from ..protocols.idface import IDFaceParams
+
+        return IDFaceParams.for_dim(self.dim, self.beta)
+
+    def public_scheme(self, pub):
+        if self.scheme == "hers":
+            from ..protocols.hers import HERS
+
+            return HERS(pub, self.dim)
+        from ..protocols.idface import IDFaceCKKS
+
+        return IDFaceCKKS(pub, self.idface_params())
+
+    def secret_scheme(self, sec):
+        if self.scheme == "hers":
+            from ..protocols.hers import HERSKey
+
+            return HERSKey(sec)
+        from ..protocols.idface import IDFaceCKKSKey
+
+        return IDFaceCKKSKey(sec, self.idface_params())
+
+    def default_tau(self) -> float:
+        if self.scheme == "hers":
+            return TAU["hers"]
+        p = self.idface_params()
+        return float(int(TAU["idface"] * min(p.alpha, p.beta)))
+
+    def block_layout(self, pub) -> tuple[str, tuple[int, ...]]:
+        """The dtype and shape every stored block array of this scheme has."""
+        n = pub.n
+        if self.scheme == "hers":
+            return "uint32", (2, self.dim, 2 * n)
+        return "uint64", (2, self.dim, 2, 1, n)
+
+
+def _settings(scheme: str, dim: int, beta: int | None, insecure: bool) -> Settings:
+    if scheme not in SCHEMES:
+        raise GalleryError(f"--scheme must be one of {SCHEMES}, got {scheme!r}")
+    if scheme == "hers":
+        if beta is not None:
+            raise GalleryError("--beta applies to idface-ckks only")
+    else:
+        from ..protocols.idface import IDFaceParams
+
+        beta = IDFaceParams.for_dim(dim, beta).beta  # validates d and β
+    return Settings(scheme, dim, beta, insecure)
+
+
+def _ids_digest(ids: list[str]) -> str:
+    h = hashlib.sha256()
+    for i in ids:
+        h.update(i.encode() + b"\n")
+    return h.hexdigest()
+
+
+def _json(record: bytes | None, what: str) -> dict:
+    if record is None:
+        raise GalleryError(f"{what} is missing")
+    try:
+        out = json.loads(record)
+    except ValueError:
+        out = None
+    if not isinstance(out, dict):
+        raise GalleryError(f"{what} is damaged")
+    return out
+
+
+def _block_key(b: int) -> str:
+    return f"block.{b:06d}"
+
+
+_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+
+
+def _k(name: str, key: str) -> str:
+    """The store subject id of ``key`` in gallery ``name`` (several galleries can share one store)."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise GalleryError(f"a gallery name is 1–64 characters of a–z 0–9 _ -, got {name!r}")
+    return f"{name}.{key}"
+
+
+# --------------------------------------------------------------------------------------------- enrolment
+@dataclass
+class EnrolReport:
+    scheme: str
+    n: int
+    dim: int
+    beta: int | None
+    blocks: int
+    blocks_encrypted: int
+    blocks_skipped: int
+    templates_per_block: int
+    storage_bytes: int
+    storage_bytes_per_identity: float
+    enroll_s: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="tpl", desc="enrol", file=sys.stderr, disable=None)
+
+
+def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str | None = None,
+          beta: int | None = None, tau: float | None = None, insecure_test_params: bool = False,
+          progress: bool = False, after_block=None, name: str = "default") -> EnrolReport:
+    """Encrypt ``source`` into the gallery block by block; resume when the gallery already holds some blocks.
+
+    A gallery made with other settings or other ids is refused (``GalleryError``), never mixed into.
+    ``after_block(b)`` is called after block b is committed (tests interrupt enrolment with it).
+    """
+    from ..crypto.lattice import LatticePublicContext, generate_lattice_keys
+    from ..store import open_store
+
+    settings = _settings(scheme, source.dim, beta, insecure_test_params)
+    key_store_url = key_store_url or default_key_store(gallery_url)
+    t0 = time.perf_counter()
+    ids = source.ids
+    wanted = {"version": VERSION, "scheme": settings.scheme, "dim": settings.dim, "beta": settings.beta,
+              "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": _ids_digest(ids)}
+    with open_store(gallery_url) as local:
+        meta_raw = local.get(LOCAL, _k(name, "meta"))
+        if meta_raw is None:
+            pub, sec = generate_lattice_keys(settings.lattice_params(), insecure_test_params=insecure_test_params)
+            pk = pub.to_bytes()
+            with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
+                keys.put(KEY, _k(name, "sk"), sec.secret_to_bytes())
+                keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
+                                                  "tau": settings.default_tau() if tau is None else float(tau)}
+                                                 ).encode())
+            local.put(LOCAL, _k(name, "pk"), pk)
+            meta = dict(wanted, capacity=settings.public_scheme(pub).capacity)
+            local.put(LOCAL, _k(name, "meta"), json.dumps(meta).encode())
+        else:
+            meta = _json(meta_raw, "gallery meta")
+            differ = sorted(k for k in wanted if meta.get(k) != wanted[k])
+            if differ:
+                raise GalleryError(f"the gallery was enrolled with other settings or inputs ({', '.join(differ)}); "
+                                   "use another --gallery to start afresh")
+            if tau is not None:
+                raise GalleryError("--tau is fixed when the gallery is created")
+            pub = LatticePublicContext.from_bytes(local.get(LOCAL, _k(name, "pk")) or b"",
+                                                  insecure_test_params=insecure_test_params)
+        public = settings.public_scheme(pub)
+        cap = int(meta["capacity"])
+        if cap != public.capacity:
+            raise GalleryError("gallery meta disagrees with its public key (capacity)")
+        nblocks = -(-len(ids) // cap)
+        done = [local.get(LOCAL, _k(name, _block_key(b))) is not None for b in range(nblocks)]
+        bar = _progress(len(ids), sum(min(cap, len(ids) - b * cap) for b in range(nblocks) if done[b]), progress)
+        encrypted = 0
+        try:
+            for b in range(nblocks):
+                if done[b]:
+                    continue
+                lo, hi = b * cap, min(len(ids), (b + 1) * cap)
+                block = public.enc_db(source.templates(lo, hi))
+                _put_block(local, name, b, _block_array(block), hi - lo, ids[lo:hi])
+                encrypted += 1
+                if bar is not None:
+                    bar.update(hi - lo)
+                if after_block is not None:
+                    after_block(b)
+        finally:
+            if bar is not None:
+                bar.close()
+    storage = nblocks and _storage_bytes(settings, pub, nblocks)
+    return EnrolReport(settings.scheme, len(ids), settings.dim, settings.beta, nblocks, encrypted,
+                       nblocks - encrypted, cap, storage, round(storage / len(ids), 1),
+                       round(time.perf_counter() - t0, 3))
+
+
+def _block_array(block) -> np.ndarray:
+    return block.planes if hasattr(block, "planes") else block.data
+
+
+def _storage_bytes(settings: Settings, pub, nblocks: int) -> int:
+    dtype, shape = settings.block_layout(pub)
+    return int(nblocks * np.dtype(dtype).itemsize * int(np.prod(shape)))
+
+
+def _put_block(store, name: str, b: int, array: np.ndarray, count: int, ids: list[str]) -> None:
+    data = np.ascontiguousarray(array)
+    raw = memoryview(data).cast("B")
+    parts = max(1, -(-len(raw) // PART_BYTES))
+    for p in range(parts):
+        store.put(LOCAL, _k(name, f"{_block_key(b)}.part.{p:04d}"), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
+    commit = {"count": count, "dtype": str(data.dtype), "shape": list(data.shape), "parts": parts,
+              "sha256": hashlib.sha256(raw).hexdigest(), "ids": ids}
+    store.put(LOCAL, _k(name, _block_key(b)), json.dumps(commit).encode())
+
+
+# -------------------------------------------------------------------------------------------- loading
+class Gallery:
+    """S_local's view of a persisted gallery: settings, public scheme, block count; blocks load on demand."""
+
+    def __init__(self, gallery_url: str, name: str = "default") -> None:
+        from ..crypto.lattice import LatticePublicContext
+        from ..store import open_store
+
+        self.url, self.name = gallery_url, name
+        with open_store(gallery_url) as local:
+            self.meta = _json(local.get(LOCAL, _k(name, "meta")), f"gallery {name!r} meta in {_redact(gallery_url)}")
+            if self.meta.get("version") != VERSION:
+                raise GalleryError("unsupported gallery version")
+            pk = local.get(LOCAL, _k(name, "pk"))
+            if pk is None:
+                raise GalleryError("the gallery's public key is missing")
+            self.settings = Settings(self.meta["scheme"], int(self.meta["dim"]), self.meta["beta"],
+                                     bool(self.meta["insecure_test_params"]))
+            self.pk_bytes = pk
+            self.public_context = LatticePublicContext.from_bytes(pk, insecure_test_params=self.settings.insecure_test_params)
+            self.public = self.settings.public_scheme(self.public_context)
+            self.n, self.capacity = int(self.meta["n"]), int(self.meta["capacity"])
+            self.nblocks = -(-self.n // self.capacity)
+            missing = [b for b in range(self.nblocks) if local.get(LOCAL, _k(name, _block_key(b))) is None]
+        if missing:
+            raise GalleryError(f"the gallery is incomplete ({len(missing)} of {self.nblocks} blocks missing): "
+                               "re-run the same `privface gallery enrol` to finish it")
+
+    def load_blocks(self, indices=None) -> tuple[list, list[list[str]]]:
+        """(blocks, ids per block) for the given block indices (default: all), verified against their commits."""
+        from ..protocols.hers.scheme import HERSBlock
+        from ..protocols.idface.ckks import CKKSBlock
+        from ..store import open_store
+
+        dtype, shape = self.settings.block_layout(self.public_context)
+        indices = range(self.nblocks) if indices is None else indices
+        blocks, ids = [], []
+        with open_store(self.url) as local:
+            for b in indices:
+                commit = _json(local.get(LOCAL, _k(self.name, _block_key(b))), f"block {b} commit record")
+                count = commit.get("count")
+                expect = min(self.capacity, self.n - b * self.capacity)
+                if (commit.get("dtype") != dtype or commit.get("shape") != list(shape) or count != expect
+                        or not isinstance(commit.get("ids"), list) or len(commit["ids"]) != count):
+                    raise GalleryError(f"block {b} commit record does not match the gallery")
+                arr = np.empty(shape, dtype=dtype)
+                raw = memoryview(arr).cast("B")
+                pos = 0
+                for p in range(int(commit["parts"])):
+                    piece = local.get(LOCAL, _k(self.name, f"{_block_key(b)}.part.{p:04d}"))
+                    if piece is None or pos + len(piece) > len(raw):
+                        raise GalleryError(f"block {b}: piece {p} missing or too long")
+                    raw[pos:pos + len(piece)] = piece
+                    pos += len(piece)
+                if pos != len(raw) or hashlib.sha256(raw).hexdigest() != commit["sha256"]:
+                    raise GalleryError(f"block {b} is damaged (length or SHA-256 differs from its commit)")
+                blocks.append(HERSBlock(arr, count) if self.settings.scheme == "hers" else CKKSBlock(arr, count))
+                ids.append(commit["ids"])
+        return blocks, ids
+
+    def local_server(self):
+        """A ``LocalServer`` holding every block (single process)."""
+        from ..protocols.hers import LocalServer
+
+        local = LocalServer(self.public)
+        local.blocks, ids = self.load_blocks()
+        local.ids = [i for chunk in ids for i in chunk]
+        return local
+
+
+def key_server(gallery: Gallery, key_store_url: str | None = None):
+    """S_key for ``gallery``: its sk from the key store (checked against the gallery's public key) and τ."""
+    from ..crypto.lattice import LatticeSecretContext
+    from ..protocols.hers import KeyServer
+    from ..store import open_store
+
+    with open_store(key_store_url or default_key_store(gallery.url)) as keys:
+        meta = _json(keys.get(KEY, _k(gallery.name, "meta")), f"key store meta of gallery {gallery.name!r}")
+        sk = keys.get(KEY, _k(gallery.name, "sk"))
+    if sk is None:
+        raise GalleryError("the key store holds no secret key")
+    if meta.get("pk_sha256") != hashlib.sha256(gallery.pk_bytes).hexdigest():
+        raise GalleryError("the key store belongs to another gallery (public key differs)")
+    sec = LatticeSecretContext.from_bytes(gallery.public_context, sk)
+    return KeyServer(gallery.settings.secret_scheme(sec), float(meta["tau"]))
+
+
+def _redact(url: str) -> str:
+    from ..store.base import redact
+
+    return redact(url)
+
+
+def gallery_ids(gallery: Gallery) -> list[str]:
+    """The enrolled ids in gallery order, from the blocks' commit records (no ciphertext is read)."""
+    from ..store import open_store
+
+    out = []
+    with open_store(gallery.url) as local:
+        for b in range(gallery.nblocks):
+            out.extend(_json(local.get(LOCAL, _k(gallery.name, _block_key(b))), f"block {b} commit record")["ids"])
+    return out
