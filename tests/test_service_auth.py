@@ -3,6 +3,7 @@
 The route test enumerates every registered protocol and role and every step it serves: no key → 401,
 a key without the step's scope → 403, both changing neither the store nor the sessions; a key with the
 scope gets past authentication (so the refusals are not a server that refuses everything)."""
+import json
 import logging
 import sqlite3
 
@@ -191,3 +192,60 @@ def test_revoke_with_a_valid_body_needs_admin(tmp_path):
             with ServiceClient(url, "im2020", api_key=admin) as c:
                 c.step("revoke", body)
             assert store.get("im2020", "grace") is None
+
+
+def test_kolberg_db_calls_the_auth_server_with_an_internal_key(tmp_path, monkeypatch):
+    """DB → auth with a key of scope internal (as `privface serve --role db --auth-api-key` /
+    $PRIVFACE_AUTH_API_KEY); without it, or with a client's scopes, the DB server cannot start; the
+    rotation steps need admin."""
+    from privface.cli import _kolberg_service_options, build_parser
+    from privface.protocols.kolberg import KolbergParams
+    from privface.protocols.kolberg.messages import KeyRequest
+    from privface.protocols.kolberg.remote import HttpAuth, KolbergClient
+
+    with SQLiteStore(tmp_path / "auth.db") as auth_store, SQLiteStore(tmp_path / "db.db") as db_store:
+        auth_keys, db_keys = ApiKeys(auth_store), ApiKeys(db_store)
+        internal, admin, user = (auth_keys.create(s)[1] for s in ("internal", "admin", "enrol,verify"))
+        auth = KolbergService(auth_store, role="auth", scheme="ntru")
+        with serve_in_thread(create_app(auth_store, [auth], keys=auth_keys)) as auth_url:
+            for key, status in ((None, 401), (user, 403)):
+                with pytest.raises(ServiceError) as e:
+                    KolbergService(db_store, role="db", scheme="ntru", auth_url=auth_url, auth_api_key=key)
+                assert e.value.status == status
+            monkeypatch.setenv("PRIVFACE_AUTH_API_KEY", internal)
+            args = build_parser().parse_args(["serve", "--protocol", "kolberg", "--role", "db", "--scheme", "ntru",
+                                              "--auth-url", auth_url])
+            db = KolbergService(db_store, **_kolberg_service_options(args))
+            client_key = db_keys.create("enrol,verify")[1]
+            with serve_in_thread(create_app(db_store, [db], keys=db_keys)) as db_url, \
+                    KolbergClient(db_url, KolbergParams("ntru"), api_key=client_key) as client:
+                x = np.random.default_rng(8).standard_normal(128)
+                client.enrol("alice", x / np.linalg.norm(x))
+                assert client.verify("alice", x / np.linalg.norm(x)) is True  # DB → auth/decide with the key
+                with pytest.raises(ServiceError) as e:
+                    client.revoke("alice")
+                assert e.value.status == 403
+            with HttpAuth(auth_url, api_key=internal) as link, pytest.raises(ServiceError) as e:
+                link.rotate_begin(KeyRequest(0))
+            assert e.value.status == 403
+            with HttpAuth(auth_url, api_key=admin) as ops:
+                assert ops.keys().scheme == "ntru"
+
+
+def test_privface_keys_commands(tmp_path, capsys):
+    from privface.cli import main
+
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    assert main(["keys", "create", "--db", db, "--scopes", "enrol,admin", "--name", "ops", "--json"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["scopes"] == ["admin", "enrol"] and made["api_key"].startswith(f"pfk_{made['key_id']}_")
+    assert main(["keys", "list", "--db", db, "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert json.loads(listed) == [{k: v for k, v in made.items() if k != "api_key"}]
+    assert made["api_key"].split("_", 2)[2] not in listed
+    assert main(["keys", "create", "--db", db, "--scopes", "root"]) == 2
+    assert "enrol, verify, admin, internal" in capsys.readouterr().err
+    assert main(["keys", "revoke", made["key_id"], "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["revoked"] is True
+    assert main(["keys", "revoke", made["key_id"], "--db", db]) == 1 and "False" in capsys.readouterr().out
+    assert main(["keys", "list", "--db", db, "--json"]) == 0 and json.loads(capsys.readouterr().out) == []
