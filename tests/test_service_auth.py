@@ -119,7 +119,10 @@ def test_keys_and_scopes_over_http(counter, caplog):
     # open: liveness and the API description
     assert httpx.get(f"{url}/healthz").status_code == 200
     spec = httpx.get(f"{url}/openapi.json").json()
-    assert {"401", "403"} <= set(spec["paths"]["/v1/{protocol}/{step}"]["post"]["responses"])
+    step_op = spec["paths"]["/v1/{protocol}/{step}"]["post"]
+    assert {"401", "403"} <= set(step_op["responses"]) and step_op["security"] == [{"apiKey": []}]
+    assert spec["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    assert "security" not in spec["paths"]["/healthz"]["get"]
     logged = caplog.text
     assert all(s.split("_", 2)[2] not in logged for s in secrets.values())
 

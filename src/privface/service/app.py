@@ -173,7 +173,29 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)
             return _error(500, "internal server error", "InternalError")
 
+    if keys is not None:
+        _declare_bearer(app)
     return app
+
+
+def _declare_bearer(app: FastAPI) -> None:
+    """Describe the API-key requirement in /openapi.json (a bearer scheme on every step), so clients
+    and API fuzzers know to send it."""
+    make = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = make()
+            schema.setdefault("components", {})["securitySchemes"] = {"apiKey": {
+                "type": "http", "scheme": "bearer", "description": "pfk_… key from privface keys create"}}
+            for path, ops in schema["paths"].items():
+                if path.startswith("/v1/"):
+                    for op in ops.values():
+                        op["security"] = [{"apiKey": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 async def _read(request: Request, cap: int, message: str) -> bytes:
