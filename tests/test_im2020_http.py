@@ -196,6 +196,12 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
     port = _free_port()
     server = f"http://127.0.0.1:{port}"
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    env.pop("PRIVFACE_API_KEY", None)
+    created = _privface("keys", "create", "--db", f"sqlite:///{tmp_path / 'serve.db'}", "--scopes",
+                        "enrol,verify,admin", "--name", "cli test", "--json", env=env)
+    assert created.returncode == 0, created.stderr
+    api_key = json.loads(created.stdout)["api_key"]
+    keyless, env = env, {**env, "PRIVFACE_API_KEY": api_key}  # the clients' key, from the environment
     proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", "im2020",
                              "--db", f"sqlite:///{tmp_path / 'serve.db'}", "--port", str(port),
                              "--insecure-test-params", "--log-level", "warning"],
@@ -212,6 +218,10 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
             except httpx.HTTPError:
                 assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
                 time.sleep(0.1)
+        anonymous = _privface("enroll", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
+                              "--insecure-test-params", "--json", env=keyless)
+        assert anonymous.returncode == 2 and "API key" in anonymous.stderr
+        assert not any((tmp_path / "cfg").rglob("*.key"))  # refused before a key file is kept
         enrol = _privface("enroll", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
                           "--insecure-test-params", "--json", env=env)
         assert enrol.returncode == 0, enrol.stderr
@@ -243,7 +253,8 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
-    assert "INSECURE" in err.upper() and "TOY KEY SIZES" in err
+    assert "INSECURE" in err.upper() and "TOY KEY SIZES" in err and "API keys required" in err
+    assert api_key not in err and api_key.split("_", 2)[2] not in err  # the secret is never logged
     down = _privface("revoke", "--server", server, "--id", "grace", env=env)
     assert down.returncode == 2 and "cannot reach" in down.stderr
 

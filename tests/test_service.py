@@ -285,7 +285,7 @@ def test_privface_serve_runs_and_shuts_down_gracefully(tmp_path):
     db = tmp_path / "serve.db"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
     proc = subprocess.Popen([sys.executable, "-c", _SERVE, "serve", "--protocol", "counter",
-                             "--db", f"sqlite:///{db}", "--port", str(port), "--log-level", "warning"],
+                             "--db", f"sqlite:///{db}", "--port", str(port), "--log-level", "warning", "--no-auth"],
                             env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -304,6 +304,7 @@ def test_privface_serve_runs_and_shuts_down_gracefully(tmp_path):
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert f"127.0.0.1:{port}" in err and "store closed" in err and "Traceback" not in err
+    assert "WARNING: --no-auth" in err and "API keys off" in err
     with open_store(f"sqlite:///{db}") as s:
         assert s.get("counter", "jane") == b"x"
 

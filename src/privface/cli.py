@@ -318,6 +318,14 @@ def cmd_train_pca(a) -> int:
     return 0
 
 
+def _http_kw(a) -> dict:
+    """ServiceClient options from --api-key (or $PRIVFACE_API_KEY), --ca, --client-cert, --client-key."""
+    from .service.client import tls_context
+
+    return {"api_key": a.api_key or os.environ.get("PRIVFACE_API_KEY") or None,
+            "tls": tls_context(a.ca, a.client_cert, a.client_key)}
+
+
 def _key_path(a):
     from pathlib import Path
 
@@ -357,7 +365,7 @@ def cmd_enroll(a) -> int:
     keygen_ms = round((time.perf_counter() - t) * 1000, 3)
     pending = remote.PendingKey(path, remote.key_record(client, a.server), force=a.force)
     try:
-        with remote.service_client(a.server) as http:
+        with remote.service_client(a.server, **_http_kw(a)) as http:
             resp, st = remote.register(http, client, template)
     except BaseException:
         pending.discard()
@@ -382,7 +390,7 @@ def cmd_verify(a) -> int:
     if record.subject_id != a.id:
         raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
     template, c1_ms = _face_template(a, client.params)
-    with remote.service_client(a.server) as http:
+    with remote.service_client(a.server, **_http_kw(a)) as http:
         r = remote.verify(http, client, template, mode=a.mode)
     out = {"id": a.id, "decision": r["decision"], "accepted": r["accepted"], "c1_face_ms": c1_ms,
            "c2_encrypt_ms": r["c2_encrypt_ms"], "c3_decrypt_ms": r["c3_decrypt_ms"],
@@ -400,7 +408,7 @@ def cmd_revoke(a) -> int:
     from .protocols.im2020.parties import _check_id
 
     _check_id(a.id)
-    with remote.service_client(a.server) as http:
+    with remote.service_client(a.server, **_http_kw(a)) as http:
         resp, st = remote.revoke(http, a.id)
     path = _key_path(a)
     removed = path.is_file()
@@ -468,7 +476,13 @@ def _kolberg_service_options(a) -> dict:
         raise PrivfaceError("--protocol kolberg needs --role db or --role auth")
     if a.role == "db" and not a.auth_url:
         raise PrivfaceError("a kolberg DB server needs --auth-url (the auth server's base URL)")
-    return {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+    options = {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+    if a.role == "db":
+        from .service.client import tls_context
+
+        options["auth_api_key"] = a.auth_api_key or os.environ.get("PRIVFACE_AUTH_API_KEY") or None
+        options["auth_tls"] = tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key)
+    return options
 
 
 def _kolberg_embedding(a):
@@ -486,7 +500,7 @@ def _kolberg_client(a):
     from .protocols.kolberg import KolbergParams
     from .protocols.kolberg.remote import KolbergClient
 
-    return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"))
+    return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"), **_http_kw(a))
 
 
 def _kolberg_stats(http) -> dict:
@@ -592,7 +606,7 @@ def cmd_rotate_keys(a) -> int:
     from .protocols.kolberg.rotation import rotate_keys
     from .store import open_store
 
-    with open_store(a.db) as store, HttpAuth(a.auth_url) as auth:
+    with open_store(a.db) as store, HttpAuth(a.auth_url, **_http_kw(a)) as auth:
         scheme = a.scheme or auth.keys().scheme
         report = rotate_keys(KolbergParams(scheme), store, auth)
     _print(report.to_dict(), a.json)
@@ -607,12 +621,51 @@ def _shutdown(signum, frame):
     raise _Shutdown
 
 
+def cmd_keys(a) -> int:
+    """API keys of `privface serve` in the store --db: create (prints the secret once), list, revoke."""
+    from .service.auth import ApiKeys
+    from .store import open_store
+
+    with open_store(a.db) as store:
+        keys = ApiKeys(store)
+        if a.action == "create":
+            key, secret = keys.create(a.scopes, a.name)
+            if a.json:
+                print(json.dumps({**key.to_dict(), "api_key": secret}))
+            else:
+                _print({**key.to_dict(), "api_key": secret}, False)
+                print("privface: the api_key is shown only now: keep it secret (PRIVFACE_API_KEY)", file=sys.stderr)
+            return 0
+        if a.action == "list":
+            rows = [k.to_dict() for k in keys.list()]
+            if a.json:
+                print(json.dumps(rows))
+            else:
+                for r in rows:
+                    print(f"{r['key_id']}  {','.join(r['scopes']):<28} {r['created']}  {r['name'] or ''}")
+            return 0
+        if not a.key_id:
+            raise PrivfaceError("privface keys revoke needs the key id (privface keys list)")
+        revoked = keys.revoke(a.key_id)
+        _print({"key_id": a.key_id, "revoked": revoked}, a.json)
+        return 0 if revoked else 1
+
+
+def cmd_certs(a) -> int:
+    from .service.certs import make_dev_certs
+
+    files = make_dev_certs(a.out, a.hosts.split(","), days=a.days)
+    _print(files, a.json)
+    return 0
+
+
 def cmd_serve(a) -> int:
     import signal
 
     import uvicorn
 
     from .service.app import create_app
+    from .service.auth import ApiKeys
     from .service.registry import load_service
     from .store import open_store
     from .store.base import redact
@@ -623,21 +676,43 @@ def cmd_serve(a) -> int:
     store = open_store(a.db)
     try:
         services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]
-        app = create_app(store, services, session_ttl=a.session_ttl)
+        if (a.tls_cert is None) != (a.tls_key is None):
+            raise PrivfaceError("give both --tls-cert and --tls-key, or neither")
+        if a.tls_client_ca and not a.tls_cert:
+            raise PrivfaceError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
+        keys = None
+        if a.no_auth:
+            print("privface: WARNING: --no-auth: ANYONE WHO CAN REACH THIS PORT MAY ENROL, VERIFY, REVOKE AND "
+                  "ROTATE KEYS — development only", file=sys.stderr)
+        else:
+            keys = ApiKeys(store)
+            if not keys.list():
+                print("privface: warning: no API keys in this store yet, every step is refused until one is "
+                      "created: privface keys create --db … --scopes …", file=sys.stderr)
+        app = create_app(store, services, session_ttl=a.session_ttl, keys=keys)
         for svc in services:
             if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
                 from .protocols.gsm.service import provider_key_bytes
 
                 print(f"privface: gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}",
                       file=sys.stderr)
-        print(f"privface: serving {', '.join(s.name for s in services)} on http://{a.host}:{a.port} "
-              f"(store {redact(a.db)})", file=sys.stderr)
+        scheme = "https" if a.tls_cert else "http"
+        print(f"privface: serving {', '.join(s.name for s in services)} on {scheme}://{a.host}:{a.port} "
+              f"(store {redact(a.db)}; API keys {'off' if a.no_auth else 'required'}"
+              f"{'; mutual TLS' if a.tls_client_ca else ''})", file=sys.stderr)
+        tls = {}
+        if a.tls_cert:
+            import ssl
+
+            tls = {"ssl_certfile": a.tls_cert, "ssl_keyfile": a.tls_key}
+            if a.tls_client_ca:
+                tls.update(ssl_ca_certs=a.tls_client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
         # uvicorn catches SIGINT/SIGTERM, stops accepting, lets running requests finish, then
         # re-raises the signal to the handlers found before it started: ours end the run here.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _shutdown)
         uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level,
-                                      timeout_graceful_shutdown=30)).run()
+                                      timeout_graceful_shutdown=30, **tls)).run()
     except _Shutdown:
         pass
     finally:
@@ -781,8 +856,42 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--provider-key", metavar="HEX",
                    help="gsm terminal: the provider's Ed25519 key (64 hex digits, printed by the provider at start)")
     s.add_argument("--capture", metavar="IMAGE", help="gsm terminal: image file holding the camera's latest frame")
+    s.add_argument("--no-auth", action="store_true",
+                   help="serve without API keys — development only, INSECURE (default: every step needs a key "
+                        "with its scope, see privface keys)")
+    s.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate (chain)")
+    s.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    s.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates issued by this CA (mutual TLS)")
+    s.add_argument("--auth-api-key", help="kolberg DB server: API key (scope internal) for the auth server "
+                                          "(default: $PRIVFACE_AUTH_API_KEY)")
+    s.add_argument("--auth-ca", metavar="PEM", help="kolberg DB server: CA certificate of an https auth server")
+    s.add_argument("--auth-client-cert", metavar="PEM", help="kolberg DB server: client certificate (mutual TLS)")
+    s.add_argument("--auth-client-key", metavar="PEM", help="kolberg DB server: its private key")
     _mode_args(s)
     s.set_defaults(func=cmd_serve)
+
+    def http_args(s) -> None:
+        s.add_argument("--api-key", help="API key of the service (default: $PRIVFACE_API_KEY; the environment "
+                                         "keeps it out of the process list)")
+        s.add_argument("--ca", metavar="PEM", help="CA certificate that signed an https server's certificate")
+        s.add_argument("--client-cert", metavar="PEM", help="client certificate for mutual TLS")
+        s.add_argument("--client-key", metavar="PEM", help="the client certificate's private key")
+
+    s = sub.add_parser("keys", help="API keys of privface serve: create (secret shown once), list, revoke")
+    s.add_argument("action", choices=["create", "list", "revoke"])
+    s.add_argument("key_id", nargs="?", help="revoke: the key id (from list)")
+    s.add_argument("--db", required=True, help="the service's template store URL (keys live there, hashed)")
+    s.add_argument("--scopes", default="verify", help="create: comma-separated subset of enrol,verify,admin,internal")
+    s.add_argument("--name", help="create: the party's name (shown by list)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_keys)
+
+    s = sub.add_parser("certs", help="development only: a local CA, a server and a client certificate (P-256)")
+    s.add_argument("--out", required=True, help="directory to write ca/server/client .pem and .key into")
+    s.add_argument("--hosts", default="localhost,127.0.0.1", help="server certificate names (DNS names, IPs)")
+    s.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_certs)
 
     def client_args(s, image: bool = True) -> None:
         s.add_argument("--server", required=True, help="service base URL, e.g. http://127.0.0.1:8000")
@@ -793,6 +902,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--key", metavar="FILE",
                        help="client key file (default ~/.config/privface/keys/<server host>/<id>.key)")
         s.add_argument("--json", action="store_true")
+        http_args(s)
 
     def kolberg_args(s) -> None:
         s.add_argument("--protocol", choices=["im2020", "kolberg"], default="im2020",
@@ -838,6 +948,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
     s.add_argument("--name", help="--gallery: which gallery of the store (default: default)")
     s.add_argument("--json", action="store_true")
+    http_args(s)
     s.set_defaults(func=cmd_identify, protocol="kolberg")
 
     s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks; seed 003)")
@@ -866,6 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--auth-url", required=True, help="the auth server's base URL")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="default: the auth server's")
     s.add_argument("--json", action="store_true")
+    http_args(s)
     s.set_defaults(func=cmd_rotate_keys)
 
     s = sub.add_parser("demo", help="enrol and verify on an embedded photo; no download, no dataset")

@@ -1,10 +1,15 @@
 """The HTTP service: `POST /v1/{protocol}/{step}` in front of any `ProtocolService` (base.py).
 
 Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 bad message,
-404 unknown protocol/step or subject not enrolled, 409 session missing/unknown/expired/out of
+401 no or unknown API key, 403 key without the step's scope
+(or a step that declares no scope: fail closed), 404 unknown protocol/step or subject not enrolled, 409 session missing/unknown/expired/out of
 order, 413 body over the step's limit, 415 not application/octet-stream, 503 store unavailable or
 too many sessions, 500 anything else. Every error body is `{"error": "…", "type": "…"}`, never a
 traceback.
+
+With ``keys`` (an ``ApiKeys``), every step needs ``Authorization: Bearer <key>``, checked before the body
+is read or a session touched, so a refused call changes nothing. ``/healthz``, ``/docs`` and
+``/openapi.json`` stay open (no templates, keys or scores there).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
+from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
 from .base import MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
 
@@ -34,7 +40,7 @@ class ErrorBody(BaseModel):
 
 
 class _Refused(Exception):
-    KINDS = {404: "NotFound", 405: "MethodNotAllowed", 413: "TooLarge", 415: "UnsupportedMediaType"}
+    KINDS = {401: "AuthError", 403: "ScopeError", 404: "NotFound", 405: "MethodNotAllowed", 413: "TooLarge", 415: "UnsupportedMediaType"}
 
     def __init__(self, status: int, message: str):
         self.status, self.message = status, message
@@ -58,8 +64,10 @@ def _error(status: int, message: str, kind: str | None = None,
 
 
 def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, session_ttl: float = 120.0,
-               max_sessions: int = 10_000, max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
-    """A FastAPI app serving `services` (each a ProtocolService) over `store`.
+               max_sessions: int = 10_000, max_body: int = DEFAULT_MAX_BODY,
+               keys: ApiKeys | None = None) -> FastAPI:
+    """A FastAPI app serving `services` (each a ProtocolService) over `store`; with `keys`, every step
+    needs an API key holding the scope the service declares for it (module docstring).
 
     `max_body` caps every step's body; a service may declare a smaller or larger cap per step in an
     optional `max_body: dict[str, int]` attribute."""
@@ -70,9 +78,20 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         if not set(s.first_steps) <= set(s.steps):
             raise ValueError(f"{s.name}: first_steps must be among steps")
         by_name[s.name] = s
+        if keys is not None and (unmapped := [t for t in s.steps if not required_scopes(s, t)]):
+            log.warning("%s: steps without a declared scope are refused: %s", s.name, ", ".join(unmapped))
     sessions = Sessions(session_ttl, max_sessions)
     app = FastAPI(title="privface", version="1", summary="Face matching on encrypted templates")
     app.state.sessions, app.state.store, app.state.services = sessions, store, by_name
+    app.state.keys = keys
+
+    def authorize(key, svc: ProtocolService, step: str) -> None:
+        """403 unless `key` holds the step's scope (a step that declares none is refused)."""
+        need = required_scopes(svc, step)
+        if not need & key.scopes:
+            log.info("key %s refused on %s/%s (scope)", key.key_id, svc.name, step)
+            raise ScopeError(f"{svc.name}/{step} needs the {' or '.join(sorted(need))} scope" if need
+                             else f"{svc.name}/{step} declares no scope and is refused")
 
     def limit(svc: ProtocolService, step: str) -> int:
         return int(getattr(svc, "max_body", {}).get(step, max_body))
@@ -96,7 +115,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         response_class=Response,
         responses={200: {"content": {OCTETS: {}}, "description": "the response message; "
                          f"header {SESSION_HEADER} when the flow continues"},
-                   **{c: {"model": ErrorBody} for c in (400, 404, 409, 413, 415, 503)}},
+                   **{c: {"model": ErrorBody} for c in (400, 401, 403, 404, 409, 413, 415, 503)}},
         openapi_extra={"requestBody": {"required": True, "content": {
             OCTETS: {"schema": {"type": "string", "format": "binary"}}}},
             "parameters": [{"name": SESSION_HEADER, "in": "header", "required": False,
@@ -105,11 +124,15 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     )
     async def run_step(protocol: str, step: str, request: Request) -> Response:
         try:
+            key = None if keys is None else await run_in_threadpool(  # 401 before anything else
+                keys.authenticate, bearer(request.headers.get("authorization")))
             svc = by_name.get(protocol)
             if svc is None:
                 raise _Refused(404, f"unknown protocol {protocol!r}")
             if step not in svc.steps:
                 raise _Refused(404, f"unknown step {step!r} of {protocol}")
+            if key is not None:
+                authorize(key, svc, step)
             ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if ctype != OCTETS:
                 raise _Refused(415, f"send the message as {OCTETS}")
@@ -138,6 +161,10 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             return Response(result.body, media_type=OCTETS, headers=headers)
         except _Refused as e:
             return _error(e.status, e.message)
+        except AuthError as e:
+            return _error(401, str(e), "AuthError", headers={"www-authenticate": "Bearer"})
+        except ScopeError as e:
+            return _error(403, str(e), "ScopeError")
         except PrivfaceError as e:
             unavailable = isinstance(e, StoreUnavailableError)  # details stay on the server
             return _error(status_of(e), "template store unavailable" if unavailable else str(e),
@@ -146,7 +173,29 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)
             return _error(500, "internal server error", "InternalError")
 
+    if keys is not None:
+        _declare_bearer(app)
     return app
+
+
+def _declare_bearer(app: FastAPI) -> None:
+    """Describe the API-key requirement in /openapi.json (a bearer scheme on every step), so clients
+    and API fuzzers know to send it."""
+    make = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = make()
+            schema.setdefault("components", {})["securitySchemes"] = {"apiKey": {
+                "type": "http", "scheme": "bearer", "description": "pfk_… key from privface keys create"}}
+            for path, ops in schema["paths"].items():
+                if path.startswith("/v1/"):
+                    for op in ops.values():
+                        op["security"] = [{"apiKey": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 async def _read(request: Request, cap: int, message: str) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import select
+import ssl
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -56,22 +57,27 @@ class ServiceClient:
     """Talks to one protocol of a running service, e.g. `ServiceClient(url, "im2020")`.
 
     `step()` sends the session id the previous step returned (if any) and keeps the new one;
-    `stats` lists every step sent (successful or not)."""
+    `stats` lists every step sent (successful or not). `api_key` goes out as `Authorization: Bearer`;
+    `tls` (an ssl.SSLContext, see `tls_context`) verifies an https server and carries a client
+    certificate for mutual TLS."""
 
     def __init__(self, base_url: str, protocol: str, *, timeout: float = 60.0,
-                 transport: httpx.BaseTransport | None = None):
+                 transport: httpx.BaseTransport | None = None, api_key: str | None = None,
+                 tls: ssl.SSLContext | None = None):
         self.protocol = protocol
+        self._auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.session: str | None = None
         self.stats: list[StepStats] = []
         self.base_url = base_url.rstrip("/")
         # An httpx transport (tests, embedding) goes through httpx; otherwise one stdlib keep-alive
         # connection, which costs ~1 ms less client CPU per step (35 kB im2020 messages, measured).
-        self._http = (httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
-                      if transport is not None else _Connection(self.base_url, timeout))
+        self._http = (httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                   verify=tls if tls is not None else True)
+                      if transport is not None else _Connection(self.base_url, timeout, tls))
 
     def step(self, step: str, body: bytes) -> bytes:
         """Run one step; returns the response message bytes."""
-        headers = {"content-type": OCTETS}
+        headers = {"content-type": OCTETS, **self._auth}
         if self.session is not None:
             headers[SESSION_HEADER] = self.session
         t0 = time.perf_counter()
@@ -100,6 +106,8 @@ class ServiceClient:
     def _request(self, method: str, path: str, body: bytes | None, headers: dict):
         try:
             return self._http.request(method, path, content=body, headers=headers)
+        except ssl.SSLError as e:  # a certificate problem is worth naming (no secrets in it)
+            raise ServiceError(f"TLS with {self.base_url} failed: {e.reason or type(e).__name__}") from None
         except (httpx.HTTPError, OSError, http.client.HTTPException) as e:
             raise ServiceError(f"cannot reach the service at {self.base_url}: {type(e).__name__}") from None
 
@@ -129,12 +137,17 @@ class _Connection:
     """One keep-alive HTTP/1.1 connection to ``base_url`` (http or https) with the ``request`` of
     httpx.Client; reopened when the server closed it meanwhile (idle timeout) or after an error."""
 
-    def __init__(self, base_url: str, timeout: float) -> None:
+    def __init__(self, base_url: str, timeout: float, tls: ssl.SSLContext | None = None) -> None:
         u = urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ServiceError(f"not an http(s) service URL: {base_url!r}")
-        self._new = lambda: (http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection)(
-            u.hostname, u.port, timeout=timeout)
+        if u.scheme == "https":
+            context = tls if tls is not None else ssl.create_default_context()
+            self._new = lambda: http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout, context=context)
+        else:
+            if tls is not None:
+                raise ServiceError(f"TLS options given for a plain http URL: {base_url!r} (use https://)")
+            self._new = lambda: http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
         self._prefix = u.path.rstrip("/")
         self._conn: http.client.HTTPConnection | None = None
 
@@ -160,6 +173,23 @@ class _Connection:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def tls_context(ca: str | None = None, client_cert: str | None = None,
+                client_key: str | None = None) -> ssl.SSLContext | None:
+    """A client TLS context: trusts the CA certificate file `ca` (default: the system's), presents
+    `client_cert`/`client_key` (PEM) for mutual TLS; None when nothing is given."""
+    if ca is None and client_cert is None and client_key is None:
+        return None
+    if (client_cert is None) != (client_key is None):
+        raise ServiceError("give both --client-cert and --client-key (mutual TLS), or neither")
+    try:
+        context = ssl.create_default_context(cafile=ca)
+        if client_cert is not None:
+            context.load_cert_chain(client_cert, client_key)
+    except (OSError, ssl.SSLError) as e:
+        raise ServiceError(f"cannot load TLS files: {getattr(e, 'strerror', None) or e}") from None
+    return context
 
 
 def error_of(r) -> ServiceError:

@@ -26,7 +26,7 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve_in_thread(app, **config) -> Iterator[str]:
     """Run an ASGI `app` with uvicorn on a free loopback port in a thread; yields the base URL. `config`:
-    more uvicorn.Config options (e.g. timeout_keep_alive)."""
+    more uvicorn.Config options (e.g. timeout_keep_alive, or ssl_certfile/ssl_keyfile for an https URL)."""
     import uvicorn
 
     sock = socket.socket()
@@ -37,7 +37,8 @@ def serve_in_thread(app, **config) -> Iterator[str]:
     while not server.started:
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        scheme = "https" if config.get("ssl_certfile") else "http"
+        yield f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(10)
@@ -46,13 +47,15 @@ def serve_in_thread(app, **config) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serve_subprocess(protocol: str, db: str, options: Sequence[str] = (), *,
-                     start_timeout: float = 60.0) -> Iterator[str]:
+                     start_timeout: float = 60.0, auth: bool = False) -> Iterator[str]:
     """Run `privface serve --protocol … --db … OPTIONS` on a free port; yields its base URL and stops it
-    (SIGTERM, graceful) on exit."""
+    (SIGTERM, graceful) on exit. Without `auth` the child runs with `--no-auth` (loopback benchmarks and
+    the demo on a throw-away store); with it, create keys in `db` first (`ApiKeys`)."""
     port = free_port()
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", protocol,
-                                 "--db", db, "--port", str(port), "--log-level", "warning", *options],
+                                 "--db", db, "--port", str(port), "--log-level", "warning",
+                                 *(() if auth else ("--no-auth",)), *options],
                                 stdout=subprocess.DEVNULL, stderr=err, text=True)
         url = f"http://127.0.0.1:{port}"
         try:

@@ -25,24 +25,30 @@ def _parse(fn, *args):
         raise ProtocolError(f"malformed answer from the service: {e}") from None
 
 
-def fetch_provider_key(provider_url: str, *, timeout: float = 60.0, transport=None) -> Ed25519PublicKey:
+def fetch_provider_key(provider_url: str, *, timeout: float = 60.0, transport=None, api_key: str | None = None,
+                       tls=None) -> Ed25519PublicKey:
     """The provider's Ed25519 verification key (trust on first use: pin it out of band in production)."""
-    with ServiceClient(provider_url, PROTOCOL, timeout=timeout, transport=transport) as http:
+    with ServiceClient(provider_url, PROTOCOL, timeout=timeout, transport=transport, api_key=api_key,
+                       tls=tls) as http:
         answer = _parse(ProviderKey.from_bytes, http.step("key", ProviderKey(b"").to_bytes()))
     return provider_key_from_bytes(answer.ed25519)
 
 
 class DeviceClient:
     """A ``Device`` talking HTTP: ``enrol(provider_url, u)`` then ``match(terminal_url, variant)`` any number
-    of times with the same reusable m1. ``stats`` (per call) holds the ServiceClient step statistics."""
+    of times with the same reusable m1. ``stats`` (per call) holds the ServiceClient step statistics.
+    ``api_key`` / ``tls``: see ServiceClient (the same key for provider and terminal: scopes enrol, verify)."""
 
-    def __init__(self, device: Device, *, timeout: float = 60.0, transport=None) -> None:
+    def __init__(self, device: Device, *, timeout: float = 60.0, transport=None, api_key: str | None = None,
+                 tls=None) -> None:
         self.device = device
         self._timeout, self._transport = timeout, transport
+        self._api_key, self._tls = api_key, tls
         self.stats: list = []
 
     def _client(self, url: str) -> ServiceClient:
-        return ServiceClient(url, PROTOCOL, timeout=self._timeout, transport=self._transport)
+        return ServiceClient(url, PROTOCOL, timeout=self._timeout, transport=self._transport,
+                             api_key=self._api_key, tls=self._tls)
 
     def enrol(self, provider_url: str, u, *, workers: int | None = 1) -> Template:
         """Π_en: enrol/start (epk, ⟦u_i⟧, Π_epk, Fig. 9) → Fig. 10 challenge; enrol/finish → signed m1."""

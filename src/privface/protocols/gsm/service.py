@@ -45,6 +45,10 @@ from .messages import (
 from .params import GsmParams
 from .parties import PROTOCOL, EnrolSession, ServiceProvider, Terminal, TerminalSession
 
+SCOPES = {"key": ("enrol", "verify", "internal"),  # the public verification key: devices and terminals
+          "enrol/start": "enrol", "enrol/finish": "enrol",
+          "match/start": "verify", "match/compare": "verify", "match/finish": "verify"}
+"""The API-key scope each step needs (service/auth.py); a terminal does not call the provider."""
 VARIANT_NAMES = {v: k for k, v in VARIANT_IDS.items()}
 KEY_RECORD = ("gsm-provider", "ed25519-signing-key")
 """Where a provider without an explicit ``signing_key`` keeps the one it generated (PKCS#8 PEM)."""
@@ -89,6 +93,7 @@ class GsmService:
     returning the measurement w as an ℓ-vector of norm ζ, called once per match/start)."""
 
     name = PROTOCOL
+    scopes = SCOPES
 
     def __init__(self, store: TemplateStore, *, role: str = "provider", params: GsmParams | None = None,
                  insecure_test_params: bool = False, signing_key=None, provider_key=None,

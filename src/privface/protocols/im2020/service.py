@@ -21,6 +21,8 @@ class Im2020Service:
     name = "im2020"
     steps = ("register", "auth/start", "auth/finish", "revoke")  # basic mode; see __init__
     first_steps = ("register", "auth/start", "revoke")
+    scopes = {"register": "enrol", "auth/start": "verify", "auth/compare": "verify", "auth/finish": "verify",
+              "revoke": "admin"}  # the API-key scope each step needs (service/auth.py)
 
     def __init__(self, store: TemplateStore, **options) -> None:
         tp = options.pop("tp_public_key", None)

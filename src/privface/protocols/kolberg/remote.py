@@ -26,8 +26,9 @@ def _bytes(msg) -> bytes:
 class _KolbergHttp(ServiceClient):
     """A ServiceClient for the kolberg steps (sessionless: one message in, one out)."""
 
-    def __init__(self, url: str, *, timeout: float = 120.0, transport=None) -> None:
-        super().__init__(url, PROTOCOL, timeout=timeout, transport=transport)
+    def __init__(self, url: str, *, timeout: float = 120.0, transport=None, api_key: str | None = None,
+                 tls=None) -> None:
+        super().__init__(url, PROTOCOL, timeout=timeout, transport=transport, api_key=api_key, tls=tls)
 
     def _call(self, step: str, msg, cls):
         self.reset()
@@ -65,8 +66,9 @@ class KolbergClient(_KolbergHttp):
     """A kolberg ``Client`` talking to a DB server: fetches the public key, then ``enrol`` / ``verify`` /
     ``identify`` / ``revoke`` with 128-D (``params.dims``) embeddings. ``stats``: every step sent."""
 
-    def __init__(self, url: str, params: KolbergParams, *, timeout: float = 120.0, transport=None) -> None:
-        super().__init__(url, timeout=timeout, transport=transport)
+    def __init__(self, url: str, params: KolbergParams, *, timeout: float = 120.0, transport=None,
+                 api_key: str | None = None, tls=None) -> None:
+        super().__init__(url, timeout=timeout, transport=transport, api_key=api_key, tls=tls)
         self.params = params
         self.refresh_key()
 

@@ -29,17 +29,26 @@ DB_LIMITS = {"public-key": _KB, "enrol": 2 * _MB, "verify": 2 * _MB, "identify":
 AUTH_LIMITS = {"public-key": _KB, "auth/keys": _KB, "auth/decide": 4 * _MB, "auth/rotate/begin": _KB,
                "auth/rotate/reencrypt": 4 * _MB, "auth/rotate/activate": _KB, "auth/rotate/retire": _KB}
 
+SCOPES = {"public-key": ("enrol", "verify", "internal", "admin"), "enrol": "enrol", "verify": "verify",
+          "identify": "verify", "revoke": "admin",
+          # auth server: the DB server calls it with an internal key; rotate-keys with an admin key
+          "auth/keys": ("internal", "admin"), "auth/decide": "internal", "auth/rotate/begin": "admin",
+          "auth/rotate/reencrypt": "admin", "auth/rotate/activate": "admin", "auth/rotate/retire": "admin"}
+"""The API-key scope each step needs (service/auth.py)."""
+
 
 class KolbergService:
     """Options: ``role`` ("db" or "auth"), ``scheme`` (ckks|bfv|ntru) or ``params``; db: ``auth_url`` (or an
-    in-process ``auth`` object with ``keys`` and ``decide``, for tests) and ``timeout``."""
+    in-process ``auth`` object with ``keys`` and ``decide``, for tests), ``timeout``, and for the link to the auth
+    server ``auth_api_key`` (a key with the ``internal`` scope) and ``auth_tls`` (an ssl.SSLContext)."""
 
     name = PROTOCOL
     first_steps: tuple[str, ...]
+    scopes = SCOPES
 
     def __init__(self, store: TemplateStore, *, role: str = "db", scheme: str = "bfv",
                  params: KolbergParams | None = None, auth_url: str | None = None, auth=None,
-                 timeout: float = 120.0) -> None:
+                 timeout: float = 120.0, auth_api_key: str | None = None, auth_tls=None) -> None:
         self.params = params or KolbergParams(scheme)
         self.store, self.role = store, role
         if role == "auth":
@@ -50,7 +59,7 @@ class KolbergService:
                 if not auth_url:
                     raise ValueError("a kolberg DB server needs the auth server's URL (--auth-url)")
                 from .remote import HttpAuth
-                auth = HttpAuth(auth_url, timeout=timeout)
+                auth = HttpAuth(auth_url, timeout=timeout, api_key=auth_api_key, tls=auth_tls)
             self.auth = auth
             self.party = DBServer(self.params, store, auth.keys(KeyRequest(0)), auth.decide, keys=auth.keys)
             self.max_body = DB_LIMITS
