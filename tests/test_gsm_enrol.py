@@ -137,10 +137,10 @@ def test_tampered_or_replayed_proofs_are_rejected(sp, dev):
 def test_tampered_norm_response_and_foreign_session_are_rejected(sp, dev):
     ch, session = sp.enrol_start(dev.enrol_start(template(8)))
     resp = dev.enrol_respond(ch)
-    with pytest.raises(ProtocolError, match="norm"):
+    with pytest.raises(ProtocolError, match="(?i)norm"):
         sp.enrol_finish(session, dataclasses.replace(resp, z=(resp.z + 1) % int(dev.pk.n)))
     ch2, session2 = sp.enrol_start(dev.enrol_start(template(8)))
-    with pytest.raises(ProtocolError, match="norm"):  # the answer to another session's challenge
+    with pytest.raises(ProtocolError, match="(?i)norm"):  # the answer to another session's challenge
         sp.enrol_finish(session2, dev.enrol_respond(ch))
     with pytest.raises(ProtocolError, match="session"):
         sp.enrol_finish(None, resp)
