@@ -130,29 +130,49 @@ def test_damaged_block_and_foreign_key_store_are_detected(tmp_path, small_parts)
         Gallery(url).load_blocks()
 
 
-def test_ray_sharded_identify_equals_single_process(tmp_path):
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
-    from privface.scale import RayLocalServer
-    from privface.scale.sharded import init_ray
+_RAY_CHECK = """
+import sys
+import numpy as np
+import ray
+from privface.scale import Gallery, RayLocalServer, identify, key_server
+from privface.scale.sharded import init_ray
 
+url, seed = sys.argv[1], int(sys.argv[2])
+x = np.random.default_rng(seed).standard_normal((2500, 128))
+x /= np.linalg.norm(x, axis=1, keepdims=True)
+probe = np.random.default_rng(42).standard_normal((1, 128))
+probe /= np.linalg.norm(probe)
+g = Gallery(url)
+single, key = g.local_server(), key_server(g)
+init_ray("auto", num_cpus=2)
+try:
+    sharded = RayLocalServer(g, workers=2)
+    assert len(sharded.shards) == 2 and sharded.ids == single.ids
+    for y in (x[7], x[2400], probe[0]):
+        a, b = single.identify_request(y[None]), sharded.identify_request(y[None])
+        assert np.array_equal(a.arrays, b.arrays) and a.counts == b.counts
+        assert single.resolve(key.decide(a)) == sharded.resolve(key.decide(b))
+    sharded.close()
+    out = identify(x[1234], url, ray="auto", workers=2)
+    assert out["id"] == "emb.1234" and out["shards"] == 2, out
+finally:
+    ray.shutdown()
+print("ray-ok")
+"""
+
+
+def test_ray_sharded_identify_equals_single_process(tmp_path):
+    # In a child process: Ray leaves gRPC threads behind in the process that called ray.init, and a later
+    # test that forks worker processes (multiprocessing) would inherit their locked mutexes and hang.
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
     x = _unit(2500, 128, 6)
     url = f"sqlite:///{tmp_path}/g.db"
     enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
-    g = Gallery(url)
-    single, key = g.local_server(), key_server(g)
-    init_ray("auto", num_cpus=2)
-    try:
-        sharded = RayLocalServer(g, workers=2)
-        assert len(sharded.shards) == 2 and sharded.ids == single.ids
-        for y in (x[7], x[2400], _unit(1, 128, 42)[0]):
-            a, b = single.identify_request(y[None]), sharded.identify_request(y[None])
-            assert np.array_equal(a.arrays, b.arrays) and a.counts == b.counts
-            assert single.resolve(key.decide(a)) == sharded.resolve(key.decide(b))
-        sharded.close()
-        out = identify(x[1234], url, ray="auto", workers=2)
-        assert out["id"] == "emb.1234" and out["shards"] == 2
-    finally:
-        ray.shutdown()
+    r = subprocess.run([sys.executable, "-c", _RAY_CHECK, url, "6"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "ray-ok" in r.stdout, r.stderr[-3000:]
 
 
 def _cli(*args, check=True):
