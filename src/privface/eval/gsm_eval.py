@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -88,7 +89,9 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np
         from tqdm import tqdm
 
         bar = tqdm(total=len(order), desc=f"gsm {variant} pairs", unit="pair")
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # forkserver, not fork: the parent has crypto thread pools (and maybe Ray's gRPC threads); a forked child
+    # inherits whatever lock one of them held and hangs.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         futures = [(c, pool.submit(_run_chunk, params, variant, {k: U[k] for k in set(i[c]) | set(j[c])},
                                    list(zip(i[c].tolist(), j[c].tolist())))) for c in chunks]
         for c, f in futures:
