@@ -183,11 +183,16 @@ def test_policy_refuses_small_moduli_and_long_messages():
         generate_joye_libert_keypair(JLParams(2048, 401))
     with pytest.raises(CryptoError, match="too many low bits"):
         JoyeLibertPublicKey(2**2047 + 1, 3, 401)
-    assert (JL_112.bits, JL_112.k, JL_112.security_bits) == (2048, 136, 112)
-    assert (JL_128.bits, JL_128.k, JL_128.security_bits) == (3072, 152, 128)
-    for params in (JL_112, JL_128):  # λ + 24 ≤ k ≤ |N|/4 − λ (module docstring)
-        lam = params.security_bits
-        assert lam + 24 <= params.k <= params.bits // 4 - lam
+    assert (JL_112.bits, JL_112.k, JL_112.p_bits, JL_112.security_bits) == (2048, 136, 768, 112)
+    assert (JL_128.bits, JL_128.k, JL_128.p_bits, JL_128.security_bits) == (3072, 152, 1152, 128)
+    for params in (JL_112, JL_128):  # λ + 24 ≤ k ≤ |p|·|q|/|N| − λ, |p| ≥ |N|/3 (module docstring)
+        lam, n, p = params.security_bits, params.bits, params.p_bits
+        assert lam + 24 <= params.k <= p * (n - p) // n - lam
+        assert 3 * p >= n
+    with pytest.raises(CryptoError, match=r"\|p\| = 600 bits"):  # a factor ECM could reach sooner
+        generate_joye_libert_keypair(JLParams(2048, 136, p_bits=600))
+    with pytest.raises(CryptoError, match="too many low bits"):  # 768·1280/2048 − 112 = 368
+        generate_joye_libert_keypair(JLParams(2048, 369, p_bits=768))
     with pytest.raises(CryptoError, match="p ≡ 1"):
         JoyeLibertPrivateKey.from_primes(19, 11, 4, y=2, insecure_test_params=True)
 
@@ -196,7 +201,8 @@ def test_policy_refuses_small_moduli_and_long_messages():
 @pytest.mark.parametrize("params", [JL_112, JL_128], ids=["112", "128"])
 def test_real_parameter_sets(params):
     pk, sk = generate_joye_libert_keypair(params)
-    assert pk.bits == params.bits and sk.p.bit_length() == sk.q.bit_length() == params.bits // 2
+    assert pk.bits == params.bits and sk.p.bit_length() == params.p_bits
+    assert sk.q.bit_length() == params.bits - params.p_bits
     assert sk.p % 2**params.k == 1 and sk.q % 4 == 3
     top = 2**params.k - 1
     assert sk.decrypt(pk.encrypt(top) + sk.encrypt(2)) == 1

@@ -23,11 +23,20 @@ so every C_m is a coset of H — the same size for every m, pairwise disjoint be
 and x ↦ Enc(m; x) hits each element of C_m equally often. The tests check this exhaustively on toy keys.
 
 Parameter sets (``JL_112``, ``JL_128``). N is 2048 / 3072 bits for 112 / 128-bit security (NIST SP
-800-57, factoring N breaks the scheme). The message length k is bounded on both sides:
+800-57, factoring N breaks the scheme). The primes are unbalanced: |p| = 3|N|/8 (768 / 1152 bits), |q| the
+rest. Decryption works modulo p alone, with exponent p' of |p| − k bits, so a smaller p makes every
+decryption about 2.4× cheaper (768- vs 1024-bit modulus, 632- vs 888-bit exponent); the server's work
+modulo N does not change. Safety of the smaller factor: the number field sieve on N costs the same, and
+the elliptic-curve method must find a prime of ≥ |N|/3 bits, the size accepted for three-prime RSA at these
+modulus sizes (OpenSSL allows three primes below 4096 bits; Hinek, "On the security of multi-prime RSA",
+J. Math. Cryptology 2008). ``JLParams(bits, k)`` without ``p_bits`` keeps the balanced shape of the paper.
+The message length k is bounded on both sides:
 
-* k ≤ |N|/4 − λ. p ≡ 1 (mod 2^k) reveals the k low bits of p; Coppersmith's method factors N once
-  |N|/4 low bits of p are known, so the other |N|/4 − k bits must cost at least 2^λ to guess:
-  k ≤ 512 − 112 = 400 (2048 bits), k ≤ 768 − 128 = 640 (3072 bits).
+* k ≤ |p|·|q|/|N| − λ. p ≡ 1 (mod 2^k) reveals the k low bits of p (and N ≡ q mod 2^k those of q);
+  Coppersmith's method factors N once the unknown part of a factor of size N^β is below N^(β²), so the
+  other |p| − k − |p|²/|N| bits must cost at least 2^λ to guess (the same bound from q's side):
+  k ≤ 768·1280/2048 − 112 = 368 (2048 bits), k ≤ 1152·1920/3072 − 128 = 592 (3072 bits); a balanced
+  key gives the larger |N|/4 − λ, which is what a public key alone (|p| unknown) is checked against.
 * k ≥ λ + 24. Seed 000 Thm. 4 bounds a malicious client's forgery by c + τ/|M| with τ the decision
   threshold on the squared distance. Its 128-D ×128-quantised templates have SED ≤ 2^23
   (``privface.templates.bits``), so 2^k ≥ 2^(λ+24) keeps τ/|M| ≤ 2^−λ for every possible τ, and
@@ -51,29 +60,47 @@ from ._common import (as_int, check_modulus_bits, crt, fingerprint, gil_held, ra
 
 @dataclass(frozen=True)
 class JLParams:
-    """A Joye–Libert parameter set: modulus bits and message bits k (M = Z_{2^k})."""
+    """A Joye–Libert parameter set: modulus bits, message bits k (M = Z_{2^k}) and the size of p (None:
+    balanced, |N|/2)."""
 
     bits: int
     k: int
+    p_bits: int | None = None
 
     @property
     def security_bits(self) -> int:
         return security_bits(self.bits)
 
 
-JL_112 = JLParams(bits=2048, k=136)
-JL_128 = JLParams(bits=3072, k=152)
+JL_112 = JLParams(bits=2048, k=136, p_bits=768)
+JL_128 = JLParams(bits=3072, k=152, p_bits=1152)
 
 
-def _check_k(bits: int, k: int, insecure_test_params: bool) -> None:
-    if k < 1 or k > bits - 2:
+def _check_k(bits: int, k: int, insecure_test_params: bool, p_bits: int | None = None) -> None:
+    """k against the Coppersmith bound k ≤ |p|·|q|/|N| − λ (module docstring); balanced when p_bits is None."""
+    if k < 1 or k > (bits if p_bits is None else p_bits) - 2:
         raise CryptoError(f"Joye–Libert message bits k={k} do not fit a {bits}-bit modulus")
+    p_bits = bits // 2 if p_bits is None else p_bits
     lam = security_bits(bits)
-    if not insecure_test_params and k > bits // 4 - lam:
+    limit = p_bits * (bits - p_bits) // bits - lam
+    if not insecure_test_params and k > limit:
         raise CryptoError(
-            f"Joye–Libert: k={k} reveals too many low bits of p for a {bits}-bit modulus "
-            f"(need k ≤ |N|/4 − λ = {bits // 4 - lam})"
+            f"Joye–Libert: k={k} reveals too many low bits of p for a {bits}-bit modulus with a {p_bits}-bit p "
+            f"(need k ≤ |p|·|q|/|N| − λ = {limit})"
         )
+
+
+def _p_bits(params: JLParams, insecure_test_params: bool) -> int:
+    """|p| for a parameter set: between |N|/3 (the smallest prime factor accepted at this modulus size, see
+    the module docstring) and |N|/2."""
+    bits = int(params.bits)
+    if params.p_bits is None:
+        return bits // 2
+    p_bits = int(params.p_bits)
+    low = 16 if insecure_test_params else -(-bits // 3)
+    if not low <= p_bits <= bits // 2:
+        raise CryptoError(f"Joye–Libert: |p| = {p_bits} bits must lie in [{low}, {bits // 2}] for a {bits}-bit N")
+    return p_bits
 
 
 class JoyeLibertCiphertext(GroupCiphertext):
@@ -407,16 +434,18 @@ def _draw_y(p, q) -> mpz:
 
 def generate_joye_libert_keypair(params: JLParams = JL_112, *, insecure_test_params: bool = False
                                  ) -> tuple[JoyeLibertPublicKey, JoyeLibertPrivateKey]:
-    """(pk, sk) for a parameter set: ``JL_112`` (default), ``JL_128``, or JLParams(bits, k) in tests."""
+    """(pk, sk) for a parameter set: ``JL_112`` (default), ``JL_128``, or JLParams(bits, k) in tests. N has
+    exactly ``bits`` bits, p has ``p_bits`` and q the rest."""
     bits, k = int(params.bits), int(params.k)
     if bits % 2 or bits < 16:
         raise CryptoError(f"Joye–Libert modulus bits must be even and at least 16, got {bits}")
     check_modulus_bits(bits, insecure_test_params, JoyeLibertPublicKey.SCHEME)
-    _check_k(bits, k, insecure_test_params)
-    p = random_prime(bits // 2, low=1, low_bits=k)
+    p_bits = _p_bits(params, insecure_test_params)
+    _check_k(bits, k, insecure_test_params, p_bits)
     while True:
-        q = random_prime(bits // 2, low=3, low_bits=2)
-        if q != p:
+        p = random_prime(p_bits, low=1, low_bits=k)
+        q = random_prime(bits - p_bits, low=3, low_bits=2)
+        if q != p and (p * q).bit_length() == bits:
             break
     sk = JoyeLibertPrivateKey.from_primes(p, q, k, insecure_test_params=insecure_test_params)
     return sk.public_key, sk
