@@ -1,6 +1,7 @@
 """Embedding many images: cache lookup, a worker-process pool for the misses, a progress bar."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -73,7 +74,10 @@ def embed_paths(paths: list[Path], spec: dict, *, which: str = "largest", cache:
                 results = map(_embed_one, ((p, which) for _, p in todo))
                 _drain(results, todo, known, store, bar, batch)
             else:
-                with ProcessPoolExecutor(workers, initializer=_init, initargs=(spec, True)) as pool:
+                # forkserver, not fork: the caller may hold threads (crypto pools, Ray) whose locks a forked
+                # child would inherit locked
+                ctx = multiprocessing.get_context("forkserver")
+                with ProcessPoolExecutor(workers, initializer=_init, initargs=(spec, True), mp_context=ctx) as pool:
                     jobs = ((p, which) for _, p in todo)
                     _drain(pool.map(_embed_one, jobs, chunksize=4), todo, known, store, bar, batch)
     finally:

@@ -15,6 +15,7 @@ resumes with only the missing pairs.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import signal
 import sys
@@ -166,7 +167,10 @@ def _in_pool(chunks, workers, params, q, pairs_of, record) -> None:
     A first Ctrl-C (SIGINT) stops submitting, lets the running chunks finish and records them, then raises
     KeyboardInterrupt; a second one (a second or more later) interrupts at once. (An interrupt raised inside the executor's
     machinery can leave ProcessPoolExecutor hanging, hence the flag.)"""
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_pool_worker_init, initargs=(params, q))
+    # forkserver, not fork: a forked child inherits any lock one of the parent's threads (crypto pools, Ray)
+    # held at the fork and can hang (see gsm_eval)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_pool_worker_init, initargs=(params, q),
+                               mp_context=multiprocessing.get_context("forkserver"))
     pending: dict = {}
     queue = iter(chunks)
     stop: list[float] = []
