@@ -228,13 +228,14 @@ def test_pi3_forged_inputs_are_bottom(world):
     _, dev, term, u = world
     e = term.receive(dev.first_message(), "pi3")
     w_far = template(42)
-    wbits = P.circuit_bits
-    # X + 1 (Y unchanged), and the wrap-around forgery IP′ = IP + 2^(w−1) that only the range check stops
-    for dx, dy in ((1, 0), (1 << (wbits - 1), 0), (1 << (wbits - 1), 1 << (wbits - 1))):
+    wbits, xb = P.circuit_bits, P.x_bits
+    # X + 1 (Y unchanged), the wrap-around IP′ = IP + 2^(x_bits−1) that only the range check stops, and Y
+    # moved by a multiple of the largest power of two a forger could hope divides a·δ
+    for dx, dy in ((1, 0), (1 << (xb - 1), 0), (1 << (xb - 1), 1 << (wbits - 1)), (1 << (xb - 2), 1 << (wbits - 2))):
         ch, s = term.challenge(e, w_far, "pi3")
         X, Y = dev.pi3_inputs(ch)
-        ev = Evaluator.gsm_pi3(wbits, (X + dx) % (1 << wbits), (Y + dy) % (1 << wbits), range_check=True,
-                               group=OT_GROUP, a_bits=P.a_bits)
+        ev = Evaluator.gsm_pi3(wbits, (X + dx) % (1 << xb), (Y + dy) % (1 << wbits), range_check=True,
+                               group=OT_GROUP, a_bits=P.a_bits, x_bits=xb)
         reply = term.pi3_compare(s, CompareRequest(ev.request().to_bytes()))
         assert term.pi3_finish(s, dev.pi3_finish(ev, reply)) == Decision(False, aborted=True)
 

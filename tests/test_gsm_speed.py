@@ -126,3 +126,21 @@ def test_generator_half_gates_garble_evaluate_and_round_trip():
     with pytest.raises(Exception, match="half-gate"):
         evaluate(c, GarbledCircuit(gc.digest, gc.key, gc.tables, gc.half_tables[:-1]), g.garbler_labels(gbits),
                  [g.label(w, v) for w, v in zip(c.evaluator_inputs, ebits)])
+
+
+def test_pi3_circuit_with_narrow_x_decides_fig6():
+    """x_bits < k: X, pad, T, ip_max and IP are x_bits wide, a·IP + b and Y stay k bits (GsmParams.x_bits)."""
+    from privface.crypto.compare import gsm_pi3_circuit
+    from privface.crypto.garble import to_bits
+
+    xb, a_bits = 12, 8
+    k = xb + a_bits
+    narrow, wide = gsm_pi3_circuit(k, True, a_bits, xb), gsm_pi3_circuit(k, True, a_bits)
+    assert narrow.and_count < wide.and_count and len(narrow.evaluator_inputs) == xb + k
+    for trial in range(200):
+        pad, a, b = secrets.randbelow(2**k), 1 + secrets.randbelow(2**a_bits - 1), secrets.randbelow(2**k)
+        T, ip_max, ip = secrets.randbelow(2**xb), secrets.randbelow(2**xb), secrets.randbelow(2**xb)
+        X, Y = (ip + pad) % 2**xb, (a * ip + b + (trial % 3 == 0)) % 2**k
+        got = narrow.evaluate(to_bits(pad % 2**xb, xb) + to_bits(a, a_bits) + to_bits(b, k) + to_bits(T, xb)
+                              + to_bits(ip_max, xb), to_bits(X, xb) + to_bits(Y, k))
+        assert got == ((a * ip + b) % 2**k == Y, T <= ip, ip <= ip_max)

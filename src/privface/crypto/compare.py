@@ -63,22 +63,29 @@ def less_than_circuit(k: int) -> Circuit:
 
 
 @functools.cache
-def gsm_pi3_circuit(k: int, range_check: bool = False, a_bits: int | None = None) -> Circuit:
+def gsm_pi3_circuit(k: int, range_check: bool = False, a_bits: int | None = None,
+                    x_bits: int | None = None) -> Circuit:
     """Seed 004 §7 Fig. 6: evaluator X, Y; garbler pad, a, b, T. IP = X − pad mod 2^k; outputs
     ([a·IP + b = Y], [T ≤ IP]) — the first bit false is the figure's ⊥ (the device's inputs were not
     the ones the terminal encrypted). ``range_check`` adds a garbler input ip_max and a third bit
     [IP ≤ ip_max]: mod 2^k a forged IP′ = IP + 2^(k−1) passes the first check for every even a, so the
     terminal must refuse (⊥) an IP outside the possible range, as §6 does in Π2. ``a_bits``: a has only
     that many bits (§6: a < 2^λ), which drops the multiplier's rows for the higher bits of a; a is the
-    garbler's, so its partial products are generator half-gates (``CircuitBuilder.and_known``)."""
+    garbler's, so its partial products are generator half-gates (``CircuitBuilder.and_known``).
+    ``x_bits``: X, pad, T (and ip_max) have that many bits and IP = X − pad mod 2^x_bits, while a·IP + b and
+    Y stay mod 2^k (``GsmParams.x_bits``: fewer OT inputs and a narrower multiplier)."""
+    xb = x_bits or k
+    if xb > k:
+        raise CryptoError("gsm_pi3_circuit: x_bits must not exceed k")
     b = CircuitBuilder()
-    X, Y = b.evaluator_input(k), b.evaluator_input(k)
-    pad, a = b.garbler_input(k), b.garbler_input(a_bits or k)
-    b_, T = b.garbler_input(k), b.garbler_input(k)
+    X, Y = b.evaluator_input(xb), b.evaluator_input(k)
+    pad, a = b.garbler_input(xb), b.garbler_input(a_bits or k)
+    b_, T = b.garbler_input(k), b.garbler_input(xb)
     ip = b.sub(X, pad)
-    bits = [b.eq(b.add(b.mul(ip, a, y_known=True), b_), Y), b.le(T, ip)]
+    prod = b.mul(ip, a, y_known=True) if xb == k else b.mul_wide(ip, a, k, y_known=True)
+    bits = [b.eq(b.add(prod, b_), Y), b.le(T, ip)]
     if range_check:
-        bits.append(b.le(ip, b.garbler_input(k)))
+        bits.append(b.le(ip, b.garbler_input(xb)))
     b.output(*bits)
     return b.build()
 
@@ -190,13 +197,15 @@ class Garbler:
 
     @classmethod
     def gsm_pi3(cls, k: int, pad: int, a: int, b: int, T: int, ip_max: int | None = None,
-                group: OTGroup = MODP_2048, a_bits: int | None = None) -> Garbler:
+                group: OTGroup = MODP_2048, a_bits: int | None = None, x_bits: int | None = None) -> Garbler:
         """Seed 004 Fig. 5 round 4, terminal side (`gsm_pi3_circuit`); decide with `decide_bits`;
-        ``ip_max`` enables the range check; ``a_bits`` (a < 2^a_bits) a shorter multiplier."""
-        bits = to_bits(pad, k) + to_bits(a, a_bits or k) + to_bits(b, k) + to_bits(T, k)
+        ``ip_max`` enables the range check; ``a_bits`` (a < 2^a_bits) a shorter multiplier; ``x_bits`` the
+        width of pad, T, ip_max (and of the device's X)."""
+        xb = x_bits or k
+        bits = to_bits(pad, xb) + to_bits(a, a_bits or k) + to_bits(b, k) + to_bits(T, xb)
         if ip_max is not None:
-            bits += to_bits(ip_max, k)
-        return cls(gsm_pi3_circuit(k, ip_max is not None, a_bits), bits, group)
+            bits += to_bits(ip_max, xb)
+        return cls(gsm_pi3_circuit(k, ip_max is not None, a_bits, x_bits), bits, group)
 
     def respond(self, request: OTRequest) -> GarblerMessage:
         """Garble afresh and answer the evaluator's OT request; a bad request changes no state."""
@@ -251,9 +260,11 @@ class Evaluator:
 
     @classmethod
     def gsm_pi3(cls, k: int, X: int, Y: int, range_check: bool = False, group: OTGroup = MODP_2048,
-                a_bits: int | None = None) -> Evaluator:
-        """Seed 004 Fig. 5 round 3, device side: X = IP + pad, Y = a·IP + b (``a_bits`` as the garbler's)."""
-        return cls(gsm_pi3_circuit(k, range_check, a_bits), to_bits(X, k) + to_bits(Y, k), group)
+                a_bits: int | None = None, x_bits: int | None = None) -> Evaluator:
+        """Seed 004 Fig. 5 round 3, device side: X = IP + pad, Y = a·IP + b (``a_bits``, ``x_bits`` as the
+        garbler's)."""
+        return cls(gsm_pi3_circuit(k, range_check, a_bits, x_bits), to_bits(X, x_bits or k) + to_bits(Y, k),
+                   group)
 
     def request(self) -> OTRequest:
         return self._receiver.request()

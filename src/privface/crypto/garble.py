@@ -208,6 +208,28 @@ class CircuitBuilder:
             acc = acc[:i] + self._add(acc[i:], partial, None)[0]
         return acc
 
+    def mul_wide(self, x: Sequence[int], y: Sequence[int], k: int, *, y_known: bool = False) -> list[int]:
+        """x · y mod 2^k for a k ≥ len(x): the product is not truncated to x's width. Schoolbook with
+        len(x)-bit partial products: row i adds y_i·x into bits [i, i + len(x)] of the accumulator, so each
+        row costs len(x) (half-)ANDs and len(x) ANDs whatever k is — a 31-bit x times a 40-bit y into 71 bits
+        costs ≈ 2·40·31 gates instead of ≈ 2·Σ(71 − i) for ``mul`` on x zero-extended to 71 bits."""
+        if not 0 < len(y) or len(x) > k:
+            raise CryptoError("mul_wide: need a non-empty y and len(x) ≤ k")
+        bit = (lambda a, yi: self.and_known(yi, a)) if y_known else self.and_
+        acc = [bit(a, y[0]) for a in x]
+        for i in range(1, min(len(y), k)):
+            partial = [bit(a, y[i]) for a in x[:k - i]]
+            high = acc[i:]  # len(partial) − 1 bits (or fewer at the top), then the carry
+            out, carry = self._add(high, partial[:len(high)], None)
+            for b in partial[len(high):]:  # half adders for the partial product's top bit(s)
+                if carry is None:
+                    out.append(b)
+                    continue
+                out.append(self.xor(b, carry))
+                carry = self.and_(b, carry)
+            acc = acc[:i] + out + ([carry] if carry is not None and i + len(out) < k else [])
+        return (acc + self.constant(0, k - len(acc)))[:k] if len(acc) < k else acc[:k]
+
     def ge(self, x: Sequence[int], y: Sequence[int]) -> int:
         """[x ≥ y] (unsigned): the carry out of x + ¬y + 1."""
         return self._x_plus_not_y_plus_1(x, y)[1]

@@ -109,11 +109,21 @@ class GsmParams:
 
     @property
     def circuit_bits(self) -> int:
-        """Π3 circuit width w = bits(J_max) + λ (= pad_bits). The device's X, Y enter mod 2^w: pad and b
-        are uniform mod 2^w (their ranges are multiples of 2^w), so X, Y hide J and a; with IP′ range-checked
-        to [0, J_max], a forged IP′ = J + δ passes a·IP′ + b ≡ Y′ only by guessing a·δ mod 2^w, and the
-        2^λ − 1 values of a give distinct a·δ (|a₁ − a₂|·|δ| < 2^w): probability ≤ 1/(2^λ − 1)."""
+        """Π3 circuit width w = bits(J_max) + λ (= pad_bits) of a·IP + b and Y. The device's Y enters mod 2^w
+        and its X mod 2^x_bits (``x_bits``): pad and b are uniform mod 2^w (their ranges are multiples of
+        2^w), so X, Y hide J and a; IP′ = X′ − pad mod 2^x_bits is range-checked to [0, J_max], so a forged
+        IP′ = J + δ has 0 < |δ| < 2^x_bits and passes a·IP′ + b ≡ Y′ (mod 2^w) only by guessing a·δ mod
+        2^w, and the 2^λ − 1 values of a give distinct a·δ (|a₁ − a₂|·|δ| < 2^λ·2^x_bits = 2^w):
+        probability ≤ 1/(2^λ − 1)."""
         return self.pad_bits
+
+    @property
+    def x_bits(self) -> int:
+        """Π3: width of X, pad, T and IP in the circuit, bits(J_max): J ≤ J_max fits, so IP = X − pad mod
+        2^x_bits is exact. X needs no λ extra bits there — the device already holds the whole integer
+        J + pad, which the λ bits of pad beyond x_bits hide — and the λ bits of w cover the MAC check alone
+        (``circuit_bits``). 31 + 71 OT inputs instead of 2·71 at m = 16, and a 31-bit × λ multiplier."""
+        return self.j_max.bit_length()
 
     def x_max(self, variant: str) -> int:
         """Largest value the device decodes: J (Π1), a·J + b (Π2), max(J + pad, a·J + b) (Π3)."""

@@ -304,12 +304,12 @@ class Device:
         return X, Y
 
     def pi3_request(self, ch: Challenge) -> tuple[CompareRequest, Evaluator]:
-        """Fig. 5 round 3 step 3: ot^rec ← OT.Round₁((X, Y) mod 2^w). Returns the message and this
-        session's evaluator (its OT secrets)."""
+        """Fig. 5 round 3 step 3: ot^rec ← OT.Round₁((X mod 2^x_bits, Y mod 2^w)). Returns the message and
+        this session's evaluator (its OT secrets)."""
         X, Y = self.pi3_inputs(ch)
-        w = self.params.circuit_bits
-        evaluator = Evaluator.gsm_pi3(w, X % (1 << w), Y % (1 << w), range_check=True, group=OT_GROUP,
-                                      a_bits=self.params.a_bits)
+        w, xb = self.params.circuit_bits, self.params.x_bits
+        evaluator = Evaluator.gsm_pi3(w, X % (1 << xb), Y % (1 << w), range_check=True, group=OT_GROUP,
+                                      a_bits=self.params.a_bits, x_bits=xb)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
     @staticmethod
@@ -462,13 +462,15 @@ class Terminal:
 
     def pi3_compare(self, session: TerminalSession, msg: CompareRequest) -> CompareChallenge:
         """Fig. 5 round 4: garble Fig. 6 (with the range check, ``crypto.compare.gsm_pi3_circuit``) on
-        (pad, a, b, T + ζ², J_max) mod 2^w and answer the OT request. A bad request changes no state."""
+        (pad mod 2^x_bits, a, b mod 2^w, T + ζ², J_max) and answer the OT request. A bad request changes no
+        state."""
         self._take(session, "pi3")
         if session.extra is not None:
             raise ProtocolError("this Π3 session already sent its garbled circuit")
-        p, w = self.params, self.params.circuit_bits
-        garbler = Garbler.gsm_pi3(w, session.pad % (1 << w), session.a, session.b % (1 << w),
-                                  p.threshold + p.zeta**2, ip_max=p.j_max, group=OT_GROUP, a_bits=p.a_bits)
+        p, w, xb = self.params, self.params.circuit_bits, self.params.x_bits
+        garbler = Garbler.gsm_pi3(w, session.pad % (1 << xb), session.a, session.b % (1 << w),
+                                  p.threshold + p.zeta**2, ip_max=p.j_max, group=OT_GROUP, a_bits=p.a_bits,
+                                  x_bits=xb)
         try:
             reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
         except CryptoError as e:
