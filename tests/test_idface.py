@@ -186,6 +186,27 @@ def test_seal_ntt_roundtrip(toy_ckks):
     assert np.array_equal(_seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid, f), polys)
 
 
+@pytest.mark.parametrize("real", [False, True])
+def test_array_decryption_equals_seal_decryptor(toy_ckks, real):
+    """_seal_arrays.decrypt_arrays (c0 + c1·s mod q in numpy, long-double mulmod) = SEAL's Decryptor."""
+    pub, sec = generate_lattice_keys(IDFACE_CKKS) if real else toy_ckks
+    ctx, pid = pub.seal_context, pub.seal_context.first_parms_id()
+    levels = pub._levels[tuple(pid)]
+    moduli = np.array(levels, dtype=np.uint64)[:, None]
+    cts = _seal_arrays.encryptions_of_zero(pub.encryptor, 4)
+    cts[:, 0] = (cts[:, 0] + rng.integers(0, 1 << 50, cts[:, 0].shape, dtype=np.uint64)) % moduli
+    cts[3, 1] = moduli - 1  # extreme residues
+    mine = _seal_arrays.decrypt_arrays(cts, _seal_arrays.secret_key_array(sec._secret_key, pub.n, len(levels)), moduli)
+    decryptor = sealapi.Decryptor(ctx, sec._secret_key)
+    for ct, got in zip(cts, mine):
+        pt = sealapi.Plaintext()
+        decryptor.decrypt(_seal_arrays.ciphertext_from_array(ctx, pid, ct), pt)
+        assert np.array_equal(_seal_arrays.plaintext_to_array(pt).reshape(got.shape), got)
+    q = np.uint64(levels[0])
+    a, b = rng.integers(0, int(q), 5000, dtype=np.uint64), rng.integers(0, int(q), 5000, dtype=np.uint64)
+    assert [int(x) for x in _seal_arrays.mulmod(a, b, np.full_like(a, q))] == [int(x) * int(y) % int(q) for x, y in zip(a, b)]
+
+
 # ------------------------------------------------------------------ Paillier
 @pytest.fixture(scope="module")
 def toy_paillier():

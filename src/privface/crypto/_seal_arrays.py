@@ -100,3 +100,42 @@ def lazy_sum(arrays, moduli: np.ndarray, out: np.ndarray) -> np.ndarray:
             add_mod(out, moduli)
             pending = 1
     return add_mod(out, moduli)
+
+
+def mulmod(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """a·b mod q elementwise for residues a < q < 2^62 and a fixed factor b < q that broadcasts against a
+    (with q): the low 64 bits of a·b and of ⌊a·b/q⌋·q wrap exactly in uint64, and the quotient is
+    a·(b/q) in 80-bit long double (64-bit mantissa: off by at most 1 for a < 2^62), so one correction step
+    per side fixes it. b/q is computed once on b's shape, so only a multiplication runs per element."""
+    if not HAVE_LONG_DOUBLE_MULMOD:
+        raise CryptoError("mulmod needs an x87 80-bit (or wider) long double")
+    frac = b.astype(np.longdouble) / q.astype(np.longdouble)
+    quot = (a.astype(np.longdouble) * frac).astype(np.uint64)
+    qi = q.astype(np.int64)
+    with np.errstate(over="ignore"):
+        r = (a * b - quot * q).view(np.int64)  # the true remainder lies in (−q, 2q), so it fits in int64
+    r = np.where(r < 0, r + qi, r)
+    r = np.where(r >= qi, r - qi, r)
+    return r.view(np.uint64)
+
+
+HAVE_LONG_DOUBLE_MULMOD = np.finfo(np.longdouble).nmant >= 63
+
+
+def secret_key_array(secret_key, n: int, levels: int) -> np.ndarray:
+    """(levels, n): the NTT-form residues of SEAL's secret key s modulo the first ``levels`` primes (its
+    data is an NTT-form plaintext over every prime of the key level, limb after limb)."""
+    data = plaintext_to_array(secret_key.data())
+    if data.size % n or data.size // n < levels:
+        raise CryptoError("secret key: unexpected RNS layout")
+    return data.reshape(-1, n)[:levels].copy()
+
+
+def decrypt_arrays(cts: np.ndarray, s_ntt: np.ndarray, moduli: np.ndarray) -> np.ndarray:
+    """(k, L, n) NTT-form plaintexts c0 + c1·s mod q of (k, 2, L, n) NTT-form ciphertexts of size 2 — what
+    SEAL's ``Decryptor.decrypt`` computes for CKKS, vectorised (no per-ciphertext serialization)."""
+    if cts.ndim != 4 or cts.shape[1] != 2:
+        raise CryptoError(f"decrypt_arrays: expected (k, 2, L, n) ciphertexts of size 2, got {cts.shape}")
+    out = mulmod(cts[:, 1], s_ntt[None], moduli[None])
+    np.add(out, cts[:, 0], out=out)
+    return add_mod(out, moduli)

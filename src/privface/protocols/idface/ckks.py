@@ -119,15 +119,26 @@ class IDFaceCKKSKey(_Common):
     def __init__(self, secret: LatticeSecretContext, params: IDFaceParams) -> None:
         super().__init__(secret.public, params)
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
+        self._s_ntt = (_seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
+                       if _seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
 
-    def decrypt_scores(self, msg: CKKSScores) -> np.ndarray:
-        check_scores(msg, self.public, 2, self.capacity)
-        ntt_plain = np.empty((len(msg.counts) * 2, 1, self.n), dtype=np.uint64)
-        for i, ct_arr in enumerate(msg.arrays.reshape((-1,) + msg.arrays.shape[2:])):
+    def _decrypt(self, cts: np.ndarray) -> np.ndarray:
+        """(k, 1, n) NTT-form plaintexts of (k, 2, 1, n) ciphertexts: c0 + c1·s mod q₀ on the whole array
+        (``_seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` — tests/test_idface.py), or
+        SEAL's decryptor one ciphertext at a time where numpy has no 80-bit long double."""
+        if self._s_ntt is not None:
+            return _seal_arrays.decrypt_arrays(cts, self._s_ntt, self.moduli)
+        out = np.empty((len(cts), 1, self.n), dtype=np.uint64)
+        for i, ct_arr in enumerate(cts):
             ct = _seal_arrays.ciphertext_from_array(self.public.seal_context, self.parms_id, ct_arr)
             pt = sealapi.Plaintext()
             self._decryptor.decrypt(ct, pt)
-            ntt_plain[i] = _seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
+            out[i] = _seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
+        return out
+
+    def decrypt_scores(self, msg: CKKSScores) -> np.ndarray:
+        check_scores(msg, self.public, 2, self.capacity)
+        ntt_plain = self._decrypt(msg.arrays.reshape((-1,) + msg.arrays.shape[2:]))
         coeffs = _seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.parms_id, ntt_plain)
         v = coeffs.reshape(len(msg.counts), 2, self.n).astype(np.uint64)
         # centred lift then round(·/Δ); a valid encoding lies in [0, p^m) after rounding
