@@ -108,11 +108,11 @@ class Lockout:
     @contextmanager
     def attempt(self, protocol: str, subject: str) -> Iterator[None]:
         """Around a deciding step: check, then hold an in-flight slot (LimitError when none is free)."""
-        n, last = self._read(protocol, subject)
-        if (wait := self._wait(n, last)) > 0:
-            raise LimitError(f"too many rejected attempts for this subject; retry in {math.ceil(wait)} s", wait)
         key = (protocol, subject)
-        with self._lock:
+        with self._lock:  # the count and the slots together, so that no decision slips in between
+            n, last = self._read(protocol, subject)
+            if (wait := self._wait(n, last)) > 0:
+                raise LimitError(f"too many rejected attempts for this subject; retry in {math.ceil(wait)} s", wait)
             busy = self._in_flight.get(key, 0)
             if busy and n + busy >= self.failures:
                 raise LimitError("another attempt for this subject is in progress", 1)
