@@ -219,7 +219,8 @@ class GsmRole:
     def __init__(self, root, lockout):
         self.sp_store, self.path = SQLiteStore(root / "sp.db"), root / "terminal.db"
         self.store, self.capture = SQLiteStore(self.path), [None]
-        self.sp = serve_in_thread(create_app(self.sp_store, [GsmService(self.sp_store, role="provider", params=self.P)]))
+        provider = GsmService(self.sp_store, role="provider", params=self.P)
+        self.sp = serve_in_thread(create_app(self.sp_store, [provider]))
         self.sp_url = self.sp.__enter__()
         vk = provider_key_bytes(fetch_provider_key(self.sp_url))
         term = GsmService(self.store, role="terminal", params=self.P, provider_key=vk, capture=lambda: self.capture[0])
@@ -396,6 +397,8 @@ def test_rate_limit_per_client_address_and_per_key(tmp_path):
             assert [post(a) for _ in range(3)] == [200, 200, 429]
             assert post(b) == 200  # another key has its own bucket
             assert post("pfk_000000000000_" + "x" * 43) == 401  # no key: refused before the bucket
+            service = keys.create("enrol,internal")[1]
+            assert [post(service) for _ in range(5)] == [200] * 5  # service-to-service keys are not limited
 
 
 def test_lockout_and_rate_limit_retry_after_are_whole_seconds():

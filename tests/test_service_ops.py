@@ -42,7 +42,9 @@ def test_metrics_count_steps_and_need_the_metrics_or_admin_scope(tmp_path):
         enrol, verify, scraper, admin = (keys.create(s)[1] for s in ("enrol", "verify", "metrics", "admin"))
         app = create_app(store, [ScopedCounter(store)], keys=keys)
         with serve_in_thread(app) as url:
-            get = lambda key=None: httpx.get(f"{url}/metrics", headers={"authorization": f"Bearer {key}"} if key else {})  # noqa: E731
+            def get(key=None):
+                return httpx.get(f"{url}/metrics", headers={"authorization": f"Bearer {key}"} if key else {})
+
             assert get().status_code == 401 and get().json()["type"] == "AuthError"
             assert get(verify).status_code == 403 and get(verify).json()["type"] == "ScopeError"
             with ServiceClient(url, "counter", api_key=enrol) as c:
@@ -52,15 +54,16 @@ def test_metrics_count_steps_and_need_the_metrics_or_admin_scope(tmp_path):
                 c.step("count/start", b"m0")  # one session stays open
                 with pytest.raises(ServiceError):
                     c.step("register", b"no:x")  # 403
-            httpx.post(f"{url}/v1/nosuch/{'x' * 300}", content=b"", headers={**OCTETS, "authorization": f"Bearer {enrol}"})
+            httpx.post(f"{url}/v1/nosuch/{'x' * 300}", content=b"",
+                       headers={**OCTETS, "authorization": f"Bearer {enrol}"})
             r = get(scraper)
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
             assert get(admin).status_code == 200
             m = _samples(r.text)
             ok = ("privface_requests_total", (("protocol", "counter"), ("status", "200"), ("step", "register")))
             assert m[ok] == 3
-            assert m[("privface_requests_total", (("protocol", "counter"), ("status", "403"), ("step", "register")))] == 1
-            assert m[("privface_requests_total", (("protocol", "unknown"), ("status", "404"), ("step", "unknown")))] == 1
+            total = lambda p, c, t: m[("privface_requests_total", (("protocol", p), ("status", c), ("step", t)))]  # noqa: E731
+            assert total("counter", "403", "register") == 1 and total("unknown", "404", "unknown") == 1
             assert m[("privface_request_seconds_count", (("protocol", "counter"), ("step", "register")))] == 4
             assert m[("privface_sessions_open", ())] == 1
             assert ("privface_rate_limited_total", ()) in m

@@ -4,8 +4,8 @@ Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 
 401 no or unknown API key, 403 key without the step's scope
 (or a step that declares no scope: fail closed), 404 unknown protocol/step or subject not enrolled, 409 session missing/unknown/expired/out of
 order, 413 body over the step's limit, 415 not application/octet-stream, 429 rate limit or subject
-locked out (limits.py, with Retry-After), 503 store unavailable or too many sessions, 500 anything else. Every error body is `{"error": "…", "type": "…"}`, never a
-traceback.
+locked out (limits.py, with Retry-After), 503 store unavailable or too many sessions, 500 anything else.
+Every error body is `{"error": "…", "type": "…"}`, never a traceback.
 
 With ``keys`` (an ``ApiKeys``), every step needs ``Authorization: Bearer <key>``, checked before the body
 is read or a session touched, so a refused call changes nothing. ``/healthz``, ``/docs`` and
@@ -36,6 +36,8 @@ from .sessions import SESSION_HEADER, SessionLimitError, Sessions
 log = logging.getLogger("privface.service")
 OCTETS = "application/octet-stream"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+UNLIMITED_SCOPES = frozenset({"internal", "admin"})
+"""Keys of services and operators (kolberg DB → auth batches, key rotation) skip the per-client rate limit."""
 
 
 class ErrorBody(BaseModel):
@@ -175,7 +177,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             key = None if keys is None else await run_in_threadpool(  # 401 before anything else
                 keys.authenticate, bearer(request.headers.get("authorization")))
             seen["key"] = key
-            if rate_limit is not None:
+            if rate_limit is not None and not (key and key.scopes & UNLIMITED_SCOPES):
                 try:
                     rate_limit.take(f"key:{key.key_id}" if key else
                                     f"addr:{request.client.host if request.client else '?'}")
@@ -279,7 +281,7 @@ def _declare_bearer(app: FastAPI) -> None:
             schema.setdefault("components", {})["securitySchemes"] = {"apiKey": {
                 "type": "http", "scheme": "bearer", "description": "pfk_… key from privface keys create"}}
             for path, ops in schema["paths"].items():
-                if path.startswith("/v1/"):
+                if path.startswith("/v1/") or path == "/metrics":
                     for op in ops.values():
                         op["security"] = [{"apiKey": []}]
             app.openapi_schema = schema
