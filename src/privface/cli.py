@@ -659,20 +659,52 @@ def cmd_certs(a) -> int:
     return 0
 
 
+def _serve_ops_args(s) -> None:
+    """Limits and operations of `privface serve` (issue 8 §2, §6; README "Running the service")."""
+    s.add_argument("--config", metavar="TOML", help="read serve options from this TOML file (keys: option names); "
+                   "$PRIVFACE_<OPTION> overrides it, the command line overrides both")
+    s.add_argument("--log-format", default="json", choices=["json", "text"], help="stderr log lines (default json)")
+    s.add_argument("--max-sessions", type=int, default=10_000, help="open multi-round sessions at most (default 10000)")
+    s.add_argument("--rate-limit", type=float, default=100.0,
+                   help="requests per second per API key (or client address without keys); 0: off (default 100)")
+    s.add_argument("--rate-burst", type=int, default=200, help="requests a client may send at once (default 200)")
+    s.add_argument("--lockout-failures", type=int, default=5,
+                   help="rejected verifications in a row before a subject ID is locked out; 0: off (default 5)")
+    s.add_argument("--lockout-backoff", type=float, default=30.0,
+                   help="first lockout in seconds, doubling with every further rejection (default 30)")
+    s.add_argument("--lockout-max", type=float, default=3600.0, help="longest lockout in seconds (default 3600)")
+
+
+def _serve_limits(a, store) -> dict:
+    from .service.limits import Lockout, RateLimiter
+
+    try:
+        return {"rate_limit": RateLimiter(a.rate_limit, a.rate_burst) if a.rate_limit > 0 else None,
+                "lockout": Lockout(store, a.lockout_failures, a.lockout_backoff, a.lockout_max)
+                if a.lockout_failures > 0 else None}
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+
+
 def cmd_serve(a) -> int:
+    import logging
+    import logging.config
     import signal
 
     import uvicorn
 
     from .service.app import create_app
     from .service.auth import ApiKeys
+    from .service.observe import log_config
     from .service.registry import load_service
     from .store import open_store
     from .store.base import redact
 
+    logging.config.dictConfig(log_config(a.log_level, a.log_format))
+    note = logging.getLogger("privface.serve")  # start and stop: logged at every --log-level
     if a.insecure_test_params:
-        print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "
-              "never for real faces", file=sys.stderr)
+        note.warning("WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "
+                     "never for real faces")
     store = open_store(a.db)
     try:
         services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]
@@ -682,24 +714,29 @@ def cmd_serve(a) -> int:
             raise PrivfaceError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
         keys = None
         if a.no_auth:
-            print("privface: WARNING: --no-auth: ANYONE WHO CAN REACH THIS PORT MAY ENROL, VERIFY, REVOKE AND "
-                  "ROTATE KEYS — development only", file=sys.stderr)
+            note.warning("WARNING: --no-auth: ANYONE WHO CAN REACH THIS PORT MAY ENROL, VERIFY, REVOKE AND "
+                         "ROTATE KEYS — development only")
         else:
             keys = ApiKeys(store)
             if not keys.list():
-                print("privface: warning: no API keys in this store yet, every step is refused until one is "
-                      "created: privface keys create --db … --scopes …", file=sys.stderr)
-        app = create_app(store, services, session_ttl=a.session_ttl, keys=keys)
+                note.warning("no API keys in this store yet, every step is refused until one is "
+                             "created: privface keys create --db … --scopes …")
+        limits = _serve_limits(a, store)
+        if a.max_sessions < 1 or a.session_ttl <= 0:
+            raise PrivfaceError("--max-sessions and --session-ttl must be positive")
+        app = create_app(store, services, session_ttl=a.session_ttl, max_sessions=a.max_sessions, keys=keys,
+                         **limits)
         for svc in services:
             if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
                 from .protocols.gsm.service import provider_key_bytes
 
-                print(f"privface: gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}",
-                      file=sys.stderr)
+                note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
         scheme = "https" if a.tls_cert else "http"
-        print(f"privface: serving {', '.join(s.name for s in services)} on {scheme}://{a.host}:{a.port} "
-              f"(store {redact(a.db)}; API keys {'off' if a.no_auth else 'required'}"
-              f"{'; mutual TLS' if a.tls_client_ca else ''})", file=sys.stderr)
+        note.info(f"serving {', '.join(s.name for s in services)} on {scheme}://{a.host}:{a.port} "
+                  f"(store {redact(a.db)}; API keys {'off' if a.no_auth else 'required'}"
+                  f"{'; mutual TLS' if a.tls_client_ca else ''}; rate limit "
+                  f"{f'{a.rate_limit:g}/s burst {a.rate_burst}' if limits['rate_limit'] else 'off'}; lockout "
+                  f"{f'after {a.lockout_failures} rejections' if limits['lockout'] else 'off'})")
         tls = {}
         if a.tls_cert:
             import ssl
@@ -711,13 +748,13 @@ def cmd_serve(a) -> int:
         # re-raises the signal to the handlers found before it started: ours end the run here.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _shutdown)
-        uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level,
-                                      timeout_graceful_shutdown=30, **tls)).run()
+        uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_config=None, log_level=a.log_level,
+                                      access_log=False, timeout_graceful_shutdown=30, **tls)).run()
     except _Shutdown:
         pass
     finally:
         store.close()
-    print("privface: stopped; store closed", file=sys.stderr)
+    note.info("stopped; store closed")
     return 0
 
 
@@ -868,6 +905,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--auth-client-cert", metavar="PEM", help="kolberg DB server: client certificate (mutual TLS)")
     s.add_argument("--auth-client-key", metavar="PEM", help="kolberg DB server: its private key")
     _mode_args(s)
+    _serve_ops_args(s)
     s.set_defaults(func=cmd_serve)
 
     def http_args(s) -> None:
@@ -881,7 +919,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=["create", "list", "revoke"])
     s.add_argument("key_id", nargs="?", help="revoke: the key id (from list)")
     s.add_argument("--db", required=True, help="the service's template store URL (keys live there, hashed)")
-    s.add_argument("--scopes", default="verify", help="create: comma-separated subset of enrol,verify,admin,internal")
+    s.add_argument("--scopes", default="verify", help="create: comma-separated subset of enrol,verify,admin,internal,metrics")
     s.add_argument("--name", help="create: the party's name (shown by list)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_keys)
@@ -987,8 +1025,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv[:1] == ["serve"]:  # serve options from --config FILE and $PRIVFACE_* (service/config.py)
+            from .service import config
+
+            config.apply(_subparser(parser, "serve"), argv[1:], os.environ)
+        a = parser.parse_args(argv)
         return a.func(a)
     except PrivfaceError as e:
         print(f"privface: error: {e}", file=sys.stderr)
@@ -996,6 +1040,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("privface: interrupted", file=sys.stderr)
         return 130
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
 
 
 if __name__ == "__main__":

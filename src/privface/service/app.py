@@ -3,16 +3,18 @@
 Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 bad message,
 401 no or unknown API key, 403 key without the step's scope
 (or a step that declares no scope: fail closed), 404 unknown protocol/step or subject not enrolled, 409 session missing/unknown/expired/out of
-order, 413 body over the step's limit, 415 not application/octet-stream, 503 store unavailable or
-too many sessions, 500 anything else. Every error body is `{"error": "…", "type": "…"}`, never a
-traceback.
+order, 413 body over the step's limit, 415 not application/octet-stream, 429 rate limit or subject
+locked out (limits.py, with Retry-After), 503 store unavailable or too many sessions, 500 anything else.
+Every error body is `{"error": "…", "type": "…"}`, never a traceback.
 
 With ``keys`` (an ``ApiKeys``), every step needs ``Authorization: Bearer <key>``, checked before the body
 is read or a session touched, so a refused call changes nothing. ``/healthz``, ``/docs`` and
-``/openapi.json`` stay open (no templates, keys or scores there).
+``/openapi.json`` stay open (no templates, keys or scores there); ``/metrics`` (Prometheus) needs the
+``metrics`` or ``admin`` scope. Every step call leaves one audit record (observe.py).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -27,11 +29,15 @@ from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
 from .base import MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
+from .limits import LimitError, Lockout, RateLimiter
+from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
 
 log = logging.getLogger("privface.service")
 OCTETS = "application/octet-stream"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+UNLIMITED_SCOPES = frozenset({"internal", "admin"})
+"""Keys of services and operators (kolberg DB → auth batches, key rotation) skip the per-client rate limit."""
 
 
 class ErrorBody(BaseModel):
@@ -65,12 +71,14 @@ def _error(status: int, message: str, kind: str | None = None,
 
 def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, session_ttl: float = 120.0,
                max_sessions: int = 10_000, max_body: int = DEFAULT_MAX_BODY,
-               keys: ApiKeys | None = None) -> FastAPI:
+               keys: ApiKeys | None = None, rate_limit: RateLimiter | None = None,
+               lockout: Lockout | None = None) -> FastAPI:
     """A FastAPI app serving `services` (each a ProtocolService) over `store`; with `keys`, every step
     needs an API key holding the scope the service declares for it (module docstring).
 
     `max_body` caps every step's body; a service may declare a smaller or larger cap per step in an
-    optional `max_body: dict[str, int]` attribute."""
+    optional `max_body: dict[str, int]` attribute. `rate_limit` and `lockout` (limits.py; `privface serve`
+    turns both on) answer 429 with Retry-After."""
     by_name: dict[str, ProtocolService] = {}
     for s in services:
         if s.name in by_name:
@@ -81,9 +89,17 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         if keys is not None and (unmapped := [t for t in s.steps if not required_scopes(s, t)]):
             log.warning("%s: steps without a declared scope are refused: %s", s.name, ", ".join(unmapped))
     sessions = Sessions(session_ttl, max_sessions)
-    app = FastAPI(title="privface", version="1", summary="Face matching on encrypted templates")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield  # uvicorn has stopped accepting and let running requests finish
+        log.info("shutdown: dropping %d open sessions", len(sessions))
+        sessions.clear()
+
+    app = FastAPI(title="privface", version="1", summary="Face matching on encrypted templates", lifespan=lifespan)
     app.state.sessions, app.state.store, app.state.services = sessions, store, by_name
     app.state.keys = keys
+    app.state.metrics = metrics = Metrics(sessions)
 
     def authorize(key, svc: ProtocolService, step: str) -> None:
         """403 unless `key` holds the step's scope (a step that declares none is refused)."""
@@ -109,13 +125,27 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             return _error(503, "template store unavailable", "StoreUnavailableError")
         return {"status": "ok", "protocols": sorted(by_name)}
 
+    @app.get("/metrics", response_class=Response,
+             responses={200: {"content": {METRICS_CONTENT_TYPE: {}}}, 401: {"model": ErrorBody},
+                        403: {"model": ErrorBody}})
+    def metrics_endpoint(request: Request) -> Response:
+        """Prometheus text format; with API keys on, a key with the metrics or admin scope."""
+        if keys is not None:
+            try:
+                key = keys.authenticate(bearer(request.headers.get("authorization")))
+            except AuthError as e:
+                return _error(401, str(e), "AuthError", headers={"www-authenticate": "Bearer"})
+            if not key.scopes & {"metrics", "admin"}:
+                return _error(403, "/metrics needs the metrics or admin scope", "ScopeError")
+        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
     @app.post(
         "/v1/{protocol}/{step:path}",
         summary="Run one protocol step",
         response_class=Response,
         responses={200: {"content": {OCTETS: {}}, "description": "the response message; "
                          f"header {SESSION_HEADER} when the flow continues"},
-                   **{c: {"model": ErrorBody} for c in (400, 401, 403, 404, 409, 413, 415, 503)}},
+                   **{c: {"model": ErrorBody} for c in (400, 401, 403, 404, 409, 413, 415, 429, 503)}},
         openapi_extra={"requestBody": {"required": True, "content": {
             OCTETS: {"schema": {"type": "string", "format": "binary"}}}},
             "parameters": [{"name": SESSION_HEADER, "in": "header", "required": False,
@@ -123,9 +153,37 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                             "description": "session id returned by the previous step"}]},
     )
     async def run_step(protocol: str, step: str, request: Request) -> Response:
+        t0, seen = time.perf_counter(), {}  # seen: what the audit record may name (no content)
+        response = await _run_step(protocol, step, request, seen)
+        known = protocol in by_name and step in by_name[protocol].steps
+        labels = (protocol, step) if known else ("unknown", "unknown")
+        seconds = time.perf_counter() - t0
+        metrics.requests.labels(*labels, str(response.status_code)).inc()
+        metrics.latency.labels(*labels).observe(seconds)
+        accepted = seen.get("accepted")
+        if accepted is not None:
+            metrics.attempts.labels(protocol, "accepted" if accepted else "rejected").inc()
+        ok = response.status_code < 400
+        key = seen.get("key")
+        audit(party=key.key_id if key else None, party_name=key.name if key else None,
+              client=request.client.host if request.client else None, protocol=protocol[:64], step=step[:64],
+              subject=seen.get("subject"), status=response.status_code, error=seen.get("error"),
+              decision=("refused" if not ok else "allowed" if accepted is None
+                        else "accepted" if accepted else "rejected"), ms=round(seconds * 1000, 3))
+        return response
+
+    async def _run_step(protocol: str, step: str, request: Request, seen: dict) -> Response:
         try:
             key = None if keys is None else await run_in_threadpool(  # 401 before anything else
                 keys.authenticate, bearer(request.headers.get("authorization")))
+            seen["key"] = key
+            if rate_limit is not None and not (key and key.scopes & UNLIMITED_SCOPES):
+                try:
+                    rate_limit.take(f"key:{key.key_id}" if key else
+                                    f"addr:{request.client.host if request.client else '?'}")
+                except LimitError:
+                    metrics.rate_limited.inc()
+                    raise
             svc = by_name.get(protocol)
             if svc is None:
                 raise _Refused(404, f"unknown protocol {protocol!r}")
@@ -148,30 +206,64 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             elif not sessions.has_room():
                 raise SessionLimitError("too many open sessions; try again later")
             body = await _read(request, cap, f"{protocol}/{step} accepts at most {cap} bytes")
-            state = sessions.take(protocol, sid) if sid is not None else None
+            attempt = None
+            if lockout is not None and hasattr(svc, "attempt"):
+                peeked = sessions.peek(protocol, sid) if sid is not None else None
+                attempt = await run_in_threadpool(svc.attempt, step, body, peeked)
             t0 = time.perf_counter()
-            result = await run_in_threadpool(svc.handle, step, body, state)
+            if attempt is None:
+                state = sessions.take(protocol, sid) if sid is not None else None
+                result = await run_in_threadpool(svc.handle, step, body, state)
+            else:
+                seen["subject"] = attempt[0]
+                result = await run_in_threadpool(guarded, svc, step, body, sid, attempt)
             compute_ms = (time.perf_counter() - t0) * 1000
             if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
                 raise TypeError(f"{protocol}.handle must return a StepResult with bytes")
+            seen.update(subject=result.subject or seen.get("subject"), accepted=result.accepted)
             # Server-Timing (W3C): the step's compute time, so clients can tell network from work.
             headers = {"server-timing": f"compute;dur={compute_ms:.3f}"}
             if result.state is not None:
                 headers[SESSION_HEADER] = sessions.open(protocol, result.state)
             return Response(result.body, media_type=OCTETS, headers=headers)
         except _Refused as e:
+            seen["error"] = _Refused.KINDS.get(e.status, "HTTPError")
             return _error(e.status, e.message)
         except AuthError as e:
+            seen["error"] = "AuthError"
             return _error(401, str(e), "AuthError", headers={"www-authenticate": "Bearer"})
         except ScopeError as e:
+            seen["error"] = "ScopeError"
             return _error(403, str(e), "ScopeError")
+        except LimitError as e:
+            seen["error"] = "LimitError"
+            return _error(429, str(e), "LimitError", headers={"retry-after": str(e.retry_after)})
         except PrivfaceError as e:
+            seen["error"] = type(e).__name__
             unavailable = isinstance(e, StoreUnavailableError)  # details stay on the server
             return _error(status_of(e), "template store unavailable" if unavailable else str(e),
                           type(e).__name__)
         except Exception as e:  # a bug: tell the client nothing, log only the type (no bodies)
+            seen["error"] = "InternalError"
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)
             return _error(500, "internal server error", "InternalError")
+
+    def guarded(svc: ProtocolService, step: str, body: bytes, sid: str | None, attempt) -> StepResult:
+        """A step of a verification attempt: refused (429, nothing taken) while the subject is locked
+        out; the deciding step holds an in-flight slot and counts its decision (limits.Lockout)."""
+        subject, decides = attempt
+        try:
+            if not decides:
+                lockout.check(svc.name, subject)
+                return svc.handle(step, body, sessions.take(svc.name, sid) if sid is not None else None)
+            with lockout.attempt(svc.name, subject):
+                result = svc.handle(step, body, sessions.take(svc.name, sid) if sid is not None else None)
+                if isinstance(result, StepResult) and result.accepted is not None:
+                    lockout.record(svc.name, subject, result.accepted)
+                return result
+        except LimitError:
+            metrics.lockouts.labels(svc.name).inc()
+            raise
 
     if keys is not None:
         _declare_bearer(app)
@@ -189,7 +281,7 @@ def _declare_bearer(app: FastAPI) -> None:
             schema.setdefault("components", {})["securitySchemes"] = {"apiKey": {
                 "type": "http", "scheme": "bearer", "description": "pfk_… key from privface keys create"}}
             for path, ops in schema["paths"].items():
-                if path.startswith("/v1/"):
+                if path.startswith("/v1/") or path == "/metrics":
                     for op in ops.values():
                         op["security"] = [{"apiKey": []}]
             app.openapi_schema = schema

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from ..errors import PrivfaceError
 from ..store.base import TemplateStore
 
-SCOPES = ("enrol", "verify", "admin", "internal")
+SCOPES = ("enrol", "verify", "admin", "internal", "metrics")
 """``enrol``: register a template · ``verify``: authentication / matching / identification flows ·
-``admin``: revoke, rotate keys, gallery import · ``internal``: service to service (kolberg DB → auth)."""
+``admin``: revoke, rotate keys, gallery import · ``internal``: service to service (kolberg DB → auth) ·
+``metrics``: read ``/metrics`` only (a Prometheus scraper)."""
 KEY_NAMESPACE = "privface-apikeys"
 PEPPER_ENV = "PRIVFACE_API_KEY_PEPPER"
 API_KEY_ENV = "PRIVFACE_API_KEY"

@@ -28,10 +28,14 @@ class SessionError(PrivfaceError):
 @dataclass
 class StepResult:
     """What a step returns: the response message bytes, and the state to keep for the next step
-    (None ends the flow and drops the session)."""
+    (None ends the flow and drops the session). For the audit trail and the failure counter: the
+    ``subject`` ID the step was about, when it names one, and on the step that decides a verification
+    attempt whether it was ``accepted``."""
 
     body: bytes
     state: Any = None
+    subject: str | None = None
+    accepted: bool | None = None
 
 
 class ProtocolService(Protocol):
@@ -45,3 +49,9 @@ class ProtocolService(Protocol):
         """Run one step on a validated-size body; raise MessageError / NotEnrolledError /
         SessionError (or another PrivfaceError → 400) on bad input, changing no state."""
         ...
+
+    # Optional, for the failure counter (limits.Lockout) of verification flows:
+    # def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
+    #     """(subject ID, whether this step decides) when `step` belongs to a verification attempt, else
+    #     None; cheap (decodes at most the subject ID); MessageError on a bad body. The deciding step's
+    #     StepResult carries `accepted`."""

@@ -46,6 +46,10 @@ class Sessions:
         for sid in [sid for sid, s in self._items.items() if s.expires <= now]:
             del self._items[sid]
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
     def has_room(self) -> bool:
         with self._lock:
             if len(self._items) >= self.max_sessions:
@@ -66,6 +70,11 @@ class Sessions:
         """Raise SessionError unless `sid` is a live session of `protocol` (does not consume it)."""
         with self._lock:
             self._get(protocol, sid)
+
+    def peek(self, protocol: str, sid: str) -> Any:
+        """The state of a live session of `protocol`, leaving the session open."""
+        with self._lock:
+            return self._get(protocol, sid).state
 
     def take(self, protocol: str, sid: str) -> Any:
         """The state of a live session of `protocol`, removing the session."""

@@ -79,11 +79,24 @@ def _signing_key(store: TemplateStore, key) -> Ed25519PrivateKey:
     return loaded
 
 
+def body_limits(params: GsmParams, role: str) -> dict[str, int]:
+    """Request caps per step, at least twice the largest valid message: a Paillier ciphertext is < N² (2·|N|
+    bits); Π_en sends ℓ of them with a Fig. 9 proof of about the same size, m1 at most ℓ (packing only
+    shrinks it). Measured at ℓ = 128, |N| = 3072: enrol/start 199 861 B, match/start 15 895 B,
+    match/compare 4 559 B, enrol/finish 410 B, match/finish ≤ 62 B."""
+    c = 2 * params.paillier_bits // 8 + 16
+    if role == "provider":
+        return {"key": 1024, "enrol/start": 4 * params.ell * c + 65536, "enrol/finish": 16 * c + 4096}
+    return {"match/start": params.ell * c + 16384, "match/compare": 65536, "match/finish": 16 * c + 4096}
+
+
 @dataclass
 class MatchState:
-    """A terminal's HTTP session: the variant's session and, for Π3 after match/compare, nothing more."""
+    """A terminal's HTTP session: the variant's session and, for Π3 after match/compare, nothing more;
+    the subject of the presented m1 (for the failure counter)."""
 
     session: TerminalSession
+    subject: str = ""
 
 
 class GsmService:
@@ -115,6 +128,21 @@ class GsmService:
             self.first_steps = ("match/start",)
         else:
             raise ValueError(f"gsm role must be provider or terminal, got {role!r}")
+        self.max_body = body_limits(params, role)
+
+    def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
+        """A terminal's match (Π1–Π3) is one attempt of the failure counter on m1's subject, decided at
+        match/finish (⊥ counts as a rejection)."""
+        if self.role != "terminal":
+            return None
+        if step == "match/start":
+            try:
+                return Template.from_bytes(MatchStart.from_bytes(body).first_message).subject_id, False
+            except WireError as e:
+                raise MessageError(str(e)) from None
+        if isinstance(state, MatchState):
+            return state.subject, step == "match/finish"
+        return None
 
     def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
         if step not in self.steps:
@@ -141,7 +169,7 @@ class GsmService:
         m1 = sp.enrol_finish(state, zk.NormResponse.from_bytes(body))
         data = m1.to_bytes()
         self.store.put(PROTOCOL, m1.subject_id, data)
-        return StepResult(data)
+        return StepResult(data, subject=m1.subject_id)
 
     def _terminal(self, step: str, body: bytes, state) -> StepResult:
         term = self.terminal
@@ -152,7 +180,8 @@ class GsmService:
                 raise ProtocolError(f"unknown gsm variant id {start.variant}")
             enrolled = term.receive(Template.from_bytes(start.first_message), variant)
             challenge, session = term.challenge(enrolled, self.capture(), variant)
-            return StepResult(challenge.to_bytes(), MatchState(session))
+            return StepResult(challenge.to_bytes(), MatchState(session, enrolled.subject_id),
+                              subject=enrolled.subject_id)
         if not isinstance(state, MatchState):
             raise SessionError(f"{step} needs the session of a match/start")
         session = state.session
@@ -160,10 +189,12 @@ class GsmService:
             if session.variant != "pi3":
                 raise SessionError("match/compare belongs to Π3 only")
             reply = term.pi3_compare(session, CompareRequest.from_bytes(body))
-            return StepResult(reply.to_bytes(), state)
+            return StepResult(reply.to_bytes(), state, subject=state.subject)
         if session.variant == "pi1":
-            match = term.pi1_finish(session, Decision.from_bytes(body))
-            return StepResult(Decision(match).to_bytes())
-        if session.variant == "pi2":
-            return StepResult(term.pi2_finish(session, Reply.from_bytes(body)).to_bytes())
-        return StepResult(term.pi3_finish(session, CompareFinish.from_bytes(body)).to_bytes())
+            decision = Decision(term.pi1_finish(session, Decision.from_bytes(body)))
+        elif session.variant == "pi2":
+            decision = term.pi2_finish(session, Reply.from_bytes(body))
+        else:
+            decision = term.pi3_finish(session, CompareFinish.from_bytes(body))
+        return StepResult(decision.to_bytes(), subject=state.subject,
+                          accepted=bool(decision.match) and not decision.aborted)

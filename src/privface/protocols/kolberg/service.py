@@ -20,7 +20,7 @@ from ...errors import CryptoError, ProtocolError, UnknownSubjectError
 from ...service.base import MessageError, NotEnrolledError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import KeyRequest
+from .messages import KeyRequest, Result, VerifyRequest
 from .params import KolbergParams
 from .parties import PROTOCOL, AuthServer, DBServer
 
@@ -78,7 +78,18 @@ class KolbergService:
             raise NotEnrolledError(str(e)) from None
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
-        return StepResult(b"" if reply is None else reply.to_bytes())
+        return StepResult(b"" if reply is None else reply.to_bytes(), subject=getattr(reply, "subject_id", None),
+                          accepted=reply.accepted if isinstance(reply, Result) else None)
+
+    def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
+        """A DB server's verification (1:1) is one attempt of the failure counter; identification (1:N)
+        names no subject and is bounded by the rate limit only."""
+        if self.role != "db" or step != "verify":
+            return None
+        try:
+            return VerifyRequest.from_bytes(body).subject_id, True
+        except WireError as e:
+            raise MessageError(str(e)) from None
 
     def _run(self, step: str, body: bytes):
         p = self.party

@@ -1,0 +1,84 @@
+"""Operations (issue 8 §6): structured JSON logs, the audit trail and Prometheus metrics of the service.
+
+Audit records (logger ``privface.audit``, one per ``/v1`` call) hold the time, the party (API key id and
+name, client address), the protocol and step, the subject ID when the step names one, the decision and
+the HTTP status — never a body, template, key, ciphertext or score.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+audit_log = logging.getLogger("privface.audit")
+AUDIT_FIELDS = ("party", "party_name", "client", "protocol", "step", "subject", "decision", "status", "error", "ms")
+METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts (UTC, ISO 8601), level, logger, msg, and a record's ``fields``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+               "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
+        out.update(getattr(record, "fields", None) or {})
+        if record.exc_info:  # type only: a traceback's locals could hold message bytes
+            out["exc_type"] = record.exc_info[0].__name__ if record.exc_info[0] else None
+        return json.dumps(out, default=str, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    """``time level logger: msg key=value …`` for people."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = getattr(record, "fields", None) or {}
+        tail = "".join(f" {k}={v}" for k, v in fields.items() if v is not None)
+        return f"{self.formatTime(record)} {record.levelname.lower()} {record.name}: {record.getMessage()}{tail}"
+
+
+def log_config(level: str = "info", fmt: str = "json") -> dict:
+    """A ``logging.config.dictConfig`` for ``privface serve``: privface's and uvicorn's loggers on stderr in
+    ``fmt`` (json or text); ``privface.serve`` (start and stop) at info whatever ``level``. uvicorn's access
+    log stays off: the audit trail (info) records every step."""
+    formatter = {"()": f"{__name__}.{'JsonFormatter' if fmt == 'json' else 'TextFormatter'}"}
+    handler = {"class": "logging.StreamHandler", "formatter": "privface", "stream": "ext://sys.stderr"}
+    levels = {name: level.upper() for name in ("privface", "uvicorn", "uvicorn.error", "uvicorn.access")}
+    levels["privface.serve"] = "INFO"
+    return {"version": 1, "disable_existing_loggers": False, "formatters": {"privface": formatter},
+            "handlers": {"stderr": handler},
+            "loggers": {name: {"handlers": ["stderr"], "level": lvl, "propagate": False}
+                        for name, lvl in levels.items()}}
+
+
+def audit(**fields) -> None:
+    """One audit record (AUDIT_FIELDS); values are short identifiers, never message content."""
+    audit_log.info("%s/%s %s", fields.get("protocol"), fields.get("step"), fields.get("decision"),
+                   extra={"fields": {"event": "audit", **{k: fields.get(k) for k in AUDIT_FIELDS}}})
+
+
+class Metrics:
+    """The app's Prometheus metrics in a registry of its own (several apps may live in one process)."""
+
+    def __init__(self, sessions) -> None:
+        self.registry = r = CollectorRegistry()
+        self.requests = Counter("privface_requests", "Protocol step calls by outcome",
+                                ["protocol", "step", "status"], registry=r)
+        self.latency = Histogram("privface_request_seconds", "Protocol step latency (whole request)",
+                                 ["protocol", "step"], registry=r,
+                                 buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60))
+        self.attempts = Counter("privface_attempts", "Decided verification attempts", ["protocol", "result"],
+                                registry=r)
+        self.lockouts = Counter("privface_lockout_refusals", "Attempts refused: subject locked out",
+                                ["protocol"], registry=r)
+        self.rate_limited = Counter("privface_rate_limited", "Calls refused by the per-client rate limit",
+                                    registry=r)
+        Gauge("privface_sessions_open", "Open multi-round sessions", registry=r).set_function(lambda: len(sessions))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+__all__ = ["JsonFormatter", "TextFormatter", "log_config", "audit", "Metrics", "METRICS_CONTENT_TYPE"]
