@@ -32,7 +32,10 @@ _FIXED_KEY = hashlib.shake_256(b"privface/otext/tccr/v1").digest(16)
 def _perm(x: np.ndarray) -> np.ndarray:
     """π: fixed-key AES-128 on every 16-byte row of x (uint8, (..., 16))."""
     enc = Cipher(algorithms.AES(_FIXED_KEY), modes.ECB()).encryptor()
-    return np.frombuffer(enc.update(np.ascontiguousarray(x).tobytes()) + enc.finalize(), dtype=np.uint8).reshape(x.shape)
+    src = np.ascontiguousarray(x)
+    out = np.empty(src.size + 15, dtype=np.uint8)
+    n = enc.update_into(memoryview(src).cast("B"), out)
+    return out[:n].reshape(x.shape)
 
 
 def tccr(x: np.ndarray, tweak: np.ndarray) -> np.ndarray:

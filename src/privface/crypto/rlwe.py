@@ -149,33 +149,25 @@ def gallery_digits(basis: RNSBasis, ct: np.ndarray) -> np.ndarray:
 
 def external_product(basis: RNSBasis, G: np.ndarray, R: np.ndarray) -> np.ndarray:
     """Σ_{c,j} G[..., c, j] ⊙ R[cL + j] in NTT form: G (S, 2, L, L, N) uint32 gallery digits, R (2L, 2, L, N)
-    the NTT of the (switched) gadget rows. Returns (S, 2, L, N) uint64 (6 products < 2^57 reduced once)."""
-    S, L = G.shape[0], basis.L
-    out = np.zeros((S, 2, L, basis.n), dtype=np.uint64)
-    for c in range(2):
-        for j in range(L):
-            g = G[:, c, j].astype(np.uint64)
-            out[:, 0] += g * R[c * L + j, 0]
-            out[:, 1] += g * R[c * L + j, 1]
+    the NTT of the (switched) gadget rows. Returns (S, 2, L, N) uint64 (6 products < 2^57, reduced once)."""
+    L = basis.L
+    out = np.einsum("scjln,cjoln->soln", G.astype(np.uint64), R.reshape(2, L, 2, L, basis.n))
     out %= basis.qv
     return out
 
 
-def matmul_mod(x: np.ndarray, W: np.ndarray, moduli: np.ndarray) -> np.ndarray:
+def matmul_mod(x: np.ndarray, W: np.ndarray, moduli) -> np.ndarray:
     """Per limb, x[:, l, :] @ W[l].T mod q_l exactly: x (S, L, N) residues < 2^28, W (L, k, N). W is split
-    into 10-bit parts so each float64 (BLAS) product sum stays below 2^53 (N ≤ 8192)."""
+    into 10-bit parts so each float64 (BLAS) sum of products stays below 2^53 (N ≤ 8192)."""
     S, L, n = x.shape
     k = W.shape[1]
     out = np.empty((S, L, k), dtype=np.uint64)
-    xf = x.astype(np.float64)
     for l in range(L):
         p = np.uint64(moduli[l])
-        acc = np.zeros((S, k), dtype=np.uint64)
-        for shift in (20, 10, 0):
-            part = ((W[l] >> np.uint64(shift)) & np.uint64(1023)).astype(np.float64)
-            r = (xf[:, l, :] @ part.T).astype(np.uint64) % p
-            acc = (acc + r * (np.uint64(1 << shift) % p)) % p
-        out[:, l] = acc
+        parts = np.concatenate([((W[l] >> np.uint64(sh)) & np.uint64(1023)) for sh in (20, 10, 0)]).astype(np.float64)
+        r = (x[:, l, :].astype(np.float64) @ parts.T).astype(np.uint64) % p  # (S, 3k)
+        acc = r[:, :k] * (np.uint64(1 << 20) % p) % p + r[:, k:2 * k] * np.uint64(1 << 10) % p + r[:, 2 * k:]
+        out[:, l] = acc % p
     return out
 
 

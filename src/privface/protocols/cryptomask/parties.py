@@ -7,6 +7,7 @@ per phase. The answer is the verifier's 1 bit: does any enrolled face reach the 
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,7 @@ class Run:
 
     match: bool
     bytes: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
 
     @property
     def comm_bytes(self) -> int:
@@ -100,11 +102,20 @@ class CryptoMask:
         self.cs.receive(up)
 
     def identify(self, query) -> Run:
-        wire = Wire()
+        wire, clock = Wire(), [time.perf_counter()]
+
+        def lap() -> float:
+            clock.append(time.perf_counter())
+            return round(clock[-1] - clock[-2], 4)
+
         q = self.verifier.query(query)
         wire.send("query", q.nbytes)
+        seconds = {"query": lap()}
         msg, d0 = self.cs.distances(q)
         wire.send("distances", msg.nbytes)
+        seconds["distances"] = lap()
         d1 = self.verifier.shares(msg, self.cs.count)
+        seconds["shares"] = lap()
         bit = reveal(*self._ot, d0, d1, self.ts, wire)
-        return Run(bit, dict(wire.bytes))
+        seconds["reveal"] = lap()
+        return Run(bit, dict(wire.bytes), seconds)
