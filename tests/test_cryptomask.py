@@ -81,8 +81,8 @@ def test_key_switching_decrypts_under_the_verifier_key():
 
 
 def test_bit_transpose_matches_unpack_transpose():
-    r = np.random.default_rng(2).integers(0, 256, (128, 64), dtype=np.uint8)
-    for m in (512, 509):
+    r = np.random.default_rng(2).integers(0, 256, (128, 128), dtype=np.uint8)
+    for m in (1024, 1000):
         ref = np.packbits(np.unpackbits(r, axis=1, bitorder="little")[:, :m].T, axis=1, bitorder="little")
         assert np.array_equal(_transpose(r, m), ref)
 

@@ -109,10 +109,9 @@ def millionaire(S: IKNPSender, R: IKNPReceiver, y_S: np.ndarray, x_R: np.ndarray
         v = np.arange(1 << w)
         tw = tweaks.take(m << w).reshape(m, 1 << w)
         # S: the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]), masked by TCCR(⊕_t K_{t, v_t})
-        key = np.zeros((m, 1 << w, 16), dtype=np.uint8)
-        for t in range(w):
-            pair = np.stack([k0[:, p + t], k1[:, p + t]], axis=1)
-            key ^= pair[:, (v >> t) & 1]
+        key = np.stack([k0[:, p], k1[:, p]], axis=1)  # key[:, v] = ⊕_t K_{t, v_t}, doubled one bit at a time
+        for t in range(1, w):
+            key = np.concatenate([key ^ k0[:, None, p + t], key ^ k1[:, None, p + t]], axis=1)
         yj = ((y_S >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
         ls, es = random_bits(m), random_bits(m)
         msg = (ls[:, None] ^ (v[None] < yj[:, None])) | ((es[:, None] ^ (v[None] == yj[:, None])) << 1)

@@ -57,17 +57,23 @@ class _Streams:
         return np.stack([np.frombuffer(e.update(zero), dtype=np.uint8) for e in self._enc])
 
 
-def _transpose(rows: np.ndarray, m: int) -> np.ndarray:
-    """κ rows of m bits (κ, m/8) → m rows of κ bits (m, 16); bits LSB-first (``bitorder="little"``).
+_MASKS = {j: np.uint64(sum(1 << c for c in range(64) if not c & j)) for j in (32, 16, 8, 4, 2, 1)}
 
-    8×8 bit blocks as uint64 (byte = row, bit = column), transposed by Hacker's Delight transpose8."""
+
+def _transpose(rows: np.ndarray, m: int) -> np.ndarray:
+    """κ rows of m bits (κ, nb), nb a multiple of 8 → m rows of κ bits (m, 16); bits LSB-first
+    (``bitorder="little"``). Each 64×64 bit block (64 uint64 words) is transposed in place by six masked
+    swap rounds (Hacker's Delight §7-3), vectorised over all blocks."""
     k, nb = rows.shape
-    x = np.ascontiguousarray(rows.reshape(k // 8, 8, nb).transpose(2, 0, 1)).view("<u8")[..., 0]
-    for shift, mask in ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0)):
-        t = (x ^ (x >> np.uint64(shift))) & np.uint64(mask)
-        x = x ^ t ^ (t << np.uint64(shift))
-    y = x.view(np.uint8).reshape(nb, k // 8, 8)
-    return np.ascontiguousarray(y.transpose(0, 2, 1)).reshape(nb * 8, k // 8)[:m]
+    W = np.ascontiguousarray(rows).view("<u8").copy()  # (κ, nb/8): word r of block c = row r, columns 64c..
+    for j in (32, 16, 8, 4, 2, 1):
+        V = W.reshape(k // (2 * j), 2, j, -1)
+        a, b = V[:, 0], V[:, 1]
+        t = ((a >> np.uint64(j)) ^ b) & _MASKS[j]
+        a ^= t << np.uint64(j)
+        b ^= t
+    out = W.reshape(k // 64, 64, -1).transpose(2, 1, 0).reshape(-1, k // 64)
+    return np.ascontiguousarray(out).view(np.uint8)[:m]
 
 
 class IKNPSender:
@@ -90,10 +96,10 @@ class IKNPSender:
         self._streams = _Streams(seeds)
 
     def extend(self, u: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """The receiver's u (κ, ⌈m/8⌉) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, 16)."""
+        """The receiver's u (κ, 8·⌈m/64⌉) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, 16)."""
         if self._streams is None:
             raise CryptoError("IKNP: setup first")
-        nb = (m + 7) // 8
+        nb = -(-m // 64) * 8
         if not isinstance(u, np.ndarray) or u.dtype != np.uint8 or u.shape != (KAPPA, nb):
             raise CryptoError(f"IKNP: u must be uint8 ({KAPPA}, {nb})")
         q = self._streams.take(nb) ^ (u * self._delta_bits[:, None].astype(np.uint8))
@@ -116,12 +122,14 @@ class IKNPReceiver:
         return OTSender(ED25519).respond(OTRequest.from_bytes(request), self._seeds).to_bytes()
 
     def extend(self, choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Choice bits r (m,) → (u to send (κ, ⌈m/8⌉) uint8, H(j, t_j) (m, 16))."""
+        """Choice bits r (m,) → (u to send (κ, 8·⌈m/64⌉) uint8, H(j, t_j) (m, 16))."""
         r = np.asarray(choices, dtype=np.uint8).ravel()
         m = r.size
-        nb = (m + 7) // 8
+        nb = -(-m // 64) * 8  # whole 64-bit words for the transpose
         t = self._s0.take(nb)
-        u = t ^ self._s1.take(nb) ^ np.packbits(r, bitorder="little")[None, :]
+        packed = np.zeros(nb, dtype=np.uint8)
+        packed[:(m + 7) // 8] = np.packbits(r, bitorder="little")
+        u = t ^ self._s1.take(nb) ^ packed[None, :]
         tweak = np.arange(self.counter, self.counter + m, dtype=np.uint64)
         self.counter += m
         return u, tccr(_transpose(t, m), tweak)
