@@ -192,6 +192,8 @@ def test_messages_are_validated(toy):
         toy.verifier.shares(Distances(msg.c1.astype(np.int64), msg.c0), toy.cs.count)
     with pytest.raises(ProtocolError):
         toy.cs.receive(Upload(np.zeros((1, 2, L, n), np.uint32), merge=toy.cs.ind == 0, ind=0, count=1))
+    with pytest.raises(ProtocolError):  # right flag, wrong indicator
+        toy.cs.receive(Upload(np.zeros((1, 2, L, n), np.uint32), merge=toy.cs.ind > 0, ind=toy.cs.ind, count=1))
     with pytest.raises(TemplateError):
         toy.verifier.query(np.ones(128))  # not a unit vector
 

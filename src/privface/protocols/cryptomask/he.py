@@ -161,8 +161,12 @@ class CloudServer:
         if not isinstance(up, Upload) or up.cts.ndim != 4:
             raise ProtocolError("enrolment upload: expected ciphertexts (k, 2, L, N)")
         cts = check_residues(up.cts, (up.cts.shape[0], 2, L, n), self.basis, "enrolment upload")
-        if up.merge != (self.ind > 0) or not 0 <= up.ind < self.delta:
-            raise ProtocolError("enrolment upload: merge flag or indicator does not match the CS's state")
+        first = min(self.delta - self.ind, up.count) if self.ind else 0
+        expect = int(bool(first)) + -(-(up.count - first) // self.delta)
+        if (up.merge != (self.ind > 0) or up.count < 1 or up.ind != (self.ind + up.count) % self.delta
+                or len(cts) != expect):
+            raise ProtocolError("enrolment upload: merge flag, indicator or ciphertext count does not match "
+                                "the CS's state")
         if up.merge:
             self.last = (self.last + cts[0]) % self.basis.qv
             self.digits[-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
