@@ -206,3 +206,17 @@ def test_real_parameters_and_catalogue():
         generate_lattice_keys(CM_BFV_TOY)
     entry = next(d for d in catalogue() if d["name"] == "cryptomask")
     assert entry["security_levels"][0]["security_bits"] == 128
+
+
+@pytest.mark.parametrize("d", [100, 512])
+def test_other_dimensions_end_to_end(d):
+    """d ∤ N − d (δ = ⌈(N − d)/d⌉ still leaves the buffer) and d = 512 (δ = 3 at the toy N = 2048)."""
+    rng = np.random.default_rng(d)
+    x = unit(rng, 30, d)
+    cm = CryptoMask(d, tau=0.6, insecure_test_params=True)
+    cm.enrol(x[:7])
+    cm.enrol(x[7:])
+    A = encoding.quantize(x)
+    probe = x[11] + 0.2 * rng.standard_normal(d) / np.sqrt(d)
+    for b, expect in ((probe / np.linalg.norm(probe), True), (unit(rng, 1, d)[0], False)):
+        assert cm.identify(b).match == bool((A @ encoding.quantize(b)).max() >= cm.ts) == expect
