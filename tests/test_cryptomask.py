@@ -50,7 +50,7 @@ def test_ntt_multiplies_negacyclically_and_reads_coefficients():
     for li, p in enumerate(mods):
         assert np.array_equal(c[li].astype(object), np.mod(negacyclic(a[li].astype(object), b.astype(object), 1024), p))
     W = T.coefficient_functional([0, 5, 1023])
-    got = rlwe.matmul_mod(T.forward(a)[None], W, mods)[0]
+    got = rlwe.matmul_mod(T.forward(a)[None], rlwe.functional_parts(W), mods)[0]
     assert np.array_equal(got, a[:, [0, 5, 1023]])
 
 
@@ -135,7 +135,7 @@ def test_end_to_end_match_and_non_match_equal_plaintext(toy):
     toy.enrol(x[:5])  # ind = 5 of δ = 15
     toy.enrol(x[5:22])  # merges 10 into the last ciphertext, then 7 more
     toy.enrol(x[22:])
-    assert toy.cs.count == 40 and toy.cs.digits.shape[0] == 3 and toy.cs.ind == 40 % 15
+    assert toy.cs.count == 40 and toy.cs.ciphertexts == 3 and toy.cs.ind == 40 % 15
     A = encoding.quantize(x)
     probe = x[17] + 0.3 * rng.standard_normal(128) / np.sqrt(128)
     probe /= np.linalg.norm(probe)

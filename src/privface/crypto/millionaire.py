@@ -126,6 +126,10 @@ def millionaire(S: IKNPSender, R: IKNPReceiver, y_S: np.ndarray, x_R: np.ndarray
         pairs = len(lt_S) // 2
         hi, lo = slice(1, 2 * pairs, 2), slice(0, 2 * pairs, 2)
         ehS, ehR = np.concatenate(eq_S[hi]), np.concatenate(eq_R[hi])
+        if len(lt_S) == 2:  # the root: only lt is needed
+            zS, zR = and_gates(ehS, lt_S[0], ehR, lt_R[0], S, R, wire, phase)
+            lt_S, lt_R = [lt_S[1] ^ zS], [lt_R[1] ^ zR]
+            break
         zS, zR = and_gates(np.concatenate([ehS, ehS]), np.concatenate(lt_S[lo] + eq_S[lo]),
                            np.concatenate([ehR, ehR]), np.concatenate(lt_R[lo] + eq_R[lo]), S, R, wire, phase)
         half = pairs * m

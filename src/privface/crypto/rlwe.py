@@ -149,23 +149,28 @@ def gallery_digits(basis: RNSBasis, ct: np.ndarray) -> np.ndarray:
 
 def external_product(basis: RNSBasis, G: np.ndarray, R: np.ndarray) -> np.ndarray:
     """Σ_{c,j} G[..., c, j] ⊙ R[cL + j] in NTT form: G (S, 2, L, L, N) uint32 gallery digits, R (2L, 2, L, N)
-    the NTT of the (switched) gadget rows. Returns (S, 2, L, N) uint64 (6 products < 2^57, reduced once)."""
+    uint64, the NTT of the (switched) gadget rows. Returns (S, 2, L, N) uint64 (6 products < 2^57, reduced once)."""
     L = basis.L
-    out = np.einsum("scjln,cjoln->soln", G.astype(np.uint64), R.reshape(2, L, 2, L, basis.n))
+    out = np.einsum("scjln,cjoln->soln", G, R.reshape(2, L, 2, L, basis.n))
     out %= basis.qv
     return out
 
 
-def matmul_mod(x: np.ndarray, W: np.ndarray, moduli) -> np.ndarray:
-    """Per limb, x[:, l, :] @ W[l].T mod q_l exactly: x (S, L, N) residues < 2^28, W (L, k, N). W is split
-    into 10-bit parts so each float64 (BLAS) sum of products stays below 2^53 (N ≤ 8192)."""
+def functional_parts(W: np.ndarray) -> np.ndarray:
+    """W (L, k, N) residues < 2^30 → (L, N, 3k) float64: its 10-bit parts (shifts 20, 10, 0), for ``matmul_mod``."""
+    parts = [((W >> np.uint64(sh)) & np.uint64(1023)) for sh in (20, 10, 0)]
+    return np.ascontiguousarray(np.concatenate(parts, axis=1).transpose(0, 2, 1)).astype(np.float64)
+
+
+def matmul_mod(x: np.ndarray, parts: np.ndarray, moduli) -> np.ndarray:
+    """Per limb, x[:, l, :] @ W[l].T mod q_l exactly, with ``parts = functional_parts(W)``: x (S, L, N) residues
+    < 2^28; each float64 (BLAS) sum of products of x with a 10-bit part stays below 2^53 (N ≤ 8192)."""
     S, L, n = x.shape
-    k = W.shape[1]
+    k = parts.shape[2] // 3
     out = np.empty((S, L, k), dtype=np.uint64)
     for l in range(L):
         p = np.uint64(moduli[l])
-        parts = np.concatenate([((W[l] >> np.uint64(sh)) & np.uint64(1023)) for sh in (20, 10, 0)]).astype(np.float64)
-        r = (x[:, l, :].astype(np.float64) @ parts.T).astype(np.uint64) % p  # (S, 3k)
+        r = (x[:, l, :].astype(np.float64) @ parts[l]).astype(np.uint64) % p  # (S, 3k)
         acc = r[:, :k] * (np.uint64(1 << 20) % p) % p + r[:, k:2 * k] * np.uint64(1 << 10) % p + r[:, 2 * k:]
         out[:, l] = acc % p
     return out

@@ -179,7 +179,7 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
             "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "enrol_bytes": cm.enrol_bytes, "seconds_per_phase": phases,
-            "ciphertexts": int(cm.cs.digits.shape[0]), "templates_per_ciphertext": cm.cs.delta,
+            "ciphertexts": cm.cs.ciphertexts, "templates_per_ciphertext": cm.cs.delta,
             "answer": run.match, "answer_equals_plaintext": run.match == expect}
 
 

@@ -54,7 +54,13 @@ def _functional(mods: tuple, n: int, d: int) -> np.ndarray:
 
 
 def functional(basis: rlwe.RNSBasis, d: int) -> np.ndarray:
+    """W (L, δ, N): reads coefficients k·d − 1 from NTT form (``RNSNTT.coefficient_functional``)."""
     return _functional(basis.key, basis.n, d)
+
+
+@functools.lru_cache(maxsize=8)
+def _functional_parts(mods: tuple, n: int, d: int) -> np.ndarray:
+    return rlwe.functional_parts(_functional(mods, n, d))
 
 
 def check_residues(x, shape: tuple, basis: rlwe.RNSBasis, what: str, limb_axis: int = -2) -> np.ndarray:
@@ -139,7 +145,8 @@ class DataProvider:
 
 
 class CloudServer:
-    """The CS: the gallery as NTT digits (s, 2, L, L, N) uint32, the last ciphertext in coefficient form for
+    """The CS: the gallery as NTT digits, blocks of (k, 2, L, L, N) uint32 as uploaded (no copying on growth),
+    the last ciphertext in coefficient form for
     merging (Alg. 1 line 7), ``ind``, and k_sw once the KG has sent it (Alg. 2 line 1)."""
 
     def __init__(self, public, dim: int) -> None:
@@ -147,13 +154,17 @@ class CloudServer:
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
         self._chunks: list[np.ndarray] = []
-        self.digits = np.zeros((0, 2, self.basis.L, self.basis.L, self.n), dtype=np.uint32)
+        self.blocks: list[np.ndarray] = []
         self.last: np.ndarray | None = None
         self.ind, self.count, self._ksk = 0, 0, None
 
     @property
     def storage_bytes(self) -> int:
-        return int(self.digits.nbytes + (self.last.nbytes if self.last is not None else 0))
+        return int(sum(b.nbytes for b in self.blocks) + (self.last.nbytes if self.last is not None else 0))
+
+    @property
+    def ciphertexts(self) -> int:
+        return sum(b.shape[0] for b in self.blocks)
 
     def receive(self, up: Upload) -> None:
         """Alg. 1 line 7: check, merge the first ciphertext into the last one if asked, store the rest."""
@@ -169,11 +180,11 @@ class CloudServer:
                                 "the CS's state")
         if up.merge:
             self.last = (self.last + cts[0]) % self.basis.qv
-            self.digits[-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
+            self.blocks[-1][-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
             cts = cts[1:]
         if len(cts):
             new = np.concatenate([rlwe.gallery_digits(self.basis, cts[i:i + 16]) for i in range(0, len(cts), 16)])
-            self.digits = np.concatenate([self.digits, new])
+            self.blocks.append(new)
             self.last = cts[-1]
         self.ind, self.count = up.ind, self.count + up.count
 
@@ -189,14 +200,18 @@ class CloudServer:
         L, n, b = self.basis.L, self.n, self.basis
         rows = check_residues(query.rows, (2 * L, 2, L, n), b, "query")
         R = b.ntt.forward(rlwe.switch(b, rows, self._ksk))  # (2L, 2, L, N) under sk_v, NTT form
-        W = functional(b, self.dim)
-        s = self.digits.shape[0]
+        W = _functional_parts(b.key, b.n, self.dim)
+        s = self.ciphertexts
         c1 = np.empty((s, L, n), dtype=np.uint32)
         c0 = np.empty((s, L, self.delta), dtype=np.uint64)
-        for lo in range(0, s, CHUNK):
-            out = rlwe.external_product(b, self.digits[lo:lo + CHUNK], R)
-            c1[lo:lo + CHUNK] = out[:, 1]
-            c0[lo:lo + CHUNK] = rlwe.matmul_mod(out[:, 0], W, b.q)
+        at = 0
+        for block in self.blocks:
+            for lo in range(0, block.shape[0], CHUNK):
+                out = rlwe.external_product(b, block[lo:lo + CHUNK], R)
+                k = out.shape[0]
+                c1[at:at + k] = out[:, 1]
+                c0[at:at + k] = rlwe.matmul_mod(out[:, 0], W, b.q)
+                at += k
         u, share = self._masks(c0.shape)
         c0 = ((c0 + u) % np.array(b.q, dtype=np.uint64)[:, None]).astype(np.uint32)
         return Distances(c1, c0), share.reshape(-1)[:self.count]
@@ -225,7 +240,7 @@ class VerifierHE:
         b = self.basis
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
         Sv = b.ntt.forward(b.reduce_signed(sv))
-        self._Z = functional(b, dim) * Sv[:, None, :] % b.qv[:, :, None]  # (L, δ, N): W ⊙ NTT(s_v)
+        self._Z = rlwe.functional_parts(functional(b, dim) * Sv[:, None, :] % b.qv[:, :, None])  # W ⊙ NTT(s_v)
 
     def query(self, b_vec) -> Query:
         b = encoding.quantize(b_vec)
