@@ -2,7 +2,7 @@
 import pytest
 
 
-@pytest.mark.parametrize("scheme", ["plain", "hers", "idface-ckks", "idface-paillier"])
+@pytest.mark.parametrize("scheme", ["plain", "hers", "idface-ckks", "idface-paillier", "cryptomask"])
 def test_cli_bench_identify_json(scheme, capsys):
     import json
 

@@ -284,7 +284,7 @@ def cmd_bench(a) -> int:
         from .eval import bench_identify
 
         scheme = a.scheme or "idface-ckks"
-        _check_choice("--scheme", scheme, ("plain", "hers", "idface-ckks", "idface-paillier"))
+        _check_choice("--scheme", scheme, bench_identify.SCHEMES)
         row = bench_identify.bench_identify(scheme, a.n, a.dim or 512, beta=a.beta, repeat=a.repeat or 5,
                                             insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
         print(json.dumps(row) if a.json else bench_identify.format_table(row))
@@ -811,7 +811,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice",
                                     "kolberg", "kolberg-unlinkability", "identify"])
     s.add_argument("--scheme", help="kolberg*: ckks|bfv|ntru (default: all three); identify: "
-                   "plain|hers|idface-ckks|idface-paillier, the encrypted database scheme of seed 003 (default idface-ckks)")
+                   "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
                    help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
                    "identify: template dimension d (idface: 128 or 512; default 512)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-PROTOCOLS = ("im2020", "gsm", "kolberg", "hers", "idface")
+PROTOCOLS = ("im2020", "gsm", "kolberg", "hers", "idface", "cryptomask")
 
 
 def catalogue() -> list[dict]:

@@ -1,0 +1,37 @@
+"""cryptomask — CryptoMask (seed 001): BFV coefficient encoding with a d-coefficient buffer (§4.1), enrolment
+with the merge indicator (Alg. 1), encrypted query with one ciphertext product per gallery ciphertext, masking
+and key switching to the verifier's key (Alg. 2), and secure result revealing (Alg. 3: comparison, B2A, sum,
+final comparison) on IKNP OT extension, so the verifier learns one bit: whether some enrolled face matches.
+
+``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
+"""
+from .encoding import SCALE_BITS, rows_per_poly
+from .he import CloudServer, DataProvider, VerifierHE
+from .params import CM_BFV, T_BITS
+from .parties import LEAKAGE, THREAT_MODEL, CryptoMask, KeyGenerator, Run
+
+DESCRIPTION = {
+    "name": "cryptomask",
+    "paper": "001: CryptoMask (§2.2 Cheetah encoding, §4.1 buffer, Alg. 1 enrolment, Alg. 2 distances, Alg. 3 revealing)",
+    "task": "1:N identification, 1-bit answer",
+    "parties": ["KeyGenerator", "DataProvider", "CloudServer", "Verifier"],
+    "threat_model": THREAT_MODEL,
+    "modes": {"alg2-keyswitch": {"status": "implemented", "params": CM_BFV.name,
+                                 "packing": "δ = ⌈(N − d)/d⌉ templates per ciphertext (§4.1)", "leakage": LEAKAGE},
+              "sec4.5-query-under-pk_v": {"status": "not implemented", "leakage": LEAKAGE}},
+    "leakage": LEAKAGE,
+    "security_levels": [{"scheme": "bfv", "params": CM_BFV.name, "security_bits": CM_BFV.security_bits,
+                         "estimate": "HE standard table (SEAL CoeffModulus.MaxBitCount): log q = 109 at N = 4096"},
+                        {"scheme": "ot", "params": "edwards25519 base OT + IKNP (κ = 128), AES-128 TCCR",
+                         "security_bits": 128}],
+    "default_security_bits": 128,
+    "parameters": {"poly_modulus_degree": CM_BFV.poly_modulus_degree, "coeff_modulus_bits": list(CM_BFV.coeff_modulus_bits),
+                   "plain_modulus": CM_BFV.plain_modulus, "scale_bits": SCALE_BITS, "ring_bits": T_BITS,
+                   "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128)},
+    "steps": ["setup (KG: keys, k_sw to CS; IKNP base OTs)", "enrol (Alg. 1, merge indicator)",
+              "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)"],
+    "not_yet": ["wire messages / HTTP roles", "§4.5 variant (query under pk_v)", "persistent galleries and Ray sharding",
+                "LFW eval"],
+}
+
+__all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

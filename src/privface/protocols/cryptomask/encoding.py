@@ -1,0 +1,57 @@
+"""CryptoMask data representation and encoding (seed 001 §3.4, §2.2, §4.1).
+
+* §3.4: unit-norm face vectors are scaled to integers, a ↦ round(2^SCALE_BITS · a).
+* §2.2 (Cheetah): a δ×d matrix A becomes π(A) = Σ_i Σ_j A[i, d−1−j]·X^{i·d+j} and the query b becomes
+  π(b) = Σ_j b[j]·X^j, so coefficient (k+1)·d − 1 of π(A)·π(b) is ⟨A[k], b⟩.
+* §4.1: δ = ⌈(N − d)/d⌉ rows per polynomial leave the top d coefficients as a buffer, so no product term that
+  matters wraps around X^N = −1 (δ·d ≤ N − 1 for every d, so the wrapped terms land below position d − 1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TemplateError
+
+#: §3.4 precision: 2^-8 per coordinate (seed 001 App. B: 0.0025–0.01 keep LFW accuracy). Scores ⟨a, b⟩ then
+#: lie within ±2^16·(1 + ε), far inside the signed range ±2^19 of t = 2^20 that Alg. 3's comparison needs.
+SCALE_BITS = 8
+
+
+def rows_per_poly(n: int, d: int) -> int:
+    """δ = ⌈(N − d)/d⌉ (§4.1)."""
+    if not 1 <= d < n // 2:
+        raise TemplateError(f"dimension must be in [1, {n // 2}), got {d}")
+    return -(-(n - d) // d)
+
+
+def positions(n: int, d: int) -> np.ndarray:
+    """The coefficients k·d − 1, k = 1..δ, that hold the δ inner products (Alg. 2 lines 7, 14)."""
+    return np.arange(1, rows_per_poly(n, d) + 1) * d - 1
+
+
+def quantize(x) -> np.ndarray:
+    """Unit vectors (rows) → int64 at 2^SCALE_BITS (§3.4); refuses non-finite or non-unit-ish input."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim not in (1, 2) or not np.all(np.isfinite(x)):
+        raise TemplateError("templates must be finite vectors")
+    norms = np.linalg.norm(x, axis=-1)
+    if np.any(np.abs(norms - 1) > 1e-3):
+        raise TemplateError("cryptomask templates must be unit vectors (§2.1: cosine similarity)")
+    return np.rint(x * (1 << SCALE_BITS)).astype(np.int64)
+
+
+def encode_matrix(A: np.ndarray, n: int, t: int) -> np.ndarray:
+    """π(A) mod t as N uint64 coefficients for up to δ integer rows (§2.2, §4.1)."""
+    rows, d = A.shape
+    if rows > rows_per_poly(n, d):
+        raise TemplateError(f"at most δ = {rows_per_poly(n, d)} rows per polynomial, got {rows}")
+    out = np.zeros(n, dtype=np.int64)
+    out[:rows * d] = A[:, ::-1].ravel()
+    return np.mod(out, t).astype(np.uint64)
+
+
+def encode_query(b: np.ndarray, n: int) -> np.ndarray:
+    """π(b) as N signed coefficients (§2.2)."""
+    out = np.zeros(n, dtype=np.int64)
+    out[:b.size] = b
+    return out

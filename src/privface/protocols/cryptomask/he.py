@@ -1,0 +1,268 @@
+"""CryptoMask's homomorphic part: enrolment (seed 001 Alg. 1) and secure distance computation (Alg. 2).
+
+Parties (§3.1): the Key Generator (KG, trusted: (pk, sk) of the database and (pk_v, sk_v) of the verifier,
+k_sw = SwKeyGen(sk, sk_v)), Data Providers (DP: encrypt face vectors under pk), the Cloud Server (CS: stores
+the encrypted gallery) and the Verifier (encrypts its query under pk, decrypts under sk_v).
+
+How Alg. 2 is realised (SEAL does keys and encryptions; ``crypto.rlwe`` the array arithmetic):
+
+* Eval.Mul(ct, ct_i): the query is a *gadget* encryption of π(b) under pk (2L BFV encryptions of zero from
+  SEAL with b·g_j added, ``rlwe.gadget_rows``), and the product with each gallery ciphertext ct_i = Enc(π(A_i))
+  is the RNS external product — a ciphertext×ciphertext product that needs no tensoring or relinearisation,
+  so one product per gallery ciphertext is a handful of pointwise products in the NTT domain. The CS
+  precomputes the NTT of each ciphertext's RNS digits at enrolment (storage: 3× a ciphertext).
+* Switching(k_sw, ·) is linear in what it preserves (c_0 + c_1·s), so the CS switches the 2L query rows to
+  sk_v once per query instead of every product: Σ digit·Switch(row) decrypts under sk_v to the same
+  π(A_i)·π(b) (plus the switching noise times the digits). Every c'_i the verifier receives is under pk_v.
+* Masking (lines 6–8): the CS adds a uniform u ∈ R_q to c_0 — Δ·r_i for a uniform r_i ∈ R_t plus a uniform
+  term below Δ — so the verifier's decrypted phase is uniform and hides the product's noise as well. The
+  verifier only needs coefficient k·d − 1 of c_0 (its shares, line 14), so the CS sends those δ values
+  (and c_1 whole); the other coefficients of π(A_i)·π(b), cross-correlations of gallery and query, never leave
+  the CS. Shares: the verifier's d_1 = ⌊t·phase/q⌉, the CS's d_0 = −⌊t·u/q⌉ (mod t); they add up to the
+  inner product unless t·u/q lies within the (≤ 2^-14) noise of a rounding point, so the CS re-draws the
+  ≈ 2^-9 fraction of u that come within 2^-10 of one (``MARGIN_BITS``).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import tenseal.sealapi as sealapi
+
+from ...crypto import _seal_arrays, _seal_io, rlwe
+from ...errors import ProtocolError, TemplateError
+from . import encoding
+from .params import MARGIN_BITS
+
+CHUNK = 64  # gallery ciphertexts per vectorised step
+
+
+def basis_of(public) -> rlwe.RNSBasis:
+    mods = [m.value() for m in public.seal_context.key_context_data().parms().coeff_modulus()]
+    return _basis(tuple(mods), public.params.poly_modulus_degree)
+
+
+@functools.lru_cache(maxsize=4)
+def _basis(mods: tuple, n: int) -> rlwe.RNSBasis:
+    return rlwe.RNSBasis(mods[:-1], mods[-1], n)
+
+
+@functools.lru_cache(maxsize=8)
+def _functional(mods: tuple, n: int, d: int) -> np.ndarray:
+    return _basis(mods, n).ntt.coefficient_functional(encoding.positions(n, d))
+
+
+def functional(basis: rlwe.RNSBasis, d: int) -> np.ndarray:
+    """W (L, δ, N): reads coefficients k·d − 1 from NTT form (``RNSNTT.coefficient_functional``)."""
+    return _functional(basis.key, basis.n, d)
+
+
+@functools.lru_cache(maxsize=8)
+def _functional_parts(mods: tuple, n: int, d: int) -> np.ndarray:
+    return rlwe.functional_parts(_functional(mods, n, d))
+
+
+def check_residues(x, shape: tuple, basis: rlwe.RNSBasis, what: str, limb_axis: int = -2) -> np.ndarray:
+    """An incoming array of residues: exact shape, unsigned integers, each below its prime."""
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.uint32, np.uint64) or x.shape != shape:
+        raise ProtocolError(f"{what}: expected residues of shape {shape}, got "
+                            f"{getattr(x, 'shape', None)} {getattr(x, 'dtype', type(x).__name__)}")
+    q = np.array(basis.q, dtype=np.uint64).reshape((-1,) + (1,) * (-limb_axis - 1))
+    if np.any(x >= q):
+        raise ProtocolError(f"{what}: a residue is not below its prime")
+    return x.astype(np.uint64)
+
+
+@dataclass(frozen=True)
+class Upload:
+    """DP → CS (Alg. 1 line 6): ciphertexts (k, 2, L, N) in coefficient form; ``merge`` says the first one
+    goes into the CS's last ciphertext; ``ind`` the occupied rows of the last ciphertext afterwards."""
+
+    cts: np.ndarray
+    merge: bool
+    ind: int
+    count: int
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * self.cts.size + 12
+
+
+@dataclass(frozen=True)
+class Query:
+    """Verifier → CS (Alg. 2 line 2): the gadget encryption of π(b) under pk, (2L, 2, L, N) coefficient form."""
+
+    rows: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * self.rows.size
+
+
+@dataclass(frozen=True)
+class Distances:
+    """CS → verifier (Alg. 2 line 11): c_1 of every c'_i (s, L, N) and the masked c_0 read at the δ positions."""
+
+    c1: np.ndarray
+    c0: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * (self.c1.size + self.c0.size)
+
+
+class DataProvider:
+    """A DP: pk only (Alg. 1)."""
+
+    def __init__(self, public) -> None:
+        self.public, self.basis = public, basis_of(public)
+        self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
+
+    def _encrypt(self, A: np.ndarray) -> np.ndarray:
+        pt = _seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0), encoding.encode_matrix(A, self.n, self.t), 1.0)
+        ct = sealapi.Ciphertext()
+        self.public.encryptor.encrypt(pt, ct)
+        return _seal_arrays.ciphertext_to_array(ct)
+
+    def enrol(self, vectors, ind: int) -> Upload:
+        """Alg. 1 lines 2–6 with ``ind`` = rows already used in the CS's last ciphertext (0: start a new one)."""
+        V = encoding.quantize(vectors)
+        if V.ndim != 2 or V.shape[0] == 0:
+            raise TemplateError("enrol needs a non-empty matrix of face vectors")
+        d = V.shape[1]
+        delta = encoding.rows_per_poly(self.n, d)
+        if not 0 <= ind < delta:
+            raise ProtocolError(f"indicator must be in [0, {delta}), got {ind}")
+        first = min(delta - ind, V.shape[0]) if ind else 0
+        cts = []
+        if first:  # A_0: ind zero rows, then δ − ind vectors, merged into ct_la by the CS
+            cts.append(self._encrypt(np.vstack([np.zeros((ind, d), np.int64), V[:first]])))
+        for lo in range(first, V.shape[0], delta):
+            cts.append(self._encrypt(V[lo:lo + delta]))
+        new_ind = (ind + V.shape[0]) % delta
+        return Upload(np.stack(cts).astype(np.uint32), bool(first), new_ind, V.shape[0])
+
+
+class CloudServer:
+    """The CS: the gallery as NTT digits, blocks of (k, 2, L, L, N) uint32 as uploaded (no copying on growth),
+    the last ciphertext in coefficient form for
+    merging (Alg. 1 line 7), ``ind``, and k_sw once the KG has sent it (Alg. 2 line 1)."""
+
+    def __init__(self, public, dim: int) -> None:
+        self.public, self.basis, self.dim = public, basis_of(public), dim
+        self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
+        self.delta = encoding.rows_per_poly(self.n, dim)
+        self._chunks: list[np.ndarray] = []
+        self.blocks: list[np.ndarray] = []
+        self.last: np.ndarray | None = None
+        self.ind, self.count, self._ksk = 0, 0, None
+
+    @property
+    def storage_bytes(self) -> int:
+        return int(sum(b.nbytes for b in self.blocks) + (self.last.nbytes if self.last is not None else 0))
+
+    @property
+    def ciphertexts(self) -> int:
+        return sum(b.shape[0] for b in self.blocks)
+
+    def receive(self, up: Upload) -> None:
+        """Alg. 1 line 7: check, merge the first ciphertext into the last one if asked, store the rest."""
+        L, n = self.basis.L, self.n
+        if not isinstance(up, Upload) or up.cts.ndim != 4:
+            raise ProtocolError("enrolment upload: expected ciphertexts (k, 2, L, N)")
+        cts = check_residues(up.cts, (up.cts.shape[0], 2, L, n), self.basis, "enrolment upload")
+        first = min(self.delta - self.ind, up.count) if self.ind else 0
+        expect = int(bool(first)) + -(-(up.count - first) // self.delta)
+        if (up.merge != (self.ind > 0) or up.count < 1 or up.ind != (self.ind + up.count) % self.delta
+                or len(cts) != expect):
+            raise ProtocolError("enrolment upload: merge flag, indicator or ciphertext count does not match "
+                                "the CS's state")
+        if up.merge:
+            self.last = (self.last + cts[0]) % self.basis.qv
+            self.blocks[-1][-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
+            cts = cts[1:]
+        if len(cts):
+            new = np.concatenate([rlwe.gallery_digits(self.basis, cts[i:i + 16]) for i in range(0, len(cts), 16)])
+            self.blocks.append(new)
+            self.last = cts[-1]
+        self.ind, self.count = up.ind, self.count + up.count
+
+    def set_switching_key(self, K: np.ndarray) -> None:
+        if K.shape != (self.basis.L, 2, self.basis.L + 1, self.n):
+            raise ProtocolError("switching key has the wrong shape")
+        self._ksk = K
+
+    def distances(self, query: Query) -> tuple[Distances, np.ndarray]:
+        """Alg. 2 lines 4–11: (message to the verifier, the CS's shares d_0 (m,) int64 mod t)."""
+        if self._ksk is None or not self.count:
+            raise ProtocolError("the CS needs k_sw from the KG and an enrolled gallery")
+        L, n, b = self.basis.L, self.n, self.basis
+        rows = check_residues(query.rows, (2 * L, 2, L, n), b, "query")
+        R = b.ntt.forward(rlwe.switch(b, rows, self._ksk))  # (2L, 2, L, N) under sk_v, NTT form
+        W = _functional_parts(b.key, b.n, self.dim)
+        s = self.ciphertexts
+        c1 = np.empty((s, L, n), dtype=np.uint32)
+        c0 = np.empty((s, L, self.delta), dtype=np.uint64)
+        at = 0
+        for block in self.blocks:
+            for lo in range(0, block.shape[0], CHUNK):
+                out = rlwe.external_product(b, block[lo:lo + CHUNK], R)
+                k = out.shape[0]
+                c1[at:at + k] = out[:, 1]
+                c0[at:at + k] = rlwe.matmul_mod(out[:, 0], W, b.q)
+                at += k
+        u, share = self._masks(c0.shape)
+        c0 = ((c0 + u) % np.array(b.q, dtype=np.uint64)[:, None]).astype(np.uint32)
+        return Distances(c1, c0), share.reshape(-1)[:self.count]
+
+    def _masks(self, shape) -> tuple[np.ndarray, np.ndarray]:
+        """u uniform mod q (limb axis −2) away from the rounding points, and d_0 = −⌊t·u/q⌉ mod t."""
+        b = self.basis
+        u = rlwe.uniform(shape, b.q)
+        while True:
+            whole, frac = rlwe.scaled_round(b, np.moveaxis(u, -2, -1), self.t)
+            bad = np.abs(frac - 0.5) < 2.0 ** -MARGIN_BITS
+            if not bad.any():
+                break
+            fresh = rlwe.uniform(shape, b.q)
+            u = np.where(bad[..., None, :], fresh, u)
+        return u, (-(whole + (frac >= 0.5))) % self.t
+
+
+class VerifierHE:
+    """The verifier's HE side: pk (database) to encrypt the query, sk_v to read its shares (Alg. 2 lines 12–15)."""
+
+    def __init__(self, public, public_v, secret_v, dim: int) -> None:
+        self.public, self.basis, self.dim = public, basis_of(public), dim
+        self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
+        self.delta = encoding.rows_per_poly(self.n, dim)
+        b = self.basis
+        sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
+        Sv = b.ntt.forward(b.reduce_signed(sv))
+        self._Z = rlwe.functional_parts(functional(b, dim) * Sv[:, None, :] % b.qv[:, :, None])  # W ⊙ NTT(s_v)
+
+    def query(self, b_vec) -> Query:
+        b = encoding.quantize(b_vec)
+        if b.shape != (self.dim,):
+            raise TemplateError(f"query must be one {self.dim}-dimensional vector")
+        L = self.basis.L
+        zeros = []
+        for _ in range(2 * L):
+            ct = sealapi.Ciphertext()
+            self.public.encryptor.encrypt_zero(ct)
+            zeros.append(_seal_arrays.ciphertext_to_array(ct))
+        rows = rlwe.gadget_rows(self.basis, np.stack(zeros), encoding.encode_query(b, self.n))
+        return Query(rows.astype(np.uint32))
+
+    def shares(self, msg: Distances, count: int) -> np.ndarray:
+        """d_1 = ⌊t·(c_0 + c_1·s_v)/q⌉ at the δ positions of every c'_i, first ``count`` entries (int64 mod t)."""
+        b, L = self.basis, self.basis.L
+        s = -(-count // self.delta)
+        c1 = check_residues(msg.c1, (s, L, self.n), b, "distances c_1")
+        c0 = check_residues(msg.c0, (s, L, self.delta), b, "distances c_0")
+        ph = np.empty_like(c0)
+        for lo in range(0, s, CHUNK):
+            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + rlwe.matmul_mod(c1[lo:lo + CHUNK], self._Z, b.q)) % b.qv
+        whole, frac = rlwe.scaled_round(b, np.moveaxis(ph, -2, -1), self.t)
+        return ((whole + (frac >= 0.5)) % self.t).reshape(-1)[:count]

@@ -1,0 +1,20 @@
+"""CryptoMask parameters (seed 001 §5: N = 4096, t of 20 bits, q of 109 bits, 128-bit security).
+
+``CM_BFV``: N = 4096, coefficient modulus 27·27·27 (+ a 28-bit special prime P) = 109 bits, t = 2^20 (the ring
+Z_{2^20} that Alg. 3's shares live in, §3.3). log q = 109 is the HE standard's bound for 128-bit classical
+security at N = 4096 with a ternary secret (Albrecht et al. 2018, Tab. 1; SEAL's ``CoeffModulus.MaxBitCount``),
+the same total as the paper's 60 + 49. The primes stay below 2^28 so the numpy arithmetic (``crypto.rlwe``) is
+exact in uint64; noise after the external product and key switching measured ≤ 2^45.6 ≪ Δ/2 = q/2t ≈ 2^60.
+"""
+from __future__ import annotations
+
+from ...crypto.lattice import BFV, LatticeParams
+
+CM_BFV = LatticeParams("bfv-4096-cryptomask", BFV, 4096, (27, 27, 27, 28), plain_modulus=1 << 20)
+#: Toy parameters for tests only (behind insecure_test_params): N = 2048 with the same prime sizes.
+CM_BFV_TOY = LatticeParams("bfv-2048-cryptomask-toy", BFV, 2048, (27, 27, 27, 28), plain_modulus=1 << 20)
+T_BITS = 20
+#: B2A/sum ring: 2^32 > any gallery size, so the sum of the match bits never wraps (Alg. 3 line 6).
+SUM_BITS = 32
+#: CS re-draws a mask whose rounding point lies within 2^-MARGIN_BITS of ½ (module docstring of ``he``).
+MARGIN_BITS = 10

@@ -1,0 +1,121 @@
+"""CryptoMask's four parties in one process (seed 001 §3.1, Fig. 1) and the identification run.
+
+``KeyGenerator`` (trusted) makes the database keys (pk, sk), the verifier's (pk_v, sk_v) and, on the verifier's
+"setup", k_sw = SwKeyGen(sk, sk_v) for the CS. ``CryptoMask`` wires a KG, a CS, and a verifier together:
+``enrol`` (Alg. 1, through a DP) and ``identify`` (Alg. 2 then Alg. 3), counting the bytes of every message
+per phase. The answer is the verifier's 1 bit: does any enrolled face reach the threshold.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...crypto import rlwe
+from ...crypto.lattice import generate_lattice_keys
+from ...crypto.millionaire import Wire
+from ...errors import ProtocolError
+from . import encoding
+from .he import CloudServer, DataProvider, VerifierHE, basis_of
+from .params import CM_BFV, CM_BFV_TOY
+from .reveal import reveal, setup_ot
+
+THREAT_MODEL = {
+    "key_generator": "fully trusted (§3.2): generates every key, never online during identification",
+    "cloud_server": "honest-but-curious, does not collude with the verifier",
+    "verifier": "honest-but-curious, does not collude with the cloud server",
+    "data_providers": "honest: encrypt their own face vectors under pk",
+}
+LEAKAGE = {
+    "cloud_server": ["gallery size and dimension", "that a query happened (its ciphertexts are IND-CPA under pk)"],
+    "verifier": ["the 1-bit answer (some enrolled face has cosine ≥ τ)", "gallery size (number of ciphertexts)"],
+    "key_generator": ["nothing after setup (it sees no ciphertext)"],
+}
+
+
+class KeyGenerator:
+    """KG (§3.1): database keys and the verifier's keys; ``switching_key`` answers the verifier's setup."""
+
+    def __init__(self, *, insecure_test_params: bool = False) -> None:
+        params = CM_BFV_TOY if insecure_test_params else CM_BFV
+        self.public, self._secret = generate_lattice_keys(params, insecure_test_params=insecure_test_params)
+        self._insecure = insecure_test_params
+        self._verifiers: dict[str, object] = {}
+
+    def verifier_keys(self, name: str):
+        """(pk_v, sk_v) for a verifier, sent to it over a private channel."""
+        pub_v, sec_v = generate_lattice_keys(self.public.params, insecure_test_params=self._insecure)
+        self._verifiers[name] = (pub_v, sec_v)
+        return pub_v, sec_v
+
+    def switching_key(self, name: str) -> np.ndarray:
+        """k_sw = SwKeyGen(sk, sk_v) (Alg. 2 line 1), for the CS only."""
+        if name not in self._verifiers:
+            raise ProtocolError(f"no keys issued to verifier {name!r}")
+        pub_v, sec_v = self._verifiers[name]
+        b = basis_of(self.public)
+        s = rlwe.secret_coefficients(b, self.public.seal_context, self.public.evaluator, self._secret._secret_key)
+        sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
+        return rlwe.swkeygen(b, s, sv)
+
+
+@dataclass
+class Run:
+    """One identification: the verifier's bit and the bytes per phase."""
+
+    match: bool
+    bytes: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def comm_bytes(self) -> int:
+        return sum(v for k, v in self.bytes.items() if k != "setup")
+
+
+class CryptoMask:
+    """KG + CS + one verifier, in process. ``tau`` is the cosine threshold the verifier uses."""
+
+    def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False) -> None:
+        if not -1.0 < tau < 1.0:
+            raise ProtocolError("tau must be a cosine in (−1, 1)")
+        self.dim, self.tau = dim, tau
+        self.kg = KeyGenerator(insecure_test_params=insecure_test_params)
+        self.cs = CloudServer(self.kg.public, dim)
+        self.setup_wire = Wire()
+        pub_v, sec_v = self.kg.verifier_keys("verifier")
+        self.verifier = VerifierHE(self.kg.public, pub_v, sec_v, dim)
+        K = self.kg.switching_key("verifier")  # the verifier's "setup" signal, KG → CS
+        self.setup_wire.send("setup", 4 * K.size)
+        self.cs.set_switching_key(K)
+        self._ot = setup_ot(self.setup_wire)
+        self.enrol_bytes = 0
+
+    @property
+    def ts(self) -> int:
+        return int(round(self.tau * (1 << (2 * encoding.SCALE_BITS))))
+
+    def enrol(self, vectors) -> None:
+        """Alg. 1 through one DP: the CS's indicator out, the DP's ciphertexts in."""
+        up = DataProvider(self.kg.public).enrol(vectors, self.cs.ind)
+        self.enrol_bytes += up.nbytes + 4
+        self.cs.receive(up)
+
+    def identify(self, query) -> Run:
+        wire, clock = Wire(), [time.perf_counter()]
+
+        def lap() -> float:
+            clock.append(time.perf_counter())
+            return round(clock[-1] - clock[-2], 4)
+
+        q = self.verifier.query(query)
+        wire.send("query", q.nbytes)
+        seconds = {"query": lap()}
+        msg, d0 = self.cs.distances(q)
+        wire.send("distances", msg.nbytes)
+        seconds["distances"] = lap()
+        d1 = self.verifier.shares(msg, self.cs.count)
+        seconds["shares"] = lap()
+        bit = reveal(*self._ot, d0, d1, self.ts, wire)
+        seconds["reveal"] = lap()
+        return Run(bit, dict(wire.bytes), seconds)
