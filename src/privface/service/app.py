@@ -27,6 +27,7 @@ from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
 from .base import MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
+from .openapi import describe_steps
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
 
 log = logging.getLogger("privface.service")
@@ -175,6 +176,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
 
     if keys is not None:
         _declare_bearer(app)
+    describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
     return app
 
 
