@@ -36,6 +36,8 @@ class Role:
     first_steps: tuple[str, ...] = ()
     seeds: dict[str, list[bytes]] = field(default_factory=lambda: defaultdict(list))  # step → bodies
     flows: list[list[tuple[str, bytes]]] = field(default_factory=list)  # session flows, in order
+    responses: list[bytes] = field(default_factory=list)  # every successful answer
+    service: object = None  # the ProtocolService behind ``url``
 
 
 class _Recorder:
@@ -56,7 +58,10 @@ class _Recorder:
                 if client.session is None:
                     role.flows.append([])
                 role.flows[-1].append((name, bytes(body)))
-            return original(client, name, body)
+            answer = original(client, name, body)
+            if role is not None:
+                role.responses.append(answer)
+            return answer
 
         client_module.ServiceClient.step = step
         try:
@@ -72,7 +77,7 @@ def _serve(root, name: str, make_service, recorder: _Recorder) -> Iterator[tuple
         _, secret = keys.create(",".join(SCOPES), name="fuzz")
         svc = make_service(store)
         with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
-            role = Role(name, svc.name, url, secret, tuple(svc.first_steps))
+            role = Role(name, svc.name, url, secret, tuple(svc.first_steps), service=svc)
             recorder.by_url[url] = role
             yield role, store, svc
 

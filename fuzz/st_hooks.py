@@ -16,6 +16,8 @@ import random
 import httpx
 import schemathesis
 
+from mutate import mutate
+
 SESSION = "X-Privface-Session"
 _CFG = json.load(open(os.environ["PRIVFACE_FUZZ_ROLE"]))
 _SEEDS = {step: [bytes.fromhex(h) for h in hs] for step, hs in _CFG["seeds"].items()}
@@ -32,29 +34,6 @@ def _step(ctx) -> str | None:
 
 def _rng(data) -> random.Random:
     return random.Random(hashlib.sha256(repr(data).encode()).digest())
-
-
-def mutate(seed: bytes, rng: random.Random, pool: list[bytes]) -> bytes:
-    """1–4 structure-blind mutations of a valid message."""
-    b = bytearray(seed)
-    for _ in range(rng.randint(1, 4)):
-        kind = rng.randrange(6)
-        if kind == 0 and b:  # flip bits in a byte
-            b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
-        elif kind == 1 and b:  # truncate
-            del b[rng.randrange(len(b)):]
-        elif kind == 2:  # insert random bytes
-            at = rng.randrange(len(b) + 1)
-            b[at:at] = rng.randbytes(rng.randint(1, 8))
-        elif kind == 3 and len(b) >= 4:  # overwrite a would-be length/count field with an extreme value
-            at = rng.randrange(len(b) - 3)
-            b[at:at + 4] = rng.choice([b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x00\x00\xff\xff", b"\x7f\xff\xff\xff"])
-        elif kind == 4 and pool:  # splice with another message
-            other = rng.choice(pool)
-            b = b[:rng.randrange(len(b) + 1)] + other[rng.randrange(len(other) + 1):]
-        elif kind == 5 and b:  # set a byte to a boundary value
-            b[rng.randrange(len(b))] = rng.choice([0, 1, 0x7F, 0x80, 0xFF])
-    return bytes(b)
 
 
 @schemathesis.hook
