@@ -3,7 +3,7 @@
 Each role (``roles.py``) is served by uvicorn on a loopback port with API keys on and seeded by one real
 protocol run; then the schemathesis CLI runs its phases (examples, coverage, fuzzing, stateful) against the
 role's ``/openapi.json`` — one operation per step (service/openapi.py) — with the ``not_a_server_error``
-check and the hooks of ``st_hooks.py``. Prints one JSON object per role: ``role, operations, test_cases,
+check and the hooks of ``st_hooks.py``. Prints one JSON object per role: ``role, operations, phases`` (each phase's status), ``test_cases,
 requests`` (schemathesis' requests), ``setup_requests`` (session-opening replays), ``statuses``,
 ``server_errors`` (5xx answers), ``server_logged_errors`` (steps the service logged as failed),
 ``failures`` (schemathesis' unique failures), ``seconds``. Exit 1 when any role had a server error.
@@ -62,7 +62,8 @@ def run_role(role, tmp: Path, max_examples: int, seed: int) -> dict:
         raise RuntimeError(f"schemathesis did not run for {role.name}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     rep, t = json.loads(reports[-1].read_text()), json.loads(tally.read_text())
     server_errors = sum(n for c, n in [*t["statuses"].items(), *t["setup_statuses"].items()] if c.startswith("5"))
-    return {"role": role.name, "operations": rep["operations"]["tested"], "test_cases": rep["test_cases"]["generated"],
+    return {"role": role.name, "operations": rep["operations"]["tested"],
+            "phases": {name: p["status"] for name, p in rep["phases"].items()}, "test_cases": rep["test_cases"]["generated"],
             "requests": t["requests"], "setup_requests": t["setup_requests"],
             "statuses": dict(sorted(t["statuses"].items())), "server_errors": server_errors,
             "server_logged_errors": failed.count, "failures": rep["test_cases"]["unique_failures"],

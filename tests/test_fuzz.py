@@ -88,3 +88,32 @@ def test_schemathesis_every_role():
     sys.path.insert(0, str(FUZZ))
     from roles import ROLES
     _api(list(ROLES), 100)
+
+
+def test_openapi_describes_every_step_of_every_role(tmp_path):
+    """One operation per step (what schemathesis fuzzes): body cap, session header only on continuation steps,
+    links carrying the session id, the bearer requirement with keys on; the generic route stays."""
+    from privface.protocols.im2020 import Im2020Params
+    from privface.protocols.im2020.service import Im2020Service
+    from privface.protocols.kolberg.service import AUTH_LIMITS, KolbergService
+    from privface.service.app import DEFAULT_MAX_BODY, create_app
+    from privface.service.auth import ApiKeys
+    from privface.store.sqlite import SQLiteStore
+
+    with SQLiteStore(tmp_path / "s.db") as store:
+        im, kb = Im2020Service(store, params=Im2020Params.toy()), KolbergService(store, role="auth", scheme="ntru")
+        spec = create_app(store, [im, kb], keys=ApiKeys(store)).openapi()
+    paths = spec["paths"]
+    assert "/v1/{protocol}/{step}" in paths
+    assert {p for p in paths if p.startswith("/v1/") and "{" not in p} == \
+        {f"/v1/{s.name}/{t}" for s in (im, kb) for t in s.steps}
+    start, finish = paths["/v1/im2020/auth/start"]["post"], paths["/v1/im2020/auth/finish"]["post"]
+    assert start["parameters"] == [] and finish["parameters"][0]["required"] is True
+    assert finish["parameters"][0]["name"] == "X-Privface-Session"
+    assert start["requestBody"]["content"]["application/octet-stream"]["schema"]["maxLength"] == DEFAULT_MAX_BODY
+    assert set(start["responses"]["200"]["links"]) == {"im2020_auth_finish"}
+    decide = paths["/v1/kolberg/auth/decide"]["post"]
+    assert decide["requestBody"]["content"]["application/octet-stream"]["schema"]["maxLength"] == AUTH_LIMITS["auth/decide"]
+    assert "links" not in decide["responses"]["200"]  # kolberg steps take no session
+    assert all(op["post"]["security"] == [{"apiKey": []}] for p, op in paths.items() if p.startswith("/v1/"))
+    assert {"400", "401", "403", "409", "413", "415", "503"} <= set(finish["responses"])

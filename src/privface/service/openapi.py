@@ -26,7 +26,7 @@ def _operation(svc: ProtocolService, step: str, cap: int, template: dict) -> dic
     session = {"name": SESSION_HEADER, "in": "header", "required": True,
                "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"}, "description": "the id the previous step returned"}
     error = template["responses"]["400"]["content"]
-    op = {"summary": f"{svc.name} {step}", "operationId": f"{svc.name}_{step.replace('/', '_').replace('-', '_')}",
+    op = {"summary": f"{svc.name} {step}", "operationId": _op_id(svc, step),
           "tags": [svc.name], "parameters": [] if step in svc.first_steps else [session],
           "requestBody": {"required": True, "content": {OCTETS: {"schema": {
               "type": "string", "format": "binary", "maxLength": cap}}},
@@ -36,7 +36,16 @@ def _operation(svc: ProtocolService, step: str, cap: int, template: dict) -> dic
                         **{str(c): {"description": d, "content": error} for c, d in ERRORS.items()}}}
     if "security" in template:
         op["security"] = template["security"]
+    then = [t for t in svc.steps if t not in svc.first_steps]
+    if then:  # OpenAPI links: a continuation step takes the session id this answer returns (stateful fuzzing)
+        op["responses"]["200"]["links"] = {_op_id(svc, t): {
+            "operationId": _op_id(svc, t), "parameters": {f"header.{SESSION_HEADER}": f"$response.header.{SESSION_HEADER}"}}
+            for t in then}
     return op
+
+
+def _op_id(svc: ProtocolService, step: str) -> str:
+    return f"{svc.name}_{step.replace('/', '_').replace('-', '_')}"
 
 
 def describe_steps(app: FastAPI, services: Mapping[str, ProtocolService], limit: Callable[[ProtocolService, str], int]) -> None:
