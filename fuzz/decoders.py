@@ -14,9 +14,9 @@ Targets and their property (any other exception is a crash: atheris prints it, w
             ``NotEnrolledError``, ``SessionError`` — so no decoder or party error becomes a 500.
 
 The first input byte picks the decoder / (role, step). Corpus: the committed seeds in ``fuzz/corpus/TARGET``
-(valid frames of every message type of a real run up to 40 kB, and mutated ones) plus, for blobs and services, seeds
-recorded at start-up from a fresh run of every role (``roles.py``) — those carry this run's keys, so
-mutations reach the parties behind the key checks. New inputs go to a temporary directory, never the repo.
+(valid frames of every message type of a real run up to 40 kB, the bytes fields inside them, and mutated
+ones) plus, for services, seeds recorded at start-up from a fresh run of every role (``roles.py``) — those
+carry this run's keys, so mutations reach the parties behind the key checks. New inputs go to a temporary directory, never the repo.
 """
 from __future__ import annotations
 
@@ -196,8 +196,6 @@ def main(argv: list[str]) -> None:
             test = fuzz_wire
         elif target == "blobs":
             test = fuzz_blobs
-            served = stack.enter_context(roles_module.roles(Path(work)))
-            _write(fresh, _blobs(_frames(served)))
         else:
             served = stack.enter_context(roles_module.roles(Path(work)))
             test = Services(served)
