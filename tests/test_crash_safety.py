@@ -41,10 +41,12 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
 
     def start(self) -> "Server":
-        self.proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", "kolberg",
-                                      "--scheme", "ntru", "--db", f"sqlite:///{self.db}", "--port", str(self.port),
-                                      "--log-level", "warning", *self.args],
-                                     env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.log = self.db.with_suffix(".log")
+        with open(self.log, "ab") as log:  # a file, not a pipe: a pipe nobody reads can fill and block the server
+            self.proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", "kolberg",
+                                          "--scheme", "ntru", "--db", f"sqlite:///{self.db}", "--port", str(self.port),
+                                          "--log-level", "warning", *self.args],
+                                         env=self.env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 90
         while True:
             try:
@@ -53,13 +55,12 @@ class Server:
             except httpx.HTTPError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"privface serve did not start: {self.proc.stderr.read()[-800:]!r}")
+                raise RuntimeError(f"privface serve did not start: {self.log.read_text()[-800:]!r}")
             time.sleep(0.05)
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
-        self.proc.stderr.close()
 
 
 class Deployment:
@@ -81,15 +82,19 @@ class Deployment:
     def client(self) -> KolbergClient:
         return KolbergClient(self.db.url, PARAMS, api_key=self.client_key, timeout=30)
 
-    def kill_after(self, server_or_proc, low: float, high: float) -> threading.Thread:
+    def _kill(self, victim) -> None:
+        """SIGKILL a Server or a running subprocess."""
+        if isinstance(victim, Server):
+            victim.kill()
+            self.kills += 1
+        elif victim.poll() is None:
+            victim.send_signal(signal.SIGKILL)
+            self.kills += 1
+
+    def kill_after(self, victim, low: float, high: float) -> threading.Thread:
         def kill():
             time.sleep(self.rng.uniform(low, high))
-            if isinstance(server_or_proc, Server):
-                server_or_proc.kill()
-                self.kills += 1
-            elif server_or_proc.poll() is None:
-                server_or_proc.send_signal(signal.SIGKILL)
-                self.kills += 1
+            self._kill(victim)
         t = threading.Thread(target=kill)
         t.start()
         return t
@@ -146,12 +151,7 @@ class Deployment:
                 if sum((new in v) + (v == [new]) for v in versions) >= target:
                     break
                 time.sleep(0.01)
-        if isinstance(victim, Server):
-            victim.kill()
-            self.kills += 1
-        elif victim.poll() is None:
-            victim.send_signal(signal.SIGKILL)
-            self.kills += 1
+        self._kill(victim)
 
     # ------------------------------------------------------------ the checks
 
