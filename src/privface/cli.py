@@ -280,6 +280,18 @@ def cmd_bench(a) -> int:
                                            workers=a.workers)
         print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
         return 0
+    if a.what == "load":
+        from .eval import bench_load
+
+        _check_choice("--protocol", a.protocol, ("im2020",))
+        for flag, value in (("--concurrency", a.concurrency), ("--seconds", a.seconds), ("--identities", a.identities)):
+            if value is not None and not value > 0:
+                raise PrivfaceError(f"{flag} must be positive, got {value}")
+        row = bench_load.bench_load(a.protocol or "im2020", concurrency=a.concurrency, seconds=a.seconds,
+                                    identities=a.identities, security_bits=a.security_bits or 112,
+                                    insecure_test_params=a.insecure_test_params)
+        print(json.dumps(row) if a.json else bench_load.format_table(row))
+        return 0
     if a.what == "identify":
         from .eval import bench_identify
 
@@ -809,7 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("bench", help="benchmarks (medians)")
     s.add_argument("what", choices=["faces", "crypto", "im2020", "im2020-attacks", "gsm", "gsm-enrol", "lattice",
-                                    "kolberg", "kolberg-unlinkability", "identify"])
+                                    "kolberg", "kolberg-unlinkability", "identify", "load"])
     s.add_argument("--scheme", help="kolberg*: ckks|bfv|ntru (default: all three); identify: "
                    "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
@@ -827,15 +839,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--paillier-bits", type=int, default=3072,
                    help="gsm: Paillier modulus bits (default 3072 as seed 004 §9; 2048 is the 112-bit minimum)")
     s.add_argument("--no-pi3", action="store_true", help="gsm: skip Π3 (its garbled circuit)")
+    s.add_argument("--protocol", help="load: the protocol served (im2020)")
+    s.add_argument("--concurrency", type=int, default=50, help="load: clients authenticating at once (default 50)")
+    s.add_argument("--seconds", type=float, default=60.0, help="load: how long (default 60)")
+    s.add_argument("--identities", type=int, default=None,
+                   help="load: subjects enrolled first (default: one per client — the server's lockout caps the "
+                        "attempts of one subject in flight at --lockout-failures)")
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
                    "crypto, lattice: timings per fast operation (default 15); kolberg: (default 20)")
     s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
                    "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="crypto, im2020*, gsm, gsm-enrol: toy key sizes, for a quick smoke test only (insecure)")
+                   help="crypto, im2020*, gsm, gsm-enrol, load: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--security-bits", type=int, choices=[112, 128],
-                   help="im2020: one level only (default: 112 and 128); im2020-attacks: level (default 112)")
+                   help="im2020: one level only (default: 112 and 128); im2020-attacks, load: level (default 112)")
     s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
     s.add_argument("--no-pool", action="store_true",
                    help="im2020: no precomputed encryption randomness (C2 does all its exponentiations on-line)")

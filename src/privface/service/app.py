@@ -31,6 +31,7 @@ from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
 from .base import MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
 from .limits import LimitError, Lockout, RateLimiter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
+from .openapi import describe_steps
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
 
 log = logging.getLogger("privface.service")
@@ -267,6 +268,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
 
     if keys is not None:
         _declare_bearer(app)
+    describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
     return app
 
 

@@ -47,16 +47,19 @@ def serve_in_thread(app, **config) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serve_subprocess(protocol: str, db: str, options: Sequence[str] = (), *,
-                     start_timeout: float = 60.0, auth: bool = False) -> Iterator[str]:
+                     start_timeout: float = 60.0, auth: bool = False, processes: list | None = None) -> Iterator[str]:
     """Run `privface serve --protocol … --db … OPTIONS` on a free port; yields its base URL and stops it
     (SIGTERM, graceful) on exit. Without `auth` the child runs with `--no-auth` (loopback benchmarks and
-    the demo on a throw-away store); with it, create keys in `db` first (`ApiKeys`)."""
+    the demo on a throw-away store); with it, create keys in `db` first (`ApiKeys`). `processes` (a list)
+    receives the child's Popen, e.g. for its pid."""
     port = free_port()
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", protocol,
                                  "--db", db, "--port", str(port), "--log-level", "warning",
                                  *(() if auth else ("--no-auth",)), *options],
                                 stdout=subprocess.DEVNULL, stderr=err, text=True)
+        if processes is not None:
+            processes.append(proc)
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + start_timeout

@@ -1,0 +1,178 @@
+"""Every service role of ``privface.service.registry``, served over real loopback HTTP (uvicorn on a free port,
+the app ``privface serve`` builds: ``create_app`` with API keys), with one real protocol run through the
+parties' HTTP clients. The request bodies of that run are recorded (``ServiceClient.step`` is observed, not
+replaced) and become the fuzzers' seeds: valid messages of every step, and the flows that open a session.
+
+``roles(root)`` yields ``Role`` records; toy key sizes (``insecure_test_params``) keep a run short — the
+decoders and the service checks are the same at every size.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from privface.service import client as client_module
+from privface.service.app import create_app
+from privface.service.auth import SCOPES, ApiKeys
+from privface.service.launch import serve_in_thread
+from privface.store.sqlite import SQLiteStore
+
+ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db")
+
+
+@dataclass
+class Role:
+    """A served role: its URL, an API key with every scope, and the recorded seeds."""
+
+    name: str
+    protocol: str
+    url: str
+    api_key: str
+    first_steps: tuple[str, ...] = ()
+    seeds: dict[str, list[bytes]] = field(default_factory=lambda: defaultdict(list))  # step → bodies
+    flows: list[list[tuple[str, bytes]]] = field(default_factory=list)  # session flows, in order
+    responses: list[bytes] = field(default_factory=list)  # every successful answer
+    service: object = None  # the ProtocolService behind ``url``
+
+
+class _Recorder:
+    """Observes ``ServiceClient.step`` (every protocol client sends through it) and files each body under the
+    role whose URL it went to; a step sent without a session starts a new flow."""
+
+    def __init__(self) -> None:
+        self.by_url: dict[str, Role] = {}
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        original = client_module.ServiceClient.step
+
+        def step(client, name: str, body: bytes) -> bytes:
+            role = self.by_url.get(client.base_url)
+            if role is not None:
+                role.seeds[name].append(bytes(body))
+                if client.session is None:
+                    role.flows.append([])
+                role.flows[-1].append((name, bytes(body)))
+            answer = original(client, name, body)
+            if role is not None:
+                role.responses.append(answer)
+            return answer
+
+        client_module.ServiceClient.step = step
+        try:
+            yield
+        finally:
+            client_module.ServiceClient.step = original
+
+
+@contextlib.contextmanager
+def _serve(root, name: str, make_service, recorder: _Recorder) -> Iterator[tuple[Role, SQLiteStore, object]]:
+    with SQLiteStore(root / f"{name}.db") as store:
+        keys = ApiKeys(store)
+        _, secret = keys.create(",".join(SCOPES), name="fuzz")
+        svc = make_service(store)
+        with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
+            role = Role(name, svc.name, url, secret, tuple(svc.first_steps), service=svc)
+            recorder.by_url[url] = role
+            yield role, store, svc
+
+
+@contextlib.contextmanager
+def _im2020(root, rec, mode: str) -> Iterator[list[Role]]:
+    from privface.eval.im2020_attacks import face_like_template
+    from privface.protocols.im2020 import Client, Im2020Params, remote
+    from privface.protocols.im2020.service import Im2020Service
+
+    params = Im2020Params.toy(mode=mode)
+    name = "im2020" if mode == "basic" else "im2020-secure-comparison"
+    with _serve(root, name, lambda s: Im2020Service(s, params=params), rec) as (role, _, _):
+        rng = np.random.default_rng(1)
+        ref = face_like_template(params, rng)
+        with remote.service_client(role.url, api_key=role.api_key) as http:
+            alice = Client("alice", params)
+            remote.register(http, alice, ref)  # stays enrolled: the auth/start seeds stay valid
+            remote.verify(http, alice, np.clip(ref + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs))
+            remote.verify(http, alice, face_like_template(params, rng))
+            remote.register(http, Client("bob", params), ref)
+            remote.revoke(http, "bob")
+        yield [role]
+
+
+@contextlib.contextmanager
+def _gsm(root, rec) -> Iterator[list[Role]]:
+    from privface.protocols.gsm import Device, GsmParams
+    from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
+    from privface.protocols.gsm.service import GsmService, provider_key_bytes
+    from privface.templates.fixed_norm import fixed_norm_template
+
+    p = GsmParams.toy(ell=16, m=8, cos_threshold=0.6)
+    rng = np.random.default_rng(2)
+    u = fixed_norm_template(rng.normal(size=p.ell), p.m)
+    w = [fixed_norm_template(u + rng.normal(size=p.ell) * 0.1 * p.zeta, p.m), fixed_norm_template(rng.normal(size=p.ell), p.m)]
+    capture = [w[0]]
+    with _serve(root, "gsm-provider", lambda s: GsmService(s, role="provider", params=p), rec) as (sp, _, _):
+        vk = fetch_provider_key(sp.url, api_key=sp.api_key)
+        client = DeviceClient(Device("hana", p, provider_key=vk), api_key=sp.api_key)
+        client.enrol(sp.url, u)
+        with _serve(root, "gsm-terminal", lambda s: GsmService(s, role="terminal", params=p, provider_key=provider_key_bytes(vk),
+                                                             capture=lambda: capture[0]), rec) as (terminal, _, _):
+            client = DeviceClient(client.device, api_key=terminal.api_key)
+            for variant in ("pi1", "pi2", "pi3"):
+                for probe in w:
+                    capture[0] = probe
+                    client.match(terminal.url, variant)
+            yield [sp, terminal]
+
+
+@contextlib.contextmanager
+def _kolberg(root, rec) -> Iterator[list[Role]]:
+    from privface.protocols.kolberg import KolbergParams
+    from privface.protocols.kolberg.remote import HttpAuth, KolbergClient
+    from privface.protocols.kolberg.rotation import rotate_keys
+    from privface.protocols.kolberg.service import KolbergService
+
+    params = KolbergParams("ntru")
+    rng = np.random.default_rng(3)
+    faces = {f"s{i}": rng.normal(size=params.dims) for i in range(3)}
+    with _serve(root, "kolberg-auth", lambda s: KolbergService(s, role="auth", scheme="ntru"), rec) as (auth, _, _):
+        db_service = lambda s: KolbergService(s, role="db", scheme="ntru", auth_url=auth.url, auth_api_key=auth.api_key)
+        with _serve(root, "kolberg-db", db_service, rec) as (db, db_store, _):
+            with KolbergClient(db.url, params, api_key=db.api_key) as c:
+                for name, x in faces.items():
+                    c.enrol(name, x)
+                c.verify("s0", faces["s0"] + rng.normal(size=params.dims) * 0.05)
+                c.verify("s1", faces["s0"])
+                c.identify(faces["s2"])
+                with HttpAuth(auth.url, api_key=auth.api_key) as http_auth:
+                    rotate_keys(params, db_store, http_auth)  # the rotation steps as seeds
+                c.refresh_key()
+                c.enrol("s3", rng.normal(size=params.dims))
+                c.revoke("s3")
+            yield [auth, db]
+
+
+@contextlib.contextmanager
+def roles(root, names=ROLES) -> Iterator[list[Role]]:
+    """The named roles, served and seeded; stopped on exit."""
+    logging.getLogger("privface.service").setLevel(logging.ERROR)
+    rec = _Recorder()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(rec.installed())
+        wanted = set(names)
+        out: list[Role] = []
+        makers = [("im2020", lambda: _im2020(root, rec, "basic")),
+                  ("im2020-secure-comparison", lambda: _im2020(root, rec, "secure-comparison")),
+                  ("gsm-", lambda: _gsm(root, rec)), ("kolberg-", lambda: _kolberg(root, rec))]
+        for prefix, make in makers:
+            if not any(n == prefix or (prefix.endswith("-") and n.startswith(prefix)) for n in wanted):
+                continue
+            out.extend(r for r in stack.enter_context(make()) if r.name in wanted)
+        yield out
+
+
+__all__ = ["ROLES", "Role", "roles"]
