@@ -6,15 +6,19 @@ import pytest
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", help="also run the slow dataset evaluations")
+    parser.addoption("--runstress", action="store_true",
+                     help="also run the long fuzzing and crash-kill campaigns (tens of minutes; not in CI)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
-        return
-    skip = pytest.mark.skip(reason="slow: run with --runslow (CI does)")
+    slow, stress = config.getoption("--runslow"), config.getoption("--runstress")
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow (CI does)")
+    skip_stress = pytest.mark.skip(reason="stress: run with --runstress (not in CI: tens of minutes)")
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        if "stress" in item.keywords and not stress:
+            item.add_marker(skip_stress)
+        elif "slow" in item.keywords and not slow:
+            item.add_marker(skip_slow)
 
 
 @pytest.fixture(scope="session")

@@ -222,7 +222,7 @@ def test_sigkill_during_enrolment_and_key_rotation_loses_nothing(tmp_path):
     assert figures["acknowledged"] > 0 and figures["kills"] >= 3
 
 
-@pytest.mark.slow
+@pytest.mark.stress
 def test_sigkill_many_rounds(tmp_path):
     figures = _run(tmp_path, 12)
     assert figures["acknowledged"] > 0

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "fuzz"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
 BUDGET = {"wire": 10, "blobs": 10, "services": 30}  # seconds of fuzzing in the default suite
-SLOW_BUDGET = 120
+SLOW_BUDGET = 60  # per target under --runslow (CI)
+STRESS_BUDGET = 600  # per target under --runstress
 
 
 def _fuzz(target: str, seconds: int, tmp_path) -> tuple[int, str]:
@@ -64,6 +65,12 @@ def test_decoders_fuzz_longer(target, tmp_path):
     _check(target, SLOW_BUDGET, tmp_path)
 
 
+@pytest.mark.stress
+@pytest.mark.parametrize("target", sorted(BUDGET))
+def test_decoders_fuzz_campaign(target, tmp_path):
+    _check(target, STRESS_BUDGET, tmp_path)
+
+
 def _api(roles, max_examples):
     pytest.importorskip("schemathesis")
     proc = subprocess.run([sys.executable, str(FUZZ / "api.py"), "--max-examples", str(max_examples), "--roles", *roles],
@@ -83,11 +90,20 @@ def test_schemathesis_im2020_no_server_errors():
     _api(["im2020"], 10)
 
 
-@pytest.mark.slow
-def test_schemathesis_every_role():
+def _every_role(max_examples):
     sys.path.insert(0, str(FUZZ))
     from roles import ROLES
-    _api(list(ROLES), 100)
+    _api(list(ROLES), max_examples)
+
+
+@pytest.mark.slow
+def test_schemathesis_every_role():
+    _every_role(15)
+
+
+@pytest.mark.stress
+def test_schemathesis_every_role_campaign():
+    _every_role(100)
 
 
 def test_openapi_describes_every_step_of_every_role(tmp_path):
