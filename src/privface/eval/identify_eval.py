@@ -136,6 +136,10 @@ def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecu
         return HERS(pub, dim), HERSKey(sec), {"scheme": "ckks", "security_bits": HERS_CKKS.security_bits}
     from ..protocols.idface import IDFaceParams
 
+    from ..protocols.idface import PARAMETER_SETS
+
+    if dim in PARAMETER_SETS and beta is None:
+        beta = PARAMETER_SETS[dim][0]  # β = α: the most accurate of the paper's settings (Table 3)
     p = IDFaceParams.for_dim(dim, beta, mean)
     info = {"scheme": scheme, "alpha": p.alpha, "beta": p.beta}
     if scheme == "ckks":
