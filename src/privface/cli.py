@@ -96,6 +96,10 @@ def cmd_eval(a) -> int:
     from .eval.datasets import load
     from .eval.run import evaluate
 
+    if a.protocol in ("idface", "hers"):
+        return _eval_identification(a)
+    if a.beta is not None or a.centring is not None or a.probes is not None:
+        raise PrivfaceError("--beta, --centring and --probes apply to --protocol idface or hers only")
     ds = load(a.dataset, a.data_root)
     params = None
     if a.protocol == "im2020":
@@ -116,7 +120,9 @@ def cmd_eval(a) -> int:
     elif a.pairs is not None or a.tau is not None:
         raise PrivfaceError("--pairs applies to --protocol im2020, gsm or kolberg, --tau to im2020 only")
     if a.protocol != "kolberg" and a.scheme:
-        raise PrivfaceError("--scheme applies to --protocol kolberg only")
+        raise PrivfaceError("--scheme applies to --protocol kolberg or idface only")
+    if a.scheme == "paillier":
+        raise PrivfaceError("--scheme paillier applies to --protocol idface only")
     if a.protocol != "im2020" and (a.mode != "basic" or a.checkpoint):
         raise PrivfaceError("--mode and --checkpoint apply to --protocol im2020 only")
     if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
@@ -125,6 +131,29 @@ def cmd_eval(a) -> int:
     out = evaluate(ds, _spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
                    progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
                    checkpoint=checkpoint, variant=a.variant or "pi1")
+    _print(out, a.json)
+    return 0
+
+
+def _eval_identification(a) -> int:
+    """`eval --protocol idface|hers`: 1:N identification, encrypted vs plaintext (eval.identify_eval)."""
+    from .eval.datasets import load_identification
+    from .eval.identify_eval import evaluate_identification
+
+    if a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint or a.variant or a.report:
+        raise PrivfaceError("--pairs, --tau, --mode, --checkpoint, --variant and --report do not apply to "
+                            "--protocol idface or hers")
+    scheme = a.scheme or "ckks"
+    if scheme not in ("ckks", "paillier") or (a.protocol == "hers" and scheme != "ckks"):
+        raise PrivfaceError("--scheme: idface runs over ckks or paillier, hers over ckks")
+    if a.insecure_test_params:
+        print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
+              file=sys.stderr)
+    ds = load_identification(a.dataset, a.data_root)
+    out = evaluate_identification(ds, _spec(a), protocol=a.protocol, scheme=scheme, beta=a.beta,
+                                  centring=a.centring or "shipped", cache=not a.no_cache, workers=a.workers,
+                                  probes=a.probes, progress=not a.json,
+                                  insecure_test_params=a.insecure_test_params)
     _print(out, a.json)
     return 0
 
@@ -791,10 +820,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="verification accuracy on a dataset")
     s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
-    s.add_argument("--protocol", default="plain", choices=["plain", "im2020", "gsm", "kolberg"],
+    s.add_argument("--protocol", default="plain", choices=["plain", "im2020", "gsm", "kolberg", "idface", "hers"],
                    help="plain: quantized templates in the clear; im2020, gsm, kolberg: every pair through the "
-                        "encrypted protocol")
-    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: the HE scheme (default ckks)")
+                        "encrypted protocol; idface, hers: 1:N identification (one image per identity enrolled, "
+                        "the rest probed) encrypted vs plaintext")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", "paillier"],
+                   help="kolberg: the HE scheme (default ckks); idface: ckks (default) or paillier")
+    s.add_argument("--beta", type=int, help="idface: query parameter β (d = 128: 15, 31 or 85; default 85)")
+    s.add_argument("--centring", choices=["shipped", "gallery", "none"],
+                   help="idface: mean subtracted before T_α/T_β — the backend's shipped mean (default, from ORL), "
+                        "the enrolled gallery's mean, or none")
+    s.add_argument("--probes", type=int, help="idface, hers: a seeded sample of at most N mated and N non-mated probes")
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
@@ -803,7 +839,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="im2020: toy key sizes, for a quick smoke test only (insecure)")
+                   help="im2020, idface, hers: toy key sizes, for a quick smoke test only (insecure)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
     s.add_argument("--report", metavar="DIR", help="write ROC/DET/histogram PNGs and summary.md here")
     s.add_argument("--workers", type=int, help="embedding and im2020 protocol processes (default: one per core)")

@@ -130,6 +130,21 @@ def load_lfw(root: str | os.PathLike | None = None) -> Dataset:
                    {"folds": n_folds, "pairs_per_class": n_per, "face": "center"})
 
 
+def load_identification(name: str, root: str | os.PathLike | None = None) -> Dataset:
+    """Every image of a dataset, for 1:N identification (no pair protocol): `lfw` is all of lfw/images
+    (13 233 images, 5 749 people, 4 069 of them with one image), the face nearest the centre standing for
+    the image; other names as ``load``."""
+    if name != "lfw":
+        ds = load(name, root)
+        return Dataset(ds.name, ds.paths, ds.ids, meta=ds.meta)
+    base = data_root(root) / "lfw" / "images"
+    if not base.is_dir():
+        raise DatasetError(f"LFW images not found: expected {base}/Name/Name_NNNN.jpg")
+    ds = load_folder(base, "lfw")
+    ds.meta["face"] = "center"
+    return ds
+
+
 def load(name: str, root: str | os.PathLike | None = None) -> Dataset:
     """`orl`, `lfw`, or a path to a folder-per-identity dataset."""
     if name == "orl":

@@ -35,6 +35,7 @@ __all__ = [
     "roc",
     "summarize",
     "tar_at_far",
+    "tpir_at_fpir",
 ]
 
 DEFAULT_FAR_TARGETS: tuple[float, ...] = (1e-4, 1e-3, 1e-2)
@@ -331,6 +332,33 @@ def rank1_leave_one_out(emb: np.ndarray, ids: np.ndarray, chunk: int = 2048) -> 
         ok = ids[nearest] == ids[s:s + chunk]
         hits += int(np.sum(ok & usable[s:s + chunk]))
     return hits / int(usable.sum())
+
+
+def tpir_at_fpir(mated_best: np.ndarray, mated_correct: np.ndarray, nonmated_best: np.ndarray,
+                 targets: Iterable[float] = (1e-2, 1e-3)) -> dict[str, dict[str, float]]:
+    """Open-set identification (ISO/IEC 19795-1): TPIR at fixed FPIR targets, on **similarity** scores.
+
+    Each probe's answer is its top-1 gallery entry if its best score exceeds a threshold, else reject.
+    For each target f the threshold v is the lowest with FPIR = |{non-mated best > v}| / n ≤ f (conservative,
+    no interpolation; ties at v are rejected); TPIR = |{mated: top-1 correct and best > v}| / m. Returns
+    ``{"1e-2": {"tpir": …, "fpir": achieved FPIR, "threshold": v}, …}``.
+    """
+    mb = np.asarray(mated_best, dtype=np.float64)
+    ok = _as_bool(mated_correct, "mated_correct")
+    nb = np.sort(np.asarray(nonmated_best, dtype=np.float64))[::-1]
+    if mb.size == 0 or mb.shape != ok.shape or nb.size == 0:
+        raise ValueError("need one best score and one correctness flag per mated probe, and non-mated probes")
+    if not (np.all(np.isfinite(mb)) and np.all(np.isfinite(nb))):
+        raise ValueError("scores must be finite")
+    out = {}
+    for f in targets:
+        if not 0.0 <= f <= 1.0:
+            raise ValueError(f"FPIR target must be in [0, 1], got {f}")
+        allowed = int(np.floor(f * nb.size + 1e-9))
+        v = -np.inf if allowed >= nb.size else float(nb[allowed])
+        out[_far_key(f)] = {"tpir": float(np.mean(ok & (mb > v))), "fpir": float(np.mean(nb > v)),
+                            "threshold": None if v == -np.inf else v}
+    return out
 
 
 # --------------------------------------------------------------------------- summary

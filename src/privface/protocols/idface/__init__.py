@@ -33,11 +33,14 @@ DESCRIPTION = {
     ],
     "default_security_bits": 112,
     "parameters": {"sets": {d: {"alpha": a, "beta": list(b)} for d, (a, b) in PARAMETER_SETS.items()},
-                   "base": "p = min(α, β) + 1"},
+                   "base": "p = min(α, β) + 1",
+                   "centring": "optional mean μ subtracted (then renormalised) before T_α/T_β: the backend's "
+                               "shipped mean (centring_mean.json, dlib-resnet128 from ORL) or the gallery's"},
     "steps": ["enrol (T_α, Encode, ENC_DB)", "identify (T_β, IP_DB → key server → index or reject)"],
     "galleries": "idface-ckks persisted by privface.scale.gallery (block-atomic, resumable); Ray sharding in "
                  "scale.sharded",
-    "not_yet": ["wire messages / HTTP roles", "LFW eval --protocol idface", "persisted idface-paillier galleries"],
+    "not_yet": ["wire messages / HTTP roles", "persisted idface-paillier galleries",
+                "centring in persisted galleries (scale.gallery enrols uncentred templates)"],
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",

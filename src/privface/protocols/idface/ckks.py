@@ -33,7 +33,7 @@ from ...crypto._common import parallel_map
 from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ...errors import ProtocolError, TemplateError
 from ..hers.scheme import HERS_CKKS, CKKSScores, check_scores
-from .transform import IDFaceParams, decode, encode, separate, t_alpha
+from .transform import IDFaceParams, decode, encode, separate
 
 IDFACE_CKKS = HERS_CKKS
 NOISE_BITS = 14
@@ -71,7 +71,7 @@ class IDFaceCKKS(_Common):
 
     def enc_db(self, x) -> CKKSBlock:
         """T_α, separation, Encode, then one encryption per (sign, column)."""
-        z = t_alpha(x, self.params.alpha)
+        z = self.params.enrol_transform(x)
         if z.shape[1] != self.params.dim or z.shape[0] > self.capacity:
             raise TemplateError(f"a block holds ≤ {self.capacity} templates of d = {self.params.dim}")
         count, d = z.shape
@@ -90,7 +90,7 @@ class IDFaceCKKS(_Common):
 
     def query(self, y) -> tuple[np.ndarray, np.ndarray]:
         """(indices of z⁺, indices of z⁻) for z = T_β(y)."""
-        z = t_alpha(y, self.params.beta)
+        z = self.params.query_transform(y)
         if z.shape != (1, self.params.dim):
             raise TemplateError(f"IDFace query must be one template of d = {self.params.dim}")
         return np.flatnonzero(z[0] > 0), np.flatnonzero(z[0] < 0)

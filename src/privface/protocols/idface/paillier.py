@@ -15,7 +15,7 @@ import numpy as np
 from ...crypto._common import parallel_map
 from ...crypto.paillier import PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
 from ...errors import CryptoError, ProtocolError, TemplateError
-from .transform import IDFaceParams, separate, t_alpha
+from .transform import IDFaceParams, separate
 
 
 @dataclass
@@ -50,7 +50,7 @@ class IDFacePaillier(_Common):
     """Public side (S_local)."""
 
     def enc_db(self, x) -> PaillierBlock:
-        z = t_alpha(x, self.params.alpha)
+        z = self.params.enrol_transform(x)
         if z.shape[1] != self.params.dim or z.shape[0] > self.m:
             raise TemplateError(f"a block holds ≤ {self.m} templates of d = {self.params.dim}")
         p = self.params.base
@@ -62,7 +62,7 @@ class IDFacePaillier(_Common):
         return PaillierBlock([cts[:d], cts[d:]], z.shape[0])
 
     def ip_db(self, y, blocks: list[PaillierBlock]) -> PaillierScores:
-        z = t_alpha(y, self.params.beta)
+        z = self.params.query_transform(y)
         if z.shape != (1, self.params.dim):
             raise TemplateError(f"IDFace query must be one template of d = {self.params.dim}")
         plus, minus = np.flatnonzero(z[0] > 0).tolist(), np.flatnonzero(z[0] < 0).tolist()

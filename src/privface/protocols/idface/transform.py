@@ -15,11 +15,12 @@ when all β query signs agree with the template; here m = 341/292/243 at 2048 bi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...errors import TemplateError
+from .centring import centre
 
 #: (α, allowed β) per dimension: seed 003 §5.1 for d = 512, scaled by the same ratios for d = 128.
 PARAMETER_SETS = {512: (341, (63, 127, 341)), 128: (85, (15, 31, 85))}
@@ -27,18 +28,25 @@ PARAMETER_SETS = {512: (341, (63, 127, 341)), 128: (85, (15, 31, 85))}
 
 @dataclass(frozen=True)
 class IDFaceParams:
-    """d, α (enrolment), β (query); ``base`` p = min(α, β) + 1."""
+    """d, α (enrolment), β (query); ``base`` p = min(α, β) + 1; ``mean``: the centring mean μ applied before
+    T_α / T_β (``centring.centre``), or None to transform the templates as given."""
 
     dim: int
     alpha: int
     beta: int
+    mean: tuple[float, ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not (1 <= self.alpha <= self.dim and 1 <= self.beta <= self.dim):
             raise TemplateError(f"IDFace needs 1 ≤ α, β ≤ d, got α={self.alpha}, β={self.beta}, d={self.dim}")
+        if self.mean is not None:
+            mu = np.asarray(self.mean, dtype=np.float64)
+            if mu.shape != (self.dim,) or not np.all(np.isfinite(mu)):
+                raise TemplateError(f"the centring mean must be {self.dim} finite numbers")
+            object.__setattr__(self, "mean", tuple(float(v) for v in mu))
 
     @classmethod
-    def for_dim(cls, dim: int, beta: int | None = None) -> IDFaceParams:
+    def for_dim(cls, dim: int, beta: int | None = None, mean=None) -> IDFaceParams:
         """The documented parameter set for d ∈ {128, 512} (β defaults to the fastest, 63 / 15)."""
         if dim not in PARAMETER_SETS:
             raise TemplateError(f"IDFace parameter sets exist for d ∈ {sorted(PARAMETER_SETS)}, got {dim}")
@@ -46,7 +54,20 @@ class IDFaceParams:
         beta = betas[0] if beta is None else beta
         if beta not in betas:
             raise TemplateError(f"β for d = {dim} must be one of {betas}, got {beta}")
-        return cls(dim, alpha, beta)
+        return cls(dim, alpha, beta, None if mean is None else tuple(np.asarray(mean, dtype=np.float64).ravel()))
+
+    def _prepared(self, x):
+        if self.mean is None:
+            return x
+        return centre(_matrix(x, self.dim), self.mean)
+
+    def enrol_transform(self, x) -> np.ndarray:
+        """T_α(x), after centring when ``mean`` is set (IDFace.ENC_DB's first step)."""
+        return t_alpha(self._prepared(x), self.alpha)
+
+    def query_transform(self, y) -> np.ndarray:
+        """T_β(y), after centring when ``mean`` is set (IDFace.IP_DB's first step)."""
+        return t_alpha(self._prepared(y), self.beta)
 
     @property
     def base(self) -> int:
