@@ -228,7 +228,7 @@ class CircuitBuilder:
                 out.append(self.xor(b, carry))
                 carry = self.and_(b, carry)
             acc = acc[:i] + out + ([carry] if carry is not None and i + len(out) < k else [])
-        return (acc + self.constant(0, k - len(acc)))[:k] if len(acc) < k else acc[:k]
+        return acc + self.constant(0, k - len(acc)) if len(acc) < k else acc[:k]
 
     def ge(self, x: Sequence[int], y: Sequence[int]) -> int:
         """[x ≥ y] (unsigned): the carry out of x + ¬y + 1."""
