@@ -100,6 +100,10 @@ def cmd_eval(a) -> int:
         return _eval_identification(a)
     if a.beta is not None or a.centring is not None or a.probes is not None:
         raise PrivfaceError("--beta, --centring and --probes apply to --protocol idface or hers only")
+    if a.protocol == "kolberg":  # before loading the dataset: a bad --scheme is a usage error, not a traceback
+        from .protocols.kolberg.params import SCHEMES as KOLBERG_SCHEMES
+
+        _check_choice("--scheme", a.scheme, KOLBERG_SCHEMES)
     ds = load(a.dataset, a.data_root)
     params = None
     if a.protocol == "im2020":
