@@ -123,6 +123,7 @@ def _gsm(root, rec) -> Iterator[list[Role]]:
                                                              capture=lambda: capture[0]), rec) as (terminal, _, _):
             client = DeviceClient(client.device, api_key=terminal.api_key)
             for variant in ("pi1", "pi2", "pi3"):
+                client.present(terminal.url, variant)
                 for probe in w:
                     capture[0] = probe
                     client.match(terminal.url, variant)

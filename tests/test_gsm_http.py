@@ -130,3 +130,43 @@ def test_privface_serve_gsm_provider_enrols_a_device(tmp_path, capsys):
     assert "needs --capture" in capsys.readouterr().err
     assert main(["serve", "--protocol", "gsm", "--db", db]) != 0
     assert "--role provider or --role terminal" in capsys.readouterr().err
+
+
+def test_terminal_keeps_presented_first_messages(tmp_path, enrolled):
+    """match/present validates m1 ahead of the capture; the terminal keeps it with its r^N and reuse tables,
+    re-checks expiry on every use, refuses a forged m1 without keeping it, and holds at most ``m1_cache``."""
+    from privface.protocols.gsm import Presented
+
+    client, u = enrolled
+    dev = client.device
+    capture = [u]
+    with open_store(f"sqlite:///{tmp_path / 't.db'}") as store:
+        vk = provider_key_bytes(dev.provider_key)
+        terminal = GsmService(store, role="terminal", params=P, provider_key=vk, capture=lambda: capture[0], m1_cache=2)
+        cache = terminal.m1_cache
+        with serve_in_thread(create_app(store, [terminal])) as t_url:
+            answer = client.present(t_url, "pi2")
+            assert isinstance(answer, Presented) and answer.subject_id == "hana"
+            assert answer.expires_at == dev.first_message().expires_at
+            cache.wait()
+            (enrolled_m1, _, _), = cache._entries.values()
+            assert enrolled_m1.per_slot and len(enrolled_m1.pool) == cache.pool_ahead  # reuse tables and r^N ready
+            for variant in ("pi2", "pi3", "pi1"):
+                for w in (template(2, u, 0.1), template(3)):
+                    capture[0] = w
+                    assert client.match(t_url, variant) == Decision(int(u @ w) >= P.threshold)
+            assert len(cache) == 2  # bounded: three variants seen, the least recently used one dropped
+            m1 = dev.first_message()
+            forged = Template(m1.subject_id, m1.pk_n, m1.n, m1.d, m1.c_packed, m1.c_sum, m1.expires_at, bytes(64))
+            before = list(cache._entries)
+            with ServiceClient(t_url, "gsm") as http:
+                with pytest.raises(RemoteMessageError, match="signature"):
+                    http.step("match/present", MatchStart(2, forged.to_bytes()).to_bytes())
+            assert list(cache._entries) == before
+            client.present(t_url, "pi2")
+            terminal.terminal.clock = lambda: m1.expires_at + 1  # the kept m1 expires
+            with pytest.raises(RemoteMessageError, match="expired"):
+                client.match(t_url, "pi2")
+            with pytest.raises(RemoteMessageError, match="expired"):
+                client.present(t_url, "pi2")
+            assert client.match(t_url, "pi1").match == bool(int(u @ capture[0]) >= P.threshold)  # Π1 has no expiry

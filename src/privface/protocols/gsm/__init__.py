@@ -13,6 +13,7 @@ from .messages import (
     Decision,
     EnrolRequest,
     MatchStart,
+    Presented,
     ProviderKey,
     Reply,
     Template,
@@ -71,5 +72,5 @@ DESCRIPTION = {
 __all__ = [
     "Challenge", "CompareChallenge", "CompareFinish", "CompareRequest", "DESCRIPTION", "Decision", "Device",
     "EnrolRequest", "EnrolSession", "Enrolled", "GsmParams", "LAMBDA", "MatchStart", "PAILLIER_BITS",
-    "ProviderKey", "Reply", "ServiceProvider", "Template", "Terminal", "TerminalSession", "VARIANTS", "zk",
+    "Presented", "ProviderKey", "Reply", "ServiceProvider", "Template", "Terminal", "TerminalSession", "VARIANTS", "zk",
 ]

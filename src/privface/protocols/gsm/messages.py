@@ -104,3 +104,13 @@ class ProviderKey(Message):
 
     WIRE_NAME = "gsm.ProviderKey"
     ed25519: bytes
+
+
+@dataclass
+class Presented(Message):
+    """Terminal → device over HTTP, answer to ``match/present``: m1 was validated and is kept (with the
+    terminal's precomputation for it) until ``expires_at``, so a later ``match/start`` with it skips that work."""
+
+    WIRE_NAME = "gsm.Presented"
+    subject_id: str
+    expires_at: int

@@ -12,7 +12,7 @@ from ...errors import CryptoError, ProtocolError
 from ...service.client import ServiceClient
 from ...wire import WireError
 from . import zk
-from .messages import VARIANT_IDS, CompareChallenge, Challenge, Decision, MatchStart, ProviderKey, Template
+from .messages import VARIANT_IDS, CompareChallenge, Challenge, Decision, MatchStart, Presented, ProviderKey, Template
 from .params import check_variant
 from .parties import PROTOCOL, Device
 from .service import provider_key_from_bytes
@@ -62,6 +62,18 @@ class DeviceClient:
             self.stats = list(http.stats)
         dev.accept_enrolment(m1)
         return m1
+
+    def present(self, terminal_url: str, variant: str) -> Presented:
+        """Send the reusable m1 ahead of any capture (§5), so that the terminal validates it and precomputes
+        for it before the user reaches the camera; a later ``match`` with it is faster."""
+        dev, variant = self.device, check_variant(variant)
+        start = MatchStart(VARIANT_IDS[variant], dev.first_message().to_bytes())
+        with self._client(terminal_url) as http:
+            answer = _parse(Presented.from_bytes, http.step("match/present", start.to_bytes()))
+            self.stats = list(http.stats)
+        if answer.subject_id != dev.first_message().subject_id:
+            raise ProtocolError("the terminal acknowledged a different subject")
+        return answer
 
     def match(self, terminal_url: str, variant: str) -> Decision:
         """One matching session against the terminal's current capture; the result (``aborted`` = ⊥)."""

@@ -7,14 +7,19 @@ Provider (``role="provider"``), Π_en of §6/§8:
     ``enrol/start``   EnrolRequest (epk, ⟦u_i⟧, Π_epk, Fig. 9) → zk.NormChallenge + session
     ``enrol/finish``  zk.NormResponse → signed Template m1 (also kept in the store under ``gsm``/subject)
 Terminal (``role="terminal"``), Π1/Π2/Π3 of §5–§7, the capture w from the ``capture`` callable:
+    ``match/present`` MatchStart(variant, m1) → Presented: m1 sent ahead of the capture (§5: it is reusable)
     ``match/start``   MatchStart(variant, m1) → Challenge + session
     ``match/compare`` Π3 only: CompareRequest → CompareChallenge + session
     ``match/finish``  Decision (Π1) · Reply (Π2) · CompareFinish (Π3) → Decision (``aborted`` = ⊥)
 """
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -38,16 +43,17 @@ from .messages import (
     Decision,
     EnrolRequest,
     MatchStart,
+    Presented,
     ProviderKey,
     Reply,
     Template,
 )
 from .params import GsmParams
-from .parties import PROTOCOL, EnrolSession, ServiceProvider, Terminal, TerminalSession
+from .parties import PROTOCOL, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
 
 SCOPES = {"key": ("enrol", "verify", "internal"),  # the public verification key: devices and terminals
           "enrol/start": "enrol", "enrol/finish": "enrol",
-          "match/start": "verify", "match/compare": "verify", "match/finish": "verify"}
+          "match/present": "verify", "match/start": "verify", "match/compare": "verify", "match/finish": "verify"}
 """The API-key scope each step needs (service/auth.py); a terminal does not call the provider."""
 VARIANT_NAMES = {v: k for k, v in VARIANT_IDS.items()}
 KEY_RECORD = ("gsm-provider", "ed25519-signing-key")
@@ -87,7 +93,66 @@ def body_limits(params: GsmParams, role: str) -> dict[str, int]:
     c = 2 * params.paillier_bits // 8 + 16
     if role == "provider":
         return {"key": 1024, "enrol/start": 4 * params.ell * c + 65536, "enrol/finish": 16 * c + 4096}
-    return {"match/start": params.ell * c + 16384, "match/compare": 65536, "match/finish": 16 * c + 4096}
+    return {"match/present": params.ell * c + 16384, "match/start": params.ell * c + 16384, "match/compare": 65536,
+            "match/finish": 16 * c + 4096}
+
+
+class FirstMessageCache:
+    """The terminal's validated first messages (§5: m1 is reusable), least recently used first out.
+
+    A first sighting of m1 (``match/present`` or ``match/start``) validates it (``Terminal.receive``: key,
+    packing, σ and expiry for Π2/Π3) and keeps the ``Enrolled``; a background thread then draws ``pool_ahead``
+    r^N under the device's key and builds the reuse tables (``receive(reuse=True)``), so the next session
+    skips both — what the in-process benchmark measures. After each session the pool is topped up again.
+    Keyed by the exact bytes of (variant, m1), so a hit has already passed every check but expiry, which is
+    re-checked on each use. Bounded: ``size`` entries (≈ 3 MB each at ℓ = 256, |N| = 3072)."""
+
+    def __init__(self, terminal: Terminal, *, size: int = 32, pool_ahead: int = 2) -> None:
+        self.terminal, self.size, self.pool_ahead = terminal, size, pool_ahead
+        self._entries: OrderedDict[bytes, tuple[Enrolled, int, str]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="gsm-terminal-precompute")
+
+    def get(self, variant: str, m1_bytes: bytes) -> tuple[Enrolled, int]:
+        """(Enrolled, expires_at) for this m1, validated now or on an earlier sighting; ProtocolError if bad."""
+        key = hashlib.sha256(variant.encode() + b"\0" + m1_bytes).digest()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+        if hit is not None:
+            enrolled, expires_at, _ = hit
+            if variant != "pi1" and expires_at <= self.terminal.clock():
+                with self._lock:
+                    self._entries.pop(key, None)
+                raise ProtocolError("the first message has expired; the device must enrol again")
+            self._background.submit(self._top_up, enrolled)
+            return enrolled, expires_at
+        m1 = Template.from_bytes(m1_bytes)
+        enrolled = self.terminal.receive(m1, variant)
+        with self._lock:
+            self._entries[key] = (enrolled, m1.expires_at, variant)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        self._background.submit(self._prepare, key, m1, variant, enrolled)
+        return enrolled, m1.expires_at
+
+    def _top_up(self, enrolled: Enrolled) -> None:
+        enrolled.pool.fill(max(0, self.pool_ahead - len(enrolled.pool)))
+
+    def _prepare(self, key: bytes, m1: Template, variant: str, enrolled: Enrolled) -> None:
+        self._top_up(enrolled)
+        tuned = replace(self.terminal.receive(m1, variant, reuse=True), pool=enrolled.pool)
+        with self._lock:
+            if key in self._entries:
+                self._entries[key] = (tuned, m1.expires_at, variant)
+
+    def wait(self) -> None:
+        """Block until the background work queued so far is done (tests, benchmarks)."""
+        self._background.submit(lambda: None).result()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 @dataclass
@@ -102,15 +167,16 @@ class MatchState:
 class GsmService:
     """Options: ``role`` ("provider" or "terminal"), ``params`` (GsmParams) or ``insecure_test_params``;
     provider: ``signing_key`` (Ed25519 key or PKCS#8 PEM; default: kept in the store); terminal:
-    ``provider_key`` (32 raw bytes or Ed25519PublicKey, needed for Π2/Π3) and ``capture`` (a callable
-    returning the measurement w as an ℓ-vector of norm ζ, called once per match/start)."""
+    ``provider_key`` (32 raw bytes or Ed25519PublicKey, needed for Π2/Π3), ``capture`` (a callable
+    returning the measurement w as an ℓ-vector of norm ζ, called once per match/start) and ``m1_cache``
+    (first messages kept with their precomputation, ``FirstMessageCache``; 0 turns the cache off)."""
 
     name = PROTOCOL
     scopes = SCOPES
 
     def __init__(self, store: TemplateStore, *, role: str = "provider", params: GsmParams | None = None,
                  insecure_test_params: bool = False, signing_key=None, provider_key=None,
-                 capture: Callable[[], Any] | None = None, workers: int | None = 1) -> None:
+                 capture: Callable[[], Any] | None = None, workers: int | None = 1, m1_cache: int = 32) -> None:
         if params is None:
             params = GsmParams.toy() if insecure_test_params else GsmParams()
         self.store, self.role, self.params = store, role, params
@@ -124,8 +190,9 @@ class GsmService:
             if capture is None:
                 raise ValueError("a gsm terminal needs a capture source (the measurement w)")
             self.terminal, self.capture = Terminal(params, provider_key=provider_key), capture
-            self.steps = ("match/start", "match/compare", "match/finish")
-            self.first_steps = ("match/start",)
+            self.m1_cache = FirstMessageCache(self.terminal, size=m1_cache) if m1_cache > 0 else None
+            self.steps = ("match/present", "match/start", "match/compare", "match/finish")
+            self.first_steps = ("match/present", "match/start")
         else:
             raise ValueError(f"gsm role must be provider or terminal, got {role!r}")
         self.max_body = body_limits(params, role)
@@ -173,12 +240,18 @@ class GsmService:
 
     def _terminal(self, step: str, body: bytes, state) -> StepResult:
         term = self.terminal
-        if step == "match/start":
+        if step in ("match/present", "match/start"):
             start = MatchStart.from_bytes(body)
             variant = VARIANT_NAMES.get(start.variant)
             if variant is None:
                 raise ProtocolError(f"unknown gsm variant id {start.variant}")
-            enrolled = term.receive(Template.from_bytes(start.first_message), variant)
+            if self.m1_cache is not None:
+                enrolled, expires_at = self.m1_cache.get(variant, start.first_message)
+            else:
+                m1 = Template.from_bytes(start.first_message)
+                enrolled, expires_at = term.receive(m1, variant), m1.expires_at
+            if step == "match/present":
+                return StepResult(Presented(enrolled.subject_id, expires_at).to_bytes(), subject=enrolled.subject_id)
             challenge, session = term.challenge(enrolled, self.capture(), variant)
             return StepResult(challenge.to_bytes(), MatchState(session, enrolled.subject_id),
                               subject=enrolled.subject_id)
