@@ -1,8 +1,8 @@
 """Operations (issue 8 §6): structured JSON logs, the audit trail and Prometheus metrics of the service.
 
-Audit records (logger ``privface.audit``, one per ``/v1`` call, kept whatever the log level) hold the time, the party (API key id and
-name, client address), the protocol and step, the subject ID when the step names one, the decision and
-the HTTP status — never a body, template, key, ciphertext or score.
+Audit records (logger ``privface.audit``, one per ``/v1`` call, kept at every log level) hold the time, the
+party (API key id and name, client address), the protocol and step, the subject ID when the step names one,
+the decision and the HTTP status — never a body, template, key, ciphertext or score.
 """
 from __future__ import annotations
 
@@ -41,26 +41,16 @@ class TextFormatter(logging.Formatter):
         return f"{self.formatTime(record)} {record.levelname.lower()} {record.name}: {record.getMessage()}{tail}"
 
 
-class AuditFileHandler(logging.StreamHandler):
-    """Appends each audit record as one JSON line to ``path`` and flushes it; a new file is created mode 0600
-    (an existing file keeps its mode)."""
+class AuditFileHandler(logging.FileHandler):
+    """Appends each audit record as one line to ``path``, flushed after every record (``StreamHandler.emit``);
+    a new file is created mode 0600 (an existing file keeps its mode)."""
 
     def __init__(self, path: str) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        super().__init__(os.fdopen(fd, "a", encoding="utf-8"))
-        self.path = path
+        super().__init__(path, mode="a", encoding="utf-8")
 
-    def close(self) -> None:
-        try:
-            self.acquire()
-            try:
-                if not self.stream.closed:
-                    self.flush()
-                    self.stream.close()
-            finally:
-                self.release()
-        finally:
-            super().close()
+    def _open(self):
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding)
 
 
 def log_config(level: str = "info", fmt: str = "json", audit_log: str | None = None) -> dict:
@@ -110,4 +100,5 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-__all__ = ["JsonFormatter", "TextFormatter", "AuditFileHandler", "log_config", "audit", "Metrics", "METRICS_CONTENT_TYPE"]
+__all__ = ["JsonFormatter", "TextFormatter", "AuditFileHandler", "log_config", "audit", "Metrics",
+           "METRICS_CONTENT_TYPE", "AUDIT_LOGGER"]
