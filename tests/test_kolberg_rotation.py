@@ -144,3 +144,52 @@ def test_rotation_steps_refuse_bad_requests_without_state_change(dep):
         dep.auth.retire(KeyRequest(2))
     assert dep.auth.keys().current == ring.current == 1
     assert sorted(tuple(r.versions) for r in dep.records().values()) == [(1,)] * 3
+
+
+class RacingStore:
+    """The DB server's store as the rotation sees it, except that right before the rotation's ``write``-th
+    write of ``subject`` another writer (the DB server's enrolment, on the real store) commits a re-enrolment:
+    the interleaving that a read-then-write replace loses."""
+
+    def __init__(self, store, subject, write, reenrol):
+        self.store, self.subject, self.left, self.reenrol = store, subject, write, reenrol
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def _race(self, subject):
+        if subject == self.subject:
+            self.left -= 1
+            if self.left == 0:
+                self.reenrol()
+
+    def put(self, protocol, subject, record):
+        self._race(subject)
+        return self.store.put(protocol, subject, record)
+
+    def swap(self, protocol, subject, expected, record):
+        self._race(subject)
+        return self.store.swap(protocol, subject, expected, record)
+
+
+@pytest.mark.parametrize("write", [1, 2])  # the re-enrolment lands in the first / the second pass
+def test_a_reenrolment_racing_the_rotation_is_kept(demo_faces, write):
+    """A re-enrolment committed between the rotation's read of a record and its write wins: the rotation's
+    compare-and-swap fails, it reads the record again and redoes it, and every record ends under the new key
+    only. (A read-then-write rotation put the re-encrypted old template back over the new one.)"""
+    dep = Deployment("bfv", demo_faces)
+    old_face, new_face = dep.faces["grace"][0], dep.faces["astronaut"][0]
+
+    def reenrol():
+        dep.db.enrol(Client(dep.params, dep.db.public_key()).enrol("grace", new_face))
+
+    report = rotate_keys(dep.params, RacingStore(dep.store, "grace", write, reenrol), dep.auth)
+    assert report.to_version == 2 and report.references == 3
+    assert {s: r.versions for s, r in dep.records().items()} == {s: [2] for s in dep.faces}
+    client = Client(dep.params, dep.db.public_key())
+    p = dep.params
+    for probe in (new_face, old_face):
+        expected = plaintext_distance(p, protect(p, new_face), protect(p, probe)) <= p.tau
+        assert dep.db.verify(client.verify("grace", probe)).accepted is expected
+    assert dep.db.verify(client.verify("grace", new_face)).accepted  # the new reference, under the new key
+    assert not dep.db.verify(client.verify("grace", old_face)).accepted

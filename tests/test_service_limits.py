@@ -4,7 +4,12 @@ role that verifies, and the per-client rate limit. Each refusal is a 4xx {"error
 store byte-identical."""
 import json
 import math
+import os
+import secrets
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +33,7 @@ from privface.service.client import ServiceClient, ServiceError
 from privface.service.launch import serve_in_thread
 from privface.service.limits import LOCKOUT_NAMESPACE, LimitError, Lockout, RateLimiter
 from privface.service.sessions import Sessions
+from privface.store import open_store
 from privface.store.sqlite import SQLiteStore
 from privface.templates.fixed_norm import fixed_norm_template
 from test_service import Counter
@@ -125,7 +131,59 @@ def test_lockout_bounds_attempts_in_flight(tmp_path):
             with pytest.raises(LimitError):
                 with lock.attempt("p", "ann"):
                     pass
-        assert lock._in_flight == {}
+        assert json.loads(store.get(LOCKOUT_NAMESPACE.format(protocol="p"), "ann"))["leases"] == {}  # released
+        assert store.ids(LOCKOUT_NAMESPACE.format(protocol="p")) == ["ann"]  # bob: no failures, no lease, no record
+
+
+_RESERVE_AND_HANG = """
+import sys, time
+from privface.service.limits import Lockout
+from privface.store import open_store
+lock = Lockout(open_store(sys.argv[1]), failures=2, base=10, clock=lambda: 1_000_000.0, lease=30)
+with lock.attempt(sys.argv[2], "cat"):
+    print("reserved", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_lockout_in_flight_bound_holds_across_processes(tmp_path, backend):
+    """Two Lockout instances over their own connections to one store, as two server processes have: the
+    in-flight leases live in the store, so the second reservation is refused while the first is in flight;
+    a lease whose process died expires by itself."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'l.db'}"
+    elif not (url := os.environ.get("PRIVFACE_TEST_PG_URL")):
+        pytest.skip("PRIVFACE_TEST_PG_URL is not set (.ci/with-postgres sets it)")
+    proto = "p" + secrets.token_hex(4)
+    clock = Clock()
+    with open_store(url) as one, open_store(url) as two:
+        a, b = (Lockout(s, failures=2, base=10, clock=clock, lease=30) for s in (one, two))
+        a.record(proto, "ann", False)  # one rejection left
+        with a.attempt(proto, "ann"):
+            with pytest.raises(LimitError, match="in progress"):
+                with b.attempt(proto, "ann"):
+                    pass
+            with b.attempt(proto, "bob"):  # other subjects are not held up
+                pass
+        with b.attempt(proto, "ann"):  # released: the other process may go
+            assert b.record(proto, "ann", False) == 2
+        with pytest.raises(LimitError, match="too many rejected"):
+            with a.attempt(proto, "ann"):
+                pass
+        assert a.record(proto, "cat", False) == 1
+        child = subprocess.Popen([sys.executable, "-c", _RESERVE_AND_HANG, url, proto], stdout=subprocess.PIPE,
+                                 text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        assert child.stdout.readline().strip() == "reserved"
+        child.send_signal(signal.SIGKILL)  # a server process killed mid-step: its lease is never released
+        child.wait()
+        with pytest.raises(LimitError, match="in progress"):
+            with b.attempt(proto, "cat"):
+                pass
+        clock.t += 31  # the lease expires
+        with b.attempt(proto, "cat"):
+            assert b.record(proto, "cat", True) == 0
+        assert two.ids(LOCKOUT_NAMESPACE.format(protocol=proto)) == ["ann"]  # cat: reset, expired lease gone
 
 
 def test_sessions_expire_and_peek_does_not_consume():

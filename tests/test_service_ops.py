@@ -23,6 +23,7 @@ from privface.service.app import create_app
 from privface.service.auth import ApiKeys
 from privface.service.client import ServiceClient, ServiceError
 from privface.service.launch import free_port, serve_in_thread
+from privface.service.observe import AUDIT_FIELDS
 from privface.store.sqlite import SQLiteStore
 from test_service_auth import ScopedCounter
 
@@ -99,14 +100,20 @@ def _stop(proc) -> list[dict]:
     return [json.loads(line) for line in err.splitlines()]  # every line is one JSON object
 
 
-def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path):
+@pytest.mark.parametrize("level, to_file", [("debug", False), ("warning", False), ("warning", True)])
+def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path, level, to_file):
+    """Every /v1 call leaves one audit record — on stderr, or with `audit-log` as one JSON line in that file —
+    at every log level, and neither the log nor the audit file holds a key, template, ciphertext or score."""
     db = tmp_path / "audit.db"
+    trail = tmp_path / "logs" / "audit.jsonl"
+    trail.parent.mkdir()
     with SQLiteStore(db) as store:
         keys = ApiKeys(store)
         (enrol_key, enrol), (verify_key, verify), (admin_key, admin), (_, scraper) = (
             keys.create(s, name=f"{s}-party") for s in ("enrol", "verify", "admin", "metrics"))
     cfg = tmp_path / "serve.toml"
-    cfg.write_text(f'protocol = ["im2020"]\ndb = "sqlite:///{db}"\nlog-level = "debug"\n')
+    cfg.write_text(f'protocol = ["im2020"]\ndb = "sqlite:///{db}"\nlog-level = "{level}"\n'
+                   + (f'audit-log = "{trail}"\n' if to_file else ""))
     proc, url = _serve(["--config", str(cfg), "--insecure-test-params"], env={"PRIVFACE_LOCKOUT_FAILURES": "2"})
     client = Client("alice", TOY, workers=1)
     rng = np.random.default_rng(7)
@@ -137,9 +144,19 @@ def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path):
         assert "privface_attempts_total" in httpx.get(f"{url}/metrics",
                                                       headers={"authorization": f"Bearer {scraper}"}).text
     finally:
-        lines = _stop(proc)
-    audit = [(r["step"], r["subject"], r["decision"], r["status"], r["party"], r["party_name"])
-             for r in lines if r.get("event") == "audit"]
+        log = _stop(proc)
+    if level == "warning":  # the level holds for everything but the audit trail and the start/stop lines
+        assert not [r for r in log if r["level"] in ("debug", "info")
+                    and r["logger"] not in ("privface.audit", "privface.serve")]
+    if to_file:
+        assert not [r for r in log if r.get("event") == "audit"]  # the trail went to the file only
+        assert trail.stat().st_mode & 0o777 == 0o600
+        records = [json.loads(line) for line in trail.read_text().splitlines()]  # one JSON object a line
+    else:
+        records = [r for r in log if r.get("event") == "audit"]
+    assert all(r["event"] == "audit" and set(r) == {"ts", "level", "logger", "msg", "event", *AUDIT_FIELDS}
+               for r in records)  # no other field: no body, template, key or score
+    audit = [(r["step"], r["subject"], r["decision"], r["status"], r["party"], r["party_name"]) for r in records]
     assert audit == [("register", "alice", "allowed", 200, enrol_key.key_id, "enrol-party"),
                      ("auth/start", "alice", "allowed", 200, verify_key.key_id, "verify-party"),
                      ("auth/finish", "alice", "accepted", 200, verify_key.key_id, "verify-party"),
@@ -147,12 +164,11 @@ def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path):
                        ("auth/finish", "alice", "rejected", 200, verify_key.key_id, "verify-party")] * 2,
                      ("auth/start", "alice", "refused", 429, verify_key.key_id, "verify-party"),
                      ("revoke", "alice", "allowed", 200, admin_key.key_id, "admin-party")]
-    assert all(r["ts"].endswith("Z") and r["client"] == "127.0.0.1" and r["protocol"] == "im2020"
-               for r in lines if r.get("event") == "audit")
-    assert [r for r in lines if r.get("event") == "audit"][-2]["error"] == "LimitError"
-    text = "\n".join(json.dumps(r) for r in lines)
+    assert all(r["ts"].endswith("Z") and r["client"] == "127.0.0.1" and r["protocol"] == "im2020" for r in records)
+    assert records[-2]["error"] == "LimitError"
+    text = "\n".join(json.dumps(r) for r in log + records)
     assert len(secrets) > 20 and not [s for s in secrets if s in text]
-    assert any("stopped; store closed" in r["msg"] for r in lines)
+    assert any("stopped; store closed" in r["msg"] for r in log)
 
 
 def test_sigterm_lets_the_request_in_flight_finish(tmp_path):
@@ -230,3 +246,13 @@ def test_bad_configuration_is_refused(tmp_path, capsys, monkeypatch, content, en
         monkeypatch.setenv(k, v)
     assert main(["serve", "--config", str(cfg)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_audit_log_that_cannot_be_opened_stops_the_server(tmp_path):
+    """PRIVFACE_AUDIT_LOG reaches serve; a path it cannot create is a clear usage error before anything runs."""
+    bad = tmp_path / "missing-dir" / "audit.jsonl"
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "serve", "--protocol", "im2020", "--no-auth",
+                        "--db", f"sqlite:///{tmp_path / 'x.db'}", "--port", str(free_port())],
+                       env={**os.environ, "PRIVFACE_AUDIT_LOG": str(bad)}, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and f"cannot open --audit-log {bad}: No such file or directory" in r.stderr
+    assert not (tmp_path / "x.db").exists()

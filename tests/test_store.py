@@ -135,6 +135,53 @@ def test_reader_never_sees_a_missing_record_during_replace(store, url, proto):
     assert len(seen) > 1  # the readers did overlap with replacements
 
 
+def test_swap_changes_only_what_the_caller_read(store, proto):
+    assert store.swap(proto, "a", None, None) is True  # absent, as expected
+    assert store.swap(proto, "a", b"old", b"new") is False  # nothing to compare with: nothing written
+    assert store.get(proto, "a") is None
+    assert store.swap(proto, "a", None, b"one") is True  # insert if absent
+    assert store.swap(proto, "a", None, b"two") is False and store.get(proto, "a") == b"one"
+    assert store.swap(proto, "a", None, None) is False
+    assert store.swap(proto, "a", b"stale", b"two") is False and store.get(proto, "a") == b"one"
+    assert store.swap(proto, "a", b"one", b"two") is True and store.get(proto, "a") == b"two"
+    assert store.swap(proto, "a", b"one", None) is False and store.get(proto, "a") == b"two"
+    assert store.swap(proto, "a", b"two", None) is True and store.get(proto, "a") is None
+    big = secrets.token_bytes(2 * 1024 * 1024)
+    store.put(proto, "b", big)
+    assert store.swap(proto, "b", big[:-1] + bytes([big[-1] ^ 1]), b"x") is False  # last byte differs
+    assert store.swap(proto, "b", big, b"x") is True and store.ids(proto) == ["b"]
+    with pytest.raises(StoreError, match="subject id"):
+        store.swap(proto, "a b", None, b"x")
+    with pytest.raises(StoreError, match="1 to"):
+        store.swap(proto, "b", b"x", b"")
+
+
+def test_concurrent_swaps_lose_no_update(url, proto, tmp_path):
+    """Read-modify-write by compare-and-swap from several connections (as several processes would have):
+    every increment lands exactly once."""
+    if url == "sqlite://":
+        url = f"sqlite:///{tmp_path / 'cas.db'}"  # an in-memory store has one connection only
+    stores = [open_store(url) for _ in range(4)]
+    retries = []
+
+    def add(s, n):
+        for _ in range(n):
+            while True:
+                old = s.get(proto, "counter")
+                if s.swap(proto, "counter", old, str(int(old or b"0") + 1).encode()):
+                    break
+                retries.append(1)
+
+    threads = [threading.Thread(target=add, args=(s, 25)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stores[0].get(proto, "counter") == b"100"
+    for s in stores:
+        s.close()
+
+
 def test_sqlite_file_is_private(tmp_path):
     path = tmp_path / "sub" / "p.db"
     with open_store(f"sqlite:///{path}"):

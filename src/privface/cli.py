@@ -709,6 +709,8 @@ def _serve_ops_args(s) -> None:
     s.add_argument("--config", metavar="TOML", help="read serve options from this TOML file (keys: option names); "
                    "$PRIVFACE_<OPTION> overrides it, the command line overrides both")
     s.add_argument("--log-format", default="json", choices=["json", "text"], help="stderr log lines (default json)")
+    s.add_argument("--audit-log", metavar="PATH", help="append the audit trail to this file as JSON lines (created "
+                   "0600); default: stderr with the log. Kept at every --log-level")
     s.add_argument("--max-sessions", type=int, default=10_000, help="open multi-round sessions at most (default 10000)")
     s.add_argument("--rate-limit", type=float, default=100.0,
                    help="requests per second per API key (or client address without keys); 0: off (default 100)")
@@ -745,7 +747,12 @@ def cmd_serve(a) -> int:
     from .store import open_store
     from .store.base import redact
 
-    logging.config.dictConfig(log_config(a.log_level, a.log_format))
+    try:
+        logging.config.dictConfig(log_config(a.log_level, a.log_format, a.audit_log))
+    except ValueError as e:  # dictConfig wraps the handler's OSError
+        cause = e.__cause__
+        raise PrivfaceError(f"cannot open --audit-log {a.audit_log}: "
+                            f"{getattr(cause, 'strerror', None) or cause or e}") from None
     note = logging.getLogger("privface.serve")  # start and stop: logged at every --log-level
     if a.insecure_test_params:
         note.warning("WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "

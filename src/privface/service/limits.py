@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import PrivfaceError
-from ..store.base import TemplateStore
+from ..store.base import StoreUnavailableError, TemplateStore
 
 LOCKOUT_NAMESPACE = "privface-lockout-{protocol}"
+_SWAP_TRIES = 1000  # each failed compare-and-swap means another writer's succeeded: contention, not a loop
 
 
 class LimitError(PrivfaceError):
@@ -65,78 +67,91 @@ class RateLimiter:
 
 class Lockout:
     """The failure counter of verification attempts, kept in the template store under
-    ``(privface-lockout-<protocol>, subject ID)`` as ``{"failures": n, "last": unix time}`` so that a
-    restart does not reset it.
+    ``(privface-lockout-<protocol>, subject ID)`` as ``{"failures": n, "last": unix time, "leases": {…}}`` so
+    that a restart does not reset it and every server process over one store shares it.
 
     After ``failures`` rejections in a row, an attempt is refused until ``base · 2^(n − failures)`` seconds
-    (at most ``cap``) after the last rejection; an accepted attempt deletes the record. Only decided attempts
-    write: a record exists only for an enrolled subject that was rejected, and a refused call writes nothing.
+    (at most ``cap``) after the last rejection; an accepted attempt resets the counter. A refused call writes
+    nothing; once no attempt is in flight, a record exists only for an enrolled subject that was rejected.
 
     Attempts in flight count as possible rejections: a deciding step may start only while
     ``n + in flight < failures`` (or, once locked, when the back-off is over and none is in flight), so
-    concurrent requests cannot run more guesses than the counter allows. (Per process: several server
-    processes over one store share the counter but not this in-flight bound.)"""
+    concurrent requests cannot run more guesses than the counter allows — across processes too: the
+    in-flight slots are leases in the same record (id → expiry, ``lease`` seconds after the reservation),
+    reserved and released by compare-and-swap (``TemplateStore.swap``). The lease of a process that died
+    mid-step expires by itself; a step running longer than ``lease`` stops counting as in flight."""
 
     def __init__(self, store: TemplateStore, failures: int = 5, base: float = 30.0, cap: float = 3600.0,
-                 clock=time.time) -> None:
-        if failures < 1 or base <= 0 or cap < base:
-            raise ValueError("lockout: failures ≥ 1, base > 0 and cap ≥ base")
+                 clock=time.time, lease: float = 60.0) -> None:
+        if failures < 1 or base <= 0 or cap < base or lease <= 0:
+            raise ValueError("lockout: failures ≥ 1, base > 0, cap ≥ base and lease > 0")
         self.store, self.failures, self.base, self.cap, self._clock = store, failures, base, cap, clock
-        self._in_flight: dict[tuple[str, str], int] = {}
-        self._lock = threading.Lock()
+        self.lease = lease
 
-    def _read(self, protocol: str, subject: str) -> tuple[int, float]:
-        raw = self.store.get(LOCKOUT_NAMESPACE.format(protocol=protocol), subject)
-        if raw is None:
-            return 0, 0.0
-        r = json.loads(raw)
-        return int(r["failures"]), float(r["last"])
+    def _read(self, space: str, subject: str) -> tuple[bytes | None, dict]:
+        """The stored bytes and the counter they hold, expired leases left out."""
+        raw = self.store.get(space, subject)
+        r = json.loads(raw) if raw is not None else {}
+        now = self._clock()
+        leases = {k: float(v) for k, v in r.get("leases", {}).items() if float(v) > now}
+        return raw, {"failures": int(r.get("failures", 0)), "last": float(r.get("last", 0.0)), "leases": leases}
+
+    def _update(self, protocol: str, subject: str, change):
+        """``change(counter)`` (mutating it; raising leaves the store as it was) applied atomically: a
+        compare-and-swap against the bytes read, read again when another writer got in between. A counter
+        with no failures and no leases is deleted."""
+        space = LOCKOUT_NAMESPACE.format(protocol=protocol)
+        for _ in range(_SWAP_TRIES):
+            raw, counter = self._read(space, subject)
+            result = change(counter)
+            new = (json.dumps(counter, sort_keys=True).encode()
+                   if counter["failures"] or counter["leases"] else None)
+            if new == raw or self.store.swap(space, subject, raw, new):
+                return result
+        raise StoreUnavailableError("the lockout counter kept changing under concurrent writers")
 
     def backoff(self, n: int) -> float:
         """Seconds an attempt waits after the n-th rejection in a row."""
         return 0.0 if n < self.failures else min(self.cap, self.base * 2.0 ** min(n - self.failures, 64))
 
-    def _wait(self, n: int, last: float) -> float:
-        return min(self.cap, last + self.backoff(n) - self._clock())
+    def _refuse_while_locked(self, counter: dict) -> None:
+        wait = min(self.cap, counter["last"] + self.backoff(counter["failures"]) - self._clock())
+        if wait > 0:
+            raise LimitError(f"too many rejected attempts for this subject; retry in {math.ceil(wait)} s", wait)
 
     def check(self, protocol: str, subject: str) -> None:
         """Raise LimitError while ``subject`` is locked out (reads only)."""
-        n, last = self._read(protocol, subject)
-        if (wait := self._wait(n, last)) > 0:
-            raise LimitError(f"too many rejected attempts for this subject; retry in {math.ceil(wait)} s", wait)
+        self._refuse_while_locked(self._read(LOCKOUT_NAMESPACE.format(protocol=protocol), subject)[1])
 
     @contextmanager
     def attempt(self, protocol: str, subject: str) -> Iterator[None]:
-        """Around a deciding step: check, then hold an in-flight slot (LimitError when none is free)."""
-        key = (protocol, subject)
-        with self._lock:  # the count and the slots together, so that no decision slips in between
-            n, last = self._read(protocol, subject)
-            if (wait := self._wait(n, last)) > 0:
-                raise LimitError(f"too many rejected attempts for this subject; retry in {math.ceil(wait)} s", wait)
-            busy = self._in_flight.get(key, 0)
-            if busy and n + busy >= self.failures:
+        """Around a deciding step: check, then hold an in-flight lease (LimitError when none is free)."""
+        lease_id = secrets.token_hex(8)
+
+        def reserve(counter: dict) -> None:
+            self._refuse_while_locked(counter)
+            busy = len(counter["leases"])
+            if busy and counter["failures"] + busy >= self.failures:
                 raise LimitError("another attempt for this subject is in progress", 1)
-            self._in_flight[key] = busy + 1
+            counter["leases"][lease_id] = self._clock() + self.lease
+
+        self._update(protocol, subject, reserve)
         try:
             yield
         finally:
-            with self._lock:
-                if self._in_flight[key] == 1:
-                    del self._in_flight[key]
-                else:
-                    self._in_flight[key] -= 1
+            self._update(protocol, subject, lambda counter: counter["leases"].pop(lease_id, None))
 
     def record(self, protocol: str, subject: str, accepted: bool) -> int:
         """Count a decided attempt; returns the rejections in a row (0 after an acceptance)."""
-        space = LOCKOUT_NAMESPACE.format(protocol=protocol)
-        with self._lock:  # read-modify-write of one counter
-            n, _ = self._read(protocol, subject)
+        def count(counter: dict) -> int:
             if accepted:
-                if n:
-                    self.store.delete(space, subject)
-                return 0
-            self.store.put(space, subject, json.dumps({"failures": n + 1, "last": self._clock()}).encode())
-            return n + 1
+                counter["failures"] = 0
+            else:
+                counter["failures"] += 1
+                counter["last"] = self._clock()
+            return counter["failures"]
+
+        return self._update(protocol, subject, count)
 
 
 __all__ = ["LimitError", "RateLimiter", "Lockout", "LOCKOUT_NAMESPACE"]

@@ -1,19 +1,21 @@
 """Operations (issue 8 §6): structured JSON logs, the audit trail and Prometheus metrics of the service.
 
-Audit records (logger ``privface.audit``, one per ``/v1`` call) hold the time, the party (API key id and
-name, client address), the protocol and step, the subject ID when the step names one, the decision and
-the HTTP status — never a body, template, key, ciphertext or score.
+Audit records (logger ``privface.audit``, one per ``/v1`` call, kept at every log level) hold the time, the
+party (API key id and name, client address), the protocol and step, the subject ID when the step names one,
+the decision and the HTTP status — never a body, template, key, ciphertext or score.
 """
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-audit_log = logging.getLogger("privface.audit")
+AUDIT_LOGGER = "privface.audit"
+_audit_logger = logging.getLogger(AUDIT_LOGGER)
 AUDIT_FIELDS = ("party", "party_name", "client", "protocol", "step", "subject", "decision", "status", "error", "ms")
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -39,23 +41,40 @@ class TextFormatter(logging.Formatter):
         return f"{self.formatTime(record)} {record.levelname.lower()} {record.name}: {record.getMessage()}{tail}"
 
 
-def log_config(level: str = "info", fmt: str = "json") -> dict:
+class AuditFileHandler(logging.FileHandler):
+    """Appends each audit record as one line to ``path``, flushed after every record (``StreamHandler.emit``);
+    a new file is created mode 0600 (an existing file keeps its mode)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, mode="a", encoding="utf-8")
+
+    def _open(self):
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding)
+
+
+def log_config(level: str = "info", fmt: str = "json", audit_log: str | None = None) -> dict:
     """A ``logging.config.dictConfig`` for ``privface serve``: privface's and uvicorn's loggers on stderr in
-    ``fmt`` (json or text); ``privface.serve`` (start and stop) at info whatever ``level``. uvicorn's access
-    log stays off: the audit trail (info) records every step."""
+    ``fmt`` (json or text); ``privface.serve`` (start and stop) at info whatever ``level``. The audit trail
+    (``privface.audit``) has a handler and level of its own, so ``level`` never drops it: info on stderr next
+    to the log, or JSON lines appended to the file ``audit_log``. uvicorn's access log stays off: the audit
+    trail records every step."""
     formatter = {"()": f"{__name__}.{'JsonFormatter' if fmt == 'json' else 'TextFormatter'}"}
     handler = {"class": "logging.StreamHandler", "formatter": "privface", "stream": "ext://sys.stderr"}
+    audit_handler = ({"()": f"{__name__}.AuditFileHandler", "path": audit_log, "formatter": "json"}
+                     if audit_log else handler)
     levels = {name: level.upper() for name in ("privface", "uvicorn", "uvicorn.error", "uvicorn.access")}
     levels["privface.serve"] = "INFO"
-    return {"version": 1, "disable_existing_loggers": False, "formatters": {"privface": formatter},
-            "handlers": {"stderr": handler},
-            "loggers": {name: {"handlers": ["stderr"], "level": lvl, "propagate": False}
-                        for name, lvl in levels.items()}}
+    loggers = {name: {"handlers": ["stderr"], "level": lvl, "propagate": False} for name, lvl in levels.items()}
+    loggers[AUDIT_LOGGER] = {"handlers": ["audit"], "level": "INFO", "propagate": False}
+    return {"version": 1, "disable_existing_loggers": False,
+            "formatters": {"privface": formatter, "json": {"()": f"{__name__}.JsonFormatter"}},
+            "handlers": {"stderr": handler, "audit": audit_handler}, "loggers": loggers}
 
 
 def audit(**fields) -> None:
     """One audit record (AUDIT_FIELDS); values are short identifiers, never message content."""
-    audit_log.info("%s/%s %s", fields.get("protocol"), fields.get("step"), fields.get("decision"),
+    _audit_logger.info("%s/%s %s", fields.get("protocol"), fields.get("step"), fields.get("decision"),
                    extra={"fields": {"event": "audit", **{k: fields.get(k) for k in AUDIT_FIELDS}}})
 
 
@@ -81,4 +100,5 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-__all__ = ["JsonFormatter", "TextFormatter", "log_config", "audit", "Metrics", "METRICS_CONTENT_TYPE"]
+__all__ = ["JsonFormatter", "TextFormatter", "AuditFileHandler", "log_config", "audit", "Metrics",
+           "METRICS_CONTENT_TYPE", "AUDIT_LOGGER"]

@@ -46,7 +46,8 @@ class TemplateStore(ABC):
     """Records keyed by (protocol, subject id).
 
     put replaces an existing record atomically (a reader sees the old or the new record, never
-    neither); delete revokes; each call is its own transaction, durable when it returns.
+    neither); delete revokes; swap replaces only what the caller last read (a lost update is refused,
+    not made); each call is its own transaction, durable when it returns.
     """
 
     @abstractmethod
@@ -60,6 +61,12 @@ class TemplateStore(ABC):
     @abstractmethod
     def delete(self, protocol: str, subject_id: str) -> bool:
         """Revoke; True when a record existed."""
+
+    @abstractmethod
+    def swap(self, protocol: str, subject_id: str, expected: bytes | None, record: bytes | None) -> bool:
+        """Compare-and-swap in one transaction: when the stored record is byte-for-byte ``expected`` (None:
+        no record), make it ``record`` (None: delete it) and return True; otherwise change nothing and
+        return False. Atomic against every other writer of the database, other processes included."""
 
     @abstractmethod
     def ids(self, protocol: str) -> list[str]:

@@ -18,7 +18,10 @@ Crash safety: a ``StoredReference`` holds the reference per key version and is r
 5. ``retire``: the auth server deletes key n.
 
 Every step is idempotent, so re-running after a crash anywhere finishes the job; no record is ever without a
-copy under a key the auth server holds.
+copy under a key the auth server holds. Each record is rewritten by compare-and-swap (``TemplateStore.swap``):
+an enrolment or revocation of the same subject committed between the rotation's read and its write (another
+thread or process) wins, and the pass reads that record again and redoes it (``CONTENDED_ROUNDS``), so a
+re-enrolment is never replaced by the re-encrypted old template.
 """
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ from ...store.base import TemplateStore
 from .messages import AuthKeys, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, StoredReference
 from .params import NTRU, KolbergParams
 from .parties import PROTOCOL, REENCRYPT_BATCH, _Public, _read
+
+CONTENDED_ROUNDS = 5
+"""Rounds a pass re-reads and redoes records that other writers changed under it before it gives up."""
 
 
 @dataclass
@@ -91,9 +97,24 @@ class Rotation:
                               round(time.perf_counter() - t0, 3))
 
     def _pass(self, *, drop_old: bool) -> int:
-        """Give every record a copy under the new key (batched re-encryption); with ``drop_old`` keep only it."""
+        """Give every record a copy under the new key (batched re-encryption); with ``drop_old`` keep only it.
+        Records another writer changed between our read and our write (an enrolment, a re-enrolment) are
+        read again and redone, for at most ``CONTENDED_ROUNDS`` rounds."""
+        seen = None
+        subjects = self.store.ids(PROTOCOL)
+        for _ in range(CONTENDED_ROUNDS):
+            self._contended = []
+            count = self._pass_over(subjects, drop_old)
+            seen = count if seen is None else seen
+            if not self._contended:
+                return seen
+            subjects = self._contended
+        raise ProtocolError(f"{len(subjects)} record(s) kept changing while the rotation rewrote them; "
+                            "run the rotation again (it resumes)")
+
+    def _pass_over(self, subjects: list[str], drop_old: bool) -> int:
         seen, todo = 0, []
-        for subject in self.store.ids(PROTOCOL):
+        for subject in subjects:
             blob = self.store.get(PROTOCOL, subject)
             if blob is None:  # revoked meanwhile
                 continue
@@ -131,17 +152,21 @@ class Rotation:
             c = _unblind(dst, dst.load(fresh, "template"), mask).to_bytes()
             keep = [] if drop_old else [(v, t) for v, t in zip(rec.versions, rec.templates) if v == self.old]
             pairs = keep + [(self.new, c)]
-            self._replace(subject, blob, StoredReference(subject, [v for v, _ in pairs], [t for _, t in pairs]))
-            self.reencrypted += 1
+            if self._replace(subject, blob, StoredReference(subject, [v for v, _ in pairs],
+                                                            [t for _, t in pairs])):
+                self.reencrypted += 1
 
-    def _replace(self, subject: str, seen: bytes, rec: StoredReference) -> None:
-        """Atomic replace, skipped when the record changed since it was read (re-enrolled or revoked: the
-        next pass, or the enrolment itself, covers it)."""
-        if self.store.get(PROTOCOL, subject) != seen:
-            return
-        self.store.put(PROTOCOL, subject, rec.to_bytes())
+    def _replace(self, subject: str, seen: bytes, rec: StoredReference) -> bool:
+        """Compare-and-swap ``seen`` → ``rec`` in the store. When another writer changed the record since we
+        read it, nothing is written (a re-enrolment is never overwritten by the re-encrypted old template)
+        and the subject is queued for another round; a revoked record stays revoked."""
+        if not self.store.swap(PROTOCOL, subject, seen, rec.to_bytes()):
+            if self.store.get(PROTOCOL, subject) is not None:
+                self._contended.append(subject)
+            return False
         if self.after_record is not None:
             self.after_record(subject)
+        return True
 
 
 def rotate_keys(params: KolbergParams, store: TemplateStore, auth, **kw) -> RotationReport:
