@@ -193,3 +193,36 @@ def test_a_reenrolment_racing_the_rotation_is_kept(demo_faces, write):
         assert dep.db.verify(client.verify("grace", probe)).accepted is expected
     assert dep.db.verify(client.verify("grace", new_face)).accepted  # the new reference, under the new key
     assert not dep.db.verify(client.verify("grace", old_face)).accepted
+
+
+class RotatingStore:
+    """The DB server's store, except that the enrolment's write of ``subject`` first lets a whole rotation run
+    (activate, last pass, retire): the enrolment checked the current key before the rotation began and writes
+    after its last pass went by — a template under a retired key, unless the enrolment fences."""
+
+    def __init__(self, store, subject, rotate):
+        self.store, self.subject, self.rotate = store, subject, rotate
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def put(self, protocol, subject, record):
+        if subject == self.subject and self.rotate is not None:
+            rotate, self.rotate = self.rotate, None
+            rotate()
+        return self.store.put(protocol, subject, record)
+
+
+def test_an_enrolment_overtaken_by_a_rotation_is_undone_and_refused(demo_faces):
+    dep = Deployment("bfv", demo_faces)
+    face = dep.faces["grace"][0]
+    stale_client = Client(dep.params, dep.db.public_key())  # key version 1
+    dep.db.store = RotatingStore(dep.store, "newcomer", lambda: rotate_keys(dep.params, dep.store, dep.auth))
+    with pytest.raises(ProtocolError, match="rotation started"):
+        dep.db.enrol(stale_client.enrol("newcomer", face))
+    assert dep.store.get(PROTOCOL, "newcomer") is None  # nothing left under the retired key
+    assert {s: r.versions for s, r in dep.records().items()} == {s: [2] for s in dep.faces}
+    dep.db.store = dep.store
+    client = Client(dep.params, dep.db.public_key())  # the retry, under key version 2
+    dep.db.enrol(client.enrol("newcomer", face))
+    assert dep.db.verify(client.verify("newcomer", face)).accepted

@@ -385,8 +385,15 @@ class DBServer:
         version, _ = self._load_any(msg.template, "template", retry=False)
         if version != self._current:
             raise ProtocolError("the template is under a key being retired: fetch the public key again")
-        replaced = self.store.put(PROTOCOL, msg.subject_id,
-                                  StoredReference(msg.subject_id, [version], [msg.template]).to_bytes())
+        previous = self.store.get(PROTOCOL, msg.subject_id)
+        record = StoredReference(msg.subject_id, [version], [msg.template]).to_bytes()
+        replaced = self.store.put(PROTOCOL, msg.subject_id, record)
+        # Fence against a rotation (rotation.py): if the key is still current after our write, the rotation's
+        # last pass, which starts after ``activate``, lists this record. If a new key became current meanwhile,
+        # that pass may have gone by: undo our write unless it was already rewritten, and have the client retry.
+        self.refresh()
+        if self._current != version and self.store.swap(PROTOCOL, msg.subject_id, record, previous):
+            raise ProtocolError("a key rotation started during this enrolment: fetch the public key again and re-enrol")
         return EnrolResponse(msg.subject_id, replaced)
 
     def revoke(self, request: RevokeRequest | bytes) -> RevokeResponse:
