@@ -117,6 +117,8 @@ def test_malformed_and_oversized_messages_change_no_state(servers):
     # the local server: a template of the wrong length, NaN, garbage
     local_before = _dump(root / "local.db")
     with IdentClient(s["local_url"], api_key=s["client"]) as client:
+        huge = np.full(s["x"].shape[1], 1e300)  # ‖y‖ overflows: rescaled, a valid direction
+        assert client.identify(huge) == identify(huge / 1e300, s["gallery"], key_store_url=s["keys_url"])["id"]
         for probe in (np.ones(s["x"].shape[1] + 1), np.full(s["x"].shape[1], np.nan), np.zeros(s["x"].shape[1])):
             with pytest.raises(RemoteMessageError):
                 client.identify(probe)

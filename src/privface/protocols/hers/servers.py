@@ -183,8 +183,12 @@ class LocalRole:
         raw = _read(Query, body).template
         if len(raw) != 8 * self.dim:
             raise ProtocolError(f"Query: expected {self.dim} float64 values, got {len(raw)} bytes")
+        y = np.frombuffer(raw, dtype="<f8").reshape(1, -1)
+        with np.errstate(over="ignore"):
+            if np.all(np.isfinite(y)) and not np.isfinite(np.linalg.norm(y)):
+                y = y / np.max(np.abs(y))  # ‖y‖ overflows float64: rescale first (same direction)
         try:
-            return unit(np.frombuffer(raw, dtype="<f8").reshape(1, -1))
+            return unit(y)
         except TemplateError as e:
             raise ProtocolError(f"Query: {e}") from None
 
