@@ -201,3 +201,27 @@ def test_serve_command_wiring(servers, monkeypatch):
         _ident_service_options(bad)
     assert hashlib.sha256(Gallery(s["gallery"]).pk_bytes).digest() == \
         s["key"].party._pk_sha256  # the key server holds the gallery's key
+
+
+@pytest.mark.slow
+def test_privface_serve_key_and_local_as_processes(tmp_path, monkeypatch):
+    """`privface gallery enrol`, then `privface serve --protocol ident --role key|local` as child processes with
+    API keys (the local server's internal key from $PRIVFACE_KEY_API_KEY); a client identifies."""
+    from privface.cli import main
+    from privface.service.launch import serve_subprocess
+
+    x = np.random.default_rng(3).normal(size=(50, 128))
+    np.save(tmp_path / "f.npy", x)
+    gallery, keys_db, local_db = (f"sqlite:///{tmp_path / n}" for n in ("g.db", "g.keys.db", "local.db"))
+    assert main(["gallery", "enrol", "--scheme", "idface-ckks", "--gallery", gallery, "--tau", "12",
+                 "--insecure-test-params", "--json", str(tmp_path / "f.npy")]) == 0
+    with SQLiteStore(tmp_path / "g.keys.db") as s:
+        internal = ApiKeys(s).create("internal")[1]
+    with SQLiteStore(tmp_path / "local.db") as s:
+        client_key = ApiKeys(s).create("verify")[1]
+    monkeypatch.setenv("PRIVFACE_KEY_API_KEY", internal)  # inherited by the local server's process
+    with serve_subprocess("ident", keys_db, ["--role", "key", "--insecure-test-params"], auth=True) as key_url, \
+            serve_subprocess("ident", local_db, ["--role", "local", "--gallery", gallery, "--key-url", key_url],
+                             auth=True) as local_url, IdentClient(local_url, api_key=client_key) as client:
+        assert client.identify(x[7]) == "f.7"
+        assert client.identify(np.random.default_rng(5).normal(size=128)) is None
