@@ -43,6 +43,8 @@ with atheris.instrument_imports(include=["privface"]):
     # the roles' services and clients, imported here so that they are instrumented too
     import privface.protocols.gsm.remote
     import privface.protocols.gsm.service
+    import privface.protocols.hers.remote
+    import privface.protocols.hers.service
     import privface.protocols.im2020.remote
     import privface.protocols.im2020.service
     import privface.protocols.kolberg.remote

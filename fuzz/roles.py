@@ -22,7 +22,8 @@ from privface.service.auth import SCOPES, ApiKeys
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
-ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db")
+ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db", "ident-key",
+         "ident-local")
 
 
 @dataclass
@@ -158,6 +159,30 @@ def _kolberg(root, rec) -> Iterator[list[Role]]:
 
 
 @contextlib.contextmanager
+def _ident(root, rec) -> Iterator[list[Role]]:
+    """A toy hers gallery of 3 blocks (one ScoreChunk per block), the key server over its key store and the
+    local server over the gallery; identifications that match and one that is rejected."""
+    from privface.protocols.hers.remote import IdentClient
+    from privface.protocols.hers.service import IdentService
+    from privface.scale import NpySource, enrol
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2100, 32))
+    np.save(root / "ident-faces.npy", x)
+    gallery = f"sqlite:///{root / 'ident-gallery.db'}"
+    enrol(gallery, NpySource([root / "ident-faces.npy"]), "hers", key_store_url=f"sqlite:///{root / 'ident-key.db'}",
+          insecure_test_params=True)
+    with _serve(root, "ident-key", lambda s: IdentService(s, role="key", insecure_test_params=True), rec) as (key, _, _):
+        local_service = lambda s: IdentService(s, role="local", gallery_url=gallery, key_url=key.url,  # noqa: E731
+                                               key_api_key=key.api_key, chunk=1)
+        with _serve(root, "ident-local", local_service, rec) as (local, _, _):
+            with IdentClient(local.url, api_key=local.api_key) as c:
+                for probe in (x[5] + 0.01 * rng.normal(size=32), x[2050], rng.normal(size=32)):
+                    c.identify(probe)
+            yield [key, local]
+
+
+@contextlib.contextmanager
 def roles(root, names=ROLES) -> Iterator[list[Role]]:
     """The named roles, served and seeded; stopped on exit."""
     logging.getLogger("privface.service").setLevel(logging.ERROR)
@@ -168,7 +193,8 @@ def roles(root, names=ROLES) -> Iterator[list[Role]]:
         out: list[Role] = []
         makers = [("im2020", lambda: _im2020(root, rec, "basic")),
                   ("im2020-secure-comparison", lambda: _im2020(root, rec, "secure-comparison")),
-                  ("gsm-", lambda: _gsm(root, rec)), ("kolberg-", lambda: _kolberg(root, rec))]
+                  ("gsm-", lambda: _gsm(root, rec)), ("kolberg-", lambda: _kolberg(root, rec)),
+                  ("ident-", lambda: _ident(root, rec))]
         for prefix, make in makers:
             if not any(n == prefix or (prefix.endswith("-") and n.startswith(prefix)) for n in wanted):
                 continue

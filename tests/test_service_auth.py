@@ -16,6 +16,7 @@ from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.service import GsmService
 from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest
 from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.hers.service import IdentService
 from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
 from privface.service.auth import KEY_NAMESPACE, SCOPES, ApiKeys, AuthError, parse_scopes, required_scopes
@@ -130,19 +131,34 @@ def test_keys_and_scopes_over_http(counter, caplog):
 # ---------------------------------------------------------------- every protocol, role and step
 
 
+def _ident_key(root):
+    """A toy hers gallery and its key server (the key store is the served store)."""
+    from privface.scale import NpySource, enrol
+
+    np.save(root / "ident.npy", np.random.default_rng(9).normal(size=(20, 16)))
+    enrol(f"sqlite:///{root / 'ident-gallery.db'}", NpySource([root / "ident.npy"]), "hers",
+          key_store_url=f"sqlite:///{root / 'ident-key.db'}", insecure_test_params=True)
+    store = SQLiteStore(root / "ident-key.db")
+    return store, IdentService(store, role="key", insecure_test_params=True)
+
+
 def _roles(root):
     """(label, store path, service) for every registered protocol and role."""
     gsm = GsmParams.toy()
     auth_store = SQLiteStore(root / "kolberg-auth.db")
     auth = KolbergService(auth_store, role="auth", scheme="ntru")
-    made = [("kolberg auth", root / "kolberg-auth.db", auth_store, auth)]
+    key_store, key = _ident_key(root)
+    made = [("kolberg auth", root / "kolberg-auth.db", auth_store, auth),
+            ("ident key", root / "ident-key.db", key_store, key)]
     for label, build in (
             ("im2020 basic", lambda s: Im2020Service(s, params=Im2020Params.toy())),
             ("im2020 secure-comparison",
              lambda s: Im2020Service(s, params=Im2020Params.toy(mode="secure-comparison"))),
             ("gsm provider", lambda s: GsmService(s, role="provider", params=gsm)),
             ("gsm terminal", lambda s: GsmService(s, role="terminal", params=gsm, capture=lambda: None)),
-            ("kolberg db", lambda s: KolbergService(s, role="db", scheme="ntru", auth=auth.party))):
+            ("kolberg db", lambda s: KolbergService(s, role="db", scheme="ntru", auth=auth.party)),
+            ("ident local", lambda s: IdentService(s, role="local", gallery_url=f"sqlite:///{root / 'ident-gallery.db'}",
+                                                   key=key.party))):
         path = root / f"{label.replace(' ', '-')}.db"
         store = SQLiteStore(path)
         made.append((label, path, store, build(store)))

@@ -470,6 +470,8 @@ def _service_options(a, name: str) -> dict:
         return _gsm_service_options(a)
     if name == "kolberg":
         return _kolberg_service_options(a)
+    if name == "ident":
+        return _ident_service_options(a)
     if name != "im2020":
         return {}
     options = {"params": _im2020_params(a)}
@@ -527,6 +529,25 @@ def _kolberg_service_options(a) -> dict:
 
         options["auth_api_key"] = a.auth_api_key or os.environ.get("PRIVFACE_AUTH_API_KEY") or None
         options["auth_tls"] = tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key)
+    return options
+
+
+def _ident_service_options(a) -> dict:
+    """ident (seed 003 §3.2): --role key (--db = the gallery's key store, sk) or local (--gallery, default
+    --db; --key-url of the key server, --key-api-key of scope internal), --gallery-name."""
+    if a.role not in ("key", "local"):
+        raise PrivfaceError("--protocol ident needs --role key or --role local")
+    options = {"role": a.role, "gallery_name": a.gallery_name}
+    if a.role == "key":
+        options["insecure_test_params"] = a.insecure_test_params
+        return options
+    if not a.key_url:
+        raise PrivfaceError("an ident local server needs --key-url (the key server's base URL)")
+    from .service.client import tls_context
+
+    options.update(gallery_url=a.gallery or a.db, key_url=a.key_url,
+                   key_api_key=a.key_api_key or os.environ.get("PRIVFACE_KEY_API_KEY") or None,
+                   key_tls=tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key))
     return options
 
 
@@ -948,11 +969,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
-                   help="im2020, gsm: accept toy key sizes — tests only, INSECURE")
-    s.add_argument("--role", choices=["provider", "terminal", "db", "auth"],
+                   help="im2020, gsm, ident key server: accept toy key sizes — tests only, INSECURE")
+    s.add_argument("--role", choices=["provider", "terminal", "db", "auth", "key", "local"],
                    help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching); "
-                        "kolberg: the DB server (encrypted references) or the auth server (secret key)")
+                        "kolberg: the DB server (encrypted references) or the auth server (secret key); "
+                        "ident: the key server (sk; --db is the gallery's key store) or the local server "
+                        "(encrypted gallery)")
     s.add_argument("--auth-url", help="kolberg DB server: the auth server's base URL")
+    s.add_argument("--gallery", metavar="URL", help="ident local server: the gallery store (default: --db)")
+    s.add_argument("--gallery-name", default="default", help="ident: which gallery of the store (default default)")
+    s.add_argument("--key-url", help="ident local server: the key server's base URL")
+    s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
+                                         "(default: $PRIVFACE_KEY_API_KEY)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")
     s.add_argument("--signing-key", metavar="PEM", help="gsm provider: Ed25519 signing key (default: kept in the store)")
     s.add_argument("--provider-key", metavar="HEX",
@@ -966,9 +994,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates issued by this CA (mutual TLS)")
     s.add_argument("--auth-api-key", help="kolberg DB server: API key (scope internal) for the auth server "
                                           "(default: $PRIVFACE_AUTH_API_KEY)")
-    s.add_argument("--auth-ca", metavar="PEM", help="kolberg DB server: CA certificate of an https auth server")
-    s.add_argument("--auth-client-cert", metavar="PEM", help="kolberg DB server: client certificate (mutual TLS)")
-    s.add_argument("--auth-client-key", metavar="PEM", help="kolberg DB server: its private key")
+    s.add_argument("--auth-ca", metavar="PEM", help="kolberg DB server / ident local server: CA certificate of "
+                                                    "an https auth / key server")
+    s.add_argument("--auth-client-cert", metavar="PEM", help="kolberg DB server / ident local server: client "
+                                                             "certificate (mutual TLS)")
+    s.add_argument("--auth-client-key", metavar="PEM", help="kolberg DB server / ident local server: its private key")
     _mode_args(s)
     _serve_ops_args(s)
     s.set_defaults(func=cmd_serve)

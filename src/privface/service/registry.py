@@ -12,6 +12,7 @@ PROTOCOLS: dict[str, str] = {
     "im2020": "privface.protocols.im2020.service:Im2020Service",
     "gsm": "privface.protocols.gsm.service:GsmService",
     "kolberg": "privface.protocols.kolberg.service:KolbergService",
+    "ident": "privface.protocols.hers.service:IdentService",
 }
 
 

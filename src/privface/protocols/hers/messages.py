@@ -1,0 +1,80 @@
+"""The wire messages of the two-server identification of seed 003 §3.2 (protocol ``ident``, hers and idface-ckks).
+
+S_local → S_key: ``Attach`` (once, at the local server's start: the gallery's public context and layout, which
+S_key checks against the public-key digest in its key store) and ``ScoreChunk`` (the IP_DB ciphertexts of one
+query, a run of whole blocks per chunk so that a 2^20 gallery fits the 4 MiB frame). S_key → S_local:
+``Attached``, then after the chunk that completes the request ``KeyDecision`` (best index ≥ τ, or none).
+Client ↔ S_local: ``Query`` (the plaintext template, as seed 003 lets S_local see it) → ``Result``.
+
+S_key receives no identity and no template: a random request id and ciphertext residues only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...wire import Message
+
+
+@dataclass
+class Attach(Message):
+    """S_local → S_key: the gallery's settings, size, block capacity and public context (pk, no secret)."""
+
+    WIRE_NAME = "ident.Attach"
+    scheme: str
+    dim: int
+    beta: int | None
+    n: int
+    capacity: int
+    public_context: bytes
+
+
+@dataclass
+class Attached(Message):
+    """S_key → S_local: SHA-256 of the public context S_key holds the secret key of, and the gallery size."""
+
+    WIRE_NAME = "ident.Attached"
+    pk_sha256: bytes
+    n: int
+
+
+@dataclass
+class Query(Message):
+    """Client → S_local: one template as little-endian float64 (d values)."""
+
+    WIRE_NAME = "ident.Query"
+    template: bytes
+
+
+@dataclass
+class ScoreChunk(Message):
+    """S_local → S_key: blocks ``offset`` … ``offset + len(counts) − 1`` of the ``total`` blocks of one IP_DB
+    message: ``counts`` templates per block, ``residues`` the ciphertexts as little-endian uint64 of shape
+    (len(counts), ciphertexts per block, 2, L, n)."""
+
+    WIRE_NAME = "ident.ScoreChunk"
+    request_id: bytes
+    offset: int
+    total: int
+    counts: list[int]
+    residues: bytes
+
+
+@dataclass
+class KeyDecision(Message):
+    """S_key → S_local after the last chunk: the gallery index of the best score if it is ≥ τ, else None."""
+
+    WIRE_NAME = "ident.KeyDecision"
+    request_id: bytes
+    index: int | None
+
+
+@dataclass
+class Result(Message):
+    """S_local → client: the identified subject (the gallery's id), or not accepted."""
+
+    WIRE_NAME = "ident.Result"
+    accepted: bool
+    subject_id: str | None = None
+
+
+__all__ = ["Attach", "Attached", "KeyDecision", "Query", "Result", "ScoreChunk"]

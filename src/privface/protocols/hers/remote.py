@@ -1,0 +1,53 @@
+"""ident over HTTP: ``HttpKeyServer`` (the local server's link to the key server) and ``IdentClient`` (a client
+of the local server). Every answer is parsed by the wire codec and validated by the party before use."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ProtocolError
+from ...service.client import ServiceClient
+from ...wire import Message, WireError
+from .messages import Attached, KeyDecision, Query, Result
+from .servers import PROTOCOL
+
+
+def _parse(cls: type[Message], body: bytes):
+    try:
+        return cls.from_bytes(body)
+    except WireError as e:
+        raise ProtocolError(f"malformed answer from the service: {e}") from None
+
+
+def _bytes(msg) -> bytes:
+    return msg if isinstance(msg, bytes) else msg.to_bytes()
+
+
+class _IdentHttp(ServiceClient):
+    def __init__(self, url: str, *, timeout: float = 600.0, transport=None, api_key: str | None = None,
+                 tls=None) -> None:
+        super().__init__(url, PROTOCOL, timeout=timeout, transport=transport, api_key=api_key, tls=tls)
+
+
+class HttpKeyServer(_IdentHttp):
+    """The key server's steps as methods (same names and messages as ``servers.KeyRole``), one call each."""
+
+    def attach(self, msg) -> Attached:
+        self.reset()
+        return _parse(Attached, self.step("attach", _bytes(msg)))
+
+    def decide(self, chunk) -> KeyDecision | None:
+        self.reset()
+        body = self.step("decide", _bytes(chunk))
+        return _parse(KeyDecision, body) if body else None
+
+
+class IdentClient(_IdentHttp):
+    """A client of the local server: ``identify(embedding)`` → the gallery id, or None (reject)."""
+
+    def identify(self, embedding) -> str | None:
+        x = np.asarray(embedding, dtype="<f8").ravel()
+        self.reset()
+        result = _parse(Result, self.step("identify", Query(x.tobytes()).to_bytes()))
+        if result.accepted != (result.subject_id is not None):
+            raise ProtocolError("malformed answer from the service: accepted without a subject, or the reverse")
+        return result.subject_id

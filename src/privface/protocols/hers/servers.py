@@ -1,0 +1,218 @@
+"""Seed 003 §3.2's two servers as separate processes (protocol ``ident``): ``KeyRole`` (S_key) and ``LocalRole``
+(S_local), speaking the messages of ``messages`` over any link with ``attach`` and ``decide`` (in process:
+a ``KeyRole``; over HTTP: ``remote.HttpKeyServer``).
+
+Key material stays where ``privface gallery enrol`` put it (``scale.gallery``): S_key's store holds sk and
+``{pk_sha256, tau}`` under ``gallery-key``/``<name>.*``; the gallery store holds pk, settings and blocks. S_key
+never reads the gallery store (its commit records name every identity): S_local sends the public context and
+layout once (``Attach``), S_key accepts them only if their SHA-256 is the one next to its sk, and keeps them in
+its own store so that a restart needs no new attach. The scores are decrypted, folded into the running best
+and dropped chunk by chunk: only the final index (or reject) leaves S_key, and nothing of them is logged.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+import time
+
+import numpy as np
+
+from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
+from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
+from ...scale.gallery import KEY, SCHEMES, Gallery, Settings, unit
+from ...store.base import TemplateStore
+from ...wire import Message, WireError
+from .messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
+from .parties import Decision
+from .scheme import CKKSScores
+
+PROTOCOL = "ident"
+ATTACH_SPACE = "ident-key"
+"""S_key's own record of the attached public context (``<name>.attach``: the ``Attach`` frame)."""
+CHUNK_BYTES = 3 << 20
+"""Residue bytes per ``ScoreChunk`` at most (whole blocks; real parameters: 12 idface / 24 hers blocks)."""
+MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
+MAX_PENDING, PENDING_TTL = 256, 600.0
+"""Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
+
+
+def _read(cls: type[Message], blob) -> Message:
+    if isinstance(blob, Message):
+        blob = blob.to_bytes()
+    try:
+        return cls.from_bytes(blob)
+    except (WireError, ValueError) as e:
+        raise ProtocolError(f"malformed {cls.WIRE_NAME}: {e}") from None
+
+
+def ciphertexts_per_block(scheme: str) -> int:
+    """IP_DB ciphertexts per block: HERS one (Σ y_j·ct_j), IDFace two (ct⁺, ct⁻)."""
+    return 1 if scheme == "hers" else 2
+
+
+def chunk_blocks(block_bytes: int) -> int:
+    """Whole blocks per ``ScoreChunk`` so that a frame stays under ``CHUNK_BYTES`` (< the 4 MiB frame)."""
+    return max(1, min(MAX_CHUNK_BLOCKS, CHUNK_BYTES // block_bytes))
+
+
+def block_counts(n: int, capacity: int) -> list[int]:
+    """Templates per block of an n-template gallery (only the last block is partial)."""
+    return [min(capacity, n - lo) for lo in range(0, n, capacity)]
+
+
+class KeyRole:
+    """S_key over the wire: ``attach`` (Attach → Attached) and ``decide`` (ScoreChunk → None until the chunk
+    that completes the request, then KeyDecision). Every chunk is checked against the attached gallery's
+    layout (block offset, count per block, byte length, residues below their primes) before anything is
+    decrypted or any state changes."""
+
+    def __init__(self, store: TemplateStore, name: str = "default", *, insecure_test_params: bool = False) -> None:
+        self.store, self.name, self.insecure_test_params = store, name, insecure_test_params
+        sk, meta = store.get(KEY, f"{name}.sk"), store.get(KEY, f"{name}.meta")
+        if sk is None or meta is None:
+            raise PrivfaceError(f"the key store holds no key of gallery {name!r} (privface gallery enrol --key-store)")
+        try:
+            meta = json.loads(meta)
+            self._pk_sha256, self.tau = bytes.fromhex(meta["pk_sha256"]), float(meta["tau"])
+        except (ValueError, KeyError, TypeError):
+            raise PrivfaceError(f"the key store's record of gallery {name!r} is damaged") from None
+        self._sk = sk
+        self._gallery = None  # (secret scheme, n, capacity, ciphertexts per block, residue shape, moduli)
+        self._pending: dict[bytes, tuple[int, float, int, float]] = {}  # id → (next block, best, index, start)
+        self._lock = threading.Lock()
+        saved = store.get(ATTACH_SPACE, f"{name}.attach")
+        if saved is not None:
+            self._gallery = self._open(_read(Attach, saved))
+
+    def _open(self, msg: Attach):
+        if hashlib.sha256(msg.public_context).digest() != self._pk_sha256:
+            raise ProtocolError("the public context does not belong to this key server's secret key")
+        if msg.scheme not in SCHEMES or msg.n < 1 or msg.capacity < 1:
+            raise ProtocolError("Attach: unknown scheme or empty gallery")
+        if (msg.beta is None) != (msg.scheme == "hers"):
+            raise ProtocolError("Attach: β goes with idface-ckks only")
+        try:
+            public = LatticePublicContext.from_bytes(msg.public_context, insecure_test_params=self.insecure_test_params)
+            settings = Settings(msg.scheme, msg.dim, msg.beta, self.insecure_test_params)
+            secret = settings.secret_scheme(LatticeSecretContext.from_bytes(public, self._sk))
+        except (CryptoError, TemplateError, ValueError) as e:
+            raise ProtocolError(f"Attach: {e}") from None
+        if secret.capacity != msg.capacity:
+            raise ProtocolError("Attach: block capacity disagrees with the scheme's")
+        k = ciphertexts_per_block(msg.scheme)
+        levels = public._levels[tuple(public.seal_context.first_parms_id())]
+        return secret, msg.n, msg.capacity, (k, 2, len(levels), public.n)
+
+    def attach(self, body) -> Attached:
+        msg = _read(Attach, body)
+        gallery = self._open(msg)  # validated in full before anything is kept
+        frame = msg.to_bytes()
+        with self._lock:
+            if self.store.get(ATTACH_SPACE, f"{self.name}.attach") != frame:
+                self.store.put(ATTACH_SPACE, f"{self.name}.attach", frame)
+                self._pending.clear()  # another layout: chunks of earlier requests no longer fit
+            self._gallery = gallery
+        return Attached(self._pk_sha256, msg.n)
+
+    def _check(self, msg: ScoreChunk):
+        """The chunk's residues as a ``CKKSScores`` of its blocks, or ProtocolError (no state read or kept)."""
+        if self._gallery is None:
+            raise ProtocolError("no gallery attached (the local server attaches when it starts)")
+        secret, n, capacity, shape = self._gallery
+        counts = block_counts(n, capacity)
+        if len(msg.request_id) != 16:
+            raise ProtocolError("request id must be 16 bytes")
+        if msg.total != len(counts) or not msg.counts or msg.offset + len(msg.counts) > msg.total:
+            raise ProtocolError(f"ScoreChunk: blocks {msg.offset}+{len(msg.counts)} of {msg.total}, "
+                                f"the gallery has {len(counts)}")
+        if msg.counts != counts[msg.offset:msg.offset + len(msg.counts)]:
+            raise ProtocolError("ScoreChunk: block counts differ from the gallery's layout")
+        expect = len(msg.counts) * int(np.prod(shape)) * 8
+        if len(msg.residues) != expect:
+            raise ProtocolError(f"ScoreChunk: {len(msg.residues)} residue bytes, expected {expect}")
+        arrays = np.frombuffer(msg.residues, dtype="<u8").astype(np.uint64).reshape((len(msg.counts),) + shape)
+        return secret, capacity, CKKSScores(arrays, list(msg.counts))
+
+    def decide(self, body) -> KeyDecision | None:
+        """Fold one chunk into the request's running best (first index on ties, as ``KeyServer.decide``)."""
+        msg = _read(ScoreChunk, body)
+        secret, capacity, scores_msg = self._check(msg)
+        with self._lock:
+            now = time.monotonic()
+            for rid in [r for r, (*_, t) in self._pending.items() if now - t > PENDING_TTL]:
+                del self._pending[rid]
+            done, best, index, start = self._pending.get(msg.request_id, (0, -np.inf, -1, now))
+            if msg.offset != done:
+                raise ProtocolError(f"ScoreChunk offset {msg.offset}, expected {done}")
+            last = msg.offset + len(msg.counts) == msg.total
+            if done == 0 and not last and len(self._pending) >= MAX_PENDING:
+                raise ProtocolError("too many open requests at the key server")
+        scores = secret.decrypt_scores(scores_msg)  # checks residues < primes; ProtocolError if tampered
+        j = int(np.argmax(scores))
+        if scores[j] > best:
+            best, index = float(scores[j]), msg.offset * capacity + j
+        with self._lock:
+            if self._pending.get(msg.request_id, (0,))[0] != done:
+                raise ProtocolError("concurrent chunks for one request")
+            if not last:
+                self._pending[msg.request_id] = (done + len(msg.counts), best, index, start)
+                return None
+            self._pending.pop(msg.request_id, None)
+        return KeyDecision(msg.request_id, index if best >= self.tau else None)
+
+
+class LocalRole:
+    """S_local over the wire: the persisted gallery (every block in memory) and a link to S_key; ``identify``
+    (Query → Result) runs IP_DB, sends the message in ``ScoreChunk``s and resolves the decision."""
+
+    def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None) -> None:
+        self.gallery = Gallery(gallery_url, name)
+        self.local = self.gallery.local_server()
+        s = self.gallery.settings
+        self.key, self.dim = key, s.dim
+        shape = (ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)
+        self.chunk = chunk or chunk_blocks(8 * int(np.prod(shape)))
+        attached = _read(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
+                                                     self.gallery.pk_bytes)))
+        if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
+            raise ProtocolError("the key server holds the key of another gallery")
+
+    def query(self, body) -> np.ndarray:
+        raw = _read(Query, body).template
+        if len(raw) != 8 * self.dim:
+            raise ProtocolError(f"Query: expected {self.dim} float64 values, got {len(raw)} bytes")
+        y = np.frombuffer(raw, dtype="<f8").reshape(1, -1)
+        with np.errstate(over="ignore"):
+            if np.all(np.isfinite(y)) and not np.isfinite(np.linalg.norm(y)):
+                y = y / np.max(np.abs(y))  # ‖y‖ overflows float64: rescale first (same direction)
+        try:
+            return unit(y)
+        except TemplateError as e:
+            raise ProtocolError(f"Query: {e}") from None
+
+    def identify(self, body) -> Result:
+        msg = self.local.identify_request(self.query(body))
+        who = self.local.resolve(Decision(self._ask(msg)))
+        return Result(who is not None, who)
+
+    def _ask(self, msg: CKKSScores) -> int | None:
+        rid, total = secrets.token_bytes(16), len(msg.counts)
+        reply = None
+        for lo in range(0, total, self.chunk):
+            hi = min(total, lo + self.chunk)
+            residues = np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
+            reply = self.key.decide(ScoreChunk(rid, lo, total, msg.counts[lo:hi], residues))
+        if reply is None:
+            raise ProtocolError("the key server returned no decision")
+        decision = _read(KeyDecision, reply)
+        if decision.request_id != rid:
+            raise ProtocolError("the key server answered another request")
+        return decision.index
+
+
+def score_frame_bytes(scheme: str, ring_n: int, blocks: int) -> int:
+    """The frame size of a ``ScoreChunk`` of ``blocks`` blocks (README: what a 2^20 gallery sends)."""
+    shape = (blocks, ciphertexts_per_block(scheme), 2, 1, ring_n)
+    return len(ScoreChunk(bytes(16), 0, blocks, [1] * blocks, bytes(8 * int(np.prod(shape)))).to_bytes())

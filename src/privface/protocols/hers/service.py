@@ -1,0 +1,74 @@
+"""Seed 003 §3.2's identification servers as a ``privface.service.base.ProtocolService`` (protocol ``ident``),
+one role per server — they must not collude. One protocol serves hers and idface-ckks galleries alike: the
+scheme is the persisted gallery's (``scale.gallery``), and both send the same IP_DB message (CKKS residues,
+one or two ciphertexts per block). Bad input raises MessageError and changes no state.
+
+Key server (``role="key"``, its store = the gallery's key store, holds sk; scores never leave it):
+    ``attach``    Attach → Attached          (the local server, once at start; checked against sk's pk digest)
+    ``decide``    ScoreChunk → KeyDecision   (empty body until the chunk that completes the request)
+Local server (``role="local"``, the encrypted gallery; calls the key server over HTTP with an ``internal`` key):
+    ``identify``  Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import CryptoError, ProtocolError, TemplateError
+from ...service.base import MessageError, SessionError, StepResult
+from ...store.base import TemplateStore
+from ...wire import WireError
+from .servers import PROTOCOL, KeyRole, LocalRole
+
+_KB, _MB = 1024, 1024 * 1024
+KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
+LOCAL_LIMITS = {"identify": 8 * _KB}
+SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify"}
+"""The API-key scope each step needs (service/auth.py): clients identify with ``verify``; only the local
+server (an ``internal`` key) talks to the key server."""
+
+
+class IdentService:
+    """Options: ``role`` ("key" or "local"), ``gallery_name``; key: ``insecure_test_params`` (accept a toy
+    public context); local: ``gallery_url`` (the gallery store), ``key_url`` (or an in-process ``key`` with
+    ``attach`` and ``decide``, for tests), ``key_api_key`` (scope ``internal``), ``key_tls`` (ssl.SSLContext),
+    ``timeout``, ``chunk`` (blocks per ScoreChunk; default: as many as fit 3 MiB)."""
+
+    name = PROTOCOL
+    first_steps: tuple[str, ...]
+    scopes = SCOPES
+
+    def __init__(self, store: TemplateStore, *, role: str = "local", gallery_name: str = "default",
+                 gallery_url: str | None = None, key_url: str | None = None, key=None, key_api_key: str | None = None,
+                 key_tls=None, timeout: float = 600.0, chunk: int | None = None,
+                 insecure_test_params: bool = False) -> None:
+        self.store, self.role = store, role
+        if role == "key":
+            self.party = KeyRole(store, gallery_name, insecure_test_params=insecure_test_params)
+            self.max_body = KEY_LIMITS
+        elif role == "local":
+            if not gallery_url:
+                raise ValueError("an ident local server needs the gallery store (--gallery)")
+            if key is None:
+                if not key_url:
+                    raise ValueError("an ident local server needs the key server's URL (--key-url)")
+                from .remote import HttpKeyServer
+                key = HttpKeyServer(key_url, timeout=timeout, api_key=key_api_key, tls=key_tls)
+            self.key = key
+            self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk)
+            self.max_body = LOCAL_LIMITS
+        else:
+            raise ValueError(f"ident role must be key or local, got {role!r}")
+        self.steps = self.first_steps = tuple(self.max_body)
+
+    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+        if step not in self.steps:
+            raise MessageError(f"ident {self.role} server has no step {step!r}")
+        if state is not None:
+            raise SessionError("ident steps take no session")
+        try:
+            reply = getattr(self.party, step)(body)  # the role's steps are its party's methods
+        except (WireError, ProtocolError, CryptoError, TemplateError) as e:
+            raise MessageError(str(e)) from None
+        if step == "identify":
+            return StepResult(reply.to_bytes(), subject=reply.subject_id, accepted=reply.accepted)
+        return StepResult(b"" if reply is None else reply.to_bytes())
