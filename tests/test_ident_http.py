@@ -225,3 +225,24 @@ def test_privface_serve_key_and_local_as_processes(tmp_path, monkeypatch):
                              auth=True) as local_url, IdentClient(local_url, api_key=client_key) as client:
         assert client.identify(x[7]) == "f.7"
         assert client.identify(np.random.default_rng(5).normal(size=128)) is None
+
+
+def test_privface_identify_cli_against_the_local_server(servers, tmp_path, capsys):
+    """`privface identify --protocol ident --server URL probe.npy` answers as in-process identify (exit 0 / 1)."""
+    import json
+
+    from privface.cli import main
+
+    s = servers
+    n, dim = s["x"].shape
+    rng = np.random.default_rng(5)
+    for probe, want in ((s["x"][2] + 0.05 * rng.normal(size=dim), "faces.2"), (rng.normal(size=dim), None)):
+        path = tmp_path / "probe.npy"
+        np.save(path, probe)
+        code = main(["identify", "--protocol", "ident", "--server", s["local_url"], str(path), "--json",
+                     "--api-key", s["client"]])
+        out = json.loads(capsys.readouterr().out)
+        assert (code, out["id"], out["accepted"], out["protocol"]) == (0 if want else 1, want, want is not None, "ident")
+        assert out["bytes_sent"] > 0 and out["bytes_received"] > 0
+    assert main(["identify", "--protocol", "ident", "--gallery", s["gallery"], str(path)]) == 2
+    assert "goes with --server" in capsys.readouterr().err

@@ -618,15 +618,55 @@ def cmd_gallery_enrol(a) -> int:
     return 0
 
 
+def _identify_embedding(a):
+    """(embedding, face_ms or None) from a face photo or a .npy file holding one embedding."""
+    import time
+
+    if a.image.endswith(".npy"):
+        try:
+            x = np.load(a.image, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise PrivfaceError(f"cannot read {a.image}: {e}") from None
+        if x.size == 0 or x.ndim > 2 or (x.ndim == 2 and x.shape[0] != 1):
+            raise PrivfaceError(f"{a.image}: expected one embedding, got shape {x.shape}")
+        return x, None
+    from .faces.registry import make_backend
+
+    t = time.perf_counter()
+    x = make_backend(**_spec(a)).embed(a.image)
+    return x, round((time.perf_counter() - t) * 1000, 3)
+
+
+def _ident_client(a) -> int:
+    """identify --protocol ident --server URL: the hers / idface local server (seed 003 §3.2) over HTTP."""
+    from .protocols.hers.remote import IdentClient
+
+    x, face_ms = _identify_embedding(a)
+    with IdentClient(a.server, **_http_kw(a)) as http:
+        found = http.identify(x)
+        out = {"protocol": "ident", "id": found, "accepted": found is not None, **_kolberg_stats(http)}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if a.json:
+        _print(out, True)
+    else:
+        print(found if found is not None else "no match")
+    return 0 if found is not None else 1
+
+
 def cmd_identify(a) -> int:
     """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
     if a.server:
         if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
             raise PrivfaceError("--scheme idface-ckks|hers, --key-store, --name, --ray and --workers go with "
                                 "--gallery")
+        if a.protocol == "ident":
+            if a.scheme is not None:
+                raise PrivfaceError("--scheme does not go with --protocol ident: the local server's gallery has one")
+            return _ident_client(a)
         return cmd_kolberg_client(a)
-    import time
-
+    if a.protocol == "ident":
+        raise PrivfaceError("--protocol ident goes with --server (the local server's URL)")
     from .scale import Gallery, identify
 
     if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
@@ -637,20 +677,7 @@ def cmd_identify(a) -> int:
     gallery_scheme = Gallery(a.gallery, name).settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
         raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
-    face_ms = None
-    if a.image.endswith(".npy"):
-        try:
-            x = np.load(a.image, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise PrivfaceError(f"cannot read {a.image}: {e}") from None
-        if x.size == 0 or x.ndim > 2 or (x.ndim == 2 and x.shape[0] != 1):
-            raise PrivfaceError(f"{a.image}: expected one embedding, got shape {x.shape}")
-    else:
-        from .faces.registry import make_backend
-
-        t = time.perf_counter()
-        x = make_backend(**_spec(a)).embed(a.image)
-        face_ms = round((time.perf_counter() - t) * 1000, 3)
+    x, face_ms = _identify_embedding(a)
     out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
     out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}}
     if face_ms is not None:
@@ -1068,7 +1095,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("identify", help="who is this face? kolberg over HTTP (--server) or a local encrypted "
                                         "gallery (--gallery; hers / idface-ckks) (exit 0 found, 1 nobody)")
     where = s.add_mutually_exclusive_group(required=True)
-    where.add_argument("--server", help="the kolberg DB server's base URL")
+    where.add_argument("--server", help="the kolberg DB server's (or with --protocol ident, the hers/idface local "
+                                        "server's) base URL")
     where.add_argument("--gallery", help="an encrypted gallery's store URL (made by `privface gallery enrol`)")
     s.add_argument("image", help="face photo (--gallery: or a .npy file holding one embedding)")
     _backend_args(s)
@@ -1080,9 +1108,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "(auto: a local Ray; else a cluster address)")
     s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
     s.add_argument("--name", help="--gallery: which gallery of the store (default: default)")
+    s.add_argument("--protocol", choices=["kolberg", "ident"], default="kolberg",
+                   help="--server: kolberg DB server (default) or ident local server (`serve --protocol ident "
+                        "--role local`)")
     s.add_argument("--json", action="store_true")
     http_args(s)
-    s.set_defaults(func=cmd_identify, protocol="kolberg")
+    s.set_defaults(func=cmd_identify)
 
     s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks; seed 003)")
     gsub = s.add_subparsers(dest="gallery_cmd", required=True)
