@@ -98,6 +98,8 @@ def cmd_eval(a) -> int:
 
     if a.protocol in ("idface", "hers"):
         return _eval_identification(a)
+    if a.protocol == "cryptomask":
+        return _eval_cryptomask(a)
     if a.beta is not None or a.centring is not None or a.probes is not None:
         raise PrivfaceError("--beta, --centring and --probes apply to --protocol idface or hers only")
     if a.protocol == "kolberg":  # before loading the dataset: a bad --scheme is a usage error, not a traceback
@@ -158,6 +160,26 @@ def _eval_identification(a) -> int:
                                   centring=a.centring or "shipped", cache=not a.no_cache, workers=a.workers,
                                   probes=a.probes, progress=not a.json,
                                   insecure_test_params=a.insecure_test_params)
+    _print(out, a.json)
+    return 0
+
+
+def _eval_cryptomask(a) -> int:
+    """`eval --protocol cryptomask`: the verifier's 1-bit answer vs plaintext (eval.cryptomask_eval)."""
+    from .eval.cryptomask_eval import evaluate_cryptomask
+    from .eval.datasets import load_identification
+
+    if (a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint or a.variant or a.report
+            or a.scheme or a.beta is not None or a.centring is not None or a.m is not None):
+        raise PrivfaceError("--protocol cryptomask takes --probes and --cos-threshold (τ) only")
+    if a.cos_threshold is not None and not -1.0 < a.cos_threshold < 1.0:
+        raise PrivfaceError("--cos-threshold must be a cosine in (−1, 1)")
+    if a.insecure_test_params:
+        print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
+              file=sys.stderr)
+    ds = load_identification(a.dataset, a.data_root)
+    out = evaluate_cryptomask(ds, _spec(a), tau=a.cos_threshold, cache=not a.no_cache, workers=a.workers,
+                              probes=a.probes, progress=not a.json, insecure_test_params=a.insecure_test_params)
     _print(out, a.json)
     return 0
 
@@ -879,21 +901,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("eval", help="verification accuracy on a dataset")
     s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
-    s.add_argument("--protocol", default="plain", choices=["plain", "im2020", "gsm", "kolberg", "idface", "hers"],
+    s.add_argument("--protocol", default="plain",
+                   choices=["plain", "im2020", "gsm", "kolberg", "idface", "hers", "cryptomask"],
                    help="plain: quantized templates in the clear; im2020, gsm, kolberg: every pair through the "
-                        "encrypted protocol; idface, hers: 1:N identification (one image per identity enrolled, "
-                        "the rest probed) encrypted vs plaintext")
+                        "encrypted protocol; idface, hers, cryptomask: 1:N identification (one image per identity "
+                        "enrolled, the rest probed) encrypted vs plaintext (cryptomask: the verifier's 1 bit)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", "paillier"],
                    help="kolberg: the HE scheme (default ckks); idface: ckks (default) or paillier")
     s.add_argument("--beta", type=int, help="idface: query parameter β (d = 128: 15, 31 or 85; default 85)")
     s.add_argument("--centring", choices=["shipped", "gallery", "none"],
                    help="idface: mean subtracted before T_α/T_β — the backend's shipped mean (default, from ORL), "
                         "the enrolled gallery's mean, or none")
-    s.add_argument("--probes", type=int, help="idface, hers: a seeded sample of at most N mated and N non-mated probes")
+    s.add_argument("--probes", type=int,
+                   help="idface, hers, cryptomask: a seeded sample of at most N mated and N non-mated probes")
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
-    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold)")
+    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold); "
+                                                       "cryptomask: τ (default: the plaintext τ at FPIR 1e-2)")
     s.add_argument("--pairs", type=int, help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine) instead of all")
     s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")

@@ -1,0 +1,97 @@
+"""`privface eval --dataset lfw --protocol cryptomask`: CryptoMask's 1-bit identification (seed 001 §3–§4) on LFW.
+
+The split is `identify_eval`'s (one image of every identity with ≥ 2 images enrolled; the other images of
+those identities are mated probes, the images of single-image identities non-mated probes). The gallery is
+enrolled through Alg. 1, every probe runs Alg. 2 + Alg. 3, and the verifier's bit ("some enrolled face has
+cosine ≥ τ") is compared with
+
+* ``bit_quantized``: the same decision in plaintext on the §3.4-quantised vectors, max ⟨q(a), q(b)⟩ ≥ ⌊τ·2^16⌉
+  — what the protocol must reproduce exactly (``mismatches``);
+* ``bit_plaintext``: max cos(a, b) ≥ τ on the float embeddings (``mismatches_plaintext``: the quantisation's cost).
+
+A 1-bit answer has no rank: the figures are the detection rates — on mated probes (TPIR-like; the face that
+reached τ need not be the right identity, CryptoMask cannot tell) and on non-mated probes (FPIR) — encrypted
+and in plaintext. τ is ``--tau`` or, by default, the plaintext threshold at FPIR 1e-2 on these non-mated
+probes (`metrics.tpir_at_fpir`), so the default calibrates on the evaluated probes and says so (``tau_source``).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from ..errors import PrivfaceError
+from . import metrics
+from .datasets import Dataset
+from .identify_eval import _bar, _unit, select
+
+DEFAULT_FPIR = 1e-2
+
+
+def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, cache=True, workers: int | None = None,
+                        probes: int | None = None, progress: bool = False, insecure_test_params: bool = False,
+                        seed: int = 0) -> dict:
+    """One JSON object (module docstring). ``probes``: a seeded sample of at most that many mated and that many
+    non-mated probes instead of all."""
+    from ..protocols.cryptomask import CryptoMask, encoding
+
+    t0 = time.perf_counter()
+    sel = select(ds, spec, probes=probes, seed=seed, cache=cache, workers=workers, progress=progress)
+    g, mated, nonmated = sel.gallery, sel.mated, sel.nonmated
+    if g.size < 2 or mated.size == 0 or nonmated.size == 0:
+        raise PrivfaceError(f"{ds.name}: need ≥ 2 enrolled identities, a mated and a non-mated probe")
+    x = _unit(np.nan_to_num(sel.vectors, nan=1.0))  # rows without a face are never used
+    ids = np.asarray(ds.ids).astype(str)
+    probe_rows, m = np.r_[mated, nonmated], mated.size
+    cos = x[g] @ x[probe_rows].T
+    best_plain = cos.max(axis=0)
+    ids_g = ids[g]
+    correct = ids_g[np.argmax(cos, axis=0)[:m]] == ids[mated]
+    if tau is None:
+        rates = metrics.tpir_at_fpir(best_plain[:m], correct, best_plain[m:], (DEFAULT_FPIR,))
+        tau = next(iter(rates.values()))["threshold"]
+        if tau is None:
+            raise PrivfaceError(f"too few non-mated probes to set τ at FPIR {DEFAULT_FPIR:g}: pass --tau")
+        tau_source = f"plaintext threshold at FPIR {DEFAULT_FPIR:g} on these probes"
+    else:
+        tau_source = "--tau"
+    cm = CryptoMask(x.shape[1], tau=tau, insecure_test_params=insecure_test_params)
+    t = time.perf_counter()
+    cm.enrol(x[g])
+    enroll_s = time.perf_counter() - t
+
+    qg, qp = encoding.quantize(x[g]), encoding.quantize(x[probe_rows])
+    bit_quantized = (qg @ qp.T).max(axis=0) >= cm.ts
+    bit_plain = best_plain >= tau
+    bit_enc = np.empty(probe_rows.size, dtype=bool)
+    times, comm = [], 0
+    bar = _bar(progress, probe_rows.size, "cryptomask identification")
+    for k, r in enumerate(probe_rows):
+        t = time.perf_counter()
+        run = cm.identify(x[r])
+        times.append(time.perf_counter() - t)
+        bit_enc[k], comm = run.match, run.comm_bytes
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
+
+    def rate(bits: np.ndarray, rows: slice) -> float:
+        return round(float(bits[rows].mean()), 6)
+
+    mat, non = slice(0, m), slice(m, None)
+    return {"dataset": ds.name, "backend": spec.get("name", "dlib-resnet128"), "protocol": "cryptomask",
+            "security_bits": 128 if not insecure_test_params else None, "tau": round(tau, 6), "tau_source": tau_source,
+            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "undetected": sel.undetected,
+            "identities_enrolled": int(g.size), "mated_probes": int(m), "nonmated_probes": int(nonmated.size),
+            "probes_sampled": probes,
+            "mismatches": int((bit_enc != bit_quantized).sum()),
+            "mismatches_plaintext": int((bit_enc != bit_plain).sum()),
+            "detect_mated_encrypted": rate(bit_enc, mat), "detect_mated_plaintext": rate(bit_plain, mat),
+            "detect_nonmated_encrypted": rate(bit_enc, non), "detect_nonmated_plaintext": rate(bit_plain, non),
+            "rank1_plaintext": round(float(correct.mean()), 6),
+            "enroll_s": round(enroll_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),
+            "storage_bytes": cm.cs.storage_bytes, "comm_bytes": comm, "ciphertexts": cm.cs.ciphertexts,
+            "insecure_test_params": insecure_test_params, "embedded_now": sel.embedded_now,
+            "seconds": round(time.perf_counter() - t0, 3)}
