@@ -72,8 +72,8 @@ class IDFaceCKKS(_Common):
     def enc_db(self, x) -> CKKSBlock:
         """T_α, separation, Encode, then one encryption per (sign, column)."""
         z = self.params.enrol_transform(x)
-        if z.shape[1] != self.params.dim or z.shape[0] > self.capacity:
-            raise TemplateError(f"a block holds ≤ {self.capacity} templates of d = {self.params.dim}")
+        if z.shape[1] != self.params.width or z.shape[0] > self.capacity:
+            raise TemplateError(f"a block holds ≤ {self.capacity} templates of width {self.params.width}")
         count, d = z.shape
         padded = np.zeros((self.capacity, d), dtype=np.int8)
         padded[:count] = z
@@ -91,8 +91,8 @@ class IDFaceCKKS(_Common):
     def query(self, y) -> tuple[np.ndarray, np.ndarray]:
         """(indices of z⁺, indices of z⁻) for z = T_β(y)."""
         z = self.params.query_transform(y)
-        if z.shape != (1, self.params.dim):
-            raise TemplateError(f"IDFace query must be one template of d = {self.params.dim}")
+        if z.shape != (1, self.params.width):
+            raise TemplateError(f"IDFace query must be one template of width {self.params.width}")
         return np.flatnonzero(z[0] > 0), np.flatnonzero(z[0] < 0)
 
     def ip_db(self, y, blocks: list[CKKSBlock]) -> CKKSScores:
