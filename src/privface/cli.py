@@ -147,6 +147,8 @@ def _eval_identification(a) -> int:
     if a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint or a.variant or a.report:
         raise PrivfaceError("--pairs, --tau, --mode, --checkpoint, --variant and --report do not apply to "
                             "--protocol idface or hers")
+    if a.protocol == "hers" and (a.beta is not None or a.centring is not None or a.lift is not None):
+        raise PrivfaceError("--beta, --centring and --lift apply to --protocol idface only")
     scheme = a.scheme or "ckks"
     if scheme not in ("ckks", "paillier") or (a.protocol == "hers" and scheme != "ckks"):
         raise PrivfaceError("--scheme: idface runs over ckks or paillier, hers over ckks")
@@ -833,13 +835,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", "paillier"],
                    help="kolberg: the HE scheme (default ckks); idface: ckks (default) or paillier")
     s.add_argument("--beta", type=int, help="idface: query parameter β (d = 128: 15, 31 or 85; default 85; "
-                   "lifted to D = 1024: 682, 511 or 341, default 682)")
+                   "lifted to D = 2048: 1365, 1023 or 682, default 1365)")
     s.add_argument("--centring", choices=["shipped", "gallery", "none"],
                    help="idface: mean subtracted before T_α/T_β — the backend's shipped mean (default, from ORL), "
                         "the enrolled gallery's mean, or none")
     s.add_argument("--lift", type=int, metavar="D",
                    help="idface: lift the centred template into D dimensions (tight frame, seed fixed) before "
-                        "T_α/T_β; default 1024 for d = 128, 0 = off")
+                        "T_α/T_β; default 2048 for d = 128, 0 = off")
     s.add_argument("--probes", type=int, help="idface, hers: a seeded sample of at most N mated and N non-mated probes")
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
@@ -872,7 +874,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
                    help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
-                   "identify: template dimension d (idface: 128 or 512; default 512)")
+                   "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")
     s.add_argument("--subjects", type=int, default=100,
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
     s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
