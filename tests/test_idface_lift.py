@@ -205,3 +205,23 @@ def test_hers_galleries_refuse_centring_and_lift(tmp_path):
     with pytest.raises(GalleryError):  # the shipped dlib mean is 128-D
         enrol(f"sqlite:///{tmp_path}/i.db", NpySource([_npy(tmp_path, unit(5, 512), "w")]), "idface-ckks",
               centring="shipped", insecure_test_params=True)
+
+
+def test_cli_gallery_enrol_records_the_transform_and_identify_applies_it(tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "privface.cli", *args], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    x = faces(30)
+    emb = _npy(tmp_path, x)
+    np.save(tmp_path / "probe.npy", x[21:22] + 0.02 * unit(1, 128))
+    url = f"sqlite:///{tmp_path}/g.db"
+    rep = cli("gallery", "enrol", "--scheme", "idface-ckks", "--gallery", url, "--centring", "shipped",
+              "--lift", "2048", "--insecure-test-params", "--json", emb)
+    assert (rep["centring"], rep["lift"], rep["beta"]) == ("shipped", 2048, 1365)
+    out = cli("identify", "--gallery", url, "--json", str(tmp_path / "probe.npy"))
+    assert out["id"] == "people.21" and out["accepted"] is True
