@@ -190,6 +190,7 @@ def test_gallery_without_transform_entries_reads_as_none_and_damaged_entries_are
         store.put("gallery", "default.meta", json.dumps(meta).encode())
     assert Gallery(url).settings.idface_params() == IDFaceParams.for_dim(128)
     for damage in ({"lift": {"dim": 2048, "seed": "x"}}, {"lift": {"dim": 64, "seed": 3}},
+                   {"lift": {"dim": "2048", "seed": 3}}, {"lift": {"dim": 2048, "seed": 3.5}},
                    {"centring": {"mean": [0.0] * 12}}, {"lift": 2048}):
         with open_store(url) as store:
             store.put("gallery", "default.meta", json.dumps({**meta, **damage}).encode())

@@ -6,7 +6,8 @@ Every key below is prefixed by the gallery's name (``default.meta`` …), so one
 
 * the **gallery store** (S_local, ``--gallery URL``) holds, under protocol ``gallery``: ``meta`` (scheme,
   parameters — for idface-ckks also the centring mean μ and the lift's D and seed, so that every query is
-  centred and lifted as the enrolled templates were —, size, a digest of the id list), ``pk`` (the public lattice context) and, per block b,
+  centred and lifted as the enrolled templates were —, size, a digest of the id list), ``pk`` (the public
+  lattice context) and, per block b,
   ``block.BBBBBB.part.PPPP`` (the block's ciphertext array in ≤ 32 MiB pieces) then ``block.BBBBBB`` (the
   commit record: count, dtype, shape, SHA-256 of the array, the block's ids). A block exists only once its
   commit record does, and that record is written after every piece, so a crash leaves whole blocks and
@@ -236,7 +237,7 @@ def _meta_settings(meta: dict) -> Settings:
     try:
         centring, lifted = meta.get("centring"), meta.get("lift")
         mean = None if centring is None else tuple(float(v) for v in centring["mean"])
-        lift, seed = (None, None) if lifted is None else (int(lifted["dim"]), int(lifted["seed"]))
+        lift, seed = (None, None) if lifted is None else (_int(lifted["dim"]), _int(lifted["seed"]))
         settings = Settings(meta["scheme"], int(meta["dim"]), meta["beta"], bool(meta["insecure_test_params"]),
                             mean, lift, seed)
         if settings.scheme not in SCHEMES:
@@ -248,6 +249,12 @@ def _meta_settings(meta: dict) -> Settings:
     except (KeyError, TypeError, ValueError, TemplateError) as e:
         raise GalleryError(f"gallery meta is damaged ({e})") from None
     return settings
+
+
+def _int(v) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"expected an integer, got {v!r}")
+    return v
 
 
 def _ids_digest(ids: list[str]) -> str:
