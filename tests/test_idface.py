@@ -19,7 +19,8 @@ from privface.protocols.hers import CKKSScores, KeyServer, LocalServer, identify
 from privface.protocols.idface import (IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey,
                                        IDFaceParams, PaillierScores, decode, encode, plaintext_scores, separate,
                                        t_alpha)
-from privface.protocols.idface.ckks import NOISE_BOUND
+from privface.protocols.idface import PARAMETER_SETS
+from privface.protocols.idface.ckks import LIFT_NOISE_BOUND, NOISE_BITS, NOISE_BOUND
 
 TOY_CKKS = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36)
 rng = np.random.default_rng(7)
@@ -82,6 +83,8 @@ def test_parameter_sets_and_templates_per_slot():
         IDFaceParams.for_dim(512, 64)
     with pytest.raises(TemplateError):
         IDFaceParams.for_dim(100)
+    # the lift dimensions (test_idface_lift.py): α = ⌊2D/3⌋, p = α + 1 at β = α → 4 templates per 44-bit slot
+    assert [IDFaceParams.for_dim(128, lift=D).templates_per_slot(44) for D in (1024, 2048)] == [4, 4]
 
 
 # ------------------------------------------------------------------ CKKS
@@ -150,21 +153,25 @@ def test_ckks_refuses_toy_or_foreign_parameters():
 
 @pytest.mark.realsize
 def test_ckks_real_parameters_noise_bound_and_exact_scores():
-    """IDFACE_CKKS: the error of a sum of 341 (the largest β) fresh encryptions stays within NOISE_BOUND,
-    and d = 128, β = 85 decodes exactly."""
+    """IDFACE_CKKS: the error of a sum of 341 (the largest β of the paper's sets) fresh encryptions stays within
+    NOISE_BOUND, a sum of 1365 (β of the lift D = 2048) within LIFT_NOISE_BOUND < Δ/2, and d = 128, β = 85
+    decodes exactly."""
     pub, sec = generate_lattice_keys(IDFACE_CKKS)
     assert IDFACE_CKKS.security_bits >= 128
     pid = pub.seal_context.first_parms_id()
     q = pub._levels[tuple(pid)][0]
-    zeros = _seal_arrays.encryptions_of_zero(pub.encryptor, 341)
-    acc = np.empty_like(zeros[0])
-    _seal_arrays.lazy_sum(list(zeros), np.array([[q]], dtype=np.uint64), acc)
-    ct = _seal_arrays.ciphertext_from_array(pub.seal_context, pid, acc)
-    pt = sealapi.Plaintext()
-    sealapi.Decryptor(pub.seal_context, sec._secret_key).decrypt(ct, pt)
-    e = _seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid, _seal_arrays.plaintext_to_array(pt).reshape(1, 1, -1))
-    e = e.ravel().astype(object)
-    assert max(min(int(v), q - int(v)) for v in e) <= NOISE_BOUND
+    assert max(max(b) for _, b in PARAMETER_SETS.values()) == 1365
+    for count, bound in ((341, NOISE_BOUND), (1365, LIFT_NOISE_BOUND)):
+        zeros = _seal_arrays.encryptions_of_zero(pub.encryptor, count)
+        acc = np.empty_like(zeros[0])
+        _seal_arrays.lazy_sum(list(zeros), np.array([[q]], dtype=np.uint64), acc)
+        ct = _seal_arrays.ciphertext_from_array(pub.seal_context, pid, acc)
+        pt = sealapi.Plaintext()
+        sealapi.Decryptor(pub.seal_context, sec._secret_key).decrypt(ct, pt)
+        e = _seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid,
+                                     _seal_arrays.plaintext_to_array(pt).reshape(1, 1, -1))
+        e = e.ravel().astype(object)
+        assert max(min(int(v), q - int(v)) for v in e) <= bound < 1 << (NOISE_BITS - 1)
 
     params = IDFaceParams.for_dim(128, 85)
     gallery = unit(40, 128)

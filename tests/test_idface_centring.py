@@ -136,3 +136,6 @@ def test_cli_refuses_identification_options_elsewhere(capsys):
     assert main(["eval", "--dataset", "orl", "--protocol", "kolberg", "--scheme", "paillier"]) != 0
     err = capsys.readouterr().err
     assert "--beta" in err and "paillier" in err
+    for argv in (["--protocol", "plain", "--lift", "1024"], ["--protocol", "hers", "--lift", "2048"]):
+        assert main(["eval", "--dataset", "orl", *argv]) != 0
+        assert "--lift" in capsys.readouterr().err

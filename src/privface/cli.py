@@ -100,8 +100,8 @@ def cmd_eval(a) -> int:
         return _eval_identification(a)
     if a.protocol == "cryptomask":
         return _eval_cryptomask(a)
-    if a.beta is not None or a.centring is not None or a.probes is not None:
-        raise PrivfaceError("--beta, --centring and --probes apply to --protocol idface or hers only")
+    if a.beta is not None or a.centring is not None or a.probes is not None or a.lift is not None:
+        raise PrivfaceError("--beta, --centring, --lift and --probes apply to --protocol idface or hers only")
     if a.protocol == "kolberg":  # before loading the dataset: a bad --scheme is a usage error, not a traceback
         from .protocols.kolberg.params import SCHEMES as KOLBERG_SCHEMES
 
@@ -149,6 +149,8 @@ def _eval_identification(a) -> int:
     if a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint or a.variant or a.report:
         raise PrivfaceError("--pairs, --tau, --mode, --checkpoint, --variant and --report do not apply to "
                             "--protocol idface or hers")
+    if a.protocol == "hers" and (a.beta is not None or a.centring is not None or a.lift is not None):
+        raise PrivfaceError("--beta, --centring and --lift apply to --protocol idface only")
     scheme = a.scheme or "ckks"
     if scheme not in ("ckks", "paillier") or (a.protocol == "hers" and scheme != "ckks"):
         raise PrivfaceError("--scheme: idface runs over ckks or paillier, hers over ckks")
@@ -157,7 +159,8 @@ def _eval_identification(a) -> int:
               file=sys.stderr)
     ds = load_identification(a.dataset, a.data_root)
     out = evaluate_identification(ds, _spec(a), protocol=a.protocol, scheme=scheme, beta=a.beta,
-                                  centring=a.centring or "shipped", cache=not a.no_cache, workers=a.workers,
+                                  centring=a.centring or "shipped", lift=a.lift, cache=not a.no_cache,
+                                  workers=a.workers,
                                   probes=a.probes, progress=not a.json,
                                   insecure_test_params=a.insecure_test_params)
     _print(out, a.json)
@@ -170,7 +173,7 @@ def _eval_cryptomask(a) -> int:
     from .eval.datasets import load_identification
 
     if (a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint or a.variant or a.report
-            or a.scheme or a.beta is not None or a.centring is not None or a.m is not None):
+            or a.scheme or a.beta is not None or a.centring is not None or a.lift is not None or a.m is not None):
         raise PrivfaceError("--protocol cryptomask takes --probes and --cos-threshold (τ) only")
     if a.cos_threshold is not None and not -1.0 < a.cos_threshold < 1.0:
         raise PrivfaceError("--cos-threshold must be a cosine in (−1, 1)")
@@ -635,7 +638,8 @@ def cmd_gallery_enrol(a) -> int:
               file=sys.stderr)
     source = open_source(a.inputs, lambda: make_backend(**_spec(a)))
     report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
-                   insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name)
+                   insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name,
+                   centring=a.centring, backend=_spec(a).get("name", "dlib-resnet128"), lift=a.lift or None)
     _print(report.to_dict(), a.json)
     return 0
 
@@ -908,10 +912,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "enrolled, the rest probed) encrypted vs plaintext (cryptomask: the verifier's 1 bit)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", "paillier"],
                    help="kolberg: the HE scheme (default ckks); idface: ckks (default) or paillier")
-    s.add_argument("--beta", type=int, help="idface: query parameter β (d = 128: 15, 31 or 85; default 85)")
+    s.add_argument("--beta", type=int, help="idface: query parameter β (d = 128: 15, 31 or 85; default 85; "
+                   "lifted to D = 2048: 1365, 1023 or 682, default 1365)")
     s.add_argument("--centring", choices=["shipped", "gallery", "none"],
                    help="idface: mean subtracted before T_α/T_β — the backend's shipped mean (default, from ORL), "
                         "the enrolled gallery's mean, or none")
+    s.add_argument("--lift", type=int, metavar="D",
+                   help="idface: lift the centred template into D dimensions (tight frame, seed fixed) before "
+                        "T_α/T_β; default 2048 for d = 128, 0 = off")
     s.add_argument("--probes", type=int,
                    help="idface, hers, cryptomask: a seeded sample of at most N mated and N non-mated probes")
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
@@ -946,7 +954,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
                    help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
-                   "identify: template dimension d (idface: 128 or 512; default 512)")
+                   "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")
     s.add_argument("--subjects", type=int, default=100,
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
     s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
@@ -1148,7 +1156,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gallery", required=True, help="store URL for S_local's encrypted blocks, e.g. sqlite:///g.db")
     g.add_argument("--key-store", help="store URL for S_key's secret key (default for sqlite:///g.db: "
                                        "sqlite:///g.keys.db)")
-    g.add_argument("--beta", type=int, help="idface-ckks: query parameter β (default 63 for d = 512, 15 for 128)")
+    g.add_argument("--beta", type=int, help="idface-ckks: query parameter β (default 63 for d = 512, 15 for 128, "
+                                            "α for a lift)")
+    g.add_argument("--centring", choices=["none", "shipped"], default="none",
+                   help="idface-ckks: subtract the --backend's shipped mean before T_α (recorded in the gallery, "
+                        "applied to every probe; default none)")
+    g.add_argument("--lift", type=int, metavar="D", default=0,
+                   help="idface-ckks: lift templates into D dimensions (1024 or 2048, tight frame, seed recorded) "
+                        "before T_α; 0 = off (default). dlib 128-D: --centring shipped --lift 1024")
     g.add_argument("--tau", type=float, help="the key server's threshold (default: hers 0.5 cosine; "
                                              "idface ⌊min(α, β)/4⌋)")
     g.add_argument("--insecure-test-params", action="store_true", help="toy CKKS N = 2048: tests only")

@@ -10,7 +10,8 @@ Plaintext reference: the same embeddings, unit-normalised, matched by cosine ⟨
 on S^{d−1}); top-1 = argmax, the first index on ties (as S_key's ``KeyServer.decide``).
 
 Encrypted: the gallery is enrolled at S_local (``hers.LocalServer``) with HERS (Alg. 1) or IDFace.ENC_DB
-(T_α after centring, ``protocols.idface.centring``); each probe is one IP_DB at S_local, and the eval plays
+(T_α after centring, ``protocols.idface.centring``, and — by default for d = 128 — the tight-frame lift into
+D = ``DEFAULT_LIFT[d]`` dimensions, ``protocols.idface.lift``); each probe is one IP_DB at S_local, and the eval plays
 S_key: it decrypts the probe's scores once and applies S_key's rule (argmax, accept iff best ≥ τ) at every
 threshold τ, so one pass gives rank-1 and every TPIR operating point.
 
@@ -36,6 +37,9 @@ from .embed import embed_paths
 
 PROTOCOLS = ("idface", "hers")
 CENTRINGS = ("shipped", "gallery", "none")
+#: idface's default lift dimension D per template dimension d (``lift`` = 0 turns it off): d = 128 (dlib)
+#: meets the ≤ 1 point rank-1 goal on LFW only lifted (README).
+DEFAULT_LIFT = {128: 2048}
 FPIR_TARGETS = (1e-2, 1e-3)
 
 
@@ -124,7 +128,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecure: bool):
+def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecure: bool, lift: int | None = None):
     """(public scheme, secret scheme, description keys)."""
     if protocol == "hers":
         if scheme != "ckks":
@@ -138,10 +142,12 @@ def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecu
 
     from ..protocols.idface import PARAMETER_SETS
 
-    if dim in PARAMETER_SETS and beta is None:
-        beta = PARAMETER_SETS[dim][0]  # β = α: the most accurate of the paper's settings (Table 3)
-    p = IDFaceParams.for_dim(dim, beta, mean)
-    info = {"scheme": scheme, "alpha": p.alpha, "beta": p.beta}
+    width = lift or dim
+    if width in PARAMETER_SETS and beta is None:
+        beta = PARAMETER_SETS[width][0]  # β = α: the most accurate of the paper's settings (Table 3)
+    p = IDFaceParams.for_dim(dim, beta, mean, lift)
+    info = {"scheme": scheme, "alpha": p.alpha, "beta": p.beta, "lift": p.lift,
+            "lift_seed": None if p.lift is None else p.lift_seed}
     if scheme == "ckks":
         from ..crypto.lattice import generate_lattice_keys
         from ..protocols.idface import IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey
@@ -181,17 +187,20 @@ def _message_bytes(msg, public) -> int:
 
 
 def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface", scheme: str = "ckks",
-                            beta: int | None = None, centring: str = "shipped", cache=True,
+                            beta: int | None = None, centring: str = "shipped", lift: int | None = None, cache=True,
                             workers: int | None = None, probes: int | None = None, progress: bool = False,
                             insecure_test_params: bool = False, seed: int = 0) -> dict:
     """One JSON object (README: `privface eval --protocol idface|hers`). ``probes``: a seeded sample of at most
-    that many mated and that many non-mated probes instead of all."""
+    that many mated and that many non-mated probes instead of all. ``lift``: idface's lift dimension D, None
+    for ``DEFAULT_LIFT`` of the template dimension, 0 for none."""
     from ..protocols.hers import LocalServer
 
     if protocol not in PROTOCOLS:
         raise PrivfaceError(f"protocol {protocol!r}: choose one of {PROTOCOLS}")
-    if protocol == "hers" and (beta is not None or centring != "shipped"):
-        raise PrivfaceError("--beta and --centring apply to --protocol idface only")
+    if protocol == "hers" and (beta is not None or centring != "shipped" or lift is not None):
+        raise PrivfaceError("--beta, --centring and --lift apply to --protocol idface only")
+    if lift is not None and lift < 0:
+        raise PrivfaceError("--lift must be 0 (off) or a dimension D")
     t0 = time.perf_counter()
     backend = spec.get("name", "dlib-resnet128")
     sel = select(ds, spec, probes=probes, seed=seed, cache=cache, workers=workers, progress=progress)
@@ -202,7 +211,9 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
     ids = np.asarray(ds.ids).astype(str)
     dim = x.shape[1]
     mean, centring_desc = (None, None) if protocol == "hers" else _centring(centring, backend, x[g])
-    public, secret, info = _deploy(protocol, scheme, dim, beta, mean, insecure_test_params)
+    if protocol == "idface":
+        lift = DEFAULT_LIFT.get(dim) if lift is None else (lift or None)
+    public, secret, info = _deploy(protocol, scheme, dim, beta, mean, insecure_test_params, lift)
     local = LocalServer(public)
     t = time.perf_counter()
     local.enroll([ids[r] for r in g], x[g])

@@ -5,7 +5,9 @@ Two stores, kept apart as the two servers are:
 Every key below is prefixed by the gallery's name (``default.meta`` …), so one store can hold several galleries.
 
 * the **gallery store** (S_local, ``--gallery URL``) holds, under protocol ``gallery``: ``meta`` (scheme,
-  parameters, size, a digest of the id list), ``pk`` (the public lattice context) and, per block b,
+  parameters — for idface-ckks also the centring mean μ and the lift's D and seed, so that every query is
+  centred and lifted as the enrolled templates were —, size, a digest of the id list), ``pk`` (the public
+  lattice context) and, per block b,
   ``block.BBBBBB.part.PPPP`` (the block's ciphertext array in ≤ 32 MiB pieces) then ``block.BBBBBB`` (the
   commit record: count, dtype, shape, SHA-256 of the array, the block's ids). A block exists only once its
   commit record does, and that record is written after every piece, so a crash leaves whole blocks and
@@ -28,7 +30,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -144,10 +146,16 @@ def default_key_store(gallery_url: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
+    """A gallery's scheme and parameters; idface-ckks: β, the centring mean μ (or None) and the lift (D, seed)
+    (or None) — ``protocols.idface.IDFaceParams`` applies them inside ENC_DB and IP_DB."""
+
     scheme: str
     dim: int
     beta: int | None
     insecure_test_params: bool
+    mean: tuple[float, ...] | None = field(default=None, repr=False)
+    lift: int | None = None
+    lift_seed: int | None = None
 
     def lattice_params(self):
         from ..crypto.lattice import CKKS, LatticeParams
@@ -160,7 +168,7 @@ class Settings:
     def idface_params(self):
         from ..protocols.idface import IDFaceParams
 
-        return IDFaceParams.for_dim(self.dim, self.beta)
+        return IDFaceParams.for_dim(self.dim, self.beta, self.mean, self.lift, self.lift_seed)
 
     def public_scheme(self, pub):
         if self.scheme == "hers":
@@ -191,20 +199,62 @@ class Settings:
         n = pub.n
         if self.scheme == "hers":
             return "uint32", (2, self.dim, 2 * n)
-        return "uint64", (2, self.dim, 2, 1, n)
+        return "uint64", (2, self.idface_params().width, 2, 1, n)
+
+    def transform_meta(self) -> dict:
+        """The meta entries that fix the idface pre-transform: ``centring`` {mean} and ``lift`` {dim, seed}."""
+        return {"centring": None if self.mean is None else {"mean": list(self.mean)},
+                "lift": None if self.lift is None else {"dim": self.lift, "seed": self.lift_seed}}
 
 
-def _settings(scheme: str, dim: int, beta: int | None, insecure: bool) -> Settings:
+CENTRINGS = ("none", "shipped")
+
+
+def _settings(scheme: str, dim: int, beta: int | None, insecure: bool, centring: str = "none",
+              backend: str = "dlib-resnet128", lift: int | None = None) -> Settings:
     if scheme not in SCHEMES:
         raise GalleryError(f"--scheme must be one of {SCHEMES}, got {scheme!r}")
+    if centring not in CENTRINGS:
+        raise GalleryError(f"--centring must be one of {CENTRINGS}, got {centring!r}")
     if scheme == "hers":
-        if beta is not None:
-            raise GalleryError("--beta applies to idface-ckks only")
-    else:
-        from ..protocols.idface import IDFaceParams
+        if beta is not None or centring != "none" or lift:
+            raise GalleryError("--beta, --centring and --lift apply to idface-ckks only")
+        return Settings(scheme, dim, beta, insecure)
+    from ..protocols.idface import IDFaceParams
+    from ..protocols.idface.centring import shipped_mean
 
-        beta = IDFaceParams.for_dim(dim, beta).beta  # validates d and β
-    return Settings(scheme, dim, beta, insecure)
+    mean = None
+    if centring == "shipped":
+        mean = tuple(float(v) for v in shipped_mean(backend))
+        if len(mean) != dim:
+            raise GalleryError(f"the shipped {backend} mean has d = {len(mean)}, the templates d = {dim}")
+    p = IDFaceParams.for_dim(dim, beta, mean, lift or None)  # validates d, D and β
+    return Settings(scheme, dim, p.beta, insecure, p.mean, p.lift, None if p.lift is None else p.lift_seed)
+
+
+def _meta_settings(meta: dict) -> Settings:
+    """Settings from a stored meta record (galleries without ``centring`` / ``lift`` entries have neither)."""
+    try:
+        centring, lifted = meta.get("centring"), meta.get("lift")
+        mean = None if centring is None else tuple(float(v) for v in centring["mean"])
+        lift, seed = (None, None) if lifted is None else (_int(lifted["dim"]), _int(lifted["seed"]))
+        settings = Settings(meta["scheme"], int(meta["dim"]), meta["beta"], bool(meta["insecure_test_params"]),
+                            mean, lift, seed)
+        if settings.scheme not in SCHEMES:
+            raise ValueError(settings.scheme)
+        if settings.scheme != "hers":
+            settings.idface_params()  # validates μ, D and the seed
+        elif mean is not None or lift is not None:
+            raise ValueError("hers has no centring or lift")
+    except (KeyError, TypeError, ValueError, TemplateError) as e:
+        raise GalleryError(f"gallery meta is damaged ({e})") from None
+    return settings
+
+
+def _int(v) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"expected an integer, got {v!r}")
+    return v
 
 
 def _ids_digest(ids: list[str]) -> str:
@@ -247,6 +297,8 @@ class EnrolReport:
     n: int
     dim: int
     beta: int | None
+    centring: str
+    lift: int | None
     blocks: int
     blocks_encrypted: int
     blocks_skipped: int
@@ -269,21 +321,26 @@ def _progress(total: int, initial: int, enabled: bool):
 
 def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str | None = None,
           beta: int | None = None, tau: float | None = None, insecure_test_params: bool = False,
-          progress: bool = False, after_block=None, name: str = "default") -> EnrolReport:
+          progress: bool = False, after_block=None, name: str = "default", centring: str = "none",
+          backend: str = "dlib-resnet128", lift: int | None = None) -> EnrolReport:
     """Encrypt ``source`` into the gallery block by block; resume when the gallery already holds some blocks.
 
+    idface-ckks: ``centring`` "shipped" subtracts ``backend``'s shipped mean (``protocols.idface.centring``)
+    and ``lift`` = D lifts into D dimensions (``protocols.idface.lift``) before T_α; both are recorded in the
+    gallery meta, and ``Gallery`` rebuilds the same ``IDFaceParams`` so queries get the same transform.
     A gallery made with other settings or other ids is refused (``GalleryError``), never mixed into.
     ``after_block(b)`` is called after block b is committed (tests interrupt enrolment with it).
     """
     from ..crypto.lattice import LatticePublicContext, generate_lattice_keys
     from ..store import open_store
 
-    settings = _settings(scheme, source.dim, beta, insecure_test_params)
+    settings = _settings(scheme, source.dim, beta, insecure_test_params, centring, backend, lift)
     key_store_url = key_store_url or default_key_store(gallery_url)
     t0 = time.perf_counter()
     ids = source.ids
     wanted = {"version": VERSION, "scheme": settings.scheme, "dim": settings.dim, "beta": settings.beta,
-              "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": _ids_digest(ids)}
+              "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": _ids_digest(ids),
+              **settings.transform_meta()}
     with open_store(gallery_url) as local:
         meta_raw = local.get(LOCAL, _k(name, "meta"))
         if meta_raw is None:
@@ -331,7 +388,8 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
             if bar is not None:
                 bar.close()
     storage = nblocks and _storage_bytes(settings, pub, nblocks)
-    return EnrolReport(settings.scheme, len(ids), settings.dim, settings.beta, nblocks, encrypted,
+    return EnrolReport(settings.scheme, len(ids), settings.dim, settings.beta,
+                       centring if settings.mean is not None else "none", settings.lift, nblocks, encrypted,
                        nblocks - encrypted, cap, storage, round(storage / len(ids), 1),
                        round(time.perf_counter() - t0, 3))
 
@@ -372,8 +430,7 @@ class Gallery:
             pk = local.get(LOCAL, _k(name, "pk"))
             if pk is None:
                 raise GalleryError("the gallery's public key is missing")
-            self.settings = Settings(self.meta["scheme"], int(self.meta["dim"]), self.meta["beta"],
-                                     bool(self.meta["insecure_test_params"]))
+            self.settings = _meta_settings(self.meta)
             self.pk_bytes = pk
             self.public_context = LatticePublicContext.from_bytes(pk, insecure_test_params=self.settings.insecure_test_params)
             self.public = self.settings.public_scheme(self.public_context)

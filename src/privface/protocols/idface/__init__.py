@@ -7,6 +7,7 @@ in the two-server deployment of §3.2 (``hers.LocalServer`` / ``hers.KeyServer``
 from ..hers.parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
 from .ckks import IDFACE_CKKS, NOISE_BITS, PAYLOAD_BITS, IDFaceCKKS, IDFaceCKKSKey
 from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
+from .lift import LIFT_SEED
 from .transform import PARAMETER_SETS, IDFaceParams, decode, encode, plaintext_scores, separate, t_alpha
 
 DESCRIPTION = {
@@ -35,14 +36,18 @@ DESCRIPTION = {
     "parameters": {"sets": {d: {"alpha": a, "beta": list(b)} for d, (a, b) in PARAMETER_SETS.items()},
                    "base": "p = min(α, β) + 1",
                    "centring": "optional mean μ subtracted (then renormalised) before T_α/T_β: the backend's "
-                               "shipped mean (centring_mean.json, dlib-resnet128 from ORL) or the gallery's"},
+                               "shipped mean (centring_mean.json, dlib-resnet128 from ORL) or the gallery's",
+                   "lift": "optional, our addition (not in seed 003): after centring, x ↦ x·F with F ∈ R^{d×D} "
+                           "orthonormal rows from a fixed seed (lift.py), then T_α/T_β in D dimensions; inner "
+                           "products preserved exactly; the eval's default for d = 128 is D = 2048 "
+                           "(α = β = 1365)"},
     "steps": ["enrol (T_α, Encode, ENC_DB)", "identify (T_β, IP_DB → key server → index or reject)"],
-    "galleries": "idface-ckks persisted by privface.scale.gallery (block-atomic, resumable); Ray sharding in "
+    "galleries": "idface-ckks persisted by privface.scale.gallery (block-atomic, resumable; the centring mean "
+                 "and the lift's D and seed are recorded and applied to every query); Ray sharding in "
                  "scale.sharded",
-    "not_yet": ["wire messages / HTTP roles", "persisted idface-paillier galleries",
-                "centring in persisted galleries (scale.gallery enrols uncentred templates)"],
+    "not_yet": ["wire messages / HTTP roles", "persisted idface-paillier galleries"],
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",
-           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LocalServer", "PARAMETER_SETS", "PaillierScores",
+           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LIFT_SEED", "LocalServer", "PARAMETER_SETS", "PaillierScores",
            "decode", "encode", "identify", "plaintext_scores", "separate", "t_alpha"]

@@ -11,8 +11,9 @@ IP_DB (Table 1): with z = T_β(y) = z⁺ − z⁻, ct⁺ = Σ_{j∈z⁺} C⁺_j 
 Precision (verified, not assumed): coefficient packing reads the decrypted polynomial's integer coefficients
 Δ·v + e mod q₀ exactly (no CKKS canonical-embedding rounding, which would cap exact integers near 2^45 in
 double precision). SEAL's public-key encryption error is small: the worst |e| of a sum of 512 fresh
-encryptions measured 2^10.9 (std 2^8.9) over 8192 coefficients; tests assert ≤ 2^12 (``NOISE_BOUND``).
-Δ = 2^14 > 2·2^12 rounds it away, and v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
+encryptions measured 2^10.9 (std 2^8.9) over 8192 coefficients; tests assert ≤ 2^12 (``NOISE_BOUND``). The
+lift's β = 1365 (D = 2048, ``lift.py``) sums 1365: worst 2^11.5–2^11.7 (rms 2^9.6) over three runs; tests
+assert ≤ 2^12.5 (``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13. Δ = 2^14 > 2·2^12.5 rounds it away, and v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
 (the paper keeps 50 of a 61-bit slot with HEaaN): m = 7 / 6 / 5 for β = 63 / 127 / 341 at d = 512
 (p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —
 57344 templates per ciphertext pair at β = 63 (the paper: 8 × 4096 slots = 32768).
@@ -40,6 +41,8 @@ NOISE_BITS = 14
 PAYLOAD_BITS = 44
 #: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (measured 2^10.9, tests/test_idface.py).
 NOISE_BOUND = 1 << 12
+#: Asserted bound on |e| of a sum of 1365 fresh encryptions (β of the lift D = 2048; measured ≤ 2^11.7).
+LIFT_NOISE_BOUND = 5793  # ⌊2^12.5⌋
 
 
 @dataclass
@@ -72,8 +75,8 @@ class IDFaceCKKS(_Common):
     def enc_db(self, x) -> CKKSBlock:
         """T_α, separation, Encode, then one encryption per (sign, column)."""
         z = self.params.enrol_transform(x)
-        if z.shape[1] != self.params.dim or z.shape[0] > self.capacity:
-            raise TemplateError(f"a block holds ≤ {self.capacity} templates of d = {self.params.dim}")
+        if z.shape[1] != self.params.width or z.shape[0] > self.capacity:
+            raise TemplateError(f"a block holds ≤ {self.capacity} templates of width {self.params.width}")
         count, d = z.shape
         padded = np.zeros((self.capacity, d), dtype=np.int8)
         padded[:count] = z
@@ -91,8 +94,8 @@ class IDFaceCKKS(_Common):
     def query(self, y) -> tuple[np.ndarray, np.ndarray]:
         """(indices of z⁺, indices of z⁻) for z = T_β(y)."""
         z = self.params.query_transform(y)
-        if z.shape != (1, self.params.dim):
-            raise TemplateError(f"IDFace query must be one template of d = {self.params.dim}")
+        if z.shape != (1, self.params.width):
+            raise TemplateError(f"IDFace query must be one template of width {self.params.width}")
         return np.flatnonzero(z[0] > 0), np.flatnonzero(z[0] < 0)
 
     def ip_db(self, y, blocks: list[CKKSBlock]) -> CKKSScores:

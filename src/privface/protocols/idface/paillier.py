@@ -51,20 +51,20 @@ class IDFacePaillier(_Common):
 
     def enc_db(self, x) -> PaillierBlock:
         z = self.params.enrol_transform(x)
-        if z.shape[1] != self.params.dim or z.shape[0] > self.m:
-            raise TemplateError(f"a block holds ≤ {self.m} templates of d = {self.params.dim}")
+        if z.shape[1] != self.params.width or z.shape[0] > self.m:
+            raise TemplateError(f"a block holds ≤ {self.m} templates of width {self.params.width}")
         p = self.params.base
         weights = [p ** i for i in range(z.shape[0])]
         plain = [[sum(w for w, bit in zip(weights, col) if bit) for col in part.T] for part in separate(z)]
         flat = [m for row in plain for m in row]
         cts = parallel_map(lambda m: self.public.encrypt(m).value, flat)
-        d = self.params.dim
+        d = self.params.width
         return PaillierBlock([cts[:d], cts[d:]], z.shape[0])
 
     def ip_db(self, y, blocks: list[PaillierBlock]) -> PaillierScores:
         z = self.params.query_transform(y)
-        if z.shape != (1, self.params.dim):
-            raise TemplateError(f"IDFace query must be one template of d = {self.params.dim}")
+        if z.shape != (1, self.params.width):
+            raise TemplateError(f"IDFace query must be one template of width {self.params.width}")
         plus, minus = np.flatnonzero(z[0] > 0).tolist(), np.flatnonzero(z[0] < 0).tolist()
         nsq = self.public.nsquare
 
@@ -82,7 +82,7 @@ class IDFacePaillier(_Common):
         return PaillierScores(parallel_map(one, blocks), [b.count for b in blocks])
 
     def block_bytes(self, block: PaillierBlock) -> int:
-        return 2 * self.params.dim * self.public.ciphertext_bytes
+        return 2 * self.params.width * self.public.ciphertext_bytes
 
 
 class IDFacePaillierKey(_Common):
