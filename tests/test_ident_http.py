@@ -246,3 +246,28 @@ def test_privface_identify_cli_against_the_local_server(servers, tmp_path, capsy
         assert out["bytes_sent"] > 0 and out["bytes_received"] > 0
     assert main(["identify", "--protocol", "ident", "--gallery", s["gallery"], str(path)]) == 2
     assert "goes with --server" in capsys.readouterr().err
+
+
+def test_a_centred_and_lifted_idface_gallery_over_http(tmp_path):
+    """A gallery enrolled with --centring shipped --lift 1024 (its meta holds μ and (D, seed)): S_local applies
+    both to the query, S_key rebuilds α, β of the lift from the attach; answers equal in-process identify."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(60, 128))
+    np.save(tmp_path / "faces.npy", x)
+    gallery, keys_url = f"sqlite:///{tmp_path / 'gallery.db'}", f"sqlite:///{tmp_path / 'key.db'}"
+    enrol(gallery, NpySource([tmp_path / "faces.npy"]), "idface-ckks", key_store_url=keys_url, tau=200.0,
+          insecure_test_params=True, centring="shipped", lift=1024)
+    assert Gallery(gallery).settings.lift == 1024 and Gallery(gallery).settings.mean is not None
+    with SQLiteStore(tmp_path / "key.db") as key_store, SQLiteStore(tmp_path / "local.db") as local_store:
+        key_keys, local_keys = ApiKeys(key_store), ApiKeys(local_store)
+        internal = key_keys.create("internal")[1]
+        key = IdentService(key_store, role="key", insecure_test_params=True)
+        with serve_in_thread(create_app(key_store, [key], keys=key_keys)) as key_url:
+            local = IdentService(local_store, role="local", gallery_url=gallery, key_url=key_url,
+                                 key_api_key=internal)
+            with serve_in_thread(create_app(local_store, [local], keys=local_keys)) as local_url:
+                probes = [x[i] + 0.05 * rng.normal(size=128) for i in (0, 31, 59)] + [rng.normal(size=128)]
+                with IdentClient(local_url, api_key=local_keys.create("verify")[1]) as client:
+                    got = [client.identify(p) for p in probes]
+    want = [identify(p, gallery, key_store_url=keys_url)["id"] for p in probes]
+    assert got == want and got[:3] == ["faces.0", "faces.31", "faces.59"]

@@ -17,7 +17,9 @@ from ...wire import Message
 
 @dataclass
 class Attach(Message):
-    """S_local → S_key: the gallery's settings, size, block capacity and public context (pk, no secret)."""
+    """S_local → S_key: the gallery's settings, size, block capacity and public context (pk, no secret);
+    idface-ckks: the lift (D, seed) that sets α and β (the centring mean stays with S_local: decryption
+    does not use it)."""
 
     WIRE_NAME = "ident.Attach"
     scheme: str
@@ -26,6 +28,8 @@ class Attach(Message):
     n: int
     capacity: int
     public_context: bytes
+    lift: int | None = None
+    lift_seed: int | None = None
 
 
 @dataclass

@@ -91,11 +91,14 @@ class KeyRole:
             raise ProtocolError("the public context does not belong to this key server's secret key")
         if msg.scheme not in SCHEMES or msg.n < 1 or msg.capacity < 1:
             raise ProtocolError("Attach: unknown scheme or empty gallery")
-        if (msg.beta is None) != (msg.scheme == "hers"):
-            raise ProtocolError("Attach: β goes with idface-ckks only")
+        if (msg.beta is None) != (msg.scheme == "hers") or (msg.scheme == "hers" and msg.lift is not None):
+            raise ProtocolError("Attach: β and the lift go with idface-ckks only")
+        if (msg.lift is None) != (msg.lift_seed is None):
+            raise ProtocolError("Attach: the lift needs its dimension and its seed")
         try:
             public = LatticePublicContext.from_bytes(msg.public_context, insecure_test_params=self.insecure_test_params)
-            settings = Settings(msg.scheme, msg.dim, msg.beta, self.insecure_test_params)
+            settings = Settings(msg.scheme, msg.dim, msg.beta, self.insecure_test_params, lift=msg.lift,
+                                lift_seed=msg.lift_seed)
             secret = settings.secret_scheme(LatticeSecretContext.from_bytes(public, self._sk))
         except (CryptoError, TemplateError, ValueError) as e:
             raise ProtocolError(f"Attach: {e}") from None
@@ -175,7 +178,7 @@ class LocalRole:
         shape = (ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)
         self.chunk = chunk or chunk_blocks(8 * int(np.prod(shape)))
         attached = _read(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
-                                                     self.gallery.pk_bytes)))
+                                                     self.gallery.pk_bytes, s.lift, s.lift_seed)))
         if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
             raise ProtocolError("the key server holds the key of another gallery")
 

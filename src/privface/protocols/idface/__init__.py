@@ -44,8 +44,8 @@ DESCRIPTION = {
     "steps": ["enrol (T_α, Encode, ENC_DB)", "identify (T_β, IP_DB → key server → index or reject)"],
     "galleries": "idface-ckks persisted by privface.scale.gallery (block-atomic, resumable; the centring mean "
                  "and the lift's D and seed are recorded and applied to every query); Ray sharding in "
-                 "scale.sharded",
-    "not_yet": ["wire messages / HTTP roles", "persisted idface-paillier galleries"],
+                 "scale.sharded; HTTP roles: privface serve --protocol ident --role key|local (idface-ckks)",
+    "not_yet": ["persisted idface-paillier galleries and their HTTP roles"],
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",
