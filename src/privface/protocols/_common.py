@@ -1,9 +1,11 @@
-"""What the protocols' parties share: subject-id validation and the garbled-circuit evaluator's step."""
+"""What the protocols' parties share: subject-id validation, the garbled-circuit evaluator's step, and the
+HTTP clients' parsing of answers."""
 from __future__ import annotations
 
 from ..crypto.compare import Evaluator, GarblerMessage
 from ..errors import CryptoError, ProtocolError
 from ..store.base import StoreError, check_key
+from ..wire import Message, WireError
 
 
 def check_subject_id(protocol: str, subject_id: str) -> None:
@@ -21,3 +23,16 @@ def evaluate_garbled(evaluator: Evaluator, garbler_message: bytes, sender: str) 
         return evaluator.evaluate(GarblerMessage.from_bytes(garbler_message)).to_bytes()
     except CryptoError as e:
         raise ProtocolError(f"bad garbled circuit from the {sender}: {e}") from None
+
+
+def parse_answer(cls: type[Message], body: bytes):
+    """A service's answer decoded as ``cls``; a malformed one is a ProtocolError."""
+    try:
+        return cls.from_bytes(body)
+    except WireError as e:
+        raise ProtocolError(f"malformed answer from the service: {e}") from None
+
+
+def message_bytes(msg) -> bytes:
+    """A message's wire bytes (bytes pass through)."""
+    return msg if isinstance(msg, bytes) else msg.to_bytes()

@@ -6,20 +6,10 @@ import numpy as np
 
 from ...errors import ProtocolError
 from ...service.client import ServiceClient
-from ...wire import Message, WireError
+from .._common import message_bytes as _bytes
+from .._common import parse_answer as _parse
 from .messages import Attached, KeyDecision, Query, Result
 from .servers import PROTOCOL
-
-
-def _parse(cls: type[Message], body: bytes):
-    try:
-        return cls.from_bytes(body)
-    except WireError as e:
-        raise ProtocolError(f"malformed answer from the service: {e}") from None
-
-
-def _bytes(msg) -> bytes:
-    return msg if isinstance(msg, bytes) else msg.to_bytes()
 
 
 class _IdentHttp(ServiceClient):

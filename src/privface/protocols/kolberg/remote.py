@@ -3,24 +3,13 @@
 party before use."""
 from __future__ import annotations
 
-from ...errors import ProtocolError
 from ...service.client import ServiceClient
-from ...wire import Message, WireError
+from .._common import message_bytes as _bytes
+from .._common import parse_answer as _parse
 from .messages import (AuthDecision, AuthKeys, EnrolResponse, KeyRequest, PublicKey, ReencryptResponse, Result,
                        RevokeRequest, RevokeResponse)
 from .params import KolbergParams
 from .parties import PROTOCOL, Client
-
-
-def _parse(cls: type[Message], body: bytes):
-    try:
-        return cls.from_bytes(body)
-    except WireError as e:
-        raise ProtocolError(f"malformed answer from the service: {e}") from None
-
-
-def _bytes(msg) -> bytes:
-    return msg if isinstance(msg, bytes) else msg.to_bytes()
 
 
 class _KolbergHttp(ServiceClient):
