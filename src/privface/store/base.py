@@ -62,11 +62,32 @@ class TemplateStore(ABC):
     def delete(self, protocol: str, subject_id: str) -> bool:
         """Revoke; True when a record existed."""
 
-    @abstractmethod
     def swap(self, protocol: str, subject_id: str, expected: bytes | None, record: bytes | None) -> bool:
         """Compare-and-swap in one transaction: when the stored record is byte-for-byte ``expected`` (None:
         no record), make it ``record`` (None: delete it) and return True; otherwise change nothing and
         return False. Atomic against every other writer of the database, other processes included."""
+        check_key(protocol, subject_id)
+        expected = None if expected is None else check_record(expected)
+        record = None if record is None else check_record(record)
+        if expected is None and record is None:
+            return self.get(protocol, subject_id) is None
+        if expected is None:
+            return self._swap_insert(protocol, subject_id, record)
+        if record is None:
+            return self._swap_delete(protocol, subject_id, expected)
+        return self._swap_update(protocol, subject_id, expected, record)
+
+    @abstractmethod
+    def _swap_insert(self, protocol: str, subject_id: str, record: bytes) -> bool:
+        """One statement: insert unless a record exists; True if inserted."""
+
+    @abstractmethod
+    def _swap_delete(self, protocol: str, subject_id: str, expected: bytes) -> bool:
+        """One statement: delete the record if it equals ``expected``; True if deleted."""
+
+    @abstractmethod
+    def _swap_update(self, protocol: str, subject_id: str, expected: bytes, record: bytes) -> bool:
+        """One statement: replace the record if it equals ``expected``; True if replaced."""
 
     @abstractmethod
     def ids(self, protocol: str) -> list[str]:

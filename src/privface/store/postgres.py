@@ -77,25 +77,20 @@ class PostgresStore(TemplateStore):
         return self._run("DELETE FROM privface_records WHERE protocol = %s AND subject_id = %s",
                          (protocol, subject_id)) > 0
 
-    def swap(self, protocol, subject_id, expected, record) -> bool:
-        check_key(protocol, subject_id)
-        expected = None if expected is None else check_record(expected)
-        record = None if record is None else check_record(record)
-        key = (protocol, subject_id)
-        # One statement each. Under READ COMMITTED an UPDATE/DELETE that waited for a concurrent writer
-        # re-checks its WHERE on the row that writer committed, so a stale `expected` matches nothing.
-        if expected is None and record is None:
-            return self.get(protocol, subject_id) is None
-        if expected is None:
-            sql, args = ("INSERT INTO privface_records (protocol, subject_id, record) VALUES (%s, %s, %s) "
-                         "ON CONFLICT (protocol, subject_id) DO NOTHING", (*key, record))
-        elif record is None:
-            sql, args = ("DELETE FROM privface_records WHERE protocol = %s AND subject_id = %s AND record = %s",
-                         (*key, expected))
-        else:
-            sql, args = ("UPDATE privface_records SET record = %s, updated = now() "
-                         "WHERE protocol = %s AND subject_id = %s AND record = %s", (record, *key, expected))
-        return self._run(sql, args) == 1
+    # One statement each (``TemplateStore.swap``). Under READ COMMITTED an UPDATE/DELETE that waited for a
+    # concurrent writer re-checks its WHERE on the row that writer committed, so a stale `expected` matches nothing.
+    def _swap_insert(self, protocol, subject_id, record) -> bool:
+        return self._run("INSERT INTO privface_records (protocol, subject_id, record) VALUES (%s, %s, %s) "
+                         "ON CONFLICT (protocol, subject_id) DO NOTHING", (protocol, subject_id, record)) == 1
+
+    def _swap_delete(self, protocol, subject_id, expected) -> bool:
+        return self._run("DELETE FROM privface_records WHERE protocol = %s AND subject_id = %s AND record = %s",
+                         (protocol, subject_id, expected)) == 1
+
+    def _swap_update(self, protocol, subject_id, expected, record) -> bool:
+        return self._run("UPDATE privface_records SET record = %s, updated = now() "
+                         "WHERE protocol = %s AND subject_id = %s AND record = %s",
+                         (record, protocol, subject_id, expected)) == 1
 
     def ids(self, protocol) -> list[str]:
         check_key(protocol, "x")

@@ -87,23 +87,19 @@ class SQLiteStore(TemplateStore):
         return self._run("DELETE FROM records WHERE protocol=? AND subject_id=?",
                          (protocol, subject_id)).rowcount > 0
 
-    def swap(self, protocol, subject_id, expected, record) -> bool:
-        check_key(protocol, subject_id)
-        expected = None if expected is None else check_record(expected)
-        record = None if record is None else check_record(record)
-        key = (protocol, subject_id)
-        # One statement each: SQLite runs it as one write transaction, serialised with every other writer.
-        if expected is None and record is None:
-            return self.get(protocol, subject_id) is None
-        if expected is None:
-            sql, args = ("INSERT INTO records (protocol, subject_id, record) VALUES (?, ?, ?) "
-                         "ON CONFLICT (protocol, subject_id) DO NOTHING", (*key, record))
-        elif record is None:
-            sql, args = "DELETE FROM records WHERE protocol=? AND subject_id=? AND record=?", (*key, expected)
-        else:
-            sql, args = ("UPDATE records SET record=?, updated=julianday('now') "
-                         "WHERE protocol=? AND subject_id=? AND record=?", (record, *key, expected))
-        return self._run(sql, args).rowcount == 1
+    # One statement each (``TemplateStore.swap``): SQLite runs it as one write transaction, serialised with
+    # every other writer.
+    def _swap_insert(self, protocol, subject_id, record) -> bool:
+        return self._run("INSERT INTO records (protocol, subject_id, record) VALUES (?, ?, ?) "
+                         "ON CONFLICT (protocol, subject_id) DO NOTHING", (protocol, subject_id, record)).rowcount == 1
+
+    def _swap_delete(self, protocol, subject_id, expected) -> bool:
+        return self._run("DELETE FROM records WHERE protocol=? AND subject_id=? AND record=?",
+                         (protocol, subject_id, expected)).rowcount == 1
+
+    def _swap_update(self, protocol, subject_id, expected, record) -> bool:
+        return self._run("UPDATE records SET record=?, updated=julianday('now') WHERE protocol=? AND subject_id=? "
+                         "AND record=?", (record, protocol, subject_id, expected)).rowcount == 1
 
     def ids(self, protocol) -> list[str]:
         check_key(protocol, "x")
