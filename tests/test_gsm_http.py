@@ -149,7 +149,7 @@ def test_terminal_keeps_presented_first_messages(tmp_path, enrolled):
             assert isinstance(answer, Presented) and answer.subject_id == "hana"
             assert answer.expires_at == dev.first_message().expires_at
             cache.wait()
-            (enrolled_m1, _, _), = cache._entries.values()
+            (enrolled_m1, _), = cache._entries.values()
             assert enrolled_m1.per_slot and len(enrolled_m1.pool) == cache.pool_ahead  # reuse tables and r^N ready
             for variant in ("pi2", "pi3", "pi1"):
                 for w in (template(2, u, 0.1), template(3)):

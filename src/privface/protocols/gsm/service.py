@@ -109,7 +109,7 @@ class FirstMessageCache:
 
     def __init__(self, terminal: Terminal, *, size: int = 32, pool_ahead: int = 2) -> None:
         self.terminal, self.size, self.pool_ahead = terminal, size, pool_ahead
-        self._entries: OrderedDict[bytes, tuple[Enrolled, int, str]] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[Enrolled, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._background = ThreadPoolExecutor(1, thread_name_prefix="gsm-terminal-precompute")
 
@@ -121,7 +121,7 @@ class FirstMessageCache:
             if hit is not None:
                 self._entries.move_to_end(key)
         if hit is not None:
-            enrolled, expires_at, _ = hit
+            enrolled, expires_at = hit
             if variant != "pi1" and expires_at <= self.terminal.clock():
                 with self._lock:
                     self._entries.pop(key, None)
@@ -131,7 +131,7 @@ class FirstMessageCache:
         m1 = Template.from_bytes(m1_bytes)
         enrolled = self.terminal.receive(m1, variant)
         with self._lock:
-            self._entries[key] = (enrolled, m1.expires_at, variant)
+            self._entries[key] = (enrolled, m1.expires_at)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
         self._background.submit(self._prepare, key, m1, variant, enrolled)
@@ -145,7 +145,7 @@ class FirstMessageCache:
         tuned = replace(self.terminal.receive(m1, variant, reuse=True), pool=enrolled.pool)
         with self._lock:
             if key in self._entries:
-                self._entries[key] = (tuned, m1.expires_at, variant)
+                self._entries[key] = (tuned, m1.expires_at)
 
     def wait(self) -> None:
         """Block until the background work queued so far is done (tests, benchmarks)."""
