@@ -56,7 +56,8 @@ def gallery300(tmp_path):
 def test_identify_equals_plaintext_matches_and_rejects(gallery300):
     x, src, url, keys, rep = gallery300
     assert (rep.blocks, rep.templates_per_block, rep.beta) == (3, 127, 15)
-    assert rep.storage_bytes == 3 * 2 * 128 * 128 and rep.storage_bytes_per_identity == round(rep.storage_bytes / 300, 1)
+    assert rep.storage_bytes == 3 * 2 * 128 * 128  # 2d ciphertexts of |N²| = 1024 bits per block
+    assert rep.storage_bytes_per_identity == round(rep.storage_bytes / 300, 1)
     g = Gallery(url)
     assert g.settings.scheme == SCHEME and g.meta["paillier_n"] == format(int(g.public_context.n), "x")
     local, key = g.local_server(), key_server(g, keys)
@@ -252,3 +253,54 @@ def test_cli_enrol_and_identify(tmp_path):
     assert r.returncode == 2 and "enrolled with idface-paillier" in r.stderr and "Traceback" not in r.stderr
     assert not any(k.endswith(".sk") for k in _records(f"{tmp_path}/g.db"))
     assert gal.default_key_store(url) == f"sqlite:///{tmp_path}/g.keys.db"
+
+
+def test_ident_http_roles_serve_an_idface_paillier_gallery(gallery300, tmp_path):
+    """Key and local server over loopback HTTP (API keys on): answers equal in-process identify; a chunk with
+    a ciphertext outside the units of Z_N², of the wrong length or with other counts is a 400, state kept."""
+    import httpx
+
+    from privface.protocols.hers.messages import KeyDecision, ScoreChunk
+    from privface.protocols.hers.remote import IdentClient
+    from privface.protocols.hers.service import IdentService
+    from privface.scale.paillier_blocks import scores_to_bytes
+    from privface.service.app import create_app
+    from privface.service.auth import ApiKeys
+    from privface.service.launch import serve_in_thread
+    from privface.store.sqlite import SQLiteStore
+
+    x, _, url, keys, _ = gallery300
+    rng = np.random.default_rng(19)
+    probes = [x[i] + 0.05 * rng.standard_normal(128) / np.sqrt(128) for i in (0, 200, 299)] + [_unit(1, 128, 99)[0]]
+    with SQLiteStore(tmp_path / "k.db") as key_store, SQLiteStore(tmp_path / "local.db") as local_store:
+        key_keys, local_keys = ApiKeys(key_store), ApiKeys(local_store)
+        internal = key_keys.create("internal")[1]
+        key = IdentService(key_store, role="key", insecure_test_params=True)
+        with serve_in_thread(create_app(key_store, [key], keys=key_keys)) as key_url:
+            local = IdentService(local_store, role="local", gallery_url=url, key_url=key_url, key_api_key=internal,
+                                 chunk=2)  # 3 blocks: two chunks per request
+            with serve_in_thread(create_app(local_store, [local], keys=local_keys)) as local_url:
+                with IdentClient(local_url, api_key=local_keys.create("verify")[1]) as client:
+                    got = [client.identify(p) for p in probes]
+                g = local.party.gallery
+                pk = g.public_context
+                msg = local.party.local.identify_request(x[5][None])
+                raw = scores_to_bytes(msg, pk)
+                nb = pk.ciphertext_bytes
+
+                def post(chunk):
+                    return httpx.post(f"{key_url}/v1/ident/decide", content=chunk.to_bytes(), timeout=60,
+                                      headers={"content-type": "application/octet-stream",
+                                               "authorization": f"Bearer {internal}"})
+
+                rid = bytes(range(16))
+                for bad in (bytes(nb) + raw[nb:], b"\xff" * nb + raw[nb:], int(pk.n).to_bytes(nb, "big") + raw[nb:],
+                            raw[:-1], raw + bytes(nb)):
+                    r = post(ScoreChunk(rid, 0, 3, msg.counts, bad))
+                    assert r.status_code == 400 and r.json()["type"] == "MessageError", r.text
+                assert post(ScoreChunk(rid, 0, 3, [127, 127, 45], raw)).status_code == 400
+                assert key.party._pending == {}
+                r = post(ScoreChunk(rid, 0, 3, msg.counts, raw))
+                assert r.status_code == 200 and KeyDecision.from_bytes(r.content).index == 5
+    want = [identify(p, url, key_store_url=keys)["id"] for p in probes]
+    assert got == want and got == ["emb.0", "emb.200", "emb.299", None]
