@@ -23,7 +23,7 @@ from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
 ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db", "ident-key",
-         "ident-local")
+         "ident-local", "ident-paillier-key", "ident-paillier-local")
 
 
 @dataclass
@@ -159,25 +159,39 @@ def _kolberg(root, rec) -> Iterator[list[Role]]:
 
 
 @contextlib.contextmanager
-def _ident(root, rec) -> Iterator[list[Role]]:
-    """A toy hers gallery of 3 blocks (one ScoreChunk per block), the key server over its key store and the
-    local server over the gallery; identifications that match and one that is rejected."""
+def _ident(root, rec, wanted) -> Iterator[list[Role]]:
+    """The ident key and local servers (``ident-``: a toy hers gallery of 3 blocks, one ScoreChunk per block;
+    ``ident-paillier-``: a toy idface-paillier gallery of 2 blocks, Paillier ciphertexts in the chunks), each
+    seeded with identifications that match and one that is rejected."""
+    with contextlib.ExitStack() as stack:
+        out: list[Role] = []
+        if wanted & {"ident-key", "ident-local"}:
+            out += stack.enter_context(_ident_pair(root, rec, "ident-", "hers", 2100, 32))
+        if wanted & {"ident-paillier-key", "ident-paillier-local"}:
+            out += stack.enter_context(_ident_pair(root, rec, "ident-paillier-", "idface-paillier", 200, 128))
+        yield out
+
+
+@contextlib.contextmanager
+def _ident_pair(root, rec, prefix: str, scheme: str, n: int, d: int) -> Iterator[list[Role]]:
     from privface.protocols.hers.remote import IdentClient
     from privface.protocols.hers.service import IdentService
     from privface.scale import NpySource, enrol
 
     rng = np.random.default_rng(4)
-    x = rng.normal(size=(2100, 32))
-    np.save(root / "ident-faces.npy", x)
-    gallery = f"sqlite:///{root / 'ident-gallery.db'}"
-    enrol(gallery, NpySource([root / "ident-faces.npy"]), "hers", key_store_url=f"sqlite:///{root / 'ident-key.db'}",
-          insecure_test_params=True)
-    with _serve(root, "ident-key", lambda s: IdentService(s, role="key", insecure_test_params=True), rec) as (key, _, _):
+    x = rng.normal(size=(n, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(root / f"{prefix}faces.npy", x)
+    gallery = f"sqlite:///{root / (prefix + 'gallery.db')}"
+    enrol(gallery, NpySource([root / f"{prefix}faces.npy"]), scheme,
+          key_store_url=f"sqlite:///{root / (prefix + 'key.db')}", insecure_test_params=True)
+    key_role = lambda s: IdentService(s, role="key", insecure_test_params=True)  # noqa: E731
+    with _serve(root, prefix + "key", key_role, rec) as (key, _, _):
         local_service = lambda s: IdentService(s, role="local", gallery_url=gallery, key_url=key.url,  # noqa: E731
                                                key_api_key=key.api_key, chunk=1)
-        with _serve(root, "ident-local", local_service, rec) as (local, _, _):
+        with _serve(root, prefix + "local", local_service, rec) as (local, _, _):
             with IdentClient(local.url, api_key=local.api_key) as c:
-                for probe in (x[5] + 0.01 * rng.normal(size=32), x[2050], rng.normal(size=32)):
+                for probe in (x[5] + 0.01 * rng.normal(size=d), x[n - 50], rng.normal(size=d)):
                     c.identify(probe)
             yield [key, local]
 
@@ -194,7 +208,7 @@ def roles(root, names=ROLES) -> Iterator[list[Role]]:
         makers = [("im2020", lambda: _im2020(root, rec, "basic")),
                   ("im2020-secure-comparison", lambda: _im2020(root, rec, "secure-comparison")),
                   ("gsm-", lambda: _gsm(root, rec)), ("kolberg-", lambda: _kolberg(root, rec)),
-                  ("ident-", lambda: _ident(root, rec))]
+                  ("ident-", lambda: _ident(root, rec, wanted))]
         for prefix, make in makers:
             if not any(n == prefix or (prefix.endswith("-") and n.startswith(prefix)) for n in wanted):
                 continue
