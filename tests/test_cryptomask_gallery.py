@@ -223,9 +223,11 @@ def test_foreign_key_store_is_refused(tmp_path):
 
 
 _RAY_CHECK = """
+import sqlite3
 import sys
 import numpy as np
 import ray
+from privface.scale.gallery import GalleryError
 from privface.protocols.cryptomask import encoding
 from privface.protocols.cryptomask.he import Distances
 from privface.protocols.cryptomask.params import T_BITS
@@ -260,6 +262,17 @@ try:
         single, sharded = identify(y, url), identify(y, url, ray="auto", workers=2)
         assert single["match"] is sharded["match"] is want and sharded["shards"] == 2, (single, sharded)
         assert sharded["id"] is None and single["comm_bytes"] == sharded["comm_bytes"]
+    db = sqlite3.connect(url[len("sqlite:///"):])  # a damaged block in the second shard: a GalleryError, no actor left
+    key = "default.block.000003.g000000.part.0000"
+    rec = bytearray(db.execute("SELECT record FROM records WHERE subject_id=?", (key,)).fetchone()[0])
+    rec[5] ^= 1
+    db.execute("UPDATE records SET record=? WHERE subject_id=?", (bytes(rec), key))
+    db.commit()
+    try:
+        identify(y_match, url, ray="auto", workers=2)
+        raise AssertionError("a damaged block was not noticed")
+    except GalleryError as e:
+        assert "block 3" in str(e), e
 finally:
     ray.shutdown()
 print("ray-ok")

@@ -83,7 +83,8 @@ def _meta(raw: bytes | None, what: str) -> dict:
             ok = meta["delta"] == encoding.rows_per_poly(n, meta["dim"])
             at = 0
             for bt in meta["batches"]:
-                ok = ok and type(bt["start"]) is int and bt["start"] == at and type(bt["n"]) is int and bt["n"] > 0
+                ok = (ok and type(bt["start"]) is int and bt["start"] == at and type(bt["n"]) is int and bt["n"] > 0
+                      and isinstance(bt["ids_sha256"], str))
                 at += bt["n"] if ok else 0
             ok = ok and at == meta["n"]
     except (KeyError, TypeError, PrivfaceError):
@@ -123,9 +124,9 @@ def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
     delta, k = meta["delta"], -(-count // meta["delta"])
     rows = c.get("ids")
     if (c.get("count") != count or c.get("dtype") != "uint32" or c.get("shape") != [k, 2, basis.L, basis.n]
-            or c.get("ind") != count % delta or type(c.get("gen")) is not int or type(c.get("parts")) is not int
-            or c.get("parts") < 1 or not isinstance(c.get("sha256"), str) or not isinstance(rows, list)
-            or len(rows) != k or [len(r) if isinstance(r, list) else -1 for r in rows]
+            or c.get("ind") != count % delta or type(c.get("gen")) is not int or c.get("gen") < 0
+            or type(c.get("parts")) is not int or c.get("parts") < 1 or not isinstance(c.get("sha256"), str)
+            or not isinstance(rows, list) or len(rows) != k or [len(r) if isinstance(r, list) else -1 for r in rows]
             != [delta] * (k - 1) + [count - (k - 1) * delta]
             or not all(isinstance(i, str) for r in rows for i in r)):
         raise GalleryError(f"block {b} commit record does not match the gallery")
@@ -262,6 +263,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
         basis = basis_of(pub)
         cap = delta * meta["cts_per_block"]
         count, enrolled, last = _committed(local, name, meta, basis)
+        if count > meta["n"]:
+            raise GalleryError("the gallery holds more templates than its meta records (damaged)")
         batches, digest = meta["batches"], _ids_digest(ids)
         if batches and batches[-1]["ids_sha256"] == digest and batches[-1]["n"] == len(ids):
             start = batches[-1]["start"]  # resume (or nothing left to do)

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .cryptomask_gallery import CMGallery, verifier
-from .gallery import unit
+from .gallery import GalleryError, unit
 
 ANSWER = "1 bit (seed 001 Alg. 3): whether some enrolled face reaches τ; no index, so no id"
 
@@ -27,11 +27,17 @@ ANSWER = "1 bit (seed 001 Alg. 3): whether some enrolled face reaches τ; no ind
 class CSShard:
     """The CS over a contiguous range of blocks (all of them in process, a range per Ray actor)."""
 
-    def __init__(self, url: str, name: str, indices: list[int] | None = None) -> None:
-        self.cs = CMGallery(url, name).cloud_server(indices)
+    def __init__(self, url: str, name: str, indices: list[int] | None = None, *, keep_error: bool = False) -> None:
+        self.cs, self.error = None, None
+        try:
+            self.cs = CMGallery(url, name).cloud_server(indices)
+        except GalleryError as e:  # a Ray actor keeps it for ``ready`` (an actor failing in __init__ only dies)
+            if not keep_error:
+                raise
+            self.error = str(e)
 
-    def ready(self) -> int:
-        return self.cs.ciphertexts
+    def ready(self) -> tuple[int, str | None]:
+        return (0, self.error) if self.cs is None else (self.cs.ciphertexts, None)
 
     def distances(self, query):
         """Alg. 2 lines 3–11 on this shard's ciphertexts: (c_1, masked c_0, d_0)."""
@@ -60,8 +66,13 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
             workers = max(1, int(rt.available_resources().get("CPU", 1)))
         bounds = np.linspace(0, gallery.nblocks, max(1, min(workers, gallery.nblocks)) + 1).round().astype(int)
         actor = rt.remote(num_cpus=1)(CSShard)
-        shards = [actor.remote(gallery_url, name, list(range(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
-        rt.get([s.ready.remote() for s in shards])
+        shards = [actor.remote(gallery_url, name, list(range(lo, hi)), keep_error=True)
+                  for lo, hi in zip(bounds, bounds[1:])]
+        errors = [e for _, e in rt.get([s.ready.remote() for s in shards]) if e is not None]
+        if errors:
+            for s in shards:
+                rt.kill(s)
+            raise GalleryError(errors[0])
         call = lambda q: rt.get([s.distances.remote(q) for s in shards])  # noqa: E731
     wire = Wire()
     ot = setup_ot(wire)
