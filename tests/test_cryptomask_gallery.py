@@ -176,7 +176,7 @@ def test_merge_indicator_across_enrol_calls(tmp_path):
         enrol(url, NpySource([_npy(tmp_path, _unit(3, 13, 64), "d64")]), "cryptomask", insecure_test_params=True)
     with pytest.raises(GalleryError, match="scheme"):
         enrol(url, NpySource([_npy(tmp_path, _unit(3, 14), "h")]), "hers", insecure_test_params=True)
-    with pytest.raises(GalleryError, match="idface-ckks only"):
+    with pytest.raises(GalleryError, match="apply to idface"):
         enrol(url, NpySource([_npy(tmp_path, c, "c")]), "cryptomask", beta=15, insecure_test_params=True)
 
 

@@ -626,7 +626,7 @@ def cmd_kolberg_client(a) -> int:
     return 1 if out.get("accepted") is False else 0
 
 
-GALLERY_SCHEMES = ("idface-ckks", "hers")
+GALLERY_SCHEMES = ("idface-ckks", "hers", "idface-paillier")
 GALLERY_SCHEMES += ("cryptomask",)  # seed 001: 1-bit answer (scale.cryptomask_gallery)
 
 
@@ -685,8 +685,8 @@ def cmd_identify(a) -> int:
     """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
     if a.server:
         if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
-            raise PrivfaceError("--scheme idface-ckks|hers, --key-store, --name, --ray and --workers go with "
-                                "--gallery")
+            raise PrivfaceError("--scheme idface-ckks|idface-paillier|hers, --key-store, --name, --ray and "
+                                "--workers go with --gallery")
         if a.protocol == "ident":
             if a.scheme is not None:
                 raise PrivfaceError("--scheme does not go with --protocol ident: the local server's gallery has one")
@@ -1149,7 +1149,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_revoke)
 
     s = sub.add_parser("identify", help="who is this face? kolberg over HTTP (--server) or a local encrypted "
-                                        "gallery (--gallery; hers / idface-ckks; cryptomask: match or not, no id) (exit 0 found, 1 nobody)")
+                                        "gallery (--gallery; hers / idface-ckks / idface-paillier; cryptomask: match "
+                                        "or not, no id) (exit 0 found, 1 nobody)")
     where = s.add_mutually_exclusive_group(required=True)
     where.add_argument("--server", help="the kolberg DB server's (or with --protocol ident, the hers/idface local "
                                         "server's) base URL")
@@ -1171,7 +1172,8 @@ def build_parser() -> argparse.ArgumentParser:
     http_args(s)
     s.set_defaults(func=cmd_identify)
 
-    s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks; seed 003; cryptomask: seed 001)")
+    s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks, idface-paillier; seed 003; "
+                                       "cryptomask: seed 001)")
     gsub = s.add_subparsers(dest="gallery_cmd", required=True)
     g = gsub.add_parser("enrol", help="encrypt embeddings (.npy) or face images into a gallery, block by block; "
                                       "re-running resumes an interrupted enrolment")
@@ -1179,17 +1181,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gallery", required=True, help="store URL for S_local's encrypted blocks, e.g. sqlite:///g.db")
     g.add_argument("--key-store", help="store URL for S_key's secret key (default for sqlite:///g.db: "
                                        "sqlite:///g.keys.db)")
-    g.add_argument("--beta", type=int, help="idface-ckks: query parameter β (default 63 for d = 512, 15 for 128, "
+    g.add_argument("--beta", type=int, help="idface: query parameter β (default 63 for d = 512, 15 for 128, "
                                             "α for a lift)")
     g.add_argument("--centring", choices=["none", "shipped"], default="none",
-                   help="idface-ckks: subtract the --backend's shipped mean before T_α (recorded in the gallery, "
+                   help="idface: subtract the --backend's shipped mean before T_α (recorded in the gallery, "
                         "applied to every probe; default none)")
     g.add_argument("--lift", type=int, metavar="D", default=0,
-                   help="idface-ckks: lift templates into D dimensions (1024 or 2048, tight frame, seed recorded) "
+                   help="idface: lift templates into D dimensions (1024 or 2048, tight frame, seed recorded) "
                         "before T_α; 0 = off (default). dlib 128-D: --centring shipped --lift 1024")
     g.add_argument("--tau", type=float, help="the key server's threshold (default: hers 0.5 cosine; "
                                              "idface ⌊min(α, β)/4⌋; cryptomask: the verifier's cosine, 0.5)")
-    g.add_argument("--insecure-test-params", action="store_true", help="toy CKKS (cryptomask: BFV) N = 2048: tests only")
+    g.add_argument("--insecure-test-params", action="store_true",
+                   help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
     g.add_argument("inputs", nargs="+", help=".npy embedding files (ids <stem>.<row>) or images / directories "
                                              "(ids: file stems)")

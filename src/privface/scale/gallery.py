@@ -1,13 +1,14 @@
-"""Persistent encrypted galleries for hers / idface-ckks (seed 003 §3.2): resumable, block-atomic enrolment.
+"""Persistent encrypted galleries for hers / idface-ckks / idface-paillier (seed 003 §3.2, §4): resumable,
+block-atomic enrolment.
 
 Two stores, kept apart as the two servers are:
 
 Every key below is prefixed by the gallery's name (``default.meta`` …), so one store can hold several galleries.
 
 * the **gallery store** (S_local, ``--gallery URL``) holds, under protocol ``gallery``: ``meta`` (scheme,
-  parameters — for idface-ckks also the centring mean μ and the lift's D and seed, so that every query is
+  parameters — for idface also the centring mean μ and the lift's D and seed, so that every query is
   centred and lifted as the enrolled templates were —, size, a digest of the id list), ``pk`` (the public
-  lattice context) and, per block b,
+  lattice context; idface-paillier: N, ``paillier_blocks``) and, per block b,
   ``block.BBBBBB.part.PPPP`` (the block's ciphertext array in ≤ 32 MiB pieces) then ``block.BBBBBB`` (the
   commit record: count, dtype, shape, SHA-256 of the array, the block's ids). A block exists only once its
   commit record does, and that record is written after every piece, so a crash leaves whole blocks and
@@ -37,7 +38,7 @@ import numpy as np
 
 from ..errors import PrivfaceError, TemplateError
 
-SCHEMES = ("idface-ckks", "hers")
+SCHEMES = ("idface-ckks", "hers", "idface-paillier")
 LOCAL, KEY = "gallery", "gallery-key"
 PART_BYTES = 32 << 20
 VERSION = 1
@@ -146,8 +147,9 @@ def default_key_store(gallery_url: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    """A gallery's scheme and parameters; idface-ckks: β, the centring mean μ (or None) and the lift (D, seed)
-    (or None) — ``protocols.idface.IDFaceParams`` applies them inside ENC_DB and IP_DB."""
+    """A gallery's scheme and parameters; idface-ckks / idface-paillier: β, the centring mean μ (or None) and
+    the lift (D, seed) (or None) — ``protocols.idface.IDFaceParams`` applies them inside ENC_DB and IP_DB.
+    idface-paillier's keys and block arrays are ``paillier_blocks``' (2048-bit N; 512 only for tests)."""
 
     scheme: str
     dim: int
@@ -170,7 +172,46 @@ class Settings:
 
         return IDFaceParams.for_dim(self.dim, self.beta, self.mean, self.lift, self.lift_seed)
 
+    @property
+    def paillier(self) -> bool:
+        return self.scheme == "idface-paillier"
+
+    def generate_keys(self) -> tuple[object, object, bytes, bytes]:
+        """(pub, sec, pk record, sk record) of a fresh key pair for this scheme."""
+        if self.paillier:
+            from . import paillier_blocks as pb
+
+            pub, sec = pb.generate_keys(self.insecure_test_params)
+            return pub, sec, pb.public_to_bytes(pub), pb.secret_to_bytes(sec)
+        from ..crypto.lattice import generate_lattice_keys
+
+        pub, sec = generate_lattice_keys(self.lattice_params(), insecure_test_params=self.insecure_test_params)
+        return pub, sec, pub.to_bytes(), sec.secret_to_bytes()
+
+    def load_public(self, raw: bytes):
+        """The public key / context from its record (CryptoError if damaged)."""
+        if self.paillier:
+            from .paillier_blocks import public_from_bytes
+
+            return public_from_bytes(raw, self.insecure_test_params)
+        from ..crypto.lattice import LatticePublicContext
+
+        return LatticePublicContext.from_bytes(raw, insecure_test_params=self.insecure_test_params)
+
+    def load_secret(self, pub, raw: bytes):
+        if self.paillier:
+            from .paillier_blocks import secret_from_bytes
+
+            return secret_from_bytes(pub, raw)
+        from ..crypto.lattice import LatticeSecretContext
+
+        return LatticeSecretContext.from_bytes(pub, raw)
+
     def public_scheme(self, pub):
+        if self.paillier:
+            from ..protocols.idface import IDFacePaillier
+
+            return IDFacePaillier(pub, self.idface_params())
         if self.scheme == "hers":
             from ..protocols.hers import HERS
 
@@ -180,6 +221,10 @@ class Settings:
         return IDFaceCKKS(pub, self.idface_params())
 
     def secret_scheme(self, sec):
+        if self.paillier:
+            from ..protocols.idface import IDFacePaillierKey
+
+            return IDFacePaillierKey(sec, self.idface_params())
         if self.scheme == "hers":
             from ..protocols.hers import HERSKey
 
@@ -196,10 +241,18 @@ class Settings:
 
     def block_layout(self, pub) -> tuple[str, tuple[int, ...]]:
         """The dtype and shape every stored block array of this scheme has."""
+        if self.paillier:
+            from .paillier_blocks import block_shape
+
+            return "uint8", block_shape(pub, self.idface_params().width)
         n = pub.n
         if self.scheme == "hers":
             return "uint32", (2, self.dim, 2 * n)
         return "uint64", (2, self.idface_params().width, 2, 1, n)
+
+    def public_meta(self, pub) -> dict:
+        """idface-paillier: the public key N (hex) in the meta too, checked against the ``pk`` record on load."""
+        return {"paillier_n": format(int(pub.n), "x")} if self.paillier else {}
 
     def transform_meta(self) -> dict:
         """The meta entries that fix the idface pre-transform: ``centring`` {mean} and ``lift`` {dim, seed}."""
@@ -218,7 +271,7 @@ def _settings(scheme: str, dim: int, beta: int | None, insecure: bool, centring:
         raise GalleryError(f"--centring must be one of {CENTRINGS}, got {centring!r}")
     if scheme == "hers":
         if beta is not None or centring != "none" or lift:
-            raise GalleryError("--beta, --centring and --lift apply to idface-ckks only")
+            raise GalleryError("--beta, --centring and --lift apply to idface-ckks / idface-paillier only")
         return Settings(scheme, dim, beta, insecure)
     from ..protocols.idface import IDFaceParams
     from ..protocols.idface.centring import shipped_mean
@@ -332,14 +385,13 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     ``after_block(b)`` is called after block b is committed (tests interrupt enrolment with it).
     ``scheme="cryptomask"`` goes to ``cryptomask_gallery.enrol`` (seed 001 Alg. 1: a new source is appended).
     """
-    from ..crypto.lattice import LatticePublicContext, generate_lattice_keys
     from ..store import open_store
 
     if scheme == "cryptomask":  # seed 001: its own layout (scale.cryptomask_gallery)
         from . import cryptomask_gallery
 
         if beta is not None or centring != "none" or lift:
-            raise GalleryError("--beta, --centring and --lift apply to idface-ckks only")
+            raise GalleryError("--beta, --centring and --lift apply to idface-ckks / idface-paillier only")
         return cryptomask_gallery.enrol(gallery_url, source, key_store_url=key_store_url, tau=tau,
                                         insecure_test_params=insecure_test_params, progress=progress,
                                         after_block=after_block, name=name)
@@ -353,15 +405,14 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     with open_store(gallery_url) as local:
         meta_raw = local.get(LOCAL, _k(name, "meta"))
         if meta_raw is None:
-            pub, sec = generate_lattice_keys(settings.lattice_params(), insecure_test_params=insecure_test_params)
-            pk = pub.to_bytes()
+            pub, _, pk, sk = settings.generate_keys()
             with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
-                keys.put(KEY, _k(name, "sk"), sec.secret_to_bytes())
+                keys.put(KEY, _k(name, "sk"), sk)
                 keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
                                                   "tau": settings.default_tau() if tau is None else float(tau)}
                                                  ).encode())
             local.put(LOCAL, _k(name, "pk"), pk)
-            meta = dict(wanted, capacity=settings.public_scheme(pub).capacity)
+            meta = dict(wanted, capacity=settings.public_scheme(pub).capacity, **settings.public_meta(pub))
             local.put(LOCAL, _k(name, "meta"), json.dumps(meta).encode())
         else:
             meta = _json(meta_raw, "gallery meta")
@@ -371,8 +422,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                                    "use another --gallery to start afresh")
             if tau is not None:
                 raise GalleryError("--tau is fixed when the gallery is created")
-            pub = LatticePublicContext.from_bytes(local.get(LOCAL, _k(name, "pk")) or b"",
-                                                  insecure_test_params=insecure_test_params)
+            pub = _load_public(settings, local.get(LOCAL, _k(name, "pk")))
         public = settings.public_scheme(pub)
         cap = int(meta["capacity"])
         if cap != public.capacity:
@@ -387,7 +437,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                     continue
                 lo, hi = b * cap, min(len(ids), (b + 1) * cap)
                 block = public.enc_db(source.templates(lo, hi))
-                _put_block(local, name, b, _block_array(block), hi - lo, ids[lo:hi])
+                _put_block(local, name, b, _block_array(settings, block, pub), hi - lo, ids[lo:hi])
                 encrypted += 1
                 if bar is not None:
                     bar.update(hi - lo)
@@ -403,8 +453,38 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                        round(time.perf_counter() - t0, 3))
 
 
-def _block_array(block) -> np.ndarray:
+def _block_array(settings: Settings, block, pub) -> np.ndarray:
+    if settings.paillier:
+        from .paillier_blocks import block_to_array
+
+        return block_to_array(block, pub)
     return block.planes if hasattr(block, "planes") else block.data
+
+
+def _make_block(settings: Settings, arr: np.ndarray, count: int, pub, b: int):
+    """A stored block array back as the scheme's block (idface-paillier: every ciphertext checked)."""
+    if settings.paillier:
+        from .paillier_blocks import block_from_array
+
+        return block_from_array(arr, count, pub, f"block {b}")
+    if settings.scheme == "hers":
+        from ..protocols.hers.scheme import HERSBlock
+
+        return HERSBlock(arr, count)
+    from ..protocols.idface.ckks import CKKSBlock
+
+    return CKKSBlock(arr, count)
+
+
+def _load_public(settings: Settings, raw: bytes | None):
+    from ..errors import CryptoError
+
+    if raw is None:
+        raise GalleryError("the gallery's public key is missing")
+    try:
+        return settings.load_public(raw)
+    except CryptoError as e:
+        raise GalleryError(f"the gallery's public key is damaged ({e})") from None
 
 
 def _storage_bytes(settings: Settings, pub, nblocks: int) -> int:
@@ -428,7 +508,6 @@ class Gallery:
     """S_local's view of a persisted gallery: settings, public scheme, block count; blocks load on demand."""
 
     def __init__(self, gallery_url: str, name: str = "default") -> None:
-        from ..crypto.lattice import LatticePublicContext
         from ..store import open_store
 
         self.url, self.name = gallery_url, name
@@ -441,9 +520,13 @@ class Gallery:
                 raise GalleryError("the gallery's public key is missing")
             self.settings = _meta_settings(self.meta)
             self.pk_bytes = pk
-            self.public_context = LatticePublicContext.from_bytes(pk, insecure_test_params=self.settings.insecure_test_params)
+            self.public_context = _load_public(self.settings, pk)
+            if any(self.meta.get(k) != v for k, v in self.settings.public_meta(self.public_context).items()):
+                raise GalleryError("gallery meta disagrees with its public key (paillier_n)")
             self.public = self.settings.public_scheme(self.public_context)
-            self.n, self.capacity = int(self.meta["n"]), int(self.meta["capacity"])
+            self.n, self.capacity = self.meta.get("n"), self.meta.get("capacity")
+            if not (isinstance(self.n, int) and self.n >= 1 and self.capacity == self.public.capacity):
+                raise GalleryError("gallery meta is damaged (n, or capacity disagrees with its public key)")
             self.nblocks = -(-self.n // self.capacity)
             missing = [b for b in range(self.nblocks) if local.get(LOCAL, _k(name, _block_key(b))) is None]
         if missing:
@@ -452,8 +535,6 @@ class Gallery:
 
     def load_blocks(self, indices=None) -> tuple[list, list[list[str]]]:
         """(blocks, ids per block) for the given block indices (default: all), verified against their commits."""
-        from ..protocols.hers.scheme import HERSBlock
-        from ..protocols.idface.ckks import CKKSBlock
         from ..store import open_store
 
         dtype, shape = self.settings.block_layout(self.public_context)
@@ -478,7 +559,7 @@ class Gallery:
                     pos += len(piece)
                 if pos != len(raw) or hashlib.sha256(raw).hexdigest() != commit["sha256"]:
                     raise GalleryError(f"block {b} is damaged (length or SHA-256 differs from its commit)")
-                blocks.append(HERSBlock(arr, count) if self.settings.scheme == "hers" else CKKSBlock(arr, count))
+                blocks.append(_make_block(self.settings, arr, count, self.public_context, b))
                 ids.append(commit["ids"])
         return blocks, ids
 
@@ -494,7 +575,7 @@ class Gallery:
 
 def key_server(gallery: Gallery, key_store_url: str | None = None):
     """S_key for ``gallery``: its sk from the key store (checked against the gallery's public key) and τ."""
-    from ..crypto.lattice import LatticeSecretContext
+    from ..errors import CryptoError
     from ..protocols.hers import KeyServer
     from ..store import open_store
 
@@ -505,7 +586,10 @@ def key_server(gallery: Gallery, key_store_url: str | None = None):
         raise GalleryError("the key store holds no secret key")
     if meta.get("pk_sha256") != hashlib.sha256(gallery.pk_bytes).hexdigest():
         raise GalleryError("the key store belongs to another gallery (public key differs)")
-    sec = LatticeSecretContext.from_bytes(gallery.public_context, sk)
+    try:
+        sec = gallery.settings.load_secret(gallery.public_context, sk)
+    except CryptoError as e:
+        raise GalleryError(f"the key store's secret key is damaged ({e})") from None
     return KeyServer(gallery.settings.secret_scheme(sec), float(meta["tau"]))
 
 

@@ -50,8 +50,7 @@ class _Shard:
         return len(self.blocks)
 
     def ip_db(self, query):
-        msg = self.gallery.public.ip_db(query, self.blocks)
-        return msg.arrays, msg.counts
+        return self.gallery.public.ip_db(query, self.blocks)
 
 
 class RayLocalServer:
@@ -71,10 +70,7 @@ class RayLocalServer:
         ray.get([s.ready.remote() for s in self.shards])  # every shard has loaded its blocks
 
     def identify_request(self, query):
-        from ..protocols.hers.scheme import CKKSScores
-
-        parts = self._ray.get([s.ip_db.remote(query) for s in self.shards])
-        return CKKSScores(np.concatenate([a for a, _ in parts]), [c for _, counts in parts for c in counts])
+        return _concat(self._ray.get([s.ip_db.remote(query) for s in self.shards]))
 
     def resolve(self, decision):
         from ..protocols.hers import LocalServer
@@ -85,6 +81,17 @@ class RayLocalServer:
         for s in self.shards:
             self._ray.kill(s)
         self.shards = []
+
+
+def _concat(parts: list):
+    """The shards' IP_DB messages joined in block order (CKKS residue arrays, or Paillier (ct⁺, ct⁻) pairs)."""
+    from ..protocols.hers.scheme import CKKSScores
+
+    if not isinstance(parts[0], CKKSScores):
+        from .paillier_blocks import concat_scores
+
+        return concat_scores(parts)
+    return CKKSScores(np.concatenate([p.arrays for p in parts]), [c for p in parts for c in p.counts])
 
 
 def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: str | None = None,

@@ -1,4 +1,5 @@
-"""The wire messages of the two-server identification of seed 003 §3.2 (protocol ``ident``, hers and idface-ckks).
+"""The wire messages of the two-server identification of seed 003 §3.2 (protocol ``ident``: hers, idface-ckks,
+idface-paillier).
 
 S_local → S_key: ``Attach`` (once, at the local server's start: the gallery's public context and layout, which
 S_key checks against the public-key digest in its key store) and ``ScoreChunk`` (the IP_DB ciphertexts of one
@@ -53,7 +54,8 @@ class Query(Message):
 class ScoreChunk(Message):
     """S_local → S_key: blocks ``offset`` … ``offset + len(counts) − 1`` of the ``total`` blocks of one IP_DB
     message: ``counts`` templates per block, ``residues`` the ciphertexts as little-endian uint64 of shape
-    (len(counts), ciphertexts per block, 2, L, n)."""
+    (len(counts), ciphertexts per block, 2, L, n); idface-paillier: (ct⁺, ct⁻) per block, each big-endian in
+    ⌈|N²|/8⌉ bytes."""
 
     WIRE_NAME = "ident.ScoreChunk"
     request_id: bytes

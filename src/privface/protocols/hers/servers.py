@@ -8,6 +8,10 @@ never reads the gallery store (its commit records name every identity): S_local 
 layout once (``Attach``), S_key accepts them only if their SHA-256 is the one next to its sk, and keeps them in
 its own store so that a restart needs no new attach. The scores are decrypted, folded into the running best
 and dropped chunk by chunk: only the final index (or reject) leaves S_key, and nothing of them is logged.
+
+idface-paillier (seed 003 §4.3): the same messages; ``Attach.public_context`` is N and ``ScoreChunk.residues``
+the (ct⁺, ct⁻) of each block as fixed-width big-endian values, each checked to be a unit of Z_N² before
+decryption (``scale.paillier_blocks``).
 """
 from __future__ import annotations
 
@@ -19,7 +23,6 @@ import time
 
 import numpy as np
 
-from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ...scale.gallery import KEY, SCHEMES, Gallery, Settings, unit
 from ...store.base import TemplateStore
@@ -79,7 +82,7 @@ class KeyRole:
         except (ValueError, KeyError, TypeError):
             raise PrivfaceError(f"the key store's record of gallery {name!r} is damaged") from None
         self._sk = sk
-        self._gallery = None  # (secret scheme, n, capacity, ciphertexts per block, residue shape, moduli)
+        self._gallery = None  # (secret scheme, n, capacity, residue shape per block, or a Paillier pk)
         self._pending: dict[bytes, tuple[int, float, int, float]] = {}  # id → (next block, best, index, start)
         self._lock = threading.Lock()
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
@@ -92,18 +95,20 @@ class KeyRole:
         if msg.scheme not in SCHEMES or msg.n < 1 or msg.capacity < 1:
             raise ProtocolError("Attach: unknown scheme or empty gallery")
         if (msg.beta is None) != (msg.scheme == "hers") or (msg.scheme == "hers" and msg.lift is not None):
-            raise ProtocolError("Attach: β and the lift go with idface-ckks only")
+            raise ProtocolError("Attach: β and the lift go with idface only")
         if (msg.lift is None) != (msg.lift_seed is None):
             raise ProtocolError("Attach: the lift needs its dimension and its seed")
         try:
-            public = LatticePublicContext.from_bytes(msg.public_context, insecure_test_params=self.insecure_test_params)
             settings = Settings(msg.scheme, msg.dim, msg.beta, self.insecure_test_params, lift=msg.lift,
                                 lift_seed=msg.lift_seed)
-            secret = settings.secret_scheme(LatticeSecretContext.from_bytes(public, self._sk))
+            public = settings.load_public(msg.public_context)
+            secret = settings.secret_scheme(settings.load_secret(public, self._sk))
         except (CryptoError, TemplateError, ValueError) as e:
             raise ProtocolError(f"Attach: {e}") from None
         if secret.capacity != msg.capacity:
             raise ProtocolError("Attach: block capacity disagrees with the scheme's")
+        if settings.paillier:
+            return secret, msg.n, msg.capacity, public
         k = ciphertexts_per_block(msg.scheme)
         levels = public._levels[tuple(public.seal_context.first_parms_id())]
         return secret, msg.n, msg.capacity, (k, 2, len(levels), public.n)
@@ -120,7 +125,8 @@ class KeyRole:
         return Attached(self._pk_sha256, msg.n)
 
     def _check(self, msg: ScoreChunk):
-        """The chunk's residues as a ``CKKSScores`` of its blocks, or ProtocolError (no state read or kept)."""
+        """The chunk's residues as a ``CKKSScores`` (or ``PaillierScores``) of its blocks, or ProtocolError (no
+        state read or kept)."""
         if self._gallery is None:
             raise ProtocolError("no gallery attached (the local server attaches when it starts)")
         secret, n, capacity, shape = self._gallery
@@ -132,6 +138,13 @@ class KeyRole:
                                 f"the gallery has {len(counts)}")
         if msg.counts != counts[msg.offset:msg.offset + len(msg.counts)]:
             raise ProtocolError("ScoreChunk: block counts differ from the gallery's layout")
+        if not isinstance(shape, tuple):  # idface-paillier: every ciphertext a unit of Z_N²
+            from ...scale.paillier_blocks import scores_from_bytes
+
+            try:
+                return secret, capacity, scores_from_bytes(msg.residues, list(msg.counts), shape)
+            except (CryptoError, PrivfaceError) as e:
+                raise ProtocolError(f"ScoreChunk: {e}") from None
         expect = len(msg.counts) * int(np.prod(shape)) * 8
         if len(msg.residues) != expect:
             raise ProtocolError(f"ScoreChunk: {len(msg.residues)} residue bytes, expected {expect}")
@@ -175,8 +188,11 @@ class LocalRole:
         self.local = self.gallery.local_server()
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
-        shape = (ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)
-        self.chunk = chunk or chunk_blocks(8 * int(np.prod(shape)))
+        if s.paillier:
+            block_bytes = 2 * self.gallery.public_context.ciphertext_bytes
+        else:
+            block_bytes = 8 * int(np.prod((ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)))
+        self.chunk = chunk or chunk_blocks(block_bytes)
         attached = _read(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
                                                      self.gallery.pk_bytes, s.lift, s.lift_seed)))
         if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
@@ -200,12 +216,21 @@ class LocalRole:
         who = self.local.resolve(Decision(self._ask(msg)))
         return Result(who is not None, who)
 
-    def _ask(self, msg: CKKSScores) -> int | None:
+    def _residues(self, msg, lo: int, hi: int) -> bytes:
+        """Blocks lo … hi − 1 of the IP_DB message as ``ScoreChunk.residues``."""
+        if isinstance(msg, CKKSScores):
+            return np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
+        from ...protocols.idface import PaillierScores
+        from ...scale.paillier_blocks import scores_to_bytes
+
+        return scores_to_bytes(PaillierScores(msg.values[lo:hi], msg.counts[lo:hi]), self.gallery.public_context)
+
+    def _ask(self, msg) -> int | None:
         rid, total = secrets.token_bytes(16), len(msg.counts)
         reply = None
         for lo in range(0, total, self.chunk):
             hi = min(total, lo + self.chunk)
-            residues = np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
+            residues = self._residues(msg, lo, hi)
             reply = self.key.decide(ScoreChunk(rid, lo, total, msg.counts[lo:hi], residues))
         if reply is None:
             raise ProtocolError("the key server returned no decision")

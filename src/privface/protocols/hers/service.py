@@ -1,7 +1,7 @@
 """Seed 003 §3.2's identification servers as a ``privface.service.base.ProtocolService`` (protocol ``ident``),
-one role per server — they must not collude. One protocol serves hers and idface-ckks galleries alike: the
-scheme is the persisted gallery's (``scale.gallery``), and both send the same IP_DB message (CKKS residues,
-one or two ciphertexts per block). Bad input raises MessageError and changes no state.
+one role per server — they must not collude. One protocol serves hers, idface-ckks and idface-paillier galleries:
+the scheme is the persisted gallery's (``scale.gallery``); the IP_DB message is CKKS residues (one or two
+ciphertexts per block) or Paillier (ct⁺, ct⁻) pairs. Bad input raises MessageError and changes no state.
 
 Key server (``role="key"``, its store = the gallery's key store, holds sk; scores never leave it):
     ``attach``    Attach → Attached          (the local server, once at start; checked against sk's pk digest)

@@ -42,10 +42,12 @@ DESCRIPTION = {
                            "products preserved exactly; the eval's default for d = 128 is D = 2048 "
                            "(α = β = 1365)"},
     "steps": ["enrol (T_α, Encode, ENC_DB)", "identify (T_β, IP_DB → key server → index or reject)"],
-    "galleries": "idface-ckks persisted by privface.scale.gallery (block-atomic, resumable; the centring mean "
-                 "and the lift's D and seed are recorded and applied to every query); Ray sharding in "
-                 "scale.sharded; HTTP roles: privface serve --protocol ident --role key|local (idface-ckks)",
-    "not_yet": ["persisted idface-paillier galleries and their HTTP roles"],
+    "galleries": "idface-ckks and idface-paillier persisted by privface.scale.gallery (block-atomic, resumable; "
+                 "the centring mean and the lift's D and seed are recorded and applied to every query; Paillier "
+                 "blocks as fixed-width big-endian ciphertexts, each checked to be a unit of Z_N² on load: "
+                 "scale.paillier_blocks); Ray sharding in scale.sharded; HTTP roles: privface serve --protocol "
+                 "ident --role key|local (both)",
+    "not_yet": [],
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",
