@@ -627,6 +627,7 @@ def cmd_kolberg_client(a) -> int:
 
 
 GALLERY_SCHEMES = ("idface-ckks", "hers", "idface-paillier")
+GALLERY_SCHEMES += ("cryptomask",)  # seed 001: 1-bit answer (scale.cryptomask_gallery)
 
 
 def cmd_gallery_enrol(a) -> int:
@@ -693,13 +694,15 @@ def cmd_identify(a) -> int:
         return cmd_kolberg_client(a)
     if a.protocol == "ident":
         raise PrivfaceError("--protocol ident goes with --server (the local server's URL)")
-    from .scale import Gallery, identify
+    from .scale import Gallery, cryptomask_gallery, identify
 
     if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
         raise PrivfaceError(f"--gallery galleries use --scheme {' or '.join(GALLERY_SCHEMES)}")
     if a.workers is not None and (a.ray is None or a.workers < 1):
         raise PrivfaceError("--workers needs --ray and a positive count")
     name = a.name or "default"
+    if cryptomask_gallery.stored_scheme(a.gallery, name) == "cryptomask":
+        return _identify_cryptomask(a, name)
     gallery_scheme = Gallery(a.gallery, name).settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
         raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
@@ -714,6 +717,26 @@ def cmd_identify(a) -> int:
         print(out["id"] if out["accepted"] else "no match")
         print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("id", "accepted")))
     return 0 if out["accepted"] else 1
+
+
+def _identify_cryptomask(a, name: str) -> int:
+    """identify --gallery with a cryptomask gallery (seed 001): the verifier's bit, no id (exit 0 match, 1 none)."""
+    from .scale import identify
+
+    if a.scheme is not None and a.scheme != "cryptomask":
+        raise PrivfaceError(f"the gallery was enrolled with cryptomask, not {a.scheme}")
+    x, face_ms = _identify_embedding(a)
+    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
+    out = {"match": out["match"], "accepted": out["match"], **out}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if a.json:
+        _print(out, True)
+    else:
+        print("match" if out["match"] else "no match")
+        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("match", "accepted", "id", "answer")))
+        print(out["answer"])
+    return 0 if out["match"] else 1
 
 
 def cmd_rotate_keys(a) -> int:
@@ -1126,8 +1149,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_revoke)
 
     s = sub.add_parser("identify", help="who is this face? kolberg over HTTP (--server) or a local encrypted "
-                                        "gallery (--gallery; hers / idface-ckks / idface-paillier) (exit 0 found, "
-                                        "1 nobody)")
+                                        "gallery (--gallery; hers / idface-ckks / idface-paillier; cryptomask: match "
+                                        "or not, no id) (exit 0 found, 1 nobody)")
     where = s.add_mutually_exclusive_group(required=True)
     where.add_argument("--server", help="the kolberg DB server's (or with --protocol ident, the hers/idface local "
                                         "server's) base URL")
@@ -1149,7 +1172,8 @@ def build_parser() -> argparse.ArgumentParser:
     http_args(s)
     s.set_defaults(func=cmd_identify)
 
-    s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks, idface-paillier; seed 003)")
+    s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks, idface-paillier; seed 003; "
+                                       "cryptomask: seed 001)")
     gsub = s.add_subparsers(dest="gallery_cmd", required=True)
     g = gsub.add_parser("enrol", help="encrypt embeddings (.npy) or face images into a gallery, block by block; "
                                       "re-running resumes an interrupted enrolment")
@@ -1166,9 +1190,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="idface: lift templates into D dimensions (1024 or 2048, tight frame, seed recorded) "
                         "before T_α; 0 = off (default). dlib 128-D: --centring shipped --lift 1024")
     g.add_argument("--tau", type=float, help="the key server's threshold (default: hers 0.5 cosine; "
-                                             "idface ⌊min(α, β)/4⌋)")
+                                             "idface ⌊min(α, β)/4⌋; cryptomask: the verifier's cosine, 0.5)")
     g.add_argument("--insecure-test-params", action="store_true",
-                   help="toy keys (CKKS N = 2048, Paillier 512-bit): tests only")
+                   help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
     g.add_argument("inputs", nargs="+", help=".npy embedding files (ids <stem>.<row>) or images / directories "
                                              "(ids: file stems)")

@@ -383,9 +383,18 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     gallery meta, and ``Gallery`` rebuilds the same ``IDFaceParams`` so queries get the same transform.
     A gallery made with other settings or other ids is refused (``GalleryError``), never mixed into.
     ``after_block(b)`` is called after block b is committed (tests interrupt enrolment with it).
+    ``scheme="cryptomask"`` goes to ``cryptomask_gallery.enrol`` (seed 001 Alg. 1: a new source is appended).
     """
     from ..store import open_store
 
+    if scheme == "cryptomask":  # seed 001: its own layout (scale.cryptomask_gallery)
+        from . import cryptomask_gallery
+
+        if beta is not None or centring != "none" or lift:
+            raise GalleryError("--beta, --centring and --lift apply to idface-ckks / idface-paillier only")
+        return cryptomask_gallery.enrol(gallery_url, source, key_store_url=key_store_url, tau=tau,
+                                        insecure_test_params=insecure_test_params, progress=progress,
+                                        after_block=after_block, name=name)
     settings = _settings(scheme, source.dim, beta, insecure_test_params, centring, backend, lift)
     key_store_url = key_store_url or default_key_store(gallery_url)
     t0 = time.perf_counter()

@@ -99,7 +99,14 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
     """One identification of a template against a persisted gallery: ``{"id": str | None, timings…}``.
 
     ``name`` picks one of several galleries in the store. ``ray``: None → in process; ``"auto"`` or a cluster address → blocks sharded over Ray actors.
+    A cryptomask gallery answers ``{"match": bool, "id": None, …}`` (seed 001's 1 bit; ``cryptomask_identify``).
     """
+    from . import cryptomask_gallery
+
+    if cryptomask_gallery.stored_scheme(gallery_url, name) == "cryptomask":  # seed 001: a 1-bit answer, no id
+        from .cryptomask_identify import identify as cm_identify
+
+        return cm_identify(query, gallery_url, key_store_url=key_store_url, ray=ray, workers=workers, name=name)
     t = time.perf_counter()
     gallery = Gallery(gallery_url, name)
     key = key_server(gallery, key_store_url)

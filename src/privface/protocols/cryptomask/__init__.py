@@ -30,7 +30,7 @@ DESCRIPTION = {
                    "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128)},
     "steps": ["setup (KG: keys, k_sw to CS; IKNP base OTs)", "enrol (Alg. 1, merge indicator)",
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)"],
-    "not_yet": ["wire messages / HTTP roles", "§4.5 variant (query under pk_v)", "persistent galleries and Ray sharding"],
+    "not_yet": ["wire messages / HTTP roles", "§4.5 variant (query under pk_v)"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

@@ -144,6 +144,11 @@ class DataProvider:
         return Upload(np.stack(cts).astype(np.uint32), bool(first), new_ind, V.shape[0])
 
 
+def merge_last(basis: rlwe.RNSBasis, last: np.ndarray, ct: np.ndarray) -> np.ndarray:
+    """Alg. 1 line 7: ct_la ← ct_la + ct_0 (coefficient form, mod q); ct_0 has zeros in the ``ind`` used rows."""
+    return ((last.astype(np.uint64) + ct) % basis.qv).astype(last.dtype)
+
+
 class CloudServer:
     """The CS: the gallery as NTT digits, blocks of (k, 2, L, L, N) uint32 as uploaded (no copying on growth),
     the last ciphertext in coefficient form for
@@ -179,7 +184,7 @@ class CloudServer:
             raise ProtocolError("enrolment upload: merge flag, indicator or ciphertext count does not match "
                                 "the CS's state")
         if up.merge:
-            self.last = (self.last + cts[0]) % self.basis.qv
+            self.last = merge_last(self.basis, self.last, cts[0])
             self.blocks[-1][-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
             cts = cts[1:]
         if len(cts):
@@ -187,6 +192,19 @@ class CloudServer:
             self.blocks.append(new)
             self.last = cts[-1]
         self.ind, self.count = up.ind, self.count + up.count
+
+    def load(self, blocks: list[np.ndarray], count: int) -> None:
+        """A persisted gallery (``scale.cryptomask_gallery``): ``blocks`` of ciphertexts (k, 2, L, N) in coefficient
+        form as Alg. 1 left them, ``count`` templates. The NTT digits are computed here, once per process."""
+        if self.count or not blocks or not 0 < count <= sum(len(b) for b in blocks) * self.delta:
+            raise ProtocolError("load: an empty CS, at least one block and a count that fits it")
+        L, n = self.basis.L, self.n
+        for i, blk in enumerate(blocks):
+            blk = check_residues(blk, (len(blk), 2, L, n), self.basis, f"gallery block {i}")
+            self.blocks.append(np.concatenate([rlwe.gallery_digits(self.basis, blk[j:j + 16])
+                                               for j in range(0, len(blk), 16)]))
+            self.last = blk[-1]
+        self.count, self.ind = count, count % self.delta
 
     def set_switching_key(self, K: np.ndarray) -> None:
         if K.shape != (self.basis.L, 2, self.basis.L + 1, self.n):

@@ -34,6 +34,11 @@ LEAKAGE = {
 }
 
 
+def threshold(tau: float) -> int:
+    """The verifier's integer threshold ts for a cosine τ at the §3.4 scale (2^SCALE_BITS per vector)."""
+    return int(round(tau * (1 << (2 * encoding.SCALE_BITS))))
+
+
 class KeyGenerator:
     """KG (§3.1): database keys and the verifier's keys; ``switching_key`` answers the verifier's setup."""
 
@@ -48,6 +53,10 @@ class KeyGenerator:
         pub_v, sec_v = generate_lattice_keys(self.public.params, insecure_test_params=self._insecure)
         self._verifiers[name] = (pub_v, sec_v)
         return pub_v, sec_v
+
+    def secret_bytes(self) -> bytes:
+        """The database secret key sk, for the KG's own key store (``scale.cryptomask_gallery``); never sent."""
+        return self._secret.secret_to_bytes()
 
     def switching_key(self, name: str) -> np.ndarray:
         """k_sw = SwKeyGen(sk, sk_v) (Alg. 2 line 1), for the CS only."""
@@ -93,7 +102,7 @@ class CryptoMask:
 
     @property
     def ts(self) -> int:
-        return int(round(self.tau * (1 << (2 * encoding.SCALE_BITS))))
+        return threshold(self.tau)
 
     def enrol(self, vectors) -> None:
         """Alg. 1 through one DP: the CS's indicator out, the DP's ciphertexts in."""

@@ -1,0 +1,396 @@
+"""Persisted cryptomask galleries (seed 001 §3.1, Alg. 1): the Cloud Server's encrypted gallery in a store.
+
+Two stores, as for hers / idface-ckks (``scale.gallery``), every key prefixed by the gallery's name:
+
+* the **gallery store** (the CS's, ``--gallery URL``), protocol ``gallery``: ``meta`` (scheme ``cryptomask``, d,
+  δ, ciphertexts per block, the enrolment batches, the SHA-256 of k_sw), ``pk`` (the database's public BFV
+  context, which the DPs encrypt under), ``ksw`` (k_sw = SwKeyGen(sk, sk_v), Alg. 2 line 1: the CS's switching
+  key, uint64 (L, 2, L+1, N)) and, per block b, ``block.BBBBBB.gGGGGGG.part.PPPP`` (≤ 32 MiB pieces of the
+  block's BFV ciphertexts, (k, 2, L, N) uint32 in coefficient form, generation G) then ``block.BBBBBB``, the
+  commit record: count, shape, SHA-256, generation, Alg. 1's merge indicator ``ind`` (rows used in the block's
+  last ciphertext, 0 = full) and the ids per ciphertext row.
+* the **key store** (``--key-store``), protocol ``gallery-key``: the KG's ``sk``, the verifier's ``pk_v`` and
+  ``sk_v``, ``meta`` (τ, SHA-256 of pk). The gallery store never holds sk or sk_v.
+
+**Storage: ciphertexts (1×), digits at load.** The CS of ``protocols.cryptomask.he`` keeps the NTT of every
+ciphertext's RNS digits (3× a ciphertext) for Alg. 2's external product. The store keeps the ciphertexts as
+Alg. 1 produced them, and ``CloudServer.load`` recomputes the digits once per process (or per Ray actor, for its
+blocks only). Why: a third of the storage (seed 001 Table 1 compares memory; at 2^20 × 128-D the digits would be
+≈ 10 GB against ≈ 3.3 GB of ciphertexts), enrolment computes no NTT, and the merge of Alg. 1 line 7 is one
+addition on the stored form. The price is load time: the numpy NTT costs ≈ 30 ms per ciphertext (8 s for 2^13
+templates at d = 128, where reading the 26 MB takes 0.1 s), paid once by a long-lived CS and split over Ray
+actors; a one-shot ``privface identify`` pays it every time (README, cryptomask galleries).
+
+**Alg. 1 and crash safety.** Templates fill ciphertexts δ at a time and blocks C ciphertexts at a time, in order,
+so every block but the last is full. An enrolment call appends a *batch* (a source's ids): the DP encrypts with
+the CS's indicator ind = count mod δ, its first ciphertext is merged into the last stored one (Alg. 1 line 7),
+and the last block is *rewritten*: its new generation's pieces go under new keys, then its commit record replaces
+the old one in one store write, then the old pieces are deleted. A block's content is only what its commit record
+names, so a crash keeps either the old or the new block, never a mix. The batch (its ids' SHA-256, start, size)
+is recorded in ``meta`` before its first block; re-running the same enrolment resumes after the last committed
+template, a different source is refused until that batch is finished, and ids already enrolled are refused, so
+no template is lost or enrolled twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CryptoError, PrivfaceError, ProtocolError
+from . import gallery as gal
+from .gallery import KEY, LOCAL, GalleryError, Source, _block_key, _ids_digest, _json, _k
+
+SCHEME = "cryptomask"
+CTS_PER_BLOCK = 64  # ciphertexts per block: 6.3 MB at N = 4096 (1984 templates at d = 128)
+TAU = 0.5  # cosine, as ``bench identify --scheme cryptomask``
+
+
+def _params(insecure: bool):
+    from ..protocols.cryptomask.params import CM_BFV, CM_BFV_TOY
+
+    return CM_BFV_TOY if insecure else CM_BFV
+
+
+def stored_scheme(gallery_url: str, name: str = "default") -> str | None:
+    """The scheme recorded in a gallery's meta (None when absent or unreadable): lets callers dispatch."""
+    from ..store import open_store
+
+    with open_store(gallery_url) as local:
+        raw = local.get(LOCAL, _k(name, "meta"))
+    try:
+        scheme = json.loads(raw).get("scheme") if raw else None
+    except (ValueError, AttributeError):
+        return None
+    return scheme if isinstance(scheme, str) else None
+
+
+# ------------------------------------------------------------------------------------------ validation
+def _meta(raw: bytes | None, what: str) -> dict:
+    meta = _json(raw, what)
+    try:
+        ok = (meta["version"] == gal.VERSION and meta["scheme"] == SCHEME
+              and all(type(meta[k]) is int and meta[k] > 0 for k in ("dim", "delta", "cts_per_block", "n"))
+              and type(meta["insecure_test_params"]) is bool and isinstance(meta["ksw_sha256"], str)
+              and isinstance(meta["batches"], list))
+        if ok:
+            from ..protocols.cryptomask import encoding
+
+            n = _params(meta["insecure_test_params"]).poly_modulus_degree
+            ok = meta["delta"] == encoding.rows_per_poly(n, meta["dim"])
+            at = 0
+            for bt in meta["batches"]:
+                ok = (ok and type(bt["start"]) is int and bt["start"] == at and type(bt["n"]) is int and bt["n"] > 0
+                      and isinstance(bt["ids_sha256"], str))
+                at += bt["n"] if ok else 0
+            ok = ok and at == meta["n"]
+    except (KeyError, TypeError, PrivfaceError):
+        ok = False
+    if not ok:
+        raise GalleryError(f"{what} is damaged")
+    return meta
+
+
+def _public(raw: bytes | None, meta: dict):
+    from ..crypto.lattice import LatticePublicContext
+
+    if raw is None:
+        raise GalleryError("the gallery's public key is missing")
+    try:
+        pub = LatticePublicContext.from_bytes(raw, insecure_test_params=meta["insecure_test_params"])
+    except CryptoError as e:
+        raise GalleryError(f"the gallery's public key is damaged ({e})") from None
+    if pub.params != _params(meta["insecure_test_params"]):
+        raise GalleryError("the gallery's public key has other parameters than cryptomask's")
+    return pub
+
+
+def _ksw(raw: bytes | None, meta: dict, basis) -> np.ndarray:
+    shape = (basis.L, 2, basis.L + 1, basis.n)
+    if raw is None or len(raw) != 8 * int(np.prod(shape)) or hashlib.sha256(raw).hexdigest() != meta["ksw_sha256"]:
+        raise GalleryError("the gallery's switching key k_sw is missing or damaged")
+    K = np.frombuffer(raw, dtype=np.uint64).reshape(shape)
+    if np.any(K >= np.array(basis.key, dtype=np.uint64)[:, None]):
+        raise GalleryError("the gallery's switching key k_sw is damaged (a residue is not below its prime)")
+    return K
+
+
+def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
+    """Block b's commit record, checked against the gallery: ``count`` templates, δ ids per ciphertext row."""
+    c = _json(local.get(LOCAL, _k(name, _block_key(b))), f"block {b} commit record")
+    delta, k = meta["delta"], -(-count // meta["delta"])
+    rows = c.get("ids")
+    if (c.get("count") != count or c.get("dtype") != "uint32" or c.get("shape") != [k, 2, basis.L, basis.n]
+            or c.get("ind") != count % delta or type(c.get("gen")) is not int or c.get("gen") < 0
+            or type(c.get("parts")) is not int or c.get("parts") < 1 or not isinstance(c.get("sha256"), str)
+            or not isinstance(rows, list) or len(rows) != k or [len(r) if isinstance(r, list) else -1 for r in rows]
+            != [delta] * (k - 1) + [count - (k - 1) * delta]
+            or not all(isinstance(i, str) for r in rows for i in r)):
+        raise GalleryError(f"block {b} commit record does not match the gallery")
+    return c
+
+
+def _part_key(b: int, gen: int, p: int) -> str:
+    return f"{_block_key(b)}.g{gen:06d}.part.{p:04d}"
+
+
+def _read_block(local, name: str, b: int, c: dict, basis) -> np.ndarray:
+    arr = np.empty(c["shape"], dtype=np.uint32)
+    raw, pos = memoryview(arr).cast("B"), 0
+    for p in range(c["parts"]):
+        piece = local.get(LOCAL, _k(name, _part_key(b, c["gen"], p)))
+        if piece is None or pos + len(piece) > len(raw):
+            raise GalleryError(f"block {b}: piece {p} missing or too long")
+        raw[pos:pos + len(piece)] = piece
+        pos += len(piece)
+    if pos != len(raw) or hashlib.sha256(raw).hexdigest() != c["sha256"]:
+        raise GalleryError(f"block {b} is damaged (length or SHA-256 differs from its commit)")
+    if np.any(arr >= np.array(basis.q, dtype=np.uint32)[:, None]):
+        raise GalleryError(f"block {b} is damaged (a residue is not below its prime)")
+    return arr
+
+
+def _write_block(local, name: str, b: int, arr: np.ndarray, ids: list[str], delta: int, old: dict | None) -> None:
+    """Pieces of a new generation, then the commit record (the block's one atomic switch), then old pieces go."""
+    gen = 0 if old is None else old["gen"] + 1
+    raw = memoryview(np.ascontiguousarray(arr, dtype=np.uint32)).cast("B")
+    parts = max(1, -(-len(raw) // gal.PART_BYTES))
+    for p in range(parts):
+        local.put(LOCAL, _k(name, _part_key(b, gen, p)), raw[p * gal.PART_BYTES:(p + 1) * gal.PART_BYTES])
+    commit = {"count": len(ids), "dtype": "uint32", "shape": list(arr.shape), "parts": parts, "gen": gen,
+              "sha256": hashlib.sha256(raw).hexdigest(), "ind": len(ids) % delta,
+              "ids": [ids[i:i + delta] for i in range(0, len(ids), delta)]}
+    local.put(LOCAL, _k(name, _block_key(b)), json.dumps(commit).encode())
+    for p in range(0 if old is None else old["parts"]):
+        local.delete(LOCAL, _k(name, _part_key(b, old["gen"], p)))
+
+
+def _committed(local, name: str, meta: dict, basis) -> tuple[int, list[str], dict | None]:
+    """(templates committed, their ids, the last block's commit record): blocks are a prefix, all full but the last."""
+    cap = meta["delta"] * meta["cts_per_block"]
+    ids, last, b = [], None, 0
+    while True:
+        raw = local.get(LOCAL, _k(name, _block_key(b)))
+        if raw is None:
+            return len(ids), ids, last
+        count = _json(raw, f"block {b} commit record").get("count")
+        if type(count) is not int or not 0 < count <= cap or (last is not None and last["count"] != cap):
+            raise GalleryError(f"block {b} commit record does not match the gallery")
+        last = _commit(local, name, b, meta, count, basis)
+        ids.extend(i for r in last["ids"] for i in r)
+        b += 1
+
+
+# --------------------------------------------------------------------------------------------- enrolment
+@dataclass
+class CMEnrolReport:
+    scheme: str
+    n: int
+    added_now: int
+    skipped: int
+    dim: int
+    delta: int
+    ind: int
+    blocks: int
+    blocks_written: int
+    templates_per_block: int
+    storage_bytes: int
+    storage_bytes_per_identity: float
+    public_bytes: int
+    enroll_s: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None, tau: float | None = None,
+          insecure_test_params: bool = False, progress: bool = False, after_block=None,
+          name: str = "default") -> CMEnrolReport:
+    """Alg. 1 into a persisted gallery: append ``source`` (a new batch) or resume its interrupted enrolment.
+
+    A new gallery gets the KG's keys (sk, the verifier's pk_v, sk_v → key store; pk, k_sw → gallery store).
+    ``after_block(b)`` is called after block b's commit record is written (tests interrupt enrolment with it).
+    """
+    from ..protocols.cryptomask import encoding
+    from ..protocols.cryptomask.he import DataProvider, basis_of
+    from ..protocols.cryptomask.parties import KeyGenerator
+    from ..store import open_store
+
+    t0 = time.perf_counter()
+    key_store_url = key_store_url or gal.default_key_store(gallery_url)
+    ids, dim = list(source.ids), int(source.dim)
+    if len(set(ids)) != len(ids):
+        raise GalleryError("the source repeats an id")
+    n_ring = _params(insecure_test_params).poly_modulus_degree
+    delta = encoding.rows_per_poly(n_ring, dim)  # TemplateError for a d cryptomask cannot pack
+    with open_store(gallery_url) as local:
+        raw = local.get(LOCAL, _k(name, "meta"))
+        if raw is None:
+            if tau is not None and not -1.0 < tau < 1.0:
+                raise GalleryError("--tau is a cosine in (−1, 1) for cryptomask")
+            kg = KeyGenerator(insecure_test_params=insecure_test_params)
+            pub_v, sec_v = kg.verifier_keys("verifier")
+            K = np.ascontiguousarray(kg.switching_key("verifier"), dtype=np.uint64)
+            pk = kg.public.to_bytes()
+            with open_store(key_store_url) as keys:  # secrets first: a gallery never exists without its keys
+                keys.put(KEY, _k(name, "sk"), kg.secret_bytes())
+                keys.put(KEY, _k(name, "pk_v"), pub_v.to_bytes())
+                keys.put(KEY, _k(name, "sk_v"), sec_v.secret_to_bytes())
+                keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
+                                                           "tau": TAU if tau is None else float(tau)}).encode())
+            local.put(LOCAL, _k(name, "pk"), pk)
+            local.put(LOCAL, _k(name, "ksw"), K.tobytes())
+            meta = {"version": gal.VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
+                    "insecure_test_params": insecure_test_params, "delta": delta, "cts_per_block": CTS_PER_BLOCK,
+                    "ksw_sha256": hashlib.sha256(K.tobytes()).hexdigest(), "batches": [], "n": 0}
+            pub = kg.public
+        else:
+            meta = _json(raw, "gallery meta")
+            if meta.get("scheme") != SCHEME:
+                raise GalleryError(f"the gallery was enrolled with {meta.get('scheme')}, not cryptomask (scheme)")
+            meta = _meta(raw, "gallery meta")
+            differ = [k for k, v in (("dim", dim), ("insecure_test_params", insecure_test_params)) if meta.get(k) != v]
+            if differ:
+                raise GalleryError(f"the gallery was enrolled with other settings ({', '.join(differ)}); "
+                                   "use another --gallery to start afresh")
+            if tau is not None:
+                raise GalleryError("--tau is fixed when the gallery is created")
+            pk = local.get(LOCAL, _k(name, "pk"))
+            pub = _public(pk, meta)
+        basis = basis_of(pub)
+        cap = delta * meta["cts_per_block"]
+        count, enrolled, last = _committed(local, name, meta, basis)
+        if count > meta["n"]:
+            raise GalleryError("the gallery holds more templates than its meta records (damaged)")
+        batches, digest = meta["batches"], _ids_digest(ids)
+        if batches and batches[-1]["ids_sha256"] == digest and batches[-1]["n"] == len(ids):
+            start = batches[-1]["start"]  # resume (or nothing left to do)
+        elif batches and count < meta["n"]:
+            raise GalleryError("an earlier enrolment into this gallery was interrupted: re-run it with the same "
+                               "inputs to finish it before adding others")
+        else:
+            if not set(ids).isdisjoint(enrolled):
+                raise GalleryError("some ids are already enrolled in this gallery (a template is enrolled once)")
+            start = count
+            batches.append({"start": start, "n": len(ids), "ids_sha256": digest})
+            meta["n"] = start + len(ids)
+            local.put(LOCAL, _k(name, "meta"), json.dumps(meta).encode())  # the batch before its first block
+        done, skipped, written = count - start, count - start, 0
+        bar = gal._progress(len(ids), done, progress)
+        dp = DataProvider(pub)
+        try:
+            while done < len(ids):
+                b, used = divmod(count, cap)
+                take = min(cap - used, len(ids) - done)
+                up = dp.enrol(source.templates(done, done + take), count % delta)  # Alg. 1 lines 2–6
+                cts, old_ids = up.cts, []
+                if used:  # the block's last ciphertext takes the merge (Alg. 1 line 7); the block is rewritten
+                    old = _read_block(local, name, b, last, basis)
+                    if up.merge:
+                        from ..protocols.cryptomask.he import merge_last
+
+                        old[-1] = merge_last(basis, old[-1], cts[0])
+                        cts = cts[1:]
+                    cts, old_ids = np.concatenate([old, cts]), [i for r in last["ids"] for i in r]
+                _write_block(local, name, b, cts, old_ids + ids[done:done + take], delta, last if used else None)
+                last = _commit(local, name, b, meta, used + take, basis)
+                count, done, written = count + take, done + take, written + 1
+                if bar is not None:
+                    bar.update(take)
+                if after_block is not None:
+                    after_block(b)
+        finally:
+            if bar is not None:
+                bar.close()
+    nblocks = -(-count // cap)
+    stored = 4 * 2 * basis.L * basis.n * -(-count // delta)
+    public_bytes = len(pk) + 8 * basis.L * 2 * (basis.L + 1) * basis.n  # pk + k_sw, once per gallery
+    return CMEnrolReport(SCHEME, count, len(ids) - skipped, skipped, dim, delta, count % delta, nblocks, written,
+                         cap, stored, round(stored / max(count, 1), 1), public_bytes, round(time.perf_counter() - t0, 3))
+
+
+# -------------------------------------------------------------------------------------------- loading
+class CMGallery:
+    """The CS's view of a persisted cryptomask gallery: meta, pk, k_sw and the block layout; blocks on demand."""
+
+    def __init__(self, gallery_url: str, name: str = "default") -> None:
+        from ..protocols.cryptomask.he import basis_of
+        from ..store import open_store
+
+        self.url, self.name = gallery_url, name
+        with open_store(gallery_url) as local:
+            self.meta = _meta(local.get(LOCAL, _k(name, "meta")), f"gallery {name!r} meta in {gal._redact(gallery_url)}")
+            self.pk_bytes = local.get(LOCAL, _k(name, "pk"))
+            self.public = _public(self.pk_bytes, self.meta)
+            self.basis = basis_of(self.public)
+            self.ksw = _ksw(local.get(LOCAL, _k(name, "ksw")), self.meta, self.basis)
+            self.n, self.dim, self.delta = self.meta["n"], self.meta["dim"], self.meta["delta"]
+            self.capacity = self.delta * self.meta["cts_per_block"]
+            self.nblocks = -(-self.n // self.capacity)
+            missing = [b for b in range(self.nblocks) if local.get(LOCAL, _k(name, _block_key(b))) is None]
+        if missing:
+            raise GalleryError(f"the gallery is incomplete ({len(missing)} of {self.nblocks} blocks missing): "
+                               "re-run the same `privface gallery enrol` to finish it")
+
+    def block_count(self, b: int) -> int:
+        return min(self.capacity, self.n - b * self.capacity)
+
+    def load_blocks(self, indices) -> list[np.ndarray]:
+        """The ciphertext arrays (k, 2, L, N) of the given blocks, each checked against its commit record."""
+        from ..store import open_store
+
+        out = []
+        with open_store(self.url) as local:
+            for b in indices:
+                c = _commit(local, self.name, b, self.meta, self.block_count(b), self.basis)
+                out.append(_read_block(local, self.name, b, c, self.basis))
+        return out
+
+    def ids(self) -> list[str]:
+        from ..store import open_store
+
+        with open_store(self.url) as local:
+            return [i for b in range(self.nblocks) for r in
+                    _commit(local, self.name, b, self.meta, self.block_count(b), self.basis)["ids"] for i in r]
+
+    def cloud_server(self, indices=None):
+        """A ``CloudServer`` holding the given blocks (default all), with k_sw: Alg. 2's CS part."""
+        from ..protocols.cryptomask.he import CloudServer
+
+        indices = list(range(self.nblocks) if indices is None else indices)
+        cs = CloudServer(self.public, self.dim)
+        try:
+            cs.load(self.load_blocks(indices), sum(self.block_count(b) for b in indices))
+            cs.set_switching_key(self.ksw)
+        except ProtocolError as e:
+            raise GalleryError(f"the gallery is damaged ({e})") from None
+        return cs
+
+
+def verifier(gallery: CMGallery, key_store_url: str | None = None):
+    """(VerifierHE with pk and the verifier's sk_v from the key store, τ), checked against the gallery's pk."""
+    from ..crypto.lattice import LatticePublicContext, LatticeSecretContext
+    from ..protocols.cryptomask.he import VerifierHE
+    from ..store import open_store
+
+    with open_store(key_store_url or gal.default_key_store(gallery.url)) as keys:
+        meta = _json(keys.get(KEY, _k(gallery.name, "meta")), f"key store meta of gallery {gallery.name!r}")
+        pk_v, sk_v = keys.get(KEY, _k(gallery.name, "pk_v")), keys.get(KEY, _k(gallery.name, "sk_v"))
+    if pk_v is None or sk_v is None:
+        raise GalleryError("the key store holds no verifier key (pk_v, sk_v)")
+    if meta.get("pk_sha256") != hashlib.sha256(gallery.pk_bytes).hexdigest():
+        raise GalleryError("the key store belongs to another gallery (public key differs)")
+    tau = meta.get("tau")
+    if not isinstance(tau, float) or not -1.0 < tau < 1.0:
+        raise GalleryError("the key store's τ is damaged")
+    try:
+        pub_v = LatticePublicContext.from_bytes(pk_v, insecure_test_params=gallery.meta["insecure_test_params"])
+        if pub_v.params != gallery.public.params:
+            raise CryptoError("pk_v has other parameters than the gallery")
+        sec_v = LatticeSecretContext.from_bytes(pub_v, sk_v)
+        return VerifierHE(gallery.public, pub_v, sec_v, gallery.dim), tau
+    except CryptoError as e:
+        raise GalleryError(f"the key store's verifier key is damaged ({e})") from None
