@@ -322,3 +322,11 @@ def test_cli_gallery_enrol_and_identify(tmp_path):
     _damage(f"{tmp_path}/g.db", "default.ksw", _flip)
     r = cli("identify", "--gallery", url, "--key-store", keys, str(tmp_path / "mate.npy"))
     assert r.returncode == 2 and "k_sw" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_hers_idface_servers_refuse_a_cryptomask_gallery_by_name(tmp_path):
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    enrol(url, NpySource([_npy(tmp_path, _unit(20, 7), "a")]), "cryptomask", insecure_test_params=True,
+          progress=False)
+    with pytest.raises(GalleryError, match="cryptomask gallery"):
+        gal.Gallery(url)

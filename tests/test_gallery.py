@@ -155,6 +155,19 @@ try:
     sharded.close()
     out = identify(x[1234], url, ray="auto", workers=2)
     assert out["id"] == "emb.1234" and out["shards"] == 2, out
+    import sqlite3
+    from privface.scale import GalleryError
+    db = sqlite3.connect(url[len("sqlite:///"):])
+    part = "default.block.000001.part.0000"
+    rec = bytearray(db.execute("SELECT record FROM records WHERE subject_id=?", (part,)).fetchone()[0])
+    rec[7] ^= 1
+    db.execute("UPDATE records SET record=? WHERE subject_id=?", (bytes(rec), part))
+    db.commit()
+    try:  # a damaged block in a shard is the GalleryError one process raises, not an actor's death
+        RayLocalServer(g, workers=2)
+        raise AssertionError("a damaged block was not detected")
+    except GalleryError as e:
+        assert "block 1 is damaged" in str(e), e
 finally:
     ray.shutdown()
 print("ray-ok")

@@ -287,6 +287,9 @@ def _settings(scheme: str, dim: int, beta: int | None, insecure: bool, centring:
 
 def _meta_settings(meta: dict) -> Settings:
     """Settings from a stored meta record (galleries without ``centring`` / ``lift`` entries have neither)."""
+    if meta.get("scheme") == "cryptomask":
+        raise GalleryError("this is a cryptomask gallery: it is answered by `privface identify --gallery` "
+                           "(scale.cryptomask_identify), not by the hers/idface local and key servers")
     try:
         centring, lifted = meta.get("centring"), meta.get("lift")
         mean = None if centring is None else tuple(float(v) for v in centring["mean"])

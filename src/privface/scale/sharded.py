@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ..errors import PrivfaceError
-from .gallery import Gallery, gallery_ids, key_server, unit
+from .gallery import Gallery, GalleryError, gallery_ids, key_server, unit
 
 
 def _ray():
@@ -43,11 +43,15 @@ class _Shard:
     """A Ray actor's state: the public scheme and its blocks, loaded once."""
 
     def __init__(self, url: str, name: str, indices: list[int]) -> None:
-        self.gallery = Gallery(url, name)
-        self.blocks, _ = self.gallery.load_blocks(indices)
+        self.blocks, self.error = [], None
+        try:
+            self.gallery = Gallery(url, name)
+            self.blocks, _ = self.gallery.load_blocks(indices)
+        except GalleryError as e:  # kept for ``ready``: an actor failing in __init__ only dies, with a traceback
+            self.error = str(e)
 
-    def ready(self) -> int:
-        return len(self.blocks)
+    def ready(self) -> tuple[int, str | None]:
+        return len(self.blocks), self.error
 
     def ip_db(self, query):
         return self.gallery.public.ip_db(query, self.blocks)
@@ -67,7 +71,10 @@ class RayLocalServer:
         actor = ray.remote(num_cpus=1)(_Shard)
         self.shards = [actor.remote(gallery.url, gallery.name, list(range(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
         self._ray = ray
-        ray.get([s.ready.remote() for s in self.shards])  # every shard has loaded its blocks
+        errors = [e for _, e in ray.get([s.ready.remote() for s in self.shards]) if e is not None]
+        if errors:  # a damaged block is the same GalleryError as in one process
+            self.close()
+            raise GalleryError(errors[0])
 
     def identify_request(self, query):
         return _concat(self._ray.get([s.ip_db.remote(query) for s in self.shards]))
