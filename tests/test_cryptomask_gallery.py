@@ -330,3 +330,22 @@ def test_the_hers_idface_servers_refuse_a_cryptomask_gallery_by_name(tmp_path):
           progress=False)
     with pytest.raises(GalleryError, match="cryptomask gallery"):
         gal.Gallery(url)
+
+
+PG_URL = __import__("os").environ.get("PRIVFACE_TEST_PG_URL")
+
+
+@pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
+def test_postgres_gallery_merges_across_enrol_calls_and_answers(tmp_path):
+    """Alg. 1's rewrite of the last block (a new generation, then its commit) on PostgreSQL too."""
+    import secrets
+
+    x = _unit(100, 21)
+    name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
+    enrol(PG_URL, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys,
+          insecure_test_params=True, name=name)
+    rep = enrol(PG_URL, NpySource([_npy(tmp_path, x[40:], "b")]), "cryptomask", key_store_url=keys,
+                insecure_test_params=True, name=name)
+    assert (rep.n, rep.ind) == (100, 100 % 15)
+    for y in (_near(x[3], 22), _near(x[95], 23), _unit(1, 24)[0]):
+        assert identify(y, PG_URL, key_store_url=keys, name=name)["match"] == _expected(x, y)

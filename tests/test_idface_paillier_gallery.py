@@ -304,3 +304,27 @@ def test_ident_http_roles_serve_an_idface_paillier_gallery(gallery300, tmp_path)
                 assert r.status_code == 200 and KeyDecision.from_bytes(r.content).index == 5
     want = [identify(p, url, key_store_url=keys)["id"] for p in probes]
     assert got == want and got == ["emb.0", "emb.200", "emb.299", None]
+
+
+PG_URL = __import__("os").environ.get("PRIVFACE_TEST_PG_URL")
+
+
+@pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
+def test_postgres_gallery_resumes_and_identifies(tmp_path):
+    import secrets
+
+    x = _unit(300, 128, 31)
+    src = NpySource([_npy(tmp_path, x)])
+    name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
+
+    def stop_after_first(b):
+        if b == 0:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        enrol(PG_URL, src, SCHEME, key_store_url=keys, insecure_test_params=True, name=name,
+              after_block=stop_after_first)
+    rep = enrol(PG_URL, src, SCHEME, key_store_url=keys, insecure_test_params=True, name=name)
+    assert (rep.blocks_encrypted, rep.blocks_skipped) == (2, 1)
+    for k in (5, 299):
+        assert identify(x[k], PG_URL, key_store_url=keys, name=name)["id"] == f"emb.{k}"
