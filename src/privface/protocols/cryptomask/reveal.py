@@ -11,22 +11,28 @@ Input: additive shares d = d_0 + d_1 (mod t = 2^20) of every inner product, the 
 3. Line 7: [count ≥ 1] by the same DReLU on count − 1 over Z_{2^32}; line 8: the CS sends μ_0, the verifier
    outputs μ = μ_0 ⊕ μ_1.
 
-Entries are processed in batches of ``BATCH`` (all steps vectorised); only the two 32-bit sums persist.
+Each party is a generator over ``crypto.exchange`` (``reveal_cs``, ``reveal_verifier``): the verifier speaks
+first and every verifier message gets one CS message back, so over HTTP each round is one request
+(``service``); ``reveal`` runs the same two generators against each other in process. Entries are processed
+in batches of ``batch`` (a multiple of 64, all steps vectorised); only the two 32-bit sums persist. The bytes
+per phase do not depend on the batch size (IKNP pads each batch to 64 entries, a multiple of 64 needs none).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...crypto.millionaire import MASK32, Tweaks, Wire, b2a, drelu_shares
+from ...crypto.exchange import Chan, Wire, bits_part, pack, run_pair, unpack
+from ...crypto.millionaire import MASK32, Tweaks, b2a_R, b2a_S, drelu_R, drelu_S
 from ...crypto.otext import IKNPReceiver, IKNPSender
 from ...errors import ProtocolError
 from .params import SUM_BITS, T_BITS
 
 BATCH = 1 << 15
+"""Entries per batch in process; over HTTP ``service.REVEAL_BATCH`` keeps every message under the frame."""
 
 
 def setup_ot(wire: Wire) -> tuple[IKNPSender, IKNPReceiver]:
-    """The IKNP base OTs (once per CS–verifier pair)."""
+    """The IKNP base OTs (once per CS–verifier pair), both sides in process."""
     S, R = IKNPSender(), IKNPReceiver()
     req = S.setup_request()
     resp = R.setup_response(req)
@@ -35,23 +41,50 @@ def setup_ot(wire: Wire) -> tuple[IKNPSender, IKNPReceiver]:
     return S, R
 
 
-def reveal(S: IKNPSender, R: IKNPReceiver, d0: np.ndarray, d1: np.ndarray, ts: int, wire: Wire) -> bool:
-    """Alg. 3: the verifier's 1-bit answer [∃ i: d_i ≥ ts]; the CS's view is OT messages and random shares."""
+def _check_batch(batch: int) -> None:
+    if batch < 64 or batch % 64:
+        raise ProtocolError("the revealing batch must be a positive multiple of 64")
+
+
+def reveal_cs(S: IKNPSender, d0: np.ndarray, wire: Wire, batch: int = BATCH):
+    """The CS's side of Alg. 3 (P_0, OT sender): its shares d_0; it learns nothing (returns None)."""
+    _check_batch(batch)
+    if d0.ndim != 1 or d0.size == 0:
+        raise ProtocolError("result revealing needs a non-empty share vector")
+    ch, tweaks, total = Chan(wire), Tweaks(), np.uint64(0)
+    for lo in range(0, d0.size, batch):
+        b = yield from drelu_S(S, d0[lo:lo + batch].astype(np.uint64), T_BITS, ch, "compare", tweaks)
+        a = yield from b2a_S(S, b, ch, "b2a")
+        total = (total + a.sum(dtype=np.uint64)) & MASK32
+    mu = yield from drelu_S(S, np.array([(total - np.uint64(1)) & MASK32]), SUM_BITS, ch, "final", tweaks)
+    yield from ch.recv()  # the verifier's empty request for μ_0 (line 8)
+    ch.send("final", pack(mu))
+    yield from ch.close()
+
+
+def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch: int = BATCH):
+    """The verifier's side of Alg. 3 (P_1, OT receiver): its shares d_1 and ts → the bit μ = [∃ i: d_i ≥ ts]."""
     t = 1 << T_BITS
-    if d0.shape != d1.shape or d0.ndim != 1 or d0.size == 0:
-        raise ProtocolError("result revealing needs two equal, non-empty share vectors")
+    _check_batch(batch)
+    if d1.ndim != 1 or d1.size == 0:
+        raise ProtocolError("result revealing needs a non-empty share vector")
     if not -(t // 2) < ts < t // 2:
         raise ProtocolError(f"threshold must lie in (−2^{T_BITS - 1}, 2^{T_BITS - 1})")
-    tweaks = Tweaks()
-    sum_S = sum_R = np.uint64(0)
-    for lo in range(0, d0.size, BATCH):
-        z_S = d0[lo:lo + BATCH].astype(np.uint64)  # CS
-        z_R = np.mod(d1[lo:lo + BATCH] - ts, t).astype(np.uint64)  # verifier
-        b_S, b_R = drelu_shares(S, R, z_S, z_R, T_BITS, wire, "compare", tweaks)
-        a_S, a_R = b2a(S, R, b_S, b_R, wire, "b2a")
-        sum_S = (sum_S + a_S.sum(dtype=np.uint64)) & MASK32
-        sum_R = (sum_R + a_R.sum(dtype=np.uint64)) & MASK32
-    mu_S, mu_R = drelu_shares(S, R, np.array([(sum_S - np.uint64(1)) & MASK32]), np.array([sum_R]), SUM_BITS,
-                              wire, "final", tweaks)
-    wire.send("final", 1)  # μ_0: CS → verifier
-    return bool(mu_S[0] ^ mu_R[0])
+    ch, tweaks, total = Chan(wire), Tweaks(), np.uint64(0)
+    for lo in range(0, d1.size, batch):
+        z = np.mod(d1[lo:lo + batch] - ts, t).astype(np.uint64)
+        b = yield from drelu_R(R, z, T_BITS, ch, "compare", tweaks)
+        a = yield from b2a_R(R, b, ch, "b2a")
+        total = (total + a.sum(dtype=np.uint64)) & MASK32
+    mu = yield from drelu_R(R, np.array([total]), SUM_BITS, ch, "final", tweaks)
+    (mu0,) = yield from ch.recv(bits_part(1))
+    return bool(unpack(mu0, 1)[0] ^ mu[0])
+
+
+def reveal(S: IKNPSender, R: IKNPReceiver, d0: np.ndarray, d1: np.ndarray, ts: int, wire: Wire,
+           batch: int = BATCH) -> bool:
+    """Alg. 3 in process: the verifier's and the CS's generators against each other; the verifier's bit."""
+    if d0.shape != d1.shape or d0.ndim != 1 or d0.size == 0:
+        raise ProtocolError("result revealing needs two equal, non-empty share vectors")
+    bit, _ = run_pair(reveal_verifier(R, d1, ts, wire, batch), reveal_cs(S, d0, wire, batch), "Alg. 3")
+    return bit
