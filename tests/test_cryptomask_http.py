@@ -52,3 +52,165 @@ def test_split_reveal_messages_are_checked_before_use():
                 cs.step([])  # the CS has finished: nothing more is accepted
         msg = v.step(reply)
     assert v.result == bool((d >= 500).any()) and cs.done
+
+
+# ------------------------------------------------------------------------------------------------ over HTTP
+import sqlite3  # noqa: E402
+
+import httpx  # noqa: E402
+
+from privface.protocols.cryptomask import encoding  # noqa: E402
+from privface.protocols.cryptomask.messages import (DistanceRequest, GalleryRequest, OTSetup, Query,  # noqa: E402
+                                                   RevealRound)
+from privface.protocols.cryptomask.remote import VerifierClient  # noqa: E402
+from privface.protocols.cryptomask.service import CryptoMaskService  # noqa: E402
+from privface.scale import NpySource, enrol, identify  # noqa: E402
+from privface.service.app import create_app  # noqa: E402
+from privface.service.auth import ApiKeys  # noqa: E402
+from privface.service.client import RemoteMessageError, ServiceClient, ServiceError  # noqa: E402
+from privface.service.launch import serve_in_thread  # noqa: E402
+from privface.store.sqlite import SQLiteStore  # noqa: E402
+
+OCTETS = {"content-type": "application/octet-stream"}
+D, N = 128, 400
+
+
+def _unit(n, seed):
+    x = np.random.default_rng(seed).standard_normal((n, D))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _near(x, seed, noise=0.3):
+    y = x + noise * np.random.default_rng(seed).standard_normal(x.shape) / np.sqrt(x.size)
+    return y / np.linalg.norm(y)
+
+
+@pytest.fixture(scope="module")
+def cs(tmp_path_factory):
+    """A toy gallery of 400 templates (27 ciphertexts), its CS over loopback HTTP with API keys; 4 ciphertexts per
+    DistanceChunk (7 chunks) and Alg. 3 batches of 128 entries (4 batches) so that every loop runs."""
+    root = tmp_path_factory.mktemp("cm-http")
+    x = _unit(N, 1)
+    np.save(root / "faces.npy", x)
+    gallery, keys_url = f"sqlite:///{root / 'gallery.db'}", f"sqlite:///{root / 'key.db'}"
+    enrol(gallery, NpySource([str(root / "faces.npy")]), "cryptomask", key_store_url=keys_url,
+          insecure_test_params=True)
+    with SQLiteStore(root / "cs.db") as store:
+        keys = ApiKeys(store)
+        svc = CryptoMaskService(store, gallery_url=gallery, chunk=4, batch=128)
+        with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
+            yield dict(x=x, gallery=gallery, keys_url=keys_url, url=url, svc=svc, root=root,
+                       verify=keys.create("verify")[1], enrol=keys.create("enrol")[1])
+
+
+def _client(cs, **kw):
+    return VerifierClient(cs["url"], cs["keys_url"], api_key=cs["verify"], **kw)
+
+
+def test_bit_over_http_equals_in_process_and_plaintext(cs):
+    """A match and a non-match: the verifier's bit over HTTP = ``privface identify --gallery`` in process = the
+    quantised plaintext decision; the bytes of the Alg. 3 phases equal the in-process run's."""
+    x = cs["x"]
+    with _client(cs) as v:
+        for y, expect in ((_near(x[123], 2), True), (_unit(1, 5)[0], False)):
+            got = v.identify(y)
+            local = identify(y, cs["gallery"], key_store_url=cs["keys_url"])
+            plain = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= round(0.5 * (1 << 16)))
+            assert got["match"] == local["match"] == plain == expect
+            assert got["comm_bytes"] == local["comm_bytes"] and got["n"] == N and got["ciphertexts"] == 27
+            assert got["rounds"] == 4 * 5 + 5  # per batch: ROTs, 3 tree levels, B2A; final: 4 + μ_0
+    assert len(cs["svc"].party) == 0  # every session ended with its last round
+
+
+def _begin(cs, http):
+    """gallery, start, every distance chunk, base OTs: (session id, the verifier's first Alg. 3 message)."""
+    from privface.crypto.otext import IKNPReceiver
+    from privface.protocols.cryptomask.messages import Started
+    from privface.protocols.cryptomask.server import read
+
+    with _client(cs) as v:
+        v._setup()
+        q = v._verifier.query(_near(cs["x"][5], 3))
+    started = read(Started, http.step("identify/start", Query(q.rows.astype("<u4").tobytes()).to_bytes()))
+    for i in range(7):
+        http.step("identify/distances", DistanceRequest(started.session, i).to_bytes())
+    http.step("identify/ot", OTSetup(started.session, IKNPReceiver().setup_response(started.ot_request)).to_bytes())
+    return started.session
+
+
+def test_bad_messages_get_400_and_change_nothing(cs):
+    svc, x = cs["svc"].party, cs["x"]
+    with ServiceClient(cs["url"], "cryptomask", api_key=cs["verify"]) as http:
+        def refused(step, body, status=400):
+            with pytest.raises(ServiceError) as e:
+                http.step(step, body)
+            assert e.value.status == status, (step, e.value)
+            return str(e.value)
+
+        before = len(svc)
+        with _client(cs) as v:
+            v._setup()
+            rows = v._verifier.query(x[0]).rows.astype("<u4")
+        bad = rows.copy()
+        bad.reshape(-1)[0] = cs["svc"].party.cs.basis.q[0]  # a residue not below its prime
+        assert "prime" in refused("identify/start", Query(bad.tobytes()).to_bytes())
+        assert "bytes of gadget rows" in refused("identify/start", Query(rows.tobytes()[:-4]).to_bytes())
+        refused("identify/start", GalleryRequest().to_bytes())  # another message type
+        refused("identify/start", b"\x00garbage")
+        assert len(svc) == before  # no session opened
+        sid = _begin(cs, http)
+        s = svc._sessions[sid]
+        assert "out of order" in refused("identify/distances", DistanceRequest(sid, 0).to_bytes())  # all fetched
+        assert "out of order" in refused("identify/ot", OTSetup(sid, b"x").to_bytes())  # base OTs done already
+        assert "unknown" in refused("identify/reveal", RevealRound(bytes(16), 0, []).to_bytes())
+        assert "out of order" in refused("identify/reveal", RevealRound(sid, 1, []).to_bytes())
+        assert "parts" in refused("identify/reveal", RevealRound(sid, 0, [b"\x00" * 10]).to_bytes())
+        assert s.round == 0 and not s.party.done and len(svc) == before + 1  # the session is as it was
+        refused("identify/reveal", b"\x00" * (MAX_BODY := cs["svc"].max_body["identify/reveal"] + 1), 413)
+        assert MAX_BODY > 0 and s.round == 0
+
+
+def test_out_of_order_steps_and_a_session_that_continues(cs):
+    """A chunk asked out of order, the base OTs before the distances: 400, and the session then completes."""
+    from privface.crypto.otext import IKNPReceiver
+    from privface.protocols.cryptomask.messages import Started
+    from privface.protocols.cryptomask.server import read
+
+    with ServiceClient(cs["url"], "cryptomask", api_key=cs["verify"]) as http, _client(cs) as v:
+        v._setup()
+        q = v._verifier.query(cs["x"][9]).rows.astype("<u4").tobytes()
+        started = read(Started, http.step("identify/start", Query(q).to_bytes()))
+        sid = started.session
+        response = IKNPReceiver().setup_response(started.ot_request)
+        for step, body in (("identify/distances", DistanceRequest(sid, 3)), ("identify/ot", OTSetup(sid, response))):
+            with pytest.raises(RemoteMessageError, match="out of order"):
+                http.step(step, body.to_bytes())
+        for i in range(7):
+            http.step("identify/distances", DistanceRequest(sid, i).to_bytes())
+        http.step("identify/ot", OTSetup(sid, response).to_bytes())
+        assert cs["svc"].party._sessions[sid].party is not None
+
+
+def test_unauthenticated_and_wrong_scope_are_refused(cs):
+    body = GalleryRequest().to_bytes()
+    for step in cs["svc"].steps:
+        r = httpx.post(f"{cs['url']}/v1/cryptomask/{step}", content=body, headers=OCTETS, timeout=30)
+        assert r.status_code == 401, step
+        r = httpx.post(f"{cs['url']}/v1/cryptomask/{step}", content=body, timeout=30,
+                       headers={**OCTETS, "authorization": f"Bearer {cs['enrol']}"})
+        assert r.status_code == 403, step
+    with pytest.raises(ServiceError) as e:
+        VerifierClient(cs["url"], cs["keys_url"]).identify(cs["x"][0])
+    assert e.value.status == 401
+
+
+def test_a_foreign_key_store_is_refused(cs, tmp_path):
+    """The verifier accepts the CS's pk only if its key store recorded that pk's SHA-256."""
+    other = tmp_path / "other.npy"
+    np.save(other, _unit(20, 8))
+    enrol(f"sqlite:///{tmp_path / 'g2.db'}", NpySource([str(other)]), "cryptomask",
+          key_store_url=f"sqlite:///{tmp_path / 'k2.db'}", insecure_test_params=True)
+    from privface.scale.gallery import GalleryError
+
+    with pytest.raises(GalleryError, match="another gallery"):
+        VerifierClient(cs["url"], f"sqlite:///{tmp_path / 'k2.db'}", api_key=cs["verify"]).identify(cs["x"][0])

@@ -49,8 +49,10 @@ def unpack(buf: np.ndarray, n: int) -> np.ndarray:
 
 def check(parts, expect, what: str) -> list[np.ndarray]:
     """The parts as uint8 arrays if they are exactly what ``expect`` describes, else CryptoError."""
-    if not isinstance(parts, (list, tuple)) or len(parts) != len(expect):
-        raise CryptoError(f"{what}: expected {len(expect)} parts, got {len(parts) if isinstance(parts, (list, tuple)) else type(parts).__name__}")
+    if not isinstance(parts, (list, tuple)):
+        raise CryptoError(f"{what}: expected a list of parts, got {type(parts).__name__}")
+    if len(parts) != len(expect):
+        raise CryptoError(f"{what}: expected {len(expect)} parts, got {len(parts)}")
     out = []
     for i, (p, e) in enumerate(zip(parts, expect)):
         if isinstance(p, (bytes, bytearray, memoryview)):
@@ -68,10 +70,12 @@ def check(parts, expect, what: str) -> list[np.ndarray]:
 
 class Chan:
     """One party's end: ``send`` queues parts (counted per phase in ``wire``); ``recv`` (``yield from``) hands
-    the queue over as this party's message and returns the peer's answer, already checked against ``expect``."""
+    the queue over as this party's message and returns the peer's answer, already checked against ``expect``.
+    With ``count_received`` the answer's bytes are counted too (a party whose peer is remote, so that its
+    ``wire`` holds both directions; in process each side counts what it sends)."""
 
-    def __init__(self, wire: Wire) -> None:
-        self.wire, self.out = wire, []
+    def __init__(self, wire: Wire, *, count_received: bool = False) -> None:
+        self.wire, self.out, self.count_received = wire, [], count_received
 
     def send(self, phase: str, *arrays) -> None:
         for a in arrays:
@@ -79,9 +83,12 @@ class Chan:
             self.wire.send(phase, a.size)
             self.out.append(a)
 
-    def recv(self, *expect: Part):
+    def recv(self, *expect: Part, phase: str = ""):
         out, self.out = self.out, []
-        return (yield out, tuple(expect))
+        parts = yield out, tuple(expect)
+        if self.count_received:
+            self.wire.send(phase, sum(p.size for p in parts))
+        return parts
 
     def close(self):
         """The party's last message (it expects nothing back)."""

@@ -122,7 +122,7 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
         u_t, k_t = R.extend(np.concatenate([b, a]))
         ch.send(phase, u_t)
         pending.append((a, b, k_t))
-    parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes])
+    parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes], phase=phase)
     lt, eq, rows, p = [], [], np.arange(m), 0
     for w, ct in zip(widths, parts):
         tw = tweaks.take(m << w).reshape(m, 1 << w)
@@ -140,7 +140,7 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
         x, y = _tree_inputs(lt, eq)
         e_R, f_R = x ^ a, y ^ b
         ch.send(phase, pack(e_R), pack(f_R))
-        e_S, f_S = yield from ch.recv(bits_part(n), bits_part(n))
+        e_S, f_S = yield from ch.recv(bits_part(n), bits_part(n), phase=phase)
         e, f = e_R ^ unpack(e_S, n), f_R ^ unpack(f_S, n)
         lt, eq = _tree_outputs(lt, eq, c ^ (e & b) ^ (f & a), m)
     return lt[0].astype(np.uint8)
@@ -150,7 +150,7 @@ def b2a_R(R: IKNPReceiver, b_R: np.ndarray, ch: Chan, phase: str):
     """R's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     u, kr = R.extend(b_R)
     ch.send(phase, u)
-    (D,) = yield from ch.recv(Part(4 * b_R.size))
+    (D,) = yield from ch.recv(Part(4 * b_R.size), phase=phase)
     rc = kr[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)
     y = (rc + b_R.astype(np.uint64) * D.view("<u4").astype(np.uint64)) & MASK32
     return (b_R.astype(np.uint64) - 2 * y) & MASK32
@@ -171,7 +171,7 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
     y_S = _check_inputs(y_S, ell)
     m, widths = y_S.size, _widths(ell)
     sizes = _levels(len(widths), m)
-    us = yield from ch.recv(u_part(m * ell), *[u_part(2 * n) for n in sizes])
+    us = yield from ch.recv(u_part(m * ell), *[u_part(2 * n) for n in sizes], phase=phase)
     k0, k1 = S.extend(us[0].reshape(KAPPA, -1), m * ell)
     k0, k1 = k0.reshape(m, ell, 16), k1.reshape(m, ell, 16)
     lt, eq, p = [], [], 0
@@ -196,7 +196,7 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
         ch.send(phase, pack(y0 ^ y1 ^ b))
         triples.append((a, b, (a & b) ^ x0 ^ y0))
     for (a, b, c), n in zip(triples, sizes):
-        e_R, f_R = yield from ch.recv(bits_part(n), bits_part(n))
+        e_R, f_R = yield from ch.recv(bits_part(n), bits_part(n), phase=phase)
         x, y = _tree_inputs(lt, eq)
         e_S, f_S = x ^ a, y ^ b
         ch.send(phase, pack(e_S), pack(f_S))
@@ -207,7 +207,7 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
 
 def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
     """S's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
-    (u,) = yield from ch.recv(u_part(b_S.size))
+    (u,) = yield from ch.recv(u_part(b_S.size), phase=phase)
     k0, k1 = S.extend(u.reshape(KAPPA, -1), b_S.size)
     r0 = k0[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)
     r1 = k1[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)

@@ -372,25 +372,33 @@ class CMGallery:
 
 def verifier(gallery: CMGallery, key_store_url: str | None = None):
     """(VerifierHE with pk and the verifier's sk_v from the key store, τ), checked against the gallery's pk."""
+    return verifier_keys(key_store_url or gal.default_key_store(gallery.url), gallery.name, gallery.pk_bytes,
+                         gallery.dim, gallery.meta["insecure_test_params"])
+
+
+def verifier_keys(key_store_url: str, name: str, pk_bytes: bytes, dim: int, insecure_test_params: bool):
+    """(VerifierHE, τ) from the key store's sk_v for the database public key ``pk_bytes`` — from the gallery store,
+    or sent by a CS over HTTP: accepted only if its SHA-256 is the one the key store recorded next to sk_v."""
     from ..crypto.lattice import LatticePublicContext, LatticeSecretContext
     from ..protocols.cryptomask.he import VerifierHE
     from ..store import open_store
 
-    with open_store(key_store_url or gal.default_key_store(gallery.url)) as keys:
-        meta = _json(keys.get(KEY, _k(gallery.name, "meta")), f"key store meta of gallery {gallery.name!r}")
-        pk_v, sk_v = keys.get(KEY, _k(gallery.name, "pk_v")), keys.get(KEY, _k(gallery.name, "sk_v"))
+    with open_store(key_store_url) as keys:
+        meta = _json(keys.get(KEY, _k(name, "meta")), f"key store meta of gallery {name!r}")
+        pk_v, sk_v = keys.get(KEY, _k(name, "pk_v")), keys.get(KEY, _k(name, "sk_v"))
     if pk_v is None or sk_v is None:
         raise GalleryError("the key store holds no verifier key (pk_v, sk_v)")
-    if meta.get("pk_sha256") != hashlib.sha256(gallery.pk_bytes).hexdigest():
+    if meta.get("pk_sha256") != hashlib.sha256(pk_bytes).hexdigest():
         raise GalleryError("the key store belongs to another gallery (public key differs)")
     tau = meta.get("tau")
     if not isinstance(tau, float) or not -1.0 < tau < 1.0:
         raise GalleryError("the key store's τ is damaged")
+    public = _public(pk_bytes, {"insecure_test_params": insecure_test_params})
     try:
-        pub_v = LatticePublicContext.from_bytes(pk_v, insecure_test_params=gallery.meta["insecure_test_params"])
-        if pub_v.params != gallery.public.params:
+        pub_v = LatticePublicContext.from_bytes(pk_v, insecure_test_params=insecure_test_params)
+        if pub_v.params != public.params:
             raise CryptoError("pk_v has other parameters than the gallery")
         sec_v = LatticeSecretContext.from_bytes(pub_v, sk_v)
-        return VerifierHE(gallery.public, pub_v, sec_v, gallery.dim), tau
+        return VerifierHE(public, pub_v, sec_v, dim), tau
     except CryptoError as e:
         raise GalleryError(f"the key store's verifier key is damaged ({e})") from None

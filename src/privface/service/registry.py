@@ -13,6 +13,7 @@ PROTOCOLS: dict[str, str] = {
     "gsm": "privface.protocols.gsm.service:GsmService",
     "kolberg": "privface.protocols.kolberg.service:KolbergService",
     "ident": "privface.protocols.hers.service:IdentService",
+    "cryptomask": "privface.protocols.cryptomask.service:CryptoMaskService",
 }
 
 

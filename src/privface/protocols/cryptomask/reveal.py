@@ -57,27 +57,29 @@ def reveal_cs(S: IKNPSender, d0: np.ndarray, wire: Wire, batch: int = BATCH):
         a = yield from b2a_S(S, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
     mu = yield from drelu_S(S, np.array([(total - np.uint64(1)) & MASK32]), SUM_BITS, ch, "final", tweaks)
-    yield from ch.recv()  # the verifier's empty request for μ_0 (line 8)
+    yield from ch.recv(phase="final")  # the verifier's empty request for μ_0 (line 8)
     ch.send("final", pack(mu))
     yield from ch.close()
 
 
-def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch: int = BATCH):
-    """The verifier's side of Alg. 3 (P_1, OT receiver): its shares d_1 and ts → the bit μ = [∃ i: d_i ≥ ts]."""
+def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch: int = BATCH, *,
+                    count_received: bool = False):
+    """The verifier's side of Alg. 3 (P_1, OT receiver): its shares d_1 and ts → the bit μ = [∃ i: d_i ≥ ts].
+    ``count_received``: ``wire`` also counts the CS's messages (the CS is remote)."""
     t = 1 << T_BITS
     _check_batch(batch)
     if d1.ndim != 1 or d1.size == 0:
         raise ProtocolError("result revealing needs a non-empty share vector")
     if not -(t // 2) < ts < t // 2:
         raise ProtocolError(f"threshold must lie in (−2^{T_BITS - 1}, 2^{T_BITS - 1})")
-    ch, tweaks, total = Chan(wire), Tweaks(), np.uint64(0)
+    ch, tweaks, total = Chan(wire, count_received=count_received), Tweaks(), np.uint64(0)
     for lo in range(0, d1.size, batch):
         z = np.mod(d1[lo:lo + batch] - ts, t).astype(np.uint64)
         b = yield from drelu_R(R, z, T_BITS, ch, "compare", tweaks)
         a = yield from b2a_R(R, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
     mu = yield from drelu_R(R, np.array([total]), SUM_BITS, ch, "final", tweaks)
-    (mu0,) = yield from ch.recv(bits_part(1))
+    (mu0,) = yield from ch.recv(bits_part(1), phase="final")
     return bool(unpack(mu0, 1)[0] ^ mu[0])
 
 

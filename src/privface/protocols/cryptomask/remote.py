@@ -1,0 +1,107 @@
+"""cryptomask over HTTP, verifier side (seed 001 §3.1): ``VerifierClient`` holds sk_v and τ from the key store and
+runs Alg. 2's verifier part (query under pk, shares d_1 under sk_v) and its side of Alg. 3 (``reveal_verifier``,
+P_1) against a CS served by ``privface serve --protocol cryptomask --role cs``. Every answer is parsed by the wire
+codec and checked (session, index/round, lengths, residues below their primes, Alg. 3 parts) before use; the CS's
+pk is accepted only if the key store recorded its SHA-256.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...crypto.exchange import Party, Wire
+from ...crypto.otext import IKNPReceiver
+from ...errors import CryptoError, ProtocolError
+from ...service.client import ServiceClient
+from .he import Distances
+from .messages import (DistanceChunk, DistanceRequest, GalleryInfo, GalleryRequest, OTReady, OTSetup, Query,
+                       RevealRound, Started)
+from .parties import threshold
+from .reveal import reveal_verifier
+from .server import PROTOCOL, read
+
+
+class VerifierClient(ServiceClient):
+    """``identify(embedding)`` → the 1-bit answer and the run's figures; ``key_store_url`` holds sk_v, pk_v, τ."""
+
+    def __init__(self, url: str, key_store_url: str, *, name: str = "default", timeout: float = 600.0,
+                 transport=None, api_key: str | None = None, tls=None) -> None:
+        super().__init__(url, PROTOCOL, timeout=timeout, transport=transport, api_key=api_key, tls=tls)
+        self.key_store_url, self.name = key_store_url, name
+        self.info: GalleryInfo | None = None
+        self._verifier = self._tau = None
+
+    def _setup(self) -> None:
+        """Fetch pk and the layout once; load the verifier's keys for that pk."""
+        from ...scale.cryptomask_gallery import verifier_keys
+        from . import encoding
+
+        info = read(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes()))
+        verifier, tau = verifier_keys(self.key_store_url, self.name, info.public_context, info.dim,
+                                      info.insecure_test_params)
+        if (info.n < 1 or info.ciphertexts != -(-info.n // verifier.delta) or info.chunk < 1
+                or info.batch < 64 or info.batch % 64 or info.dim != verifier.dim
+                or verifier.delta != encoding.rows_per_poly(verifier.n, info.dim)):
+            raise ProtocolError("GalleryInfo: inconsistent gallery layout")
+        self.info, self._verifier, self._tau = info, verifier, tau
+
+    def identify(self, embedding) -> dict:
+        t0 = time.perf_counter()
+        if self.info is None:
+            self._setup()
+        info, v, wire = self.info, self._verifier, Wire()
+        x = np.asarray(embedding, dtype=np.float64).reshape(-1)
+        q = v.query(x / np.linalg.norm(x))
+        rows = q.rows.astype("<u4").tobytes()
+        wire.send("query", len(rows))
+        started = read(Started, self.step("identify/start", Query(rows).to_bytes()))
+        sid = started.session
+        t1 = time.perf_counter()
+        c1, c0 = self._distances(sid, wire)
+        d1 = v.shares(Distances(c1, c0), info.n)  # residues checked against the primes there
+        t2 = time.perf_counter()
+        R = IKNPReceiver()
+        try:
+            response = R.setup_response(started.ot_request)
+        except (CryptoError, ValueError) as e:
+            raise ProtocolError(f"Started: bad base-OT request ({e})") from None
+        wire.send("ot_setup", len(started.ot_request) + len(response))
+        ready = read(OTReady, self.step("identify/ot", OTSetup(sid, response).to_bytes()))
+        if ready.session != sid:
+            raise ProtocolError("OTReady: another session")
+        side = reveal_verifier(R, d1, threshold(self._tau), wire, info.batch, count_received=True)
+        party = Party(side, "Alg. 3 (CS's message)")
+        msg, r = party.start(), 0
+        while not party.done:
+            body = RevealRound(sid, r, [p.tobytes() for p in msg]).to_bytes()
+            reply = read(RevealRound, self.step("identify/reveal", body))
+            if reply.session != sid or reply.round != r:
+                raise ProtocolError("RevealRound: another session or round")
+            try:
+                msg = party.step(reply.parts)
+            except CryptoError as e:
+                raise ProtocolError(str(e)) from None
+            r += 1
+        t3 = time.perf_counter()
+        return {"match": bool(party.result), "id": None, "scheme": PROTOCOL, "n": info.n,
+                "ciphertexts": info.ciphertexts, "rounds": r, "distances_s": round(t1 - t0, 4),
+                "shares_s": round(t2 - t1, 4), "reveal_s": round(t3 - t2, 4),
+                "comm_bytes": sum(b for k, b in wire.bytes.items() if k != "ot_setup"),
+                "bytes_per_phase": dict(wire.bytes)}
+
+    def _distances(self, sid: bytes, wire: Wire) -> tuple[np.ndarray, np.ndarray]:
+        """Alg. 2 line 11, chunk by chunk: c_1 (s, L, N) and c_0 (s, L, δ) as uint32 (checked by ``shares``)."""
+        info, v = self.info, self._verifier
+        L, n, delta, s = v.basis.L, v.n, v.delta, info.ciphertexts
+        c1, c0 = np.empty((s, L, n), np.uint32), np.empty((s, L, delta), np.uint32)
+        for i in range(-(-s // info.chunk)):
+            lo, hi = i * info.chunk, min(s, (i + 1) * info.chunk)
+            got = read(DistanceChunk, self.step("identify/distances", DistanceRequest(sid, i).to_bytes()))
+            if (got.session != sid or got.index != i or len(got.c1) != 4 * (hi - lo) * L * n
+                    or len(got.c0) != 4 * (hi - lo) * L * delta):
+                raise ProtocolError(f"DistanceChunk {i}: another session, index or size")
+            c1[lo:hi] = np.frombuffer(got.c1, "<u4").reshape(hi - lo, L, n)
+            c0[lo:hi] = np.frombuffer(got.c0, "<u4").reshape(hi - lo, L, delta)
+            wire.send("distances", len(got.c1) + len(got.c0))
+        return c1, c0

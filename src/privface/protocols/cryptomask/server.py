@@ -1,0 +1,183 @@
+"""The Cloud Server of seed 001 (§3.1) as a long-lived role over a persisted gallery: Alg. 2's CS part and the
+CS's side of Alg. 3 (P_0, IKNP sender), one session per identification.
+
+The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, with its NTT digits, when the
+role starts. A session is created by a ``Query`` and then goes through its steps in order: the distance chunks
+(0, 1, …), the base-OT response, the Alg. 3 rounds (0, 1, …). Every message is decoded and checked (session,
+index or round, lengths, residues below their primes, the Alg. 3 parts against what ``reveal_cs`` waits for)
+before anything changes: a bad one is a ProtocolError and leaves the session as it was, so the verifier may
+send the right one. Sessions expire after ``SESSION_TTL`` seconds; at most ``MAX_SESSIONS`` are open (each holds
+the distances until they are fetched: 49 kB per ciphertext at N = 4096). Nothing of a session is logged.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...crypto.exchange import Party, Wire
+from ...crypto.otext import IKNPSender
+from ...errors import CryptoError, ProtocolError
+from ...wire import Message, WireError
+from . import he
+from .messages import (
+    DistanceChunk,
+    DistanceRequest,
+    GalleryInfo,
+    GalleryRequest,
+    OTReady,
+    OTSetup,
+    Query,
+    RevealRound,
+    Started,
+)
+from .reveal import reveal_cs
+
+PROTOCOL = "cryptomask"
+CHUNK_BYTES = 3 << 20
+"""Residue bytes per ``DistanceChunk`` at most (real parameters: 63 ciphertexts of 49 524 B)."""
+REVEAL_BATCH = 1 << 12
+"""Alg. 3 entries per batch over HTTP: the verifier's largest message (its ROTs) is 528 B per entry, 2.1 MiB."""
+MAX_SESSIONS, SESSION_TTL = 8, 600.0
+
+
+def read(cls: type[Message], blob) -> Message:
+    """A message of type ``cls`` from its frame; ProtocolError if malformed."""
+    if isinstance(blob, Message):
+        blob = blob.to_bytes()
+    try:
+        return cls.from_bytes(blob)
+    except (WireError, ValueError) as e:
+        raise ProtocolError(f"malformed {cls.WIRE_NAME}: {e}") from None
+
+
+def chunk_ciphertexts(basis, delta: int) -> int:
+    """Ciphertexts per ``DistanceChunk`` so that c_1 and c_0 stay under ``CHUNK_BYTES``."""
+    return max(1, CHUNK_BYTES // (4 * basis.L * (basis.n + delta)))
+
+
+@dataclass
+class CSSession:
+    """One identification at the CS: Alg. 2's answer until fetched, then d_0 inside Alg. 3's CS side."""
+
+    c1: np.ndarray | None
+    c0: np.ndarray | None
+    d0: np.ndarray
+    ot: IKNPSender
+    expires: float
+    next_chunk: int = 0
+    party: Party | None = None
+    round: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class CloudServerRole:
+    """The CS's steps, each bytes → message: ``gallery``, ``start`` (Query → Started), ``distances``, ``ot``,
+    ``reveal``. ``cs`` is a loaded ``he.CloudServer`` with k_sw; ``info`` what ``gallery`` answers."""
+
+    def __init__(self, cs: he.CloudServer, pk_bytes: bytes, *, insecure_test_params: bool, clock=time.monotonic,
+                 chunk: int | None = None, batch: int = REVEAL_BATCH) -> None:
+        self.cs, self.clock, self.batch = cs, clock, batch
+        self.chunk = chunk or chunk_ciphertexts(cs.basis, cs.delta)
+        self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, batch, insecure_test_params, pk_bytes)
+        self.query_bytes = 4 * 2 * cs.basis.L * 2 * cs.basis.L * cs.n
+        self._sessions: dict[bytes, CSSession] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.cs.ciphertexts // self.chunk)
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._sessions)
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for sid in [s for s, v in self._sessions.items() if v.expires <= now]:
+            del self._sessions[sid]
+
+    def _session(self, sid: bytes) -> CSSession:
+        with self._lock:
+            self._expire()
+            s = self._sessions.get(sid)
+        if s is None:
+            raise ProtocolError("unknown or expired cryptomask session: start the identification again")
+        return s
+
+    def gallery(self, body) -> GalleryInfo:
+        read(GalleryRequest, body)
+        return self.info
+
+    def start(self, body) -> Started:
+        """Alg. 2 lines 3–11 on the query rows: the distances and d_0 are kept in a new session."""
+        raw = read(Query, body).rows
+        if len(raw) != self.query_bytes:
+            raise ProtocolError(f"Query: {len(raw)} bytes of gadget rows, expected {self.query_bytes}")
+        b = self.cs.basis
+        rows = np.frombuffer(raw, dtype="<u4").reshape(2 * b.L, 2, b.L, self.cs.n)
+        with self._lock:
+            self._expire()
+            if len(self._sessions) >= MAX_SESSIONS:
+                raise ProtocolError("the CS has too many identifications open; try again later")
+        msg, d0 = self.cs.distances(he.Query(rows.astype(np.uint32)))  # checks residues < primes
+        ot = IKNPSender()
+        sid = secrets.token_bytes(16)
+        with self._lock:
+            if len(self._sessions) >= MAX_SESSIONS:
+                raise ProtocolError("the CS has too many identifications open; try again later")
+            self._sessions[sid] = CSSession(msg.c1, msg.c0, d0, ot, self.clock() + SESSION_TTL)
+        return Started(sid, ot.setup_request())
+
+    def distances(self, body) -> DistanceChunk:
+        req = read(DistanceRequest, body)
+        s = self._session(req.session)
+        with s.lock:
+            if s.c1 is None or req.index != s.next_chunk:
+                raise ProtocolError(f"DistanceRequest: chunk {req.index} out of order "
+                                    f"(next: {'none, all fetched' if s.c1 is None else s.next_chunk})")
+            lo, hi = req.index * self.chunk, min(self.cs.ciphertexts, (req.index + 1) * self.chunk)
+            out = DistanceChunk(req.session, req.index, np.ascontiguousarray(s.c1[lo:hi], dtype="<u4").tobytes(),
+                                np.ascontiguousarray(s.c0[lo:hi], dtype="<u4").tobytes())
+            s.next_chunk += 1
+            if hi == self.cs.ciphertexts:
+                s.c1 = s.c0 = None  # all sent: only d_0 stays
+        return out
+
+    def ot(self, body) -> OTReady:
+        msg = read(OTSetup, body)
+        s = self._session(msg.session)
+        with s.lock:
+            if s.c1 is not None or s.party is not None:
+                raise ProtocolError("OTSetup out of order: fetch every distance chunk first, once")
+            try:
+                s.ot.setup_finish(msg.response)
+            except (CryptoError, ValueError) as e:
+                raise ProtocolError(f"OTSetup: {e}") from None
+            s.party = Party(reveal_cs(s.ot, s.d0, Wire(), self.batch), "Alg. 3 (verifier's message)")
+            s.party.start()
+        return OTReady(msg.session)
+
+    def reveal(self, body) -> RevealRound:
+        """One Alg. 3 round: the verifier's parts in, the CS's parts out; the session ends with μ_0."""
+        msg = read(RevealRound, body)
+        s = self._session(msg.session)
+        with s.lock:
+            if s.party is None or s.party.done:
+                raise ProtocolError("RevealRound out of order: the base OTs first")
+            if msg.round != s.round:
+                raise ProtocolError(f"RevealRound {msg.round} out of order (expected {s.round})")
+            try:
+                out = s.party.step(msg.parts)  # parts checked before the CS side sees them
+            except CryptoError as e:
+                raise ProtocolError(str(e)) from None
+            s.round += 1
+            done = s.party.done
+        if done:
+            with self._lock:
+                self._sessions.pop(msg.session, None)
+        return RevealRound(msg.session, msg.round, [p.tobytes() for p in out])
