@@ -214,3 +214,37 @@ def test_a_foreign_key_store_is_refused(cs, tmp_path):
 
     with pytest.raises(GalleryError, match="another gallery"):
         VerifierClient(cs["url"], f"sqlite:///{tmp_path / 'k2.db'}", api_key=cs["verify"]).identify(cs["x"][0])
+
+
+def test_privface_serve_cs_and_identify_cli(cs, tmp_path, capsys):
+    """`privface serve --protocol cryptomask --role cs --gallery URL` as a child process with API keys, and
+    `privface identify --protocol cryptomask --server URL --key-store URL probe.npy`: the same JSON answer as
+    `privface identify --gallery` (exit 0 match, 1 no match)."""
+    import json
+
+    from privface.cli import main
+    from privface.service.launch import serve_subprocess
+
+    db = f"sqlite:///{tmp_path / 'cs.db'}"
+    with SQLiteStore(tmp_path / "cs.db") as s:
+        key = ApiKeys(s).create("verify")[1]
+    with serve_subprocess("cryptomask", db, ["--role", "cs", "--gallery", cs["gallery"]], auth=True) as url:
+        for y, want in ((_near(cs["x"][300], 6), True), (_unit(1, 7)[0], False)):
+            np.save(tmp_path / "probe.npy", y)
+            code = main(["identify", "--protocol", "cryptomask", "--server", url, "--key-store", cs["keys_url"],
+                         str(tmp_path / "probe.npy"), "--json", "--api-key", key])
+            remote = json.loads(capsys.readouterr().out)
+            local_code = main(["identify", "--gallery", cs["gallery"], "--key-store", cs["keys_url"],
+                               str(tmp_path / "probe.npy"), "--json"])
+            local = json.loads(capsys.readouterr().out)
+            assert code == local_code == (0 if want else 1)
+            assert (remote["match"], remote["accepted"], remote["id"], remote["answer"]) == \
+                (local["match"], local["accepted"], None, local["answer"]) and remote["match"] == want
+            assert remote["comm_bytes"] == local["comm_bytes"] and remote["bytes_sent"] > remote["comm_bytes"] // 3
+    from privface.cli import _cryptomask_service_options, build_parser
+    from privface.errors import PrivfaceError
+
+    args = build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "cs", "--db", cs["gallery"]])
+    assert _cryptomask_service_options(args) == {"role": "cs", "gallery_url": cs["gallery"], "gallery_name": "default"}
+    with pytest.raises(PrivfaceError, match="--role cs"):
+        _cryptomask_service_options(build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "key"]))

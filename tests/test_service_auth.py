@@ -16,6 +16,7 @@ from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.service import GsmService
 from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest
 from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.cryptomask.service import CryptoMaskService
 from privface.protocols.hers.service import IdentService
 from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
@@ -142,6 +143,17 @@ def _ident_key(root):
     return store, IdentService(store, role="key", insecure_test_params=True)
 
 
+def _cryptomask_gallery(root) -> str:
+    """A toy cryptomask gallery (the CS role serves it; its key store stays elsewhere)."""
+    from privface.scale import NpySource, enrol
+
+    np.save(root / "cm.npy", np.random.default_rng(9).normal(size=(20, 128)))
+    url = f"sqlite:///{root / 'cm-gallery.db'}"
+    enrol(url, NpySource([root / "cm.npy"]), "cryptomask", key_store_url=f"sqlite:///{root / 'cm-key.db'}",
+          insecure_test_params=True)
+    return url
+
+
 def _roles(root):
     """(label, store path, service) for every registered protocol and role."""
     gsm = GsmParams.toy()
@@ -158,7 +170,8 @@ def _roles(root):
             ("gsm terminal", lambda s: GsmService(s, role="terminal", params=gsm, capture=lambda: None)),
             ("kolberg db", lambda s: KolbergService(s, role="db", scheme="ntru", auth=auth.party)),
             ("ident local", lambda s: IdentService(s, role="local", gallery_url=f"sqlite:///{root / 'ident-gallery.db'}",
-                                                   key=key.party))):
+                                                   key=key.party)),
+            ("cryptomask cs", lambda s: CryptoMaskService(s, gallery_url=_cryptomask_gallery(root)))):
         path = root / f"{label.replace(' ', '-')}.db"
         store = SQLiteStore(path)
         made.append((label, path, store, build(store)))

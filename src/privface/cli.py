@@ -497,6 +497,8 @@ def _service_options(a, name: str) -> dict:
         return _kolberg_service_options(a)
     if name == "ident":
         return _ident_service_options(a)
+    if name == "cryptomask":
+        return _cryptomask_service_options(a)
     if name != "im2020":
         return {}
     options = {"params": _im2020_params(a)}
@@ -574,6 +576,15 @@ def _ident_service_options(a) -> dict:
                    key_api_key=a.key_api_key or os.environ.get("PRIVFACE_KEY_API_KEY") or None,
                    key_tls=tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key))
     return options
+
+
+def _cryptomask_service_options(a) -> dict:
+    """cryptomask (seed 001): --role cs over the persisted gallery (--gallery, default --db; --gallery-name); the
+    CS holds pk and k_sw, never sk or sk_v (the verifier is the client: identify --protocol cryptomask)."""
+    if a.role != "cs":
+        raise PrivfaceError("--protocol cryptomask needs --role cs (the verifier is `privface identify "
+                            "--protocol cryptomask --server URL --key-store URL`)")
+    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name}
 
 
 def _kolberg_embedding(a):
@@ -681,8 +692,35 @@ def _ident_client(a) -> int:
     return 0 if found is not None else 1
 
 
+def _cryptomask_client(a) -> int:
+    """identify --protocol cryptomask --server URL --key-store URL: the verifier (sk_v) against a CS (seed 001)."""
+    from .protocols.cryptomask.remote import VerifierClient
+    from .scale.cryptomask_identify import ANSWER
+
+    if a.scheme not in (None, "cryptomask") or a.ray or a.workers:
+        raise PrivfaceError("--protocol cryptomask takes --key-store and --name (no --scheme, --ray, --workers)")
+    if not a.key_store:
+        raise PrivfaceError("--protocol cryptomask needs --key-store URL (the verifier's sk_v and τ)")
+    x, face_ms = _identify_embedding(a)
+    with VerifierClient(a.server, a.key_store, name=a.name or "default", **_http_kw(a)) as http:
+        out = http.identify(x)
+        out = {"match": out["match"], "accepted": out["match"], **out, "answer": ANSWER, **_kolberg_stats(http)}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if a.json:
+        _print(out, True)
+    else:
+        print("match" if out["match"] else "no match")
+        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("match", "accepted", "id", "answer",
+                                                                         "bytes_per_phase")))
+        print(out["answer"])
+    return 0 if out["match"] else 1
+
+
 def cmd_identify(a) -> int:
     """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
+    if a.server and a.protocol == "cryptomask":
+        return _cryptomask_client(a)
     if a.server:
         if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
             raise PrivfaceError("--scheme idface-ckks|idface-paillier|hers, --key-store, --name, --ray and "
@@ -692,8 +730,9 @@ def cmd_identify(a) -> int:
                 raise PrivfaceError("--scheme does not go with --protocol ident: the local server's gallery has one")
             return _ident_client(a)
         return cmd_kolberg_client(a)
-    if a.protocol == "ident":
-        raise PrivfaceError("--protocol ident goes with --server (the local server's URL)")
+    if a.protocol in ("ident", "cryptomask"):
+        who = "the local server's" if a.protocol == "ident" else "the CS's"
+        raise PrivfaceError(f"--protocol {a.protocol} goes with --server ({who} URL)")
     from .scale import Gallery, cryptomask_gallery, identify
 
     if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
@@ -1053,14 +1092,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="im2020, gsm, ident key server: accept toy key sizes — tests only, INSECURE")
-    s.add_argument("--role", choices=["provider", "terminal", "db", "auth", "key", "local"],
+    s.add_argument("--role", choices=["provider", "terminal", "db", "auth", "key", "local", "cs"],
                    help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching); "
                         "kolberg: the DB server (encrypted references) or the auth server (secret key); "
                         "ident: the key server (sk; --db is the gallery's key store) or the local server "
-                        "(encrypted gallery)")
+                        "(encrypted gallery); cryptomask: cs, the Cloud Server over --gallery (pk, k_sw)")
     s.add_argument("--auth-url", help="kolberg DB server: the auth server's base URL")
-    s.add_argument("--gallery", metavar="URL", help="ident local server: the gallery store (default: --db)")
-    s.add_argument("--gallery-name", default="default", help="ident: which gallery of the store (default default)")
+    s.add_argument("--gallery", metavar="URL", help="ident local server, cryptomask cs: the gallery store "
+                                                    "(default: --db)")
+    s.add_argument("--gallery-name", default="default", help="ident, cryptomask: which gallery of the store "
+                                                             "(default default)")
     s.add_argument("--key-url", help="ident local server: the key server's base URL")
     s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
                                          "(default: $PRIVFACE_KEY_API_KEY)")
@@ -1160,14 +1201,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", *GALLERY_SCHEMES],
                    help="--server: the server's scheme (default bfv); --gallery: checked against the gallery's")
     s.add_argument("--key-store", help="--gallery: the key server's store URL (default for sqlite:///g.db: "
-                                       "sqlite:///g.keys.db)")
+                                       "sqlite:///g.keys.db); --protocol cryptomask --server: the verifier's")
     s.add_argument("--ray", metavar="auto|ADDRESS", help="--gallery: shard the blocks over Ray workers "
                                                          "(auto: a local Ray; else a cluster address)")
     s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
-    s.add_argument("--name", help="--gallery: which gallery of the store (default: default)")
-    s.add_argument("--protocol", choices=["kolberg", "ident"], default="kolberg",
-                   help="--server: kolberg DB server (default) or ident local server (`serve --protocol ident "
-                        "--role local`)")
+    s.add_argument("--name", help="--gallery, --protocol cryptomask: which gallery (default: default)")
+    s.add_argument("--protocol", choices=["kolberg", "ident", "cryptomask"], default="kolberg",
+                   help="--server: kolberg DB server (default), ident local server (`serve --protocol ident "
+                        "--role local`) or cryptomask CS (`serve --protocol cryptomask --role cs`; with --key-store, "
+                        "the verifier's keys)")
     s.add_argument("--json", action="store_true")
     http_args(s)
     s.set_defaults(func=cmd_identify)
