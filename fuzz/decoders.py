@@ -41,6 +41,8 @@ with atheris.instrument_imports(include=["privface"]):
     from privface.service.base import MessageError, NotEnrolledError, SessionError
     from privface.wire import WireError, decode, encode
     # the roles' services and clients, imported here so that they are instrumented too
+    import privface.protocols.cryptomask.remote
+    import privface.protocols.cryptomask.service
     import privface.protocols.gsm.remote
     import privface.protocols.gsm.service
     import privface.protocols.hers.remote

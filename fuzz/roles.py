@@ -23,7 +23,7 @@ from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
 ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db", "ident-key",
-         "ident-local", "ident-paillier-key", "ident-paillier-local")
+         "ident-local", "ident-paillier-key", "ident-paillier-local", "cryptomask-cs")
 
 
 @dataclass
@@ -197,6 +197,29 @@ def _ident_pair(root, rec, prefix: str, scheme: str, n: int, d: int) -> Iterator
 
 
 @contextlib.contextmanager
+def _cryptomask(root, rec) -> Iterator[list[Role]]:
+    """The cryptomask CS over a toy gallery of 40 templates (3 ciphertexts, one per DistanceChunk so that every
+    frame but the query and the gallery info fits the corpus; Alg. 3 in batches of 64), seeded by the verifier's
+    identifications: one match, one not."""
+    from privface.protocols.cryptomask.remote import VerifierClient
+    from privface.protocols.cryptomask.service import CryptoMaskService
+    from privface.scale import NpySource, enrol
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(40, 128))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(root / "cm-faces.npy", x)
+    gallery, keys = f"sqlite:///{root / 'cm-gallery.db'}", f"sqlite:///{root / 'cm-key.db'}"
+    enrol(gallery, NpySource([root / "cm-faces.npy"]), "cryptomask", key_store_url=keys, insecure_test_params=True)
+    make = lambda s: CryptoMaskService(s, gallery_url=gallery, chunk=1, batch=64)  # noqa: E731
+    with _serve(root, "cryptomask-cs", make, rec) as (cs, _, _):
+        with VerifierClient(cs.url, keys, api_key=cs.api_key) as v:
+            for probe in (x[7], rng.normal(size=128)):
+                v.identify(probe)
+        yield [cs]
+
+
+@contextlib.contextmanager
 def roles(root, names=ROLES) -> Iterator[list[Role]]:
     """The named roles, served and seeded; stopped on exit."""
     logging.getLogger("privface.service").setLevel(logging.ERROR)
@@ -208,7 +231,7 @@ def roles(root, names=ROLES) -> Iterator[list[Role]]:
         makers = [("im2020", lambda: _im2020(root, rec, "basic")),
                   ("im2020-secure-comparison", lambda: _im2020(root, rec, "secure-comparison")),
                   ("gsm-", lambda: _gsm(root, rec)), ("kolberg-", lambda: _kolberg(root, rec)),
-                  ("ident-", lambda: _ident(root, rec, wanted))]
+                  ("ident-", lambda: _ident(root, rec, wanted)), ("cryptomask-", lambda: _cryptomask(root, rec))]
         for prefix, make in makers:
             if not any(n == prefix or (prefix.endswith("-") and n.startswith(prefix)) for n in wanted):
                 continue
