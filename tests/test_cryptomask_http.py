@@ -187,6 +187,11 @@ def test_out_of_order_steps_and_a_session_that_continues(cs):
                 http.step(step, body.to_bytes())
         for i in range(7):
             http.step("identify/distances", DistanceRequest(sid, i).to_bytes())
+        from privface.crypto.ot import ED25519, OTRequest, OTSender
+
+        long_seeds = OTSender(ED25519).respond(OTRequest.from_bytes(started.ot_request), [(bytes(32), bytes(32))] * 128)
+        with pytest.raises(RemoteMessageError, match="16 bytes"):  # refused before the base OTs are used up
+            http.step("identify/ot", OTSetup(sid, long_seeds.to_bytes()).to_bytes())
         http.step("identify/ot", OTSetup(sid, response).to_bytes())
         assert cs["svc"].party._sessions[sid].party is not None
 

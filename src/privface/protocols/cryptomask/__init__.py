@@ -29,8 +29,9 @@ DESCRIPTION = {
                    "plain_modulus": CM_BFV.plain_modulus, "scale_bits": SCALE_BITS, "ring_bits": T_BITS,
                    "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128)},
     "steps": ["setup (KG: keys, k_sw to CS; IKNP base OTs)", "enrol (Alg. 1, merge indicator)",
-              "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)"],
-    "not_yet": ["wire messages / HTTP roles", "§4.5 variant (query under pk_v)"],
+              "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
+              "over HTTP: privface serve --protocol cryptomask --role cs; the verifier: identify --protocol cryptomask"],
+    "not_yet": ["§4.5 variant (query under pk_v)", "§4.5 ciphertext compression"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

@@ -213,26 +213,44 @@ class CloudServer:
 
     def distances(self, query: Query) -> tuple[Distances, np.ndarray]:
         """Alg. 2 lines 4–11: (message to the verifier, the CS's shares d_0 (m,) int64 mod t)."""
+        return self.distances_of(self.switch_query(query), 0, self.ciphertexts)
+
+    def switch_query(self, query: Query) -> np.ndarray:
+        """Alg. 2 line 4, once per query: the checked gadget rows switched to sk_v, (2L, 2, L, N) in NTT form."""
         if self._ksk is None or not self.count:
             raise ProtocolError("the CS needs k_sw from the KG and an enrolled gallery")
+        b = self.basis
+        rows = check_residues(query.rows, (2 * b.L, 2, b.L, self.n), b, "query")
+        return b.ntt.forward(rlwe.switch(b, rows, self._ksk))
+
+    def distances_of(self, R: np.ndarray, lo: int, hi: int) -> tuple[Distances, np.ndarray]:
+        """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the switched rows R: their (c_1, masked c_0)
+        and the CS's shares of their entries (those below ``count``). Over HTTP the CS answers chunk by chunk."""
+        if not 0 <= lo < hi <= self.ciphertexts:
+            raise ProtocolError(f"ciphertexts {lo}…{hi} are not in the gallery's {self.ciphertexts}")
         L, n, b = self.basis.L, self.n, self.basis
-        rows = check_residues(query.rows, (2 * L, 2, L, n), b, "query")
-        R = b.ntt.forward(rlwe.switch(b, rows, self._ksk))  # (2L, 2, L, N) under sk_v, NTT form
         W = _functional_parts(b.key, b.n, self.dim)
-        s = self.ciphertexts
-        c1 = np.empty((s, L, n), dtype=np.uint32)
-        c0 = np.empty((s, L, self.delta), dtype=np.uint64)
+        c1 = np.empty((hi - lo, L, n), dtype=np.uint32)
+        c0 = np.empty((hi - lo, L, self.delta), dtype=np.uint64)
         at = 0
-        for block in self.blocks:
-            for lo in range(0, block.shape[0], CHUNK):
-                out = rlwe.external_product(b, block[lo:lo + CHUNK], R)
-                k = out.shape[0]
-                c1[at:at + k] = out[:, 1]
-                c0[at:at + k] = rlwe.matmul_mod(out[:, 0], W, b.q)
-                at += k
+        for digits in self._digits(lo, hi):
+            out = rlwe.external_product(b, digits, R)
+            k = out.shape[0]
+            c1[at:at + k] = out[:, 1]
+            c0[at:at + k] = rlwe.matmul_mod(out[:, 0], W, b.q)
+            at += k
         u, share = self._masks(c0.shape)
         c0 = ((c0 + u) % np.array(b.q, dtype=np.uint64)[:, None]).astype(np.uint32)
-        return Distances(c1, c0), share.reshape(-1)[:self.count]
+        return Distances(c1, c0), share.reshape(-1)[:self.count - lo * self.delta]
+
+    def _digits(self, lo: int, hi: int):
+        """The NTT digits of ciphertexts lo … hi − 1 across the blocks, at most ``CHUNK`` at a time."""
+        at = 0
+        for block in self.blocks:
+            first, last = max(lo, at), min(hi, at + block.shape[0])
+            for i in range(first, last, CHUNK):
+                yield block[i - at:min(last, i + CHUNK) - at]
+            at += block.shape[0]
 
     def _masks(self, shape) -> tuple[np.ndarray, np.ndarray]:
         """u uniform mod q (limb axis −2) away from the rounding points, and d_0 = −⌊t·u/q⌉ mod t."""

@@ -2,12 +2,14 @@
 CS's side of Alg. 3 (P_0, IKNP sender), one session per identification.
 
 The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, with its NTT digits, when the
-role starts. A session is created by a ``Query`` and then goes through its steps in order: the distance chunks
-(0, 1, …), the base-OT response, the Alg. 3 rounds (0, 1, …). Every message is decoded and checked (session,
+role starts. A session is created by a ``Query`` (its rows switched to sk_v, Alg. 2 line 4) and then goes through
+its steps in order: the distance chunks (0, 1, …; each computed when asked for, Alg. 2 lines 5–11, so a session
+holds the 1.2 MB of switched rows and the CS's shares d_0, not the distances), the base-OT response, the Alg. 3
+rounds (0, 1, …). Every message is decoded and checked (session,
 index or round, lengths, residues below their primes, the Alg. 3 parts against what ``reveal_cs`` waits for)
 before anything changes: a bad one is a ProtocolError and leaves the session as it was, so the verifier may
-send the right one. Sessions expire after ``SESSION_TTL`` seconds; at most ``MAX_SESSIONS`` are open (each holds
-the distances until they are fetched: 49 kB per ciphertext at N = 4096). Nothing of a session is logged.
+send the right one. Sessions expire after ``SESSION_TTL`` seconds; at most ``MAX_SESSIONS`` are open (d_0 is 8 B
+per template: 8 MB at 2^20). Nothing of a session is logged.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...crypto.exchange import Party, Wire
+from ...crypto.ot import OTResponse
 from ...crypto.otext import IKNPSender
 from ...errors import CryptoError, ProtocolError
 from ...wire import Message, WireError
@@ -61,13 +64,13 @@ def chunk_ciphertexts(basis, delta: int) -> int:
 
 @dataclass
 class CSSession:
-    """One identification at the CS: Alg. 2's answer until fetched, then d_0 inside Alg. 3's CS side."""
+    """One identification at the CS: the switched query rows until every chunk is sent, the CS's shares d_0
+    (one array per chunk, then inside Alg. 3's CS side)."""
 
-    c1: np.ndarray | None
-    c0: np.ndarray | None
-    d0: np.ndarray
+    rows: np.ndarray | None
     ot: IKNPSender
     expires: float
+    d0: list = field(default_factory=list)
     next_chunk: int = 0
     party: Party | None = None
     round: int = 0
@@ -114,7 +117,7 @@ class CloudServerRole:
         return self.info
 
     def start(self, body) -> Started:
-        """Alg. 2 lines 3–11 on the query rows: the distances and d_0 are kept in a new session."""
+        """Alg. 2 line 4: the query rows, checked and switched to sk_v, are kept in a new session."""
         raw = read(Query, body).rows
         if len(raw) != self.query_bytes:
             raise ProtocolError(f"Query: {len(raw)} bytes of gadget rows, expected {self.query_bytes}")
@@ -124,41 +127,45 @@ class CloudServerRole:
             self._expire()
             if len(self._sessions) >= MAX_SESSIONS:
                 raise ProtocolError("the CS has too many identifications open; try again later")
-        msg, d0 = self.cs.distances(he.Query(rows.astype(np.uint32)))  # checks residues < primes
+        switched = self.cs.switch_query(he.Query(rows.astype(np.uint32)))  # checks residues < primes
         ot = IKNPSender()
         sid = secrets.token_bytes(16)
         with self._lock:
             if len(self._sessions) >= MAX_SESSIONS:
                 raise ProtocolError("the CS has too many identifications open; try again later")
-            self._sessions[sid] = CSSession(msg.c1, msg.c0, d0, ot, self.clock() + SESSION_TTL)
+            self._sessions[sid] = CSSession(switched, ot, self.clock() + SESSION_TTL)
         return Started(sid, ot.setup_request())
 
     def distances(self, body) -> DistanceChunk:
+        """Alg. 2 lines 5–11 for the chunk's ciphertexts: (c_1, masked c_0) out, their d_0 kept."""
         req = read(DistanceRequest, body)
         s = self._session(req.session)
         with s.lock:
-            if s.c1 is None or req.index != s.next_chunk:
+            if s.rows is None or req.index != s.next_chunk:
                 raise ProtocolError(f"DistanceRequest: chunk {req.index} out of order "
-                                    f"(next: {'none, all fetched' if s.c1 is None else s.next_chunk})")
+                                    f"(next: {'none, all fetched' if s.rows is None else s.next_chunk})")
             lo, hi = req.index * self.chunk, min(self.cs.ciphertexts, (req.index + 1) * self.chunk)
-            out = DistanceChunk(req.session, req.index, np.ascontiguousarray(s.c1[lo:hi], dtype="<u4").tobytes(),
-                                np.ascontiguousarray(s.c0[lo:hi], dtype="<u4").tobytes())
+            msg, d0 = self.cs.distances_of(s.rows, lo, hi)
+            s.d0.append(d0)
             s.next_chunk += 1
             if hi == self.cs.ciphertexts:
-                s.c1 = s.c0 = None  # all sent: only d_0 stays
-        return out
+                s.rows, s.d0 = None, [np.concatenate(s.d0)]  # all sent: only d_0 stays
+        return DistanceChunk(req.session, req.index, np.ascontiguousarray(msg.c1, dtype="<u4").tobytes(),
+                             np.ascontiguousarray(msg.c0, dtype="<u4").tobytes())
 
     def ot(self, body) -> OTReady:
         msg = read(OTSetup, body)
         s = self._session(msg.session)
         with s.lock:
-            if s.c1 is not None or s.party is not None:
+            if s.rows is not None or s.party is not None:
                 raise ProtocolError("OTSetup out of order: fetch every distance chunk first, once")
             try:
+                if OTResponse.from_bytes(msg.response).message_bytes != 16:  # before the base OTs are used up
+                    raise ProtocolError("OTSetup: the base-OT seeds must be 16 bytes")
                 s.ot.setup_finish(msg.response)
             except (CryptoError, ValueError) as e:
                 raise ProtocolError(f"OTSetup: {e}") from None
-            s.party = Party(reveal_cs(s.ot, s.d0, Wire(), self.batch), "Alg. 3 (verifier's message)")
+            s.party = Party(reveal_cs(s.ot, s.d0[0], Wire(), self.batch), "Alg. 3 (verifier's message)")
             s.party.start()
         return OTReady(msg.session)
 
