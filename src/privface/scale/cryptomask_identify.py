@@ -59,20 +59,10 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
     if ray is None:
         shards, call = [CSShard(gallery_url, name)], lambda q: [s.distances(q) for s in shards]
     else:
-        from .sharded import init_ray
+        from .sharded import init_ray, start_shards
 
         rt = init_ray(ray)
-        if workers is None:
-            workers = max(1, int(rt.available_resources().get("CPU", 1)))
-        bounds = np.linspace(0, gallery.nblocks, max(1, min(workers, gallery.nblocks)) + 1).round().astype(int)
-        actor = rt.remote(num_cpus=1)(CSShard)
-        shards = [actor.remote(gallery_url, name, list(range(lo, hi)), keep_error=True)
-                  for lo, hi in zip(bounds, bounds[1:])]
-        errors = [e for _, e in rt.get([s.ready.remote() for s in shards]) if e is not None]
-        if errors:
-            for s in shards:
-                rt.kill(s)
-            raise GalleryError(errors[0])
+        shards = start_shards(rt, CSShard, gallery, workers, keep_error=True)
         call = lambda q: rt.get([s.distances.remote(q) for s in shards])  # noqa: E731
     wire = Wire()
     ot = setup_ot(wire)

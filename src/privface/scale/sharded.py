@@ -57,6 +57,24 @@ class _Shard:
         return self.gallery.public.ip_db(query, self.blocks)
 
 
+def start_shards(ray, cls, gallery, workers: int | None, **kwargs) -> list:
+    """One ``cls(url, name, block range, **kwargs)`` actor per contiguous range of the gallery's blocks (``workers``
+    ranges, default one per CPU), each loaded; a shard's load error (``ready()`` → (size, error)) is the
+    GalleryError one process raises, after every actor is stopped."""
+    if workers is None:
+        workers = max(1, int(ray.available_resources().get("CPU", 1)))
+    bounds = np.linspace(0, gallery.nblocks, max(1, min(workers, gallery.nblocks)) + 1).round().astype(int)
+    actor = ray.remote(num_cpus=1)(cls)
+    shards = [actor.remote(gallery.url, gallery.name, list(range(lo, hi)), **kwargs)
+              for lo, hi in zip(bounds, bounds[1:])]
+    errors = [e for _, e in ray.get([s.ready.remote() for s in shards]) if e is not None]
+    if errors:
+        for s in shards:
+            ray.kill(s)
+        raise GalleryError(errors[0])
+    return shards
+
+
 class RayLocalServer:
     """S_local with its blocks sharded over ``workers`` Ray actors (same interface as ``hers.LocalServer``)."""
 
@@ -64,17 +82,8 @@ class RayLocalServer:
         ray = init_ray(address)
         self.gallery, self.scheme = gallery, gallery.public
         self.ids = gallery_ids(gallery)
-        if workers is None:
-            workers = max(1, int(ray.available_resources().get("CPU", 1)))
-        workers = max(1, min(workers, gallery.nblocks))
-        bounds = np.linspace(0, gallery.nblocks, workers + 1).round().astype(int)
-        actor = ray.remote(num_cpus=1)(_Shard)
-        self.shards = [actor.remote(gallery.url, gallery.name, list(range(lo, hi))) for lo, hi in zip(bounds, bounds[1:])]
         self._ray = ray
-        errors = [e for _, e in ray.get([s.ready.remote() for s in self.shards]) if e is not None]
-        if errors:  # a damaged block is the same GalleryError as in one process
-            self.close()
-            raise GalleryError(errors[0])
+        self.shards = start_shards(ray, _Shard, gallery, workers)
 
     def identify_request(self, query):
         return _concat(self._ray.get([s.ip_db.remote(query) for s in self.shards]))
