@@ -55,7 +55,6 @@ def test_split_reveal_messages_are_checked_before_use():
 
 
 # ------------------------------------------------------------------------------------------------ over HTTP
-import sqlite3  # noqa: E402
 
 import httpx  # noqa: E402
 
@@ -126,12 +125,12 @@ def _begin(cs, http):
     """gallery, start, every distance chunk, base OTs: (session id, the verifier's first Alg. 3 message)."""
     from privface.crypto.otext import IKNPReceiver
     from privface.protocols.cryptomask.messages import Started
-    from privface.protocols.cryptomask.server import read
+    from privface.protocols._common import read_message
 
     with _client(cs) as v:
         v._setup()
         q = v._verifier.query(_near(cs["x"][5], 3))
-    started = read(Started, http.step("identify/start", Query(q.rows.astype("<u4").tobytes()).to_bytes()))
+    started = read_message(Started, http.step("identify/start", Query(q.rows.astype("<u4").tobytes()).to_bytes()))
     for i in range(7):
         http.step("identify/distances", DistanceRequest(started.session, i).to_bytes())
     http.step("identify/ot", OTSetup(started.session, IKNPReceiver().setup_response(started.ot_request)).to_bytes())
@@ -174,12 +173,12 @@ def test_out_of_order_steps_and_a_session_that_continues(cs):
     """A chunk asked out of order, the base OTs before the distances: 400, and the session then completes."""
     from privface.crypto.otext import IKNPReceiver
     from privface.protocols.cryptomask.messages import Started
-    from privface.protocols.cryptomask.server import read
+    from privface.protocols._common import read_message
 
     with ServiceClient(cs["url"], "cryptomask", api_key=cs["verify"]) as http, _client(cs) as v:
         v._setup()
         q = v._verifier.query(cs["x"][9]).rows.astype("<u4").tobytes()
-        started = read(Started, http.step("identify/start", Query(q).to_bytes()))
+        started = read_message(Started, http.step("identify/start", Query(q).to_bytes()))
         sid = started.session
         response = IKNPReceiver().setup_response(started.ot_request)
         for step, body in (("identify/distances", DistanceRequest(sid, 3)), ("identify/ot", OTSetup(sid, response))):

@@ -704,17 +704,23 @@ def _cryptomask_client(a) -> int:
     x, face_ms = _identify_embedding(a)
     with VerifierClient(a.server, a.key_store, name=a.name or "default", **_http_kw(a)) as http:
         out = http.identify(x)
-        out = {"match": out["match"], "accepted": out["match"], **out, "answer": ANSWER, **_kolberg_stats(http)}
+        out = {**out, "answer": ANSWER, **_kolberg_stats(http)}
+    _print_bit(out, face_ms, a.json)
+    return 0 if out["match"] else 1
+
+
+def _print_bit(out: dict, face_ms, as_json: bool) -> None:
+    """cryptomask's 1-bit answer (in process or over HTTP): JSON, or "match"/"no match" and the figures."""
+    out = {"match": out["match"], "accepted": out["match"], **out}
     if face_ms is not None:
         out["face_ms"] = face_ms
-    if a.json:
+    if as_json:
         _print(out, True)
-    else:
-        print("match" if out["match"] else "no match")
-        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("match", "accepted", "id", "answer",
-                                                                         "bytes_per_phase")))
-        print(out["answer"])
-    return 0 if out["match"] else 1
+        return
+    print("match" if out["match"] else "no match")
+    print("  ".join(f"{k} {v}" for k, v in out.items()
+                    if k not in ("match", "accepted", "id", "answer", "bytes_per_phase")))
+    print(out["answer"])
 
 
 def cmd_identify(a) -> int:
@@ -766,15 +772,7 @@ def _identify_cryptomask(a, name: str) -> int:
         raise PrivfaceError(f"the gallery was enrolled with cryptomask, not {a.scheme}")
     x, face_ms = _identify_embedding(a)
     out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
-    out = {"match": out["match"], "accepted": out["match"], **out}
-    if face_ms is not None:
-        out["face_ms"] = face_ms
-    if a.json:
-        _print(out, True)
-    else:
-        print("match" if out["match"] else "no match")
-        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("match", "accepted", "id", "answer")))
-        print(out["answer"])
+    _print_bit(out, face_ms, a.json)
     return 0 if out["match"] else 1
 
 

@@ -33,6 +33,17 @@ def parse_answer(cls: type[Message], body: bytes):
         raise ProtocolError(f"malformed answer from the service: {e}") from None
 
 
+def read_message(cls: type[Message], blob) -> Message:
+    """A received message of type ``cls`` from its frame (or a message object, re-framed); ProtocolError if
+    malformed."""
+    if isinstance(blob, Message):
+        blob = blob.to_bytes()
+    try:
+        return cls.from_bytes(blob)
+    except (WireError, ValueError) as e:
+        raise ProtocolError(f"malformed {cls.WIRE_NAME}: {e}") from None
+
+
 def message_bytes(msg) -> bytes:
     """A message's wire bytes (bytes pass through)."""
     return msg if isinstance(msg, bytes) else msg.to_bytes()

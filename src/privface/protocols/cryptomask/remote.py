@@ -19,7 +19,8 @@ from .messages import (DistanceChunk, DistanceRequest, GalleryInfo, GalleryReque
                        RevealRound, Started)
 from .parties import threshold
 from .reveal import reveal_verifier
-from .server import PROTOCOL, read
+from .._common import read_message
+from .server import PROTOCOL
 
 
 class VerifierClient(ServiceClient):
@@ -37,7 +38,7 @@ class VerifierClient(ServiceClient):
         from ...scale.cryptomask_gallery import verifier_keys
         from . import encoding
 
-        info = read(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes()))
+        info = read_message(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes()))
         verifier, tau = verifier_keys(self.key_store_url, self.name, info.public_context, info.dim,
                                       info.insecure_test_params)
         if (info.n < 1 or info.ciphertexts != -(-info.n // verifier.delta) or info.chunk < 1
@@ -55,7 +56,7 @@ class VerifierClient(ServiceClient):
         q = v.query(x / np.linalg.norm(x))
         rows = q.rows.astype("<u4").tobytes()
         wire.send("query", len(rows))
-        started = read(Started, self.step("identify/start", Query(rows).to_bytes()))
+        started = read_message(Started, self.step("identify/start", Query(rows).to_bytes()))
         sid = started.session
         t1 = time.perf_counter()
         c1, c0 = self._distances(sid, wire)
@@ -67,7 +68,7 @@ class VerifierClient(ServiceClient):
         except (CryptoError, ValueError) as e:
             raise ProtocolError(f"Started: bad base-OT request ({e})") from None
         wire.send("ot_setup", len(started.ot_request) + len(response))
-        ready = read(OTReady, self.step("identify/ot", OTSetup(sid, response).to_bytes()))
+        ready = read_message(OTReady, self.step("identify/ot", OTSetup(sid, response).to_bytes()))
         if ready.session != sid:
             raise ProtocolError("OTReady: another session")
         side = reveal_verifier(R, d1, threshold(self._tau), wire, info.batch, count_received=True)
@@ -75,7 +76,7 @@ class VerifierClient(ServiceClient):
         msg, r = party.start(), 0
         while not party.done:
             body = RevealRound(sid, r, [p.tobytes() for p in msg]).to_bytes()
-            reply = read(RevealRound, self.step("identify/reveal", body))
+            reply = read_message(RevealRound, self.step("identify/reveal", body))
             if reply.session != sid or reply.round != r:
                 raise ProtocolError("RevealRound: another session or round")
             try:
@@ -97,7 +98,7 @@ class VerifierClient(ServiceClient):
         c1, c0 = np.empty((s, L, n), np.uint32), np.empty((s, L, delta), np.uint32)
         for i in range(-(-s // info.chunk)):
             lo, hi = i * info.chunk, min(s, (i + 1) * info.chunk)
-            got = read(DistanceChunk, self.step("identify/distances", DistanceRequest(sid, i).to_bytes()))
+            got = read_message(DistanceChunk, self.step("identify/distances", DistanceRequest(sid, i).to_bytes()))
             if (got.session != sid or got.index != i or len(got.c1) != 4 * (hi - lo) * L * n
                     or len(got.c0) != 4 * (hi - lo) * L * delta):
                 raise ProtocolError(f"DistanceChunk {i}: another session, index or size")

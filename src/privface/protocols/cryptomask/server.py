@@ -24,7 +24,7 @@ from ...crypto.exchange import Party, Wire
 from ...crypto.ot import OTResponse
 from ...crypto.otext import IKNPSender
 from ...errors import CryptoError, ProtocolError
-from ...wire import Message, WireError
+from .._common import read_message
 from . import he
 from .messages import (
     DistanceChunk,
@@ -45,16 +45,6 @@ CHUNK_BYTES = 3 << 20
 REVEAL_BATCH = 1 << 12
 """Alg. 3 entries per batch over HTTP: the verifier's largest message (its ROTs) is 528 B per entry, 2.1 MiB."""
 MAX_SESSIONS, SESSION_TTL = 8, 600.0
-
-
-def read(cls: type[Message], blob) -> Message:
-    """A message of type ``cls`` from its frame; ProtocolError if malformed."""
-    if isinstance(blob, Message):
-        blob = blob.to_bytes()
-    try:
-        return cls.from_bytes(blob)
-    except (WireError, ValueError) as e:
-        raise ProtocolError(f"malformed {cls.WIRE_NAME}: {e}") from None
 
 
 def chunk_ciphertexts(basis, delta: int) -> int:
@@ -113,12 +103,12 @@ class CloudServerRole:
         return s
 
     def gallery(self, body) -> GalleryInfo:
-        read(GalleryRequest, body)
+        read_message(GalleryRequest, body)
         return self.info
 
     def start(self, body) -> Started:
         """Alg. 2 line 4: the query rows, checked and switched to sk_v, are kept in a new session."""
-        raw = read(Query, body).rows
+        raw = read_message(Query, body).rows
         if len(raw) != self.query_bytes:
             raise ProtocolError(f"Query: {len(raw)} bytes of gadget rows, expected {self.query_bytes}")
         b = self.cs.basis
@@ -138,7 +128,7 @@ class CloudServerRole:
 
     def distances(self, body) -> DistanceChunk:
         """Alg. 2 lines 5–11 for the chunk's ciphertexts: (c_1, masked c_0) out, their d_0 kept."""
-        req = read(DistanceRequest, body)
+        req = read_message(DistanceRequest, body)
         s = self._session(req.session)
         with s.lock:
             if s.rows is None or req.index != s.next_chunk:
@@ -154,7 +144,7 @@ class CloudServerRole:
                              np.ascontiguousarray(msg.c0, dtype="<u4").tobytes())
 
     def ot(self, body) -> OTReady:
-        msg = read(OTSetup, body)
+        msg = read_message(OTSetup, body)
         s = self._session(msg.session)
         with s.lock:
             if s.rows is not None or s.party is not None:
@@ -171,7 +161,7 @@ class CloudServerRole:
 
     def reveal(self, body) -> RevealRound:
         """One Alg. 3 round: the verifier's parts in, the CS's parts out; the session ends with μ_0."""
-        msg = read(RevealRound, body)
+        msg = read_message(RevealRound, body)
         s = self._session(msg.session)
         with s.lock:
             if s.party is None or s.party.done:

@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ...scale.gallery import KEY, SCHEMES, Gallery, Settings, unit
 from ...store.base import TemplateStore
-from ...wire import Message, WireError
+from .._common import read_message
 from .messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
 from .parties import Decision
 from .scheme import CKKSScores
@@ -39,15 +39,6 @@ CHUNK_BYTES = 3 << 20
 MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
 MAX_PENDING, PENDING_TTL = 256, 600.0
 """Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
-
-
-def _read(cls: type[Message], blob) -> Message:
-    if isinstance(blob, Message):
-        blob = blob.to_bytes()
-    try:
-        return cls.from_bytes(blob)
-    except (WireError, ValueError) as e:
-        raise ProtocolError(f"malformed {cls.WIRE_NAME}: {e}") from None
 
 
 def ciphertexts_per_block(scheme: str) -> int:
@@ -87,7 +78,7 @@ class KeyRole:
         self._lock = threading.Lock()
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
         if saved is not None:
-            self._gallery = self._open(_read(Attach, saved))
+            self._gallery = self._open(read_message(Attach, saved))
 
     def _open(self, msg: Attach):
         if hashlib.sha256(msg.public_context).digest() != self._pk_sha256:
@@ -114,7 +105,7 @@ class KeyRole:
         return secret, msg.n, msg.capacity, (k, 2, len(levels), public.n)
 
     def attach(self, body) -> Attached:
-        msg = _read(Attach, body)
+        msg = read_message(Attach, body)
         gallery = self._open(msg)  # validated in full before anything is kept
         frame = msg.to_bytes()
         with self._lock:
@@ -153,7 +144,7 @@ class KeyRole:
 
     def decide(self, body) -> KeyDecision | None:
         """Fold one chunk into the request's running best (first index on ties, as ``KeyServer.decide``)."""
-        msg = _read(ScoreChunk, body)
+        msg = read_message(ScoreChunk, body)
         secret, capacity, scores_msg = self._check(msg)
         with self._lock:
             now = time.monotonic()
@@ -193,13 +184,13 @@ class LocalRole:
         else:
             block_bytes = 8 * int(np.prod((ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)))
         self.chunk = chunk or chunk_blocks(block_bytes)
-        attached = _read(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
+        attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
                                                      self.gallery.pk_bytes, s.lift, s.lift_seed)))
         if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
             raise ProtocolError("the key server holds the key of another gallery")
 
     def query(self, body) -> np.ndarray:
-        raw = _read(Query, body).template
+        raw = read_message(Query, body).template
         if len(raw) != 8 * self.dim:
             raise ProtocolError(f"Query: expected {self.dim} float64 values, got {len(raw)} bytes")
         y = np.frombuffer(raw, dtype="<f8").reshape(1, -1)
@@ -234,7 +225,7 @@ class LocalRole:
             reply = self.key.decide(ScoreChunk(rid, lo, total, msg.counts[lo:hi], residues))
         if reply is None:
             raise ProtocolError("the key server returned no decision")
-        decision = _read(KeyDecision, reply)
+        decision = read_message(KeyDecision, reply)
         if decision.request_id != rid:
             raise ProtocolError("the key server answered another request")
         return decision.index
