@@ -31,6 +31,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ...crypto import _seal_arrays, _seal_io, rlwe
+from ...crypto._common import parallel_map
 from ...errors import ProtocolError, TemplateError
 from . import encoding
 from .params import MARGIN_BITS
@@ -154,8 +155,9 @@ class CloudServer:
     the last ciphertext in coefficient form for
     merging (Alg. 1 line 7), ``ind``, and k_sw once the KG has sent it (Alg. 2 line 1)."""
 
-    def __init__(self, public, dim: int) -> None:
-        self.public, self.basis, self.dim = public, basis_of(public), dim
+    def __init__(self, public, dim: int, *, workers: int | None = None) -> None:
+        """``workers`` threads compute NTT digits (numpy releases the GIL; None: one per core)."""
+        self.public, self.basis, self.dim, self.workers = public, basis_of(public), dim, workers
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
         self._chunks: list[np.ndarray] = []
@@ -188,8 +190,7 @@ class CloudServer:
             self.blocks[-1][-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
             cts = cts[1:]
         if len(cts):
-            new = np.concatenate([rlwe.gallery_digits(self.basis, cts[i:i + 16]) for i in range(0, len(cts), 16)])
-            self.blocks.append(new)
+            self.blocks.append(self._digits_of(cts))
             self.last = cts[-1]
         self.ind, self.count = up.ind, self.count + up.count
 
@@ -201,10 +202,14 @@ class CloudServer:
         L, n = self.basis.L, self.n
         for i, blk in enumerate(blocks):
             blk = check_residues(blk, (len(blk), 2, L, n), self.basis, f"gallery block {i}")
-            self.blocks.append(np.concatenate([rlwe.gallery_digits(self.basis, blk[j:j + 16])
-                                               for j in range(0, len(blk), 16)]))
+            self.blocks.append(self._digits_of(blk))
             self.last = blk[-1]
         self.count, self.ind = count, count % self.delta
+
+    def _digits_of(self, cts: np.ndarray) -> np.ndarray:
+        """NTT digits of ciphertexts (k, 2, L, N), 16 at a time on ``workers`` threads."""
+        chunks = [cts[i:i + 16] for i in range(0, len(cts), 16)]
+        return np.concatenate(parallel_map(lambda c: rlwe.gallery_digits(self.basis, c), chunks, self.workers))
 
     def set_switching_key(self, K: np.ndarray) -> None:
         if K.shape != (self.basis.L, 2, self.basis.L + 1, self.n):
