@@ -178,10 +178,10 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             key = None if keys is None else await run_in_threadpool(  # 401 before anything else
                 keys.authenticate, bearer(request.headers.get("authorization")))
             seen["key"] = key
+            caller = f"key:{key.key_id}" if key else f"addr:{request.client.host if request.client else '?'}"
             if rate_limit is not None and not (key and key.scopes & UNLIMITED_SCOPES):
                 try:
-                    rate_limit.take(f"key:{key.key_id}" if key else
-                                    f"addr:{request.client.host if request.client else '?'}")
+                    rate_limit.take(caller)
                 except LimitError:
                     metrics.rate_limited.inc()
                     raise
@@ -214,10 +214,10 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             t0 = time.perf_counter()
             if attempt is None:
                 state = sessions.take(protocol, sid) if sid is not None else None
-                result = await run_in_threadpool(svc.handle, step, body, state)
+                result = await run_in_threadpool(_handle, svc, step, body, state, caller)
             else:
                 seen["subject"] = attempt[0]
-                result = await run_in_threadpool(guarded, svc, step, body, sid, attempt)
+                result = await run_in_threadpool(guarded, svc, step, body, sid, attempt, caller)
             compute_ms = (time.perf_counter() - t0) * 1000
             if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
                 raise TypeError(f"{protocol}.handle must return a StepResult with bytes")
@@ -249,16 +249,16 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)
             return _error(500, "internal server error", "InternalError")
 
-    def guarded(svc: ProtocolService, step: str, body: bytes, sid: str | None, attempt) -> StepResult:
+    def guarded(svc: ProtocolService, step: str, body: bytes, sid: str | None, attempt, caller: str) -> StepResult:
         """A step of a verification attempt: refused (429, nothing taken) while the subject is locked
         out; the deciding step holds an in-flight slot and counts its decision (limits.Lockout)."""
         subject, decides = attempt
         try:
             if not decides:
                 lockout.check(svc.name, subject)
-                return svc.handle(step, body, sessions.take(svc.name, sid) if sid is not None else None)
+                return _handle(svc, step, body, sessions.take(svc.name, sid) if sid is not None else None, caller)
             with lockout.attempt(svc.name, subject):
-                result = svc.handle(step, body, sessions.take(svc.name, sid) if sid is not None else None)
+                result = _handle(svc, step, body, sessions.take(svc.name, sid) if sid is not None else None, caller)
                 if isinstance(result, StepResult) and result.accepted is not None:
                     lockout.record(svc.name, subject, result.accepted)
                 return result
@@ -270,6 +270,14 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         _declare_bearer(app)
     describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
     return app
+
+
+def _handle(svc: ProtocolService, step: str, body: bytes, state, caller: str) -> StepResult:
+    """``svc.handle``, told the caller (``key:<key id>``, else ``addr:<client address>``, as the rate limit
+    counts) when the service declares ``takes_caller``."""
+    if getattr(svc, "takes_caller", False):
+        return svc.handle(step, body, state, caller=caller)
+    return svc.handle(step, body, state)
 
 
 def _declare_bearer(app: FastAPI) -> None:

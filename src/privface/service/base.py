@@ -50,6 +50,10 @@ class ProtocolService(Protocol):
         SessionError (or another PrivfaceError → 400) on bad input, changing no state."""
         ...
 
+    # Optional: `takes_caller = True` and `handle(step, body, state, caller=...)` get who calls (`key:<key id>`,
+    # or `addr:<client address>` without API keys; the rate limit's identity), e.g. for a per-caller share of a
+    # protocol's own sessions (cryptomask).
+
     # Optional, for the failure counter (limits.Lockout) of verification flows:
     # def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
     #     """(subject ID, whether this step decides) when `step` belongs to a verification attempt, else

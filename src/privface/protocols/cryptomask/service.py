@@ -3,6 +3,8 @@ persisted gallery (``privface gallery enrol --scheme cryptomask``): it holds pk,
 or sk_v. The verifier (``remote.VerifierClient``, ``privface identify --protocol cryptomask --server``) is its
 client. Steps (scope ``verify``), each one wire message in and one out, all without an HTTP session: the
 identification's own session id travels in the messages (``server``), so a bad message (400) leaves it usable.
+A new identification beyond the caller's share (``server.MAX_PER_CALLER``) gets 429 with Retry-After, beyond the
+CS's (``server.MAX_SESSIONS``) 503, as the service answers too many requests from one client / too many sessions.
 
     ``gallery``               GalleryRequest → GalleryInfo  (pk and layout)
     ``identify/start``        Query → Started               (Alg. 2: distances computed, d_0 kept; base-OT request)
@@ -16,9 +18,11 @@ from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
 from ...service.base import MessageError, SessionError, StepResult
+from ...service.limits import LimitError
+from ...service.sessions import SessionLimitError
 from ...store.base import TemplateStore
 from ...wire import MAX_MESSAGE_BYTES, WireError
-from .server import PROTOCOL, CloudServerRole
+from .server import PROTOCOL, CloudServerRole, TooManySessions
 
 STEPS = {"gallery": "gallery", "identify/start": "start", "identify/distances": "distances", "identify/ot": "ot",
          "identify/reveal": "reveal"}
@@ -32,6 +36,7 @@ class CryptoMaskService:
 
     name = PROTOCOL
     scopes = SCOPES
+    takes_caller = True  # ``handle`` gets the caller, for the per-caller share of identifications
 
     def __init__(self, store: TemplateStore, *, role: str = "cs", gallery_url: str | None = None,
                  gallery_name: str = "default", chunk: int | None = None, batch: int | None = None) -> None:
@@ -50,13 +55,16 @@ class CryptoMaskService:
         self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
                          "identify/distances": 1024, "identify/ot": 16384, "identify/reveal": MAX_MESSAGE_BYTES}
 
-    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+    def handle(self, step: str, body: bytes, state: Any | None, caller: str | None = None) -> StepResult:
         if step not in STEPS:
             raise MessageError(f"cryptomask cs has no step {step!r}")
         if state is not None:
             raise SessionError("cryptomask steps carry their session in the message, not in an HTTP session")
+        run = getattr(self.party, STEPS[step])
         try:
-            reply = getattr(self.party, STEPS[step])(body)
+            reply = run(body, caller) if step == "identify/start" else run(body)
+        except TooManySessions as e:
+            raise LimitError(str(e), e.retry_after) if e.per_caller else SessionLimitError(str(e)) from None
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
             raise MessageError(str(e)) from None
         return StepResult(reply.to_bytes())

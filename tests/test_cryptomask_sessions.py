@@ -1,0 +1,166 @@
+"""The cryptomask CS's identification sessions over real loopback HTTP, on a fake clock: idle expiry
+(``server.IDLE_TTL`` after the last successful step), the absolute cap (``server.MAX_AGE``), and the share of open
+identifications per caller (``MAX_PER_CALLER``, 429) beside the CS's (``MAX_SESSIONS``, 503)."""
+import gc
+import weakref
+
+import httpx
+import numpy as np
+import pytest
+
+from privface.protocols.cryptomask import encoding, server
+from privface.protocols.cryptomask.messages import DistanceRequest, Query, Started
+from privface.protocols.cryptomask.remote import VerifierClient
+from privface.protocols.cryptomask.service import CryptoMaskService
+from privface.protocols._common import read_message
+from privface.scale import NpySource, enrol
+from privface.service.app import create_app
+from privface.service.auth import ApiKeys
+from privface.service.client import ServiceClient, ServiceError
+from privface.service.launch import serve_in_thread
+from privface.store.sqlite import SQLiteStore
+
+D, N = 128, 40
+
+
+class Clock:
+    """The CS role's clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def cs(tmp_path_factory):
+    """A toy gallery of 40 templates (3 ciphertexts, one per DistanceChunk; Alg. 3 in one batch of 64: 10 rounds)
+    served with API keys; the role's clock is a ``Clock``; ``query``: one valid Query body."""
+    root = tmp_path_factory.mktemp("cm-sessions")
+    x = np.random.default_rng(11).standard_normal((N, D))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(root / "faces.npy", x)
+    gallery, keys_url = f"sqlite:///{root / 'gallery.db'}", f"sqlite:///{root / 'key.db'}"
+    enrol(gallery, NpySource([str(root / "faces.npy")]), "cryptomask", key_store_url=keys_url,
+          insecure_test_params=True)
+    with SQLiteStore(root / "cs.db") as store:
+        keys = ApiKeys(store)
+        svc = CryptoMaskService(store, gallery_url=gallery, chunk=1, batch=64)
+        svc.party.clock = clock = Clock()
+        with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
+            key = keys.create("verify")[1]
+            with VerifierClient(url, keys_url, api_key=key) as v:
+                v._setup()
+                query = Query(v._verifier.query(x[0]).rows.astype("<u4").tobytes()).to_bytes()
+            yield dict(x=x, url=url, svc=svc, keys=keys, keys_url=keys_url, clock=clock, query=query)
+
+
+@pytest.fixture
+def role(cs):
+    """The CS role with every session left by an earlier test expired."""
+    cs["clock"].now += server.MAX_AGE + server.IDLE_TTL
+    assert len(cs["svc"].party) == 0
+    return cs["svc"].party
+
+
+class SlowVerifier(VerifierClient):
+    """A verifier that lets ``pause`` seconds pass on the CS's clock before each of its steps."""
+
+    def __init__(self, *args, clock: Clock, pause: float, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.clock, self.pause = clock, pause
+
+    def step(self, step: str, body: bytes) -> bytes:
+        self.clock.now += self.pause
+        return super().step(step, body)
+
+
+def _http(cs, key=None):
+    return ServiceClient(cs["url"], "cryptomask", api_key=key or cs["keys"].create("verify")[1])
+
+
+def _start(http, cs) -> bytes:
+    return read_message(Started, http.step("identify/start", cs["query"])).session
+
+
+def test_an_active_identification_outlives_the_old_ttl_while_an_idle_one_expires(cs, role):
+    """A verifier stepping every IDLE_TTL − 1 s completes (16 steps: ≈ 1 900 s, past the former fixed 600 s) with
+    the plaintext bit; a session started beside it and never stepped is gone after IDLE_TTL, its memory with it,
+    and its next step hears "expired … start the identification again"."""
+    key = cs["keys"].create("verify")[1]
+    with _http(cs, key) as http:
+        idle = _start(http, cs)
+        ref = weakref.ref(role._sessions[idle])
+        t0 = cs["clock"].now
+        y = cs["x"][17]
+        with SlowVerifier(cs["url"], cs["keys_url"], api_key=key, clock=cs["clock"], pause=server.IDLE_TTL - 1) as v:
+            got = v.identify(y)
+        assert cs["clock"].now - t0 > 600 + server.IDLE_TTL
+        plain = bool((encoding.quantize(cs["x"]) @ encoding.quantize(y)).max() >= round(0.5 * (1 << 16)))
+        assert got["match"] is plain is True
+        gc.collect()
+        assert len(role) == 0 and ref() is None  # the idle session's rows and state are freed
+        with pytest.raises(ServiceError) as e:
+            http.step("identify/distances", DistanceRequest(idle, 0).to_bytes())
+        assert e.value.status == 400 and "expired (no step for 120 s)" in str(e.value)
+        assert "start the identification again" in str(e.value)
+        with pytest.raises(ServiceError, match="unknown cryptomask session"):
+            http.step("identify/distances", DistanceRequest(bytes(16), 0).to_bytes())
+
+
+def test_a_refused_step_does_not_keep_a_session_alive(cs, role):
+    """Only a successful step pushes the expiry: a chunk asked out of order every minute does not."""
+    with _http(cs) as http:
+        sid = _start(http, cs)
+        for want in ("out of order", "expired"):
+            cs["clock"].now += server.IDLE_TTL / 2
+            with pytest.raises(ServiceError, match=want):
+                http.step("identify/distances", DistanceRequest(sid, 2).to_bytes())
+        assert len(role) == 0
+
+
+def test_max_age_ends_even_an_active_identification(cs, role, monkeypatch):
+    monkeypatch.setattr(server, "MAX_AGE", 1000.0)
+    with SlowVerifier(cs["url"], cs["keys_url"], api_key=cs["keys"].create("verify")[1], clock=cs["clock"],
+                      pause=server.IDLE_TTL - 1) as v:
+        with pytest.raises(ServiceError, match=r"expired \(older than 1000 s\): start the identification again"):
+            v.identify(cs["x"][3])
+    assert len(role) == 0
+
+
+def test_one_caller_gets_its_share_and_others_still_get_in(cs, role):
+    """MAX_PER_CALLER identifications per API key (the next one: 429 LimitError, Retry-After = when the first of
+    them would expire idle), MAX_SESSIONS in all (then 503 SessionLimitError for everyone); expiry frees both."""
+    assert (server.MAX_PER_CALLER, server.MAX_SESSIONS) == (2, 8)
+    keys = [cs["keys"].create("verify")[1] for _ in range(5)]
+    with _http(cs, keys[0]) as http:
+        _start(http, cs)
+        cs["clock"].now += 30
+        _start(http, cs)
+    r = httpx.post(f"{cs['url']}/v1/cryptomask/identify/start", content=cs["query"], timeout=60,
+                   headers={"content-type": "application/octet-stream", "authorization": f"Bearer {keys[0]}"})
+    assert r.status_code == 429 and r.json()["type"] == "LimitError" and "already has 2" in r.json()["error"]
+    assert r.headers["retry-after"] == str(int(server.IDLE_TTL) - 30)
+    assert len(role) == 2
+    for key in keys[1:4]:  # three more callers take the remaining six slots
+        with _http(cs, key) as http:
+            _start(http, cs)
+            _start(http, cs)
+    assert len(role) == server.MAX_SESSIONS
+    with _http(cs, keys[4]) as http, pytest.raises(ServiceError) as e:
+        _start(http, cs)
+    assert e.value.status == 503 and "too many identifications open" in str(e.value)
+    cs["clock"].now += server.IDLE_TTL
+    with _http(cs, keys[0]) as http:
+        _start(http, cs)  # everything idle expired: the first caller is back in
+    assert len(role) == 1
+
+
+def test_without_a_caller_only_the_global_cap_applies(cs, role):
+    """In process (no service, no caller) the role counts sessions against MAX_SESSIONS alone."""
+    for _ in range(server.MAX_SESSIONS):
+        role.start(cs["query"])
+    with pytest.raises(server.TooManySessions) as e:
+        role.start(cs["query"])
+    assert not e.value.per_caller
