@@ -213,6 +213,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
 
     A new gallery gets the KG's keys (sk, the verifier's pk_v, sk_v → key store; pk, k_sw → gallery store).
     ``after_block(b)`` is called after block b's commit record is written (tests interrupt enrolment with it).
+    One enrolment per gallery at a time (``gallery.writer_lease``): the last block is never rewritten by two.
     """
     from ..protocols.cryptomask import encoding
     from ..protocols.cryptomask.he import DataProvider, basis_of
@@ -226,7 +227,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
         raise GalleryError("the source repeats an id")
     n_ring = _params(insecure_test_params).poly_modulus_degree
     delta = encoding.rows_per_poly(n_ring, dim)  # TemplateError for a d cryptomask cannot pack
-    with open_store(gallery_url) as local:
+    with open_store(gallery_url) as local, gal.writer_lease(local, gallery_url, name) as lease:
         raw = local.get(LOCAL, _k(name, "meta"))
         if raw is None:
             if tau is not None and not -1.0 < tau < 1.0:
@@ -295,7 +296,9 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                         old[-1] = merge_last(basis, old[-1], cts[0])
                         cts = cts[1:]
                     cts, old_ids = np.concatenate([old, cts]), [i for r in last["ids"] for i in r]
+                lease.check()
                 _write_block(local, name, b, cts, old_ids + ids[done:done + take], delta, last if used else None)
+                lease.renew()
                 last = _commit(local, name, b, meta, used + take, basis)
                 count, done, written = count + take, done + take, written + 1
                 if bar is not None:

@@ -22,6 +22,12 @@ Enrolment streams templates from a ``Source`` (``.npy`` rows or face images), en
 commits each; re-running the same enrolment skips committed blocks (the templates of a skipped block are not
 even read), so an interrupted enrolment resumes and ends with the same gallery an uninterrupted one would hold
 (same ids, same answers). Templates are scaled to unit norm (HERS needs ‖x‖ ≤ 1; T_α ignores scale).
+
+One enrolment per gallery at a time: ``writer_lease`` holds ``<name>.lease`` (protocol ``gallery-lease`` of the
+gallery store; ``store.lease.Lease``: token, host, pid, acquired, expires) for the whole enrolment, renewed after
+every block and every ``LEASE_TTL`` / 3 s. A second enrolment meanwhile gets GalleryError and writes nothing; a
+killed enrolment's lease expires after ``LEASE_TTL`` (120 s) and the next enrolment takes it over and resumes.
+Readers (``Gallery``, identification) never look at the lease.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +46,9 @@ import numpy as np
 from ..errors import PrivfaceError, TemplateError
 
 SCHEMES = ("idface-ckks", "hers", "idface-paillier")
-LOCAL, KEY = "gallery", "gallery-key"
+LOCAL, KEY, LEASE = "gallery", "gallery-key", "gallery-lease"
+LEASE_TTL = 120.0  # seconds a dead enrolment keeps its gallery locked
+lease_clock = time.time  # wall clock (leases are shared across hosts); tests move it forward
 PART_BYTES = 32 << 20
 VERSION = 1
 TAU = {"hers": 0.5, "idface": 0.25}  # hers: cosine; idface: fraction of min(α, β) (as bench identify)
@@ -347,6 +356,28 @@ def _k(name: str, key: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------- enrolment
+@contextmanager
+def writer_lease(local, gallery_url: str, name: str):
+    """Gallery ``name``'s writer lease (``store.lease.Lease`` under protocol ``gallery-lease`` of the gallery
+    store), held around a whole enrolment so that one enrolment at a time writes the gallery. Another live
+    lease → GalleryError before anything is written; the body's ``check()`` / ``renew()`` → GalleryError once
+    the lease was lost (it expired and another enrolment took it over)."""
+    from ..store.lease import Lease, LeaseHeld, LeaseLost, when
+
+    what = f"gallery {name!r} in {_redact(gallery_url)}"
+    try:
+        with Lease(local, LEASE, _k(name, "lease"), ttl=LEASE_TTL, clock=lease_clock) as lease:
+            try:
+                yield lease
+            except LeaseLost:
+                raise GalleryError(f"{what}: this enrolment lost its writer lease (it expired and another "
+                                   "enrolment took it over); stopped, nothing more written") from None
+    except LeaseHeld as e:
+        h = e.holder
+        raise GalleryError(f"{what} is being enrolled by {h['host']}/{h['pid']} since {when(h['acquired'])}; "
+                           f"wait, or if that process died, retry after {when(h['expires'])}") from None
+
+
 @dataclass
 class EnrolReport:
     scheme: str
@@ -386,6 +417,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     gallery meta, and ``Gallery`` rebuilds the same ``IDFaceParams`` so queries get the same transform.
     A gallery made with other settings or other ids is refused (``GalleryError``), never mixed into.
     ``after_block(b)`` is called after block b is committed (tests interrupt enrolment with it).
+    One enrolment per gallery at a time (``writer_lease``): a second one gets GalleryError and changes nothing.
     ``scheme="cryptomask"`` goes to ``cryptomask_gallery.enrol`` (seed 001 Alg. 1: a new source is appended).
     """
     from ..store import open_store
@@ -405,7 +437,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     wanted = {"version": VERSION, "scheme": settings.scheme, "dim": settings.dim, "beta": settings.beta,
               "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": _ids_digest(ids),
               **settings.transform_meta()}
-    with open_store(gallery_url) as local:
+    with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         meta_raw = local.get(LOCAL, _k(name, "meta"))
         if meta_raw is None:
             pub, _, pk, sk = settings.generate_keys()
@@ -440,7 +472,9 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                     continue
                 lo, hi = b * cap, min(len(ids), (b + 1) * cap)
                 block = public.enc_db(source.templates(lo, hi))
+                lease.check()
                 _put_block(local, name, b, _block_array(settings, block, pub), hi - lo, ids[lo:hi])
+                lease.renew()
                 encrypted += 1
                 if bar is not None:
                     bar.update(hi - lo)

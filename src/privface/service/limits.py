@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import PrivfaceError
-from ..store.base import StoreUnavailableError, TemplateStore
+from ..store.base import TemplateStore
+from ..store.lease import update
 
 LOCKOUT_NAMESPACE = "privface-lockout-{protocol}"
-_SWAP_TRIES = 1000  # each failed compare-and-swap means another writer's succeeded: contention, not a loop
 
 
 class LimitError(PrivfaceError):
@@ -88,27 +88,26 @@ class Lockout:
         self.store, self.failures, self.base, self.cap, self._clock = store, failures, base, cap, clock
         self.lease = lease
 
-    def _read(self, space: str, subject: str) -> tuple[bytes | None, dict]:
-        """The stored bytes and the counter they hold, expired leases left out."""
-        raw = self.store.get(space, subject)
+    def _counter(self, raw: bytes | None) -> dict:
+        """The counter held in the stored bytes ``raw``, expired leases left out."""
         r = json.loads(raw) if raw is not None else {}
         now = self._clock()
         leases = {k: float(v) for k, v in r.get("leases", {}).items() if float(v) > now}
-        return raw, {"failures": int(r.get("failures", 0)), "last": float(r.get("last", 0.0)), "leases": leases}
+        return {"failures": int(r.get("failures", 0)), "last": float(r.get("last", 0.0)), "leases": leases}
 
     def _update(self, protocol: str, subject: str, change):
-        """``change(counter)`` (mutating it; raising leaves the store as it was) applied atomically: a
-        compare-and-swap against the bytes read, read again when another writer got in between. A counter
-        with no failures and no leases is deleted."""
-        space = LOCKOUT_NAMESPACE.format(protocol=protocol)
-        for _ in range(_SWAP_TRIES):
-            raw, counter = self._read(space, subject)
+        """``change(counter)`` (mutating it; raising leaves the store as it was) applied atomically by
+        ``store.lease.update`` (compare-and-swap, again on a lost race). A counter with no failures and no
+        leases is deleted."""
+        def step(raw: bytes | None):
+            counter = self._counter(raw)
             result = change(counter)
             new = (json.dumps(counter, sort_keys=True).encode()
                    if counter["failures"] or counter["leases"] else None)
-            if new == raw or self.store.swap(space, subject, raw, new):
-                return result
-        raise StoreUnavailableError("the lockout counter kept changing under concurrent writers")
+            return new, result
+
+        return update(self.store, LOCKOUT_NAMESPACE.format(protocol=protocol), subject, step,
+                      what="the lockout counter")
 
     def backoff(self, n: int) -> float:
         """Seconds an attempt waits after the n-th rejection in a row."""
@@ -121,7 +120,7 @@ class Lockout:
 
     def check(self, protocol: str, subject: str) -> None:
         """Raise LimitError while ``subject`` is locked out (reads only)."""
-        self._refuse_while_locked(self._read(LOCKOUT_NAMESPACE.format(protocol=protocol), subject)[1])
+        self._refuse_while_locked(self._counter(self.store.get(LOCKOUT_NAMESPACE.format(protocol=protocol), subject)))
 
     @contextmanager
     def attempt(self, protocol: str, subject: str) -> Iterator[None]:
