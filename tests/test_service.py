@@ -147,7 +147,7 @@ def test_sessions_expire(store):
 
 
 def test_open_sessions_are_bounded(store):
-    with serving(create_app(store, [Counter(store)], max_sessions=2)) as base:
+    with serving(create_app(store, [Counter(store)], max_sessions=2, max_sessions_per_caller=3)) as base:
         clients = [ServiceClient(base, "counter") for _ in range(3)]
         clients[0].step("register", b"erin:x")
         clients[0].step("count/start", b"erin")

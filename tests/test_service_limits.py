@@ -189,16 +189,16 @@ def test_lockout_in_flight_bound_holds_across_processes(tmp_path, backend):
 def test_sessions_expire_and_peek_does_not_consume():
     clock = Clock(0.0)
     s = Sessions(ttl=5, max_sessions=2, clock=clock)
-    sid = s.open("p", "state")
-    assert s.peek("p", sid) == "state" and len(s) == 1
+    sid = s.open("p", "state", "key:a")
+    assert s.peek("p", sid, "key:a") == "state" and len(s) == 1
     clock.t = 4.9
-    assert s.take("p", sid) == "state" and len(s) == 0
-    sid = s.open("p", "again")
+    assert s.take("p", sid, "key:a") == "state" and len(s) == 0
+    sid = s.open("p", "again", "key:a")
     clock.t = 9.9
     from privface.service.base import SessionError
 
     with pytest.raises(SessionError, match="expired"):
-        s.peek("p", sid)
+        s.peek("p", sid, "key:a")
     assert len(s) == 0
 
 

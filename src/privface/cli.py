@@ -846,6 +846,9 @@ def _serve_ops_args(s) -> None:
     s.add_argument("--audit-log", metavar="PATH", help="append the audit trail to this file as JSON lines (created "
                    "0600); default: stderr with the log. Kept at every --log-level")
     s.add_argument("--max-sessions", type=int, default=10_000, help="open multi-round sessions at most (default 10000)")
+    s.add_argument("--max-sessions-per-caller", type=int, default=None,
+                   help="open sessions one API key (or client address without keys) may hold; beyond: 429 "
+                   "(default 1%% of --max-sessions)")
     s.add_argument("--rate-limit", type=float, default=100.0,
                    help="requests per second per API key (or client address without keys); 0: off (default 100)")
     s.add_argument("--rate-burst", type=int, default=200, help="requests a client may send at once (default 200)")
@@ -908,10 +911,10 @@ def cmd_serve(a) -> int:
                 note.warning("no API keys in this store yet, every step is refused until one is "
                              "created: privface keys create --db … --scopes …")
         limits = _serve_limits(a, store)
-        if a.max_sessions < 1 or a.session_ttl <= 0:
-            raise PrivfaceError("--max-sessions and --session-ttl must be positive")
-        app = create_app(store, services, session_ttl=a.session_ttl, max_sessions=a.max_sessions, keys=keys,
-                         **limits)
+        if a.max_sessions < 1 or a.session_ttl <= 0 or (a.max_sessions_per_caller or 1) < 1:
+            raise PrivfaceError("--max-sessions, --max-sessions-per-caller and --session-ttl must be positive")
+        app = create_app(store, services, session_ttl=a.session_ttl, max_sessions=a.max_sessions,
+                         max_sessions_per_caller=a.max_sessions_per_caller, keys=keys, **limits)
         for svc in services:
             if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
                 from .protocols.gsm.service import provider_key_bytes

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
-from .base import MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
+from .base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
 from .limits import LimitError, Lockout, RateLimiter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
@@ -59,7 +59,7 @@ def status_of(e: PrivfaceError) -> int:
         return 404
     if isinstance(e, (SessionLimitError, StoreUnavailableError)):
         return 503
-    if isinstance(e, SessionError):
+    if isinstance(e, (SessionError, AlreadyEnrolledError)):
         return 409
     return 400  # MessageError and every other PrivfaceError
 
@@ -71,15 +71,17 @@ def _error(status: int, message: str, kind: str | None = None,
 
 
 def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, session_ttl: float = 120.0,
-               max_sessions: int = 10_000, max_body: int = DEFAULT_MAX_BODY,
-               keys: ApiKeys | None = None, rate_limit: RateLimiter | None = None,
-               lockout: Lockout | None = None) -> FastAPI:
+               max_sessions: int = 10_000, max_sessions_per_caller: int | None = None,
+               max_body: int = DEFAULT_MAX_BODY, keys: ApiKeys | None = None,
+               rate_limit: RateLimiter | None = None, lockout: Lockout | None = None) -> FastAPI:
     """A FastAPI app serving `services` (each a ProtocolService) over `store`; with `keys`, every step
     needs an API key holding the scope the service declares for it (module docstring).
 
     `max_body` caps every step's body; a service may declare a smaller or larger cap per step in an
     optional `max_body: dict[str, int]` attribute. `rate_limit` and `lockout` (limits.py; `privface serve`
-    turns both on) answer 429 with Retry-After."""
+    turns both on) answer 429 with Retry-After. Each caller (API key, else client address) holds at most
+    `max_sessions_per_caller` open sessions (default 1 % of `max_sessions`; 429 with Retry-After beyond),
+    and a session id is honoured only for the caller that opened it."""
     by_name: dict[str, ProtocolService] = {}
     for s in services:
         if s.name in by_name:
@@ -89,7 +91,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         by_name[s.name] = s
         if keys is not None and (unmapped := [t for t in s.steps if not required_scopes(s, t)]):
             log.warning("%s: steps without a declared scope are refused: %s", s.name, ", ".join(unmapped))
-    sessions = Sessions(session_ttl, max_sessions)
+    sessions = Sessions(session_ttl, max_sessions, max_per_caller=max_sessions_per_caller)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -178,10 +180,11 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             key = None if keys is None else await run_in_threadpool(  # 401 before anything else
                 keys.authenticate, bearer(request.headers.get("authorization")))
             seen["key"] = key
-            caller = f"key:{key.key_id}" if key else f"addr:{request.client.host if request.client else '?'}"
+            caller = Caller(f"key:{key.key_id}", key.scopes) if key else Caller(
+                f"addr:{request.client.host if request.client else '?'}")
             if rate_limit is not None and not (key and key.scopes & UNLIMITED_SCOPES):
                 try:
-                    rate_limit.take(caller)
+                    rate_limit.take(caller.id)
                 except LimitError:
                     metrics.rate_limited.inc()
                     raise
@@ -203,17 +206,17 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             if sid is None and step not in svc.first_steps:
                 raise SessionError(f"{protocol}/{step} continues a flow: send {SESSION_HEADER}")
             if sid is not None:
-                sessions.check(protocol, sid)
-            elif not sessions.has_room():
-                raise SessionLimitError("too many open sessions; try again later")
+                sessions.check(protocol, sid, caller.id)
+            else:
+                sessions.room(caller.id)
             body = await _read(request, cap, f"{protocol}/{step} accepts at most {cap} bytes")
             attempt = None
             if lockout is not None and hasattr(svc, "attempt"):
-                peeked = sessions.peek(protocol, sid) if sid is not None else None
+                peeked = sessions.peek(protocol, sid, caller.id) if sid is not None else None
                 attempt = await run_in_threadpool(svc.attempt, step, body, peeked)
             t0 = time.perf_counter()
             if attempt is None:
-                state = sessions.take(protocol, sid) if sid is not None else None
+                state = sessions.take(protocol, sid, caller.id) if sid is not None else None
                 result = await run_in_threadpool(_handle, svc, step, body, state, caller)
             else:
                 seen["subject"] = attempt[0]
@@ -225,7 +228,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             # Server-Timing (W3C): the step's compute time, so clients can tell network from work.
             headers = {"server-timing": f"compute;dur={compute_ms:.3f}"}
             if result.state is not None:
-                headers[SESSION_HEADER] = sessions.open(protocol, result.state)
+                headers[SESSION_HEADER] = sessions.open(protocol, result.state, caller.id)
             return Response(result.body, media_type=OCTETS, headers=headers)
         except _Refused as e:
             seen["error"] = _Refused.KINDS.get(e.status, "HTTPError")
@@ -249,16 +252,21 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)
             return _error(500, "internal server error", "InternalError")
 
-    def guarded(svc: ProtocolService, step: str, body: bytes, sid: str | None, attempt, caller: str) -> StepResult:
+    def guarded(svc: ProtocolService, step: str, body: bytes, sid: str | None, attempt,
+                caller: Caller) -> StepResult:
         """A step of a verification attempt: refused (429, nothing taken) while the subject is locked
         out; the deciding step holds an in-flight slot and counts its decision (limits.Lockout)."""
         subject, decides = attempt
+
+        def _state(sid: str | None):
+            return sessions.take(svc.name, sid, caller.id) if sid is not None else None
+
         try:
             if not decides:
                 lockout.check(svc.name, subject)
-                return _handle(svc, step, body, sessions.take(svc.name, sid) if sid is not None else None, caller)
+                return _handle(svc, step, body, _state(sid), caller)
             with lockout.attempt(svc.name, subject):
-                result = _handle(svc, step, body, sessions.take(svc.name, sid) if sid is not None else None, caller)
+                result = _handle(svc, step, body, _state(sid), caller)
                 if isinstance(result, StepResult) and result.accepted is not None:
                     lockout.record(svc.name, subject, result.accepted)
                 return result
@@ -272,9 +280,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     return app
 
 
-def _handle(svc: ProtocolService, step: str, body: bytes, state, caller: str) -> StepResult:
-    """``svc.handle``, told the caller (``key:<key id>``, else ``addr:<client address>``, as the rate limit
-    counts) when the service declares ``takes_caller``."""
+def _handle(svc: ProtocolService, step: str, body: bytes, state, caller: Caller) -> StepResult:
+    """``svc.handle``, told the caller (base.Caller) when the service declares ``takes_caller``."""
     if getattr(svc, "takes_caller", False):
         return svc.handle(step, body, state, caller=caller)
     return svc.handle(step, body, state)

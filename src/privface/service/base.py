@@ -25,6 +25,27 @@ class SessionError(PrivfaceError):
     """Missing, unknown or expired session, or a step out of order (HTTP 409)."""
 
 
+class AlreadyEnrolledError(PrivfaceError):
+    """A registration names a subject that is already enrolled (HTTP 409): registration creates only;
+    replacing a subject takes a caller allowed to (``Caller.may_replace``) or a revocation first."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls a step: ``id`` is ``key:<key id>``, or ``addr:<client address>`` when the service runs
+    without API keys (the identity the rate limit and the session quota count); ``scopes`` are the key's,
+    None without API keys (then every step is open to everyone, revocation included)."""
+
+    id: str
+    scopes: frozenset[str] | None = None
+
+    @property
+    def may_replace(self) -> bool:
+        """Whether a registration by this caller may replace an enrolled subject: an ``admin`` key, or any
+        caller of a service without API keys (who could revoke, then register, anyway)."""
+        return self.scopes is None or "admin" in self.scopes
+
+
 @dataclass
 class StepResult:
     """What a step returns: the response message bytes, and the state to keep for the next step
@@ -50,9 +71,8 @@ class ProtocolService(Protocol):
         SessionError (or another PrivfaceError → 400) on bad input, changing no state."""
         ...
 
-    # Optional: `takes_caller = True` and `handle(step, body, state, caller=...)` get who calls (`key:<key id>`,
-    # or `addr:<client address>` without API keys; the rate limit's identity), e.g. for a per-caller share of a
-    # protocol's own sessions (cryptomask).
+    # Optional: `takes_caller = True` and `handle(step, body, state, caller=...)` get who calls (a `Caller`),
+    # e.g. for a per-caller share of a protocol's own sessions (cryptomask) or create-only registration.
 
     # Optional, for the failure counter (limits.Lockout) of verification flows:
     # def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:

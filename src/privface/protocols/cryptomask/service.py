@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
-from ...service.base import MessageError, SessionError, StepResult
+from ...service.base import Caller, MessageError, SessionError, StepResult
 from ...service.limits import LimitError
 from ...service.sessions import SessionLimitError
 from ...store.base import TemplateStore
@@ -55,14 +55,14 @@ class CryptoMaskService:
         self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
                          "identify/distances": 1024, "identify/ot": 16384, "identify/reveal": MAX_MESSAGE_BYTES}
 
-    def handle(self, step: str, body: bytes, state: Any | None, caller: str | None = None) -> StepResult:
+    def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
         if step not in STEPS:
             raise MessageError(f"cryptomask cs has no step {step!r}")
         if state is not None:
             raise SessionError("cryptomask steps carry their session in the message, not in an HTTP session")
         run = getattr(self.party, STEPS[step])
         try:
-            reply = run(body, caller) if step == "identify/start" else run(body)
+            reply = run(body, caller and caller.id) if step == "identify/start" else run(body)
         except TooManySessions as e:
             raise LimitError(str(e), e.retry_after) if e.per_caller else SessionLimitError(str(e)) from None
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
