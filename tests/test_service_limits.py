@@ -461,3 +461,23 @@ def test_rate_limit_per_client_address_and_per_key(tmp_path):
 
 def test_lockout_and_rate_limit_retry_after_are_whole_seconds():
     assert LimitError("x", 0.01).retry_after == 1 and LimitError("x", 2.2).retry_after == math.ceil(2.2)
+
+
+def test_a_trailing_newline_is_not_another_subject(tmp_path):
+    """Issue 17 §9: ``ann\\n`` was a distinct subject id with a failure counter of its own (``re.match`` with
+    ``$``), so a guesser could spread guesses over spellings. Over HTTP it is now refused before the counter."""
+    import struct
+
+    with SQLiteStore(tmp_path / "s.db") as store:
+        app = create_app(store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 1, 60))
+        with serve_in_thread(app) as url, remote.service_client(url) as http:
+            client, ref = Client("ann", TOY, workers=1), _face(1)
+            remote.register(http, client, ref)
+            start = client.auth_start(_face(2)).to_bytes()
+            plain = struct.pack(">I", 3) + b"ann"
+            assert start.count(plain) == 1
+            before = _dump(tmp_path / "s.db")
+            r = httpx.post(f"{url}/v1/im2020/auth/start", content=start.replace(plain, struct.pack(">I", 4) + b"ann\n"),
+                           headers={"content-type": "application/octet-stream"})
+            assert r.status_code == 400 and "does not match" in r.json()["error"]
+            assert _dump(tmp_path / "s.db") == before

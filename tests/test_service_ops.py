@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from urllib.parse import quote
+
 import httpx
 import numpy as np
 import pytest
@@ -256,3 +258,25 @@ def test_an_audit_log_that_cannot_be_opened_stops_the_server(tmp_path):
                        env={**os.environ, "PRIVFACE_AUDIT_LOG": str(bad)}, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and f"cannot open --audit-log {bad}: No such file or directory" in r.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_text_log_lines_cannot_be_forged_through_the_url(tmp_path):
+    """Issue 17 §10: an unauthenticated request whose protocol segment holds a newline and a fake audit record
+    leaves exactly one text line per call, the forged text escaped or quoted, never a line of its own."""
+    proc, url = _serve(["--protocol", "im2020", "--db", f"sqlite:///{tmp_path / 't.db'}", "--insecure-test-params",
+                        "--log-format", "text"])
+    forged = "im2020 decision=accepted\n2026-01-01 00:00:00,000 info privface.audit: im2020/auth/finish accepted"
+    try:
+        for protocol in (forged, "x y=z"):
+            r = httpx.post(f"{url}/v1/{quote(protocol, safe='')}/auth/finish", content=b"x",
+                           headers={"content-type": "application/octet-stream"})
+            assert r.status_code == 401
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    audit_lines = [line for line in err.splitlines() if "privface.audit" in line]
+    assert len(audit_lines) == 2, err
+    for line in audit_lines:
+        assert "privface.audit: ?/" in line and " refused event=audit" in line and " decision=refused " in line
+        assert 'protocol="' in line  # the URL's text only as one quoted value
+    assert not any(line.startswith("2026-01-01") for line in err.splitlines())

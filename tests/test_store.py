@@ -58,7 +58,7 @@ def test_put_get_replace_delete_ids(store, proto):
     assert store.ids(proto) == ["bob"]
 
 
-@pytest.mark.parametrize("subject_id", ["", "a b", "x" * 129, "a/b", "é", "a;DROP TABLE", None, 7])
+@pytest.mark.parametrize("subject_id", ["", "a b", "x" * 129, "a/b", "é", "a;DROP TABLE", None, 7, "erin\n", "erin\n\n"])
 def test_bad_subject_ids_are_refused_without_change(store, proto, subject_id):
     store.put(proto, "kept", b"v")
     for call in (lambda: store.put(proto, subject_id, b"r"), lambda: store.get(proto, subject_id),
@@ -73,6 +73,8 @@ def test_bad_protocol_names_and_records_are_refused(store, proto):
         store.put("Bad Name", "a", b"r")
     with pytest.raises(StoreError, match="protocol"):
         store.ids("")
+    with pytest.raises(StoreError, match="protocol"):
+        store.ids(proto + "\n")  # issue 17 §9: `$` would match before a final newline
     with pytest.raises(StoreError, match="1 to"):
         store.put(proto, "a", b"")
     with pytest.raises(StoreError, match="bytes"):
@@ -264,3 +266,18 @@ def test_postgres_store_survives_dropped_connections(proto):
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()[0]
         assert killed >= 1
         assert s.get(proto, "alice") == b"v"
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://ann:s3cret@db:5432/x", "postgresql://ann:***@db:5432/x"),
+    ("postgresql://ann:p@ss:w@rd@db/x", "postgresql://ann:***@db/x"),  # issue 17 §11: '@' in the password
+    ("postgresql://ann:a/b@db/x", "postgresql://ann:***@db/x"),
+    ("postgresql://ann@db/x", "postgresql://ann@db/x"),
+    ("sqlite:///faces.db", "sqlite:///faces.db"),
+])
+def test_redact_hides_the_whole_password(url, shown):
+    from privface.store.base import redact, url_password
+
+    assert redact(url) == shown
+    password = url_password(url)
+    assert not password or password not in redact(url)

@@ -133,3 +133,18 @@ def test_schema_is_self_consistent_and_matches_the_dataclasses():
                 m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse):
         assert [f.name for f in dataclasses.fields(cls)] == names[cls.WIRE_NAME]
     assert codec.VERSION == schema["version"]
+
+
+def test_patterns_match_whole_strings():
+    """Issue 17 §9: a subject id with a trailing newline is not a second spelling of the same subject, neither
+    when encoding nor when decoding."""
+    spec = codec._resolve({"type": "str", "max": 128, "pattern": "^[A-Za-z0-9._@+-]{1,128}$"})
+    out = bytearray()
+    codec._enc(spec, "erin", out, "id")
+    assert codec._dec(spec, codec._Reader(bytes(out)), "id") == "erin"
+    with pytest.raises(WireError, match="does not match"):
+        codec._enc(spec, "erin\n", bytearray(), "id")
+    forged = bytearray()
+    codec._enc(codec._resolve({"type": "str", "max": 128}), "erin\n", forged, "id")  # a sender without the check
+    with pytest.raises(WireError, match="does not match"):
+        codec._dec(spec, codec._Reader(bytes(forged)), "id")

@@ -350,7 +350,7 @@ _NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
 
 def _k(name: str, key: str) -> str:
     """The store subject id of ``key`` in gallery ``name`` (several galleries can share one store)."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise GalleryError(f"a gallery name is 1–64 characters of a–z 0–9 _ -, got {name!r}")
     return f"{name}.{key}"
 

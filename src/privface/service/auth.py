@@ -91,7 +91,7 @@ class ApiKeys:
     def create(self, scopes, name: str | None = None) -> tuple[ApiKey, str]:
         """A new key; returns it and the full secret key string (shown once, never stored)."""
         scopes = parse_scopes(scopes)
-        if name is not None and not _NAME.match(name):
+        if name is not None and not _NAME.fullmatch(name):
             raise PrivfaceError("a key name is 1–64 characters of A–Z a–z 0–9 . _ @ + - and space")
         while True:
             key_id = secrets.token_hex(6)
@@ -113,7 +113,7 @@ class ApiKeys:
 
     def authenticate(self, presented: str | None) -> ApiKey:
         """The key behind a presented ``pfk_…`` string; AuthError otherwise (same message for every cause)."""
-        m = _KEY.match(presented or "")
+        m = _KEY.fullmatch(presented or "")
         found = self._load(m.group(1)) if m else None
         expected = found[1] if found else "0" * 64
         actual = self._digest(m.group(1), m.group(2)) if m else "1" * 64

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -32,13 +33,26 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str, ensure_ascii=False)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9._@+:/-]*")
+_NAME = re.compile(r"[a-z0-9_/-]{1,64}")
+
+
+def _text_value(value) -> str:
+    """A field value for a text log line: plain tokens as they are, anything else (spaces, ``=``, quotes,
+    control characters) as a JSON string, so a value can never end the line or forge another field."""
+    text = str(value)
+    return text if _PLAIN.fullmatch(text) else json.dumps(text)
+
+
 class TextFormatter(logging.Formatter):
-    """``time level logger: msg key=value …`` for people."""
+    """``time level logger: msg key=value …`` for people; the message has its control characters escaped
+    and field values are quoted unless plain (``_text_value``)."""
 
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None) or {}
-        tail = "".join(f" {k}={v}" for k, v in fields.items() if v is not None)
-        return f"{self.formatTime(record)} {record.levelname.lower()} {record.name}: {record.getMessage()}{tail}"
+        tail = "".join(f" {k}={_text_value(v)}" for k, v in fields.items() if v is not None)
+        msg = json.dumps(record.getMessage())[1:-1]  # one line: \n, \r, \t and control characters escaped
+        return f"{self.formatTime(record)} {record.levelname.lower()} {record.name}: {msg}{tail}"
 
 
 class AuditFileHandler(logging.FileHandler):
@@ -74,7 +88,9 @@ def log_config(level: str = "info", fmt: str = "json", audit_log: str | None = N
 
 def audit(**fields) -> None:
     """One audit record (AUDIT_FIELDS); values are short identifiers, never message content."""
-    _audit_logger.info("%s/%s %s", fields.get("protocol"), fields.get("step"), fields.get("decision"),
+    protocol, step = (v if isinstance(v, str) and _NAME.fullmatch(v) else "?"
+                      for v in (fields.get("protocol"), fields.get("step")))  # names from the URL: only plain ones
+    _audit_logger.info("%s/%s %s", protocol, step, fields.get("decision"),
                    extra={"fields": {"event": "audit", **{k: fields.get(k) for k in AUDIT_FIELDS}}})
 
 

@@ -9,7 +9,6 @@ from ..errors import PrivfaceError
 _ID = re.compile(r"^[A-Za-z0-9._@+-]{1,128}$")
 _PROTOCOL = re.compile(r"^[a-z0-9_-]{1,32}$")
 MAX_RECORD_BYTES = 64 * 1024 * 1024
-_PASSWORD_IN_URL = re.compile(r"(://[^:/@]*:)[^@]*@")
 
 
 class StoreError(PrivfaceError):
@@ -22,15 +21,28 @@ class StoreUnavailableError(StoreError):
 
 def check_key(protocol: str, subject_id: str) -> None:
     """Reject protocol names and subject ids that are not short printable identifiers."""
-    if not isinstance(protocol, str) or not _PROTOCOL.match(protocol):
+    if not isinstance(protocol, str) or not _PROTOCOL.fullmatch(protocol):
         raise StoreError(f"bad protocol name {protocol!r}")
-    if not isinstance(subject_id, str) or not _ID.match(subject_id):
+    if not isinstance(subject_id, str) or not _ID.fullmatch(subject_id):
         raise StoreError("subject id must be 1–128 characters of A–Z a–z 0–9 . _ @ + -")
+
+
+def url_password(url: str) -> str:
+    """The password in a store URL's user info (``scheme://user:password@host…``), '' if none. The user info
+    ends at the last ``@``, so a password holding ``@`` (or ``/``) is taken whole."""
+    scheme, sep, rest = url.partition("://")
+    user_info = rest.rpartition("@")[0] if sep else ""
+    return user_info.partition(":")[2]
 
 
 def redact(url: str) -> str:
     """The store URL with its password replaced by `***` (fit for messages and logs)."""
-    return _PASSWORD_IN_URL.sub(r"\1***@", url)
+    password = url_password(url)
+    if not password:
+        return url
+    scheme, _, rest = url.partition("://")
+    user_info, _, host = rest.rpartition("@")
+    return f"{scheme}://{user_info.partition(':')[0]}:***@{host}"
 
 
 def check_record(record: bytes) -> bytes:

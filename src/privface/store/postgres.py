@@ -1,9 +1,8 @@
 """PostgreSQL template store: a small psycopg 3 connection pool, one transaction per call."""
 from __future__ import annotations
 
-import re
 
-from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record, redact
+from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record, redact, url_password
 
 # Serialises the CREATE TABLE IF NOT EXISTS of processes that open the store at the same moment
 # (two concurrent creations of one table can otherwise fail on the catalog's unique index).
@@ -28,7 +27,7 @@ class PostgresStore(TemplateStore):
 
         self._errors = (psycopg.Error, PoolTimeout)
         self.url = redact(url)
-        secret = _secret(url)
+        secret = url_password(url)
         # One direct connection first: it fails fast with the driver's reason (refused, bad URL,
         # login failed) where the pool would only retry until its timeout; it creates the schema.
         try:
@@ -102,9 +101,6 @@ class PostgresStore(TemplateStore):
         self._pool.close()
 
 
-def _secret(url: str) -> str:
-    m = re.search(r"://[^:/@]*:([^@]*)@", url)
-    return m.group(1) if m else ""
 
 
 def _clean(e: Exception, secret: str) -> str:

@@ -72,7 +72,7 @@ def _enc(spec: dict, v, out: bytearray, where: str) -> None:
         if t == "str":
             if not isinstance(v, str):
                 raise WireError(f"{where}: expected str, got {type(v).__name__}")
-            if "regex" in spec and not spec["regex"].match(v):
+            if "regex" in spec and not spec["regex"].fullmatch(v):
                 raise WireError(f"{where}: value does not match {spec['pattern']}")
             v = v.encode("utf-8")
         elif not isinstance(v, (bytes, bytearray)):
@@ -161,7 +161,7 @@ def _dec(spec: dict, r: _Reader, where: str):
             s = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise WireError(f"{where}: not valid UTF-8") from e
-        if "regex" in spec and not spec["regex"].match(s):
+        if "regex" in spec and not spec["regex"].fullmatch(s):
             raise WireError(f"{where}: value does not match {spec['pattern']}")
         return s
     if t == "bigint":
