@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from privface.protocols.cryptomask import encoding, server
-from privface.protocols.cryptomask.messages import DistanceRequest, Query, Started
+from privface.protocols.cryptomask.messages import DistanceChunk, DistanceRequest, Query, Started
 from privface.protocols.cryptomask.remote import VerifierClient
 from privface.protocols.cryptomask.service import CryptoMaskService
 from privface.protocols._common import read_message
@@ -164,3 +164,19 @@ def test_without_a_caller_only_the_global_cap_applies(cs, role):
     with pytest.raises(server.TooManySessions) as e:
         role.start(cs["query"])
     assert not e.value.per_caller
+
+
+def test_a_session_answers_only_the_key_that_started_it(cs, role):
+    """Issue 17 §4: the identification's session id (in the messages) was a bearer secret: any verify key that
+    saw it could fetch the distances or drive Alg. 3. Another key now hears "unknown session", and the owner's
+    identification goes on."""
+    owner, other = cs["keys"].create("verify")[1], cs["keys"].create("verify")[1]
+    with _http(cs, owner) as http:
+        sid = _start(http, cs)
+    body = DistanceRequest(sid, 0).to_bytes()
+    with _http(cs, other) as thief, pytest.raises(ServiceError) as e:
+        thief.step("identify/distances", body)
+    assert e.value.status == 400 and "unknown cryptomask session" in str(e.value)
+    with _http(cs, owner) as http:
+        chunk = read_message(DistanceChunk, http.step("identify/distances", body))
+    assert chunk.index == 0 and chunk.session == sid

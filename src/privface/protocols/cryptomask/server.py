@@ -127,12 +127,15 @@ class CloudServerRole:
                 self._ended.popitem(last=False)
 
     @contextmanager
-    def _step(self, sid: bytes) -> Iterator[CSSession]:
-        """The live session ``sid``, locked for one step; a step that returns pushes its expiry to
-        ``IDLE_TTL`` from now (at most its ``deadline``), one that raises leaves it as it was."""
+    def _step(self, sid: bytes, caller: str | None) -> Iterator[CSSession]:
+        """The live session ``sid`` of ``caller``, locked for one step; a step that returns pushes its expiry to
+        ``IDLE_TTL`` from now (at most its ``deadline``), one that raises leaves it as it was. Another caller's
+        session is "unknown", as a made-up id is."""
         with self._lock:
             self._expire()
             s = self._sessions.get(sid)
+            if s is not None and s.caller != caller:
+                raise ProtocolError("unknown cryptomask session: start the identification again")
             if s is None:
                 why = self._ended.get(sid)
                 raise ProtocolError(f"cryptomask session expired ({why}): start the identification again" if why
@@ -182,10 +185,10 @@ class CloudServerRole:
             self._sessions[sid] = CSSession(switched, ot, now + IDLE_TTL, now + MAX_AGE, caller)
         return Started(sid, ot.setup_request())
 
-    def distances(self, body) -> DistanceChunk:
+    def distances(self, body, caller: str | None = None) -> DistanceChunk:
         """Alg. 2 lines 5–11 for the chunk's ciphertexts: (c_1, masked c_0) out, their d_0 kept."""
         req = read_message(DistanceRequest, body)
-        with self._step(req.session) as s:
+        with self._step(req.session, caller) as s:
             if s.rows is None or req.index != s.next_chunk:
                 raise ProtocolError(f"DistanceRequest: chunk {req.index} out of order "
                                     f"(next: {'none, all fetched' if s.rows is None else s.next_chunk})")
@@ -198,9 +201,9 @@ class CloudServerRole:
         return DistanceChunk(req.session, req.index, np.ascontiguousarray(msg.c1, dtype="<u4").tobytes(),
                              np.ascontiguousarray(msg.c0, dtype="<u4").tobytes())
 
-    def ot(self, body) -> OTReady:
+    def ot(self, body, caller: str | None = None) -> OTReady:
         msg = read_message(OTSetup, body)
-        with self._step(msg.session) as s:
+        with self._step(msg.session, caller) as s:
             if s.rows is not None or s.party is not None:
                 raise ProtocolError("OTSetup out of order: fetch every distance chunk first, once")
             try:
@@ -213,10 +216,10 @@ class CloudServerRole:
             s.party.start()
         return OTReady(msg.session)
 
-    def reveal(self, body) -> RevealRound:
+    def reveal(self, body, caller: str | None = None) -> RevealRound:
         """One Alg. 3 round: the verifier's parts in, the CS's parts out; the session ends with μ_0."""
         msg = read_message(RevealRound, body)
-        with self._step(msg.session) as s:
+        with self._step(msg.session, caller) as s:
             if s.party is None or s.party.done:
                 raise ProtocolError("RevealRound out of order: the base OTs first")
             if msg.round != s.round:

@@ -36,7 +36,7 @@ class CryptoMaskService:
 
     name = PROTOCOL
     scopes = SCOPES
-    takes_caller = True  # ``handle`` gets the caller, for the per-caller share of identifications
+    takes_caller = True  # ``handle`` gets the caller: its share of identifications, and only its own sessions
 
     def __init__(self, store: TemplateStore, *, role: str = "cs", gallery_url: str | None = None,
                  gallery_name: str = "default", chunk: int | None = None, batch: int | None = None) -> None:
@@ -62,7 +62,7 @@ class CryptoMaskService:
             raise SessionError("cryptomask steps carry their session in the message, not in an HTTP session")
         run = getattr(self.party, STEPS[step])
         try:
-            reply = run(body, caller and caller.id) if step == "identify/start" else run(body)
+            reply = run(body) if step == "gallery" else run(body, caller and caller.id)
         except TooManySessions as e:
             raise LimitError(str(e), e.retry_after) if e.per_caller else SessionLimitError(str(e)) from None
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
