@@ -184,7 +184,8 @@ def _ident_pair(root, rec, prefix: str, scheme: str, n: int, d: int) -> Iterator
     np.save(root / f"{prefix}faces.npy", x)
     gallery = f"sqlite:///{root / (prefix + 'gallery.db')}"
     enrol(gallery, NpySource([root / f"{prefix}faces.npy"]), scheme,
-          key_store_url=f"sqlite:///{root / (prefix + 'key.db')}", insecure_test_params=True)
+          key_store_url=f"sqlite:///{root / (prefix + 'key.db')}", tau=0.5 if scheme == "hers" else 3.0,
+          insecure_test_params=True)
     key_role = lambda s: IdentService(s, role="key", insecure_test_params=True)  # noqa: E731
     with _serve(root, prefix + "key", key_role, rec) as (key, _, _):
         local_service = lambda s: IdentService(s, role="local", gallery_url=gallery, key_url=key.url,  # noqa: E731
@@ -210,7 +211,7 @@ def _cryptomask(root, rec) -> Iterator[list[Role]]:
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     np.save(root / "cm-faces.npy", x)
     gallery, keys = f"sqlite:///{root / 'cm-gallery.db'}", f"sqlite:///{root / 'cm-key.db'}"
-    enrol(gallery, NpySource([root / "cm-faces.npy"]), "cryptomask", key_store_url=keys, insecure_test_params=True)
+    enrol(gallery, NpySource([root / "cm-faces.npy"]), "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True)
     make = lambda s: CryptoMaskService(s, gallery_url=gallery, chunk=1, batch=64)  # noqa: E731
     with _serve(root, "cryptomask-cs", make, rec) as (cs, _, _):
         with VerifierClient(cs.url, keys, api_key=cs.api_key) as v:

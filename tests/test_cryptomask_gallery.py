@@ -87,7 +87,7 @@ def test_enrol_identify_equals_in_process_cryptomask_and_secrets_stay_apart(tmp_
     x = _unit(200, 1)  # 4 blocks: 60, 60, 60, 20 templates
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"
     rep = enrol(url, NpySource([_npy(tmp_path, x, "emb")]), "cryptomask", key_store_url=keys,
-                insecure_test_params=True)
+                tau=0.5, insecure_test_params=True)
     assert (rep.n, rep.blocks, rep.delta, rep.ind) == (200, 4, 15, 200 % 15)
     assert rep.storage_bytes == 14 * 2 * 3 * 2048 * 4 and rep.storage_bytes_per_identity == round(rep.storage_bytes / 200, 1)
     cm = CryptoMask(D, tau=0.5, insecure_test_params=True)
@@ -115,13 +115,13 @@ def test_resume_after_interruption_mid_block_and_mid_rewrite(tmp_path, monkeypat
     url = f"sqlite:///{tmp_path}/g.db"
     src_a, src_b = NpySource([_npy(tmp_path, a, "a")]), NpySource([_npy(tmp_path, b, "b")])
     with pytest.raises(_Stop):  # block 0 (60) committed, block 1 never written
-        enrol(url, _Failing(src_a, 65), "cryptomask", insecure_test_params=True)
+        enrol(url, _Failing(src_a, 65), "cryptomask", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="incomplete"):
         cg.CMGallery(url)
     block0 = _records(f"{tmp_path}/g.db")["default.block.000000"]
     with pytest.raises(GalleryError, match="interrupted"):  # other inputs wait until this batch is finished
-        enrol(url, src_b, "cryptomask", insecure_test_params=True)
-    rep = enrol(url, src_a, "cryptomask", insecure_test_params=True)
+        enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
+    rep = enrol(url, src_a, "cryptomask", tau=0.5, insecure_test_params=True)
     assert (rep.n, rep.added_now, rep.skipped, rep.ind) == (70, 10, 60, 10)
     assert _records(f"{tmp_path}/g.db")["default.block.000000"] == block0  # a full block is never rewritten
 
@@ -135,17 +135,17 @@ def test_resume_after_interruption_mid_block_and_mid_rewrite(tmp_path, monkeypat
 
     monkeypatch.setattr(SQLiteStore, "put", crash_on_commit)
     with pytest.raises(_Stop):
-        enrol(url, src_b, "cryptomask", insecure_test_params=True)
+        enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
     monkeypatch.setattr(SQLiteStore, "put", real_put)
     rec = _records(f"{tmp_path}/g.db")
     assert json.loads(rec["default.block.000001"])["gen"] == 0 and "default.block.000001.g000001.part.0000" in rec
     with pytest.raises(_Stop):  # then it crashes again after the rewrite and one more block
-        enrol(url, _Failing(src_b, 100), "cryptomask", insecure_test_params=True)
+        enrol(url, _Failing(src_b, 100), "cryptomask", tau=0.5, insecure_test_params=True)
     rec = _records(f"{tmp_path}/g.db")
     assert json.loads(rec["default.block.000001"])["gen"] == 1 and "default.block.000001.g000000.part.0000" not in rec
-    rep = enrol(url, src_b, "cryptomask", insecure_test_params=True)
+    rep = enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
     assert (rep.n, rep.skipped, rep.added_now, rep.blocks) == (200, 50, 80, 4)
-    again = enrol(url, src_b, "cryptomask", insecure_test_params=True)
+    again = enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
     assert (again.added_now, again.blocks_written) == (0, 0)
     g = cg.CMGallery(url)
     assert g.ids() == src_a.ids + src_b.ids  # nothing lost, nothing twice
@@ -158,7 +158,7 @@ def test_resume_after_interruption_mid_block_and_mid_rewrite(tmp_path, monkeypat
 def test_merge_indicator_across_enrol_calls(tmp_path):
     a, b, c = _unit(70, 9), _unit(5, 10), _unit(20, 11)
     url = f"sqlite:///{tmp_path}/g.db"
-    reps = [enrol(url, NpySource([_npy(tmp_path, v, n)]), "cryptomask", insecure_test_params=True)
+    reps = [enrol(url, NpySource([_npy(tmp_path, v, n)]), "cryptomask", tau=0.5, insecure_test_params=True)
             for v, n in ((a, "a"), (b, "b"), (c, "c"))]
     assert [r.ind for r in reps] == [10, 0, 5] and [r.n for r in reps] == [70, 75, 95]
     rec = _records(f"{tmp_path}/g.db")
@@ -171,13 +171,13 @@ def test_merge_indicator_across_enrol_calls(tmp_path):
     y = _near(b[0], 12)
     assert np.array_equal(_inner_products(url, y), encoding.quantize(x) @ encoding.quantize(y))
     with pytest.raises(GalleryError, match="already enrolled"):
-        enrol(url, NpySource([_npy(tmp_path, a, "a")]), "cryptomask", insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, a, "a")]), "cryptomask", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="dim"):
-        enrol(url, NpySource([_npy(tmp_path, _unit(3, 13, 64), "d64")]), "cryptomask", insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, _unit(3, 13, 64), "d64")]), "cryptomask", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="scheme"):
-        enrol(url, NpySource([_npy(tmp_path, _unit(3, 14), "h")]), "hers", insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, _unit(3, 14), "h")]), "hers", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="apply to idface"):
-        enrol(url, NpySource([_npy(tmp_path, c, "c")]), "cryptomask", beta=15, insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, c, "c")]), "cryptomask", beta=15, tau=0.5, insecure_test_params=True)
 
 
 def _damage(path, key, fn):
@@ -207,7 +207,7 @@ def _flip(rec):
 def test_damaged_records_give_gallery_errors(tmp_path, key, fn, match):
     url = f"sqlite:///{tmp_path}/g.db"
     x = _unit(90, 15)
-    enrol(url, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", tau=0.5, insecure_test_params=True)
     _damage(f"{tmp_path}/g.db", key, fn)
     with pytest.raises(GalleryError, match=match):
         identify(x[0], url)
@@ -216,8 +216,8 @@ def test_damaged_records_give_gallery_errors(tmp_path, key, fn, match):
 def test_foreign_key_store_is_refused(tmp_path):
     x = _unit(20, 16)
     url, url2 = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/g2.db"
-    enrol(url, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", insecure_test_params=True)
-    enrol(url2, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", tau=0.5, insecure_test_params=True)
+    enrol(url2, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="another gallery"):
         identify(x[0], url, key_store_url=f"sqlite:///{tmp_path}/g2.keys.db")
 
@@ -287,7 +287,7 @@ def test_ray_sharded_bit_equals_single_process(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
     x = _unit(290, 17)  # 5 blocks: 4 × 60 + 50 (the default CTS_PER_BLOCK is stored in meta, so the child sees 4)
     url = f"sqlite:///{tmp_path}/g.db"
-    enrol(url, NpySource([_npy(tmp_path, x, "emb")]), "cryptomask", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x, "emb")]), "cryptomask", tau=0.5, insecure_test_params=True)
     assert cg.CMGallery(url).nblocks == 5
     r = subprocess.run([sys.executable, "-c", _RAY_CHECK, url, _npy(tmp_path, x, "emb")], capture_output=True,
                        text=True, timeout=600)
@@ -307,7 +307,7 @@ def test_cli_gallery_enrol_and_identify(tmp_path):
     np.save(tmp_path / "mate.npy", _near(x[17], 19)[None])
     np.save(tmp_path / "stranger.npy", _unit(1, 20))
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/keys.db"
-    r = cli("gallery", "enrol", "--scheme", "cryptomask", "--gallery", url, "--key-store", keys,
+    r = cli("gallery", "enrol", "--scheme", "cryptomask", "--gallery", url, "--key-store", keys, "--tau", "0.5",
             "--insecure-test-params", "--json", emb)
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
@@ -326,7 +326,7 @@ def test_cli_gallery_enrol_and_identify(tmp_path):
 
 def test_the_hers_idface_servers_refuse_a_cryptomask_gallery_by_name(tmp_path):
     url = f"sqlite:///{tmp_path / 'g.db'}"
-    enrol(url, NpySource([_npy(tmp_path, _unit(20, 7), "a")]), "cryptomask", insecure_test_params=True,
+    enrol(url, NpySource([_npy(tmp_path, _unit(20, 7), "a")]), "cryptomask", tau=0.5, insecure_test_params=True,
           progress=False)
     with pytest.raises(GalleryError, match="cryptomask gallery"):
         gal.Gallery(url)
@@ -343,9 +343,9 @@ def test_postgres_gallery_merges_across_enrol_calls_and_answers(tmp_path):
     x = _unit(100, 21)
     name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
     enrol(PG_URL, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys,
-          insecure_test_params=True, name=name)
+          tau=0.5, insecure_test_params=True, name=name)
     rep = enrol(PG_URL, NpySource([_npy(tmp_path, x[40:], "b")]), "cryptomask", key_store_url=keys,
-                insecure_test_params=True, name=name)
+                tau=0.5, insecure_test_params=True, name=name)
     assert (rep.n, rep.ind) == (100, 100 % 15)
     for y in (_near(x[3], 22), _near(x[95], 23), _unit(1, 24)[0]):
         assert identify(y, PG_URL, key_store_url=keys, name=name)["match"] == _expected(x, y)

@@ -93,7 +93,7 @@ def cs(tmp_path_factory):
     np.save(root / "faces.npy", x)
     gallery, keys_url = f"sqlite:///{root / 'gallery.db'}", f"sqlite:///{root / 'key.db'}"
     enrol(gallery, NpySource([str(root / "faces.npy")]), "cryptomask", key_store_url=keys_url,
-          insecure_test_params=True)
+          tau=0.5, insecure_test_params=True)
     with SQLiteStore(root / "cs.db") as store:
         keys = ApiKeys(store)
         svc = CryptoMaskService(store, gallery_url=gallery, chunk=4, batch=128)
@@ -213,7 +213,7 @@ def test_a_foreign_key_store_is_refused(cs, tmp_path):
     other = tmp_path / "other.npy"
     np.save(other, _unit(20, 8))
     enrol(f"sqlite:///{tmp_path / 'g2.db'}", NpySource([str(other)]), "cryptomask",
-          key_store_url=f"sqlite:///{tmp_path / 'k2.db'}", insecure_test_params=True)
+          key_store_url=f"sqlite:///{tmp_path / 'k2.db'}", tau=0.5, insecure_test_params=True)
     from privface.scale.gallery import GalleryError
 
     with pytest.raises(GalleryError, match="another gallery"):

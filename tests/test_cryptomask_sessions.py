@@ -43,7 +43,7 @@ def cs(tmp_path_factory):
     np.save(root / "faces.npy", x)
     gallery, keys_url = f"sqlite:///{root / 'gallery.db'}", f"sqlite:///{root / 'key.db'}"
     enrol(gallery, NpySource([str(root / "faces.npy")]), "cryptomask", key_store_url=keys_url,
-          insecure_test_params=True)
+          tau=0.5, insecure_test_params=True)
     with SQLiteStore(root / "cs.db") as store:
         keys = ApiKeys(store)
         svc = CryptoMaskService(store, gallery_url=gallery, chunk=1, batch=64)

@@ -54,14 +54,14 @@ def test_hers_resume_after_interruption_gives_the_same_gallery(tmp_path, small_p
             raise _Stop
 
     with pytest.raises(_Stop):
-        enrol(url, src, "hers", insecure_test_params=True, after_block=stop_after_first)
+        enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=stop_after_first)
     with pytest.raises(GalleryError, match="incomplete"):
         Gallery(url)
     first = sqlite3.connect(f"{tmp_path}/g.db").execute(
         "SELECT record FROM records WHERE subject_id='default.block.000000'").fetchone()[0]
-    report = enrol(url, src, "hers", insecure_test_params=True)
+    report = enrol(url, src, "hers", tau=0.5, insecure_test_params=True)
     assert (report.blocks, report.blocks_encrypted, report.blocks_skipped) == (3, 2, 1)
-    again = enrol(url, src, "hers", insecure_test_params=True)
+    again = enrol(url, src, "hers", tau=0.5, insecure_test_params=True)
     assert (again.blocks_encrypted, again.blocks_skipped) == (0, 3)
     g = Gallery(url)
     assert sqlite3.connect(f"{tmp_path}/g.db").execute(
@@ -78,7 +78,7 @@ def test_idface_gallery_answers_equal_plaintext_and_keys_stay_apart(tmp_path):
     x = _unit(300, 128, 2)
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"
     src = NpySource([_npy(tmp_path, x[:200], "a"), _npy(tmp_path, x[200:], "b")])
-    rep = enrol(url, src, "idface-ckks", key_store_url=keys, insecure_test_params=True)
+    rep = enrol(url, src, "idface-ckks", key_store_url=keys, tau=3.0, insecure_test_params=True)
     assert rep.beta == 15 and rep.blocks == 1 and rep.storage_bytes_per_identity > 0
     rng = np.random.default_rng(3)
     for k in (0, 150, 299):
@@ -98,26 +98,26 @@ def test_idface_gallery_answers_equal_plaintext_and_keys_stay_apart(tmp_path):
 def test_changed_inputs_or_settings_are_refused(tmp_path):
     x = _unit(40, 128, 4)
     url = f"sqlite:///{tmp_path}/g.db"
-    enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", tau=3.0, insecure_test_params=True)
     with pytest.raises(GalleryError, match="ids_sha256|n"):
-        enrol(url, NpySource([_npy(tmp_path, x[:30], "other")]), "idface-ckks", insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, x[:30], "other")]), "idface-ckks", tau=3.0, insecure_test_params=True)
     with pytest.raises(GalleryError, match="beta"):
-        enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", beta=31, insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", beta=31, tau=3.0, insecure_test_params=True)
     with pytest.raises(GalleryError, match="scheme"):
-        enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, x)]), "hers", tau=0.5, insecure_test_params=True)
     with pytest.raises(TemplateError):
         enrol(f"sqlite:///{tmp_path}/h.db", NpySource([_npy(tmp_path, _unit(5, 100, 0), "d100")]), "idface-ckks",
-              insecure_test_params=True)
+              tau=3.0, insecure_test_params=True)
     with pytest.raises(GalleryError, match="--key-store"):
-        enrol("postgresql://nobody@localhost/x", NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
+        enrol("postgresql://nobody@localhost/x", NpySource([_npy(tmp_path, x)]), "hers", tau=0.5, insecure_test_params=True)
 
 
 def test_damaged_block_and_foreign_key_store_are_detected(tmp_path, small_parts):
     x = _unit(100, 128, 5)
     url, url2 = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/g2.db"
     src = NpySource([_npy(tmp_path, x)])
-    enrol(url, src, "hers", insecure_test_params=True)
-    enrol(url2, src, "hers", insecure_test_params=True)
+    enrol(url, src, "hers", tau=0.5, insecure_test_params=True)
+    enrol(url2, src, "hers", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="another gallery"):
         key_server(Gallery(url), f"sqlite:///{tmp_path}/g2.keys.db")
     db = sqlite3.connect(f"{tmp_path}/g.db")
@@ -183,7 +183,7 @@ def test_ray_sharded_identify_equals_single_process(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
     x = _unit(2500, 128, 6)
     url = f"sqlite:///{tmp_path}/g.db"
-    enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x)]), "hers", tau=0.5, insecure_test_params=True)
     r = subprocess.run([sys.executable, "-c", _RAY_CHECK, url, "6"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "ray-ok" in r.stdout, r.stderr[-3000:]
 
@@ -240,8 +240,8 @@ def test_cli_gallery_npy_json(tmp_path):
 def test_named_galleries_share_a_store(tmp_path):
     x, z = _unit(30, 128, 9), _unit(20, 128, 10)
     url = f"sqlite:///{tmp_path}/g.db"
-    enrol(url, NpySource([_npy(tmp_path, x, "x")]), "hers", insecure_test_params=True)
-    enrol(url, NpySource([_npy(tmp_path, z, "z")]), "idface-ckks", insecure_test_params=True, name="second")
+    enrol(url, NpySource([_npy(tmp_path, x, "x")]), "hers", tau=0.5, insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, z, "z")]), "idface-ckks", tau=3.0, insecure_test_params=True, name="second")
     assert identify(x[3], url)["id"] == "x.3"
     assert identify(z[4], url, name="second")["id"] == "z.4"
     with pytest.raises(GalleryError, match="name"):
@@ -264,7 +264,7 @@ def test_postgres_gallery_resumes(tmp_path, small_parts):
             raise _Stop
 
     with pytest.raises(_Stop):
-        enrol(PG_URL, src, "hers", key_store_url=keys, insecure_test_params=True, name=name, after_block=stop)
-    rep = enrol(PG_URL, src, "hers", key_store_url=keys, insecure_test_params=True, name=name)
+        enrol(PG_URL, src, "hers", key_store_url=keys, tau=0.5, insecure_test_params=True, name=name, after_block=stop)
+    rep = enrol(PG_URL, src, "hers", key_store_url=keys, tau=0.5, insecure_test_params=True, name=name)
     assert (rep.blocks_encrypted, rep.blocks_skipped) == (1, 2)
     assert identify(x[2050], PG_URL, key_store_url=keys, name=name)["id"] == "emb.2050"

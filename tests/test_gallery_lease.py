@@ -122,7 +122,7 @@ def test_two_threads_enrolling_one_hers_gallery_one_is_refused(tmp_path):
     """Fails on the code before the lease: both enrolments ran (and wrote keys, meta and blocks) at once."""
     x = _unit(1100, 1)
     src, url = NpySource([_npy(tmp_path, x)]), f"sqlite:///{tmp_path}/g.db"
-    reports, errors = _race(*[lambda hold: enrol(url, src, "hers", insecure_test_params=True, after_block=hold)] * 2)
+    reports, errors = _race(*[lambda hold: enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=hold)] * 2)
     assert len(reports) == 1 and len(errors) == 1, (reports, errors)
     assert "gallery 'default'" in str(errors[0]) and re.search(HELD, str(errors[0]))
     assert (reports[0].blocks_encrypted, reports[0].blocks_skipped) == (2, 0)
@@ -137,18 +137,18 @@ def test_two_threads_appending_to_one_cryptomask_gallery_one_is_refused(tmp_path
     monkeypatch.setattr(cg, "CTS_PER_BLOCK", 4)
     x = _unit(200, 2)
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"
-    enrol(url, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys, insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True)
     srcs = {"b": NpySource([_npy(tmp_path, x[40:120], "b")]), "c": NpySource([_npy(tmp_path, x[120:], "c")])}
 
     def run(src):
-        return lambda hold: enrol(url, src, "cryptomask", key_store_url=keys, insecure_test_params=True,
+        return lambda hold: enrol(url, src, "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True,
                                   after_block=hold)
 
     reports, errors = _race(run(srcs["b"]), run(srcs["c"]))
     assert len(reports) == 1 and len(errors) == 1 and "is being enrolled by" in str(errors[0])
     assert reports[0].n == 120
     loser = srcs["c"] if "b.0" in cg.CMGallery(url).ids() else srcs["b"]
-    assert enrol(url, loser, "cryptomask", key_store_url=keys, insecure_test_params=True).n == 200
+    assert enrol(url, loser, "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True).n == 200
     g = cg.CMGallery(url)
     assert sorted(g.ids()) == sorted(s for src in (NpySource([_npy(tmp_path, x[:40], "a")]), *srcs.values())
                                      for s in src.ids)
@@ -176,7 +176,7 @@ def after(b):
         while not os.path.exists(marker + ".go") and time.time() < deadline:
             time.sleep(0.05)
 
-rep = enrol(url, NpySource([emb]), "hers", insecure_test_params=True, after_block=after)
+rep = enrol(url, NpySource([emb]), "hers", tau=0.5, insecure_test_params=True, after_block=after)
 print("enrolled", rep.blocks_encrypted)
 """
 
@@ -219,10 +219,10 @@ def test_a_sigkilled_enrolments_lease_expires_and_the_next_enrolment_resumes(tmp
     assert dead["pid"] == child.pid and dead["expires"] > time.time()
     before = _records(tmp_path / "g.db")
     with pytest.raises(GalleryError, match=HELD):  # still live: refused, nothing written
-        enrol(url, NpySource([emb]), "hers", insecure_test_params=True)
+        enrol(url, NpySource([emb]), "hers", tau=0.5, insecure_test_params=True)
     assert _records(tmp_path / "g.db") == before
     monkeypatch.setattr(gal, "lease_clock", lambda: time.time() + gal.LEASE_TTL + 1)
-    rep = enrol(url, NpySource([emb]), "hers", insecure_test_params=True)
+    rep = enrol(url, NpySource([emb]), "hers", tau=0.5, insecure_test_params=True)
     assert (rep.blocks_encrypted, rep.blocks_skipped) == (1, 1)
     assert gallery_ids(Gallery(url)) == [f"emb.{i}" for i in range(1100)]
     assert identify(x[7], url)["id"] == "emb.7" and identify(x[1090], url)["id"] == "emb.1090"
@@ -241,7 +241,7 @@ def test_a_lost_lease_stops_the_enrolment_before_its_next_write(tmp_path):
             s.put(gal.LEASE, "default.lease", foreign)
 
     with pytest.raises(GalleryError, match="lost its writer lease"):
-        enrol(url, NpySource([_npy(tmp_path, x)]), "hers", insecure_test_params=True, after_block=taken_over)
+        enrol(url, NpySource([_npy(tmp_path, x)]), "hers", tau=0.5, insecure_test_params=True, after_block=taken_over)
     with open_store(url) as s:
         assert s.get(gal.LOCAL, "default.block.000000") is not None
         assert s.get(gal.LOCAL, "default.block.000001") is None  # nothing written after the loss
@@ -259,10 +259,10 @@ def test_slow_blocks_keep_the_lease_alive(tmp_path, monkeypatch):
     def slow(b):
         time.sleep(1.0)
         with pytest.raises(GalleryError, match=HELD) as e:
-            enrol(url, src, "hers", insecure_test_params=True)
+            enrol(url, src, "hers", tau=0.5, insecure_test_params=True)
         refusals.append(str(e.value))
 
-    rep = enrol(url, src, "hers", insecure_test_params=True, after_block=slow)
+    rep = enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=slow)
     assert rep.blocks_encrypted == 2 and len(refusals) == 2
     assert identify(x[1], url)["id"] == "emb.1"
 
@@ -276,9 +276,9 @@ def test_an_interrupted_enrolment_releases_its_lease(tmp_path, interrupt):
         raise interrupt
 
     with pytest.raises(interrupt):
-        enrol(url, src, "hers", insecure_test_params=True, after_block=stop)
+        enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=stop)
     assert _lease_record(url) is None
-    rep = enrol(url, src, "hers", insecure_test_params=True)  # at once: no lease to wait for
+    rep = enrol(url, src, "hers", tau=0.5, insecure_test_params=True)  # at once: no lease to wait for
     assert (rep.blocks_encrypted, rep.blocks_skipped) == (1, 1)
 
 
@@ -289,7 +289,7 @@ def test_postgres_two_threads_enrolling_one_gallery_one_is_refused(tmp_path):
 
     x = _unit(1100, 8)
     src, name, keys = NpySource([_npy(tmp_path, x)]), f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
-    reports, errors = _race(*[lambda hold: enrol(PG_URL, src, "hers", key_store_url=keys, insecure_test_params=True,
+    reports, errors = _race(*[lambda hold: enrol(PG_URL, src, "hers", key_store_url=keys, tau=0.5, insecure_test_params=True,
                                                  name=name, after_block=hold)] * 2)
     assert len(reports) == 1 and len(errors) == 1 and f"gallery {name!r}" in str(errors[0])
     assert identify(x[1050], PG_URL, key_store_url=keys, name=name)["id"] == "emb.1050"

@@ -24,8 +24,8 @@ from privface.store.sqlite import SQLiteStore
 from privface.wire import MAX_MESSAGE_BYTES
 
 OCTETS = {"content-type": "application/octet-stream"}
-SETUPS = {"hers": (64, 2500, 1, None), "idface-ckks": (128, 300, None, 12.0)}
-"""d, n, blocks per chunk (1: several chunks), τ (idface: 12 of the best possible 15 = min(α, β) at d = 128)."""
+SETUPS = {"hers": (64, 2500, 1, 0.5), "idface-ckks": (128, 300, None, 12.0)}
+"""d, n, blocks per chunk (1: several chunks), τ (hers: cosine; idface: 12 of the best possible 15 = min(α, β) at d = 128)."""
 
 
 def _dump(path) -> list[str]:

@@ -173,7 +173,7 @@ def test_gallery_records_centring_and_lift_and_identify_applies_them(tmp_path):
     # resuming with another lift or centring is refused, never mixed in
     for kw in ({"centring": "shipped"}, {"centring": "shipped", "lift": 1024}, {"lift": 2048}):
         with pytest.raises(GalleryError, match="other settings"):
-            enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", insecure_test_params=True, **kw)
+            enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", tau=3.0, insecure_test_params=True, **kw)
     assert enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", centring="shipped", lift=2048,
                  insecure_test_params=True).blocks_skipped == 1
 
@@ -181,7 +181,7 @@ def test_gallery_records_centring_and_lift_and_identify_applies_them(tmp_path):
 def test_gallery_without_transform_entries_reads_as_none_and_damaged_entries_are_refused(tmp_path):
     x = unit(20, 128)
     url = f"sqlite:///{tmp_path}/g.db"
-    enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", tau=3.0, insecure_test_params=True)
     with open_store(url) as store:
         meta = json.loads(store.get("gallery", "default.meta"))
         assert meta["centring"] is None and meta["lift"] is None
@@ -202,10 +202,10 @@ def test_hers_galleries_refuse_centring_and_lift(tmp_path):
     src = NpySource([_npy(tmp_path, unit(5, 128))])
     for kw in ({"centring": "shipped"}, {"lift": 1024}):
         with pytest.raises(GalleryError):
-            enrol(f"sqlite:///{tmp_path}/h.db", src, "hers", insecure_test_params=True, **kw)
+            enrol(f"sqlite:///{tmp_path}/h.db", src, "hers", tau=0.5, insecure_test_params=True, **kw)
     with pytest.raises(GalleryError):  # the shipped dlib mean is 128-D
         enrol(f"sqlite:///{tmp_path}/i.db", NpySource([_npy(tmp_path, unit(5, 512), "w")]), "idface-ckks",
-              centring="shipped", insecure_test_params=True)
+              centring="shipped", tau=3.0, insecure_test_params=True)
 
 
 def test_cli_gallery_enrol_records_the_transform_and_identify_applies_it(tmp_path):

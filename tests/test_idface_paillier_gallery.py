@@ -77,7 +77,7 @@ def test_identify_equals_plaintext_matches_and_rejects(gallery300):
 def test_centring_and_lift_are_recorded_and_applied(tmp_path):
     x = _unit(60, 128, 13)
     url = f"sqlite:///{tmp_path}/g.db"
-    rep = enrol(url, NpySource([_npy(tmp_path, x)]), SCHEME, insecure_test_params=True, centring="shipped",
+    rep = enrol(url, NpySource([_npy(tmp_path, x)]), SCHEME, tau=3.0, insecure_test_params=True, centring="shipped",
                 lift=1024)
     g = Gallery(url)
     p = g.settings.idface_params()
@@ -87,7 +87,7 @@ def test_centring_and_lift_are_recorded_and_applied(tmp_path):
     want = plaintext_scores(p.enrol_transform(x), p.query_transform(y[None]))
     assert np.array_equal(key_server(g).secret.decrypt_scores(msg), want)
     with pytest.raises(GalleryError, match="lift"):
-        enrol(url, NpySource([_npy(tmp_path, x)]), SCHEME, insecure_test_params=True, centring="shipped")
+        enrol(url, NpySource([_npy(tmp_path, x)]), SCHEME, tau=3.0, insecure_test_params=True, centring="shipped")
 
 
 def test_resume_after_interruption_gives_the_same_gallery(tmp_path):
@@ -100,20 +100,20 @@ def test_resume_after_interruption_gives_the_same_gallery(tmp_path):
             raise _Stop
 
     with pytest.raises(_Stop):
-        enrol(url, src, SCHEME, insecure_test_params=True, after_block=stop_after_first)
+        enrol(url, src, SCHEME, tau=3.0, insecure_test_params=True, after_block=stop_after_first)
     with pytest.raises(GalleryError, match="incomplete"):
         Gallery(url)
     first = _records(f"{tmp_path}/g.db")["default.block.000000.part.0000"]
-    report = enrol(url, src, SCHEME, insecure_test_params=True)
+    report = enrol(url, src, SCHEME, tau=3.0, insecure_test_params=True)
     assert (report.blocks, report.blocks_encrypted, report.blocks_skipped) == (3, 2, 1)
-    assert enrol(url, src, SCHEME, insecure_test_params=True).blocks_encrypted == 0
+    assert enrol(url, src, SCHEME, tau=3.0, insecure_test_params=True).blocks_encrypted == 0
     assert _records(f"{tmp_path}/g.db")["default.block.000000.part.0000"] == first
     g = Gallery(url)
     assert gallery_ids(g) == src.ids
     for k in (5, 200, 299):
         assert identify(x[k], url)["id"] == f"emb.{k}"
     with pytest.raises(GalleryError, match="scheme"):
-        enrol(url, src, "idface-ckks", insecure_test_params=True)
+        enrol(url, src, "idface-ckks", tau=3.0, insecure_test_params=True)
 
 
 def test_secret_key_only_in_the_key_store(gallery300, tmp_path):
@@ -241,7 +241,7 @@ def test_cli_enrol_and_identify(tmp_path):
     np.save(tmp_path / "stranger.npy", _unit(1, 128, 18))
     url = f"sqlite:///{tmp_path}/g.db"
     r = cli("gallery", "enrol", "--scheme", SCHEME, "--gallery", url, "--tau", "15", "--insecure-test-params",
-            "--json", emb)
+            "--centring", "none", "--lift", "0", "--json", emb)
     rep = json.loads(r.stdout)
     assert r.returncode == 0 and rep["scheme"] == SCHEME and rep["blocks"] == 1 and rep["storage_bytes"] == 32768
     r = cli("identify", "--gallery", url, "--scheme", SCHEME, "--json", str(tmp_path / "probe.npy"))
@@ -322,9 +322,9 @@ def test_postgres_gallery_resumes_and_identifies(tmp_path):
             raise _Stop
 
     with pytest.raises(_Stop):
-        enrol(PG_URL, src, SCHEME, key_store_url=keys, insecure_test_params=True, name=name,
+        enrol(PG_URL, src, SCHEME, key_store_url=keys, tau=3.0, insecure_test_params=True, name=name,
               after_block=stop_after_first)
-    rep = enrol(PG_URL, src, SCHEME, key_store_url=keys, insecure_test_params=True, name=name)
+    rep = enrol(PG_URL, src, SCHEME, key_store_url=keys, tau=3.0, insecure_test_params=True, name=name)
     assert (rep.blocks_encrypted, rep.blocks_skipped) == (2, 1)
     for k in (5, 299):
         assert identify(x[k], PG_URL, key_store_url=keys, name=name)["id"] == f"emb.{k}"

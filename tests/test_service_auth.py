@@ -138,7 +138,7 @@ def _ident_key(root):
 
     np.save(root / "ident.npy", np.random.default_rng(9).normal(size=(20, 16)))
     enrol(f"sqlite:///{root / 'ident-gallery.db'}", NpySource([root / "ident.npy"]), "hers",
-          key_store_url=f"sqlite:///{root / 'ident-key.db'}", insecure_test_params=True)
+          key_store_url=f"sqlite:///{root / 'ident-key.db'}", tau=0.5, insecure_test_params=True)
     store = SQLiteStore(root / "ident-key.db")
     return store, IdentService(store, role="key", insecure_test_params=True)
 
@@ -150,7 +150,7 @@ def _cryptomask_gallery(root) -> str:
     np.save(root / "cm.npy", np.random.default_rng(9).normal(size=(20, 128)))
     url = f"sqlite:///{root / 'cm-gallery.db'}"
     enrol(url, NpySource([root / "cm.npy"]), "cryptomask", key_store_url=f"sqlite:///{root / 'cm-key.db'}",
-          insecure_test_params=True)
+          tau=0.5, insecure_test_params=True)
     return url
 
 

@@ -649,9 +649,15 @@ def cmd_gallery_enrol(a) -> int:
         print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
               file=sys.stderr)
     source = open_source(a.inputs, lambda: make_backend(**_spec(a)))
+    centring, lift = a.centring, a.lift
+    if a.scheme.startswith("idface"):  # the eval's defaults: centred and, for d = 128, lifted (README accuracy)
+        from .eval.identify_eval import DEFAULT_LIFT
+
+        centring = centring or "shipped"
+        lift = DEFAULT_LIFT.get(source.dim, 0) if lift is None else lift
     report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
                    insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name,
-                   centring=a.centring, backend=_spec(a).get("name", "dlib-resnet128"), lift=a.lift or None)
+                   centring=centring or "none", backend=_spec(a).get("name", "dlib-resnet128"), lift=lift or None)
     _print(report.to_dict(), a.json)
     return 0
 
@@ -991,7 +997,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold); "
                                                        "cryptomask: τ (default: the plaintext τ at FPIR 1e-2)")
     s.add_argument("--pairs", type=int, help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine) instead of all")
-    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
+    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="im2020, idface, hers: toy key sizes, for a quick smoke test only (insecure)")
@@ -1055,7 +1061,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
     s.add_argument("--he-trials", type=int, default=20,
                    help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
-    s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 5376)")
+    s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 4777)")
     s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
                    "enumeration (default: all 128)")
     _mode_args(s)
@@ -1088,7 +1094,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
                    help="im2020: minimum security level of client keys (default 112)")
-    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 5376)")
+    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
@@ -1226,14 +1232,15 @@ def build_parser() -> argparse.ArgumentParser:
                                        "sqlite:///g.keys.db)")
     g.add_argument("--beta", type=int, help="idface: query parameter β (default 63 for d = 512, 15 for 128, "
                                             "α for a lift)")
-    g.add_argument("--centring", choices=["none", "shipped"], default="none",
+    g.add_argument("--centring", choices=["none", "shipped"],
                    help="idface: subtract the --backend's shipped mean before T_α (recorded in the gallery, "
-                        "applied to every probe; default none)")
-    g.add_argument("--lift", type=int, metavar="D", default=0,
+                        "applied to every probe; default shipped)")
+    g.add_argument("--lift", type=int, metavar="D",
                    help="idface: lift templates into D dimensions (1024 or 2048, tight frame, seed recorded) "
-                        "before T_α; 0 = off (default). dlib 128-D: --centring shipped --lift 1024")
-    g.add_argument("--tau", type=float, help="the key server's threshold (default: hers 0.5 cosine; "
-                                             "idface ⌊min(α, β)/4⌋; cryptomask: the verifier's cosine, 0.5)")
+                        "before T_α; 0 = off; default 2048 for d = 128, else off")
+    g.add_argument("--tau", type=float, help="the key server's threshold (hers, cryptomask: a cosine; idface: an "
+                                             "integer score); default: calibrated for the --backend and setting on "
+                                             "held-out LFW identities (README: default thresholds)")
     g.add_argument("--insecure-test-params", action="store_true",
                    help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")

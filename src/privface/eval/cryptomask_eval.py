@@ -11,8 +11,9 @@ cosine ≥ τ") is compared with
 
 A 1-bit answer has no rank: the figures are the detection rates — on mated probes (TPIR-like; the face that
 reached τ need not be the right identity, CryptoMask cannot tell) and on non-mated probes (FPIR) — encrypted
-and in plaintext. τ is ``--tau`` or, by default, the plaintext threshold at FPIR 1e-2 on these non-mated
-probes (`metrics.tpir_at_fpir`), so the default calibrates on the evaluated probes and says so (``tau_source``).
+and in plaintext. τ is ``--tau`` or, by default, the gallery default (``scale.default_tau``: calibrated on LFW
+identities held out of this evaluation), so ``detect_*_encrypted`` are also ``tpir_default_tau`` /
+``fpir_default_tau``; ``tau_fpir_1e-2_plaintext`` is the threshold these probes themselves would need.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import numpy as np
 from ..errors import PrivfaceError
 from . import metrics
 from .datasets import Dataset
+from ..scale.default_tau import default_tau
 from .identify_eval import _bar, _unit, select
 
 DEFAULT_FPIR = 1e-2
@@ -48,14 +50,16 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
     best_plain = cos.max(axis=0)
     ids_g = ids[g]
     correct = ids_g[np.argmax(cos, axis=0)[:m]] == ids[mated]
-    if tau is None:
-        rates = metrics.tpir_at_fpir(best_plain[:m], correct, best_plain[m:], (DEFAULT_FPIR,))
-        tau = next(iter(rates.values()))["threshold"]
+    rates = metrics.tpir_at_fpir(best_plain[:m], correct, best_plain[m:], (DEFAULT_FPIR,))
+    tau_probes = next(iter(rates.values()))["threshold"]
+    backend = spec.get("name", "dlib-resnet128")
+    try:
+        default, default_source = default_tau(backend, x.shape[1], "cryptomask")
+    except PrivfaceError as e:
         if tau is None:
-            raise PrivfaceError(f"too few non-mated probes to set τ at FPIR {DEFAULT_FPIR:g}: pass --tau")
-        tau_source = f"plaintext threshold at FPIR {DEFAULT_FPIR:g} on these probes"
-    else:
-        tau_source = "--tau"
+            raise
+        default, default_source = None, str(e)
+    tau, tau_source = (default, default_source) if tau is None else (tau, "--tau")
     cm = CryptoMask(x.shape[1], tau=tau, insecure_test_params=insecure_test_params)
     t = time.perf_counter()
     cm.enrol(x[g])
@@ -83,7 +87,7 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
     mat, non = slice(0, m), slice(m, None)
     return {"dataset": ds.name, "backend": spec.get("name", "dlib-resnet128"), "protocol": "cryptomask",
             "security_bits": 128 if not insecure_test_params else None, "tau": round(tau, 6), "tau_source": tau_source,
-            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "undetected": sel.undetected,
+            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "dataset_part": ds.meta.get("part"), "undetected": sel.undetected,
             "identities_enrolled": int(g.size), "mated_probes": int(m), "nonmated_probes": int(nonmated.size),
             "probes_sampled": probes,
             "mismatches": int((bit_enc != bit_quantized).sum()),
@@ -91,6 +95,9 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
             "detect_mated_encrypted": rate(bit_enc, mat), "detect_mated_plaintext": rate(bit_plain, mat),
             "detect_nonmated_encrypted": rate(bit_enc, non), "detect_nonmated_plaintext": rate(bit_plain, non),
             "rank1_plaintext": round(float(correct.mean()), 6),
+            "tau_fpir_1e-2_plaintext": tau_probes, "default_tau": default, "default_tau_source": default_source,
+            "tpir_default_tau": rate(bit_enc, mat) if tau == default else None,
+            "fpir_default_tau": rate(bit_enc, non) if tau == default else None,
             "enroll_s": round(enroll_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),
             "storage_bytes": cm.cs.storage_bytes, "comm_bytes": comm, "ciphertexts": cm.cs.ciphertexts,
             "insecure_test_params": insecure_test_params, "embedded_now": sel.embedded_now,

@@ -4,6 +4,7 @@ Datasets live outside the repository; the root comes from `--data-root` or `PRIV
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -130,10 +131,24 @@ def load_lfw(root: str | os.PathLike | None = None) -> Dataset:
                    {"folds": n_folds, "pairs_per_class": n_per, "face": "center"})
 
 
-def load_identification(name: str, root: str | os.PathLike | None = None) -> Dataset:
-    """Every image of a dataset, for 1:N identification (no pair protocol): `lfw` is all of lfw/images
-    (13 233 images, 5 749 people, 4 069 of them with one image), the face nearest the centre standing for
-    the image; other names as ``load``."""
+#: Share of LFW identities held out of every LFW evaluation: the data the default 1:N thresholds are
+#: calibrated on (``eval.default_tau``). An identity is held out iff the first byte of SHA-256(name) < 51.
+CALIBRATION_BYTE = 51
+PARTS = ("evaluation", "calibration", "all")
+
+
+def lfw_calibration(names) -> np.ndarray:
+    """True for the LFW identities held out for calibration (about 20 %, fixed by name)."""
+    return np.array([hashlib.sha256(str(n).encode()).digest()[0] < CALIBRATION_BYTE for n in names], dtype=bool)
+
+
+def load_identification(name: str, root: str | os.PathLike | None = None, part: str = "evaluation") -> Dataset:
+    """The images of a dataset for 1:N identification (no pair protocol), the face nearest the centre standing
+    for an LFW image. `lfw`: lfw/images (13 233 images, 5 749 people) split by identity (``lfw_calibration``)
+    into the ``evaluation`` part and the held-out ``calibration`` part (``all``: both); other names as ``load``
+    (one part)."""
+    if part not in PARTS:
+        raise DatasetError(f"part must be one of {PARTS}, got {part!r}")
     if name != "lfw":
         ds = load(name, root)
         return Dataset(ds.name, ds.paths, ds.ids, meta=ds.meta)
@@ -141,7 +156,11 @@ def load_identification(name: str, root: str | os.PathLike | None = None) -> Dat
     if not base.is_dir():
         raise DatasetError(f"LFW images not found: expected {base}/Name/Name_NNNN.jpg")
     ds = load_folder(base, "lfw")
+    if part != "all":
+        keep = lfw_calibration(ds.ids) == (part == "calibration")
+        ds = Dataset(ds.name, [p for p, k in zip(ds.paths, keep) if k], ds.ids[keep])
     ds.meta["face"] = "center"
+    ds.meta["part"] = part
     return ds
 
 

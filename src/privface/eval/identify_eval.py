@@ -244,7 +244,7 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
     correct_plain, correct_enc = ids[g][top_plain[:m]] == truth, ids[g][top_enc[:m]] == truth
     r1p, r1e = float(correct_plain.mean()), float(correct_enc.mean())
     out = {"dataset": ds.name, "backend": backend, "protocol": protocol, **info,
-           "centring": centring_desc, "dim": dim, "images": len(ds.paths), "undetected": sel.undetected,
+           "centring": centring_desc, "dim": dim, "images": len(ds.paths), "dataset_part": ds.meta.get("part"), "undetected": sel.undetected,
            "identities_enrolled": int(g.size), "mated_probes": int(m), "nonmated_probes": int(nonmated.size),
            "probes_sampled": probes, "rank1_plaintext": r1p, "rank1_encrypted": r1e,
            "accuracy_loss_pp": round(100 * (r1p - r1e), 4),
@@ -258,6 +258,8 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
     if nonmated.size:
         out["tpir_plaintext"] = metrics.tpir_at_fpir(best_plain[:m], correct_plain, best_plain[m:], FPIR_TARGETS)
         out["tpir_encrypted"] = metrics.tpir_at_fpir(best_enc[:m], correct_enc, best_enc[m:], FPIR_TARGETS)
+    key = "hers" if protocol == "hers" else _idface_key(centring, public.params)
+    out.update(at_default_tau(backend, dim, key, best_enc, correct_enc, m))
     plain_times = []
     for r in probe_rows[:200]:
         t = time.perf_counter()
@@ -269,6 +271,31 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
                 "insecure_test_params": insecure_test_params, "embedded_now": sel.embedded_now,
                 "seconds": round(time.perf_counter() - t0, 3)})
     return out
+
+
+def _idface_key(centring: str, params) -> str | None:
+    from ..scale.default_tau import idface_key
+
+    return idface_key(centring, params.lift, params.beta) if centring in ("shipped", "none") else None
+
+
+def at_default_tau(backend: str, dim: int, key: str | None, best: np.ndarray, correct: np.ndarray, m: int) -> dict:
+    """The gallery default τ for this setting (``scale.default_tau``, calibrated on held-out data, not on these
+    probes) and the encrypted system's TPIR (mated: right identity and best ≥ τ) and FPIR (non-mated: best ≥ τ)
+    at it; None where no default exists."""
+    from ..scale.default_tau import default_tau
+
+    try:
+        tau, source = default_tau(backend, dim, key) if key else (None, "no default for this setting")
+    except PrivfaceError as e:
+        tau, source = None, str(e)
+    if tau is None:
+        return {"default_tau": None, "default_tau_source": source, "tpir_default_tau": None,
+                "fpir_default_tau": None}
+    hit = best >= tau
+    return {"default_tau": tau, "default_tau_source": source,
+            "tpir_default_tau": round(float((hit[:m] & correct).mean()), 6),
+            "fpir_default_tau": round(float(hit[m:].mean()), 6) if best.size > m else None}
 
 
 def _bar(progress: bool, total: int, desc: str):

@@ -46,7 +46,6 @@ from .gallery import KEY, LOCAL, GalleryError, Source, _block_key, _ids_digest, 
 
 SCHEME = "cryptomask"
 CTS_PER_BLOCK = 64  # ciphertexts per block: 6.3 MB at N = 4096 (1984 templates at d = 128)
-TAU = 0.5  # cosine, as ``bench identify --scheme cryptomask``
 
 
 def _params(insecure: bool):
@@ -208,7 +207,7 @@ class CMEnrolReport:
 
 def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None, tau: float | None = None,
           insecure_test_params: bool = False, progress: bool = False, after_block=None,
-          name: str = "default") -> CMEnrolReport:
+          name: str = "default", backend: str = "dlib-resnet128") -> CMEnrolReport:
     """Alg. 1 into a persisted gallery: append ``source`` (a new batch) or resume its interrupted enrolment.
 
     A new gallery gets the KG's keys (sk, the verifier's pk_v, sk_v → key store; pk, k_sw → gallery store).
@@ -232,6 +231,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
         if raw is None:
             if tau is not None and not -1.0 < tau < 1.0:
                 raise GalleryError("--tau is a cosine in (−1, 1) for cryptomask")
+            tau, tau_source = gal.new_tau(tau, backend, dim, "cryptomask")
             kg = KeyGenerator(insecure_test_params=insecure_test_params)
             pub_v, sec_v = kg.verifier_keys("verifier")
             K = np.ascontiguousarray(kg.switching_key("verifier"), dtype=np.uint64)
@@ -240,8 +240,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 keys.put(KEY, _k(name, "sk"), kg.secret_bytes())
                 keys.put(KEY, _k(name, "pk_v"), pub_v.to_bytes())
                 keys.put(KEY, _k(name, "sk_v"), sec_v.secret_to_bytes())
-                keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
-                                                           "tau": TAU if tau is None else float(tau)}).encode())
+                keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(), "tau": tau,
+                                                           "tau_source": tau_source}).encode())
             local.put(LOCAL, _k(name, "pk"), pk)
             local.put(LOCAL, _k(name, "ksw"), K.tobytes())
             meta = {"version": gal.VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
@@ -257,8 +257,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             if differ:
                 raise GalleryError(f"the gallery was enrolled with other settings ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
-            if tau is not None:
-                raise GalleryError("--tau is fixed when the gallery is created")
+            gal.check_tau(tau, gallery_url, name, key_store_url)
             pk = local.get(LOCAL, _k(name, "pk"))
             pub = _public(pk, meta)
         basis = basis_of(pub)

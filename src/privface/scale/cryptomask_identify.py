@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .cryptomask_gallery import CMGallery, verifier
-from .gallery import GalleryError, unit
+from .gallery import GalleryError, tau_of, unit
 
 ANSWER = "1 bit (seed 001 Alg. 3): whether some enrolled face reaches τ; no index, so no id"
 
@@ -84,6 +84,6 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
     bit = reveal(*ot, d0, d1, threshold(tau), wire)
     reveal_s = time.perf_counter() - t
     return {"match": bit, "id": None, "answer": ANSWER, "scheme": "cryptomask", "n": gallery.n,
-            "blocks": gallery.nblocks, "shards": len(shards), "load_s": round(load_s, 4),
+            **tau_of(gallery_url, name, key_store_url), "blocks": gallery.nblocks, "shards": len(shards), "load_s": round(load_s, 4),
             "distances_s": round(distances_s, 4), "shares_s": round(shares_s, 4), "reveal_s": round(reveal_s, 4),
             "comm_bytes": sum(v for k, v in wire.bytes.items() if k != "ot_setup")}

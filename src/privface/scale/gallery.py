@@ -51,7 +51,6 @@ LEASE_TTL = 120.0  # seconds a dead enrolment keeps its gallery locked
 lease_clock = time.time  # wall clock (leases are shared across hosts); tests move it forward
 PART_BYTES = 32 << 20
 VERSION = 1
-TAU = {"hers": 0.5, "idface": 0.25}  # hers: cosine; idface: fraction of min(α, β) (as bench identify)
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".pgm", ".bmp", ".ppm", ".tif", ".tiff", ".webp"}
 
 
@@ -242,11 +241,11 @@ class Settings:
 
         return IDFaceCKKSKey(sec, self.idface_params())
 
-    def default_tau(self) -> float:
-        if self.scheme == "hers":
-            return TAU["hers"]
-        p = self.idface_params()
-        return float(int(TAU["idface"] * min(p.alpha, p.beta)))
+    def tau_key(self, centring: str) -> str:
+        """This setting's key in the shipped default-τ table (``scale.default_tau``)."""
+        from .default_tau import idface_key
+
+        return "hers" if self.scheme == "hers" else idface_key(centring, self.lift, self.beta)
 
     def block_layout(self, pub) -> tuple[str, tuple[int, ...]]:
         """The dtype and shape every stored block array of this scheme has."""
@@ -429,7 +428,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
             raise GalleryError("--beta, --centring and --lift apply to idface-ckks / idface-paillier only")
         return cryptomask_gallery.enrol(gallery_url, source, key_store_url=key_store_url, tau=tau,
                                         insecure_test_params=insecure_test_params, progress=progress,
-                                        after_block=after_block, name=name)
+                                        after_block=after_block, name=name, backend=backend)
     settings = _settings(scheme, source.dim, beta, insecure_test_params, centring, backend, lift)
     key_store_url = key_store_url or default_key_store(gallery_url)
     t0 = time.perf_counter()
@@ -440,12 +439,12 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         meta_raw = local.get(LOCAL, _k(name, "meta"))
         if meta_raw is None:
+            tau, tau_source = new_tau(tau, backend, settings.dim, settings.tau_key(centring))
             pub, _, pk, sk = settings.generate_keys()
             with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
                 keys.put(KEY, _k(name, "sk"), sk)
                 keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
-                                                  "tau": settings.default_tau() if tau is None else float(tau)}
-                                                 ).encode())
+                                                  "tau": tau, "tau_source": tau_source}).encode())
             local.put(LOCAL, _k(name, "pk"), pk)
             meta = dict(wanted, capacity=settings.public_scheme(pub).capacity, **settings.public_meta(pub))
             local.put(LOCAL, _k(name, "meta"), json.dumps(meta).encode())
@@ -455,8 +454,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
             if differ:
                 raise GalleryError(f"the gallery was enrolled with other settings or inputs ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
-            if tau is not None:
-                raise GalleryError("--tau is fixed when the gallery is created")
+            check_tau(tau, gallery_url, name, key_store_url)
             pub = _load_public(settings, local.get(LOCAL, _k(name, "pk")))
         public = settings.public_scheme(pub)
         cap = int(meta["capacity"])
@@ -610,6 +608,24 @@ class Gallery:
         return local
 
 
+def new_tau(tau: float | None, backend: str, dim: int, key: str) -> tuple[float, str]:
+    """(τ, provenance) for a new gallery: ``tau`` as given, else the calibrated default (``scale.default_tau``)."""
+    if tau is not None:
+        return float(tau), "--tau"
+    from .default_tau import default_tau
+
+    try:
+        return default_tau(backend, dim, key)
+    except PrivfaceError as e:
+        raise GalleryError(str(e)) from None
+
+
+def check_tau(tau: float | None, gallery_url: str, name: str, key_store_url: str | None) -> None:
+    """A resumed or appended enrolment may restate τ, never change it (τ is fixed when the gallery is created)."""
+    if tau is not None and tau_of(gallery_url, name, key_store_url)["tau"] != float(tau):
+        raise GalleryError("--tau is fixed when the gallery is created")
+
+
 def key_server(gallery: Gallery, key_store_url: str | None = None):
     """S_key for ``gallery``: its sk from the key store (checked against the gallery's public key) and τ."""
     from ..errors import CryptoError
@@ -628,6 +644,15 @@ def key_server(gallery: Gallery, key_store_url: str | None = None):
     except CryptoError as e:
         raise GalleryError(f"the key store's secret key is damaged ({e})") from None
     return KeyServer(gallery.settings.secret_scheme(sec), float(meta["tau"]))
+
+
+def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = None) -> dict:
+    """{"tau", "tau_source"} recorded in the key store when the gallery was created."""
+    from ..store import open_store
+
+    with open_store(key_store_url or default_key_store(gallery_url)) as keys:
+        meta = _json(keys.get(KEY, _k(name, "meta")), f"key store meta of gallery {name!r}")
+    return {"tau": meta.get("tau"), "tau_source": meta.get("tau_source", "not recorded (made before 2026-11)")}
 
 
 def _redact(url: str) -> str:

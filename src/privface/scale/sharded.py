@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ..errors import PrivfaceError
-from .gallery import Gallery, GalleryError, gallery_ids, key_server, unit
+from .gallery import Gallery, GalleryError, gallery_ids, key_server, tau_of, unit
 
 
 def _ray():
@@ -141,5 +141,5 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
         if ray is not None:
             local.close()
     return {"id": who, "scheme": gallery.settings.scheme, "n": gallery.n, "blocks": gallery.nblocks,
-            "shards": shards,
+            "shards": shards, **tau_of(gallery_url, name, key_store_url),
             "load_s": round(load_s, 4), "ip_db_s": round(ip_s, 4), "key_server_s": round(decide_s, 4)}

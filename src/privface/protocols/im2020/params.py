@@ -7,9 +7,9 @@ from ...crypto.joye_libert import JL_112, JL_128, JLParams
 from ...templates.bits import Bounds, bits_needed
 from ...templates.quantize import IM2020_SCALE
 
-DEFAULT_TAU = 5376
+DEFAULT_TAU = 4777
 """τ on the squared distance of ×128 templates: the EER threshold of `privface eval --dataset orl --json`
-(``threshold_quantized`` = 5376 with dlib-resnet128 at ×128). Seed 000 §V-B quotes τ ≤ 2^12.6 for its own
+(``threshold_quantized`` = 4777 ≈ 2^12.22 with dlib-resnet128 at ×128). Seed 000 Table II reports τ = 2^12.2; §V-B quotes τ ≤ 2^12.6 for its own
 setting. Override with ``Im2020Params(tau=…)`` / ``--tau``."""
 
 SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
