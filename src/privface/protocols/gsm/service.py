@@ -277,8 +277,13 @@ class GsmService:
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
 
+    @staticmethod
+    def _may_replace(caller: Caller | None) -> bool:
+        """Over HTTP the app always names the caller; None is an in-process call by the operator's own code."""
+        return caller is None or caller.may_replace
+
     def _check_new(self, subject_id: str, caller: Caller | None) -> None:
-        if self.store.get(PROTOCOL, subject_id) is not None and not (caller and caller.may_replace):
+        if not self._may_replace(caller) and self.store.get(PROTOCOL, subject_id) is not None:
             raise AlreadyEnrolledError(f"{subject_id!r} is already enrolled; replacing it needs an admin key")
 
     def _provider(self, step: str, body: bytes, state, caller: Caller | None) -> StepResult:
@@ -295,7 +300,7 @@ class GsmService:
             raise SessionError("enrol/finish needs the session of an enrol/start")
         m1 = sp.enrol_finish(state, zk.NormResponse.from_bytes(body))
         data = m1.to_bytes()
-        if caller is not None and caller.may_replace:
+        if self._may_replace(caller):
             self.store.put(PROTOCOL, m1.subject_id, data)
         elif not self.store.swap(PROTOCOL, m1.subject_id, None, data):  # insert-only, atomic: one enrolment wins
             raise AlreadyEnrolledError(f"{m1.subject_id!r} was enrolled meanwhile; replacing it needs an admin key")
