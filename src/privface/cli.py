@@ -930,6 +930,9 @@ def cmd_serve(a) -> int:
                 from .protocols.gsm.service import provider_key_bytes
 
                 note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
+            if svc.name == "gsm" and svc.role == "terminal" and svc.allow_pi1:
+                note.warning("WARNING: --allow-variant pi1: this terminal serves Π1, whose result is the device's "
+                             "own claim (answered as such, not counted, audited as pi1-claimed-…)")
         scheme = "https" if a.tls_cert else "http"
         note.info(f"serving {', '.join(s.name for s in services)} on {scheme}://{a.host}:{a.port} "
                   f"(store {redact(a.db)}; API keys {'off' if a.no_auth else 'required'}"
