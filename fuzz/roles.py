@@ -121,7 +121,8 @@ def _gsm(root, rec) -> Iterator[list[Role]]:
         client = DeviceClient(Device("hana", p, provider_key=vk), api_key=sp.api_key)
         client.enrol(sp.url, u)
         with _serve(root, "gsm-terminal", lambda s: GsmService(s, role="terminal", params=p, provider_key=provider_key_bytes(vk),
-                                                             capture=lambda: capture[0]), rec) as (terminal, _, _):
+                                                             capture=lambda: capture[0], allow_pi1=True),
+                    rec) as (terminal, _, _):
             client = DeviceClient(client.device, api_key=terminal.api_key)
             for variant in ("pi1", "pi2", "pi3"):
                 client.present(terminal.url, variant)

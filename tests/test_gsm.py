@@ -287,10 +287,13 @@ def test_malformed_messages_are_refused(world):
         with pytest.raises(ProtocolError, match=match):
             term.receive(bad, "pi2")
     unsigned = Device("dora", P).pi1_enrol(u)
+    with pytest.raises(ProtocolError, match="signature"):  # a terminal with the provider's key: Π1 is signed too
+        term.receive(unsigned, "pi1")
+    keyless = Terminal(P)  # takes Π1's self-encoded m1, still checked
     with pytest.raises(ProtocolError, match="⌈ℓ/n⌉"):
-        term.receive(dataclasses.replace(unsigned, c_packed=unsigned.c_packed[:-1]), "pi1")
+        keyless.receive(dataclasses.replace(unsigned, c_packed=unsigned.c_packed[:-1]), "pi1")
     with pytest.raises(ProtocolError, match="unsafe"):
-        term.receive(dataclasses.replace(unsigned, d=unsigned.d - 1), "pi1")
+        keyless.receive(dataclasses.replace(unsigned, d=unsigned.d - 1), "pi1")
     for w in (u[:-1], u * 2, (u + 1)):
         with pytest.raises(ProtocolError, match="template"):
             term.challenge(e, w, "pi2")

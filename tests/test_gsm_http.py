@@ -42,7 +42,8 @@ def servers(tmp_path_factory):
         provider = GsmService(sp_store, role="provider", params=P)
         with serve_in_thread(create_app(sp_store, [provider])) as sp_url:
             vk = provider_key_bytes(fetch_provider_key(sp_url))
-            terminal = GsmService(t_store, role="terminal", params=P, provider_key=vk, capture=lambda: capture[0])
+            terminal = GsmService(t_store, role="terminal", params=P, provider_key=vk, capture=lambda: capture[0],
+                                  allow_pi1=True)
             with serve_in_thread(create_app(t_store, [terminal])) as t_url:
                 yield sp_url, t_url, capture, provider, sp_store
 
@@ -72,10 +73,12 @@ def test_all_variants_over_http_equal_plaintext_decisions(servers, enrolled, var
 
 
 def test_provider_key_is_stable_across_restarts(servers, tmp_path):
-    """Without an explicit key, the provider keeps its generated signing key in the store."""
-    _, _, _, provider, store = servers
-    again = GsmService(store, role="provider", params=P)
-    assert provider_key_bytes(again.provider.public_key) == provider_key_bytes(provider.provider.public_key)
+    """With a key file, the provider keeps its generated signing key there (not in the store) across restarts."""
+    _, _, _, _, store = servers
+    path = tmp_path / "sp.key"
+    first = GsmService(store, role="provider", params=P, signing_key_path=path)
+    again = GsmService(store, role="provider", params=P, signing_key_path=path)
+    assert provider_key_bytes(again.provider.public_key) == provider_key_bytes(first.provider.public_key)
 
 
 def test_bad_enrolment_and_match_steps_get_typed_errors(servers, enrolled):
@@ -142,7 +145,8 @@ def test_terminal_keeps_presented_first_messages(tmp_path, enrolled):
     capture = [u]
     with open_store(f"sqlite:///{tmp_path / 't.db'}") as store:
         vk = provider_key_bytes(dev.provider_key)
-        terminal = GsmService(store, role="terminal", params=P, provider_key=vk, capture=lambda: capture[0], m1_cache=2)
+        terminal = GsmService(store, role="terminal", params=P, provider_key=vk, capture=lambda: capture[0], m1_cache=2,
+                              allow_pi1=True)
         cache = terminal.m1_cache
         with serve_in_thread(create_app(store, [terminal])) as t_url:
             answer = client.present(t_url, "pi2")
@@ -169,4 +173,5 @@ def test_terminal_keeps_presented_first_messages(tmp_path, enrolled):
                 client.match(t_url, "pi2")
             with pytest.raises(RemoteMessageError, match="expired"):
                 client.present(t_url, "pi2")
-            assert client.match(t_url, "pi1").match == bool(int(u @ capture[0]) >= P.threshold)  # Π1 has no expiry
+            with pytest.raises(RemoteMessageError, match="expired"):  # a signed m1 expires for Π1 too
+                client.match(t_url, "pi1")

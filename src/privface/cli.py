@@ -511,31 +511,41 @@ def _service_options(a, name: str) -> dict:
     return options
 
 
-def _read_option_file(path: str, flag: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise PrivfaceError(f"cannot read {flag} {path}: {e.strerror}") from None
+def _gsm_signing_key_path(a) -> str | None:
+    """--signing-key, else ``<dir of the SQLite file>/<its stem>.gsm-signing.key`` (outside the store, not
+    matched by a ``privface.db*`` backup glob); an in-memory store gets a per-process key, PostgreSQL none."""
+    if a.signing_key:
+        return a.signing_key
+    if a.db.startswith("sqlite:"):
+        from .store.sqlite import SQLiteStore
+
+        db = SQLiteStore.path_of(a.db)
+        return None if db is None else str(db.with_name(f"{db.stem}.gsm-signing.key"))
+    raise PrivfaceError("a gsm provider on this store needs --signing-key PATH (its Ed25519 key file, created "
+                        "mode 0600 if absent; never kept in the store)")
 
 
 def _gsm_service_options(a) -> dict:
-    """gsm: --role provider (--signing-key PEM, else kept in the store) or terminal (--provider-key HEX,
-    --capture IMAGE read, embedded and quantized to norm ζ at every match/start)."""
+    """gsm: --role provider (--signing-key PATH, default next to a SQLite store) or terminal (--provider-key
+    HEX, --capture IMAGE read, embedded and quantized to norm ζ at every match/start; --allow-variant pi1)."""
     if a.role not in ("provider", "terminal"):
         raise PrivfaceError("--protocol gsm needs --role provider or --role terminal")
     options = {"role": a.role, "params": _gsm_params(a)}
     if a.role == "provider":
-        if a.signing_key:
-            options["signing_key"] = _read_option_file(a.signing_key, "--signing-key")
+        if a.allow_variant:
+            raise PrivfaceError("--allow-variant applies to a gsm terminal")
+        options["signing_key_path"] = _gsm_signing_key_path(a)
         return options
     if not a.capture:
         raise PrivfaceError("a gsm terminal needs --capture IMAGE (the camera's latest frame)")
-    if a.provider_key:
-        try:
-            options["provider_key"] = bytes.fromhex(a.provider_key)
-        except ValueError:
-            raise PrivfaceError("--provider-key must be the provider's key as 64 hex digits") from None
+    if not a.provider_key:
+        raise PrivfaceError("a gsm terminal needs --provider-key HEX (printed by the provider at start): it checks "
+                            "the provider's signature on every first message")
+    try:
+        options["provider_key"] = bytes.fromhex(a.provider_key)
+    except ValueError:
+        raise PrivfaceError("--provider-key must be the provider's key as 64 hex digits") from None
+    options["allow_pi1"] = "pi1" in (a.allow_variant or ())
     from .faces.registry import make_backend
     from .templates.fixed_norm import fixed_norm_template
 
@@ -926,6 +936,9 @@ def cmd_serve(a) -> int:
                 from .protocols.gsm.service import provider_key_bytes
 
                 note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
+            if svc.name == "gsm" and svc.role == "terminal" and svc.allow_pi1:
+                note.warning("WARNING: --allow-variant pi1: this terminal serves Π1, whose result is the device's "
+                             "own claim (answered as such, not counted, audited as pi1-claimed-…)")
         scheme = "https" if a.tls_cert else "http"
         note.info(f"serving {', '.join(s.name for s in services)} on {scheme}://{a.host}:{a.port} "
                   f"(store {redact(a.db)}; API keys {'off' if a.no_auth else 'required'}"
@@ -1113,7 +1126,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
                                          "(default: $PRIVFACE_KEY_API_KEY)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")
-    s.add_argument("--signing-key", metavar="PEM", help="gsm provider: Ed25519 signing key (default: kept in the store)")
+    s.add_argument("--signing-key", metavar="PATH",
+                   help="gsm provider: Ed25519 signing key file (PKCS#8 PEM, mode 0600; created if absent, a key "
+                        "an older privface kept in the store is moved into it). Default: <db dir>/<db "
+                        "name>.gsm-signing.key next to a SQLite store; required with PostgreSQL")
+    s.add_argument("--allow-variant", action="append", choices=["pi1"],
+                   help="gsm terminal: also serve Π1, whose decision is the device's own claim (semi-honest "
+                        "device, seed 004 §5): answered as a claim, never counted nor audited as accepted. "
+                        "Default: Π2, Π3 only")
     s.add_argument("--provider-key", metavar="HEX",
                    help="gsm terminal: the provider's Ed25519 key (64 hex digits, printed by the provider at start)")
     s.add_argument("--capture", metavar="IMAGE", help="gsm terminal: image file holding the camera's latest frame")

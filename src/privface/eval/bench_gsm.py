@@ -68,14 +68,15 @@ def bench_one(ell: int, m: int, *, paillier_bits: int = 3072, repeat: int = 5, i
     row: dict = {"ell": ell, "m": m, "paillier_bits": paillier_bits}
 
     m1_pi1, row["pi1_enc_ms"] = _timed(lambda: dev.pi1_enrol(u), repeat)
-    e1, row["receive_ms"] = _timed(lambda: term.receive(Template.from_bytes(m1_pi1.to_bytes()), "pi1", reuse=True), 1)
+    term1 = Terminal(params)  # Π1's self-encoded m1 is unsigned (Fig. 3): a terminal without a provider key takes it
+    e1, row["receive_ms"] = _timed(lambda: term1.receive(Template.from_bytes(m1_pi1.to_bytes()), "pi1", reuse=True), 1)
     sizes: dict = {}
 
     def pi1():
-        ch = Challenge.from_bytes((c := term.challenge(e1, w, "pi1"))[0].to_bytes())
+        ch = Challenge.from_bytes((c := term1.challenge(e1, w, "pi1"))[0].to_bytes())
         d = Decision.from_bytes(dev.pi1_decide(ch).to_bytes())
         sizes["pi1_t2d"] = len(c[0].to_bytes())
-        return term.pi1_finish(c[1], d)
+        return term1.pi1_finish(c[1], d)
 
     e1.pool.fill(repeat)
     _, row["pi1_ms"] = _timed(pi1, repeat)

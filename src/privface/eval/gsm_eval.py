@@ -43,7 +43,8 @@ def cosine_threshold(templates: np.ndarray, found: np.ndarray, i: np.ndarray, j:
 def _run_chunk(params: GsmParams, variant: str, templates: dict[int, np.ndarray], pairs: list[tuple[int, int]]):
     sp = ServiceProvider(params, insecure_skip_proofs=True)
     device = Device("eval", params, provider_key=sp.public_key)
-    terminal = Terminal(params, provider_key=sp.public_key)
+    # Π1 (Fig. 3): the device encodes its own m1 and nobody signs, so its terminal is one without a provider key
+    terminal = Terminal(params, provider_key=None if variant == "pi1" else sp.public_key)
     enrolled_now, first = None, None
     decisions = []
     for i, j in pairs:

@@ -171,7 +171,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         audit(party=key.key_id if key else None, party_name=key.name if key else None,
               client=request.client.host if request.client else None, protocol=protocol[:64], step=step[:64],
               subject=seen.get("subject"), status=response.status_code, error=seen.get("error"),
-              decision=("refused" if not ok else "allowed" if accepted is None
+              decision=("refused" if not ok else (seen.get("decision") or "allowed") if accepted is None
                         else "accepted" if accepted else "rejected"), ms=round(seconds * 1000, 3))
         return response
 
@@ -224,7 +224,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             compute_ms = (time.perf_counter() - t0) * 1000
             if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
                 raise TypeError(f"{protocol}.handle must return a StepResult with bytes")
-            seen.update(subject=result.subject or seen.get("subject"), accepted=result.accepted)
+            seen.update(subject=result.subject or seen.get("subject"), accepted=result.accepted,
+                        decision=result.decision)
             # Server-Timing (W3C): the step's compute time, so clients can tell network from work.
             headers = {"server-timing": f"compute;dur={compute_ms:.3f}"}
             if result.state is not None:

@@ -51,12 +51,14 @@ class StepResult:
     """What a step returns: the response message bytes, and the state to keep for the next step
     (None ends the flow and drops the session). For the audit trail and the failure counter: the
     ``subject`` ID the step was about, when it names one, and on the step that decides a verification
-    attempt whether it was ``accepted``."""
+    attempt whether it was ``accepted``. ``decision``: what the audit records instead of ``allowed`` for a
+    step that ends a flow without deciding one (e.g. gsm Π1's ``pi1-claimed-match``: the client's own bit)."""
 
     body: bytes
     state: Any = None
     subject: str | None = None
     accepted: bool | None = None
+    decision: str | None = None
 
 
 class ProtocolService(Protocol):

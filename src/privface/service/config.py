@@ -3,9 +3,10 @@
 Every ``serve`` option can come from a TOML file (``--config FILE``; keys are the option names, with ``-``
 or ``_``) or from an environment variable ``PRIVFACE_<OPTION>`` (upper case, ``_`` for ``-``, e.g.
 ``PRIVFACE_RATE_LIMIT=50``; ``--protocol`` takes a comma-separated list; flags take 1/0, true/false).
-Precedence: command line, then environment, then file, then the built-in default. ``--no-auth`` and
-``--insecure-test-params`` weaken security and are taken from the command line only. Values are checked as
-the command line checks them (types, choices); an unknown key in the file is an error.
+Precedence: command line, then environment, then file, then the built-in default. ``--no-auth``,
+``--insecure-test-params`` and ``--allow-variant`` (gsm Π1 trusts the device) weaken security and are taken
+from the command line only. Values are checked as the command line checks them (types, choices); an unknown
+key in the file is an error.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ ENV_PREFIX = "PRIVFACE_"
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
-COMMAND_LINE_ONLY = ("help", "config", "no_auth", "insecure_test_params")
+COMMAND_LINE_ONLY = ("help", "config", "no_auth", "insecure_test_params", "allow_variant")
 """Switches that weaken security are never taken from a file or the environment."""
 
 

@@ -32,6 +32,7 @@ class SQLiteStore(TemplateStore):
                     self.path.touch(mode=0o600)
             self._db = sqlite3.connect(":memory:" if self.path is None else str(self.path),
                                        check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA secure_delete=ON")  # a deleted record (revocation, a migrated key) is zeroed
             if self.path is not None:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")
@@ -39,14 +40,19 @@ class SQLiteStore(TemplateStore):
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open SQLite store {self.path or ':memory:'}: {e}") from None
 
-    @classmethod
-    def from_url(cls, url: str) -> SQLiteStore:
+    @staticmethod
+    def path_of(url: str) -> Path | None:
+        """The file a ``sqlite:`` URL names, None for an in-memory store."""
         rest = url[len("sqlite:"):]
         if rest in ("", "//", "///:memory:"):
-            return cls(None)
+            return None
         if not rest.startswith("///"):
             raise StoreError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////abs/path.db")
-        return cls(rest[3:])
+        return Path(rest[3:])
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        return cls(cls.path_of(url))
 
     def _run(self, sql: str, args: tuple) -> sqlite3.Cursor:
         try:

@@ -7,6 +7,7 @@ fresh capture against it by cosine similarity, a service provider enrols devices
 """
 from .messages import (
     Challenge,
+    Claim,
     CompareChallenge,
     CompareFinish,
     CompareRequest,
@@ -37,7 +38,9 @@ DESCRIPTION = {
                   "proofs Π_en (§8: Π_epk, Fig. 9, Fig. 10) the provider verifies before signing (gsm.zk)",
     },
     "modes": {  # the variants, `--variant`
-        "pi1": {"status": "implemented (§5 Fig. 3)", "rounds": 3,
+        "pi1": {"status": "implemented (§5 Fig. 3); off on a service terminal unless --allow-variant pi1, and then "
+                          "its answer is the device's claim (gsm.Claim), never counted nor audited as accepted",
+                "rounds": 3,
                 "leakage": {"device": ["inner product ⟨u, w⟩"], "terminal": ["decision"]}},
         "pi2": {"status": "implemented (§6 Fig. 4), enrolment Π_en with the §8 proofs", "rounds": 4,
                 "leakage": {"device": ["decision"], "terminal": ["inner product ⟨u, w⟩", "decision"]}},
@@ -70,7 +73,7 @@ DESCRIPTION = {
 }
 
 __all__ = [
-    "Challenge", "CompareChallenge", "CompareFinish", "CompareRequest", "DESCRIPTION", "Decision", "Device",
+    "Challenge", "Claim", "CompareChallenge", "CompareFinish", "CompareRequest", "DESCRIPTION", "Decision", "Device",
     "EnrolRequest", "EnrolSession", "Enrolled", "GsmParams", "LAMBDA", "MatchStart", "PAILLIER_BITS",
     "Presented", "ProviderKey", "Reply", "ServiceProvider", "Template", "Terminal", "TerminalSession", "VARIANTS", "zk",
 ]

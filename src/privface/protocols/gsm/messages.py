@@ -66,6 +66,15 @@ class Decision(Message):
 
 
 @dataclass
+class Claim(Message):
+    """Terminal → device over HTTP, Π1's answer to match/finish: the device's own bit echoed — a claim the
+    terminal did not check (Π1 trusts the device, seed 004 §5 Thm. 1), never a decision of the terminal."""
+
+    WIRE_NAME = "gsm.Claim"
+    device_claims_match: bool
+
+
+@dataclass
 class CompareRequest(Message):
     """Π3 round 3, device → terminal: OT.Round₁ for the bits of (X, Y) (`OTRequest.to_bytes`)."""
 

@@ -357,7 +357,8 @@ def verify_signature(key: Ed25519PublicKey, m1: Template) -> None:
 
 
 class Terminal:
-    """Holds its measurement w only during a session; verifies m1 with the provider's Ed25519 key."""
+    """Holds its measurement w only during a session; verifies m1 with the provider's Ed25519 key (every
+    variant; without that key, only Π1's self-encoded m1)."""
 
     def __init__(self, params: GsmParams = GsmParams(), *, provider_key: Ed25519PublicKey | None = None,
                  clock: Callable[[], float] = time.time, workers: int | None = None) -> None:
@@ -367,7 +368,10 @@ class Terminal:
         self.workers = workers
 
     def receive(self, m1: Template, variant: str, *, reuse: bool = False) -> Enrolled:
-        """Round 1, terminal side (Fig. 4/5 round 2 step 1 for Π2/Π3: ⊥ unless Verify(vk, m1, σ) = 1).
+        """Round 1, terminal side (Fig. 4/5 round 2 step 1: ⊥ unless Verify(vk, m1, σ) = 1 and m1 has not
+        expired). A terminal holding the provider's key checks σ for every variant, Π1 included, so the subject
+        an m1 names is the provider's word; only a terminal without a provider key takes Π1's self-encoded,
+        unsigned m1 (Fig. 3: the semi-honest device enrols itself — in-process evaluation, never the service).
 
         ``reuse``: the m1 will serve many sessions (§5: it is reusable), so precompute the ``slot_bases`` and
         their window tables once — about t·k·t_n squarings here instead of per session. The rerandomising
@@ -375,13 +379,13 @@ class Terminal:
         (DJN10 §4.2) would not hide the terminal's secrets from a device that picked p − 1 smooth."""
         p, variant = self.params, check_variant(variant)
         check_id(m1.subject_id)
-        pk = public_key(m1.pk_n, p)
-        if variant != "pi1":
-            if self.provider_key is None:
-                raise ProtocolError(f"{variant} needs the service provider's verification key")
+        if self.provider_key is not None:  # every variant: an unsigned Π1 m1 would name any subject
             verify_signature(self.provider_key, m1)
             if m1.expires_at <= self.clock():
                 raise ProtocolError("the first message has expired; the device must enrol again")
+        elif variant != "pi1":
+            raise ProtocolError(f"{variant} needs the service provider's verification key")
+        pk = public_key(m1.pk_n, p)
         try:
             pp = packing.PackingParams(p.m, m1.n, m1.d, p.lam, pk.bits - 1, p.layout)
         except CryptoError as e:

@@ -12,7 +12,8 @@ from ...errors import CryptoError, ProtocolError
 from ...service.client import ServiceClient
 from ...wire import WireError
 from . import zk
-from .messages import VARIANT_IDS, CompareChallenge, Challenge, Decision, MatchStart, Presented, ProviderKey, Template
+from .messages import (VARIANT_IDS, Challenge, Claim, CompareChallenge, Decision, MatchStart, Presented, ProviderKey,
+                       Template)
 from .params import check_variant
 from .parties import PROTOCOL, Device
 from .service import provider_key_from_bytes
@@ -76,14 +77,17 @@ class DeviceClient:
         return answer
 
     def match(self, terminal_url: str, variant: str) -> Decision:
-        """One matching session against the terminal's current capture; the result (``aborted`` = ⊥)."""
+        """One matching session against the terminal's current capture; the result (``aborted`` = ⊥). Π1's result
+        is the device's own decision (the terminal answers it back as a ``Claim``; it must allow Π1 by name)."""
         dev, variant = self.device, check_variant(variant)
         start = MatchStart(VARIANT_IDS[variant], dev.first_message().to_bytes())
         with self._client(terminal_url) as http:
             challenge = _parse(Challenge.from_bytes, http.step("match/start", start.to_bytes()))
-            if variant == "pi1":
+            if variant == "pi1":  # the terminal echoes our bit as a Claim: it decides nothing in Π1
                 decision = dev.pi1_decide(challenge)
-                _parse(Decision.from_bytes, http.step("match/finish", decision.to_bytes()))
+                claim = _parse(Claim.from_bytes, http.step("match/finish", decision.to_bytes()))
+                if claim.device_claims_match != decision.match:
+                    raise ProtocolError("the terminal echoed a different Π1 claim")
             elif variant == "pi2":
                 decision = _parse(Decision.from_bytes, http.step("match/finish", dev.pi2_reply(challenge).to_bytes()))
             else:

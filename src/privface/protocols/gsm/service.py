@@ -10,34 +10,36 @@ Terminal (``role="terminal"``), Π1/Π2/Π3 of §5–§7, the capture w from the
     ``match/present`` MatchStart(variant, m1) → Presented: m1 sent ahead of the capture (§5: it is reusable)
     ``match/start``   MatchStart(variant, m1) → Challenge + session
     ``match/compare`` Π3 only: CompareRequest → CompareChallenge + session
-    ``match/finish``  Decision (Π1) · Reply (Π2) · CompareFinish (Π3) → Decision (``aborted`` = ⊥)
+    ``match/finish``  Reply (Π2) · CompareFinish (Π3) → Decision (``aborted`` = ⊥); Decision (Π1) → Claim
+
+Registration is create-only: enrolling a subject the store already holds is AlreadyEnrolledError (HTTP 409)
+unless the caller may replace (``Caller.may_replace``: an ``admin`` key). The terminal checks the provider's
+σ on m1 for every variant before anything is kept or counted. Π1 trusts the device (§5, Thm. 1: its decision
+is the device's own bit), so a terminal serves it only when the operator allows it by name (``allow_pi1``),
+and then answers a Claim, audits ``pi1-claimed-…`` and leaves the failure counter alone.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-    load_pem_private_key,
-)
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ...errors import CryptoError, ProtocolError
-from ...service.base import MessageError, SessionError, StepResult
+from ...service.base import AlreadyEnrolledError, Caller, MessageError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
 from . import zk
+from .keyfile import load_pem, provider_signing_key
 from .messages import (
     VARIANT_IDS,
+    Claim,
     CompareFinish,
     CompareRequest,
     Decision,
@@ -56,8 +58,7 @@ SCOPES = {"key": ("enrol", "verify", "internal"),  # the public verification key
           "match/present": "verify", "match/start": "verify", "match/compare": "verify", "match/finish": "verify"}
 """The API-key scope each step needs (service/auth.py); a terminal does not call the provider."""
 VARIANT_NAMES = {v: k for k, v in VARIANT_IDS.items()}
-KEY_RECORD = ("gsm-provider", "ed25519-signing-key")
-"""Where a provider without an explicit ``signing_key`` keeps the one it generated (PKCS#8 PEM)."""
+log = logging.getLogger("privface.gsm")
 
 
 def provider_key_from_bytes(raw: bytes) -> Ed25519PublicKey:
@@ -70,19 +71,14 @@ def provider_key_bytes(key: Ed25519PublicKey) -> bytes:
     return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
-def _signing_key(store: TemplateStore, key) -> Ed25519PrivateKey:
-    """The provider's signing key: given (key object or PEM bytes), else the store's, else a new one saved there."""
+def _signing_key(store: TemplateStore, key, path) -> Ed25519PrivateKey:
+    """The provider's signing key: given (key object or PEM bytes), else from the key file ``path``
+    (keyfile.py: created 0600, a legacy clear copy in the store migrated into it), else one for this process."""
     if isinstance(key, Ed25519PrivateKey):
         return key
-    pem = key if key is not None else store.get(*KEY_RECORD)
-    if pem is None:
-        new = Ed25519PrivateKey.generate()
-        store.put(*KEY_RECORD, new.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
-        return new
-    loaded = load_pem_private_key(pem.encode() if isinstance(pem, str) else bytes(pem), password=None)
-    if not isinstance(loaded, Ed25519PrivateKey):
-        raise ProtocolError("the gsm provider's signing key must be an Ed25519 key")
-    return loaded
+    if key is not None:
+        return load_pem(key.encode() if isinstance(key, str) else bytes(key), "signing_key")
+    return provider_signing_key(store, path)
 
 
 def body_limits(params: GsmParams, role: str) -> dict[str, int]:
@@ -100,18 +96,27 @@ def body_limits(params: GsmParams, role: str) -> dict[str, int]:
 class FirstMessageCache:
     """The terminal's validated first messages (§5: m1 is reusable), least recently used first out.
 
-    A first sighting of m1 (``match/present`` or ``match/start``) validates it (``Terminal.receive``: key,
-    packing, σ and expiry for Π2/Π3) and keeps the ``Enrolled``; a background thread then draws ``pool_ahead``
-    r^N under the device's key and builds the reuse tables (``receive(reuse=True)``), so the next session
-    skips both — what the in-process benchmark measures. After each session the pool is topped up again.
-    Keyed by the exact bytes of (variant, m1), so a hit has already passed every check but expiry, which is
-    re-checked on each use. Bounded: ``size`` entries (≈ 3 MB each at ℓ = 256, |N| = 3072)."""
+    A first sighting of m1 (``match/present`` or ``match/start``) validates it (``Terminal.receive``: σ and
+    expiry, key, packing) and keeps the ``Enrolled``; a background thread then draws ``pool_ahead`` r^N under
+    the device's key and builds the reuse tables (``receive(reuse=True)``), so the next session skips both —
+    what the in-process benchmark measures. After each session the pool is topped up again. Keyed by the
+    exact bytes of (variant, m1), so a hit has already passed every check but expiry, which is re-checked on
+    each use. Bounded: ``size`` entries (≈ 3 MB each at ℓ = 256, |N| = 3072), and at most ``max_pending``
+    m1 waiting for background work (one item per m1). Beyond that the oldest waiting item is dropped, not the
+    request refused: the precomputation is a speed-up nobody waits for (a dropped m1 stays valid, its sessions
+    compute inline), and the newest presentation is the one about to reach the camera."""
 
-    def __init__(self, terminal: Terminal, *, size: int = 32, pool_ahead: int = 2) -> None:
-        self.terminal, self.size, self.pool_ahead = terminal, size, pool_ahead
+    def __init__(self, terminal: Terminal, *, size: int = 32, pool_ahead: int = 2, max_pending: int = 4) -> None:
+        if size < 1 or max_pending < 1:
+            raise ValueError("the first-message cache needs size ≥ 1 and max_pending ≥ 1")
+        self.terminal, self.size, self.pool_ahead, self.max_pending = terminal, size, pool_ahead, max_pending
+        self.dropped = 0  # background items dropped at the bound
         self._entries: OrderedDict[bytes, tuple[Enrolled, int]] = OrderedDict()
         self._lock = threading.Lock()
-        self._background = ThreadPoolExecutor(1, thread_name_prefix="gsm-terminal-precompute")
+        self._pending: OrderedDict[bytes, Callable[[], None]] = OrderedDict()
+        self._work = threading.Condition()
+        self._busy = False
+        self._worker: threading.Thread | None = None
 
     def get(self, variant: str, m1_bytes: bytes) -> tuple[Enrolled, int]:
         """(Enrolled, expires_at) for this m1, validated now or on an earlier sighting; ProtocolError if bad."""
@@ -122,11 +127,11 @@ class FirstMessageCache:
                 self._entries.move_to_end(key)
         if hit is not None:
             enrolled, expires_at = hit
-            if variant != "pi1" and expires_at <= self.terminal.clock():
+            if self.terminal.provider_key is not None and expires_at <= self.terminal.clock():
                 with self._lock:
                     self._entries.pop(key, None)
                 raise ProtocolError("the first message has expired; the device must enrol again")
-            self._background.submit(self._top_up, enrolled)
+            self._schedule(key, lambda: self._top_up(enrolled))
             return enrolled, expires_at
         m1 = Template.from_bytes(m1_bytes)
         enrolled = self.terminal.receive(m1, variant)
@@ -134,8 +139,37 @@ class FirstMessageCache:
             self._entries[key] = (enrolled, m1.expires_at)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        self._background.submit(self._prepare, key, m1, variant, enrolled)
+        self._schedule(key, lambda: self._prepare(key, m1, variant, enrolled))
         return enrolled, m1.expires_at
+
+    def _schedule(self, key: bytes, work: Callable[[], None]) -> None:
+        """Queue ``work`` for the m1 ``key`` unless an item for it already waits; drop the oldest beyond the bound."""
+        with self._work:
+            if key in self._pending:
+                self._pending.move_to_end(key)
+            else:
+                self._pending[key] = work
+            while len(self._pending) > self.max_pending:
+                self._pending.popitem(last=False)
+                self.dropped += 1
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name="gsm-terminal-precompute", daemon=True)
+                self._worker.start()
+            self._work.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._work:
+                while not self._pending:
+                    self._busy = False
+                    self._work.notify_all()
+                    self._work.wait()
+                _, work = self._pending.popitem(last=False)
+                self._busy = True
+            try:
+                work()
+            except Exception as e:  # a failed precomputation only loses the speed-up
+                log.warning("gsm terminal: background precomputation failed (%s)", type(e).__name__)
 
     def _top_up(self, enrolled: Enrolled) -> None:
         enrolled.pool.fill(max(0, self.pool_ahead - len(enrolled.pool)))
@@ -147,9 +181,17 @@ class FirstMessageCache:
             if key in self._entries:
                 self._entries[key] = (tuned, m1.expires_at)
 
+    @property
+    def pending(self) -> int:
+        """First messages waiting for background work (at most ``max_pending``)."""
+        with self._work:
+            return len(self._pending)
+
     def wait(self) -> None:
         """Block until the background work queued so far is done (tests, benchmarks)."""
-        self._background.submit(lambda: None).result()
+        with self._work:
+            while self._pending or self._busy:
+                self._work.wait()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -166,22 +208,28 @@ class MatchState:
 
 class GsmService:
     """Options: ``role`` ("provider" or "terminal"), ``params`` (GsmParams) or ``insecure_test_params``;
-    provider: ``signing_key`` (Ed25519 key or PKCS#8 PEM; default: kept in the store); terminal:
-    ``provider_key`` (32 raw bytes or Ed25519PublicKey, needed for Π2/Π3), ``capture`` (a callable
-    returning the measurement w as an ℓ-vector of norm ζ, called once per match/start) and ``m1_cache``
-    (first messages kept with their precomputation, ``FirstMessageCache``; 0 turns the cache off)."""
+    provider: ``signing_key_path`` (the Ed25519 key file, keyfile.py: created 0600, a legacy clear copy in the
+    store moved into it; None: a key for this process only) or ``signing_key`` (Ed25519 key or PKCS#8 PEM);
+    terminal: ``provider_key`` (32 raw bytes or Ed25519PublicKey; without it every match is refused),
+    ``capture`` (a callable returning the measurement w as an ℓ-vector of norm ζ, called once per
+    match/start), ``allow_pi1`` (serve Π1, whose decision is the device's own claim; default off),
+    ``m1_cache`` (first messages kept with their precomputation, ``FirstMessageCache``; 0 turns the cache off)
+    and ``m1_pending`` (its bound on m1 waiting for background precomputation)."""
 
     name = PROTOCOL
     scopes = SCOPES
+    takes_caller = True  # create-only registration: replacing an enrolled subject takes Caller.may_replace
 
     def __init__(self, store: TemplateStore, *, role: str = "provider", params: GsmParams | None = None,
-                 insecure_test_params: bool = False, signing_key=None, provider_key=None,
-                 capture: Callable[[], Any] | None = None, workers: int | None = 1, m1_cache: int = 32) -> None:
+                 insecure_test_params: bool = False, signing_key=None, signing_key_path=None, provider_key=None,
+                 capture: Callable[[], Any] | None = None, workers: int | None = 1, m1_cache: int = 32,
+                 m1_pending: int = 4, allow_pi1: bool = False) -> None:
         if params is None:
             params = GsmParams.toy() if insecure_test_params else GsmParams()
         self.store, self.role, self.params = store, role, params
         if role == "provider":
-            self.provider = ServiceProvider(params, signing_key=_signing_key(store, signing_key), workers=workers)
+            key = _signing_key(store, signing_key, signing_key_path)
+            self.provider = ServiceProvider(params, signing_key=key, workers=workers)
             self.steps = ("key", "enrol/start", "enrol/finish")
             self.first_steps = ("key", "enrol/start")
         elif role == "terminal":
@@ -190,7 +238,9 @@ class GsmService:
             if capture is None:
                 raise ValueError("a gsm terminal needs a capture source (the measurement w)")
             self.terminal, self.capture = Terminal(params, provider_key=provider_key), capture
-            self.m1_cache = FirstMessageCache(self.terminal, size=m1_cache) if m1_cache > 0 else None
+            self.allow_pi1 = bool(allow_pi1)
+            self.m1_cache = (FirstMessageCache(self.terminal, size=m1_cache, max_pending=m1_pending)
+                             if m1_cache > 0 else None)
             self.steps = ("match/present", "match/start", "match/compare", "match/finish")
             self.first_steps = ("match/present", "match/start")
         else:
@@ -198,44 +248,62 @@ class GsmService:
         self.max_body = body_limits(params, role)
 
     def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
-        """A terminal's match (Π1–Π3) is one attempt of the failure counter on m1's subject, decided at
-        match/finish (⊥ counts as a rejection)."""
+        """A terminal's Π2/Π3 match is one attempt of the failure counter on m1's subject, decided at
+        match/finish (⊥ counts as a rejection). Π1 is none: its bit is the device's claim, so it neither
+        resets nor raises the counter."""
         if self.role != "terminal":
             return None
         if step == "match/start":
             try:
-                return Template.from_bytes(MatchStart.from_bytes(body).first_message).subject_id, False
+                start = MatchStart.from_bytes(body)
+                if VARIANT_NAMES.get(start.variant) == "pi1":
+                    return None
+                return Template.from_bytes(start.first_message).subject_id, False
             except WireError as e:
                 raise MessageError(str(e)) from None
-        if isinstance(state, MatchState):
+        if isinstance(state, MatchState) and state.session.variant != "pi1":
             return state.subject, step == "match/finish"
         return None
 
-    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+    def handle(self, step: str, body: bytes, state: Any | None, *, caller: Caller | None = None) -> StepResult:
         if step not in self.steps:
             raise MessageError(f"gsm {self.role} has no step {step!r}")
         if step in self.first_steps and state is not None:
             raise SessionError(f"{step} starts a new flow and takes no session")
         try:
             if self.role == "provider":
-                return self._provider(step, body, state)
+                return self._provider(step, body, state, caller)
             return self._terminal(step, body, state)
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
 
-    def _provider(self, step: str, body: bytes, state) -> StepResult:
+    @staticmethod
+    def _may_replace(caller: Caller | None) -> bool:
+        """Over HTTP the app always names the caller; None is an in-process call by the operator's own code."""
+        return caller is None or caller.may_replace
+
+    def _check_new(self, subject_id: str, caller: Caller | None) -> None:
+        if not self._may_replace(caller) and self.store.get(PROTOCOL, subject_id) is not None:
+            raise AlreadyEnrolledError(f"{subject_id!r} is already enrolled; replacing it needs an admin key")
+
+    def _provider(self, step: str, body: bytes, state, caller: Caller | None) -> StepResult:
         sp = self.provider
         if step == "key":
             ProviderKey.from_bytes(body)
             return StepResult(ProviderKey(provider_key_bytes(sp.public_key)).to_bytes())
         if step == "enrol/start":
-            challenge, session = sp.enrol_start(EnrolRequest.from_bytes(body))
-            return StepResult(challenge.to_bytes(), session)
+            request = EnrolRequest.from_bytes(body)
+            self._check_new(request.subject_id, caller)  # before the proofs: a refusal costs nothing
+            challenge, session = sp.enrol_start(request)
+            return StepResult(challenge.to_bytes(), session, subject=request.subject_id)
         if not isinstance(state, EnrolSession):
             raise SessionError("enrol/finish needs the session of an enrol/start")
         m1 = sp.enrol_finish(state, zk.NormResponse.from_bytes(body))
         data = m1.to_bytes()
-        self.store.put(PROTOCOL, m1.subject_id, data)
+        if self._may_replace(caller):
+            self.store.put(PROTOCOL, m1.subject_id, data)
+        elif not self.store.swap(PROTOCOL, m1.subject_id, None, data):  # insert-only, atomic: one enrolment wins
+            raise AlreadyEnrolledError(f"{m1.subject_id!r} was enrolled meanwhile; replacing it needs an admin key")
         return StepResult(data, subject=m1.subject_id)
 
     def _terminal(self, step: str, body: bytes, state) -> StepResult:
@@ -245,6 +313,11 @@ class GsmService:
             variant = VARIANT_NAMES.get(start.variant)
             if variant is None:
                 raise ProtocolError(f"unknown gsm variant id {start.variant}")
+            if variant == "pi1" and not self.allow_pi1:
+                raise ProtocolError("Π1 (a semi-honest device decides) is off on this terminal: use pi2 or pi3 "
+                                    "(an operator may allow it with --allow-variant pi1)")
+            if term.provider_key is None:
+                raise ProtocolError("this terminal has no provider verification key (--provider-key)")
             if self.m1_cache is not None:
                 enrolled, expires_at = self.m1_cache.get(variant, start.first_message)
             else:
@@ -263,9 +336,11 @@ class GsmService:
                 raise SessionError("match/compare belongs to Π3 only")
             reply = term.pi3_compare(session, CompareRequest.from_bytes(body))
             return StepResult(reply.to_bytes(), state, subject=state.subject)
-        if session.variant == "pi1":
-            decision = Decision(term.pi1_finish(session, Decision.from_bytes(body)))
-        elif session.variant == "pi2":
+        if session.variant == "pi1":  # the device's bit: no decision of ours, not counted (attempt), audited as a claim
+            claim = term.pi1_finish(session, Decision.from_bytes(body))
+            return StepResult(Claim(claim).to_bytes(), subject=state.subject,
+                              decision="pi1-claimed-match" if claim else "pi1-claimed-no-match")
+        if session.variant == "pi2":
             decision = term.pi2_finish(session, Reply.from_bytes(body))
         else:
             decision = term.pi3_finish(session, CompareFinish.from_bytes(body))
