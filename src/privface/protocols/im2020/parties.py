@@ -44,10 +44,15 @@ from .messages import (
 from .params import Im2020Params
 
 PROTOCOL = "im2020"
+SWAP_TRIES = 16  # compare-and-swap rounds before a write that keeps losing to concurrent ones gives up
 SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v1\x00"
 NORM_RANGE = (1.0, 2.0)
 """§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
 in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
+
+
+class SubjectExistsError(PrivfaceError):
+    """A registration names an enrolled ID and the caller may not replace it (registration creates only)."""
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -64,16 +69,15 @@ def check_template(template, params: Im2020Params) -> list[int]:
 
 
 def public_key(n: int, y: int, k: int, params: Im2020Params) -> JoyeLibertPublicKey:
-    """pk = (N, y, k) from a message, refused below the configured security level or with too small k."""
+    """pk = (N, y, k) from a message: N of exactly the configured bits and k exactly the configured k, checked
+    first — a larger N or k makes every BlindESED (§IV-B.3) on it costlier, so no other size is accepted."""
+    if n.bit_length() != params.jl.bits or k != params.jl.k:
+        raise ProtocolError(f"this server accepts only public keys with a {params.jl.bits}-bit N and k = "
+                            f"{params.jl.k}, got a {n.bit_length()}-bit N and k = {k}")
     try:
-        pk = JoyeLibertPublicKey(n, y, k, insecure_test_params=params.insecure_test_params)
+        return JoyeLibertPublicKey(n, y, k, insecure_test_params=params.insecure_test_params)
     except CryptoError as e:
         raise ProtocolError(f"invalid public key: {e}") from None
-    if not params.insecure_test_params and pk.security_bits < params.security_bits:
-        raise ProtocolError(f"public key gives {pk.security_bits}-bit security, need {params.security_bits}")
-    if k < params.min_k:
-        raise ProtocolError(f"public key message bits k = {k} are below the required {params.min_k}")
-    return pk
 
 
 def level1_vector(pk: JoyeLibertPublicKey, a: Sequence[int], beta: Sequence[int], dims: int, *,
@@ -237,8 +241,12 @@ class Server:
         C = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
         return pk, C
 
-    def register(self, req: RegisterRequest) -> RegisterResponse:
-        """Validate (and verify σ when a TP key is configured), then store; nothing is stored on error."""
+    def register(self, req: RegisterRequest, *, replace: bool = False) -> RegisterResponse:
+        """Validate (and verify σ when a TP key is configured), then store; nothing is stored on error.
+
+        Registration creates: an enrolled ID raises ``SubjectExistsError`` unless ``replace``. The check and
+        the write are one compare-and-swap on the stored record, so of two concurrent registrations of a
+        new ID exactly one is stored."""
         self._validated(req)
         if self.tp_public_key is not None:
             if req.signature is None:
@@ -247,8 +255,20 @@ class Server:
                 self.tp_public_key.verify(req.signature, signed_bytes(req), ec.ECDSA(hashes.SHA256()))
             except InvalidSignature:
                 raise ProtocolError("the trusted party's signature does not verify") from None
-        replaced = self.store.put(PROTOCOL, req.subject_id, req.to_bytes())
-        return RegisterResponse(req.subject_id, replaced)
+        record = req.to_bytes()
+        for _ in range(SWAP_TRIES):
+            current = self.store.get(PROTOCOL, req.subject_id)
+            if current is not None and not replace:
+                raise SubjectExistsError(f"subject {req.subject_id!r} is already enrolled; revoke it first "
+                                         f"or replace it with an admin key")
+            if self.store.swap(PROTOCOL, req.subject_id, current, record):
+                self._forget(req.subject_id)
+                return RegisterResponse(req.subject_id, current is not None)
+        raise SubjectExistsError(f"subject {req.subject_id!r} changed during the registration; try again")
+
+    def _forget(self, subject_id: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(subject_id, None)
 
     def enrolled(self, subject_id: str) -> tuple[JoyeLibertPublicKey, list[cf.Level1]]:
         _check_id(subject_id)
