@@ -24,6 +24,7 @@ from privface.protocols.im2020 import (
     RegisterResponse,
     RevokeRequest,
     Server,
+    SignedRegisterRequest,
     TrustedParty,
     decide,
     unblind,
@@ -179,18 +180,22 @@ def test_tp_signed_registration(client):
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     enrolled = face(8)
     signed = client.register_signed(tp.enroll(client.tp_request(enrolled)))
-    assert server.register(RegisterRequest.from_bytes(signed.to_bytes())) == RegisterResponse("alice", False)
+    assert server.register(SignedRegisterRequest.from_bytes(signed.to_bytes())) == RegisterResponse("alice", False)
     assert run(client, server, near(enrolled, 9, 2))[0].accepted
-    # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID: all refused
+    # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID, another serial or
+    # expiry, an unsigned request: all refused
     other = client.register(enrolled)
     forged = [dataclasses.replace(signed, c_a=other.c_a, c_beta=other.c_beta),
-              dataclasses.replace(signed, signature=None),
+              dataclasses.replace(signed, signature=b""),
               client.register_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
-              dataclasses.replace(signed, subject_id="mallory")]
+              dataclasses.replace(signed, subject_id="mallory"),
+              dataclasses.replace(signed, serial=signed.serial + 1),
+              dataclasses.replace(signed, expires=signed.expires + 3600),
+              other]
     before = server.store.get("im2020", "alice")
     for req in forged:
         with pytest.raises(ProtocolError, match="signature|signed"):
-            server.register(req)
+            server.register(req, replace=True)
     assert server.store.get("im2020", "alice") == before and server.store.ids("im2020") == ["alice"]
 
 

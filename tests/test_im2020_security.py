@@ -1,18 +1,23 @@
 """im2020 service security (issue 17) over real loopback HTTP with API keys on: registration creates only
 (finding 3), only the configured (N, k) sizes are accepted (finding 7), trusted-party registrations carry a
 serial and an expiry and cannot be replayed (finding 2)."""
+import dataclasses
 import threading
+import time
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from privface.crypto.joye_libert import JLParams
 from privface.eval import im2020_attacks as attacks
-from privface.protocols.im2020 import Client, Im2020Params, remote
+from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest, TrustedParty, remote
+from privface.protocols.im2020.parties import MAX_CLOCK_SKEW, TP_VALIDITY
 from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
-from privface.service.client import RemoteAlreadyEnrolledError, RemoteMessageError
+from privface.service.client import RemoteAlreadyEnrolledError, RemoteMessageError, RemoteNotEnrolledError
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
 
@@ -107,3 +112,86 @@ def test_other_modulus_or_k_sizes_are_refused_with_400(served, jl):
         with pytest.raises(RemoteMessageError, match=r"only public keys with a 3072-bit N and k = 152") as e:
             remote.register(http, Client("carol", params, workers=1), face(20, params))
     assert e.value.status == 400 and served.store.get("im2020", "carol") is None
+
+
+# ---------------------------------------------------------------- finding 2: TP registrations do not replay
+
+TP_KEY = ec.generate_private_key(ec.SECP256R1())
+TP = TrustedParty(TOY, signing_key=TP_KEY)
+WITH_TP = {"params": TOY, "tp_public_key": TP.public_key_pem()}
+
+
+def signed(client, seed, tp=TP):
+    """The registration the TP signs for ``client``'s key and a face template, as the client sends it."""
+    return client.register_signed(tp.enroll(client.tp_request(face(seed)))).to_bytes()
+
+
+def register(served, body, admin=False):
+    with served.http(admin) as http:
+        return http.step("register", body)
+
+
+def revoke(served, subject_id):
+    with served.http(admin=True) as http:
+        http.step("revoke", RevokeRequest(subject_id).to_bytes())
+
+
+@pytest.mark.parametrize("served", [WITH_TP], indirect=True)
+def test_tp_registration_replayed_after_revocation_is_refused(served):
+    alice = Client("alice", TOY, workers=1)
+    first = signed(alice, 30)
+    register(served, first)
+    revoke(served, "alice")
+    tombstone = served.store.get("im2020", "alice")
+    for admin in (False, True):
+        with pytest.raises(RemoteMessageError, match="replayed or outdated") as e:
+            register(served, first, admin)
+        assert e.value.status == 400 and served.store.get("im2020", "alice") == tombstone
+    with served.http() as http, pytest.raises(RemoteNotEnrolledError):
+        remote.verify(http, alice, near(face(30), 31))
+    register(served, signed(alice, 30))  # a new signature from the TP enrols again
+    with served.http() as http:
+        assert remote.verify(http, alice, near(face(30), 31))["accepted"] is True
+
+
+@pytest.mark.parametrize("served", [WITH_TP], indirect=True)
+def test_older_tp_registration_replayed_after_reenrolment_is_refused(served):
+    old, new, newer = (Client("bob", TOY, workers=1) for _ in range(3))
+    first, second, third = signed(old, 32), signed(new, 33), signed(newer, 34)
+    register(served, first)
+    revoke(served, "bob")
+    register(served, second)  # re-enrolment after a revocation
+    with pytest.raises(RemoteMessageError, match="replayed or outdated"):
+        register(served, first, admin=True)  # even a caller who may replace cannot roll back
+    assert served.store.get("im2020", "bob") == second
+    register(served, third, admin=True)  # re-enrolment by replacement
+    for stale in (first, second):
+        with pytest.raises(RemoteMessageError, match="replayed or outdated"):
+            register(served, stale, admin=True)
+    assert served.store.get("im2020", "bob") == third
+    with served.http() as http:
+        assert remote.verify(http, newer, near(face(34), 35))["accepted"] is True
+
+
+@pytest.mark.parametrize("served", [WITH_TP], indirect=True)
+def test_expired_tp_registration_is_refused(served):
+    carol = Client("carol", TOY, workers=1)
+    late = TrustedParty(TOY, signing_key=TP_KEY, clock=lambda: time.time() - TP_VALIDITY - MAX_CLOCK_SKEW - 5)
+    with pytest.raises(RemoteMessageError, match="expired") as e:
+        register(served, signed(carol, 36, late))
+    assert e.value.status == 400 and served.store.get("im2020", "carol") is None
+    skewed = TrustedParty(TOY, signing_key=TP_KEY, clock=lambda: time.time() - TP_VALIDITY - MAX_CLOCK_SKEW / 2)
+    register(served, signed(carol, 36, skewed))  # expired by less than the clock-skew allowance
+    assert served.store.get("im2020", "carol") is not None
+
+
+@pytest.mark.parametrize("served", [WITH_TP], indirect=True)
+def test_first_version_tp_signatures_without_serial_are_refused(served):
+    """A registration signed by the TP over ID‖C‖pk only (before serials) is refused, with a clear message."""
+    erin = Client("erin", TOY, workers=1)
+    req = erin.register(face(37))
+    v1 = b"privface/im2020/tp-registration/v1\x00" + req.to_bytes()
+    old = dataclasses.replace(req, signature=TP_KEY.sign(v1, ec.ECDSA(hashes.SHA256())))
+    with pytest.raises(RemoteMessageError, match="without a serial and an expiry"):
+        register(served, old.to_bytes())
+    assert served.store.get("im2020", "erin") is None

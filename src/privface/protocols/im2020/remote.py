@@ -18,7 +18,7 @@ from ...errors import CryptoError, PrivfaceError
 from ...service.client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
 from ...wire import WireError
 from .messages import (AuthChallenge, AuthResult, ClientKey, CompareChallenge, RegisterResponse, RevokeRequest,
-                       RevokeResponse)
+                       RevokeResponse, TPResponse)
 from .params import Im2020Params
 from .parties import PROTOCOL, Client
 
@@ -140,6 +140,12 @@ def register(http: ServiceClient, client: Client, template) -> tuple[RegisterRes
     body = client.register(template).to_bytes()
     c2 = time.perf_counter() - t0
     return _register(http, client.subject_id, body), {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
+
+
+def register_signed(http: ServiceClient, client: Client, resp: TPResponse) -> RegisterResponse:
+    """§VII step 5 over HTTP: the TP's answer (C, serial, expiry, σ) → server."""
+    http.reset()
+    return _register(http, client.subject_id, client.register_signed(resp).to_bytes())
 
 
 def _register(http: ServiceClient, subject_id: str, body: bytes) -> RegisterResponse:

@@ -9,9 +9,9 @@ from ...errors import CryptoError, ProtocolError, UnknownSubjectError
 from ...service.base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RegisterRequest, RevokeRequest
+from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
 from .params import Im2020Params
-from .parties import AuthSession, CompareSession, Server, SubjectExistsError
+from .parties import AuthSession, CompareSession, Server, SubjectExistsError, registration_from_bytes
 
 
 def body_limits(params: Im2020Params) -> dict[str, int]:
@@ -26,7 +26,8 @@ def body_limits(params: Im2020Params) -> dict[str, int]:
 
 class Im2020Service:
     """Options: ``params`` (Im2020Params) or any of its fields (``tau``, ``dims``, ``insecure_test_params``,
-    ``security_bits``, ``mode``, ``compare_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes)."""
+    ``security_bits``, ``mode``, ``compare_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes):
+    then ``register`` takes only a SignedRegisterRequest, unexpired and with a serial above the subject's last."""
 
     name = "im2020"
     steps = ("register", "auth/start", "auth/finish", "revoke")  # basic mode; see __init__
@@ -71,7 +72,7 @@ class Im2020Service:
             raise SessionError(f"{step} starts a new flow and takes no session")
         try:
             if step == "register":
-                done = self.server.register(RegisterRequest.from_bytes(body),
+                done = self.server.register(registration_from_bytes(body),
                                             replace=caller is None or caller.may_replace)
                 return StepResult(done.to_bytes(), subject=done.subject_id)
             if step == "revoke":
