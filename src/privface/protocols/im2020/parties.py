@@ -287,8 +287,8 @@ class Server:
             current = self.store.get(PROTOCOL, req.subject_id)
             enrolled, last = stored_state(current)
             if enrolled and not replace:
-                raise SubjectExistsError(f"subject {req.subject_id!r} is already enrolled; revoke it first "
-                                         f"or replace it with an admin key")
+                raise SubjectExistsError(f"subject {req.subject_id!r} is already enrolled: revoke it first, or "
+                                         f"register with a key allowed to replace (admin)")
             if self.tp_public_key is not None and serial <= last:
                 raise ProtocolError(f"replayed or outdated registration: its serial {serial} is not above the "
                                     f"last one stored for this subject ({last}); ask the trusted party for a new one")
@@ -323,7 +323,7 @@ class Server:
     def enrolled(self, subject_id: str) -> tuple[JoyeLibertPublicKey, list[cf.Level1]]:
         _check_id(subject_id)
         record = self.store.get(PROTOCOL, subject_id)
-        if not stored_state(record)[0]:
+        if record is None or message_type(record) == Revoked.WIRE_NAME:  # header only: cache hits stay cheap
             raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
         with self._cache_lock:
             hit = self._cache.get(subject_id)

@@ -152,8 +152,8 @@ def _register(http: ServiceClient, subject_id: str, body: bytes) -> RegisterResp
     try:
         return RegisterResponse.from_bytes(http.step("register", body))
     except RemoteAlreadyEnrolledError as e:
-        raise RemoteAlreadyEnrolledError(f"{subject_id} is already enrolled at this server: revoke it first, or "
-                                         f"replace it with an admin API key ({e})", e.status) from None
+        raise RemoteAlreadyEnrolledError(f"{subject_id} is already enrolled at this server and was not replaced: "
+                                         f"revoke it first, or register with an admin API key", e.status) from None
 
 
 def verify(http: ServiceClient, client: Client, template, *, mode: str | None = None) -> dict:
