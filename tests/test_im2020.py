@@ -197,6 +197,8 @@ def test_tp_signed_registration(client):
         with pytest.raises(ProtocolError, match="signature|signed"):
             server.register(req, replace=True)
     assert server.store.get("im2020", "alice") == before and server.store.ids("im2020") == ["alice"]
+    with pytest.raises(ProtocolError, match="no trusted-party key"):  # a server without a TP cannot check σ
+        Server(open_store("sqlite://"), TOY).register(signed)
 
 
 def test_tp_refuses_non_face_templates(client):
