@@ -11,7 +11,7 @@ Targets and their property (any other exception is a crash: atheris prints it, w
             only their documented error (``CryptoError``; ``ProtocolError`` for zk, ``WireError`` for a frame).
   services  every step of every role (``ProtocolService.handle``; continuation steps with a real session state
             from a recorded flow) raises only what app.py answers with a 4xx: ``MessageError``,
-            ``NotEnrolledError``, ``SessionError`` — so no decoder or party error becomes a 500.
+            ``NotEnrolledError``, ``SessionError``, ``AlreadyEnrolledError`` — so no decoder or party error becomes a 500.
 
 The first input byte picks the decoder / (role, step). Corpus: the committed seeds in ``fuzz/corpus/TARGET``
 (valid frames of every message type of a real run up to 40 kB, the bytes fields inside them, and mutated
@@ -38,7 +38,7 @@ with atheris.instrument_imports(include=["privface"]):
     from privface.crypto import compare, garble, lattice, ntru, ot
     from privface.errors import CryptoError, ProtocolError
     from privface.protocols.gsm import zk
-    from privface.service.base import MessageError, NotEnrolledError, SessionError
+    from privface.service.base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
     from privface.wire import WireError, decode, encode
     # the roles' services and clients, imported here so that they are instrumented too
     import privface.protocols.cryptomask.remote
@@ -91,7 +91,7 @@ def fuzz_blobs(data: bytes) -> None:
         pass
 
 
-SERVICE_ERRORS = (MessageError, NotEnrolledError, SessionError)
+SERVICE_ERRORS = (MessageError, NotEnrolledError, SessionError, AlreadyEnrolledError)
 
 
 class Services:

@@ -24,6 +24,7 @@ from privface.protocols.im2020 import (
     RegisterResponse,
     RevokeRequest,
     Server,
+    SignedRegisterRequest,
     TrustedParty,
     decide,
     unblind,
@@ -115,7 +116,7 @@ def _register_request(client, template=None):
     (lambda r: dataclasses.replace(r, c_beta=[r.pk_n] + r.c_beta[1:]), "invalid ciphertext"),
     (lambda r: dataclasses.replace(r, c_beta=[_non_jacobi(r.pk_n)] + r.c_beta[1:]),
      "invalid ciphertext"),
-    (lambda r: dataclasses.replace(r, pk_k=30), "invalid public key|below the required"),
+    (lambda r: dataclasses.replace(r, pk_k=30), "only public keys with a 512-bit N and k = 48"),
     (lambda r: dataclasses.replace(r, pk_n=r.pk_n + 2), "invalid public key|invalid ciphertext"),
     (lambda r: dataclasses.replace(r, subject_id="../etc"), "subject id"),
 ])
@@ -136,7 +137,7 @@ def _non_jacobi(n: int) -> int:
 
 def test_real_size_keys_are_required_without_the_test_switch(client):
     strict = Server(open_store("sqlite://"), Im2020Params())
-    with pytest.raises(ProtocolError, match="invalid public key"):
+    with pytest.raises(ProtocolError, match="only public keys with a 2048-bit N and k = 136"):
         strict.register(_register_request(client))
 
 
@@ -179,19 +180,25 @@ def test_tp_signed_registration(client):
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     enrolled = face(8)
     signed = client.register_signed(tp.enroll(client.tp_request(enrolled)))
-    assert server.register(RegisterRequest.from_bytes(signed.to_bytes())) == RegisterResponse("alice", False)
+    assert server.register(SignedRegisterRequest.from_bytes(signed.to_bytes())) == RegisterResponse("alice", False)
     assert run(client, server, near(enrolled, 9, 2))[0].accepted
-    # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID: all refused
+    # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID, another serial or
+    # expiry, an unsigned request: all refused
     other = client.register(enrolled)
     forged = [dataclasses.replace(signed, c_a=other.c_a, c_beta=other.c_beta),
-              dataclasses.replace(signed, signature=None),
+              dataclasses.replace(signed, signature=b""),
               client.register_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
-              dataclasses.replace(signed, subject_id="mallory")]
+              dataclasses.replace(signed, subject_id="mallory"),
+              dataclasses.replace(signed, serial=signed.serial + 1),
+              dataclasses.replace(signed, expires=signed.expires + 3600),
+              other]
     before = server.store.get("im2020", "alice")
     for req in forged:
         with pytest.raises(ProtocolError, match="signature|signed"):
-            server.register(req)
+            server.register(req, replace=True)
     assert server.store.get("im2020", "alice") == before and server.store.ids("im2020") == ["alice"]
+    with pytest.raises(ProtocolError, match="no trusted-party key"):  # a server without a TP cannot check σ
+        Server(open_store("sqlite://"), TOY).register(signed)
 
 
 def test_tp_refuses_non_face_templates(client):
@@ -358,7 +365,7 @@ def test_cached_enrolment_follows_the_store(client):
     first, second = face(21), face(22)
     server.register(client.register(first))
     assert run(client, server, first)[0].accepted
-    other.register(client.register(second))
+    other.register(client.register(second), replace=True)
     assert not run(client, server, first)[0].accepted
     assert run(client, server, second)[0].accepted
     other.revoke(RevokeRequest("alice"))

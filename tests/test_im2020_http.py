@@ -201,6 +201,8 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
                         "enrol,verify,admin", "--name", "cli test", "--json", env=env)
     assert created.returncode == 0, created.stderr
     api_key = json.loads(created.stdout)["api_key"]
+    enrol_only = json.loads(_privface("keys", "create", "--db", f"sqlite:///{tmp_path / 'serve.db'}", "--scopes",
+                                      "enrol,verify", "--json", env=env).stdout)["api_key"]
     keyless, env = env, {**env, "PRIVFACE_API_KEY": api_key}  # the clients' key, from the environment
     proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "serve", "--protocol", "im2020",
                              "--db", f"sqlite:///{tmp_path / 'serve.db'}", "--port", str(port),
@@ -242,6 +244,13 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
         again = _privface("enroll", "--server", server, "--id", "grace", impostor, "--insecure-test-params",
                           env=env)
         assert again.returncode == 2 and "--force" in again.stderr
+        before = open(key, "rb").read()
+        taken = _privface("enroll", "--server", server, "--id", "grace", impostor, "--insecure-test-params", "--force",
+                          env={**env, "PRIVFACE_API_KEY": enrol_only})
+        assert taken.returncode == 2 and "already enrolled" in taken.stderr  # registration creates only (409)
+        assert open(key, "rb").read() == before and not list(os.scandir(os.path.dirname(key)))[1:]
+        still = _privface("verify", "--server", server, "--id", "grace", str(genuine), "--json", env=env)
+        assert still.returncode == 0 and json.loads(still.stdout)["accepted"] is True
 
         revoked = _privface("revoke", "--server", server, "--id", "grace", "--json", env=env)
         assert revoked.returncode == 0 and json.loads(revoked.stdout)["revoked"] is True

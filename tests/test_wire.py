@@ -14,6 +14,7 @@ ids = st.from_regex(r"\A[A-Za-z0-9._@+-]{1,40}\Z")
 big = st.integers(min_value=0, max_value=2**2048 - 1)
 small_big = st.integers(min_value=0, max_value=2**136 - 1)
 lists = st.integers(min_value=0, max_value=6)
+u64 = st.integers(min_value=0, max_value=2**64 - 1)
 
 register = st.builds(m.RegisterRequest, ids, big, big, st.integers(0, 2**16 - 1),
                      st.lists(small_big, max_size=6), st.lists(big, max_size=6),
@@ -30,7 +31,11 @@ messages = st.one_of(
     st.builds(m.TPRequest, ids, big, big, st.integers(0, 2**16 - 1),
               st.lists(st.integers(-(2**31), 2**31 - 1), max_size=6)),
     st.builds(m.TPImageRequest, ids, big, big, st.integers(0, 2**16 - 1), st.binary(max_size=64)),
-    st.builds(m.TPResponse, st.lists(small_big, max_size=6), st.lists(big, max_size=6), st.binary(max_size=128)),
+    st.builds(m.TPResponse, st.lists(small_big, max_size=6), st.lists(big, max_size=6), u64, u64,
+              st.binary(max_size=128)),
+    st.builds(m.SignedRegisterRequest, ids, big, big, st.integers(0, 2**16 - 1), st.lists(small_big, max_size=6),
+              st.lists(big, max_size=6), u64, u64, st.binary(max_size=128)),
+    st.builds(m.Revoked, ids, u64),
 )
 
 
@@ -130,7 +135,8 @@ def test_schema_is_self_consistent_and_matches_the_dataclasses():
     import dataclasses
 
     for cls in (m.RegisterRequest, m.RegisterResponse, m.AuthStart, m.AuthChallenge, m.AuthFinish, m.AuthResult,
-                m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse):
+                m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse,
+                m.SignedRegisterRequest, m.Revoked):
         assert [f.name for f in dataclasses.fields(cls)] == names[cls.WIRE_NAME]
     assert codec.VERSION == schema["version"]
 

@@ -50,7 +50,7 @@ def _run_chunk(pairs: list[tuple[int, int]]) -> tuple[list[int] | None, list[boo
         if st["enrolled"] != i:
             if i not in st["registrations"]:
                 st["registrations"][i] = client.register(q[i])
-            server.register(st["registrations"][i])
+            server.register(st["registrations"][i], replace=True)  # one subject id, enrolled pair by pair
             st["enrolled"] = i
         if j not in st["probes"]:
             st["probes"][j] = client.auth_start(q[j])

@@ -18,12 +18,14 @@ from .messages import (
     RegisterResponse,
     RevokeRequest,
     RevokeResponse,
+    Revoked,
+    SignedRegisterRequest,
     TPImageRequest,
     TPRequest,
     TPResponse,
 )
 from .params import DEFAULT_TAU, SECURITY_LEVELS, Im2020Params
-from .parties import AuthSession, Client, CompareSession, Server, TrustedParty
+from .parties import AuthSession, Client, CompareSession, Server, SubjectExistsError, TrustedParty
 
 _P = Im2020Params()
 
@@ -63,7 +65,10 @@ DESCRIPTION = {
                       "override with --tau / Im2020Params(tau=…)",
         "k_rule": "k ≥ bits(max SED) + λ, so SED never wraps and τ/2^k ≤ 2^−λ",
         "randomizers": "r0 ∈ M_inv (odd), r1 ∈ M, fresh per attempt",
-        "tp_signature": "ECDSA P-256 / SHA-256 over ID‖C‖pk",
+        "tp_signature": "ECDSA P-256 / SHA-256 over ID‖C‖pk‖serial‖expires; the server refuses an expired one "
+                        "and one whose serial is not above the last it stored for the ID (kept after revocation)",
+        "registration": "create-only: an enrolled ID is replaced only by a caller allowed to (admin key)",
+        "public_key_sizes": "exactly the configured N bits and k",
     },
     "steps": ["register", "auth/start", "auth/finish", "revoke"],
     "steps_secure_comparison": ["register", "auth/start", "auth/compare", "auth/finish", "revoke"],
@@ -72,7 +77,8 @@ DESCRIPTION = {
 __all__ = [
     "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "CompareChallenge", "CompareFinish", "CompareRequest", "CompareSession", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
-    "RevokeRequest", "RevokeResponse", "SECURITY_LEVELS", "Server", "TPImageRequest", "TPRequest", "TPResponse",
+    "RevokeRequest", "RevokeResponse", "Revoked", "SECURITY_LEVELS", "Server", "SignedRegisterRequest",
+    "SubjectExistsError", "TPImageRequest", "TPRequest", "TPResponse",
     "TrustedParty",
     "blind_esed", "decide", "unblind",
 ]

@@ -12,7 +12,8 @@ from ...wire import Message
 
 @dataclass
 class RegisterRequest(Message):
-    """Client → server: ID, pk = (N, y, k), C = Enc(Γ), and the TP's signature σ when §VII is used.
+    """Client → server (§IV-B.2): ID, pk = (N, y, k) and C = Enc(Γ). ``signature`` is the TP's σ of the first
+    §VII version (over ID‖C‖pk only): kept so old records decode, refused by a server that checks the TP.
 
     The server stores this message, validated, as the subject's record."""
 
@@ -24,6 +25,34 @@ class RegisterRequest(Message):
     c_a: list[int]
     c_beta: list[int]
     signature: bytes | None = None
+
+
+@dataclass
+class SignedRegisterRequest(Message):
+    """Client → server (§VII step 5): ID, pk, C and the TP's σ over ID‖C‖pk‖serial‖expires. ``serial`` grows
+    with every registration the TP signs for a subject (the server refuses one not above the last it saw);
+    ``expires`` is in Unix seconds. The server stores this message, validated, as the subject's record."""
+
+    WIRE_NAME = "im2020.SignedRegisterRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    c_a: list[int]
+    c_beta: list[int]
+    serial: int
+    expires: int
+    signature: bytes
+
+
+@dataclass
+class Revoked(Message):
+    """Store record left by a revocation of a TP-signed registration: the last serial seen for the subject,
+    so that no registration signed before it is accepted again (not sent to anyone)."""
+
+    WIRE_NAME = "im2020.Revoked"
+    subject_id: str
+    last_serial: int
 
 
 @dataclass
@@ -135,11 +164,14 @@ class TPImageRequest(Message):
 
 @dataclass
 class TPResponse(Message):
-    """Trusted party → client (§VII step 4): C = Enc(Γ) under pk and σ = Sign(ID‖C‖pk)."""
+    """Trusted party → client (§VII step 4): C = Enc(Γ) under pk, the registration's serial and expiry (Unix
+    seconds) and σ = Sign(ID‖C‖pk‖serial‖expires)."""
 
     WIRE_NAME = "im2020.TPResponse"
     c_a: list[int]
     c_beta: list[int]
+    serial: int
+    expires: int
     signature: bytes
 
 

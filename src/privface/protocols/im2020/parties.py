@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keyp
 from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
 from ...store.base import TemplateStore
+from ...wire import message_type
 from ...templates.quantize import quantize
 from .blind import Decision, Randomizers, blind_esed, decide, unblind
 from .messages import (
@@ -37,6 +39,8 @@ from .messages import (
     RegisterResponse,
     RevokeRequest,
     RevokeResponse,
+    Revoked,
+    SignedRegisterRequest,
     TPImageRequest,
     TPRequest,
     TPResponse,
@@ -44,10 +48,20 @@ from .messages import (
 from .params import Im2020Params
 
 PROTOCOL = "im2020"
-SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v1\x00"
+SWAP_TRIES = 16  # compare-and-swap rounds before a write that keeps losing to concurrent ones gives up
+SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v2\x00"
+"""Domain separation of the TP's σ over ID‖C‖pk‖serial‖expires; the v1 σ (over ID‖C‖pk) is not accepted."""
+TP_VALIDITY = 600
+"""Seconds a TP-signed registration stays valid."""
+MAX_CLOCK_SKEW = 60
+"""Seconds a server accepts a TP-signed registration past its expiry (TP and server clocks differ)."""
 NORM_RANGE = (1.0, 2.0)
 """§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
 in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
+
+
+class SubjectExistsError(PrivfaceError):
+    """A registration names an enrolled ID and the caller may not replace it (registration creates only)."""
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -64,16 +78,15 @@ def check_template(template, params: Im2020Params) -> list[int]:
 
 
 def public_key(n: int, y: int, k: int, params: Im2020Params) -> JoyeLibertPublicKey:
-    """pk = (N, y, k) from a message, refused below the configured security level or with too small k."""
+    """pk = (N, y, k) from a message: N of exactly the configured bits and k exactly the configured k, checked
+    first — a larger N or k makes every BlindESED (§IV-B.3) on it costlier, so no other size is accepted."""
+    if n.bit_length() != params.jl.bits or k != params.jl.k:
+        raise ProtocolError(f"this server accepts only public keys with a {params.jl.bits}-bit N and k = "
+                            f"{params.jl.k}, got a {n.bit_length()}-bit N and k = {k}")
     try:
-        pk = JoyeLibertPublicKey(n, y, k, insecure_test_params=params.insecure_test_params)
+        return JoyeLibertPublicKey(n, y, k, insecure_test_params=params.insecure_test_params)
     except CryptoError as e:
         raise ProtocolError(f"invalid public key: {e}") from None
-    if not params.insecure_test_params and pk.security_bits < params.security_bits:
-        raise ProtocolError(f"public key gives {pk.security_bits}-bit security, need {params.security_bits}")
-    if k < params.min_k:
-        raise ProtocolError(f"public key message bits k = {k} are below the required {params.min_k}")
-    return pk
 
 
 def level1_vector(pk: JoyeLibertPublicKey, a: Sequence[int], beta: Sequence[int], dims: int, *,
@@ -108,9 +121,28 @@ def encrypt_template(key, template: Sequence[int], workers: int | None = None) -
     return [int(c.a) for c in cs], [int(c.beta.value) for c in cs]
 
 
-def signed_bytes(req: RegisterRequest) -> bytes:
-    """What the TP signs (§VII step 3): ID‖C‖pk, as the wire encoding of the request without σ."""
-    return SIGNATURE_CONTEXT + dataclasses.replace(req, signature=None).to_bytes()
+def signed_bytes(req: SignedRegisterRequest) -> bytes:
+    """What the TP signs (§VII step 3, with replay protection): ID‖C‖pk‖serial‖expires, as the wire encoding
+    of the request with an empty σ."""
+    return SIGNATURE_CONTEXT + dataclasses.replace(req, signature=b"").to_bytes()
+
+
+def registration_from_bytes(data: bytes) -> RegisterRequest | SignedRegisterRequest:
+    """A register body: the TP-signed request (§VII) or the plain one (§IV-B.2)."""
+    if message_type(data) == SignedRegisterRequest.WIRE_NAME:
+        return SignedRegisterRequest.from_bytes(data)
+    return RegisterRequest.from_bytes(data)
+
+
+def stored_state(record: bytes | None) -> tuple[bool, int]:
+    """(enrolled, last TP serial) of a stored record: a registration (serial 0 without a TP), a revocation's
+    ``Revoked`` tombstone, or none."""
+    if record is None:
+        return False, 0
+    if message_type(record) == Revoked.WIRE_NAME:
+        return False, Revoked.from_bytes(record).last_serial
+    reg = registration_from_bytes(record)
+    return True, reg.serial if isinstance(reg, SignedRegisterRequest) else 0
 
 
 # ---------------------------------------------------------------- parties
@@ -152,10 +184,10 @@ class Client:
         """§VII step 2 with the face image instead of Γ: the TP extracts Γ itself."""
         return TPImageRequest(self.subject_id, **self._pk_fields(), image=bytes(image))
 
-    def register_signed(self, resp: TPResponse) -> RegisterRequest:
-        """§VII step 5: ID, C, pk and σ from the TP's answer."""
-        return RegisterRequest(self.subject_id, **self._pk_fields(), c_a=resp.c_a, c_beta=resp.c_beta,
-                               signature=resp.signature)
+    def register_signed(self, resp: TPResponse) -> SignedRegisterRequest:
+        """§VII step 5: ID, C, pk, the serial, the expiry and σ from the TP's answer."""
+        return SignedRegisterRequest(self.subject_id, **self._pk_fields(), c_a=resp.c_a, c_beta=resp.c_beta,
+                                     serial=resp.serial, expires=resp.expires, signature=resp.signature)
 
     def auth_start(self, template) -> AuthStart:
         """§IV-B.3: ID and C′ = Enc(Γ′)."""
@@ -213,7 +245,10 @@ class CompareSession:
 
 
 class Server:
-    """Stores per ID the public key, C and σ (as the validated RegisterRequest); never holds a secret key.
+    """Stores per ID the public key, C and, with a TP, σ with its serial and expiry (as the validated
+    RegisterRequest or SignedRegisterRequest); after revoking a TP-signed registration, the ``Revoked``
+    tombstone with its serial. Never holds a secret key. With a TP key, a registration is refused when expired
+    (``clock`` past ``expires`` + ``max_skew``) or when its serial is not above the last one stored for the ID.
 
     The parsed and validated form of recently used records is kept in memory (``cache_size`` subjects),
     keyed by the exact stored bytes, so a re-registration or revocation by any process is seen at once;
@@ -222,8 +257,9 @@ class Server:
 
     def __init__(self, store: TemplateStore, params: Im2020Params = Im2020Params(), *,
                  tp_public_key: ec.EllipticCurvePublicKey | None = None, workers: int | None = None,
-                 cache_size: int = 256) -> None:
+                 cache_size: int = 256, clock=time.time, max_skew: float = MAX_CLOCK_SKEW) -> None:
         self.store = store
+        self.clock, self.max_skew = clock, max_skew
         self.params = params
         self.tp_public_key = tp_public_key
         self.workers = workers
@@ -231,36 +267,70 @@ class Server:
         self._cache: OrderedDict[str, tuple[bytes, JoyeLibertPublicKey, list[cf.Level1]]] = OrderedDict()
         self._cache_lock = threading.Lock()
 
-    def _validated(self, req: RegisterRequest):
+    def _validated(self, req: RegisterRequest | SignedRegisterRequest):
         _check_id(req.subject_id)
         pk = public_key(req.pk_n, req.pk_y, req.pk_k, self.params)
         C = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
         return pk, C
 
-    def register(self, req: RegisterRequest) -> RegisterResponse:
-        """Validate (and verify σ when a TP key is configured), then store; nothing is stored on error."""
+    def register(self, req: RegisterRequest | SignedRegisterRequest, *, replace: bool = False) -> RegisterResponse:
+        """Validate (and check the TP's σ, expiry and serial when a TP key is configured), then store; nothing
+        is stored on error.
+
+        Registration creates: an enrolled ID raises ``SubjectExistsError`` unless ``replace``. The checks
+        against the stored record (enrolled? last serial?) and the write are one compare-and-swap, so of two
+        concurrent registrations of a new ID exactly one is stored, and serials only grow."""
         self._validated(req)
-        if self.tp_public_key is not None:
+        serial = self._check_tp(req)
+        record = req.to_bytes()
+        for _ in range(SWAP_TRIES):
+            current = self.store.get(PROTOCOL, req.subject_id)
+            enrolled, last = stored_state(current)
+            if enrolled and not replace:
+                raise SubjectExistsError(f"subject {req.subject_id!r} is already enrolled: revoke it first, or "
+                                         f"register with a key allowed to replace (admin)")
+            if self.tp_public_key is not None and serial <= last:
+                raise ProtocolError(f"replayed or outdated registration: its serial {serial} is not above the "
+                                    f"last one stored for this subject ({last}); ask the trusted party for a new one")
+            if self.store.swap(PROTOCOL, req.subject_id, current, record):
+                self._forget(req.subject_id)
+                return RegisterResponse(req.subject_id, enrolled)
+        raise SubjectExistsError(f"subject {req.subject_id!r} changed during the registration; try again")
+
+    def _check_tp(self, req: RegisterRequest | SignedRegisterRequest) -> int:
+        """The serial of a TP-signed registration after checking σ and the expiry (0 without a TP key)."""
+        if self.tp_public_key is None:
+            if isinstance(req, SignedRegisterRequest):
+                raise ProtocolError("this server has no trusted-party key: send an unsigned RegisterRequest")
+            return 0
+        if not isinstance(req, SignedRegisterRequest):
             if req.signature is None:
                 raise ProtocolError("this server accepts only registrations signed by the trusted party")
-            try:
-                self.tp_public_key.verify(req.signature, signed_bytes(req), ec.ECDSA(hashes.SHA256()))
-            except InvalidSignature:
-                raise ProtocolError("the trusted party's signature does not verify") from None
-        replaced = self.store.put(PROTOCOL, req.subject_id, req.to_bytes())
-        return RegisterResponse(req.subject_id, replaced)
+            raise ProtocolError("this registration is signed without a serial and an expiry (first trusted-party "
+                                "version) and could be replayed: ask the trusted party for a new one")
+        try:
+            self.tp_public_key.verify(req.signature, signed_bytes(req), ec.ECDSA(hashes.SHA256()))
+        except InvalidSignature:
+            raise ProtocolError("the trusted party's signature does not verify") from None
+        if self.clock() > req.expires + self.max_skew:
+            raise ProtocolError("the trusted party's registration has expired: ask it for a new one")
+        return req.serial
+
+    def _forget(self, subject_id: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(subject_id, None)
 
     def enrolled(self, subject_id: str) -> tuple[JoyeLibertPublicKey, list[cf.Level1]]:
         _check_id(subject_id)
         record = self.store.get(PROTOCOL, subject_id)
-        if record is None:
+        if record is None or message_type(record) == Revoked.WIRE_NAME:  # header only: cache hits stay cheap
             raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
         with self._cache_lock:
             hit = self._cache.get(subject_id)
             if hit is not None and hit[0] == record:
                 self._cache.move_to_end(subject_id)
                 return hit[1], hit[2]
-        pk, C = self._validated(RegisterRequest.from_bytes(record))
+        pk, C = self._validated(registration_from_bytes(record))
         if self.cache_size > 0:
             with self._cache_lock:
                 self._cache[subject_id] = (record, pk, C)
@@ -316,12 +386,19 @@ class Server:
         return AuthResult(accepted)
 
     def revoke(self, req: RevokeRequest) -> RevokeResponse:
+        """Delete the record; a TP-signed one leaves the ``Revoked`` tombstone with its serial, so that no
+        registration signed before the revocation is accepted again (compare-and-swap, as ``register``)."""
         _check_id(req.subject_id)
-        with self._cache_lock:
-            self._cache.pop(req.subject_id, None)
-        if not self.store.delete(PROTOCOL, req.subject_id):
-            raise UnknownSubjectError(f"subject {req.subject_id!r} is not enrolled")
-        return RevokeResponse(req.subject_id, True)
+        for _ in range(SWAP_TRIES):
+            current = self.store.get(PROTOCOL, req.subject_id)
+            enrolled, last = stored_state(current)
+            if not enrolled:
+                raise UnknownSubjectError(f"subject {req.subject_id!r} is not enrolled")
+            tombstone = Revoked(req.subject_id, last).to_bytes() if last else None
+            if self.store.swap(PROTOCOL, req.subject_id, current, tombstone):
+                self._forget(req.subject_id)
+                return RevokeResponse(req.subject_id, True)
+        raise SubjectExistsError(f"subject {req.subject_id!r} changed during the revocation; try again")
 
 
 def _check_id(subject_id: str) -> None:
@@ -329,16 +406,20 @@ def _check_id(subject_id: str) -> None:
 
 
 class TrustedParty:
-    """§VII: checks that Γ looks like a face template, encrypts it under the client's pk and signs ID‖C‖pk
-    with ECDSA P-256 (SHA-256).
+    """§VII: checks that Γ looks like a face template, encrypts it under the client's pk and signs
+    ID‖C‖pk‖serial‖expires with ECDSA P-256 (SHA-256): the serial grows with every registration it signs and
+    the registration expires ``validity`` seconds after signing, so that a server refuses a replayed one.
 
     ``embed`` (image bytes → float embedding, e.g. ``make_backend().embed`` wrapped by the caller) lets the
     TP extract Γ from the face image itself (``enroll_image``); the protocol layer does not import faces/.
     """
 
     def __init__(self, params: Im2020Params = Im2020Params(), *, signing_key: ec.EllipticCurvePrivateKey | None = None,
-                 norm_range: tuple[float, float] = NORM_RANGE, embed=None) -> None:
+                 norm_range: tuple[float, float] = NORM_RANGE, embed=None, validity: int = TP_VALIDITY,
+                 clock=time.time) -> None:
         self.params = params
+        self.validity, self._clock = validity, clock
+        self._serial, self._serial_lock = 0, threading.Lock()
         self._signing_key = signing_key or ec.generate_private_key(ec.SECP256R1())
         self.norm_range = norm_range
         self._embed = embed
@@ -360,7 +441,7 @@ class TrustedParty:
             raise ProtocolError("the template does not look like a face embedding (norm out of range)")
 
     def enroll(self, req: TPRequest) -> TPResponse:
-        """§VII step 3: verify Γ, C = Enc(Γ, pk), σ = Sign(ID‖C‖pk)."""
+        """§VII step 3: verify Γ, C = Enc(Γ, pk), σ = Sign(ID‖C‖pk‖serial‖expires)."""
         return self._encrypt_and_sign(req, req.template)
 
     def enroll_image(self, req: TPImageRequest) -> TPResponse:
@@ -373,11 +454,19 @@ class TrustedParty:
             raise ProtocolError(f"the trusted party found no usable face: {e}") from None
         return self._encrypt_and_sign(req, gamma)
 
+    def next_serial(self) -> int:
+        """A serial above every one this TP issued: nanoseconds since the epoch, or the last + 1 — so it also
+        grows across restarts of a TP whose clock does not go back."""
+        with self._serial_lock:
+            self._serial = max(self._serial + 1, time.time_ns())
+            return self._serial
+
     def _encrypt_and_sign(self, req: TPRequest | TPImageRequest, template) -> TPResponse:
         _check_id(req.subject_id)
         pk = public_key(req.pk_n, req.pk_y, req.pk_k, self.params)
         self.check_face_template(template)
         a, beta = encrypt_template(pk, [int(x) for x in template])
-        unsigned = RegisterRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta)
+        serial, expires = self.next_serial(), int(self._clock()) + self.validity
+        unsigned = SignedRegisterRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta, serial, expires, b"")
         sig = self._signing_key.sign(signed_bytes(unsigned), ec.ECDSA(hashes.SHA256()))
-        return TPResponse(a, beta, sig)
+        return TPResponse(a, beta, serial, expires, sig)

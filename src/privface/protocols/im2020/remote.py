@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
-from ...service.client import RemoteNotEnrolledError, ServiceClient
+from ...service.client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
 from ...wire import WireError
 from .messages import (AuthChallenge, AuthResult, ClientKey, CompareChallenge, RegisterResponse, RevokeRequest,
-                       RevokeResponse)
+                       RevokeResponse, TPResponse)
 from .params import Im2020Params
 from .parties import PROTOCOL, Client
 
@@ -139,8 +139,21 @@ def register(http: ServiceClient, client: Client, template) -> tuple[RegisterRes
     t0 = time.perf_counter()
     body = client.register(template).to_bytes()
     c2 = time.perf_counter() - t0
-    resp = RegisterResponse.from_bytes(http.step("register", body))
-    return resp, {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
+    return _register(http, client.subject_id, body), {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
+
+
+def register_signed(http: ServiceClient, client: Client, resp: TPResponse) -> RegisterResponse:
+    """§VII step 5 over HTTP: the TP's answer (C, serial, expiry, σ) → server."""
+    http.reset()
+    return _register(http, client.subject_id, client.register_signed(resp).to_bytes())
+
+
+def _register(http: ServiceClient, subject_id: str, body: bytes) -> RegisterResponse:
+    try:
+        return RegisterResponse.from_bytes(http.step("register", body))
+    except RemoteAlreadyEnrolledError as e:
+        raise RemoteAlreadyEnrolledError(f"{subject_id} is already enrolled at this server and was not replaced: "
+                                         f"revoke it first, or register with an admin API key", e.status) from None
 
 
 def verify(http: ServiceClient, client: Client, template, *, mode: str | None = None) -> dict:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, UnknownSubjectError
-from ...service.base import MessageError, NotEnrolledError, SessionError, StepResult
+from ...service.base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RegisterRequest, RevokeRequest
+from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
 from .params import Im2020Params
-from .parties import AuthSession, CompareSession, Server
+from .parties import AuthSession, CompareSession, Server, SubjectExistsError, registration_from_bytes
 
 
 def body_limits(params: Im2020Params) -> dict[str, int]:
@@ -26,13 +26,15 @@ def body_limits(params: Im2020Params) -> dict[str, int]:
 
 class Im2020Service:
     """Options: ``params`` (Im2020Params) or any of its fields (``tau``, ``dims``, ``insecure_test_params``,
-    ``security_bits``, ``mode``, ``compare_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes)."""
+    ``security_bits``, ``mode``, ``compare_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes):
+    then ``register`` takes only a SignedRegisterRequest, unexpired and with a serial above the subject's last."""
 
     name = "im2020"
     steps = ("register", "auth/start", "auth/finish", "revoke")  # basic mode; see __init__
     first_steps = ("register", "auth/start", "revoke")
     scopes = {"register": "enrol", "auth/start": "verify", "auth/compare": "verify", "auth/finish": "verify",
               "revoke": "admin"}  # the API-key scope each step needs (service/auth.py)
+    takes_caller = True  # register replaces an enrolled ID only for a caller that may (``Caller.may_replace``)
 
     def __init__(self, store: TemplateStore, **options) -> None:
         tp = options.pop("tp_public_key", None)
@@ -62,14 +64,16 @@ class Im2020Service:
             return state.subject_id, step == "auth/finish"
         return None
 
-    def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
+    def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
+        """``caller`` None (in-process use) may replace an enrolled ID, as a service without API keys does."""
         if step not in self.steps:
             raise MessageError(f"im2020 has no step {step!r}")
         if step in self.first_steps and state is not None:
             raise SessionError(f"{step} starts a new flow and takes no session")
         try:
             if step == "register":
-                done = self.server.register(RegisterRequest.from_bytes(body))
+                done = self.server.register(registration_from_bytes(body),
+                                            replace=caller is None or caller.may_replace)
                 return StepResult(done.to_bytes(), subject=done.subject_id)
             if step == "revoke":
                 gone = self.server.revoke(RevokeRequest.from_bytes(body))
@@ -94,5 +98,7 @@ class Im2020Service:
             return StepResult(result.to_bytes(), subject=state.subject_id, accepted=result.accepted)
         except UnknownSubjectError as e:
             raise NotEnrolledError(str(e)) from None
+        except SubjectExistsError as e:
+            raise AlreadyEnrolledError(str(e)) from None
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
