@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import PrivfaceError
-from .base import MessageError, NotEnrolledError, SessionError
+from .base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
 from .sessions import SESSION_HEADER
 
 OCTETS = "application/octet-stream"
@@ -38,6 +38,11 @@ class RemoteNotEnrolledError(ServiceError, NotEnrolledError):
 
 class RemoteSessionError(ServiceError, SessionError):
     """409: session missing, unknown, expired or used out of order."""
+
+
+class RemoteAlreadyEnrolledError(ServiceError, AlreadyEnrolledError):
+    """409 for a registration: the subject is already enrolled (revoke it first, or replace it with an
+    ``admin`` key)."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,8 @@ def error_of(r) -> ServiceError:
     cls = {400: RemoteMessageError, 409: RemoteSessionError}.get(r.status_code, ServiceError)
     if r.status_code == 404 and kind == "NotEnrolledError":
         cls = RemoteNotEnrolledError
+    if r.status_code == 409 and kind == "AlreadyEnrolledError":
+        cls = RemoteAlreadyEnrolledError
     return cls(message, r.status_code)
 
 
