@@ -84,7 +84,8 @@ def test_bad_requests_get_4xx_and_change_nothing(servers, demo_faces):
         (db_url, "enrol", good[:-5], 400),
         (db_url, "enrol", EnrolRequest("grace", b"junk").to_bytes(), 400),
         (db_url, "enrol", b"\0" * (3 * 1024 * 1024), 413),
-        (db_url, "verify", good, 400),  # an enrolment is not a verification
+        (db_url, "verify/challenge", RevokeRequest("grace").to_bytes(), 400),  # a revocation is no challenge request
+        (db_url, "verify", good, 409),  # verify continues the session of verify/challenge
         (db_url, "revoke", RevokeRequest("grace").to_bytes() + b"x", 400),
         (db_url, "public-key", b"", 400),
         (db_url, "auth/decide", b"", 404),  # the DB server is not the auth server
@@ -293,3 +294,39 @@ def test_abandoned_open_requests_expire(tmp_path, demo_faces):
             clock.t += 61
             assert c.identify(copy) == "grace"
             assert c.identify(copy) == "grace"
+
+
+def test_a_replayed_verification_is_refused(tmp_path, demo_faces):
+    """Finding 6: a captured VerifyRequest (a genuine probe that was accepted) is not accepted again — not in its
+    own spent session, not without one, not in a fresh session (another nonce), not by another caller."""
+    from privface.protocols.kolberg.messages import Challenge, ChallengeRequest, Result
+    from privface.service.client import ServiceClient
+    from privface.service.sessions import SESSION_HEADER
+
+    grace, (copy,) = demo_faces["grace"]
+    with _deployment(tmp_path) as d:
+        with _client(d, "enrol") as c:
+            c.enrol("grace", grace)
+            c.enrol("ann", demo_faces["cameraman"][0])
+        with _client(d, "verify") as c:
+            probe_client = c.client
+        with ServiceClient(d.db_url, PROTOCOL, api_key=d.keys["verify"]) as s:
+            challenge = Challenge.from_bytes(s.step("verify/challenge", ChallengeRequest("grace").to_bytes()))
+            captured, sid = probe_client.verify("grace", copy, challenge).to_bytes(), s.session
+            assert Result.from_bytes(s.step("verify", captured)).accepted is True
+
+        def replay(session, key="verify"):
+            headers = {"content-type": "application/octet-stream", "authorization": f"Bearer {d.keys[key]}"}
+            if session:
+                headers[SESSION_HEADER] = session
+            return httpx.post(f"{d.db_url}/v1/kolberg/verify", content=captured, headers=headers, timeout=60)
+
+        assert replay(sid).status_code == 409  # the challenge's session is spent
+        assert replay(None).status_code == 409  # verify needs a challenge
+        for claim, key in (("grace", "verify"), ("grace", "other"), ("ann", "verify")):
+            with ServiceClient(d.db_url, PROTOCOL, api_key=d.keys[key]) as s:
+                s.step("verify/challenge", ChallengeRequest(claim).to_bytes())
+                r = replay(s.session, key)
+            assert r.status_code == 400 and "challenge" in r.json()["error"], (claim, key, r.text)
+        with _client(d, "verify") as c:  # a fresh verification still works
+            assert c.verify("grace", copy) is True

@@ -10,6 +10,7 @@ Every incoming message is validated before any state changes; bad input raises `
 """
 from __future__ import annotations
 
+import hmac
 import secrets
 import threading
 import time
@@ -24,14 +25,16 @@ from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
 from ...wire import Message, WireError
-from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, DistanceBatch, EnrolRequest, EnrolResponse, IdentifyRequest,
-                       KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, Result, RevokeRequest, RevokeResponse,
+from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest,
+                       EnrolResponse, IdentifyRequest, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, Result, RevokeRequest, RevokeResponse,
                        StoredReference, VerifyRequest)
 from .params import BFV, CKKS, NTRU, KolbergParams
 
 PROTOCOL = "kolberg"
 CHUNK = 16
 """Distances per ``DistanceBatch`` (16 CKKS/BFV distance ciphertexts ≈ 3.2 MB, under the 4 MiB frame)."""
+NONCE_BYTES = 32
+"""A verification challenge: 256 random bits from the OS CSPRNG, so a nonce never repeats."""
 MAX_PENDING, PENDING_TTL = 1024, 120.0
 """Open multi-chunk requests the auth server keeps at most (a bound on its state), and for how many seconds
 after its last chunk an unfinished one is kept (the DB server sends a request's chunks back to back)."""
@@ -131,9 +134,17 @@ class Client:
         _check_id(subject_id)
         return EnrolRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "template"))
 
-    def verify(self, subject_id: str, embedding) -> VerifyRequest:
+    def verify(self, subject_id: str, embedding, challenge: Challenge | bytes | None = None) -> VerifyRequest:
+        """The encrypted probe for a claim of ``subject_id``, answering the DB server's ``challenge`` (over the
+        service every verification needs one; in process, None)."""
         _check_id(subject_id)
-        return VerifyRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "probe"))
+        nonce = b""
+        if challenge is not None:
+            ch = _read(Challenge, challenge)
+            if ch.subject_id != subject_id or len(ch.nonce) != NONCE_BYTES:
+                raise ProtocolError("the challenge is not one for a verification of this subject")
+            nonce = ch.nonce
+        return VerifyRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "probe"), nonce)
 
     def identify(self, embedding) -> IdentifyRequest:
         return IdentifyRequest(self._pub.encrypt(protect(self.params, embedding), "probe"))
@@ -443,9 +454,22 @@ class DBServer:
         if version not in self._keys:
             raise ProtocolError("the probe is under a retired key (key rotation): fetch the public key again")
 
-    def verify(self, request: VerifyRequest | bytes) -> Result:
+    def challenge(self, request: ChallengeRequest | bytes) -> Challenge:
+        """A fresh nonce for one verification of the subject (freshness: the service keeps it in the
+        verification's session, single use and expiring, and ``verify`` accepts only a probe that names it)."""
+        msg = _read(ChallengeRequest, request)
+        _check_id(msg.subject_id)
+        return Challenge(msg.subject_id, secrets.token_bytes(NONCE_BYTES))
+
+    def verify(self, request: VerifyRequest | bytes, challenge: Challenge | None = None) -> Result:
+        """Seed 002 §2.2 verification: Enc(distance) of the probe to the claimed subject's reference, decided
+        by the auth server. With ``challenge`` (always, over the service: the session's) the request must
+        carry that challenge's subject and nonce; a replayed request names an older, spent nonce."""
         msg = _read(VerifyRequest, request)
         _check_id(msg.subject_id)
+        if challenge is not None and not (msg.subject_id == challenge.subject_id and len(msg.nonce) == NONCE_BYTES
+                                          and hmac.compare_digest(msg.nonce, challenge.nonce)):
+            raise ProtocolError("the verification does not answer this session's challenge: ask for a new one")
         version, probe = self._load_any(msg.probe, "probe")
         decision = self._ask([self._keys[version].distance(self._reference(msg.subject_id, version), probe)])
         return Result(decision.accepted, None)

@@ -8,8 +8,8 @@ import threading
 from ...service.client import ServiceClient
 from .._common import message_bytes as _bytes
 from .._common import parse_answer as _parse
-from .messages import (AuthDecision, AuthKeys, EnrolResponse, KeyRequest, PublicKey, ReencryptResponse, Result,
-                       RevokeRequest, RevokeResponse)
+from .messages import (AuthDecision, AuthKeys, Challenge, ChallengeRequest, EnrolResponse, KeyRequest, PublicKey,
+                       ReencryptResponse, Result, RevokeRequest, RevokeResponse)
 from .params import KolbergParams
 from .parties import PROTOCOL, Client
 
@@ -102,7 +102,10 @@ class KolbergClient(_KolbergHttp):
         return self._call("enrol", self.client.enrol(subject_id, embedding), EnrolResponse)
 
     def verify(self, subject_id: str, embedding) -> bool:
-        return self._call("verify", self.client.verify(subject_id, embedding), Result).accepted
+        """``verify/challenge`` (a fresh nonce, in a new session), then ``verify`` in that session."""
+        challenge = self._call("verify/challenge", ChallengeRequest(subject_id), Challenge)
+        body = _bytes(self.client.verify(subject_id, embedding, challenge))
+        return _parse(Result, self.step("verify", body)).accepted
 
     def identify(self, embedding) -> str | None:
         return self._call("identify", self.client.identify(embedding), Result).subject_id

@@ -5,7 +5,9 @@ validates it and runs the party; bad input raises MessageError / NotEnrolledErro
 DB server (``role="db"``, talks to the auth server at ``auth_url`` over HTTP, holds no secret key):
     ``public-key``  KeyRequest → PublicKey (the auth server's current key)
     ``enrol``       EnrolRequest → EnrolResponse        ``revoke``   RevokeRequest → RevokeResponse
-    ``verify``      VerifyRequest → Result              ``identify`` IdentifyRequest → Result
+    ``verify/challenge`` ChallengeRequest → Challenge (opens the verification's session: a fresh nonce)
+    ``verify``      VerifyRequest → Result (in that session, naming its nonce: each challenge answers once)
+    ``identify``    IdentifyRequest → Result
     ``enrol`` creates only: an enrolled subject gets 409 (AlreadyEnrolledError) unless the caller may replace
     subjects (``Caller.may_replace``: an ``admin`` key, or a service without API keys). Failed verifications count
     per subject, failed identifications per caller (the service's failure counter, ``attempt``).
@@ -23,16 +25,18 @@ from ...errors import CryptoError, ProtocolError, SubjectExistsError, UnknownSub
 from ...service.base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import KeyRequest, Result, VerifyRequest
+from .messages import Challenge, ChallengeRequest, KeyRequest, Result, VerifyRequest
 from .params import KolbergParams
 from .parties import PROTOCOL, AuthServer, DBServer
 
 _KB, _MB = 1024, 1024 * 1024
-DB_LIMITS = {"public-key": _KB, "enrol": 2 * _MB, "verify": 2 * _MB, "identify": 2 * _MB, "revoke": _KB}
+DB_LIMITS = {"public-key": _KB, "enrol": 2 * _MB, "verify/challenge": _KB, "verify": 2 * _MB, "identify": 2 * _MB,
+             "revoke": _KB}
 AUTH_LIMITS = {"public-key": _KB, "auth/keys": _KB, "auth/decide": 4 * _MB, "auth/rotate/begin": _KB,
                "auth/rotate/reencrypt": 4 * _MB, "auth/rotate/activate": _KB, "auth/rotate/retire": _KB}
 
-SCOPES = {"public-key": ("enrol", "verify", "internal", "admin"), "enrol": "enrol", "verify": "verify",
+SCOPES = {"public-key": ("enrol", "verify", "internal", "admin"), "enrol": "enrol", "verify/challenge": "verify",
+          "verify": "verify",
           "identify": "verify", "revoke": "admin",
           # auth server: the DB server calls it with an internal key; rotate-keys with an admin key
           "auth/keys": ("internal", "admin"), "auth/decide": "internal", "auth/rotate/begin": "admin",
@@ -72,16 +76,23 @@ class KolbergService:
             self.max_body = DB_LIMITS
         else:
             raise ValueError(f"kolberg role must be db or auth, got {role!r}")
-        self.steps = self.first_steps = tuple(self.max_body)
+        self.steps = tuple(self.max_body)
+        self.first_steps = tuple(step for step in self.steps if step != "verify")  # verify: the challenge's session
 
     def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
         """Run ``step``; without a ``caller`` (in process) an enrolment creates only."""
         if step not in self.steps:
             raise MessageError(f"kolberg {self.role} server has no step {step!r}")
-        if state is not None:
-            raise SessionError("kolberg steps take no session")
+        if (step == "verify") != isinstance(state, Challenge):
+            raise SessionError("kolberg verify continues the session of verify/challenge; other steps take none")
         try:
-            reply = self._run(step, body, replace=caller is not None and caller.may_replace)
+            if step == "verify/challenge":
+                challenge = self.party.challenge(body)
+                return StepResult(challenge.to_bytes(), state=challenge, subject=challenge.subject_id)
+            if step == "verify":
+                reply = self.party.verify(body, state)
+            else:
+                reply = self._run(step, body, replace=caller is not None and caller.may_replace)
         except UnknownSubjectError as e:
             raise NotEnrolledError(str(e)) from None
         except SubjectExistsError as e:
@@ -95,11 +106,13 @@ class KolbergService:
         """A DB server's verification (1:1) is one attempt of the claimed subject's failure counter; an
         identification (1:N) names no subject and is one attempt of the caller's (a probe that matches nobody
         is a failure: online guessing against the whole gallery)."""
-        if self.role != "db" or step not in ("verify", "identify"):
+        if self.role != "db" or step not in ("verify/challenge", "verify", "identify"):
             return None
         if step == "identify":
             return None, True
         try:
+            if step == "verify/challenge":  # refused while the subject is locked out; decides nothing
+                return ChallengeRequest.from_bytes(body).subject_id, False
             return VerifyRequest.from_bytes(body).subject_id, True
         except WireError as e:
             raise MessageError(str(e)) from None
@@ -115,4 +128,4 @@ class KolbergService:
                     "auth/rotate/retire": p.retire}[step](body)
         if step == "enrol":
             return p.enrol(body, replace=replace)
-        return {"verify": p.verify, "identify": p.identify, "revoke": p.revoke}[step](body)
+        return {"identify": p.identify, "revoke": p.revoke}[step](body)
