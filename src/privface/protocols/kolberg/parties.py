@@ -26,8 +26,8 @@ from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
 from ...wire import Message, WireError
 from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest,
-                       EnrolResponse, IdentifyRequest, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, Result, RevokeRequest, RevokeResponse,
-                       StoredReference, VerifyRequest)
+                       EnrolResponse, IdentifyRequest, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse,
+                       Result, RevokeRequest, RevokeResponse, StoredReference, VerifyRequest)
 from .params import BFV, CKKS, NTRU, KolbergParams
 
 PROTOCOL = "kolberg"

@@ -36,8 +36,7 @@ AUTH_LIMITS = {"public-key": _KB, "auth/keys": _KB, "auth/decide": 4 * _MB, "aut
                "auth/rotate/reencrypt": 4 * _MB, "auth/rotate/activate": _KB, "auth/rotate/retire": _KB}
 
 SCOPES = {"public-key": ("enrol", "verify", "internal", "admin"), "enrol": "enrol", "verify/challenge": "verify",
-          "verify": "verify",
-          "identify": "verify", "revoke": "admin",
+          "verify": "verify", "identify": "verify", "revoke": "admin",
           # auth server: the DB server calls it with an internal key; rotate-keys with an admin key
           "auth/keys": ("internal", "admin"), "auth/decide": "internal", "auth/rotate/begin": "admin",
           "auth/rotate/reencrypt": "admin", "auth/rotate/activate": "admin", "auth/rotate/retire": "admin"}
