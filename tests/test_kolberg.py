@@ -194,7 +194,7 @@ def test_auth_server_rejects_bad_batches_without_state_change(dep):
             dep.auth.decide(DistanceBatch(b"r" * 16, 0, [probe], True))
     assert dep.auth._pending == before
     from privface.protocols.kolberg import parties
-    full = dict.fromkeys((k.to_bytes(16, "big") for k in range(parties.MAX_PENDING)), (1, 0.0, 0))
+    full = dict.fromkeys((k.to_bytes(16, "big") for k in range(parties.MAX_PENDING)), (1, 0.0, 0, dep.auth._clock()))
     dep.auth._pending.update(full)
     with pytest.raises(ProtocolError, match="too many open"):
         dep.auth.decide(DistanceBatch(b"n" * 16, 0, [d], False))

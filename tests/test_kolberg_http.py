@@ -1,17 +1,23 @@
 """kolberg over real loopback HTTP (issue 6): an auth server and a DB server as two uvicorn servers, a client;
 enrol, verify genuine/impostor, identify, revoke, key rotation via ``privface rotate-keys``; malformed and
 oversized bodies get 4xx and change no state. Real 128-bit parameters, real dlib embeddings."""
+import contextlib
+import threading
+import types
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
+import numpy as np
 import pytest
 
 from privface.cli import main
 from privface.protocols.kolberg import KolbergParams, plaintext_distance, protect
-from privface.protocols.kolberg.messages import EnrolRequest, KeyRequest, RevokeRequest
+from privface.protocols.kolberg.messages import EnrolRequest, EnrolResponse, KeyRequest, RevokeRequest, StoredReference
 from privface.protocols.kolberg.parties import AUTH_STORE, PROTOCOL
 from privface.protocols.kolberg.remote import KolbergClient
 from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
-from privface.service.client import RemoteMessageError, RemoteNotEnrolledError
+from privface.service.client import RemoteMessageError, RemoteNotEnrolledError, ServiceError
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
@@ -78,7 +84,8 @@ def test_bad_requests_get_4xx_and_change_nothing(servers, demo_faces):
         (db_url, "enrol", good[:-5], 400),
         (db_url, "enrol", EnrolRequest("grace", b"junk").to_bytes(), 400),
         (db_url, "enrol", b"\0" * (3 * 1024 * 1024), 413),
-        (db_url, "verify", good, 400),  # an enrolment is not a verification
+        (db_url, "verify/challenge", RevokeRequest("grace").to_bytes(), 400),  # a revocation is no challenge request
+        (db_url, "verify", good, 409),  # verify continues the session of verify/challenge
         (db_url, "revoke", RevokeRequest("grace").to_bytes() + b"x", 400),
         (db_url, "public-key", b"", 400),
         (db_url, "auth/decide", b"", 404),  # the DB server is not the auth server
@@ -147,3 +154,179 @@ def test_privface_serve_both_roles_and_cli_commands(tmp_path, demo_faces, capsys
     assert SQLiteStore(tmp_path / "auth.db").ids(AUTH_STORE) == ["current", "key.1"]  # the key stays with auth
     assert SQLiteStore(tmp_path / "db.db").ids(AUTH_STORE) == []
     assert oct((tmp_path / "auth.db").stat().st_mode & 0o777) == "0o600"
+
+
+# ---------------------------------------------------------------- issue 17: create-only enrolment, 1:N lockout,
+# expiring open requests, fresh verifications (DB server with API keys, auth server over HTTP, NTRU)
+
+class _Clock:
+    def __init__(self, t=1_000_000.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+@contextlib.contextmanager
+def _deployment(root, lockout=None, **auth_options):
+    """An auth server and a DB server over loopback HTTP; the DB server with API keys (``keys``: one per
+    scope set) and, when given, ``lockout(store)`` as its failure counter."""
+    from privface.service.auth import ApiKeys
+
+    auth_store, db_store = SQLiteStore(root / "auth.db"), SQLiteStore(root / "db.db")
+    auth = KolbergService(auth_store, role="auth", scheme="ntru", **auth_options)
+    with serve_in_thread(create_app(auth_store, [auth])) as auth_url:
+        db = KolbergService(db_store, role="db", scheme="ntru", auth_url=auth_url)
+        api = ApiKeys(db_store)
+        keys = {s: api.create(s)[1] for s in ("enrol", "verify", "enrol,admin")}
+        keys["other"] = api.create("verify")[1]
+        app = create_app(db_store, [db], keys=api, lockout=None if lockout is None else lockout(db_store))
+        with serve_in_thread(app) as db_url:
+            yield types.SimpleNamespace(auth_url=auth_url, db_url=db_url, db_store=db_store, keys=keys,
+                                        params=KolbergParams("ntru"))
+    auth_store.close()
+    db_store.close()
+
+
+def _client(d, scope):
+    return KolbergClient(d.db_url, d.params, api_key=d.keys[scope])
+
+
+def test_reenrolment_is_refused_unless_admin(tmp_path, demo_faces):
+    """Finding 3: an ``enrol`` key cannot overwrite an enrolled subject (409, record unchanged, the old template
+    still verifies); an ``admin`` key may replace it."""
+    grace, (copy,) = demo_faces["grace"]
+    impostor = demo_faces["cameraman"][0]
+    with _deployment(tmp_path) as d:
+        with _client(d, "enrol") as c:
+            assert c.enrol("grace", grace).replaced is False
+            before = d.db_store.get(PROTOCOL, "grace")
+            with pytest.raises(ServiceError) as e:
+                c.enrol("grace", impostor)
+        assert e.value.status == 409 and type(e.value).__name__ == "RemoteAlreadyEnrolledError"
+        assert "already enrolled" in str(e.value)
+        assert d.db_store.get(PROTOCOL, "grace") == before
+        with _client(d, "verify") as c:
+            assert c.verify("grace", copy) is True
+            assert c.verify("grace", impostor) is False
+        with _client(d, "enrol,admin") as c:
+            assert c.enrol("grace", impostor).replaced is True
+        with _client(d, "verify") as c:
+            assert c.verify("grace", impostor) is True
+
+
+def test_concurrent_enrolments_of_one_subject_one_wins(tmp_path, demo_faces):
+    """Finding 3: the check and the write are one compare-and-swap: of concurrent enrolments, exactly one."""
+    faces = [ref for ref, _ in demo_faces.values()]
+    with _deployment(tmp_path) as d:
+        with _client(d, "enrol") as c:
+            bodies = [c.client.enrol("dave", x) for x in faces]
+        barrier = threading.Barrier(len(faces))
+
+        def send(body):
+            barrier.wait()
+            return httpx.post(f"{d.db_url}/v1/kolberg/enrol", content=body.to_bytes(), timeout=60, headers={
+                "content-type": "application/octet-stream", "authorization": f"Bearer {d.keys['enrol']}"})
+
+        with ThreadPoolExecutor(len(faces)) as pool:
+            answers = list(pool.map(send, bodies))
+        assert sorted(r.status_code for r in answers) == [200] + [409] * (len(faces) - 1)
+        assert EnrolResponse.from_bytes(next(r.content for r in answers if r.status_code == 200)).replaced is False
+        assert d.db_store.get(PROTOCOL, "dave") in {
+            StoredReference("dave", [1], [b.template]).to_bytes() for b in bodies}
+
+
+def test_failed_identifications_lock_the_caller_out(tmp_path, demo_faces):
+    """Finding 11: every identification that matches nobody counts in the failure counter, keyed by the caller
+    (its API key); after ``failures`` of them the caller gets 429 like a locked-out verification, others don't."""
+    from privface.service.limits import Lockout
+
+    clock = _Clock()
+    grace, (copy,) = demo_faces["grace"]
+    stranger = demo_faces["cameraman"][0]
+    with _deployment(tmp_path, lockout=lambda s: Lockout(s, failures=3, base=60, cap=3600, clock=clock)) as d:
+        with _client(d, "enrol") as c:
+            c.enrol("grace", grace)
+        with _client(d, "verify") as c:
+            assert c.identify(copy) == "grace"
+            assert [c.identify(stranger) for _ in range(3)] == [None] * 3
+            for probe in (stranger, copy):  # locked out: refused before any work, a genuine probe too
+                with pytest.raises(ServiceError, match="too many rejected attempts") as e:
+                    c.identify(probe)
+                assert e.value.status == 429 and int(e.value.status) == 429
+        with _client(d, "other") as c:  # another caller is not locked out
+            assert c.identify(copy) == "grace"
+        with _client(d, "verify") as c:
+            assert c.verify("grace", copy) is True  # the subject's own counter is untouched
+        clock.t += 61
+        with _client(d, "verify") as c:
+            assert c.identify(copy) == "grace"
+
+
+def test_abandoned_open_requests_expire(tmp_path, demo_faces):
+    """Finding 8: 1 024 multi-chunk requests left open at the auth server (here sent directly, as a DB server
+    that died mid-request would leave them) block every multi-chunk identification only until they expire."""
+    from privface.protocols.kolberg.messages import DistanceBatch
+    from privface.protocols.kolberg.parties import CHUNK, MAX_PENDING
+
+    clock = _Clock()
+    grace, (copy,) = demo_faces["grace"]
+    rng = np.random.default_rng(17)
+    with _deployment(tmp_path, clock=clock) as d:
+        with _client(d, "enrol") as c:
+            c.enrol("grace", grace)
+            for k in range(CHUNK):  # CHUNK + 1 references: an identification takes two batches
+                x = rng.standard_normal(128)
+                c.enrol(f"s{k}", x / np.linalg.norm(x))
+            distance = c.client.enrol("x", grace).template  # an NTRU distance is a ciphertext of bits too
+        with httpx.Client(base_url=d.auth_url, timeout=60) as http:
+            for k in range(MAX_PENDING):
+                body = DistanceBatch(k.to_bytes(16, "big"), 0, [distance], False).to_bytes()
+                r = http.post("/v1/kolberg/auth/decide", content=body,
+                              headers={"content-type": "application/octet-stream"})
+                assert r.status_code == 200 and r.content == b""
+        with _client(d, "verify") as c:
+            with pytest.raises(ServiceError, match="too many open requests"):
+                c.identify(copy)
+            clock.t += 60
+            with pytest.raises(ServiceError, match="too many open requests"):
+                c.identify(copy)  # not yet expired
+            clock.t += 61
+            assert c.identify(copy) == "grace"
+            assert c.identify(copy) == "grace"
+
+
+def test_a_replayed_verification_is_refused(tmp_path, demo_faces):
+    """Finding 6: a captured VerifyRequest (a genuine probe that was accepted) is not accepted again — not in its
+    own spent session, not without one, not in a fresh session (another nonce), not by another caller."""
+    from privface.protocols.kolberg.messages import Challenge, ChallengeRequest, Result
+    from privface.service.client import ServiceClient
+    from privface.service.sessions import SESSION_HEADER
+
+    grace, (copy,) = demo_faces["grace"]
+    with _deployment(tmp_path) as d:
+        with _client(d, "enrol") as c:
+            c.enrol("grace", grace)
+            c.enrol("ann", demo_faces["cameraman"][0])
+        with _client(d, "verify") as c:
+            probe_client = c.client
+        with ServiceClient(d.db_url, PROTOCOL, api_key=d.keys["verify"]) as s:
+            challenge = Challenge.from_bytes(s.step("verify/challenge", ChallengeRequest("grace").to_bytes()))
+            captured, sid = probe_client.verify("grace", copy, challenge).to_bytes(), s.session
+            assert Result.from_bytes(s.step("verify", captured)).accepted is True
+
+        def replay(session, key="verify"):
+            headers = {"content-type": "application/octet-stream", "authorization": f"Bearer {d.keys[key]}"}
+            if session:
+                headers[SESSION_HEADER] = session
+            return httpx.post(f"{d.db_url}/v1/kolberg/verify", content=captured, headers=headers, timeout=60)
+
+        assert replay(sid).status_code == 409  # the challenge's session is spent
+        assert replay(None).status_code == 409  # verify needs a challenge
+        for claim, key in (("grace", "verify"), ("grace", "other"), ("ann", "verify")):
+            with ServiceClient(d.db_url, PROTOCOL, api_key=d.keys[key]) as s:
+                s.step("verify/challenge", ChallengeRequest(claim).to_bytes())
+                r = replay(s.session, key)
+            assert r.status_code == 400 and "challenge" in r.json()["error"], (claim, key, r.text)
+        with _client(d, "verify") as c:  # a fresh verification still works
+            assert c.verify("grace", copy) is True

@@ -181,7 +181,7 @@ def test_a_reenrolment_racing_the_rotation_is_kept(demo_faces, write):
     old_face, new_face = dep.faces["grace"][0], dep.faces["astronaut"][0]
 
     def reenrol():
-        dep.db.enrol(Client(dep.params, dep.db.public_key()).enrol("grace", new_face))
+        dep.db.enrol(Client(dep.params, dep.db.public_key()).enrol("grace", new_face), replace=True)
 
     report = rotate_keys(dep.params, RacingStore(dep.store, "grace", write, reenrol), dep.auth)
     assert report.to_version == 2 and report.references == 3
@@ -206,11 +206,18 @@ class RotatingStore:
     def __getattr__(self, name):
         return getattr(self.store, name)
 
-    def put(self, protocol, subject, record):
+    def _write(self, subject):
         if subject == self.subject and self.rotate is not None:
             rotate, self.rotate = self.rotate, None
             rotate()
+
+    def put(self, protocol, subject, record):
+        self._write(subject)
         return self.store.put(protocol, subject, record)
+
+    def swap(self, protocol, subject, expected, record):  # a create-only enrolment writes by compare-and-swap
+        self._write(subject)
+        return self.store.swap(protocol, subject, expected, record)
 
 
 def test_an_enrolment_overtaken_by_a_rotation_is_undone_and_refused(demo_faces):

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from privface.errors import PrivfaceError
 from privface.protocols.im2020 import messages as m
+from privface.protocols.kolberg import messages as km
 from privface.wire import MAX_MESSAGE_BYTES, WireError, codec, decode, encode, message_type
 
 ids = st.from_regex(r"\A[A-Za-z0-9._@+-]{1,40}\Z")
@@ -36,6 +37,9 @@ messages = st.one_of(
     st.builds(m.SignedRegisterRequest, ids, big, big, st.integers(0, 2**16 - 1), st.lists(small_big, max_size=6),
               st.lists(big, max_size=6), u64, u64, st.binary(max_size=128)),
     st.builds(m.Revoked, ids, u64),
+    st.builds(km.ChallengeRequest, ids),  # kolberg's verification challenge (issue 17, finding 6)
+    st.builds(km.Challenge, ids, st.binary(min_size=32, max_size=32)),
+    st.builds(km.VerifyRequest, ids, st.binary(max_size=64), st.binary(max_size=32)),
 )
 
 
@@ -154,3 +158,13 @@ def test_patterns_match_whole_strings():
     codec._enc(codec._resolve({"type": "str", "max": 128}), "erin\n", forged, "id")  # a sender without the check
     with pytest.raises(WireError, match="does not match"):
         codec._dec(spec, codec._Reader(bytes(forged)), "id")
+
+
+def test_kolberg_nonce_fields_are_capped():
+    """A challenge nonce is 32 bytes: a longer one is refused by the codec, on both sides."""
+    with pytest.raises(WireError):
+        km.Challenge("grace", b"n" * 33).to_bytes()
+    raw = km.VerifyRequest("grace", b"probe", b"n" * 32).to_bytes()
+    longer = raw[:-36] + (33).to_bytes(4, "big") + b"n" * 33
+    with pytest.raises(WireError, match="exceeds"):
+        km.VerifyRequest.from_bytes(longer)

@@ -37,5 +37,9 @@ class UnknownSubjectError(ProtocolError):
     """A protocol message names a subject that is not enrolled."""
 
 
+class SubjectExistsError(ProtocolError):
+    """A registration names a subject that is already enrolled (registration creates only)."""
+
+
 class CheckpointError(PrivfaceError):
     """An evaluation checkpoint file belongs to other settings or is damaged beyond its last line."""

@@ -29,7 +29,7 @@ from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
 from .base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
-from .limits import LimitError, Lockout, RateLimiter
+from .limits import LimitError, Lockout, RateLimiter, caller_counter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
@@ -219,7 +219,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                 state = sessions.take(protocol, sid, caller.id) if sid is not None else None
                 result = await run_in_threadpool(_handle, svc, step, body, state, caller)
             else:
-                seen["subject"] = attempt[0]
+                seen["subject"] = attempt[0]  # None for 1:N: counted per caller (guarded)
                 result = await run_in_threadpool(guarded, svc, step, body, sid, attempt, caller)
             compute_ms = (time.perf_counter() - t0) * 1000
             if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
@@ -256,20 +256,22 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     def guarded(svc: ProtocolService, step: str, body: bytes, sid: str | None, attempt,
                 caller: Caller) -> StepResult:
         """A step of a verification attempt: refused (429, nothing taken) while the subject is locked
-        out; the deciding step holds an in-flight slot and counts its decision (limits.Lockout)."""
+        out; the deciding step holds an in-flight slot and counts its decision (limits.Lockout). An attempt
+        that names no subject (1:N identification) counts against the caller (limits.caller_counter)."""
         subject, decides = attempt
+        name, subject = (svc.name, subject) if subject is not None else caller_counter(svc.name, caller.id)
 
         def _state(sid: str | None):
             return sessions.take(svc.name, sid, caller.id) if sid is not None else None
 
         try:
             if not decides:
-                lockout.check(svc.name, subject)
+                lockout.check(name, subject)
                 return _handle(svc, step, body, _state(sid), caller)
-            with lockout.attempt(svc.name, subject):
+            with lockout.attempt(name, subject):
                 result = _handle(svc, step, body, _state(sid), caller)
                 if isinstance(result, StepResult) and result.accepted is not None:
-                    lockout.record(svc.name, subject, result.accepted)
+                    lockout.record(name, subject, result.accepted)
                 return result
         except LimitError:
             metrics.lockouts.labels(svc.name).inc()

@@ -80,4 +80,5 @@ class ProtocolService(Protocol):
     # def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
     #     """(subject ID, whether this step decides) when `step` belongs to a verification attempt, else
     #     None; cheap (decodes at most the subject ID); MessageError on a bad body. The deciding step's
-    #     StepResult carries `accepted`."""
+    #     StepResult carries `accepted`. An identification (1:N) names no subject: (None, decides) counts
+    #     its failures against the caller (limits.caller_counter)."""

@@ -41,7 +41,8 @@ class RemoteSessionError(ServiceError, SessionError):
 
 
 class RemoteAlreadyEnrolledError(ServiceError, AlreadyEnrolledError):
-    """409 for a registration: the subject is already enrolled and this caller may not replace it."""
+    """409 for a registration: the subject is already enrolled (revoke it first, or replace it with an
+    ``admin`` key)."""
 
 
 @dataclass(frozen=True)

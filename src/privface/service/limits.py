@@ -4,14 +4,17 @@
 ``Lockout``      consecutive rejected verification attempts per subject ID, with lockout and exponential
                  back-off: online guessing (seed 000 §VI, attack MC2: a malicious client submits templates
                  until one is accepted) gets at most ``failures`` tries, then one try per growing back-off.
+                 Identification (1:N) names no subject: its failures count per caller (``caller_counter``).
 
 Both refuse with ``LimitError`` (HTTP 429 with Retry-After) and change no state when they refuse: a refused
 call takes no token, writes nothing and leaves the counter as it was.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import secrets
 import threading
 import time
@@ -23,6 +26,20 @@ from ..store.base import TemplateStore
 from ..store.lease import update
 
 LOCKOUT_NAMESPACE = "privface-lockout-{protocol}"
+CALLER_COUNTER = "{protocol}-1n"
+"""The ``protocol`` of the counters of 1:N attempts per caller: a namespace of their own, so that no subject ID
+(which may look like a caller's) shares one."""
+_STORE_KEY = re.compile(r"[A-Za-z0-9._@+-]{1,128}")
+
+
+def caller_counter(protocol: str, caller_id: str) -> tuple[str, str]:
+    """(protocol, key) of the failure counter of ``caller_id``'s 1:N attempts (``Caller.id``: ``key:<key id>``
+    or ``addr:<address>``), as ``Lockout`` takes them: ``:`` becomes ``-``, and an id that is still no valid store
+    key (an IPv6 zone, an overlong name) is replaced by its SHA-256."""
+    key = caller_id.replace(":", "-")
+    if not _STORE_KEY.fullmatch(key):
+        key = "sha256-" + hashlib.sha256(caller_id.encode()).hexdigest()
+    return CALLER_COUNTER.format(protocol=protocol), key
 
 
 class LimitError(PrivfaceError):
@@ -116,7 +133,7 @@ class Lockout:
     def _refuse_while_locked(self, counter: dict) -> None:
         wait = min(self.cap, counter["last"] + self.backoff(counter["failures"]) - self._clock())
         if wait > 0:
-            raise LimitError(f"too many rejected attempts for this subject; retry in {math.ceil(wait)} s", wait)
+            raise LimitError(f"too many rejected attempts; retry in {math.ceil(wait)} s", wait)
 
     def check(self, protocol: str, subject: str) -> None:
         """Raise LimitError while ``subject`` is locked out (reads only)."""
@@ -131,7 +148,7 @@ class Lockout:
             self._refuse_while_locked(counter)
             busy = len(counter["leases"])
             if busy and counter["failures"] + busy >= self.failures:
-                raise LimitError("another attempt for this subject is in progress", 1)
+                raise LimitError("another attempt is in progress", 1)
             counter["leases"][lease_id] = self._clock() + self.lease
 
         self._update(protocol, subject, reserve)
@@ -153,4 +170,4 @@ class Lockout:
         return self._update(protocol, subject, count)
 
 
-__all__ = ["LimitError", "RateLimiter", "Lockout", "LOCKOUT_NAMESPACE"]
+__all__ = ["LimitError", "RateLimiter", "Lockout", "LOCKOUT_NAMESPACE", "caller_counter"]

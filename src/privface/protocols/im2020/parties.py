@@ -22,7 +22,7 @@ from ...crypto.compare import EvaluatorResult, Evaluator, Garbler, inverse_squar
 from ...crypto.ot import OTRequest
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
 from .._common import check_subject_id, evaluate_garbled
-from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
+from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...wire import message_type
 from ...templates.quantize import quantize
@@ -58,10 +58,6 @@ MAX_CLOCK_SKEW = 60
 NORM_RANGE = (1.0, 2.0)
 """§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
 in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
-
-
-class SubjectExistsError(PrivfaceError):
-    """A registration names an enrolled ID and the caller may not replace it (registration creates only)."""
 
 
 # ---------------------------------------------------------------- validation helpers

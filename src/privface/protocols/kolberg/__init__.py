@@ -6,7 +6,8 @@ on Homomorphic Encryption" (BIOSIG; seed 002 §2.1–§2.2): a DB server and an 
 """
 from ...crypto.lattice import BFV_128, CKKS_128, flood_sigma
 from ...crypto.ntru import NTRU_1024
-from .messages import AuthDecision, DistanceBatch, EnrolRequest, EnrolResponse, IdentifyRequest, PublicKey, Result, VerifyRequest
+from .messages import (AuthDecision, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest, EnrolResponse,
+                       IdentifyRequest, PublicKey, Result, VerifyRequest)
 from .params import DEFAULT_THRESHOLDS, LSSC_EDGES, SCHEMES, KolbergParams
 from .parties import CHUNK, AuthServer, Client, DBServer, plaintext_distance, protect
 
@@ -20,6 +21,11 @@ DESCRIPTION = {
         "db_server": "honest-but-curious, may be compromised: holds only ciphertexts and the public key",
         "auth_server": "honest-but-curious, holds the secret key; must not collude with the DB server",
         "client": "honest (no proof that a probe comes from a face)",
+        "freshness": "each verification answers a fresh 256-bit server nonce (verify/challenge), kept in the "
+                     "caller's session and accepted once: a captured VerifyRequest is not accepted again. The nonce "
+                     "travels beside the probe, not inside it: the probe is a public-key ciphertext anyone can "
+                     "re-randomise, so a holder of a verify key who captured one can still answer a new challenge "
+                     "with it (TLS keeps probes from being captured)",
     },
     "modes": {  # the schemes, `--scheme`; leakage common to all: see "leakage"
         "ckks": {"status": "implemented", "template": "float dlib embedding", "distance": "squared Euclidean",
@@ -46,7 +52,7 @@ DESCRIPTION = {
     "default_security_bits": 128,
     "parameters": {"default_thresholds": DEFAULT_THRESHOLDS, "lssc_edges": list(LSSC_EDGES),
                    "distances_per_batch": CHUNK},
-    "steps": ["public-key", "enrol", "verify", "identify", "revoke", "auth/keys", "auth/decide",
+    "steps": ["public-key", "enrol", "verify/challenge", "verify", "identify", "revoke", "auth/keys", "auth/decide",
               "auth/rotate/begin", "auth/rotate/reencrypt", "auth/rotate/activate", "auth/rotate/retire"],
     "roles": {"db": "privface serve --protocol kolberg --role db --auth-url URL",
               "auth": "privface serve --protocol kolberg --role auth"},
@@ -59,6 +65,6 @@ DESCRIPTION = {
     "not_yet": ["authentication of the auth/rotate/* admin steps (issue 8)"],
 }
 
-__all__ = ["AuthDecision", "AuthServer", "Client", "DBServer", "DESCRIPTION", "DEFAULT_THRESHOLDS", "DistanceBatch",
-           "EnrolRequest", "EnrolResponse", "IdentifyRequest", "KolbergParams", "LSSC_EDGES", "PublicKey", "Result",
-           "SCHEMES", "VerifyRequest", "plaintext_distance", "protect"]
+__all__ = ["AuthDecision", "AuthServer", "Challenge", "ChallengeRequest", "Client", "DBServer", "DESCRIPTION",
+           "DEFAULT_THRESHOLDS", "DistanceBatch", "EnrolRequest", "EnrolResponse", "IdentifyRequest", "KolbergParams",
+           "LSSC_EDGES", "PublicKey", "Result", "SCHEMES", "VerifyRequest", "plaintext_distance", "protect"]

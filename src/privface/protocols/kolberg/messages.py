@@ -40,12 +40,32 @@ class EnrolResponse(Message):
 
 
 @dataclass
+class ChallengeRequest(Message):
+    """Client → DB server: the ID a verification will claim; opens the verification's session."""
+
+    WIRE_NAME = "kolberg.ChallengeRequest"
+    subject_id: str
+
+
+@dataclass
+class Challenge(Message):
+    """DB server → client: a fresh random ``nonce`` (32 bytes) for one verification of ``subject_id``; the
+    DB server keeps it in the session and accepts it once, before the session expires."""
+
+    WIRE_NAME = "kolberg.Challenge"
+    subject_id: str
+    nonce: bytes
+
+
+@dataclass
 class VerifyRequest(Message):
-    """Client → DB server: claimed ID and the encrypted probe (verification)."""
+    """Client → DB server: claimed ID, the encrypted probe and the nonce of the ``Challenge`` it answers
+    (verification; empty only in process, where no challenge is asked)."""
 
     WIRE_NAME = "kolberg.VerifyRequest"
     subject_id: str
     probe: bytes
+    nonce: bytes = b""
 
 
 @dataclass

@@ -10,29 +10,34 @@ Every incoming message is validated before any state changes; bad input raises `
 """
 from __future__ import annotations
 
+import hmac
 import secrets
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ...crypto import lattice, ntru
 from .._common import check_subject_id
-from ...errors import CryptoError, PrivfaceError, ProtocolError, UnknownSubjectError
+from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
 from ...wire import Message, WireError
-from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, DistanceBatch, EnrolRequest, EnrolResponse, IdentifyRequest,
-                       KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, Result, RevokeRequest, RevokeResponse,
-                       StoredReference, VerifyRequest)
+from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest,
+                       EnrolResponse, IdentifyRequest, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse,
+                       Result, RevokeRequest, RevokeResponse, StoredReference, VerifyRequest)
 from .params import BFV, CKKS, NTRU, KolbergParams
 
 PROTOCOL = "kolberg"
 CHUNK = 16
 """Distances per ``DistanceBatch`` (16 CKKS/BFV distance ciphertexts ≈ 3.2 MB, under the 4 MiB frame)."""
-MAX_PENDING = 1024
-"""Open multi-chunk requests the auth server keeps at most (a bound on its state)."""
+NONCE_BYTES = 32
+"""A verification challenge: 256 random bits from the OS CSPRNG, so a nonce never repeats."""
+MAX_PENDING, PENDING_TTL = 1024, 120.0
+"""Open multi-chunk requests the auth server keeps at most (a bound on its state), and for how many seconds
+after its last chunk an unfinished one is kept (the DB server sends a request's chunks back to back)."""
 
 
 def protect(params: KolbergParams, embedding) -> np.ndarray:
@@ -129,9 +134,17 @@ class Client:
         _check_id(subject_id)
         return EnrolRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "template"))
 
-    def verify(self, subject_id: str, embedding) -> VerifyRequest:
+    def verify(self, subject_id: str, embedding, challenge: Challenge | bytes | None = None) -> VerifyRequest:
+        """The encrypted probe for a claim of ``subject_id``, answering the DB server's ``challenge`` (over the
+        service every verification needs one; in process, None)."""
         _check_id(subject_id)
-        return VerifyRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "probe"))
+        nonce = b""
+        if challenge is not None:
+            ch = _read(Challenge, challenge)
+            if ch.subject_id != subject_id or len(ch.nonce) != NONCE_BYTES:
+                raise ProtocolError("the challenge is not one for a verification of this subject")
+            nonce = ch.nonce
+        return VerifyRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "probe"), nonce)
 
     def identify(self, embedding) -> IdentifyRequest:
         return IdentifyRequest(self._pub.encrypt(protect(self.params, embedding), "probe"))
@@ -169,13 +182,21 @@ class AuthServer:
     Sees a random request id and distances in the DB server's random order: no subject id, no client.
     Keys are versioned (renewability, ISO/IEC 24745): one key pair, or two while a rotation runs
     (``rotate_begin`` → ``reencrypt`` … → ``activate`` → ``retire``). With a ``store`` (its own, never the DB
-    server's) the key pairs persist there; without one they live in memory."""
+    server's) the key pairs persist there; without one they live in memory.
 
-    def __init__(self, params: KolbergParams, store: TemplateStore | None = None) -> None:
+    Open multi-chunk requests: at most ``max_pending``, each dropped ``pending_ttl`` seconds (of ``clock``) after
+    its last chunk, so requests a DB server abandoned (a crash, a timeout) cannot fill the table for good."""
+
+    def __init__(self, params: KolbergParams, store: TemplateStore | None = None, *, max_pending: int = MAX_PENDING,
+                 pending_ttl: float = PENDING_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+        if max_pending < 1 or not pending_ttl > 0:
+            raise ValueError("max_pending ≥ 1 and pending_ttl > 0")
         self.params, self._store = params, store
+        self.max_pending, self.pending_ttl, self._clock = max_pending, pending_ttl, clock
         self._keys: dict[int, tuple[_Public, object]] = {}
         self._current = 0
-        self._pending: dict[bytes, tuple[int, float, int]] = {}  # request id → (count, best distance, best index)
+        # request id → (count, best distance, best index, time of the last chunk)
+        self._pending: dict[bytes, tuple[int, float, int, float]] = {}
         self._lock = threading.Lock()
         if store is not None:
             self._load()
@@ -300,12 +321,15 @@ class AuthServer:
             raise ProtocolError("a distance batch must carry at least one distance")
         cts = [self._load_distance(d) for d in msg.distances]  # validate all before any state change
         with self._lock:
-            count, best_d, best_i = self._pending.get(msg.request_id, (0, float("inf"), 0))
+            now = self._clock()
+            for rid in [r for r, (*_, t) in self._pending.items() if now - t > self.pending_ttl]:
+                del self._pending[rid]
+            count, best_d, best_i, _ = self._pending.get(msg.request_id, (0, float("inf"), 0, now))
             if msg.offset != count:
                 raise ProtocolError(f"distance batch offset {msg.offset}, expected {count}")
             if count + len(cts) > self.params.max_gallery:
                 raise ProtocolError("request exceeds the gallery limit")
-            if count == 0 and not msg.last and len(self._pending) >= MAX_PENDING:
+            if count == 0 and not msg.last and len(self._pending) >= self.max_pending:
                 raise ProtocolError("too many open requests at the auth server")
         values = [self._decrypt(c, sk) for c, sk in cts]
         k = int(np.argmin(values))
@@ -315,7 +339,7 @@ class AuthServer:
             if self._pending.get(msg.request_id, (0,))[0] != count:
                 raise ProtocolError("concurrent batches for one request")
             if not msg.last:
-                self._pending[msg.request_id] = (count + len(cts), best_d, best_i)
+                self._pending[msg.request_id] = (count + len(cts), best_d, best_i, self._clock())
                 return None
             self._pending.pop(msg.request_id, None)
         return AuthDecision(msg.request_id, best_i, bool(best_d <= self.params.tau))
@@ -378,16 +402,25 @@ class DBServer:
             return self._load_any(blob, kind, retry=False)
         raise first
 
-    def enrol(self, request: EnrolRequest | bytes) -> EnrolResponse:
+    def enrol(self, request: EnrolRequest | bytes, *, replace: bool = False) -> EnrolResponse:
+        """Store the encrypted reference of a new subject (seed 002 §2.2, enrolment). Creates only: an enrolled
+        subject raises ``SubjectExistsError`` unless ``replace`` (the caller may replace subjects); the check and
+        the write are one compare-and-swap, so of two concurrent enrolments of one subject at most one wins."""
         msg = _read(EnrolRequest, request)
         _check_id(msg.subject_id)
         self.refresh()  # new references only under the current key: a rotation's last pass must see them
         version, _ = self._load_any(msg.template, "template", retry=False)
         if version != self._current:
             raise ProtocolError("the template is under a key being retired: fetch the public key again")
-        previous = self.store.get(PROTOCOL, msg.subject_id)
         record = StoredReference(msg.subject_id, [version], [msg.template]).to_bytes()
-        replaced = self.store.put(PROTOCOL, msg.subject_id, record)
+        if replace:
+            previous = self.store.get(PROTOCOL, msg.subject_id)
+            replaced = self.store.put(PROTOCOL, msg.subject_id, record)
+        elif self.store.swap(PROTOCOL, msg.subject_id, None, record):
+            previous, replaced = None, False
+        else:
+            raise SubjectExistsError(f"subject {msg.subject_id!r} is already enrolled: revoke it first, or "
+                                     "replace it with an admin key")
         # Fence against a rotation (rotation.py): if the key is still current after our write, the rotation's
         # last pass, which starts after ``activate``, lists this record. If a new key became current meanwhile,
         # that pass may have gone by: undo our write unless it was already rewritten, and have the client retry.
@@ -421,9 +454,22 @@ class DBServer:
         if version not in self._keys:
             raise ProtocolError("the probe is under a retired key (key rotation): fetch the public key again")
 
-    def verify(self, request: VerifyRequest | bytes) -> Result:
+    def challenge(self, request: ChallengeRequest | bytes) -> Challenge:
+        """A fresh nonce for one verification of the subject (freshness: the service keeps it in the
+        verification's session, single use and expiring, and ``verify`` accepts only a probe that names it)."""
+        msg = _read(ChallengeRequest, request)
+        _check_id(msg.subject_id)
+        return Challenge(msg.subject_id, secrets.token_bytes(NONCE_BYTES))
+
+    def verify(self, request: VerifyRequest | bytes, challenge: Challenge | None = None) -> Result:
+        """Seed 002 §2.2 verification: Enc(distance) of the probe to the claimed subject's reference, decided
+        by the auth server. With ``challenge`` (always, over the service: the session's) the request must
+        carry that challenge's subject and nonce; a replayed request names an older, spent nonce."""
         msg = _read(VerifyRequest, request)
         _check_id(msg.subject_id)
+        if challenge is not None and not (msg.subject_id == challenge.subject_id and len(msg.nonce) == NONCE_BYTES
+                                          and hmac.compare_digest(msg.nonce, challenge.nonce)):
+            raise ProtocolError("the verification does not answer this session's challenge: ask for a new one")
         version, probe = self._load_any(msg.probe, "probe")
         decision = self._ask([self._keys[version].distance(self._reference(msg.subject_id, version), probe)])
         return Result(decision.accepted, None)

@@ -3,11 +3,13 @@
 party before use."""
 from __future__ import annotations
 
+import threading
+
 from ...service.client import ServiceClient
 from .._common import message_bytes as _bytes
 from .._common import parse_answer as _parse
-from .messages import (AuthDecision, AuthKeys, EnrolResponse, KeyRequest, PublicKey, ReencryptResponse, Result,
-                       RevokeRequest, RevokeResponse)
+from .messages import (AuthDecision, AuthKeys, Challenge, ChallengeRequest, EnrolResponse, KeyRequest, PublicKey,
+                       ReencryptResponse, Result, RevokeRequest, RevokeResponse)
 from .params import KolbergParams
 from .parties import PROTOCOL, Client
 
@@ -24,8 +26,38 @@ class _KolbergHttp(ServiceClient):
         return _parse(cls, self.step(step, _bytes(msg)))
 
 
-class HttpAuth(_KolbergHttp):
-    """The auth server's steps as methods (same names and messages as ``AuthServer``), one HTTP call each."""
+class HttpAuth:
+    """The auth server's steps as methods (same names and messages as ``AuthServer``), one HTTP call each.
+    Safe to share between threads (the DB server answers its clients on a thread pool): each thread talks to
+    the auth server over a connection of its own, so concurrent calls never interleave on one socket."""
+
+    def __init__(self, url: str, **options) -> None:
+        self._make = lambda: _KolbergHttp(url, **options)
+        self._local, self._lock, self._links = threading.local(), threading.Lock(), []
+        self._link()  # a bad URL or TLS option fails here
+
+    def _link(self) -> _KolbergHttp:
+        link = getattr(self._local, "link", None)
+        if link is None:
+            link = self._local.link = self._make()
+            with self._lock:
+                self._links.append(link)
+        return link
+
+    def _call(self, step: str, msg, cls):
+        return self._link()._call(step, msg, cls)
+
+    def close(self) -> None:
+        with self._lock:
+            links, self._links = self._links, []
+        for link in links:
+            link.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def public_key(self) -> PublicKey:
         return self._call("public-key", KeyRequest(0), PublicKey)
@@ -34,8 +66,9 @@ class HttpAuth(_KolbergHttp):
         return self._call("auth/keys", request or KeyRequest(0), AuthKeys)
 
     def decide(self, batch) -> AuthDecision | None:
-        self.reset()
-        body = self.step("auth/decide", _bytes(batch))
+        link = self._link()
+        link.reset()
+        body = link.step("auth/decide", _bytes(batch))
         return _parse(AuthDecision, body) if body else None
 
     def rotate_begin(self, request=None) -> AuthKeys:
@@ -69,7 +102,10 @@ class KolbergClient(_KolbergHttp):
         return self._call("enrol", self.client.enrol(subject_id, embedding), EnrolResponse)
 
     def verify(self, subject_id: str, embedding) -> bool:
-        return self._call("verify", self.client.verify(subject_id, embedding), Result).accepted
+        """``verify/challenge`` (a fresh nonce, in a new session), then ``verify`` in that session."""
+        challenge = self._call("verify/challenge", ChallengeRequest(subject_id), Challenge)
+        body = _bytes(self.client.verify(subject_id, embedding, challenge))
+        return _parse(Result, self.step("verify", body)).accepted
 
     def identify(self, embedding) -> str | None:
         return self._call("identify", self.client.identify(embedding), Result).subject_id
