@@ -17,7 +17,8 @@ from .sessions import SESSION_HEADER
 
 OCTETS = "application/octet-stream"
 ERRORS = {400: "the message failed validation", 401: "no or unknown API key", 403: "the key lacks the step's scope",
-          404: "subject not enrolled", 409: "session missing, unknown, expired or out of order",
+          404: "subject not enrolled", 409: "session missing, unknown, expired or out of order, "
+               "or a registration of an already-enrolled subject",
           413: "body over the step's limit", 415: "body not application/octet-stream",
           503: "store unavailable or too many open sessions"}
 
