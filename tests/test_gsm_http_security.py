@@ -18,7 +18,7 @@ from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
 from privface.protocols.gsm.service import GsmService, provider_key_bytes
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
-from privface.service.client import RemoteMessageError, RemoteSessionError, ServiceClient
+from privface.service.client import RemoteAlreadyEnrolledError, RemoteMessageError, ServiceClient
 from privface.service.launch import serve_in_thread, serve_subprocess
 from privface.service.limits import LOCKOUT_NAMESPACE, Lockout
 from privface.store import open_store
@@ -147,7 +147,7 @@ def test_enrolment_is_create_only_unless_admin(tmp_path, provider, hana):
     url, store = provider["url"], provider["store"]
     before = store.get("gsm", "hana")
     mallory = DeviceClient(Device("hana", P, provider_key=provider["vk"]), api_key=provider["enrol"])
-    with pytest.raises(RemoteSessionError, match="already enrolled") as refused:
+    with pytest.raises(RemoteAlreadyEnrolledError, match="already enrolled") as refused:
         mallory.enrol(url, template(7))
     assert refused.value.status == 409 and store.get("gsm", "hana") == before
     capture = [u]
@@ -163,7 +163,7 @@ def test_enrolment_is_create_only_unless_admin(tmp_path, provider, hana):
         answers = [d.enrol_respond(zk.NormChallenge.from_bytes(c, d.pk, P.ell)).to_bytes()
                    for d, c in zip(devices, challenges)]
         first = https[0].step("enrol/finish", answers[0])
-        with pytest.raises(RemoteSessionError, match="enrolled meanwhile"):
+        with pytest.raises(RemoteAlreadyEnrolledError, match="enrolled meanwhile"):
             https[1].step("enrol/finish", answers[1])
     finally:
         for h in https:
