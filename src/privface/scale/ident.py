@@ -1,6 +1,6 @@
 """Seed 003 §3.2's two servers as separate processes (protocol ``ident``): ``KeyRole`` (S_key) and ``LocalRole``
-(S_local), speaking the messages of ``messages`` over any link with ``attach`` and ``decide`` (in process:
-a ``KeyRole``; over HTTP: ``remote.HttpKeyServer``).
+(S_local), speaking the messages of ``protocols.hers.messages`` over any link with ``attach`` and ``decide`` (in process:
+a ``KeyRole``; over HTTP: ``protocols.hers.remote.HttpKeyServer``).
 
 Key material stays where ``privface gallery enrol`` put it (``scale.gallery``): S_key's store holds sk and
 ``{pk_sha256, tau}`` under ``gallery-key``/``<name>.*``; the gallery store holds pk, settings and blocks. S_key
@@ -23,15 +23,16 @@ import time
 
 import numpy as np
 
-from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
-from ...scale.gallery import KEY, SCHEMES, Gallery, Settings, unit
-from ...store.base import TemplateStore
-from .._common import read_message
-from .messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
-from .parties import Decision
-from .scheme import CKKSScores
-
-PROTOCOL = "ident"
+from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
+from ..protocols.common import read_message
+from ..protocols.hers.messages import PROTOCOL, Attach, Attached, KeyDecision, Query, Result, ScoreChunk
+from ..protocols.hers.parties import Decision
+from ..protocols.hers.scheme import CKKSScores
+from ..protocols.idface import PaillierScores
+from ..store.base import TemplateStore
+from .gallery import KEY, SCHEMES, Gallery, Settings
+from .paillier_blocks import scores_from_bytes, scores_to_bytes
+from .sources import unit
 ATTACH_SPACE = "ident-key"
 """S_key's own record of the attached public context (``<name>.attach``: the ``Attach`` frame)."""
 CHUNK_BYTES = 3 << 20
@@ -130,7 +131,6 @@ class KeyRole:
         if msg.counts != counts[msg.offset:msg.offset + len(msg.counts)]:
             raise ProtocolError("ScoreChunk: block counts differ from the gallery's layout")
         if not isinstance(shape, tuple):  # idface-paillier: every ciphertext a unit of Z_N²
-            from ...scale.paillier_blocks import scores_from_bytes
 
             try:
                 return secret, capacity, scores_from_bytes(msg.residues, list(msg.counts), shape)
@@ -211,8 +211,6 @@ class LocalRole:
         """Blocks lo … hi − 1 of the IP_DB message as ``ScoreChunk.residues``."""
         if isinstance(msg, CKKSScores):
             return np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
-        from ...protocols.idface import PaillierScores
-        from ...scale.paillier_blocks import scores_to_bytes
 
         return scores_to_bytes(PaillierScores(msg.values[lo:hi], msg.counts[lo:hi]), self.gallery.public_context)
 
