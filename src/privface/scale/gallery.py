@@ -81,10 +81,6 @@ class Settings:
     def idface_params(self):
         return IDFaceParams.for_dim(self.dim, self.beta, self.mean, self.lift, self.lift_seed)
 
-    @property
-    def paillier(self) -> bool:
-        return self.scheme == "idface-paillier"
-
     def generate_keys(self) -> tuple[object, object, bytes, bytes]:
         """(pub, sec, pk record, sk record) of a fresh key pair for this scheme."""
         return self.adapter.generate_keys(self)

@@ -1,7 +1,8 @@
 """Gallery schemes: one adapter per scheme, registered in ``GALLERY_SCHEMES`` (as ``service.registry`` does for roles).
 
 A ``GalleryScheme`` is what a persisted gallery needs of its encryption scheme: its key records, the public and
-secret schemes of the protocol (ENC_DB / IP_DB, and decryption), and the dtype and shape of a stored block. The
+secret schemes of the protocol (ENC_DB / IP_DB, and decryption), the dtype and shape of a stored block, and how
+the IP_DB message travels in protocol ``ident``'s ``ScoreChunk`` (``scale.ident``). The
 block galleries (``scale.gallery``: hers, seed 003 §3.2; idface-ckks and idface-paillier, seed 003 §4) share one
 store layout and are driven entirely through these hooks. cryptomask (seed 001 Alg. 1–3) keeps its own layout
 and 1-bit identification (``own_layout``): its adapter hands enrolment and identification to
@@ -13,9 +14,10 @@ import numpy as np
 
 from ..crypto.lattice import (CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext,
                               generate_lattice_keys)
+from ..errors import PrivfaceError
 from ..protocols.hers import HERS, HERS_CKKS, HERSKey
 from ..protocols.hers.scheme import CKKSScores, HERSBlock
-from ..protocols.idface import IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey
+from ..protocols.idface import IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey, PaillierScores
 from ..protocols.idface.ckks import CKKSBlock
 from . import cryptomask_gallery, cryptomask_identify
 from . import paillier_blocks as pb
@@ -79,11 +81,35 @@ class GalleryScheme:
         """Shards' IP_DB messages joined in block order: the message one process builds over all blocks."""
         return CKKSScores(np.concatenate([p.arrays for p in parts]), [c for p in parts for c in p.counts])
 
+    # The IP_DB message on protocol ``ident``'s wire (``ScoreChunk.residues``, seed 003 §3.2; scale.ident)
+    ip_db_ciphertexts = 2  # per block: HERS one (Σ y_j·ct_j), IDFace two (ct⁺, ct⁻)
+
+    def score_layout(self, pub):
+        """What a ``ScoreChunk`` is checked against: the residue shape of one block (CKKS) at the top level."""
+        levels = pub._levels[tuple(pub.seal_context.first_parms_id())]
+        return (self.ip_db_ciphertexts, 2, len(levels), pub.n)
+
+    def score_block_bytes(self, pub) -> int:
+        """Residue bytes of one block of the IP_DB message."""
+        return 8 * int(np.prod((self.ip_db_ciphertexts, 2, 1, pub.n)))
+
+    def residues(self, msg, lo: int, hi: int, pub) -> bytes:
+        """Blocks lo … hi − 1 of the IP_DB message as ``ScoreChunk.residues``."""
+        return np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
+
+    def scores_from_residues(self, raw: bytes, counts: list[int], layout):
+        """The inverse of ``residues`` for blocks of ``counts`` templates; PrivfaceError on a wrong length."""
+        expect = len(counts) * int(np.prod(layout)) * 8
+        if len(raw) != expect:
+            raise PrivfaceError(f"{len(raw)} residue bytes, expected {expect}")
+        return CKKSScores(np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape((len(counts),) + layout), counts)
+
 
 class HersGallery(GalleryScheme):
     """HERS (seed 003 §3.2): one CKKS ciphertext per template coordinate and block."""
 
     name = "hers"
+    ip_db_ciphertexts = 1
 
     def public_scheme(self, settings, pub):
         return HERS(pub, settings.dim)
@@ -159,6 +185,18 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
 
     def concat_scores(self, parts):
         return pb.concat_scores(parts)
+
+    def score_layout(self, pub):
+        return pub  # every ciphertext is checked to be a unit of Z_N² (pb.scores_from_bytes)
+
+    def score_block_bytes(self, pub):
+        return 2 * pub.ciphertext_bytes
+
+    def residues(self, msg, lo, hi, pub):
+        return pb.scores_to_bytes(PaillierScores(msg.values[lo:hi], msg.counts[lo:hi]), pub)
+
+    def scores_from_residues(self, raw, counts, layout):
+        return pb.scores_from_bytes(raw, counts, layout)
 
 
 class CryptoMaskGallery(GalleryScheme):
