@@ -22,5 +22,9 @@ demo: install
 test: install
 	$(PY) -m pytest $(TEST_ARGS)
 
+.PHONY: lint
+lint: install
+	$(VENV)/bin/lint-imports
+
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

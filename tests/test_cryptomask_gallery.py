@@ -28,7 +28,7 @@ D = 128
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch):
     monkeypatch.setattr(cg, "CTS_PER_BLOCK", 4)
-    monkeypatch.setattr(gal, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(cg, "PART_BYTES", 1 << 16)
 
 
 def _unit(n, seed, d=D):

@@ -125,7 +125,7 @@ def _begin(cs, http):
     """gallery, start, every distance chunk, base OTs: (session id, the verifier's first Alg. 3 message)."""
     from privface.crypto.otext import IKNPReceiver
     from privface.protocols.cryptomask.messages import Started
-    from privface.protocols._common import read_message
+    from privface.protocols.common import read_message
 
     with _client(cs) as v:
         v._setup()
@@ -173,7 +173,7 @@ def test_out_of_order_steps_and_a_session_that_continues(cs):
     """A chunk asked out of order, the base OTs before the distances: 400, and the session then completes."""
     from privface.crypto.otext import IKNPReceiver
     from privface.protocols.cryptomask.messages import Started
-    from privface.protocols._common import read_message
+    from privface.protocols.common import read_message
 
     with ServiceClient(cs["url"], "cryptomask", api_key=cs["verify"]) as http, _client(cs) as v:
         v._setup()

@@ -25,6 +25,7 @@ from privface.protocols.cryptomask import encoding
 from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify
 from privface.scale import cryptomask_gallery as cg
 from privface.scale import gallery as gal
+from privface.scale import layout
 from privface.store import open_store
 from privface.store.lease import Lease, LeaseHeld, LeaseLost
 
@@ -221,7 +222,7 @@ def test_a_sigkilled_enrolments_lease_expires_and_the_next_enrolment_resumes(tmp
     with pytest.raises(GalleryError, match=HELD):  # still live: refused, nothing written
         enrol(url, NpySource([emb]), "hers", tau=0.5, insecure_test_params=True)
     assert _records(tmp_path / "g.db") == before
-    monkeypatch.setattr(gal, "lease_clock", lambda: time.time() + gal.LEASE_TTL + 1)
+    monkeypatch.setattr(layout, "lease_clock", lambda: time.time() + gal.LEASE_TTL + 1)
     rep = enrol(url, NpySource([emb]), "hers", tau=0.5, insecure_test_params=True)
     assert (rep.blocks_encrypted, rep.blocks_skipped) == (1, 1)
     assert gallery_ids(Gallery(url)) == [f"emb.{i}" for i in range(1100)]
@@ -251,7 +252,7 @@ def test_a_lost_lease_stops_the_enrolment_before_its_next_write(tmp_path):
 
 def test_slow_blocks_keep_the_lease_alive(tmp_path, monkeypatch):
     """Blocks slower than the TTL: the heartbeat renews every TTL / 3, so a second enrolment is still refused."""
-    monkeypatch.setattr(gal, "LEASE_TTL", 0.3)
+    monkeypatch.setattr(layout, "LEASE_TTL", 0.3)
     x = _unit(1100, 6)
     src, url = NpySource([_npy(tmp_path, x)]), f"sqlite:///{tmp_path}/g.db"
     refusals = []

@@ -422,10 +422,11 @@ def cmd_enroll(a) -> int:
     import time
 
     from .protocols.im2020 import Client, remote
-    from .protocols.im2020.parties import _check_id
+    from .protocols.common import check_subject_id
+    from .protocols.im2020.parties import PROTOCOL
 
     t0 = time.perf_counter()
-    _check_id(a.id)
+    check_subject_id(PROTOCOL, a.id)
     params, path = _im2020_params(a), _key_path(a)
     if path.exists() and not a.force:
         raise remote.KeyFileError(f"key file {path} exists; pass --force to replace it")
@@ -475,9 +476,10 @@ def cmd_revoke(a) -> int:
     if getattr(a, "protocol", "im2020") == "kolberg":
         return cmd_kolberg_client(a)
     from .protocols.im2020 import remote
-    from .protocols.im2020.parties import _check_id
+    from .protocols.common import check_subject_id
+    from .protocols.im2020.parties import PROTOCOL
 
-    _check_id(a.id)
+    check_subject_id(PROTOCOL, a.id)
     with remote.service_client(a.server, **_http_kw(a)) as http:
         resp, st = remote.revoke(http, a.id)
     path = _key_path(a)
@@ -624,10 +626,11 @@ def _kolberg_stats(http) -> dict:
 def cmd_kolberg_client(a) -> int:
     """enroll / verify / identify / revoke against a kolberg DB server (no client key file: the auth
     server's public key is fetched from the DB server)."""
-    from .protocols.kolberg.parties import _check_id
+    from .protocols.common import check_subject_id
+    from .protocols.kolberg.parties import PROTOCOL
 
     if a.cmd != "identify":
-        _check_id(a.id)
+        check_subject_id(PROTOCOL, a.id)
     x, face_ms = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None)
     with _kolberg_client(a) as http:
         out = {"protocol": "kolberg", "scheme": http.params.scheme}

@@ -40,44 +40,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ..errors import CryptoError, PrivfaceError, ProtocolError
-from . import gallery as gal
-from .gallery import KEY, LOCAL, GalleryError, Source, _block_key, _ids_digest, _json, _k
+from ..protocols.cryptomask import encoding
+from ..protocols.cryptomask.he import CloudServer, DataProvider, VerifierHE, basis_of, merge_last
+from ..protocols.cryptomask.params import CM_BFV, CM_BFV_TOY
+from ..protocols.cryptomask.parties import KeyGenerator
+from ..store import open_store
+from ..store.base import redact
+from .layout import (KEY, LOCAL, PART_BYTES, VERSION, GalleryError, block_key, check_tau, default_key_store,
+                     ids_digest, new_tau, progress_bar, read_json, record_key, stored_scheme, writer_lease)
+from .sources import Source
 
 SCHEME = "cryptomask"
 CTS_PER_BLOCK = 64  # ciphertexts per block: 6.3 MB at N = 4096 (1984 templates at d = 128)
 
 
 def _params(insecure: bool):
-    from ..protocols.cryptomask.params import CM_BFV, CM_BFV_TOY
-
     return CM_BFV_TOY if insecure else CM_BFV
-
-
-def stored_scheme(gallery_url: str, name: str = "default") -> str | None:
-    """The scheme recorded in a gallery's meta (None when absent or unreadable): lets callers dispatch."""
-    from ..store import open_store
-
-    with open_store(gallery_url) as local:
-        raw = local.get(LOCAL, _k(name, "meta"))
-    try:
-        scheme = json.loads(raw).get("scheme") if raw else None
-    except (ValueError, AttributeError):
-        return None
-    return scheme if isinstance(scheme, str) else None
 
 
 # ------------------------------------------------------------------------------------------ validation
 def _meta(raw: bytes | None, what: str) -> dict:
-    meta = _json(raw, what)
+    meta = read_json(raw, what)
     try:
-        ok = (meta["version"] == gal.VERSION and meta["scheme"] == SCHEME
+        ok = (meta["version"] == VERSION and meta["scheme"] == SCHEME
               and all(type(meta[k]) is int and meta[k] > 0 for k in ("dim", "delta", "cts_per_block", "n"))
               and type(meta["insecure_test_params"]) is bool and isinstance(meta["ksw_sha256"], str)
               and isinstance(meta["batches"], list))
         if ok:
-            from ..protocols.cryptomask import encoding
-
             n = _params(meta["insecure_test_params"]).poly_modulus_degree
             ok = meta["delta"] == encoding.rows_per_poly(n, meta["dim"])
             at = 0
@@ -94,8 +85,6 @@ def _meta(raw: bytes | None, what: str) -> dict:
 
 
 def _public(raw: bytes | None, meta: dict):
-    from ..crypto.lattice import LatticePublicContext
-
     if raw is None:
         raise GalleryError("the gallery's public key is missing")
     try:
@@ -119,7 +108,7 @@ def _ksw(raw: bytes | None, meta: dict, basis) -> np.ndarray:
 
 def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
     """Block b's commit record, checked against the gallery: ``count`` templates, δ ids per ciphertext row."""
-    c = _json(local.get(LOCAL, _k(name, _block_key(b))), f"block {b} commit record")
+    c = read_json(local.get(LOCAL, record_key(name, block_key(b))), f"block {b} commit record")
     delta, k = meta["delta"], -(-count // meta["delta"])
     rows = c.get("ids")
     if (c.get("count") != count or c.get("dtype") != "uint32" or c.get("shape") != [k, 2, basis.L, basis.n]
@@ -133,14 +122,14 @@ def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
 
 
 def _part_key(b: int, gen: int, p: int) -> str:
-    return f"{_block_key(b)}.g{gen:06d}.part.{p:04d}"
+    return f"{block_key(b)}.g{gen:06d}.part.{p:04d}"
 
 
 def _read_block(local, name: str, b: int, c: dict, basis) -> np.ndarray:
     arr = np.empty(c["shape"], dtype=np.uint32)
     raw, pos = memoryview(arr).cast("B"), 0
     for p in range(c["parts"]):
-        piece = local.get(LOCAL, _k(name, _part_key(b, c["gen"], p)))
+        piece = local.get(LOCAL, record_key(name, _part_key(b, c["gen"], p)))
         if piece is None or pos + len(piece) > len(raw):
             raise GalleryError(f"block {b}: piece {p} missing or too long")
         raw[pos:pos + len(piece)] = piece
@@ -156,15 +145,15 @@ def _write_block(local, name: str, b: int, arr: np.ndarray, ids: list[str], delt
     """Pieces of a new generation, then the commit record (the block's one atomic switch), then old pieces go."""
     gen = 0 if old is None else old["gen"] + 1
     raw = memoryview(np.ascontiguousarray(arr, dtype=np.uint32)).cast("B")
-    parts = max(1, -(-len(raw) // gal.PART_BYTES))
+    parts = max(1, -(-len(raw) // PART_BYTES))
     for p in range(parts):
-        local.put(LOCAL, _k(name, _part_key(b, gen, p)), raw[p * gal.PART_BYTES:(p + 1) * gal.PART_BYTES])
+        local.put(LOCAL, record_key(name, _part_key(b, gen, p)), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
     commit = {"count": len(ids), "dtype": "uint32", "shape": list(arr.shape), "parts": parts, "gen": gen,
               "sha256": hashlib.sha256(raw).hexdigest(), "ind": len(ids) % delta,
               "ids": [ids[i:i + delta] for i in range(0, len(ids), delta)]}
-    local.put(LOCAL, _k(name, _block_key(b)), json.dumps(commit).encode())
+    local.put(LOCAL, record_key(name, block_key(b)), json.dumps(commit).encode())
     for p in range(0 if old is None else old["parts"]):
-        local.delete(LOCAL, _k(name, _part_key(b, old["gen"], p)))
+        local.delete(LOCAL, record_key(name, _part_key(b, old["gen"], p)))
 
 
 def _committed(local, name: str, meta: dict, basis) -> tuple[int, list[str], dict | None]:
@@ -172,10 +161,10 @@ def _committed(local, name: str, meta: dict, basis) -> tuple[int, list[str], dic
     cap = meta["delta"] * meta["cts_per_block"]
     ids, last, b = [], None, 0
     while True:
-        raw = local.get(LOCAL, _k(name, _block_key(b)))
+        raw = local.get(LOCAL, record_key(name, block_key(b)))
         if raw is None:
             return len(ids), ids, last
-        count = _json(raw, f"block {b} commit record").get("count")
+        count = read_json(raw, f"block {b} commit record").get("count")
         if type(count) is not int or not 0 < count <= cap or (last is not None and last["count"] != cap):
             raise GalleryError(f"block {b} commit record does not match the gallery")
         last = _commit(local, name, b, meta, count, basis)
@@ -212,44 +201,39 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
 
     A new gallery gets the KG's keys (sk, the verifier's pk_v, sk_v → key store; pk, k_sw → gallery store).
     ``after_block(b)`` is called after block b's commit record is written (tests interrupt enrolment with it).
-    One enrolment per gallery at a time (``gallery.writer_lease``): the last block is never rewritten by two.
+    One enrolment per gallery at a time (``layout.writer_lease``): the last block is never rewritten by two.
     """
-    from ..protocols.cryptomask import encoding
-    from ..protocols.cryptomask.he import DataProvider, basis_of
-    from ..protocols.cryptomask.parties import KeyGenerator
-    from ..store import open_store
-
     t0 = time.perf_counter()
-    key_store_url = key_store_url or gal.default_key_store(gallery_url)
+    key_store_url = key_store_url or default_key_store(gallery_url)
     ids, dim = list(source.ids), int(source.dim)
     if len(set(ids)) != len(ids):
         raise GalleryError("the source repeats an id")
     n_ring = _params(insecure_test_params).poly_modulus_degree
     delta = encoding.rows_per_poly(n_ring, dim)  # TemplateError for a d cryptomask cannot pack
-    with open_store(gallery_url) as local, gal.writer_lease(local, gallery_url, name) as lease:
-        raw = local.get(LOCAL, _k(name, "meta"))
+    with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
+        raw = local.get(LOCAL, record_key(name, "meta"))
         if raw is None:
             if tau is not None and not -1.0 < tau < 1.0:
                 raise GalleryError("--tau is a cosine in (−1, 1) for cryptomask")
-            tau, tau_source = gal.new_tau(tau, backend, dim, "cryptomask")
+            tau, tau_source = new_tau(tau, backend, dim, "cryptomask")
             kg = KeyGenerator(insecure_test_params=insecure_test_params)
             pub_v, sec_v = kg.verifier_keys("verifier")
             K = np.ascontiguousarray(kg.switching_key("verifier"), dtype=np.uint64)
             pk = kg.public.to_bytes()
             with open_store(key_store_url) as keys:  # secrets first: a gallery never exists without its keys
-                keys.put(KEY, _k(name, "sk"), kg.secret_bytes())
-                keys.put(KEY, _k(name, "pk_v"), pub_v.to_bytes())
-                keys.put(KEY, _k(name, "sk_v"), sec_v.secret_to_bytes())
-                keys.put(KEY, _k(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(), "tau": tau,
+                keys.put(KEY, record_key(name, "sk"), kg.secret_bytes())
+                keys.put(KEY, record_key(name, "pk_v"), pub_v.to_bytes())
+                keys.put(KEY, record_key(name, "sk_v"), sec_v.secret_to_bytes())
+                keys.put(KEY, record_key(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(), "tau": tau,
                                                            "tau_source": tau_source}).encode())
-            local.put(LOCAL, _k(name, "pk"), pk)
-            local.put(LOCAL, _k(name, "ksw"), K.tobytes())
-            meta = {"version": gal.VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
+            local.put(LOCAL, record_key(name, "pk"), pk)
+            local.put(LOCAL, record_key(name, "ksw"), K.tobytes())
+            meta = {"version": VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
                     "insecure_test_params": insecure_test_params, "delta": delta, "cts_per_block": CTS_PER_BLOCK,
                     "ksw_sha256": hashlib.sha256(K.tobytes()).hexdigest(), "batches": [], "n": 0}
             pub = kg.public
         else:
-            meta = _json(raw, "gallery meta")
+            meta = read_json(raw, "gallery meta")
             if meta.get("scheme") != SCHEME:
                 raise GalleryError(f"the gallery was enrolled with {meta.get('scheme')}, not cryptomask (scheme)")
             meta = _meta(raw, "gallery meta")
@@ -257,15 +241,15 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             if differ:
                 raise GalleryError(f"the gallery was enrolled with other settings ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
-            gal.check_tau(tau, gallery_url, name, key_store_url)
-            pk = local.get(LOCAL, _k(name, "pk"))
+            check_tau(tau, gallery_url, name, key_store_url)
+            pk = local.get(LOCAL, record_key(name, "pk"))
             pub = _public(pk, meta)
         basis = basis_of(pub)
         cap = delta * meta["cts_per_block"]
         count, enrolled, last = _committed(local, name, meta, basis)
         if count > meta["n"]:
             raise GalleryError("the gallery holds more templates than its meta records (damaged)")
-        batches, digest = meta["batches"], _ids_digest(ids)
+        batches, digest = meta["batches"], ids_digest(ids)
         if batches and batches[-1]["ids_sha256"] == digest and batches[-1]["n"] == len(ids):
             start = batches[-1]["start"]  # resume (or nothing left to do)
         elif batches and count < meta["n"]:
@@ -277,9 +261,9 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             start = count
             batches.append({"start": start, "n": len(ids), "ids_sha256": digest})
             meta["n"] = start + len(ids)
-            local.put(LOCAL, _k(name, "meta"), json.dumps(meta).encode())  # the batch before its first block
+            local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the batch before its first block
         done, skipped, written = count - start, count - start, 0
-        bar = gal._progress(len(ids), done, progress)
+        bar = progress_bar(len(ids), done, progress)
         dp = DataProvider(pub)
         try:
             while done < len(ids):
@@ -290,8 +274,6 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 if used:  # the block's last ciphertext takes the merge (Alg. 1 line 7); the block is rewritten
                     old = _read_block(local, name, b, last, basis)
                     if up.merge:
-                        from ..protocols.cryptomask.he import merge_last
-
                         old[-1] = merge_last(basis, old[-1], cts[0])
                         cts = cts[1:]
                     cts, old_ids = np.concatenate([old, cts]), [i for r in last["ids"] for i in r]
@@ -319,20 +301,17 @@ class CMGallery:
     """The CS's view of a persisted cryptomask gallery: meta, pk, k_sw and the block layout; blocks on demand."""
 
     def __init__(self, gallery_url: str, name: str = "default") -> None:
-        from ..protocols.cryptomask.he import basis_of
-        from ..store import open_store
-
         self.url, self.name = gallery_url, name
         with open_store(gallery_url) as local:
-            self.meta = _meta(local.get(LOCAL, _k(name, "meta")), f"gallery {name!r} meta in {gal._redact(gallery_url)}")
-            self.pk_bytes = local.get(LOCAL, _k(name, "pk"))
+            self.meta = _meta(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta in {redact(gallery_url)}")
+            self.pk_bytes = local.get(LOCAL, record_key(name, "pk"))
             self.public = _public(self.pk_bytes, self.meta)
             self.basis = basis_of(self.public)
-            self.ksw = _ksw(local.get(LOCAL, _k(name, "ksw")), self.meta, self.basis)
+            self.ksw = _ksw(local.get(LOCAL, record_key(name, "ksw")), self.meta, self.basis)
             self.n, self.dim, self.delta = self.meta["n"], self.meta["dim"], self.meta["delta"]
             self.capacity = self.delta * self.meta["cts_per_block"]
             self.nblocks = -(-self.n // self.capacity)
-            missing = [b for b in range(self.nblocks) if local.get(LOCAL, _k(name, _block_key(b))) is None]
+            missing = [b for b in range(self.nblocks) if local.get(LOCAL, record_key(name, block_key(b))) is None]
         if missing:
             raise GalleryError(f"the gallery is incomplete ({len(missing)} of {self.nblocks} blocks missing): "
                                "re-run the same `privface gallery enrol` to finish it")
@@ -342,8 +321,6 @@ class CMGallery:
 
     def load_blocks(self, indices) -> list[np.ndarray]:
         """The ciphertext arrays (k, 2, L, N) of the given blocks, each checked against its commit record."""
-        from ..store import open_store
-
         out = []
         with open_store(self.url) as local:
             for b in indices:
@@ -352,16 +329,12 @@ class CMGallery:
         return out
 
     def ids(self) -> list[str]:
-        from ..store import open_store
-
         with open_store(self.url) as local:
             return [i for b in range(self.nblocks) for r in
                     _commit(local, self.name, b, self.meta, self.block_count(b), self.basis)["ids"] for i in r]
 
     def cloud_server(self, indices=None):
         """A ``CloudServer`` holding the given blocks (default all), with k_sw: Alg. 2's CS part."""
-        from ..protocols.cryptomask.he import CloudServer
-
         indices = list(range(self.nblocks) if indices is None else indices)
         cs = CloudServer(self.public, self.dim)
         try:
@@ -374,20 +347,16 @@ class CMGallery:
 
 def verifier(gallery: CMGallery, key_store_url: str | None = None):
     """(VerifierHE with pk and the verifier's sk_v from the key store, τ), checked against the gallery's pk."""
-    return verifier_keys(key_store_url or gal.default_key_store(gallery.url), gallery.name, gallery.pk_bytes,
+    return verifier_keys(key_store_url or default_key_store(gallery.url), gallery.name, gallery.pk_bytes,
                          gallery.dim, gallery.meta["insecure_test_params"])
 
 
 def verifier_keys(key_store_url: str, name: str, pk_bytes: bytes, dim: int, insecure_test_params: bool):
     """(VerifierHE, τ) from the key store's sk_v for the database public key ``pk_bytes`` — from the gallery store,
     or sent by a CS over HTTP: accepted only if its SHA-256 is the one the key store recorded next to sk_v."""
-    from ..crypto.lattice import LatticePublicContext, LatticeSecretContext
-    from ..protocols.cryptomask.he import VerifierHE
-    from ..store import open_store
-
     with open_store(key_store_url) as keys:
-        meta = _json(keys.get(KEY, _k(name, "meta")), f"key store meta of gallery {name!r}")
-        pk_v, sk_v = keys.get(KEY, _k(name, "pk_v")), keys.get(KEY, _k(name, "sk_v"))
+        meta = read_json(keys.get(KEY, record_key(name, "meta")), f"key store meta of gallery {name!r}")
+        pk_v, sk_v = keys.get(KEY, record_key(name, "pk_v")), keys.get(KEY, record_key(name, "sk_v"))
     if pk_v is None or sk_v is None:
         raise GalleryError("the key store holds no verifier key (pk_v, sk_v)")
     if meta.get("pk_sha256") != hashlib.sha256(pk_bytes).hexdigest():

@@ -18,8 +18,14 @@ import time
 
 import numpy as np
 
+from ..crypto.millionaire import Wire
+from ..protocols.cryptomask.he import Distances
+from ..protocols.cryptomask.parties import threshold
+from ..protocols.cryptomask.reveal import reveal, setup_ot
+from .actors import init_ray, start_shards
 from .cryptomask_gallery import CMGallery, verifier
-from .gallery import GalleryError, tau_of, unit
+from .layout import GalleryError, tau_of
+from .sources import unit
 
 ANSWER = "1 bit (seed 001 Alg. 3): whether some enrolled face reaches τ; no index, so no id"
 
@@ -48,19 +54,12 @@ class CSShard:
 def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: str | None = None,
              workers: int | None = None, name: str = "default") -> dict:
     """One 1-bit identification: ``{"match", "id": None, timings, bytes}``; ``ray`` as ``scale.identify``."""
-    from ..crypto.millionaire import Wire
-    from ..protocols.cryptomask.he import Distances
-    from ..protocols.cryptomask.parties import threshold
-    from ..protocols.cryptomask.reveal import reveal, setup_ot
-
     t = time.perf_counter()
     gallery = CMGallery(gallery_url, name)
     verifier_he, tau = verifier(gallery, key_store_url)
     if ray is None:
         shards, call = [CSShard(gallery_url, name)], lambda q: [s.distances(q) for s in shards]
     else:
-        from .sharded import init_ray, start_shards
-
         rt = init_ray(ray)
         shards = start_shards(rt, CSShard, gallery, workers, keep_error=True)
         call = lambda q: rt.get([s.distances.remote(q) for s in shards])  # noqa: E731

@@ -16,6 +16,7 @@ import numpy as np
 from ..crypto.paillier import PaillierPrivateKey, PaillierPublicKey, generate_paillier_keypair
 from ..errors import CryptoError, PrivfaceError
 from ..protocols.idface.paillier import PaillierBlock, PaillierScores
+from .layout import GalleryError
 
 BITS, TOY_BITS = 2048, 512
 """Seed 003 §5's 2048-bit modulus (112-bit security); 512 bits only behind ``insecure_test_params``."""
@@ -64,8 +65,6 @@ def block_to_array(block: PaillierBlock, pk: PaillierPublicKey) -> np.ndarray:
 
 def block_from_array(arr: np.ndarray, count: int, pk: PaillierPublicKey, what: str) -> PaillierBlock:
     """The block back from its array, every ciphertext checked to be a unit of Z_{N²} (GalleryError if not)."""
-    from .gallery import GalleryError
-
     columns = []
     for sign in range(arr.shape[0]):
         column = []

@@ -7,6 +7,7 @@ next step; the service keeps the state server-side until the flow ends or the se
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,6 +24,18 @@ class MessageError(PrivfaceError):
 
 class SessionError(PrivfaceError):
     """Missing, unknown or expired session, or a step out of order (HTTP 409)."""
+
+
+class SessionLimitError(SessionError):
+    """Too many open sessions (HTTP 503): the server is busy, try again later."""
+
+
+class LimitError(PrivfaceError):
+    """Too many requests from one client, or too many rejected attempts for one subject (HTTP 429)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, math.ceil(retry_after))  # whole seconds, as Retry-After wants
 
 
 class AlreadyEnrolledError(PrivfaceError):

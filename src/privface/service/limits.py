@@ -21,9 +21,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import PrivfaceError
 from ..store.base import TemplateStore
 from ..store.lease import update
+from .base import LimitError
 
 LOCKOUT_NAMESPACE = "privface-lockout-{protocol}"
 CALLER_COUNTER = "{protocol}-1n"
@@ -40,14 +40,6 @@ def caller_counter(protocol: str, caller_id: str) -> tuple[str, str]:
     if not _STORE_KEY.fullmatch(key):
         key = "sha256-" + hashlib.sha256(caller_id.encode()).hexdigest()
     return CALLER_COUNTER.format(protocol=protocol), key
-
-
-class LimitError(PrivfaceError):
-    """Too many requests from one client, or too many rejected attempts for one subject (HTTP 429)."""
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = max(1, math.ceil(retry_after))  # whole seconds, as Retry-After wants
 
 
 class RateLimiter:

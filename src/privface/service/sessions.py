@@ -8,14 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .base import SessionError
-from .limits import LimitError
+from .base import LimitError, SessionError, SessionLimitError
 
 SESSION_HEADER = "X-Privface-Session"
-
-
-class SessionLimitError(SessionError):
-    """Too many open sessions (HTTP 503): the server is busy, try again later."""
 
 
 class SessionQuotaError(LimitError):

@@ -114,16 +114,3 @@ class TemplateStore(ABC):
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-def open_store(url: str = "sqlite:///privface.db") -> TemplateStore:
-    """A store by URL: `sqlite:///relative.db`, `sqlite:////abs/path.db`, `sqlite://` (in memory)
-    or `postgresql://user:pass@host:port/dbname`."""
-    if url.startswith("sqlite:"):
-        from .sqlite import SQLiteStore
-
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql:", "postgres:")):
-        from .postgres import PostgresStore
-
-        return PostgresStore(url)
-    raise StoreError(f"unsupported store URL {url!r}: use sqlite:///path.db or postgresql://…")

@@ -19,7 +19,7 @@ from .messages import (DistanceChunk, DistanceRequest, GalleryInfo, GalleryReque
                        RevealRound, Started)
 from .parties import threshold
 from .reveal import reveal_verifier
-from .._common import read_message
+from ..common import read_message
 from .server import PROTOCOL
 
 

@@ -28,7 +28,7 @@ from ...crypto.exchange import Party, Wire
 from ...crypto.ot import OTResponse
 from ...crypto.otext import IKNPSender
 from ...errors import CryptoError, ProtocolError
-from .._common import read_message
+from ..common import read_message
 from . import he
 from .messages import (
     DistanceChunk,

@@ -17,9 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
-from ...service.base import Caller, MessageError, SessionError, StepResult
-from ...service.limits import LimitError
-from ...service.sessions import SessionLimitError
+from ...service.base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
 from ...store.base import TemplateStore
 from ...wire import MAX_MESSAGE_BYTES, WireError
 from .server import PROTOCOL, CloudServerRole, TooManySessions

@@ -25,7 +25,7 @@ from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
 from ...crypto.ot import ED25519, OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
-from .._common import check_subject_id, evaluate_garbled
+from ..common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
 
 from .messages import (

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from ...wire import Message
 
+PROTOCOL = "ident"
+"""The service's name of the two-server identification (``/v1/ident/…``)."""
+
 
 @dataclass
 class Attach(Message):

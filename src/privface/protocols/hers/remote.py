@@ -6,10 +6,9 @@ import numpy as np
 
 from ...errors import ProtocolError
 from ...service.client import ServiceClient
-from .._common import message_bytes as _bytes
-from .._common import parse_answer as _parse
-from .messages import Attached, KeyDecision, Query, Result
-from .servers import PROTOCOL
+from ..common import message_bytes as _bytes
+from ..common import parse_answer as _parse
+from .messages import PROTOCOL, Attached, KeyDecision, Query, Result
 
 
 class _IdentHttp(ServiceClient):
@@ -19,7 +18,7 @@ class _IdentHttp(ServiceClient):
 
 
 class HttpKeyServer(_IdentHttp):
-    """The key server's steps as methods (same names and messages as ``servers.KeyRole``), one call each."""
+    """The key server's steps as methods (same names and messages as ``scale.ident.KeyRole``), one call each."""
 
     def attach(self, msg) -> Attached:
         self.reset()

@@ -17,7 +17,7 @@ from ...errors import CryptoError, ProtocolError, TemplateError
 from ...service.base import MessageError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .servers import PROTOCOL, KeyRole, LocalRole
+from ...scale.ident import PROTOCOL, KeyRole, LocalRole
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}

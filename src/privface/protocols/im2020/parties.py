@@ -21,7 +21,7 @@ from ...crypto import catalano_fiore as cf
 from ...crypto.compare import EvaluatorResult, Evaluator, Garbler, inverse_square
 from ...crypto.ot import OTRequest
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
-from .._common import check_subject_id, evaluate_garbled
+from ..common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...wire import message_type

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...crypto import lattice, ntru
-from .._common import check_subject_id
+from ..common import check_subject_id
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize

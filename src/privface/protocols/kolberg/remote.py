@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 from ...service.client import ServiceClient
-from .._common import message_bytes as _bytes
-from .._common import parse_answer as _parse
+from ..common import message_bytes as _bytes
+from ..common import parse_answer as _parse
 from .messages import (AuthDecision, AuthKeys, Challenge, ChallengeRequest, EnrolResponse, KeyRequest, PublicKey,
                        ReencryptResponse, Result, RevokeRequest, RevokeResponse)
 from .params import KolbergParams

@@ -1,6 +1,6 @@
 """Seed 003 §3.2's two servers as separate processes (protocol ``ident``): ``KeyRole`` (S_key) and ``LocalRole``
-(S_local), speaking the messages of ``messages`` over any link with ``attach`` and ``decide`` (in process:
-a ``KeyRole``; over HTTP: ``remote.HttpKeyServer``).
+(S_local), speaking the messages of ``protocols.hers.messages`` over any link with ``attach`` and ``decide`` (in process:
+a ``KeyRole``; over HTTP: ``protocols.hers.remote.HttpKeyServer``).
 
 Key material stays where ``privface gallery enrol`` put it (``scale.gallery``): S_key's store holds sk and
 ``{pk_sha256, tau}`` under ``gallery-key``/``<name>.*``; the gallery store holds pk, settings and blocks. S_key
@@ -23,15 +23,14 @@ import time
 
 import numpy as np
 
-from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
-from ...scale.gallery import KEY, SCHEMES, Gallery, Settings, unit
-from ...store.base import TemplateStore
-from .._common import read_message
-from .messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
-from .parties import Decision
-from .scheme import CKKSScores
-
-PROTOCOL = "ident"
+from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
+from ..protocols.common import read_message
+from ..protocols.hers.messages import PROTOCOL, Attach, Attached, KeyDecision, Query, Result, ScoreChunk
+from ..protocols.hers.parties import Decision
+from ..store.base import TemplateStore
+from .gallery import KEY, SCHEMES, Gallery, Settings
+from .schemes import GALLERY_SCHEMES
+from .sources import unit
 ATTACH_SPACE = "ident-key"
 """S_key's own record of the attached public context (``<name>.attach``: the ``Attach`` frame)."""
 CHUNK_BYTES = 3 << 20
@@ -43,7 +42,7 @@ MAX_PENDING, PENDING_TTL = 256, 600.0
 
 def ciphertexts_per_block(scheme: str) -> int:
     """IP_DB ciphertexts per block: HERS one (Σ y_j·ct_j), IDFace two (ct⁺, ct⁻)."""
-    return 1 if scheme == "hers" else 2
+    return GALLERY_SCHEMES[scheme].ip_db_ciphertexts
 
 
 def chunk_blocks(block_bytes: int) -> int:
@@ -73,7 +72,7 @@ class KeyRole:
         except (ValueError, KeyError, TypeError):
             raise PrivfaceError(f"the key store's record of gallery {name!r} is damaged") from None
         self._sk = sk
-        self._gallery = None  # (secret scheme, n, capacity, residue shape per block, or a Paillier pk)
+        self._gallery = None  # (secret scheme, n, capacity, (scheme adapter, its ScoreChunk layout))
         self._pending: dict[bytes, tuple[int, float, int, float]] = {}  # id → (next block, best, index, start)
         self._lock = threading.Lock()
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
@@ -85,7 +84,8 @@ class KeyRole:
             raise ProtocolError("the public context does not belong to this key server's secret key")
         if msg.scheme not in SCHEMES or msg.n < 1 or msg.capacity < 1:
             raise ProtocolError("Attach: unknown scheme or empty gallery")
-        if (msg.beta is None) != (msg.scheme == "hers") or (msg.scheme == "hers" and msg.lift is not None):
+        transform = GALLERY_SCHEMES[msg.scheme].transform
+        if (msg.beta is None) == transform or (not transform and msg.lift is not None):
             raise ProtocolError("Attach: β and the lift go with idface only")
         if (msg.lift is None) != (msg.lift_seed is None):
             raise ProtocolError("Attach: the lift needs its dimension and its seed")
@@ -98,11 +98,7 @@ class KeyRole:
             raise ProtocolError(f"Attach: {e}") from None
         if secret.capacity != msg.capacity:
             raise ProtocolError("Attach: block capacity disagrees with the scheme's")
-        if settings.paillier:
-            return secret, msg.n, msg.capacity, public
-        k = ciphertexts_per_block(msg.scheme)
-        levels = public._levels[tuple(public.seal_context.first_parms_id())]
-        return secret, msg.n, msg.capacity, (k, 2, len(levels), public.n)
+        return secret, msg.n, msg.capacity, (settings.adapter, settings.adapter.score_layout(public))
 
     def attach(self, body) -> Attached:
         msg = read_message(Attach, body)
@@ -120,7 +116,7 @@ class KeyRole:
         state read or kept)."""
         if self._gallery is None:
             raise ProtocolError("no gallery attached (the local server attaches when it starts)")
-        secret, n, capacity, shape = self._gallery
+        secret, n, capacity, (adapter, layout) = self._gallery
         counts = block_counts(n, capacity)
         if len(msg.request_id) != 16:
             raise ProtocolError("request id must be 16 bytes")
@@ -129,18 +125,10 @@ class KeyRole:
                                 f"the gallery has {len(counts)}")
         if msg.counts != counts[msg.offset:msg.offset + len(msg.counts)]:
             raise ProtocolError("ScoreChunk: block counts differ from the gallery's layout")
-        if not isinstance(shape, tuple):  # idface-paillier: every ciphertext a unit of Z_N²
-            from ...scale.paillier_blocks import scores_from_bytes
-
-            try:
-                return secret, capacity, scores_from_bytes(msg.residues, list(msg.counts), shape)
-            except (CryptoError, PrivfaceError) as e:
-                raise ProtocolError(f"ScoreChunk: {e}") from None
-        expect = len(msg.counts) * int(np.prod(shape)) * 8
-        if len(msg.residues) != expect:
-            raise ProtocolError(f"ScoreChunk: {len(msg.residues)} residue bytes, expected {expect}")
-        arrays = np.frombuffer(msg.residues, dtype="<u8").astype(np.uint64).reshape((len(msg.counts),) + shape)
-        return secret, capacity, CKKSScores(arrays, list(msg.counts))
+        try:  # lengths; idface-paillier: every ciphertext a unit of Z_N²
+            return secret, capacity, adapter.scores_from_residues(msg.residues, list(msg.counts), layout)
+        except (CryptoError, PrivfaceError) as e:
+            raise ProtocolError(f"ScoreChunk: {e}") from None
 
     def decide(self, body) -> KeyDecision | None:
         """Fold one chunk into the request's running best (first index on ties, as ``KeyServer.decide``)."""
@@ -179,11 +167,7 @@ class LocalRole:
         self.local = self.gallery.local_server()
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
-        if s.paillier:
-            block_bytes = 2 * self.gallery.public_context.ciphertext_bytes
-        else:
-            block_bytes = 8 * int(np.prod((ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)))
-        self.chunk = chunk or chunk_blocks(block_bytes)
+        self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
         attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
                                                      self.gallery.pk_bytes, s.lift, s.lift_seed)))
         if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
@@ -209,12 +193,7 @@ class LocalRole:
 
     def _residues(self, msg, lo: int, hi: int) -> bytes:
         """Blocks lo … hi − 1 of the IP_DB message as ``ScoreChunk.residues``."""
-        if isinstance(msg, CKKSScores):
-            return np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
-        from ...protocols.idface import PaillierScores
-        from ...scale.paillier_blocks import scores_to_bytes
-
-        return scores_to_bytes(PaillierScores(msg.values[lo:hi], msg.counts[lo:hi]), self.gallery.public_context)
+        return self.gallery.settings.adapter.residues(msg, lo, hi, self.gallery.public_context)
 
     def _ask(self, msg) -> int | None:
         rid, total = secrets.token_bytes(16), len(msg.counts)

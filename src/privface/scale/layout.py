@@ -1,0 +1,147 @@
+"""The store layout every persisted gallery shares (seed 003 §3.2 for hers / idface, seed 001 §3.1 for cryptomask).
+
+Two stores, kept apart as the two servers are, every key prefixed by the gallery's name (``default.meta`` …, see
+``record_key``) so that one store can hold several galleries:
+
+* the **gallery store** (``--gallery URL``), protocol ``gallery`` (``LOCAL``): ``meta`` (a JSON object naming
+  the ``scheme``), ``pk``, and per block b ``block.BBBBBB`` (``block_key``: the block's commit record, a JSON
+  object) with its pieces of at most ``PART_BYTES``; what else a scheme keeps is its module's (``scale.gallery``,
+  ``scale.cryptomask_gallery``).
+* the **key store** (``--key-store URL``; default for ``sqlite:///g.db``: ``sqlite:///g.keys.db``), protocol
+  ``gallery-key`` (``KEY``): the secret keys and ``meta`` (τ, its provenance, the SHA-256 of the public key).
+
+One enrolment per gallery at a time: ``writer_lease`` holds ``<name>.lease`` (protocol ``gallery-lease`` of the
+gallery store; ``store.lease.Lease``: token, host, pid, acquired, expires) for the whole enrolment. A second
+enrolment meanwhile gets GalleryError and writes nothing; a killed enrolment's lease expires after ``LEASE_TTL``
+and the next enrolment takes it over and resumes. Readers never look at the lease.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import time
+from contextlib import contextmanager
+
+from ..errors import PrivfaceError
+from ..store import open_store
+from ..store.base import redact
+from ..store.lease import Lease, LeaseHeld, LeaseLost, when
+from .default_tau import default_tau
+
+LOCAL, KEY, LEASE = "gallery", "gallery-key", "gallery-lease"
+LEASE_TTL = 120.0  # seconds a dead enrolment keeps its gallery locked
+lease_clock = time.time  # wall clock (leases are shared across hosts); tests move it forward
+PART_BYTES = 32 << 20
+VERSION = 1
+_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+
+
+class GalleryError(PrivfaceError):
+    """The gallery or key store is missing, damaged, mismatched, or the enrolment settings changed."""
+
+
+def record_key(name: str, key: str) -> str:
+    """The store subject id of ``key`` in gallery ``name`` (several galleries can share one store)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise GalleryError(f"a gallery name is 1–64 characters of a–z 0–9 _ -, got {name!r}")
+    return f"{name}.{key}"
+
+
+def block_key(b: int) -> str:
+    """Block b's commit record (its pieces' keys start with it)."""
+    return f"block.{b:06d}"
+
+
+def ids_digest(ids: list[str]) -> str:
+    """SHA-256 of an id list, one id a line: how the meta names an enrolment's source."""
+    h = hashlib.sha256()
+    for i in ids:
+        h.update(i.encode() + b"\n")
+    return h.hexdigest()
+
+
+def read_json(record: bytes | None, what: str) -> dict:
+    """A JSON-object record (meta, commit record); GalleryError naming ``what`` if missing or damaged."""
+    if record is None:
+        raise GalleryError(f"{what} is missing")
+    try:
+        out = json.loads(record)
+    except ValueError:
+        out = None
+    if not isinstance(out, dict):
+        raise GalleryError(f"{what} is damaged")
+    return out
+
+
+def stored_scheme(gallery_url: str, name: str = "default") -> str | None:
+    """The scheme recorded in a gallery's meta (None when absent or unreadable): lets callers dispatch."""
+    with open_store(gallery_url) as local:
+        raw = local.get(LOCAL, record_key(name, "meta"))
+    try:
+        scheme = json.loads(raw).get("scheme") if raw else None
+    except (ValueError, AttributeError):
+        return None
+    return scheme if isinstance(scheme, str) else None
+
+
+def default_key_store(gallery_url: str) -> str:
+    """``sqlite:///g.db`` → ``sqlite:///g.keys.db``; other URLs need an explicit key store."""
+    if gallery_url.startswith("sqlite:///") and gallery_url not in ("sqlite:///:memory:",):
+        path = gallery_url[len("sqlite:///"):]
+        base = path[:-3] if path.endswith(".db") else path
+        return f"sqlite:///{base}.keys.db"
+    raise GalleryError("give --key-store URL: the key server's store (sk) must be kept apart from the gallery")
+
+
+@contextmanager
+def writer_lease(local, gallery_url: str, name: str):
+    """Gallery ``name``'s writer lease (``store.lease.Lease`` under protocol ``gallery-lease`` of the gallery
+    store), held around a whole enrolment so that one enrolment at a time writes the gallery. Another live
+    lease → GalleryError before anything is written; the body's ``check()`` / ``renew()`` → GalleryError once
+    the lease was lost (it expired and another enrolment took it over)."""
+    what = f"gallery {name!r} in {redact(gallery_url)}"
+    try:
+        with Lease(local, LEASE, record_key(name, "lease"), ttl=LEASE_TTL, clock=lease_clock) as lease:
+            try:
+                yield lease
+            except LeaseLost:
+                raise GalleryError(f"{what}: this enrolment lost its writer lease (it expired and another "
+                                   "enrolment took it over); stopped, nothing more written") from None
+    except LeaseHeld as e:
+        h = e.holder
+        raise GalleryError(f"{what} is being enrolled by {h['host']}/{h['pid']} since {when(h['acquired'])}; "
+                           f"wait, or if that process died, retry after {when(h['expires'])}") from None
+
+
+def new_tau(tau: float | None, backend: str, dim: int, key: str) -> tuple[float, str]:
+    """(τ, provenance) for a new gallery: ``tau`` as given, else the calibrated default (``scale.default_tau``)."""
+    if tau is not None:
+        return float(tau), "--tau"
+    try:
+        return default_tau(backend, dim, key)
+    except PrivfaceError as e:
+        raise GalleryError(str(e)) from None
+
+
+def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = None) -> dict:
+    """{"tau", "tau_source"} recorded in the key store when the gallery was created."""
+    with open_store(key_store_url or default_key_store(gallery_url)) as keys:
+        meta = read_json(keys.get(KEY, record_key(name, "meta")), f"key store meta of gallery {name!r}")
+    return {"tau": meta.get("tau"), "tau_source": meta.get("tau_source", "not recorded (made before 2026-11)")}
+
+
+def check_tau(tau: float | None, gallery_url: str, name: str, key_store_url: str | None) -> None:
+    """A resumed or appended enrolment may restate τ, never change it (τ is fixed when the gallery is created)."""
+    if tau is not None and tau_of(gallery_url, name, key_store_url)["tau"] != float(tau):
+        raise GalleryError("--tau is fixed when the gallery is created")
+
+
+def progress_bar(total: int, initial: int, enabled: bool):
+    """A tqdm bar on stderr for an enrolment (None when not ``enabled``)."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="tpl", desc="enrol", file=sys.stderr, disable=None)

@@ -1,0 +1,226 @@
+"""Gallery schemes: one adapter per scheme, registered in ``GALLERY_SCHEMES`` (as ``service.registry`` does for roles).
+
+A ``GalleryScheme`` is what a persisted gallery needs of its encryption scheme: its key records, the public and
+secret schemes of the protocol (ENC_DB / IP_DB, and decryption), the dtype and shape of a stored block, and how
+the IP_DB message travels in protocol ``ident``'s ``ScoreChunk`` (``scale.ident``). The
+block galleries (``scale.gallery``: hers, seed 003 §3.2; idface-ckks and idface-paillier, seed 003 §4) share one
+store layout and are driven entirely through these hooks. cryptomask (seed 001 Alg. 1–3) keeps its own layout
+and 1-bit identification (``own_layout``): its adapter hands enrolment and identification to
+``scale.cryptomask_gallery`` and ``scale.cryptomask_identify``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..crypto.lattice import (CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext,
+                              generate_lattice_keys)
+from ..errors import PrivfaceError
+from ..protocols.hers import HERS, HERS_CKKS, HERSKey
+from ..protocols.hers.scheme import CKKSScores, HERSBlock
+from ..protocols.idface import IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey, PaillierScores
+from ..protocols.idface.ckks import CKKSBlock
+from . import cryptomask_gallery, cryptomask_identify
+from . import paillier_blocks as pb
+from .default_tau import idface_key
+from .layout import GalleryError
+
+
+def lattice_params(insecure_test_params: bool) -> LatticeParams:
+    """The CKKS parameters of hers and idface-ckks galleries (a toy ring only behind the test flag)."""
+    if insecure_test_params:
+        return LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36)
+    return HERS_CKKS
+
+
+class GalleryScheme:
+    """One gallery scheme. ``settings`` is the gallery's ``scale.gallery.Settings`` (dim, β, μ, lift, test flag)."""
+
+    name: str
+    transform = False  # takes β, the centring μ and the lift (idface's pre-transform)
+    own_layout = False  # keeps its own store layout, enrolment and identification (not scale.gallery's blocks)
+
+    def tau_key(self, settings, centring: str) -> str:
+        """This setting's key in the shipped default-τ table (``scale.default_tau``)."""
+        return self.name
+
+    def generate_keys(self, settings) -> tuple[object, object, bytes, bytes]:
+        """(pub, sec, pk record, sk record) of a fresh key pair."""
+        pub, sec = generate_lattice_keys(lattice_params(settings.insecure_test_params),
+                                         insecure_test_params=settings.insecure_test_params)
+        return pub, sec, pub.to_bytes(), sec.secret_to_bytes()
+
+    def load_public(self, settings, raw: bytes):
+        """The public key / context from its record (CryptoError if damaged)."""
+        return LatticePublicContext.from_bytes(raw, insecure_test_params=settings.insecure_test_params)
+
+    def load_secret(self, settings, pub, raw: bytes):
+        return LatticeSecretContext.from_bytes(pub, raw)
+
+    def public_scheme(self, settings, pub):
+        raise NotImplementedError
+
+    def secret_scheme(self, settings, sec):
+        raise NotImplementedError
+
+    def public_meta(self, pub) -> dict:
+        """Meta entries checked against the ``pk`` record on load (none but for idface-paillier)."""
+        return {}
+
+    def block_layout(self, settings, pub) -> tuple[str, tuple[int, ...]]:
+        """The dtype and shape every stored block array of this scheme has."""
+        raise NotImplementedError
+
+    def block_to_array(self, block, pub) -> np.ndarray:
+        return block.data
+
+    def block_from_array(self, arr: np.ndarray, count: int, pub, what: str):
+        """A stored block array back as the scheme's block (checked where the scheme can check it)."""
+        raise NotImplementedError
+
+    def concat_scores(self, parts: list):
+        """Shards' IP_DB messages joined in block order: the message one process builds over all blocks."""
+        return CKKSScores(np.concatenate([p.arrays for p in parts]), [c for p in parts for c in p.counts])
+
+    # The IP_DB message on protocol ``ident``'s wire (``ScoreChunk.residues``, seed 003 §3.2; scale.ident)
+    ip_db_ciphertexts = 2  # per block: HERS one (Σ y_j·ct_j), IDFace two (ct⁺, ct⁻)
+
+    def score_layout(self, pub):
+        """What a ``ScoreChunk`` is checked against: the residue shape of one block (CKKS) at the top level."""
+        levels = pub._levels[tuple(pub.seal_context.first_parms_id())]
+        return (self.ip_db_ciphertexts, 2, len(levels), pub.n)
+
+    def score_block_bytes(self, pub) -> int:
+        """Residue bytes of one block of the IP_DB message."""
+        return 8 * int(np.prod((self.ip_db_ciphertexts, 2, 1, pub.n)))
+
+    def residues(self, msg, lo: int, hi: int, pub) -> bytes:
+        """Blocks lo … hi − 1 of the IP_DB message as ``ScoreChunk.residues``."""
+        return np.ascontiguousarray(msg.arrays[lo:hi], dtype="<u8").tobytes()
+
+    def scores_from_residues(self, raw: bytes, counts: list[int], layout):
+        """The inverse of ``residues`` for blocks of ``counts`` templates; PrivfaceError on a wrong length."""
+        expect = len(counts) * int(np.prod(layout)) * 8
+        if len(raw) != expect:
+            raise PrivfaceError(f"{len(raw)} residue bytes, expected {expect}")
+        return CKKSScores(np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape((len(counts),) + layout), counts)
+
+
+class HersGallery(GalleryScheme):
+    """HERS (seed 003 §3.2): one CKKS ciphertext per template coordinate and block."""
+
+    name = "hers"
+    ip_db_ciphertexts = 1
+
+    def public_scheme(self, settings, pub):
+        return HERS(pub, settings.dim)
+
+    def secret_scheme(self, settings, sec):
+        return HERSKey(sec)
+
+    def block_layout(self, settings, pub):
+        return "uint32", (2, settings.dim, 2 * pub.n)
+
+    def block_to_array(self, block, pub):
+        return block.planes
+
+    def block_from_array(self, arr, count, pub, what):
+        return HERSBlock(arr, count)
+
+
+class IDFaceCKKSGallery(GalleryScheme):
+    """IDFace over CKKS (seed 003 §4): T_α templates, packed, with the centring and lift recorded in the meta."""
+
+    name = "idface-ckks"
+    transform = True
+
+    def tau_key(self, settings, centring):
+        return idface_key(centring, settings.lift, settings.beta)
+
+    def public_scheme(self, settings, pub):
+        return IDFaceCKKS(pub, settings.idface_params())
+
+    def secret_scheme(self, settings, sec):
+        return IDFaceCKKSKey(sec, settings.idface_params())
+
+    def block_layout(self, settings, pub):
+        return "uint64", (2, settings.idface_params().width, 2, 1, pub.n)
+
+    def block_from_array(self, arr, count, pub, what):
+        return CKKSBlock(arr, count)
+
+
+class IDFacePaillierGallery(IDFaceCKKSGallery):
+    """IDFace over Paillier (seed 003 §4.3, §5): keys and block arrays are ``scale.paillier_blocks``'."""
+
+    name = "idface-paillier"
+
+    def generate_keys(self, settings):
+        pub, sec = pb.generate_keys(settings.insecure_test_params)
+        return pub, sec, pb.public_to_bytes(pub), pb.secret_to_bytes(sec)
+
+    def load_public(self, settings, raw):
+        return pb.public_from_bytes(raw, settings.insecure_test_params)
+
+    def load_secret(self, settings, pub, raw):
+        return pb.secret_from_bytes(pub, raw)
+
+    def public_scheme(self, settings, pub):
+        return IDFacePaillier(pub, settings.idface_params())
+
+    def secret_scheme(self, settings, sec):
+        return IDFacePaillierKey(sec, settings.idface_params())
+
+    def public_meta(self, pub):
+        """The public key N (hex) in the meta too, checked against the ``pk`` record on load."""
+        return {"paillier_n": format(int(pub.n), "x")}
+
+    def block_layout(self, settings, pub):
+        return "uint8", pb.block_shape(pub, settings.idface_params().width)
+
+    def block_to_array(self, block, pub):
+        return pb.block_to_array(block, pub)
+
+    def block_from_array(self, arr, count, pub, what):
+        return pb.block_from_array(arr, count, pub, what)
+
+    def concat_scores(self, parts):
+        return pb.concat_scores(parts)
+
+    def score_layout(self, pub):
+        return pub  # every ciphertext is checked to be a unit of Z_N² (pb.scores_from_bytes)
+
+    def score_block_bytes(self, pub):
+        return 2 * pub.ciphertext_bytes
+
+    def residues(self, msg, lo, hi, pub):
+        return pb.scores_to_bytes(PaillierScores(msg.values[lo:hi], msg.counts[lo:hi]), pub)
+
+    def scores_from_residues(self, raw, counts, layout):
+        return pb.scores_from_bytes(raw, counts, layout)
+
+
+class CryptoMaskGallery(GalleryScheme):
+    """cryptomask (seed 001): BFV galleries appended batch by batch (Alg. 1), answered with 1 bit (Alg. 2–3)."""
+
+    name = "cryptomask"
+    own_layout = True
+
+    def enrol(self, gallery_url: str, source, **options):
+        return cryptomask_gallery.enrol(gallery_url, source, **options)
+
+    def identify(self, query, gallery_url: str, **options) -> dict:
+        return cryptomask_identify.identify(query, gallery_url, **options)
+
+
+GALLERY_SCHEMES: dict[str, GalleryScheme] = {
+    s.name: s for s in (IDFaceCKKSGallery(), HersGallery(), IDFacePaillierGallery(), CryptoMaskGallery())}
+BLOCK_SCHEMES = tuple(name for name, s in GALLERY_SCHEMES.items() if not s.own_layout)
+
+
+def gallery_scheme(name: str, *, blocks: bool = False) -> GalleryScheme:
+    """The adapter registered as ``name`` (``blocks``: only a scheme of ``scale.gallery``'s block layout)."""
+    scheme = GALLERY_SCHEMES.get(name)
+    if scheme is None or (blocks and scheme.own_layout):
+        raise GalleryError(f"--scheme must be one of {BLOCK_SCHEMES if blocks else tuple(GALLERY_SCHEMES)}, "
+                           f"got {name!r}")
+    return scheme
