@@ -35,11 +35,6 @@ TARGETS = ("wire", "blobs", "services")
 sys.path.insert(0, str(HERE))
 
 with atheris.instrument_imports(include=["privface"]):
-    from privface.crypto import compare, garble, lattice, ntru, ot
-    from privface.errors import CryptoError, ProtocolError
-    from privface.protocols.gsm import zk
-    from privface.service.base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
-    from privface.wire import WireError, decode, encode
     # the roles' services and clients, imported here so that they are instrumented too
     import privface.protocols.cryptomask.remote
     import privface.protocols.cryptomask.service
@@ -53,9 +48,13 @@ with atheris.instrument_imports(include=["privface"]):
     import privface.protocols.kolberg.rotation
     import privface.protocols.kolberg.service  # noqa: F401
     import roles as roles_module
+    from privface.crypto import compare, garble, lattice, ntru, ot
+    from privface.errors import CryptoError, ProtocolError
+    from privface.protocols.gsm import zk
+    from privface.service.base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
+    from privface.wire import WireError, decode, encode
 
 from mutate import mutate
-
 
 # ---------------------------------------------------------------- targets
 

@@ -8,8 +8,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from privface.errors import CryptoError
 from privface.crypto.otext import IKNPReceiver, IKNPSender, tccr
+from privface.errors import CryptoError
 
 BLOCK_BITS = 4
 MASK32 = np.uint64(0xFFFFFFFF)

@@ -14,8 +14,8 @@ import pytest
 
 from privface.errors import TemplateError
 from privface.protocols.idface import plaintext_scores, t_alpha
-from privface.scale import gallery as gal
 from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify, key_server
+from privface.scale import gallery as gal
 
 
 def _unit(n, d, seed):

@@ -2,7 +2,6 @@
 ciphertexts) and the device's parallel CRT decryption give exactly the results of the direct computation."""
 import secrets
 
-import numpy as np
 import pytest
 
 from privface.crypto import packing

@@ -12,8 +12,14 @@ import pytest
 from privface.errors import PrivfaceError, ProtocolError
 from privface.protocols.hers.messages import Attach, KeyDecision, Query, ScoreChunk
 from privface.protocols.hers.remote import IdentClient
-from privface.protocols.hers.servers import (ATTACH_SPACE, CHUNK_BYTES, KeyRole, block_counts, chunk_blocks,
-                                             score_frame_bytes)
+from privface.protocols.hers.servers import (
+    ATTACH_SPACE,
+    CHUNK_BYTES,
+    KeyRole,
+    block_counts,
+    chunk_blocks,
+    score_frame_bytes,
+)
 from privface.protocols.hers.service import KEY_LIMITS, IdentService
 from privface.scale import Gallery, NpySource, enrol, identify
 from privface.service.app import create_app

@@ -16,10 +16,21 @@ from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import CryptoError, ProtocolError, TemplateError
 from privface.protocols import catalogue
 from privface.protocols.hers import CKKSScores, KeyServer, LocalServer, identify
-from privface.protocols.idface import (IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey,
-                                       IDFaceParams, PaillierScores, decode, encode, plaintext_scores, separate,
-                                       t_alpha)
-from privface.protocols.idface import PARAMETER_SETS
+from privface.protocols.idface import (
+    IDFACE_CKKS,
+    PARAMETER_SETS,
+    IDFaceCKKS,
+    IDFaceCKKSKey,
+    IDFacePaillier,
+    IDFacePaillierKey,
+    IDFaceParams,
+    PaillierScores,
+    decode,
+    encode,
+    plaintext_scores,
+    separate,
+    t_alpha,
+)
 from privface.protocols.idface.ckks import LIFT_NOISE_BOUND, NOISE_BITS, NOISE_BOUND
 
 TOY_CKKS = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36)

@@ -6,8 +6,17 @@ from privface import demo_data
 from privface.crypto import lattice, ntru
 from privface.errors import PrivfaceError, ProtocolError, UnknownSubjectError
 from privface.protocols import catalogue
-from privface.protocols.kolberg import (AuthServer, Client, DBServer, DistanceBatch, EnrolRequest, KolbergParams,
-                                        VerifyRequest, plaintext_distance, protect)
+from privface.protocols.kolberg import (
+    AuthServer,
+    Client,
+    DBServer,
+    DistanceBatch,
+    EnrolRequest,
+    KolbergParams,
+    VerifyRequest,
+    plaintext_distance,
+    protect,
+)
 from privface.protocols.kolberg.messages import StoredReference
 from privface.protocols.kolberg.parties import PROTOCOL
 from privface.store.sqlite import SQLiteStore

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from privface.errors import PrivfaceError
+from privface.protocols.cryptomask.service import CryptoMaskService
 from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.service import GsmService
+from privface.protocols.hers.service import IdentService
 from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest
 from privface.protocols.im2020.service import Im2020Service
-from privface.protocols.cryptomask.service import CryptoMaskService
-from privface.protocols.hers.service import IdentService
 from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
 from privface.service.auth import KEY_NAMESPACE, SCOPES, ApiKeys, AuthError, parse_scopes, required_scopes

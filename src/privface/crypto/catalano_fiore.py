@@ -25,10 +25,17 @@ from dataclasses import dataclass
 import gmpy2
 
 from ..errors import CryptoError
-from ._common import (as_int, batch_invert, centered, default_workers, multiexp, parallel_map,
-                      random_below_many, run_chunks)
+from ._common import (
+    as_int,
+    batch_invert,
+    centered,
+    default_workers,
+    multiexp,
+    parallel_map,
+    random_below_many,
+    run_chunks,
+)
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
-
 
 _CIPHERTEXT_TYPES: set[type] = set()
 

@@ -41,7 +41,6 @@ from .garble import (
 )
 from .ot import MODP_2048, OTGroup, OTReceiver, OTRequest, OTResponse, OTSender
 
-
 #: Who learns what, as data for the protocols that use this comparison (DESIGN.md).
 SECURITY = {
     "garbler": "honest-but-curious (the server)",

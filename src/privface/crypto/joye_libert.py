@@ -55,8 +55,19 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import (as_int, check_modulus_bits, crt, fingerprint, gil_held, random_below_many,
-                      random_prime, random_unit, security_bits, thread_map)
+from ._common import (
+    as_int,
+    check_modulus_bits,
+    crt,
+    fingerprint,
+    gil_held,
+    random_below_many,
+    random_prime,
+    random_unit,
+    security_bits,
+    thread_map,
+)
+
 
 @dataclass(frozen=True)
 class JLParams:

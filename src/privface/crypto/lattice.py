@@ -42,8 +42,8 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
-from ._bytes import expect_magic
 from . import _seal_io
+from ._bytes import expect_magic
 
 CKKS, BFV = "ckks", "bfv"
 _SEC_LEVELS = ((256, sealapi.SEC_LEVEL_TYPE.TC256), (192, sealapi.SEC_LEVEL_TYPE.TC192),

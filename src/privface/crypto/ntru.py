@@ -46,7 +46,7 @@ from ..errors import CryptoError
 from ._bytes import expect_magic
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def core_svp_bits(n: int, q: int, secret_var_1: float, secret_var_2: float, quantum: bool = False) -> int:
     """Core-SVP bits of the primal attack on an NTRU lattice (module docstring); secret coordinate variances
     of the first N and the last m coordinates."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
-import statistics
 import tempfile
 import threading
 import time

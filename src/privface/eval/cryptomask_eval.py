@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from ..errors import PrivfaceError
+from ..scale.default_tau import default_tau
 from . import metrics
 from .datasets import Dataset
-from ..scale.default_tau import default_tau
 from .identify_eval import _bar, _unit, select
 
 DEFAULT_FPIR = 1e-2

@@ -138,9 +138,7 @@ def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecu
 
         pub, sec = generate_lattice_keys(_toy() if insecure else HERS_CKKS, insecure_test_params=insecure)
         return HERS(pub, dim), HERSKey(sec), {"scheme": "ckks", "security_bits": HERS_CKKS.security_bits}
-    from ..protocols.idface import IDFaceParams
-
-    from ..protocols.idface import PARAMETER_SETS
+    from ..protocols.idface import PARAMETER_SETS, IDFaceParams
 
     width = lift or dim
     if width in PARAMETER_SETS and beta is None:

@@ -56,7 +56,7 @@ OPSET = 17
 @dataclass
 class _Node:
     kind: str  # loss | con | affine | relu | max_pool | avg_pool | add_prev | fc | tag | skip | input
-    sub: "_Node | None" = None
+    sub: _Node | None = None
     args: dict = field(default_factory=dict)
 
 

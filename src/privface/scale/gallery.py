@@ -32,9 +32,9 @@ Readers (``Gallery``, identification) never look at the lease.
 from __future__ import annotations
 
 import hashlib
-import re
 import json
 import os
+import re
 import sys
 import time
 from contextlib import contextmanager

@@ -28,7 +28,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
-from .base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
+from .base import (
+    AlreadyEnrolledError,
+    Caller,
+    MessageError,
+    NotEnrolledError,
+    ProtocolService,
+    SessionError,
+    StepResult,
+)
 from .limits import LimitError, Lockout, RateLimiter, caller_counter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps

@@ -5,6 +5,7 @@ fresh capture against it by cosine similarity, a service provider enrols devices
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters;
 ``privface protocols`` prints it.
 """
+from . import zk
 from .messages import (
     Challenge,
     Claim,
@@ -20,7 +21,6 @@ from .messages import (
     Template,
 )
 from .params import LAMBDA, PAILLIER_BITS, VARIANTS, GsmParams
-from . import zk
 from .parties import Device, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
 
 _P = GsmParams()

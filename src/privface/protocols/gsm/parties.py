@@ -25,9 +25,9 @@ from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
 from ...crypto.ot import ED25519, OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
-from .._common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
-
+from .._common import check_subject_id, evaluate_garbled
+from . import zk
 from .messages import (
     VARIANT_IDS,
     Challenge,
@@ -40,7 +40,6 @@ from .messages import (
     Template,
 )
 from .params import GsmParams, check_variant
-from . import zk
 
 PROTOCOL = "gsm"
 SIGNATURE_CONTEXT = b"privface/gsm/first-message/v1\x00"

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext
 from ...crypto import _seal_arrays
 from ...crypto._common import parallel_map
+from ...crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext
 from ...errors import ProtocolError, TemplateError
 
 HERS_CKKS = LatticeParams("ckks-8192-q60", CKKS, 8192, (60, 60), scale_bits=36)

@@ -6,8 +6,8 @@ in the two-server deployment of §3.2 (``hers.LocalServer`` / ``hers.KeyServer``
 """
 from ..hers.parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
 from .ckks import IDFACE_CKKS, NOISE_BITS, PAYLOAD_BITS, IDFaceCKKS, IDFaceCKKSKey
-from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
 from .lift import LIFT_SEED
+from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
 from .transform import PARAMETER_SETS, IDFaceParams, decode, encode, plaintext_scores, separate, t_alpha
 
 DESCRIPTION = {

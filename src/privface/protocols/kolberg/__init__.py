@@ -6,8 +6,18 @@ on Homomorphic Encryption" (BIOSIG; seed 002 §2.1–§2.2): a DB server and an 
 """
 from ...crypto.lattice import BFV_128, CKKS_128, flood_sigma
 from ...crypto.ntru import NTRU_1024
-from .messages import (AuthDecision, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest, EnrolResponse,
-                       IdentifyRequest, PublicKey, Result, VerifyRequest)
+from .messages import (
+                       AuthDecision,
+                       Challenge,
+                       ChallengeRequest,
+                       DistanceBatch,
+                       EnrolRequest,
+                       EnrolResponse,
+                       IdentifyRequest,
+                       PublicKey,
+                       Result,
+                       VerifyRequest,
+)
 from .params import DEFAULT_THRESHOLDS, LSSC_EDGES, SCHEMES, KolbergParams
 from .parties import CHUNK, AuthServer, Client, DBServer, plaintext_distance, protect
 
