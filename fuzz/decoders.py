@@ -54,7 +54,7 @@ with atheris.instrument_imports(include=["privface"]):
     from privface.service.base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
     from privface.wire import WireError, decode, encode
 
-from mutate import mutate
+from mutate import mutate  # noqa: E402 (found through the sys.path entry above)
 
 # ---------------------------------------------------------------- targets
 

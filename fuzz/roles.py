@@ -143,7 +143,9 @@ def _kolberg(root, rec) -> Iterator[list[Role]]:
     rng = np.random.default_rng(3)
     faces = {f"s{i}": rng.normal(size=params.dims) for i in range(3)}
     with _serve(root, "kolberg-auth", lambda s: KolbergService(s, role="auth", scheme="ntru"), rec) as (auth, _, _):
-        db_service = lambda s: KolbergService(s, role="db", scheme="ntru", auth_url=auth.url, auth_api_key=auth.api_key)
+        def db_service(s):
+            return KolbergService(s, role="db", scheme="ntru", auth_url=auth.url, auth_api_key=auth.api_key)
+
         with _serve(root, "kolberg-db", db_service, rec) as (db, db_store, _):
             with KolbergClient(db.url, params, api_key=db.api_key) as c:
                 for name, x in faces.items():

@@ -6,6 +6,7 @@ import pytest
 
 from privface.crypto import packing
 from privface.crypto.paillier import generate_paillier_keypair
+from privface.errors import CryptoError
 from privface.protocols.gsm import GsmParams
 from privface.protocols.gsm.parties import packed_inner_product, slot_bases, window_tables
 
@@ -42,7 +43,7 @@ def test_decrypt_many_matches_decrypt_and_refuses_foreign_ciphertexts(keys):
     assert sk.decrypt_many(cs) == [sk.decrypt(c) for c in cs] == ms
     assert sk.decrypt_many(cs, workers=1) == ms
     other, _ = generate_paillier_keypair(P.paillier_bits, insecure_test_params=True)
-    with pytest.raises(Exception):
+    with pytest.raises(CryptoError):
         sk.decrypt_many([cs[0], other.encrypt(1)])
 
 
@@ -120,7 +121,7 @@ def test_generator_half_gates_garble_evaluate_and_round_trip():
         assert out[0] == (av & xv & 1) and from_bits(list(out[1:])) == av * xv % 64
     data = gc.to_bytes()
     for bad in (data[:-1], data + b"\0"):
-        with pytest.raises(Exception):
+        with pytest.raises(CryptoError):
             GarbledCircuit.from_bytes(bad)
     with pytest.raises(Exception, match="half-gate"):
         evaluate(c, GarbledCircuit(gc.digest, gc.key, gc.tables, gc.half_tables[:-1]), g.garbler_labels(gbits),

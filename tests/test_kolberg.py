@@ -85,7 +85,7 @@ def test_verification_decisions_equal_plaintext_decisions(dep):
 
 def test_identification_rank1_equals_plaintext(dep):
     checked = 0
-    for k, probe in PROBES:
+    for _k, probe in PROBES:
         dists = [dep.plain(g, probe) for g in GALLERY]
         best = int(np.argmin(dists))
         if not _far_from_threshold(dep, dists[best]) or sorted(dists)[1] - dists[best] < 0.01:

@@ -192,7 +192,7 @@ def test_every_step_of_every_role_refuses_without_key_or_scope(tmp_path):
                 for step in svc.steps:
                     need = required_scopes(svc, step)
                     assert need and need <= set(SCOPES), (label, step)
-                    post = lambda key: httpx.post(  # noqa: E731
+                    post = lambda key, svc=svc, step=step: httpx.post(  # noqa: E731
                         f"{url}/v1/{svc.name}/{step}", content=b"\x00garbage",
                         headers={**OCTETS, **({"authorization": f"Bearer {key}"} if key else {})}, timeout=30)
                     assert post(None).status_code == 401, (label, step)

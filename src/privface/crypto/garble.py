@@ -172,7 +172,7 @@ class CircuitBuilder:
     def _add(self, x: Sequence[int], y: Sequence[int], carry: int | None) -> tuple[list[int], int | None]:
         """Ripple-carry x + y + carry, one AND per bit: c' = c ⊕ ((x ⊕ c) ∧ (y ⊕ c)). None = carry 0."""
         out = []
-        for i, (a, b) in enumerate(zip(x, y, strict=True)):
+        for a, b in zip(x, y, strict=True):
             if carry is None:
                 out.append(self.xor(a, b))
                 carry = self.and_(a, b)

@@ -291,7 +291,7 @@ class OTResponse:
         _check_count(n, "a response")
         if not 0 < m <= MAX_MESSAGE_BYTES:
             raise CryptoError(f"OT: message length must be 1..{MAX_MESSAGE_BYTES} bytes, got {m}")
-        L, start = group.element_bytes, 7 + group.element_bytes
+        start = 7 + group.element_bytes
         if len(data) != start + 2 * n * m:
             raise CryptoError(f"OT: a response of {n} × {m}-byte pairs is {start + 2 * n * m} bytes, got {len(data)}")
         R = group.decode(data[7:start], "R")

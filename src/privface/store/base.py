@@ -105,7 +105,7 @@ class TemplateStore(ABC):
     def ids(self, protocol: str) -> list[str]:
         """Enrolled subject ids of a protocol, sorted."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook: stores without connections keep this no-op)
         """Release connections (the store is unusable afterwards)."""
 
     def __enter__(self):

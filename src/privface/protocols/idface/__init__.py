@@ -17,8 +17,8 @@ DESCRIPTION = {
     "parties": ["LocalServer", "KeyServer"],
     "threat_model": THREAT_MODEL,
     "modes": {
-        "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": "coefficients, Δ = 2^%d, "
-                 "%d payload bits" % (NOISE_BITS, PAYLOAD_BITS),
+        "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": f"coefficients, Δ = 2^{NOISE_BITS}, "
+                 f"{PAYLOAD_BITS} payload bits",
                  "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
         "paillier": {"status": "implemented", "params": "2048-bit N", "packing": "one integer per ciphertext",
                      "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},

@@ -39,7 +39,7 @@ DESCRIPTION = {
     },
     "modes": {  # the schemes, `--scheme`; leakage common to all: see "leakage"
         "ckks": {"status": "implemented", "template": "float dlib embedding", "distance": "squared Euclidean",
-                 "leakage": {"auth_server": ["squared distances + N(0, σ²) flooding, σ = %.2g" % flood_sigma()]}},
+                 "leakage": {"auth_server": [f"squared distances + N(0, σ²) flooding, σ = {flood_sigma():.2g}"]}},
         "bfv": {"status": "implemented", "template": "⌊128·x⌋ integers", "distance": "squared Euclidean (exact)",
                 "leakage": {"auth_server": ["exact squared distances"]}},
         "ntru": {"status": "implemented", "template": "LSSC, 3 bits per feature", "distance": "Hamming via XOR",
