@@ -90,8 +90,9 @@ def test_pi3_circuit_with_a_short_factor_decides_as_the_full_one():
         ip = secrets.randbelow(2**k)
         X, Y = (ip + pad) % 2**k, (a * ip + b + secrets.randbelow(2)) % 2**k
         ev = to_bits(X, k) + to_bits(Y, k)
-        got = short.evaluate(to_bits(pad, k) + to_bits(a, a_bits) + to_bits(b, k) + to_bits(T, k) + to_bits(ip_max, k), ev)
-        assert got == full.evaluate(to_bits(pad, k) + to_bits(a, k) + to_bits(b, k) + to_bits(T, k) + to_bits(ip_max, k), ev)
+        tail = to_bits(b, k) + to_bits(T, k) + to_bits(ip_max, k)
+        got = short.evaluate(to_bits(pad, k) + to_bits(a, a_bits) + tail, ev)
+        assert got == full.evaluate(to_bits(pad, k) + to_bits(a, k) + tail, ev)
         assert got == ((a * ip + b) % 2**k == Y, T <= ip, ip <= ip_max)
     assert from_bits(to_bits(5, 4)) == 5
 
@@ -116,7 +117,8 @@ def test_generator_half_gates_garble_evaluate_and_round_trip():
         gc, g = garble(c, gbits)
         gc = GarbledCircuit.from_bytes(gc.to_bytes())
         assert len(gc.to_bytes()) == 52 + 32 * c.and_count + 4 + 16 * c.half_count
-        out = g.decode(evaluate(c, gc, g.garbler_labels(gbits), [g.label(w, v) for w, v in zip(c.evaluator_inputs, ebits)]))
+        out = g.decode(evaluate(c, gc, g.garbler_labels(gbits),
+                                [g.label(w, v) for w, v in zip(c.evaluator_inputs, ebits)]))
         assert out == c.evaluate(gbits, ebits)
         assert out[0] == (av & xv & 1) and from_bits(list(out[1:])) == av * xv % 64
     data = gc.to_bytes()

@@ -31,7 +31,8 @@ from privface.wire import MAX_MESSAGE_BYTES
 
 OCTETS = {"content-type": "application/octet-stream"}
 SETUPS = {"hers": (64, 2500, 1, 0.5), "idface-ckks": (128, 300, None, 12.0)}
-"""d, n, blocks per chunk (1: several chunks), τ (hers: cosine; idface: 12 of the best possible 15 = min(α, β) at d = 128)."""
+"""d, n, blocks per chunk (1: several chunks), τ (hers: cosine; idface: 12 of the best possible 15 = min(α, β)
+at d = 128)."""
 
 
 def _dump(path) -> list[str]:
@@ -115,7 +116,8 @@ def test_malformed_and_oversized_messages_change_no_state(servers):
     other = Attach(s["scheme"], 64, None, 10, 1024, b"PFl" + bytes(100))  # not this key's public context
     assert post("attach", other.to_bytes()).status_code == 400
     assert key._pending == pending and _dump(root / "key.db") == before
-    for c in chunks[1:] if len(chunks) > 1 else chunks:  # the request still completes, with the answer the in-process key server gives
+    # the request still completes, with the answer the in-process key server gives
+    for c in chunks[1:] if len(chunks) > 1 else chunks:
         r = post("decide", c.to_bytes())
     assert r.status_code == 200 and key._pending == {}
     decision = KeyDecision.from_bytes(r.content)
@@ -248,7 +250,8 @@ def test_privface_identify_cli_against_the_local_server(servers, tmp_path, capsy
         code = main(["identify", "--protocol", "ident", "--server", s["local_url"], str(path), "--json",
                      "--api-key", s["client"]])
         out = json.loads(capsys.readouterr().out)
-        assert (code, out["id"], out["accepted"], out["protocol"]) == (0 if want else 1, want, want is not None, "ident")
+        assert ((code, out["id"], out["accepted"], out["protocol"])
+                == (0 if want else 1, want, want is not None, "ident"))
         assert out["bytes_sent"] > 0 and out["bytes_received"] > 0
     assert main(["identify", "--protocol", "ident", "--gallery", s["gallery"], str(path)]) == 2
     assert "goes with --server" in capsys.readouterr().err

@@ -222,7 +222,8 @@ def test_array_decryption_equals_seal_decryptor(toy_ckks, real):
         assert np.array_equal(_seal_arrays.plaintext_to_array(pt).reshape(got.shape), got)
     q = np.uint64(levels[0])
     a, b = rng.integers(0, int(q), 5000, dtype=np.uint64), rng.integers(0, int(q), 5000, dtype=np.uint64)
-    assert [int(x) for x in _seal_arrays.mulmod(a, b, np.full_like(a, q))] == [int(x) * int(y) % int(q) for x, y in zip(a, b)]
+    assert ([int(x) for x in _seal_arrays.mulmod(a, b, np.full_like(a, q))]
+            == [int(x) * int(y) % int(q) for x, y in zip(a, b)])
 
 
 # ------------------------------------------------------------------ Paillier

@@ -203,7 +203,8 @@ def test_serve_mode_options():
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--mode", "secure-comparison"])
     params = _service_options(a, "im2020")["params"]
     assert params.circuit_bits == params.jl.k == 136
-    assert _service_options(build_parser().parse_args(["serve", "--protocol", "im2020"]), "im2020")["params"].mode == "basic"
+    options = _service_options(build_parser().parse_args(["serve", "--protocol", "im2020"]), "im2020")
+    assert options["params"].mode == "basic"
 
 
 def test_cli_serve_secure_comparison_and_verify_follows(tmp_path):

@@ -150,7 +150,8 @@ def test_db_server_compromise_sees_only_ciphertexts(dep):
     # an attacker's own key pair cannot use the stored references
     other = AuthServer(dep.params)
     with pytest.raises(ProtocolError, match="another public key"):
-        DBServer(dep.params, SQLiteStore(None), other.public_key(), other.decide)._keys[1].load(record.template, "template")
+        db = DBServer(dep.params, SQLiteStore(None), other.public_key(), other.decide)
+        db._keys[1].load(record.template, "template")
 
 
 def _state(dep):

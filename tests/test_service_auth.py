@@ -169,7 +169,8 @@ def _roles(root):
             ("gsm provider", lambda s: GsmService(s, role="provider", params=gsm)),
             ("gsm terminal", lambda s: GsmService(s, role="terminal", params=gsm, capture=lambda: None)),
             ("kolberg db", lambda s: KolbergService(s, role="db", scheme="ntru", auth=auth.party)),
-            ("ident local", lambda s: IdentService(s, role="local", gallery_url=f"sqlite:///{root / 'ident-gallery.db'}",
+            ("ident local", lambda s: IdentService(s, role="local",
+                                                   gallery_url=f"sqlite:///{root / 'ident-gallery.db'}",
                                                    key=key.party)),
             ("cryptomask cs", lambda s: CryptoMaskService(s, gallery_url=_cryptomask_gallery(root)))):
         path = root / f"{label.replace(' ', '-')}.db"

@@ -131,7 +131,8 @@ class GroupPublicKey:
         """The value as mpz if 0 < c < X and gcd(c, N) = 1, else CryptoError (group Z_X, bound X as text)."""
         c = as_int(value, f"{self.SCHEME} ciphertext")
         if not 0 < c < self.group_modulus:
-            raise CryptoError(f"{self.SCHEME} ciphertext is outside {group} for this key (must satisfy 0 < c < {bound})")
+            raise CryptoError(f"{self.SCHEME} ciphertext is outside {group} for this key "
+                              f"(must satisfy 0 < c < {bound})")
         if gmpy2.gcd(c, self.n) != 1:
             raise CryptoError(f"{self.SCHEME} ciphertext is not a unit of {group} (gcd(c, N) ≠ 1)")
         return c

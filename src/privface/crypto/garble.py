@@ -309,7 +309,8 @@ class GarbledCircuit:
         if len(data) > end + 4:
             (h,) = struct.unpack_from(">I", data, end)
             if h == 0 or len(data) != end + 4 + 16 * h:
-                raise CryptoError(f"garbled circuit: {h} half-gate tables need {end + 4 + 16 * h} bytes, got {len(data)}")
+                raise CryptoError(f"garbled circuit: {h} half-gate tables need {end + 4 + 16 * h} bytes, "
+                                  f"got {len(data)}")
             half = tuple(bytes(data[i:i + 16]) for i in range(end + 4, len(data), 16))
         elif len(data) != end:
             raise CryptoError(f"garbled circuit: {n} tables need {end} bytes, got {len(data)}")

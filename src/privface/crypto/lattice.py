@@ -127,7 +127,8 @@ def _seal_context(params: LatticeParams, insecure_test_params: bool):
     parms = sealapi.EncryptionParameters(sealapi.SCHEME_TYPE.CKKS if params.scheme == CKKS else sealapi.SCHEME_TYPE.BFV)
     parms.set_poly_modulus_degree(params.poly_modulus_degree)
     try:
-        parms.set_coeff_modulus(sealapi.CoeffModulus.Create(params.poly_modulus_degree, list(params.coeff_modulus_bits)))
+        parms.set_coeff_modulus(
+            sealapi.CoeffModulus.Create(params.poly_modulus_degree, list(params.coeff_modulus_bits)))
         if params.scheme == BFV:
             parms.set_plain_modulus(params.plain_modulus)
     except (RuntimeError, ValueError) as e:
@@ -388,7 +389,8 @@ class LatticePublicContext:
         masked ciphertext learns a uniformly random plaintext."""
         c = self._own(c)
         if self.scheme == BFV:
-            mask = LatticeMask((0, 0, 0, 0), 1.0, (self.params.plain_modulus,) * self.n, _uniform(self.params.plain_modulus, self.n))
+            t = self.params.plain_modulus
+            mask = LatticeMask((0, 0, 0, 0), 1.0, (t,) * self.n, _uniform(t, self.n))
         else:
             primes = self._levels[tuple(c.seal.parms_id())]
             mask = LatticeMask(tuple(c.seal.parms_id()), c.seal.scale, tuple(q for q in primes for _ in range(self.n)),
@@ -402,7 +404,8 @@ class LatticePublicContext:
     # ------------------------------------------------------------------ serialization
     def to_bytes(self) -> bytes:
         """Public context: params · public key · relinearisation keys · Galois keys (SEAL, zstd). No secret."""
-        parts = [_seal_io.save(k) if k is not None else b"" for k in (self.public_key, self.relin_keys, self.galois_keys)]
+        parts = [_seal_io.save(k) if k is not None else b""
+                 for k in (self.public_key, self.relin_keys, self.galois_keys)]
         return (_PUB_MAGIC + bytes([self.insecure_test_params]) + self.params.encode()
                 + b"".join(struct.pack("<Q", len(p)) + p for p in parts))
 
@@ -645,7 +648,8 @@ def _vector(x, max_len: int, *, integer: bool) -> np.ndarray:
 def _exact_sum(v: np.ndarray) -> int:
     """Σ v of uint64 words < 2^64 as a Python int (two 32-bit halves summed in uint64: exact for < 2^32 words)."""
     v = np.asarray(v, dtype=np.uint64)
-    return (int((v >> np.uint64(32)).sum(dtype=np.uint64)) << 32) + int((v & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    high = int((v >> np.uint64(32)).sum(dtype=np.uint64))
+    return (high << 32) + int((v & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
 
 
 def _uniform(q: int, n: int) -> np.ndarray:

@@ -91,7 +91,8 @@ class NTRUParams:
     def security_bits(self) -> int:
         """min(key recovery on (f, 2g), message recovery on (r, m)), classical core-SVP."""
         ternary = 2 / 3
-        return min(core_svp_bits(self.n, self.q, 4 * ternary, 4 * ternary), core_svp_bits(self.n, self.q, ternary, 0.25))
+        return min(core_svp_bits(self.n, self.q, 4 * ternary, 4 * ternary),
+                   core_svp_bits(self.n, self.q, ternary, 0.25))
 
     @property
     def fingerprint(self) -> bytes:
@@ -229,7 +230,8 @@ class NTRUCiphertext:
 
     def to_bytes(self) -> bytes:
         """MAGIC · key fingerprint · nbits · coefficients as little-endian uint16."""
-        return _CT_MAGIC + self.public_key.fingerprint + struct.pack("<I", self.nbits) + self.blocks.astype("<u2").tobytes()
+        return (_CT_MAGIC + self.public_key.fingerprint + struct.pack("<I", self.nbits)
+                + self.blocks.astype("<u2").tobytes())
 
     @classmethod
     def from_bytes(cls, public_key: NTRUPublicKey, blob: bytes) -> NTRUCiphertext:

@@ -152,7 +152,8 @@ class EdwardsGroup:
     element_bytes = 32
 
     def check(self, y, what: str) -> bytes:
-        if not isinstance(y, (bytes, bytearray)) or len(y) != 32 or not nacl.crypto_core_ed25519_is_valid_point(bytes(y)):
+        if (not isinstance(y, (bytes, bytearray)) or len(y) != 32
+                or not nacl.crypto_core_ed25519_is_valid_point(bytes(y))):
             raise CryptoError(f"OT: {what} is not an element of the {self.name} group")
         return bytes(y)
 

@@ -87,7 +87,8 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
     mat, non = slice(0, m), slice(m, None)
     return {"dataset": ds.name, "backend": spec.get("name", "dlib-resnet128"), "protocol": "cryptomask",
             "security_bits": 128 if not insecure_test_params else None, "tau": round(tau, 6), "tau_source": tau_source,
-            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "dataset_part": ds.meta.get("part"), "undetected": sel.undetected,
+            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "dataset_part": ds.meta.get("part"),
+            "undetected": sel.undetected,
             "identities_enrolled": int(g.size), "mated_probes": int(m), "nonmated_probes": int(nonmated.size),
             "probes_sampled": probes,
             "mismatches": int((bit_enc != bit_quantized).sum()),

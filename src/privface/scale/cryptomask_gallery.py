@@ -311,7 +311,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
     stored = 4 * 2 * basis.L * basis.n * -(-count // delta)
     public_bytes = len(pk) + 8 * basis.L * 2 * (basis.L + 1) * basis.n  # pk + k_sw, once per gallery
     return CMEnrolReport(SCHEME, count, len(ids) - skipped, skipped, dim, delta, count % delta, nblocks, written,
-                         cap, stored, round(stored / max(count, 1), 1), public_bytes, round(time.perf_counter() - t0, 3))
+                         cap, stored, round(stored / max(count, 1), 1), public_bytes,
+                         round(time.perf_counter() - t0, 3))
 
 
 # -------------------------------------------------------------------------------------------- loading
@@ -324,7 +325,8 @@ class CMGallery:
 
         self.url, self.name = gallery_url, name
         with open_store(gallery_url) as local:
-            self.meta = _meta(local.get(LOCAL, _k(name, "meta")), f"gallery {name!r} meta in {gal._redact(gallery_url)}")
+            self.meta = _meta(local.get(LOCAL, _k(name, "meta")),
+                              f"gallery {name!r} meta in {gal._redact(gallery_url)}")
             self.pk_bytes = local.get(LOCAL, _k(name, "pk"))
             self.public = _public(self.pk_bytes, self.meta)
             self.basis = basis_of(self.public)

@@ -44,7 +44,8 @@ DESCRIPTION = {
                 "leakage": {"device": ["inner product ⟨u, w⟩"], "terminal": ["decision"]}},
         "pi2": {"status": "implemented (§6 Fig. 4), enrolment Π_en with the §8 proofs", "rounds": 4,
                 "leakage": {"device": ["decision"], "terminal": ["inner product ⟨u, w⟩", "decision"]}},
-        "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit + Naor–Pinkas OT on edwards25519)",
+        "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit "
+                          "+ Naor–Pinkas OT on edwards25519)",
                 "rounds": 5, "leakage": {"device": ["decision"], "terminal": ["decision"]}},
     },
     "security_levels": [{"security_bits": 128, "paillier_modulus_bits": PAILLIER_BITS, "statistical_lambda": LAMBDA}],

@@ -573,7 +573,8 @@ class ServiceProvider:
         if not isinstance(session, EnrolSession):
             raise ProtocolError("enrol/finish needs the session of an enrol/start")
         if not session.verifier.verify(resp):
-            raise ProtocolError(f"the Fig. 10 norm proof does not verify: the template's norm is not ζ = {self.params.zeta}")
+            raise ProtocolError("the Fig. 10 norm proof does not verify: "
+                                f"the template's norm is not ζ = {self.params.zeta}")
         return self._sign(session.subject_id, session.pk, session.cts)
 
     def enrol_unproven(self, req: EnrolRequest) -> Template:

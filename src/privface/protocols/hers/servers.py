@@ -184,8 +184,9 @@ class LocalRole:
         else:
             block_bytes = 8 * int(np.prod((ciphertexts_per_block(s.scheme), 2, 1, self.gallery.public_context.n)))
         self.chunk = chunk or chunk_blocks(block_bytes)
-        attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
-                                                     self.gallery.pk_bytes, s.lift, s.lift_seed)))
+        attach = Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity, self.gallery.pk_bytes, s.lift,
+                        s.lift_seed)
+        attached = read_message(Attached, key.attach(attach))
         if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
             raise ProtocolError("the key server holds the key of another gallery")
 

@@ -51,5 +51,6 @@ DESCRIPTION = {
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",
-           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LIFT_SEED", "LocalServer", "PARAMETER_SETS", "PaillierScores",
+           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LIFT_SEED", "LocalServer", "PARAMETER_SETS",
+           "PaillierScores",
            "decode", "encode", "identify", "plaintext_scores", "separate", "t_alpha"]
