@@ -9,6 +9,8 @@ if the computation must stay hidden from the key owner.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import gmpy2
 
 from ..errors import CryptoError
@@ -119,6 +121,19 @@ class GroupPublicKey:
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # what the subclasses set (see above)
+        SCHEME: ClassVar[str]
+        TAG: ClassVar[bytes]
+        CIPHERTEXT: ClassVar[type[GroupCiphertext]]
+        n: Any
+        bits: int
+        fingerprint: bytes
+
+        @property
+        def group_modulus(self) -> Any: ...
+
+        def _public_values(self) -> tuple: ...
+
     @property
     def security_bits(self) -> int:
         return security_bits(self.bits)
@@ -156,6 +171,11 @@ class GroupPrivateKey:
     signed decryption, and a ``repr`` that names the key but never shows the secret."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # what the subclasses set (public_key: their scheme's GroupPublicKey)
+        public_key: Any
+
+        def decrypt(self, c) -> int: ...
 
     @property
     def message_space(self) -> int:

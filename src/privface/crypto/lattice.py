@@ -37,6 +37,7 @@ import math
 import secrets
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import tenseal.sealapi as sealapi
@@ -184,7 +185,7 @@ class LatticePublicContext:
         self.encryptor = sealapi.Encryptor(seal_context, public_key)
         self.evaluator = sealapi.Evaluator(seal_context)
         batching = params.scheme == CKKS or (params.plain_modulus - 1) % (2 * params.poly_modulus_degree) == 0
-        self.encoder = None
+        self.encoder: Any = None
         if batching:  # BFV slots need a prime t ≡ 1 (mod 2N)
             self.encoder = (sealapi.CKKSEncoder if params.scheme == CKKS else sealapi.BatchEncoder)(seal_context)
         self._levels = self._chain()
@@ -281,7 +282,7 @@ class LatticePublicContext:
     def _probe_poly(self, b: np.ndarray) -> np.ndarray:
         d, n = b.size, self.n
         out = np.zeros(n, dtype=object if self.scheme == BFV else float)
-        vals = [-2 * int(x) for x in b] if self.scheme == BFV else -2.0 * b
+        vals: Any = [-2 * int(x) for x in b] if self.scheme == BFV else -2.0 * b
         out[0] = vals[0]
         out[n - np.arange(1, d)] = [-v for v in vals[1:]] if self.scheme == BFV else -vals[1:]
         out[n - d] = -1  # X^{−d} = −X^{N−d}

@@ -204,7 +204,7 @@ class NTRUPublicKey:
     def __eq__(self, other) -> bool:
         return isinstance(other, NTRUPublicKey) and other.fingerprint == self.fingerprint
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal keys compare by fingerprint; keys are not hashed
 
     def __repr__(self) -> str:
         return f"NTRUPublicKey({self.params.name}, {self.fingerprint.hex()})"

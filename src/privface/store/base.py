@@ -81,9 +81,9 @@ class TemplateStore(ABC):
         check_key(protocol, subject_id)
         expected = None if expected is None else check_record(expected)
         record = None if record is None else check_record(record)
-        if expected is None and record is None:
-            return self.get(protocol, subject_id) is None
         if expected is None:
+            if record is None:
+                return self.get(protocol, subject_id) is None
             return self._swap_insert(protocol, subject_id, record)
         if record is None:
             return self._swap_delete(protocol, subject_id, expected)
