@@ -1,4 +1,4 @@
-# privface — the only entry points: make install | demo | test
+# privface — the only entry points: make install | demo | test | lint
 VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.privface-installed
 # Extra pytest arguments, e.g. make test TEST_ARGS="--runslow -x"
 TEST_ARGS ?=
 
-.PHONY: install demo test clean
+.PHONY: install demo test lint clean
 
 install: $(STAMP)
 
@@ -23,8 +23,11 @@ test: install
 	$(PY) -m pytest $(TEST_ARGS)
 
 .PHONY: lint
+# import contracts ([tool.importlinter]); ruff over src, tests and fuzz; mypy over the packages in [tool.mypy] files
 lint: install
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check src tests fuzz
+	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -3,9 +3,9 @@
 Each role (``roles.py``) is served by uvicorn on a loopback port with API keys on and seeded by one real
 protocol run; then the schemathesis CLI runs its phases (examples, coverage, fuzzing, stateful) against the
 role's ``/openapi.json`` — one operation per step (service/openapi.py) — with the ``not_a_server_error``
-check and the hooks of ``st_hooks.py``. Prints one JSON object per role: ``role, operations, phases`` (each phase's status), ``test_cases,
-requests`` (schemathesis' requests), ``setup_requests`` (session-opening replays), ``statuses``,
-``server_errors`` (5xx answers), ``server_logged_errors`` (steps the service logged as failed),
+check and the hooks of ``st_hooks.py``. Prints one JSON object per role: ``role, operations, phases`` (each
+phase's status), ``test_cases, requests`` (schemathesis' requests), ``setup_requests`` (session-opening replays),
+``statuses``, ``server_errors`` (5xx answers), ``server_logged_errors`` (steps the service logged as failed),
 ``failures`` (schemathesis' unique failures), ``seconds``. Exit 1 when any role had a server error.
 """
 from __future__ import annotations
@@ -40,7 +40,8 @@ class _Failures(logging.Handler):
 def run_role(role, tmp: Path, max_examples: int, seed: int) -> dict:
     cfg, tally, report = tmp / f"{role.name}.json", tmp / f"{role.name}.tally.json", tmp / f"{role.name}-report"
     cfg.write_text(json.dumps({
-        "url": role.url, "api_key": role.api_key, "protocol": role.protocol, "tally": str(tally), "first_steps": list(role.first_steps),
+        "url": role.url, "api_key": role.api_key, "protocol": role.protocol, "tally": str(tally),
+        "first_steps": list(role.first_steps),
         "seeds": {s: [b.hex() for b in bs] for s, bs in role.seeds.items()},
         "flows": [[(s, b.hex()) for s, b in flow] for flow in role.flows]}))
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "st_hooks", "PRIVFACE_FUZZ_ROLE": str(cfg),
@@ -63,7 +64,8 @@ def run_role(role, tmp: Path, max_examples: int, seed: int) -> dict:
     rep, t = json.loads(reports[-1].read_text()), json.loads(tally.read_text())
     server_errors = sum(n for c, n in [*t["statuses"].items(), *t["setup_statuses"].items()] if c.startswith("5"))
     return {"role": role.name, "operations": rep["operations"]["tested"],
-            "phases": {name: p["status"] for name, p in rep["phases"].items()}, "test_cases": rep["test_cases"]["generated"],
+            "phases": {name: p["status"] for name, p in rep["phases"].items()},
+            "test_cases": rep["test_cases"]["generated"],
             "requests": t["requests"], "setup_requests": t["setup_requests"],
             "statuses": dict(sorted(t["statuses"].items())), "server_errors": server_errors,
             "server_logged_errors": failed.count, "failures": rep["test_cases"]["unique_failures"],

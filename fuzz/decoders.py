@@ -11,12 +11,14 @@ Targets and their property (any other exception is a crash: atheris prints it, w
             only their documented error (``CryptoError``; ``ProtocolError`` for zk, ``WireError`` for a frame).
   services  every step of every role (``ProtocolService.handle``; continuation steps with a real session state
             from a recorded flow) raises only what app.py answers with a 4xx: ``MessageError``,
-            ``NotEnrolledError``, ``SessionError``, ``AlreadyEnrolledError`` — so no decoder or party error becomes a 500.
+            ``NotEnrolledError``, ``SessionError``, ``AlreadyEnrolledError`` — so no decoder or party error
+            becomes a 500.
 
 The first input byte picks the decoder / (role, step). Corpus: the committed seeds in ``fuzz/corpus/TARGET``
 (valid frames of every message type of a real run up to 40 kB, the bytes fields inside them, and mutated
 ones) plus, for services, seeds recorded at start-up from a fresh run of every role (``roles.py``) — those
-carry this run's keys, so mutations reach the parties behind the key checks. New inputs go to a temporary directory, never the repo.
+carry this run's keys, so mutations reach the parties behind the key checks. New inputs go to a temporary
+directory, never the repo.
 """
 from __future__ import annotations
 
@@ -35,11 +37,6 @@ TARGETS = ("wire", "blobs", "services")
 sys.path.insert(0, str(HERE))
 
 with atheris.instrument_imports(include=["privface"]):
-    from privface.crypto import compare, garble, lattice, ntru, ot
-    from privface.errors import CryptoError, ProtocolError
-    from privface.protocols.gsm import zk
-    from privface.service.base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
-    from privface.wire import WireError, decode, encode
     # the roles' services and clients, imported here so that they are instrumented too
     import privface.protocols.cryptomask.remote
     import privface.protocols.cryptomask.service
@@ -53,9 +50,13 @@ with atheris.instrument_imports(include=["privface"]):
     import privface.protocols.kolberg.rotation
     import privface.protocols.kolberg.service  # noqa: F401
     import roles as roles_module
+    from privface.crypto import compare, garble, lattice, ntru, ot
+    from privface.errors import CryptoError, ProtocolError
+    from privface.protocols.gsm import zk
+    from privface.service.base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
+    from privface.wire import WireError, decode, encode
 
-from mutate import mutate
-
+from mutate import mutate  # noqa: E402 (found through the sys.path entry above)
 
 # ---------------------------------------------------------------- targets
 

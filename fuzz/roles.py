@@ -22,8 +22,8 @@ from privface.service.auth import SCOPES, ApiKeys
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
-ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db", "ident-key",
-         "ident-local", "ident-paillier-key", "ident-paillier-local", "cryptomask-cs")
+ROLES = ("im2020", "im2020-secure-comparison", "gsm-provider", "gsm-terminal", "kolberg-auth", "kolberg-db",
+         "ident-key", "ident-local", "ident-paillier-key", "ident-paillier-local", "cryptomask-cs")
 
 
 @dataclass
@@ -114,13 +114,15 @@ def _gsm(root, rec) -> Iterator[list[Role]]:
     p = GsmParams.toy(ell=16, m=8, cos_threshold=0.6)
     rng = np.random.default_rng(2)
     u = fixed_norm_template(rng.normal(size=p.ell), p.m)
-    w = [fixed_norm_template(u + rng.normal(size=p.ell) * 0.1 * p.zeta, p.m), fixed_norm_template(rng.normal(size=p.ell), p.m)]
+    w = [fixed_norm_template(u + rng.normal(size=p.ell) * 0.1 * p.zeta, p.m),
+         fixed_norm_template(rng.normal(size=p.ell), p.m)]
     capture = [w[0]]
     with _serve(root, "gsm-provider", lambda s: GsmService(s, role="provider", params=p), rec) as (sp, _, _):
         vk = fetch_provider_key(sp.url, api_key=sp.api_key)
         client = DeviceClient(Device("hana", p, provider_key=vk), api_key=sp.api_key)
         client.enrol(sp.url, u)
-        with _serve(root, "gsm-terminal", lambda s: GsmService(s, role="terminal", params=p, provider_key=provider_key_bytes(vk),
+        with _serve(root, "gsm-terminal", lambda s: GsmService(s, role="terminal", params=p,
+                                                             provider_key=provider_key_bytes(vk),
                                                              capture=lambda: capture[0], allow_pi1=True),
                     rec) as (terminal, _, _):
             client = DeviceClient(client.device, api_key=terminal.api_key)
@@ -143,7 +145,9 @@ def _kolberg(root, rec) -> Iterator[list[Role]]:
     rng = np.random.default_rng(3)
     faces = {f"s{i}": rng.normal(size=params.dims) for i in range(3)}
     with _serve(root, "kolberg-auth", lambda s: KolbergService(s, role="auth", scheme="ntru"), rec) as (auth, _, _):
-        db_service = lambda s: KolbergService(s, role="db", scheme="ntru", auth_url=auth.url, auth_api_key=auth.api_key)
+        def db_service(s):
+            return KolbergService(s, role="db", scheme="ntru", auth_url=auth.url, auth_api_key=auth.api_key)
+
         with _serve(root, "kolberg-db", db_service, rec) as (db, db_store, _):
             with KolbergClient(db.url, params, api_key=db.api_key) as c:
                 for name, x in faces.items():
@@ -212,7 +216,8 @@ def _cryptomask(root, rec) -> Iterator[list[Role]]:
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     np.save(root / "cm-faces.npy", x)
     gallery, keys = f"sqlite:///{root / 'cm-gallery.db'}", f"sqlite:///{root / 'cm-key.db'}"
-    enrol(gallery, NpySource([root / "cm-faces.npy"]), "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True)
+    enrol(gallery, NpySource([root / "cm-faces.npy"]), "cryptomask", key_store_url=keys, tau=0.5,
+          insecure_test_params=True)
     make = lambda s: CryptoMaskService(s, gallery_url=gallery, chunk=1, batch=64)  # noqa: E731
     with _serve(root, "cryptomask-cs", make, rec) as (cs, _, _):
         with VerifierClient(cs.url, keys, api_key=cs.api_key) as v:

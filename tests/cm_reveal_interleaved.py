@@ -8,8 +8,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from privface.errors import CryptoError
 from privface.crypto.otext import IKNPReceiver, IKNPSender, tccr
+from privface.errors import CryptoError
 
 BLOCK_BITS = 4
 MASK32 = np.uint64(0xFFFFFFFF)
@@ -147,7 +147,8 @@ def drelu_shares(S, R, z_S, z_R, ell: int, wire: Wire, phase: str, tweaks: Tweak
     z_S, z_R = np.asarray(z_S, dtype=np.uint64), np.asarray(z_R, dtype=np.uint64)
     c_S, c_R = millionaire(S, R, z_S & half, half - (z_R & half), ell - 1, wire, phase, tweaks)
     msb = np.uint64(ell - 1)
-    return (1 ^ ((z_S >> msb) & np.uint64(1)).astype(np.uint8) ^ c_S), (((z_R >> msb) & np.uint64(1)).astype(np.uint8) ^ c_R)
+    return ((1 ^ ((z_S >> msb) & np.uint64(1)).astype(np.uint8) ^ c_S),
+            (((z_R >> msb) & np.uint64(1)).astype(np.uint8) ^ c_R))
 
 
 def reveal(S, R, d0, d1, ts: int, wire: Wire, batch: int = 1 << 15) -> bool:

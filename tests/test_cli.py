@@ -22,7 +22,8 @@ def run(*args, check=True):
 def mini_dataset(tmp_path_factory):
     """Two identities × four images: Grace Hopper and Eileen Collins, each with altered copies."""
     root = tmp_path_factory.mktemp("mini")
-    people = {"hopper": demo_data.enrolled_photo(), "collins": demo_data.impostor_photos()["astronaut (Eileen Collins)"]}
+    people = {"hopper": demo_data.enrolled_photo(),
+              "collins": demo_data.impostor_photos()["astronaut (Eileen Collins)"]}
     for name, path in people.items():
         im = Image.open(path).convert("RGB")
         (root / name).mkdir()
@@ -193,7 +194,8 @@ def test_bench_im2020_secure_comparison_adds_its_cost(transport):
     assert list(row["auth_bytes_by_message"]) == ["AuthStart", "AuthChallenge", "CompareRequest",
                                                   "CompareChallenge", "CompareFinish", "AuthResult"]
     by = row["auth_bytes_by_message"]
-    assert row["compare_bytes"] == by["CompareRequest"] + by["CompareChallenge"] + by["CompareFinish"] + by["AuthResult"]
+    assert row["compare_bytes"] == (by["CompareRequest"] + by["CompareChallenge"] + by["CompareFinish"]
+                                    + by["AuthResult"])
     assert row["s3_compare_ms"] > 0 and row["compare_bytes"] > 10_000  # 48 OT pairs and the garbled tables
     parts = ("c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s3_compare_ms", "network_ms")
     assert row["total_ms"] == pytest.approx(sum(row[k] for k in parts), abs=0.01)

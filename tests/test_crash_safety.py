@@ -128,7 +128,8 @@ class Deployment:
                                 stderr=subprocess.PIPE, text=True)
         killer = None
         if kill is not None:
-            killer = threading.Thread(target=self._kill_mid_rotation, args=(self.auth if kill == "auth" else proc, proc))
+            killer = threading.Thread(target=self._kill_mid_rotation,
+                                      args=(self.auth if kill == "auth" else proc, proc))
             killer.start()
         out, err = proc.communicate(timeout=300)
         if killer is not None:
@@ -147,7 +148,8 @@ class Deployment:
             new = 1 + max(v for s in ids for v in StoredReference.from_bytes(store.get(PROTOCOL, s)).versions)
             target = self.rng.randrange(0, 2 * len(ids))
             while rotation.poll() is None:
-                versions = [StoredReference.from_bytes(b).versions for b in map(lambda s: store.get(PROTOCOL, s), ids) if b]
+                versions = [StoredReference.from_bytes(b).versions
+                            for b in map(lambda s: store.get(PROTOCOL, s), ids) if b]
                 if sum((new in v) + (v == [new]) for v in versions) >= target:
                     break
                 time.sleep(0.01)

@@ -44,7 +44,8 @@ def test_bench_lattice_json_rows():
     rows = json.loads(r.stdout)
     keys = {"scheme", "dim", "security_bits", "keygen_ms", "encrypt_ms", "compare_ms", "key_bytes", "template_bytes"}
     assert all(set(row) == keys for row in rows)
-    assert {(row["scheme"], row["dim"]) for row in rows} == {(s, d) for s in ("ckks", "bfv", "ntru") for d in (512, 128)}
+    assert ({(row["scheme"], row["dim"]) for row in rows}
+            == {(s, d) for s in ("ckks", "bfv", "ntru") for d in (512, 128)})
     assert all(row["security_bits"] >= 128 and row["compare_ms"] > 0 for row in rows)
     limit = {"ckks": 516_000, "bfv": 132_000, "ntru": 5_500}
     assert all(row["template_bytes"] <= limit[row["scheme"]] for row in rows)

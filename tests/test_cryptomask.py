@@ -113,7 +113,8 @@ def test_millionaire_drelu_and_b2a(ot_pair, ell):
     x[:100], x[100], y[100], x[101], y[101] = y[:100], 0, 0, (1 << ell) - 1, (1 << ell) - 1
     a, b = millionaire(S, R, y, x, ell, wire, "p", tw)
     assert np.array_equal(a ^ b, (x < y).astype(np.uint8))
-    zS, zR = rng.integers(0, 1 << (ell + 1), 3000).astype(np.uint64), rng.integers(0, 1 << (ell + 1), 3000).astype(np.uint64)
+    zS = rng.integers(0, 1 << (ell + 1), 3000).astype(np.uint64)
+    zR = rng.integers(0, 1 << (ell + 1), 3000).astype(np.uint64)
     a, b = drelu_shares(S, R, zS, zR, ell + 1, wire, "p", tw)
     assert np.array_equal(a ^ b, (((zS + zR) % (1 << (ell + 1))) < (1 << ell)).astype(np.uint8))
     bs, br = random_bits(3000), random_bits(3000)

@@ -89,7 +89,8 @@ def test_enrol_identify_equals_in_process_cryptomask_and_secrets_stay_apart(tmp_
     rep = enrol(url, NpySource([_npy(tmp_path, x, "emb")]), "cryptomask", key_store_url=keys,
                 tau=0.5, insecure_test_params=True)
     assert (rep.n, rep.blocks, rep.delta, rep.ind) == (200, 4, 15, 200 % 15)
-    assert rep.storage_bytes == 14 * 2 * 3 * 2048 * 4 and rep.storage_bytes_per_identity == round(rep.storage_bytes / 200, 1)
+    assert rep.storage_bytes == 14 * 2 * 3 * 2048 * 4
+    assert rep.storage_bytes_per_identity == round(rep.storage_bytes / 200, 1)
     cm = CryptoMask(D, tau=0.5, insecure_test_params=True)
     cm.enrol(x)
     probes = [_near(x[7], 2), _near(x[190], 3), _unit(1, 4)[0], _unit(1, 5)[0]]
@@ -173,7 +174,8 @@ def test_merge_indicator_across_enrol_calls(tmp_path):
     with pytest.raises(GalleryError, match="already enrolled"):
         enrol(url, NpySource([_npy(tmp_path, a, "a")]), "cryptomask", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="dim"):
-        enrol(url, NpySource([_npy(tmp_path, _unit(3, 13, 64), "d64")]), "cryptomask", tau=0.5, insecure_test_params=True)
+        enrol(url, NpySource([_npy(tmp_path, _unit(3, 13, 64), "d64")]), "cryptomask", tau=0.5,
+              insecure_test_params=True)
     with pytest.raises(GalleryError, match="scheme"):
         enrol(url, NpySource([_npy(tmp_path, _unit(3, 14), "h")]), "hers", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="apply to idface"):

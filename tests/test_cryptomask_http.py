@@ -59,8 +59,7 @@ def test_split_reveal_messages_are_checked_before_use():
 import httpx  # noqa: E402
 
 from privface.protocols.cryptomask import encoding  # noqa: E402
-from privface.protocols.cryptomask.messages import (DistanceRequest, GalleryRequest, OTSetup, Query,  # noqa: E402
-                                                   RevealRound)
+from privface.protocols.cryptomask.messages import DistanceRequest, GalleryRequest, OTSetup, Query, RevealRound  # noqa: E402
 from privface.protocols.cryptomask.remote import VerifierClient  # noqa: E402
 from privface.protocols.cryptomask.service import CryptoMaskService  # noqa: E402
 from privface.scale import NpySource, enrol, identify  # noqa: E402
@@ -124,8 +123,8 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
 def _begin(cs, http):
     """gallery, start, every distance chunk, base OTs: (session id, the verifier's first Alg. 3 message)."""
     from privface.crypto.otext import IKNPReceiver
-    from privface.protocols.cryptomask.messages import Started
     from privface.protocols.common import read_message
+    from privface.protocols.cryptomask.messages import Started
 
     with _client(cs) as v:
         v._setup()
@@ -172,8 +171,8 @@ def test_bad_messages_get_400_and_change_nothing(cs):
 def test_out_of_order_steps_and_a_session_that_continues(cs):
     """A chunk asked out of order, the base OTs before the distances: 400, and the session then completes."""
     from privface.crypto.otext import IKNPReceiver
-    from privface.protocols.cryptomask.messages import Started
     from privface.protocols.common import read_message
+    from privface.protocols.cryptomask.messages import Started
 
     with ServiceClient(cs["url"], "cryptomask", api_key=cs["verify"]) as http, _client(cs) as v:
         v._setup()

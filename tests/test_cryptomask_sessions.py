@@ -8,11 +8,11 @@ import httpx
 import numpy as np
 import pytest
 
+from privface.protocols.common import read_message
 from privface.protocols.cryptomask import encoding, server
 from privface.protocols.cryptomask.messages import DistanceChunk, DistanceRequest, Query, Started
 from privface.protocols.cryptomask.remote import VerifierClient
 from privface.protocols.cryptomask.service import CryptoMaskService
-from privface.protocols.common import read_message
 from privface.scale import NpySource, enrol
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys

@@ -1,5 +1,4 @@
 """Dataset loaders and the embedding cache, on small folders the tests build."""
-import shutil
 
 import numpy as np
 import pytest

@@ -60,11 +60,11 @@ def test_dlib_backend_finds_and_embeds_a_real_face(backend, hopper):
     faces = backend.faces(hopper)
     assert len(faces) == 1
     f = faces[0]
-    l, t, r, b = f.box
+    left, top, right, bottom = f.box
     h, w = load_rgb(hopper).shape[:2]
-    assert 0 <= l < r <= w and 0 <= t < b <= h and (r - l) > 50
+    assert 0 <= left < right <= w and 0 <= top < bottom <= h and (right - left) > 50
     assert f.landmarks.shape == (5, 2)
-    assert all(l - 10 <= x <= r + 10 and t - 10 <= y <= b + 10 for x, y in f.landmarks)
+    assert all(left - 10 <= x <= right + 10 and top - 10 <= y <= bottom + 10 for x, y in f.landmarks)
     assert f.chip.shape == (150, 150, 3)
     assert f.embedding.shape == (128,) and f.embedding.dtype == np.float32
     assert 0.5 < np.linalg.norm(f.embedding) < 1.5

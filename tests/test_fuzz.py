@@ -75,8 +75,8 @@ def test_decoders_fuzz_campaign(target, tmp_path):
 
 def _api(roles, max_examples):
     pytest.importorskip("schemathesis")
-    proc = subprocess.run([sys.executable, str(FUZZ / "api.py"), "--max-examples", str(max_examples), "--roles", *roles],
-                          env=ENV, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run([sys.executable, str(FUZZ / "api.py"), "--max-examples", str(max_examples),
+                           "--roles", *roles], env=ENV, capture_output=True, text=True, timeout=3600)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     for row in rows:
         print(json.dumps(row))
@@ -132,7 +132,8 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     assert start["requestBody"]["content"]["application/octet-stream"]["schema"]["maxLength"] == cap
     assert set(start["responses"]["200"]["links"]) == {"im2020_auth_finish"}
     decide = paths["/v1/kolberg/auth/decide"]["post"]
-    assert decide["requestBody"]["content"]["application/octet-stream"]["schema"]["maxLength"] == AUTH_LIMITS["auth/decide"]
+    body = decide["requestBody"]["content"]["application/octet-stream"]
+    assert body["schema"]["maxLength"] == AUTH_LIMITS["auth/decide"]
     assert "links" not in decide["responses"]["200"]  # kolberg steps take no session
     assert all(op["post"]["security"] == [{"apiKey": []}] for p, op in paths.items() if p.startswith("/v1/"))
     assert {"400", "401", "403", "409", "413", "415", "503"} <= set(finish["responses"])

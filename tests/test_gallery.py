@@ -14,8 +14,8 @@ import pytest
 
 from privface.errors import TemplateError
 from privface.protocols.idface import plaintext_scores, t_alpha
-from privface.scale import gallery as gal
 from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify, key_server
+from privface.scale import gallery as gal
 
 
 def _unit(n, d, seed):
@@ -109,7 +109,8 @@ def test_changed_inputs_or_settings_are_refused(tmp_path):
         enrol(f"sqlite:///{tmp_path}/h.db", NpySource([_npy(tmp_path, _unit(5, 100, 0), "d100")]), "idface-ckks",
               tau=3.0, insecure_test_params=True)
     with pytest.raises(GalleryError, match="--key-store"):
-        enrol("postgresql://nobody@localhost/x", NpySource([_npy(tmp_path, x)]), "hers", tau=0.5, insecure_test_params=True)
+        enrol("postgresql://nobody@localhost/x", NpySource([_npy(tmp_path, x)]), "hers", tau=0.5,
+              insecure_test_params=True)
 
 
 def test_damaged_block_and_foreign_key_store_are_detected(tmp_path, small_parts):

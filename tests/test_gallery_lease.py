@@ -22,10 +22,9 @@ import numpy as np
 import pytest
 
 from privface.protocols.cryptomask import encoding
-from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify
+from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify, layout
 from privface.scale import cryptomask_gallery as cg
 from privface.scale import gallery as gal
-from privface.scale import layout
 from privface.store import open_store
 from privface.store.lease import Lease, LeaseHeld, LeaseLost
 
@@ -123,7 +122,8 @@ def test_two_threads_enrolling_one_hers_gallery_one_is_refused(tmp_path):
     """Fails on the code before the lease: both enrolments ran (and wrote keys, meta and blocks) at once."""
     x = _unit(1100, 1)
     src, url = NpySource([_npy(tmp_path, x)]), f"sqlite:///{tmp_path}/g.db"
-    reports, errors = _race(*[lambda hold: enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=hold)] * 2)
+    reports, errors = _race(
+        *[lambda hold: enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=hold)] * 2)
     assert len(reports) == 1 and len(errors) == 1, (reports, errors)
     assert "gallery 'default'" in str(errors[0]) and re.search(HELD, str(errors[0]))
     assert (reports[0].blocks_encrypted, reports[0].blocks_skipped) == (2, 0)
@@ -138,7 +138,8 @@ def test_two_threads_appending_to_one_cryptomask_gallery_one_is_refused(tmp_path
     monkeypatch.setattr(cg, "CTS_PER_BLOCK", 4)
     x = _unit(200, 2)
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"
-    enrol(url, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True)
+    enrol(url, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys, tau=0.5,
+          insecure_test_params=True)
     srcs = {"b": NpySource([_npy(tmp_path, x[40:120], "b")]), "c": NpySource([_npy(tmp_path, x[120:], "c")])}
 
     def run(src):
@@ -290,8 +291,8 @@ def test_postgres_two_threads_enrolling_one_gallery_one_is_refused(tmp_path):
 
     x = _unit(1100, 8)
     src, name, keys = NpySource([_npy(tmp_path, x)]), f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
-    reports, errors = _race(*[lambda hold: enrol(PG_URL, src, "hers", key_store_url=keys, tau=0.5, insecure_test_params=True,
-                                                 name=name, after_block=hold)] * 2)
+    reports, errors = _race(*[lambda hold: enrol(PG_URL, src, "hers", key_store_url=keys, tau=0.5,
+                                                 insecure_test_params=True, name=name, after_block=hold)] * 2)
     assert len(reports) == 1 and len(errors) == 1 and f"gallery {name!r}" in str(errors[0])
     assert identify(x[1050], PG_URL, key_store_url=keys, name=name)["id"] == "emb.1050"
     assert _lease_record(PG_URL, name) is None

@@ -12,10 +12,9 @@ import pytest
 from privface.errors import PrivfaceError, ProtocolError
 from privface.protocols.hers.messages import Attach, KeyDecision, Query, ScoreChunk
 from privface.protocols.hers.remote import IdentClient
-from privface.scale.ident import (ATTACH_SPACE, CHUNK_BYTES, KeyRole, block_counts, chunk_blocks,
-                                             score_frame_bytes)
 from privface.protocols.hers.service import KEY_LIMITS, IdentService
 from privface.scale import Gallery, NpySource, enrol, identify
+from privface.scale.ident import ATTACH_SPACE, CHUNK_BYTES, KeyRole, block_counts, chunk_blocks, score_frame_bytes
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
 from privface.service.client import RemoteMessageError, ServiceError
@@ -25,7 +24,8 @@ from privface.wire import MAX_MESSAGE_BYTES
 
 OCTETS = {"content-type": "application/octet-stream"}
 SETUPS = {"hers": (64, 2500, 1, 0.5), "idface-ckks": (128, 300, None, 12.0)}
-"""d, n, blocks per chunk (1: several chunks), τ (hers: cosine; idface: 12 of the best possible 15 = min(α, β) at d = 128)."""
+"""d, n, blocks per chunk (1: several chunks), τ (hers: cosine; idface: 12 of the best possible 15 = min(α, β)
+at d = 128)."""
 
 
 def _dump(path) -> list[str]:
@@ -109,7 +109,8 @@ def test_malformed_and_oversized_messages_change_no_state(servers):
     other = Attach(s["scheme"], 64, None, 10, 1024, b"PFl" + bytes(100))  # not this key's public context
     assert post("attach", other.to_bytes()).status_code == 400
     assert key._pending == pending and _dump(root / "key.db") == before
-    for c in chunks[1:] if len(chunks) > 1 else chunks:  # the request still completes, with the answer the in-process key server gives
+    # the request still completes, with the answer the in-process key server gives
+    for c in chunks[1:] if len(chunks) > 1 else chunks:
         r = post("decide", c.to_bytes())
     assert r.status_code == 200 and key._pending == {}
     decision = KeyDecision.from_bytes(r.content)
@@ -242,7 +243,8 @@ def test_privface_identify_cli_against_the_local_server(servers, tmp_path, capsy
         code = main(["identify", "--protocol", "ident", "--server", s["local_url"], str(path), "--json",
                      "--api-key", s["client"]])
         out = json.loads(capsys.readouterr().out)
-        assert (code, out["id"], out["accepted"], out["protocol"]) == (0 if want else 1, want, want is not None, "ident")
+        expected = (0 if want else 1, want, want is not None, "ident")
+        assert (code, out["id"], out["accepted"], out["protocol"]) == expected
         assert out["bytes_sent"] > 0 and out["bytes_received"] > 0
     assert main(["identify", "--protocol", "ident", "--gallery", s["gallery"], str(path)]) == 2
     assert "goes with --server" in capsys.readouterr().err

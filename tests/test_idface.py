@@ -16,10 +16,21 @@ from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import CryptoError, ProtocolError, TemplateError
 from privface.protocols import catalogue
 from privface.protocols.hers import CKKSScores, KeyServer, LocalServer, identify
-from privface.protocols.idface import (IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey,
-                                       IDFaceParams, PaillierScores, decode, encode, plaintext_scores, separate,
-                                       t_alpha)
-from privface.protocols.idface import PARAMETER_SETS
+from privface.protocols.idface import (
+    IDFACE_CKKS,
+    PARAMETER_SETS,
+    IDFaceCKKS,
+    IDFaceCKKSKey,
+    IDFacePaillier,
+    IDFacePaillierKey,
+    IDFaceParams,
+    PaillierScores,
+    decode,
+    encode,
+    plaintext_scores,
+    separate,
+    t_alpha,
+)
 from privface.protocols.idface.ckks import LIFT_NOISE_BOUND, NOISE_BITS, NOISE_BOUND
 
 TOY_CKKS = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36)
@@ -211,7 +222,8 @@ def test_array_decryption_equals_seal_decryptor(toy_ckks, real):
         assert np.array_equal(_seal_arrays.plaintext_to_array(pt).reshape(got.shape), got)
     q = np.uint64(levels[0])
     a, b = rng.integers(0, int(q), 5000, dtype=np.uint64), rng.integers(0, int(q), 5000, dtype=np.uint64)
-    assert [int(x) for x in _seal_arrays.mulmod(a, b, np.full_like(a, q))] == [int(x) * int(y) % int(q) for x, y in zip(a, b)]
+    assert ([int(x) for x in _seal_arrays.mulmod(a, b, np.full_like(a, q))]
+            == [int(x) * int(y) % int(q) for x, y in zip(a, b)])
 
 
 # ------------------------------------------------------------------ Paillier

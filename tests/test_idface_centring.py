@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
-from privface.errors import PrivfaceError, TemplateError
+from privface.errors import TemplateError
 from privface.eval import metrics
 from privface.eval.identify_eval import split
 from privface.protocols.hers import KeyServer, LocalServer, identify

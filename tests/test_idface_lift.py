@@ -14,13 +14,19 @@ from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import TemplateError
 from privface.protocols.hers import KeyServer, LocalServer, identify
-from privface.protocols.idface import (IDFaceCKKS, IDFaceCKKSKey, IDFacePaillier, IDFacePaillierKey, IDFaceParams,
-                                       plaintext_scores, t_alpha)
+from privface.protocols.idface import (
+    IDFaceCKKS,
+    IDFaceCKKSKey,
+    IDFacePaillier,
+    IDFacePaillierKey,
+    IDFaceParams,
+    plaintext_scores,
+    t_alpha,
+)
 from privface.protocols.idface.centring import centre, shipped_mean
 from privface.protocols.idface.lift import LIFT_SEED, MAX_LIFT, _frame, frame, lift
-from privface.scale import Gallery, GalleryError, NpySource, enrol
+from privface.scale import Gallery, GalleryError, NpySource, enrol, key_server
 from privface.scale import identify as gallery_identify
-from privface.scale import key_server
 from privface.store import open_store
 
 TOY_CKKS = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from privface.protocols.idface import plaintext_scores, t_alpha
-from privface.scale import gallery as gal
 from privface.scale import Gallery, GalleryError, NpySource, enrol, gallery_ids, identify, key_server
+from privface.scale import gallery as gal
 
 SCHEME = "idface-paillier"
 

@@ -1,5 +1,4 @@
 """Seed 000 App. B/E: the HBCS simulator's transcripts equal the real protocol's as multisets (toy sizes)."""
-from collections import Counter
 
 import pytest
 

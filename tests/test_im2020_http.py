@@ -19,9 +19,14 @@ from privface.eval import im2020_attacks as attacks
 from privface.protocols.im2020 import Client, Im2020Params, RegisterRequest, remote
 from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
+from privface.service.client import (
+    RemoteMessageError,
+    RemoteNotEnrolledError,
+    RemoteSessionError,
+    ServiceClient,
+    server_seconds,
+)
 from privface.service.launch import serve_in_thread as serving
-from privface.service.client import (RemoteMessageError, RemoteNotEnrolledError, RemoteSessionError,
-                                     ServiceClient, server_seconds)
 from privface.service.sessions import SESSION_HEADER
 from privface.store import open_store
 

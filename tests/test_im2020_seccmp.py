@@ -8,17 +8,27 @@ import numpy as np
 import pytest
 
 from privface.crypto.joye_libert import JLParams
+from privface.errors import ProtocolError
 from privface.eval import im2020_attacks as attacks
-from privface.protocols.im2020 import (AuthChallenge, AuthFinish, AuthResult, Client, CompareChallenge,
-                                       CompareFinish, CompareRequest, CompareSession, Im2020Params, Server,
-                                       remote)
+from privface.protocols.im2020 import (
+    AuthChallenge,
+    AuthFinish,
+    AuthResult,
+    Client,
+    CompareChallenge,
+    CompareFinish,
+    CompareRequest,
+    CompareSession,
+    Im2020Params,
+    Server,
+    remote,
+)
 from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
-from privface.service.launch import serve_in_thread as serving
 from privface.service.base import MessageError, SessionError
 from privface.service.client import RemoteMessageError, RemoteSessionError
+from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
-from privface.errors import ProtocolError
 
 SECURE = Im2020Params.toy(mode="secure-comparison")
 BASIC = Im2020Params.toy()
@@ -193,15 +203,15 @@ def test_serve_mode_options():
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--mode", "secure-comparison"])
     params = _service_options(a, "im2020")["params"]
     assert params.circuit_bits == params.jl.k == 136
-    assert _service_options(build_parser().parse_args(["serve", "--protocol", "im2020"]), "im2020")["params"].mode == "basic"
+    options = _service_options(build_parser().parse_args(["serve", "--protocol", "im2020"]), "im2020")
+    assert options["params"].mode == "basic"
 
 
 def test_cli_serve_secure_comparison_and_verify_follows(tmp_path):
     """`privface serve --mode secure-comparison`; `privface verify` follows it, or refuses with --mode basic."""
-    from test_im2020_http import _privface
-
     from privface import demo_data
     from privface.service.launch import serve_subprocess
+    from test_im2020_http import _privface
 
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     photo = str(demo_data.enrolled_photo())

@@ -6,8 +6,17 @@ from privface import demo_data
 from privface.crypto import lattice, ntru
 from privface.errors import PrivfaceError, ProtocolError, UnknownSubjectError
 from privface.protocols import catalogue
-from privface.protocols.kolberg import (AuthServer, Client, DBServer, DistanceBatch, EnrolRequest, KolbergParams,
-                                        VerifyRequest, plaintext_distance, protect)
+from privface.protocols.kolberg import (
+    AuthServer,
+    Client,
+    DBServer,
+    DistanceBatch,
+    EnrolRequest,
+    KolbergParams,
+    VerifyRequest,
+    plaintext_distance,
+    protect,
+)
 from privface.protocols.kolberg.messages import StoredReference
 from privface.protocols.kolberg.parties import PROTOCOL
 from privface.store.sqlite import SQLiteStore
@@ -76,7 +85,7 @@ def test_verification_decisions_equal_plaintext_decisions(dep):
 
 def test_identification_rank1_equals_plaintext(dep):
     checked = 0
-    for k, probe in PROBES:
+    for _k, probe in PROBES:
         dists = [dep.plain(g, probe) for g in GALLERY]
         best = int(np.argmin(dists))
         if not _far_from_threshold(dep, dists[best]) or sorted(dists)[1] - dists[best] < 0.01:
@@ -141,7 +150,8 @@ def test_db_server_compromise_sees_only_ciphertexts(dep):
     # an attacker's own key pair cannot use the stored references
     other = AuthServer(dep.params)
     with pytest.raises(ProtocolError, match="another public key"):
-        DBServer(dep.params, SQLiteStore(None), other.public_key(), other.decide)._keys[1].load(record.template, "template")
+        db = DBServer(dep.params, SQLiteStore(None), other.public_key(), other.decide)
+        db._keys[1].load(record.template, "template")
 
 
 def _state(dep):

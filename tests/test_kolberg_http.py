@@ -118,7 +118,8 @@ def test_privface_serve_both_roles(tmp_path, demo_faces):
 
     auth_db, db_db = f"sqlite:///{tmp_path / 'auth.db'}", f"sqlite:///{tmp_path / 'db.db'}"
     with serve_subprocess("kolberg", auth_db, ["--role", "auth", "--scheme", "ntru"]) as auth_url, \
-            serve_subprocess("kolberg", db_db, ["--role", "db", "--scheme", "ntru", "--auth-url", auth_url]) as db_url, \
+            serve_subprocess("kolberg", db_db,
+                             ["--role", "db", "--scheme", "ntru", "--auth-url", auth_url]) as db_url, \
             KolbergClient(db_url, KolbergParams("ntru")) as client:
         ref, (copy,) = demo_faces["grace"]
         client.enrol("grace", ref)

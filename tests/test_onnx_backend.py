@@ -11,8 +11,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from privface.errors import ModelError  # noqa: E402
-from privface.faces.onnx_backend import (ARCFACE_REF, ONNXBackend, align, arcface_points,  # noqa: E402
-                                         umeyama)
+from privface.faces.onnx_backend import ARCFACE_REF, ONNXBackend, align, arcface_points, umeyama  # noqa: E402
 
 POOL = 8  # the test graph: AveragePool 8×8 → 3×14×14 → Flatten → MatMul 588×512 + bias
 

@@ -16,10 +16,15 @@ import httpx
 import pytest
 
 from privface.service.app import create_app
-from privface.service.launch import serve_in_thread as serving
 from privface.service.base import MessageError, NotEnrolledError, SessionError, StepResult
-from privface.service.client import (RemoteMessageError, RemoteNotEnrolledError, RemoteSessionError,
-                                     ServiceClient, ServiceError)
+from privface.service.client import (
+    RemoteMessageError,
+    RemoteNotEnrolledError,
+    RemoteSessionError,
+    ServiceClient,
+    ServiceError,
+)
+from privface.service.launch import serve_in_thread as serving
 from privface.service.sessions import SESSION_HEADER
 from privface.store import open_store
 

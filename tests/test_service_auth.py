@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from privface.errors import PrivfaceError
+from privface.protocols.cryptomask.service import CryptoMaskService
 from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.service import GsmService
+from privface.protocols.hers.service import IdentService
 from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest
 from privface.protocols.im2020.service import Im2020Service
-from privface.protocols.cryptomask.service import CryptoMaskService
-from privface.protocols.hers.service import IdentService
 from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
 from privface.service.auth import KEY_NAMESPACE, SCOPES, ApiKeys, AuthError, parse_scopes, required_scopes
@@ -169,7 +169,8 @@ def _roles(root):
             ("gsm provider", lambda s: GsmService(s, role="provider", params=gsm)),
             ("gsm terminal", lambda s: GsmService(s, role="terminal", params=gsm, capture=lambda: None)),
             ("kolberg db", lambda s: KolbergService(s, role="db", scheme="ntru", auth=auth.party)),
-            ("ident local", lambda s: IdentService(s, role="local", gallery_url=f"sqlite:///{root / 'ident-gallery.db'}",
+            ("ident local", lambda s: IdentService(s, role="local",
+                                                   gallery_url=f"sqlite:///{root / 'ident-gallery.db'}",
                                                    key=key.party)),
             ("cryptomask cs", lambda s: CryptoMaskService(s, gallery_url=_cryptomask_gallery(root)))):
         path = root / f"{label.replace(' ', '-')}.db"
@@ -192,7 +193,7 @@ def test_every_step_of_every_role_refuses_without_key_or_scope(tmp_path):
                 for step in svc.steps:
                     need = required_scopes(svc, step)
                     assert need and need <= set(SCOPES), (label, step)
-                    post = lambda key: httpx.post(  # noqa: E731
+                    post = lambda key, svc=svc, step=step: httpx.post(  # noqa: E731
                         f"{url}/v1/{svc.name}/{step}", content=b"\x00garbage",
                         headers={**OCTETS, **({"authorization": f"Bearer {key}"} if key else {})}, timeout=30)
                     assert post(None).status_code == 401, (label, step)

@@ -21,9 +21,11 @@ from privface.eval import im2020_attacks as attacks
 from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.parties import Device
 from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
-from privface.protocols.gsm.service import GsmService, body_limits as gsm_limits, provider_key_bytes
+from privface.protocols.gsm.service import GsmService, provider_key_bytes
+from privface.protocols.gsm.service import body_limits as gsm_limits
 from privface.protocols.im2020 import AuthChallenge, Client, Im2020Params, remote
-from privface.protocols.im2020.service import Im2020Service, body_limits as im2020_limits
+from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.im2020.service import body_limits as im2020_limits
 from privface.protocols.kolberg import KolbergParams
 from privface.protocols.kolberg.remote import KolbergClient
 from privface.protocols.kolberg.service import KolbergService

@@ -6,7 +6,7 @@ import pytest
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
 from privface.service.launch import serve_in_thread
-from privface.service.sessions import SESSION_HEADER, Sessions, SessionQuotaError
+from privface.service.sessions import SESSION_HEADER, SessionQuotaError, Sessions
 from privface.store.sqlite import SQLiteStore
 from test_service import Counter
 from test_service_auth import ScopedCounter

@@ -58,7 +58,8 @@ def test_put_get_replace_delete_ids(store, proto):
     assert store.ids(proto) == ["bob"]
 
 
-@pytest.mark.parametrize("subject_id", ["", "a b", "x" * 129, "a/b", "é", "a;DROP TABLE", None, 7, "erin\n", "erin\n\n"])
+@pytest.mark.parametrize("subject_id",
+                         ["", "a b", "x" * 129, "a/b", "é", "a;DROP TABLE", None, 7, "erin\n", "erin\n\n"])
 def test_bad_subject_ids_are_refused_without_change(store, proto, subject_id):
     store.put(proto, "kept", b"v")
     for call in (lambda: store.put(proto, subject_id, b"r"), lambda: store.get(proto, subject_id),

@@ -271,7 +271,8 @@ def cmd_bench(a) -> int:
         from .eval.im2020_attacks import run_all
 
         if a.mode != "basic":
-            raise PrivfaceError("im2020-attacks runs the basic mode's App. E experiments; --mode applies to bench im2020")
+            raise PrivfaceError("im2020-attacks runs the basic mode's App. E experiments; "
+                                "--mode applies to bench im2020")
         if a.hbcs_pairs is not None and a.hbcs_pairs < 1:
             raise PrivfaceError("--hbcs-pairs must be at least 1")
         out = run_all(_im2020_params(a), trials=a.trials, he_trials=a.he_trials, hbcs_pairs=a.hbcs_pairs)
@@ -421,8 +422,8 @@ def cmd_enroll(a) -> int:
         return cmd_kolberg_client(a)
     import time
 
-    from .protocols.im2020 import Client, remote
     from .protocols.common import check_subject_id
+    from .protocols.im2020 import Client, remote
     from .protocols.im2020.parties import PROTOCOL
 
     t0 = time.perf_counter()
@@ -475,8 +476,8 @@ def cmd_verify(a) -> int:
 def cmd_revoke(a) -> int:
     if getattr(a, "protocol", "im2020") == "kolberg":
         return cmd_kolberg_client(a)
-    from .protocols.im2020 import remote
     from .protocols.common import check_subject_id
+    from .protocols.im2020 import remote
     from .protocols.im2020.parties import PROTOCOL
 
     check_subject_id(PROTOCOL, a.id)
@@ -1012,7 +1013,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
     s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold); "
                                                        "cryptomask: τ (default: the plaintext τ at FPIR 1e-2)")
-    s.add_argument("--pairs", type=int, help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine) instead of all")
+    s.add_argument("--pairs", type=int,
+                   help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine) instead of all")
     s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
     s.add_argument("--insecure-test-params", action="store_true",
@@ -1061,7 +1063,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--images", type=int, default=40, help="how many images to time")
     s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
                    "crypto, lattice: timings per fast operation (default 15); kolberg: (default 20)")
-    s.add_argument("--workers", type=int, help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
+    s.add_argument("--workers", type=int,
+                   help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
                    "independent exponentiations of each party (default: one per core)")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="crypto, im2020*, gsm, gsm-enrol, load: toy key sizes, for a quick smoke test only (insecure)")
@@ -1168,7 +1171,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=["create", "list", "revoke"])
     s.add_argument("key_id", nargs="?", help="revoke: the key id (from list)")
     s.add_argument("--db", required=True, help="the service's template store URL (keys live there, hashed)")
-    s.add_argument("--scopes", default="verify", help="create: comma-separated subset of enrol,verify,admin,internal,metrics")
+    s.add_argument("--scopes", default="verify",
+                   help="create: comma-separated subset of enrol,verify,admin,internal,metrics")
     s.add_argument("--name", help="create: the party's name (shown by list)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_keys)

@@ -9,6 +9,8 @@ if the computation must stay hidden from the key owner.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import gmpy2
 
 from ..errors import CryptoError
@@ -119,6 +121,19 @@ class GroupPublicKey:
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # what the subclasses set (see above)
+        SCHEME: ClassVar[str]
+        TAG: ClassVar[bytes]
+        CIPHERTEXT: ClassVar[type[GroupCiphertext]]
+        n: Any
+        bits: int
+        fingerprint: bytes
+
+        @property
+        def group_modulus(self) -> Any: ...
+
+        def _public_values(self) -> tuple: ...
+
     @property
     def security_bits(self) -> int:
         return security_bits(self.bits)
@@ -131,7 +146,8 @@ class GroupPublicKey:
         """The value as mpz if 0 < c < X and gcd(c, N) = 1, else CryptoError (group Z_X, bound X as text)."""
         c = as_int(value, f"{self.SCHEME} ciphertext")
         if not 0 < c < self.group_modulus:
-            raise CryptoError(f"{self.SCHEME} ciphertext is outside {group} for this key (must satisfy 0 < c < {bound})")
+            raise CryptoError(f"{self.SCHEME} ciphertext is outside {group} for this key "
+                              f"(must satisfy 0 < c < {bound})")
         if gmpy2.gcd(c, self.n) != 1:
             raise CryptoError(f"{self.SCHEME} ciphertext is not a unit of {group} (gcd(c, N) ≠ 1)")
         return c
@@ -155,6 +171,11 @@ class GroupPrivateKey:
     signed decryption, and a ``repr`` that names the key but never shows the secret."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # what the subclasses set (public_key: their scheme's GroupPublicKey)
+        public_key: Any
+
+        def decrypt(self, c) -> int: ...
 
     @property
     def message_space(self) -> int:

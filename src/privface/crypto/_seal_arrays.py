@@ -38,7 +38,8 @@ def ciphertext_from_array(context, parms_id, data: np.ndarray, *, ntt_form: bool
     if data.ndim != 3 or not 2 <= data.shape[0] <= MAX_POLYS:
         raise CryptoError(f"ciphertext array must have shape (size, L, n), got {data.shape}")
     size, levels, n = data.shape
-    body = _CT_META.pack(*parms_id, int(ntt_form), size, n, levels, float(scale), 1) + _seal_io.dynarray_bytes(data.ravel())
+    body = (_CT_META.pack(*parms_id, int(ntt_form), size, n, levels, float(scale), 1)
+            + _seal_io.dynarray_bytes(data.ravel()))
     blob = _seal_io._header(_seal_io._HEADER.size + len(body)) + body
     return _seal_io.load(sealapi.Ciphertext(), context, blob, "ciphertext array")
 

@@ -21,14 +21,22 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import gmpy2
 
 from ..errors import CryptoError
-from ._common import (as_int, batch_invert, centered, default_workers, multiexp, parallel_map,
-                      random_below_many, run_chunks)
+from ._common import (
+    as_int,
+    batch_invert,
+    centered,
+    default_workers,
+    multiexp,
+    parallel_map,
+    random_below_many,
+    run_chunks,
+)
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
-
 
 _CIPHERTEXT_TYPES: set[type] = set()
 
@@ -238,7 +246,7 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
     threads' exponentiations, and a failure is raised (naming its index) before anything is returned.
     Base schemes without a group representation fall back to the composition.
     """
-    pairs = _pairs(C, C2)
+    pairs: list[tuple[Any, Any]] = _pairs(C, C2)  # group ciphertexts below: .value, ._trusted
     pk = pairs[0][0].beta.public_key
     X = getattr(pk, "group_modulus", None)
     r = as_int(r, "constant")
@@ -311,7 +319,7 @@ def sed_original(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
         diff = x - y
         term = mult(diff, diff)
         total = term if total is None else add2(total, term)
-    return total
+    return total  # type: ignore[return-value]  # _pairs refuses empty vectors
 
 
 # ---------------------------------------------------------------- decryption (eq. 1, eq. 2)
@@ -345,7 +353,7 @@ def decrypt_received(sk: LHEPrivateKey, alpha, squares: Sequence, workers: int |
     value is not a ciphertext."""
     batched = getattr(sk, "decrypt_values", None)
     if batched is None:
-        pk = sk.public_key
+        pk: Any = sk.public_key  # a group key (Paillier, Joye–Libert): ciphertext() from an integer
         return decrypt(sk, Level2(pk.ciphertext(alpha), tuple((pk.ciphertext(b), None) for b in squares)),
                        workers=workers)
     ms = batched([alpha, *squares], default_workers(workers))

@@ -41,7 +41,6 @@ from .garble import (
 )
 from .ot import MODP_2048, OTGroup, OTReceiver, OTRequest, OTResponse, OTSender
 
-
 #: Who learns what, as data for the protocols that use this comparison (DESIGN.md).
 SECURITY = {
     "garbler": "honest-but-curious (the server)",
@@ -233,7 +232,7 @@ class Garbler:
         if not isinstance(result, EvaluatorResult) or len(result.labels) != n:
             raise CryptoError(f"garbler: expected exactly {n} output label{'s' * (n > 1)}")
         try:
-            bits = self._garbling.decode(result.labels)
+            bits = self._garbling.decode(result.labels)  # type: ignore[union-attr]  # state "sent" holds one
         except OutputLabelError:
             self._garbling, self._state = None, "aborted"
             raise

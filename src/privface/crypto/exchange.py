@@ -75,7 +75,8 @@ class Chan:
     ``wire`` holds both directions; in process each side counts what it sends)."""
 
     def __init__(self, wire: Wire, *, count_received: bool = False) -> None:
-        self.wire, self.out, self.count_received = wire, [], count_received
+        self.out: list = []
+        self.wire, self.count_received = wire, count_received
 
     def send(self, phase: str, *arrays) -> None:
         for a in arrays:

@@ -172,7 +172,7 @@ class CircuitBuilder:
     def _add(self, x: Sequence[int], y: Sequence[int], carry: int | None) -> tuple[list[int], int | None]:
         """Ripple-carry x + y + carry, one AND per bit: c' = c ⊕ ((x ⊕ c) ∧ (y ⊕ c)). None = carry 0."""
         out = []
-        for i, (a, b) in enumerate(zip(x, y, strict=True)):
+        for a, b in zip(x, y, strict=True):
             if carry is None:
                 out.append(self.xor(a, b))
                 carry = self.and_(a, b)
@@ -188,7 +188,7 @@ class CircuitBuilder:
     def _x_plus_not_y_plus_1(self, x: Sequence[int], y: Sequence[int]) -> tuple[list[int], int]:
         """x + ¬y + 1 = x − y mod 2^k; its carry out is [x ≥ y]."""
         one = self.constant(1, 1)[0]
-        return self._add(x, [self.inv(b) for b in y], one)
+        return self._add(x, [self.inv(b) for b in y], one)  # type: ignore[return-value]  # carry in → carry out
 
     def sub(self, x: Sequence[int], y: Sequence[int]) -> list[int]:
         """x − y mod 2^k."""
@@ -305,11 +305,13 @@ class GarbledCircuit:
         if not isinstance(data, (bytes, bytearray)) or len(data) < 52:
             raise CryptoError("garbled circuit: shorter than its header")
         (n,) = struct.unpack_from(">I", data, 48)
-        end, half = 52 + 32 * n, ()
+        end = 52 + 32 * n
+        half: tuple[bytes, ...] = ()
         if len(data) > end + 4:
             (h,) = struct.unpack_from(">I", data, end)
             if h == 0 or len(data) != end + 4 + 16 * h:
-                raise CryptoError(f"garbled circuit: {h} half-gate tables need {end + 4 + 16 * h} bytes, got {len(data)}")
+                raise CryptoError(f"garbled circuit: {h} half-gate tables need {end + 4 + 16 * h} bytes, "
+                                  f"got {len(data)}")
             half = tuple(bytes(data[i:i + 16]) for i in range(end + 4, len(data), 16))
         elif len(data) != end:
             raise CryptoError(f"garbled circuit: {n} tables need {end} bytes, got {len(data)}")
@@ -371,7 +373,8 @@ def garble(circuit: Circuit, garbler_bits: Sequence[int] | None = None) -> tuple
     for w in (*circuit.garbler_inputs, *circuit.evaluator_inputs, *(w for w, _ in circuit.constants)):
         zero[w] = secrets.randbits(128)
     key = secrets.token_bytes(16)
-    aes, tables, half, j = Cipher(algorithms.AES(key), modes.ECB()).encryptor(), [], [], 0
+    aes, tables, j = Cipher(algorithms.AES(key), modes.ECB()).encryptor(), [], 0
+    half: list[bytes] = []
     sR = _double(R)  # σ is linear: σ(A ⊕ R) = σ(A) ⊕ σ(R)
     for op, a, b, out in circuit.flat:
         if op == 0:  # XOR

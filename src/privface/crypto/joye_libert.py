@@ -55,8 +55,19 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import (as_int, check_modulus_bits, crt, fingerprint, gil_held, random_below_many,
-                      random_prime, random_unit, security_bits, thread_map)
+from ._common import (
+    as_int,
+    check_modulus_bits,
+    crt,
+    fingerprint,
+    gil_held,
+    random_below_many,
+    random_prime,
+    random_unit,
+    security_bits,
+    thread_map,
+)
+
 
 @dataclass(frozen=True)
 class JLParams:
@@ -207,8 +218,8 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         g = gmpy2.powmod(public_key.y, self.p_prime, p)  # order exactly 2^k
         self._g = g
         self._dlog_tables = None  # built on first decryption (``_tables``)
-        self._enc_tables = None  # built on first batched owner encryption (``encrypt_many``)
-        self._pool = deque()  # precomputed x^(2^k) mod p (``precompute_randomness``)
+        self._enc_tables: list | None = None  # built on first batched owner encryption (``encrypt_many``)
+        self._pool: deque = deque()  # precomputed x^(2^k) mod p (``precompute_randomness``)
 
     @classmethod
     def from_primes(cls, p, q, k: int, y=None, *, insecure_test_params: bool = False) -> JoyeLibertPrivateKey:
@@ -272,7 +283,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         return need
 
     def _take_randomness(self, count: int) -> list:
-        out = []
+        out: list = []
         while len(out) < count:
             try:
                 out.append(self._pool.popleft())

@@ -37,13 +37,14 @@ import math
 import secrets
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
-from ._bytes import expect_magic
 from . import _seal_io
+from ._bytes import expect_magic
 
 CKKS, BFV = "ckks", "bfv"
 _SEC_LEVELS = ((256, sealapi.SEC_LEVEL_TYPE.TC256), (192, sealapi.SEC_LEVEL_TYPE.TC192),
@@ -127,7 +128,8 @@ def _seal_context(params: LatticeParams, insecure_test_params: bool):
     parms = sealapi.EncryptionParameters(sealapi.SCHEME_TYPE.CKKS if params.scheme == CKKS else sealapi.SCHEME_TYPE.BFV)
     parms.set_poly_modulus_degree(params.poly_modulus_degree)
     try:
-        parms.set_coeff_modulus(sealapi.CoeffModulus.Create(params.poly_modulus_degree, list(params.coeff_modulus_bits)))
+        parms.set_coeff_modulus(
+            sealapi.CoeffModulus.Create(params.poly_modulus_degree, list(params.coeff_modulus_bits)))
         if params.scheme == BFV:
             parms.set_plain_modulus(params.plain_modulus)
     except (RuntimeError, ValueError) as e:
@@ -183,7 +185,7 @@ class LatticePublicContext:
         self.encryptor = sealapi.Encryptor(seal_context, public_key)
         self.evaluator = sealapi.Evaluator(seal_context)
         batching = params.scheme == CKKS or (params.plain_modulus - 1) % (2 * params.poly_modulus_degree) == 0
-        self.encoder = None
+        self.encoder: Any = None
         if batching:  # BFV slots need a prime t ≡ 1 (mod 2N)
             self.encoder = (sealapi.CKKSEncoder if params.scheme == CKKS else sealapi.BatchEncoder)(seal_context)
         self._levels = self._chain()
@@ -280,7 +282,7 @@ class LatticePublicContext:
     def _probe_poly(self, b: np.ndarray) -> np.ndarray:
         d, n = b.size, self.n
         out = np.zeros(n, dtype=object if self.scheme == BFV else float)
-        vals = [-2 * int(x) for x in b] if self.scheme == BFV else -2.0 * b
+        vals: Any = [-2 * int(x) for x in b] if self.scheme == BFV else -2.0 * b
         out[0] = vals[0]
         out[n - np.arange(1, d)] = [-v for v in vals[1:]] if self.scheme == BFV else -vals[1:]
         out[n - d] = -1  # X^{−d} = −X^{N−d}
@@ -388,7 +390,8 @@ class LatticePublicContext:
         masked ciphertext learns a uniformly random plaintext."""
         c = self._own(c)
         if self.scheme == BFV:
-            mask = LatticeMask((0, 0, 0, 0), 1.0, (self.params.plain_modulus,) * self.n, _uniform(self.params.plain_modulus, self.n))
+            t = self.params.plain_modulus
+            mask = LatticeMask((0, 0, 0, 0), 1.0, (t,) * self.n, _uniform(t, self.n))
         else:
             primes = self._levels[tuple(c.seal.parms_id())]
             mask = LatticeMask(tuple(c.seal.parms_id()), c.seal.scale, tuple(q for q in primes for _ in range(self.n)),
@@ -402,7 +405,8 @@ class LatticePublicContext:
     # ------------------------------------------------------------------ serialization
     def to_bytes(self) -> bytes:
         """Public context: params · public key · relinearisation keys · Galois keys (SEAL, zstd). No secret."""
-        parts = [_seal_io.save(k) if k is not None else b"" for k in (self.public_key, self.relin_keys, self.galois_keys)]
+        parts = [_seal_io.save(k) if k is not None else b""
+                 for k in (self.public_key, self.relin_keys, self.galois_keys)]
         return (_PUB_MAGIC + bytes([self.insecure_test_params]) + self.params.encode()
                 + b"".join(struct.pack("<Q", len(p)) + p for p in parts))
 
@@ -645,7 +649,8 @@ def _vector(x, max_len: int, *, integer: bool) -> np.ndarray:
 def _exact_sum(v: np.ndarray) -> int:
     """Σ v of uint64 words < 2^64 as a Python int (two 32-bit halves summed in uint64: exact for < 2^32 words)."""
     v = np.asarray(v, dtype=np.uint64)
-    return (int((v >> np.uint64(32)).sum(dtype=np.uint64)) << 32) + int((v & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    high = int((v >> np.uint64(32)).sum(dtype=np.uint64))
+    return (high << 32) + int((v & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
 
 
 def _uniform(q: int, n: int) -> np.ndarray:

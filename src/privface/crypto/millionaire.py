@@ -93,7 +93,8 @@ def _tree_outputs(lt: list, eq: list, z: np.ndarray, m: int) -> tuple[list, list
     nl = [lt[2 * i + 1] ^ z[i * m:(i + 1) * m] for i in range(pairs)]
     ne = [z[half + i * m:half + (i + 1) * m] for i in range(pairs)]
     if len(lt) % 2:
-        nl.append(lt[-1]), ne.append(eq[-1])
+        nl.append(lt[-1])
+        ne.append(eq[-1])
     return nl, ne
 
 
@@ -130,7 +131,8 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
         xj = ((x_R >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
         kx = np.bitwise_xor.reduce(kr[:, p:p + w], axis=1)
         got = (two[rows, xj, 0] | (two[rows, xj, 1] << 1)) ^ (tccr(kx, tw[rows, xj])[..., 0] & 3)
-        lt.append(got & 1), eq.append(got >> 1)
+        lt.append(got & 1)
+        eq.append(got >> 1)
         p += w
     triples = []
     for (a, b, k_t), e, n in zip(pending, parts[len(widths):], sizes):
@@ -186,7 +188,8 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
         msg = (ls[:, None] ^ (v[None] < yj[:, None])) | ((es[:, None] ^ (v[None] == yj[:, None])) << 1)
         ct = (msg ^ (tccr(key, tw)[..., 0] & 3)).astype(np.uint8)
         ch.send(phase, pack(np.stack([ct & 1, ct >> 1], axis=-1)))
-        lt.append(ls), eq.append(es)
+        lt.append(ls)
+        eq.append(es)
         p += w
     triples = []
     for u_t, n in zip(us[1:], sizes):

@@ -46,7 +46,7 @@ from ..errors import CryptoError
 from ._bytes import expect_magic
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def core_svp_bits(n: int, q: int, secret_var_1: float, secret_var_2: float, quantum: bool = False) -> int:
     """Core-SVP bits of the primal attack on an NTRU lattice (module docstring); secret coordinate variances
     of the first N and the last m coordinates."""
@@ -91,7 +91,8 @@ class NTRUParams:
     def security_bits(self) -> int:
         """min(key recovery on (f, 2g), message recovery on (r, m)), classical core-SVP."""
         ternary = 2 / 3
-        return min(core_svp_bits(self.n, self.q, 4 * ternary, 4 * ternary), core_svp_bits(self.n, self.q, ternary, 0.25))
+        return min(core_svp_bits(self.n, self.q, 4 * ternary, 4 * ternary),
+                   core_svp_bits(self.n, self.q, ternary, 0.25))
 
     @property
     def fingerprint(self) -> bytes:
@@ -203,7 +204,7 @@ class NTRUPublicKey:
     def __eq__(self, other) -> bool:
         return isinstance(other, NTRUPublicKey) and other.fingerprint == self.fingerprint
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal keys compare by fingerprint; keys are not hashed
 
     def __repr__(self) -> str:
         return f"NTRUPublicKey({self.params.name}, {self.fingerprint.hex()})"
@@ -229,7 +230,8 @@ class NTRUCiphertext:
 
     def to_bytes(self) -> bytes:
         """MAGIC · key fingerprint · nbits · coefficients as little-endian uint16."""
-        return _CT_MAGIC + self.public_key.fingerprint + struct.pack("<I", self.nbits) + self.blocks.astype("<u2").tobytes()
+        return (_CT_MAGIC + self.public_key.fingerprint + struct.pack("<I", self.nbits)
+                + self.blocks.astype("<u2").tobytes())
 
     @classmethod
     def from_bytes(cls, public_key: NTRUPublicKey, blob: bytes) -> NTRUCiphertext:

@@ -108,5 +108,6 @@ class RNSNTT:
         for li, (p, psi) in enumerate(zip(self.moduli, self.psis)):
             inv, ninv = pow(psi, -1, p), pow(self.n, -1, p)
             for r, j in enumerate(pos):
-                out[li, r] = _powers(pow(inv, 2 * j, p), self.n, p) * np.uint64(pow(inv, j, p) * ninv % p) % np.uint64(p)
+                out[li, r] = (_powers(pow(inv, 2 * j, p), self.n, p) * np.uint64(pow(inv, j, p) * ninv % p)
+                              % np.uint64(p))
         return out

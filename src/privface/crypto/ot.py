@@ -127,8 +127,8 @@ class OTGroup:
         return a * gmpy2.invert(b, self.p) % self.p
 
 
-def _group(gid: int, name: str, hex_lines: tuple[str, ...], security_bits: int) -> OTGroup:
-    return OTGroup(gid, name, mpz("".join(hex_lines), 16), mpz(2), security_bits)
+def _group(gid: int, name: str, hex_digits: str, security_bits: int) -> OTGroup:
+    return OTGroup(gid, name, mpz(hex_digits, 16), mpz(2), security_bits)
 
 
 MODP_2048 = _group(1, "modp2048", _MODP_2048, 112)
@@ -152,7 +152,8 @@ class EdwardsGroup:
     element_bytes = 32
 
     def check(self, y, what: str) -> bytes:
-        if not isinstance(y, (bytes, bytearray)) or len(y) != 32 or not nacl.crypto_core_ed25519_is_valid_point(bytes(y)):
+        if (not isinstance(y, (bytes, bytearray)) or len(y) != 32
+                or not nacl.crypto_core_ed25519_is_valid_point(bytes(y))):
             raise CryptoError(f"OT: {what} is not an element of the {self.name} group")
         return bytes(y)
 
@@ -203,6 +204,7 @@ class EdwardsGroup:
 
 
 ED25519 = EdwardsGroup()
+Group = OTGroup | EdwardsGroup  # the groups a transfer can run in (same methods, written multiplicatively)
 GROUPS = {g.gid: g for g in (MODP_2048, MODP_3072, ED25519)}
 
 _C_CACHE: dict[int, mpz] = {}
@@ -216,7 +218,7 @@ def _nothing_up_my_sleeve(group: OTGroup) -> mpz:
     return _C_CACHE[group.gid]
 
 
-def _pad(group: OTGroup, j: int, i: int, pk0, R, key, length: int) -> bytes:
+def _pad(group: Group, j: int, i: int, pk0, R, key, length: int) -> bytes:
     """H(j, i, PK_{j,0}, R, K) expanded to `length` bytes (SHAKE-256 as the random oracle)."""
     h = hashlib.shake_256(_DOMAIN + b"/pad/" + struct.pack(">BIB", group.gid, j, i))
     for y in (pk0, R, key):
@@ -235,7 +237,7 @@ def _header(data: bytes, fmt: str, what: str) -> tuple:
     return struct.unpack_from(fmt, data)
 
 
-def _lookup_group(gid: int) -> OTGroup:
+def _lookup_group(gid: int) -> Group:
     if gid not in GROUPS:
         raise CryptoError(f"OT: unknown group id {gid}")
     return GROUPS[gid]
@@ -250,7 +252,7 @@ def _check_count(n: int, what: str) -> None:
 class OTRequest:
     """Receiver → sender (OT.Round₁): PK_{j,0} for each transfer j. Encoding: gid u8 ‖ n u32 ‖ n elements."""
 
-    group: OTGroup
+    group: Group
     pk0: tuple[mpz, ...]
 
     def to_bytes(self) -> bytes:
@@ -272,7 +274,7 @@ class OTResponse:
     """Sender → receiver (OT.Round₂): R = g^r and the pairs (E_{j,0}, E_{j,1}).
     Encoding: gid u8 ‖ n u32 ‖ message length u16 ‖ R ‖ n × (E_{j,0} ‖ E_{j,1})."""
 
-    group: OTGroup
+    group: Group
     R: mpz
     ciphertexts: tuple[tuple[bytes, bytes], ...]
 
@@ -291,7 +293,7 @@ class OTResponse:
         _check_count(n, "a response")
         if not 0 < m <= MAX_MESSAGE_BYTES:
             raise CryptoError(f"OT: message length must be 1..{MAX_MESSAGE_BYTES} bytes, got {m}")
-        L, start = group.element_bytes, 7 + group.element_bytes
+        start = 7 + group.element_bytes
         if len(data) != start + 2 * n * m:
             raise CryptoError(f"OT: a response of {n} × {m}-byte pairs is {start + 2 * n * m} bytes, got {len(data)}")
         R = group.decode(data[7:start], "R")
@@ -303,12 +305,12 @@ class OTResponse:
 class OTReceiver:
     """Holds the choice bits σ_j and the secret exponents k_j of one batch; `receive` works once."""
 
-    def __init__(self, choices: Sequence[int], group: OTGroup = MODP_2048) -> None:
+    def __init__(self, choices: Sequence[int], group: Group = MODP_2048) -> None:
         if any(c not in (0, 1) or isinstance(c, bool) for c in choices):
             raise CryptoError("OT: choice bits must be the integers 0 or 1")
         _check_count(len(choices), "a batch")
         self.group, self._choices = group, tuple(choices)
-        self._k = [group.random_exponent() for _ in choices]
+        self._k: list | None = [group.random_exponent() for _ in choices]
         C = group.C
         pk_sigma = group.many(group.base, self._k)
         self._pk0 = tuple(y if c == 0 else group.div(C, y) for y, c in zip(pk_sigma, self._choices))
@@ -339,7 +341,7 @@ class OTReceiver:
 class OTSender:
     """Answers one request with a fresh r; holds no state between requests."""
 
-    def __init__(self, group: OTGroup = MODP_2048) -> None:
+    def __init__(self, group: Group = MODP_2048) -> None:
         self.group = group
 
     def respond(self, request: OTRequest, messages: Sequence[tuple[bytes, bytes]]) -> OTResponse:

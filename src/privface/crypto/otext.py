@@ -34,7 +34,7 @@ def _perm(x: np.ndarray) -> np.ndarray:
     enc = Cipher(algorithms.AES(_FIXED_KEY), modes.ECB()).encryptor()
     src = np.ascontiguousarray(x)
     out = np.empty(src.size + 15, dtype=np.uint8)
-    n = enc.update_into(memoryview(src).cast("B"), out)
+    n = enc.update_into(src.data.cast("B"), out.data)
     return out[:n].reshape(x.shape)
 
 

@@ -27,8 +27,8 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from .joye_libert import fixed_base_pow, fixed_base_table
 from ._common import as_int, check_modulus_bits, crt, fingerprint, parallel_map, random_prime, random_unit
+from .joye_libert import fixed_base_pow, fixed_base_table
 
 
 class PaillierCiphertext(GroupCiphertext):

@@ -168,11 +168,11 @@ def matmul_mod(x: np.ndarray, parts: np.ndarray, moduli) -> np.ndarray:
     S, L, n = x.shape
     k = parts.shape[2] // 3
     out = np.empty((S, L, k), dtype=np.uint64)
-    for l in range(L):
-        p = np.uint64(moduli[l])
-        r = (x[:, l, :].astype(np.float64) @ parts[l]).astype(np.uint64) % p  # (S, 3k)
+    for limb in range(L):
+        p = np.uint64(moduli[limb])
+        r = (x[:, limb, :].astype(np.float64) @ parts[limb]).astype(np.uint64) % p  # (S, 3k)
         acc = r[:, :k] * (np.uint64(1 << 20) % p) % p + r[:, k:2 * k] * np.uint64(1 << 10) % p + r[:, 2 * k:]
-        out[:, l] = acc % p
+        out[:, limb] = acc % p
     return out
 
 

@@ -16,6 +16,7 @@ import os
 import secrets
 import statistics
 import time
+from functools import partial
 
 from ..crypto import catalano_fiore as cf
 from ..crypto import packing
@@ -93,10 +94,10 @@ def _packing_rows(bits: int, repeat: int) -> list[dict]:
         masked = packing.mask(params, product)
         name, n = f"packing-{layout}", params.n
         rows += [
-            _row(name, bits, "encode1_vector_l256", _median_ms(lambda: packing.encode1_vector(params, vector), repeat),
+            _row(name, bits, "encode1_vector_l256", _median_ms(partial(packing.encode1_vector, params, vector), repeat),
                  repeat, n=n),
-            _row(name, bits, "mask", _median_ms(lambda: packing.mask(params, product), repeat), repeat, n=n),
-            _row(name, bits, "decode2", _median_ms(lambda: packing.decode2(params, masked), repeat), repeat, n=n),
+            _row(name, bits, "mask", _median_ms(partial(packing.mask, params, product), repeat), repeat, n=n),
+            _row(name, bits, "decode2", _median_ms(partial(packing.decode2, params, masked), repeat), repeat, n=n),
         ]
     return rows
 

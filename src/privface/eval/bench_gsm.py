@@ -153,8 +153,8 @@ def bench_gsm(grid, **kw) -> list[dict]:
 
 
 def format_table(rows: list[dict]) -> str:
-    cols = ("ell", "m", "pi1_enc_ms", "pi1_ms", "pien_enc_ms", "pien_ms", "pi2_ms", "pi3_ms", "pi1_m1_bytes", "pi2_m1_bytes",
-            "pi3_t2d_bytes")
+    cols = ("ell", "m", "pi1_enc_ms", "pi1_ms", "pien_enc_ms", "pien_ms", "pi2_ms", "pi3_ms", "pi1_m1_bytes",
+            "pi2_m1_bytes", "pi3_t2d_bytes")
     lines = ["  ".join(f"{c:>13}" for c in cols)]
     for r in rows:
         lines.append("  ".join(f"{'—' if r[c] is None else r[c]:>13}" for c in cols))

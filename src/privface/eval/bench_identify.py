@@ -114,7 +114,8 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
             from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
             from ..protocols.idface import IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey
 
-            params = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36) if insecure else IDFACE_CKKS
+            params = (LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36) if insecure
+                      else IDFACE_CKKS)
             pub, sec = generate_lattice_keys(params, insecure_test_params=insecure)
             public, secret = IDFaceCKKS(pub, p), IDFaceCKKSKey(sec, p)
         else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
-import statistics
 import tempfile
 import threading
 import time
@@ -77,8 +76,9 @@ def _peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-def bench_load(protocol: str = "im2020", *, concurrency: int = 50, seconds: float = 60.0, identities: int | None = None,
-               security_bits: int = 112, insecure_test_params: bool = False, client_processes: int | None = None) -> dict:
+def bench_load(protocol: str = "im2020", *, concurrency: int = 50, seconds: float = 60.0,
+               identities: int | None = None, security_bits: int = 112, insecure_test_params: bool = False,
+               client_processes: int | None = None) -> dict:
     """One load run (module docstring); the object of ``privface bench load --json``."""
     if protocol != "im2020":
         raise ValueError("bench load drives im2020 (the only protocol with a load client so far)")

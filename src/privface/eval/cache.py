@@ -59,7 +59,8 @@ class EmbeddingCache:
         out = {}
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            q = f"SELECT image_sha256, detector, vector FROM embeddings WHERE options_sha256=? AND image_sha256 IN ({','.join('?' * len(chunk))})"
+            q = ("SELECT image_sha256, detector, vector FROM embeddings WHERE options_sha256=? "
+                 f"AND image_sha256 IN ({','.join('?' * len(chunk))})")
             for k, det, blob in self.db.execute(q, [self.okey, *chunk]):
                 out[k] = (det, None if blob is None else np.frombuffer(blob, dtype="<f4").copy())
         return out

@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from ..errors import PrivfaceError
+from ..scale.default_tau import default_tau
 from . import metrics
 from .datasets import Dataset
-from ..scale.default_tau import default_tau
 from .identify_eval import _bar, _unit, select
 
 DEFAULT_FPIR = 1e-2
@@ -87,7 +87,8 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
     mat, non = slice(0, m), slice(m, None)
     return {"dataset": ds.name, "backend": spec.get("name", "dlib-resnet128"), "protocol": "cryptomask",
             "security_bits": 128 if not insecure_test_params else None, "tau": round(tau, 6), "tau_source": tau_source,
-            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "dataset_part": ds.meta.get("part"), "undetected": sel.undetected,
+            "ts": cm.ts, "dim": x.shape[1], "images": len(ds.paths), "dataset_part": ds.meta.get("part"),
+            "undetected": sel.undetected,
             "identities_enrolled": int(g.size), "mated_probes": int(m), "nonmated_probes": int(nonmated.size),
             "probes_sampled": probes,
             "mismatches": int((bit_enc != bit_quantized).sum()),

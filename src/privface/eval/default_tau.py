@@ -89,7 +89,8 @@ def calibrate(spec: dict, data_root: str | None = None, target: float = TARGET_F
                 add(idface_key(centring, lift, beta), z.astype(np.float64), 1.0)
     source = {"dataset": "lfw (grey), identities held out of every LFW evaluation: first byte of SHA-256(name) "
                          f"< {CALIBRATION_BYTE}",
-              "identities": int(g.size), "searches": int(rows.size), "mated_searches": int(mated.sum()), "undetected": emb.undetected,
+              "identities": int(g.size), "searches": int(rows.size), "mated_searches": int(mated.sum()),
+              "undetected": emb.undetected,
               "target_fpir": target, "face": "center", "backend_options": make_backend(**spec).options(),
               "command": "python -m privface.eval.default_tau"}
     return {"dim": dim, "source": source, "tau": out}

@@ -9,9 +9,9 @@ measurement. Each worker process has one device key pair and enrols each image i
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import time
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np

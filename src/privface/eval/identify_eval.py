@@ -138,9 +138,7 @@ def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecu
 
         pub, sec = generate_lattice_keys(_toy() if insecure else HERS_CKKS, insecure_test_params=insecure)
         return HERS(pub, dim), HERSKey(sec), {"scheme": "ckks", "security_bits": HERS_CKKS.security_bits}
-    from ..protocols.idface import IDFaceParams
-
-    from ..protocols.idface import PARAMETER_SETS
+    from ..protocols.idface import PARAMETER_SETS, IDFaceParams
 
     width = lift or dim
     if width in PARAMETER_SETS and beta is None:
@@ -244,11 +242,13 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
     correct_plain, correct_enc = ids[g][top_plain[:m]] == truth, ids[g][top_enc[:m]] == truth
     r1p, r1e = float(correct_plain.mean()), float(correct_enc.mean())
     out = {"dataset": ds.name, "backend": backend, "protocol": protocol, **info,
-           "centring": centring_desc, "dim": dim, "images": len(ds.paths), "dataset_part": ds.meta.get("part"), "undetected": sel.undetected,
+           "centring": centring_desc, "dim": dim, "images": len(ds.paths), "dataset_part": ds.meta.get("part"),
+           "undetected": sel.undetected,
            "identities_enrolled": int(g.size), "mated_probes": int(m), "nonmated_probes": int(nonmated.size),
            "probes_sampled": probes, "rank1_plaintext": r1p, "rank1_encrypted": r1e,
            "accuracy_loss_pp": round(100 * (r1p - r1e), 4),
-           "mismatches": int((top_plain != top_enc).sum()), "mismatches_mated": int((top_plain[:m] != top_enc[:m]).sum())}
+           "mismatches": int((top_plain != top_enc).sum()),
+           "mismatches_mated": int((top_plain[:m] != top_enc[:m]).sum())}
     if protocol == "idface":
         zg = public.params.enrol_transform(x[g]).astype(np.int64)
         zq = public.params.query_transform(x[probe_rows]).astype(np.int64)

@@ -21,7 +21,6 @@ from ..protocols.im2020.blind import decide, unblind
 from ..store import open_store
 from .im2020_hbcs import hbcs_experiment
 
-
 FACE_NORM = 1.4  # typical L2 norm of a dlib-resnet128 embedding (1.27–1.57 on ORL)
 
 

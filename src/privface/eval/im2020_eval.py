@@ -165,8 +165,8 @@ def _in_pool(chunks, workers, params, q, pairs_of, record) -> None:
     """At most 2 chunks per worker in flight, recorded as they finish.
 
     A first Ctrl-C (SIGINT) stops submitting, lets the running chunks finish and records them, then raises
-    KeyboardInterrupt; a second one (a second or more later) interrupts at once. (An interrupt raised inside the executor's
-    machinery can leave ProcessPoolExecutor hanging, hence the flag.)"""
+    KeyboardInterrupt; a second one (a second or more later) interrupts at once. (An interrupt raised inside the
+    executor's machinery can leave ProcessPoolExecutor hanging, hence the flag.)"""
     # forkserver, not fork: a forked child inherits any lock one of the parent's threads (crypto pools, Ray)
     # held at the fork and can hang (see gsm_eval)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_pool_worker_init, initargs=(params, q),

@@ -36,7 +36,8 @@ SCORES = ("correlation", "parity_agreement", "byte_agreement")
 def samples(subjects: int, per_subject: int, dim: int, noise: float, rng: np.random.Generator) -> np.ndarray:
     """(subjects · per_subject, dim) unit vectors, subject-major."""
     s = rng.normal(size=(subjects, 1, dim))
-    x = s / np.linalg.norm(s, axis=2, keepdims=True) + noise * rng.normal(size=(subjects, per_subject, dim)) / np.sqrt(dim)
+    x = (s / np.linalg.norm(s, axis=2, keepdims=True)
+         + noise * rng.normal(size=(subjects, per_subject, dim)) / np.sqrt(dim))
     return (x / np.linalg.norm(x, axis=2, keepdims=True)).reshape(subjects * per_subject, dim)
 
 
@@ -65,7 +66,8 @@ def pair_scores(words: list[tuple[np.ndarray, np.ndarray]], blobs: list[bytes], 
     agreement = np.empty(i.size)
     for p, (a, b) in enumerate(zip(i, j)):
         n = min(len(blobs[a]), len(blobs[b]))
-        agreement[p] = np.count_nonzero(np.frombuffer(blobs[a], np.uint8, n) == np.frombuffer(blobs[b], np.uint8, n)) / n
+        same = np.frombuffer(blobs[a], np.uint8, n) == np.frombuffer(blobs[b], np.uint8, n)
+        agreement[p] = np.count_nonzero(same) / n
     raw = {"correlation": _gram(values)[i, j], "parity_agreement": _gram(parity)[i, j], "byte_agreement": agreement}
     return {name: _template_normalised(v, i, j) for name, v in raw.items()}
 
@@ -90,7 +92,8 @@ def ciphertext_decoder(params: KolbergParams, public_key: bytes):
         c = ctx.ciphertext_from_bytes(blob, kind="template")
         primes = [m.value() for m in ctx.seal_context.get_context_data(c.seal.parms_id()).parms().coeff_modulus()]
         words = c.coefficients()
-        return words.reshape(-1), np.broadcast_to(np.array(primes, dtype=np.uint64)[None, :, None], words.shape).reshape(-1)
+        moduli = np.broadcast_to(np.array(primes, dtype=np.uint64)[None, :, None], words.shape)
+        return words.reshape(-1), moduli.reshape(-1)
 
     return decode
 
@@ -132,5 +135,6 @@ def format_table(rows: list[dict]) -> str:
     cols = [f"auc_{n}" for n in SCORES] + [f"plaintext_auc_{n}" for n in SCORES]
     head = f"{'scheme':6} {'dim':>4} {'subjects':>8} " + " ".join(f"{c.replace('_agreement', ''):>18}" for c in cols) \
         + f" {'SE(null)':>8}"
-    return "\n".join([head] + [f"{r['scheme']:6} {r['dim']:>4} {r['subjects']:>8} " + " ".join(f"{r[c]:>18}" for c in cols)
+    return "\n".join([head] + [f"{r['scheme']:6} {r['dim']:>4} {r['subjects']:>8} "
+                               + " ".join(f"{r[c]:>18}" for c in cols)
                                + f" {r['auc_se_null']:>8}" for r in rows])

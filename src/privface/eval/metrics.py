@@ -16,8 +16,8 @@ mismatched lengths, empty input, missing genuine or impostor pairs, or non-finit
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 

@@ -5,9 +5,10 @@ global backend switch), so this is safe in headless runs and threads.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg

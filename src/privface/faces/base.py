@@ -33,8 +33,8 @@ class Face:
 
     @property
     def area(self) -> int:
-        l, t, r, b = self.box
-        return max(0, r - l) * max(0, b - t)
+        left, top, right, bottom = self.box
+        return max(0, right - left) * max(0, bottom - top)
 
 
 class Backend(ABC):

@@ -56,7 +56,7 @@ OPSET = 17
 @dataclass
 class _Node:
     kind: str  # loss | con | affine | relu | max_pool | avg_pool | add_prev | fc | tag | skip | input
-    sub: "_Node | None" = None
+    sub: _Node | None = None
     args: dict = field(default_factory=dict)
 
 
@@ -382,7 +382,7 @@ def build_model(layers: list[_Layer]):
             y, yshape = tags[p["tag"]]
             full = tuple(max(a, b) for a, b in zip(shape, yshape))
 
-            def padded(t, s):
+            def padded(t, s, full=full):
                 if s == full:
                     return t
                 pads = [0, 0, 0, 0, 0] + [f - d for f, d in zip(full, s)]

@@ -4,14 +4,13 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Union
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import ImageError
 
-ImageInput = Union[str, os.PathLike, bytes, bytearray, memoryview, np.ndarray, Image.Image]
+ImageInput = str | os.PathLike | bytes | bytearray | memoryview | np.ndarray | Image.Image
 
 MAX_PIXELS = 64_000_000  # refuse decompression bombs: a 8000×8000 photo is the most we take
 

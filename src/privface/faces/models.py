@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..errors import ModelError
@@ -15,7 +15,7 @@ FILES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_path(kind: str) -> Path:
     """Path of a shipped model file; finds the package without importing it (its __init__ needs
     pkg_resources, which recent setuptools no longer provides)."""

@@ -48,8 +48,22 @@ from ..protocols.cryptomask.params import CM_BFV, CM_BFV_TOY
 from ..protocols.cryptomask.parties import KeyGenerator
 from ..store import open_store
 from ..store.base import redact
-from .layout import (KEY, LOCAL, PART_BYTES, VERSION, GalleryError, block_key, check_tau, default_key_store,
-                     ids_digest, new_tau, progress_bar, read_json, record_key, stored_scheme, writer_lease)
+from .layout import (
+    KEY,
+    LOCAL,
+    PART_BYTES,
+    VERSION,
+    GalleryError,
+    block_key,
+    check_tau,
+    default_key_store,
+    ids_digest,
+    new_tau,
+    progress_bar,
+    read_json,
+    record_key,
+    writer_lease,
+)
 from .sources import Source
 
 SCHEME = "cryptomask"
@@ -224,8 +238,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 keys.put(KEY, record_key(name, "sk"), kg.secret_bytes())
                 keys.put(KEY, record_key(name, "pk_v"), pub_v.to_bytes())
                 keys.put(KEY, record_key(name, "sk_v"), sec_v.secret_to_bytes())
-                keys.put(KEY, record_key(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(), "tau": tau,
-                                                           "tau_source": tau_source}).encode())
+                meta_k = {"pk_sha256": hashlib.sha256(pk).hexdigest(), "tau": tau, "tau_source": tau_source}
+                keys.put(KEY, record_key(name, "meta"), json.dumps(meta_k).encode())
             local.put(LOCAL, record_key(name, "pk"), pk)
             local.put(LOCAL, record_key(name, "ksw"), K.tobytes())
             meta = {"version": VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
@@ -293,7 +307,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
     stored = 4 * 2 * basis.L * basis.n * -(-count // delta)
     public_bytes = len(pk) + 8 * basis.L * 2 * (basis.L + 1) * basis.n  # pk + k_sw, once per gallery
     return CMEnrolReport(SCHEME, count, len(ids) - skipped, skipped, dim, delta, count % delta, nblocks, written,
-                         cap, stored, round(stored / max(count, 1), 1), public_bytes, round(time.perf_counter() - t0, 3))
+                         cap, stored, round(stored / max(count, 1), 1), public_bytes,
+                         round(time.perf_counter() - t0, 3))
 
 
 # -------------------------------------------------------------------------------------------- loading
@@ -303,7 +318,8 @@ class CMGallery:
     def __init__(self, gallery_url: str, name: str = "default") -> None:
         self.url, self.name = gallery_url, name
         with open_store(gallery_url) as local:
-            self.meta = _meta(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta in {redact(gallery_url)}")
+            self.meta = _meta(local.get(LOCAL, record_key(name, "meta")),
+                              f"gallery {name!r} meta in {redact(gallery_url)}")
             self.pk_bytes = local.get(LOCAL, record_key(name, "pk"))
             self.public = _public(self.pk_bytes, self.meta)
             self.basis = basis_of(self.public)

@@ -47,9 +47,25 @@ from ..protocols.idface import IDFaceParams
 from ..protocols.idface.centring import shipped_mean
 from ..store import open_store
 from ..store.base import redact
-from .layout import (KEY, LEASE, LEASE_TTL, LOCAL, PART_BYTES, VERSION, GalleryError, block_key, check_tau,
-                     default_key_store, ids_digest, new_tau, progress_bar, read_json, record_key, tau_of,
-                     writer_lease)
+from .layout import (
+    KEY,
+    LEASE,
+    LEASE_TTL,
+    LOCAL,
+    PART_BYTES,
+    VERSION,
+    GalleryError,
+    block_key,
+    check_tau,
+    default_key_store,
+    ids_digest,
+    new_tau,
+    progress_bar,
+    read_json,
+    record_key,
+    tau_of,
+    writer_lease,
+)
 from .schemes import BLOCK_SCHEMES, GALLERY_SCHEMES, GalleryScheme, gallery_scheme
 from .sources import ImageSource, NpySource, Source, open_source, unit
 
@@ -202,7 +218,8 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     A gallery made with other settings or other ids is refused (``GalleryError``), never mixed into.
     ``after_block(b)`` is called after block b is committed (tests interrupt enrolment with it).
     One enrolment per gallery at a time (``writer_lease``): a second one gets GalleryError and changes nothing.
-    A scheme with its own layout (``scale.schemes``: cryptomask) enrols itself (``cryptomask_gallery.enrol``, (seed 001 Alg. 1: a new source is appended).
+    A scheme with its own layout (``scale.schemes``: cryptomask) enrols itself (``cryptomask_gallery.enrol``;
+    seed 001 Alg. 1: a new source is appended).
     """
     adapter = GALLERY_SCHEMES.get(scheme)
     if adapter is not None and adapter.own_layout:  # its own layout (seed 001: scale.cryptomask_gallery)
@@ -301,7 +318,8 @@ class Gallery:
     def __init__(self, gallery_url: str, name: str = "default") -> None:
         self.url, self.name = gallery_url, name
         with open_store(gallery_url) as local:
-            self.meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta in {redact(gallery_url)}")
+            self.meta = read_json(local.get(LOCAL, record_key(name, "meta")),
+                                  f"gallery {name!r} meta in {redact(gallery_url)}")
             if self.meta.get("version") != VERSION:
                 raise GalleryError("unsupported gallery version")
             pk = local.get(LOCAL, record_key(name, "pk"))
@@ -379,5 +397,6 @@ def gallery_ids(gallery: Gallery) -> list[str]:
     out = []
     with open_store(gallery.url) as local:
         for b in range(gallery.nblocks):
-            out.extend(read_json(local.get(LOCAL, record_key(gallery.name, block_key(b))), f"block {b} commit record")["ids"])
+            commit = read_json(local.get(LOCAL, record_key(gallery.name, block_key(b))), f"block {b} commit record")
+            out.extend(commit["ids"])
     return out

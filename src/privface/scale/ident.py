@@ -1,6 +1,6 @@
 """Seed 003 §3.2's two servers as separate processes (protocol ``ident``): ``KeyRole`` (S_key) and ``LocalRole``
-(S_local), speaking the messages of ``protocols.hers.messages`` over any link with ``attach`` and ``decide`` (in process:
-a ``KeyRole``; over HTTP: ``protocols.hers.remote.HttpKeyServer``).
+(S_local), speaking the messages of ``protocols.hers.messages`` over any link with ``attach`` and ``decide``
+(in process: a ``KeyRole``; over HTTP: ``protocols.hers.remote.HttpKeyServer``).
 
 Key material stays where ``privface gallery enrol`` put it (``scale.gallery``): S_key's store holds sk and
 ``{pk_sha256, tau}`` under ``gallery-key``/``<name>.*``; the gallery store holds pk, settings and blocks. S_key
@@ -25,12 +25,13 @@ import numpy as np
 
 from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ..protocols.common import read_message
-from ..protocols.hers.messages import PROTOCOL, Attach, Attached, KeyDecision, Query, Result, ScoreChunk
+from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
 from ..protocols.hers.parties import Decision
 from ..store.base import TemplateStore
 from .gallery import KEY, SCHEMES, Gallery, Settings
 from .schemes import GALLERY_SCHEMES
 from .sources import unit
+
 ATTACH_SPACE = "ident-key"
 """S_key's own record of the attached public context (``<name>.attach``: the ``Attach`` frame)."""
 CHUNK_BYTES = 3 << 20
@@ -168,8 +169,9 @@ class LocalRole:
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
-        attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, self.gallery.n, self.gallery.capacity,
-                                                     self.gallery.pk_bytes, s.lift, s.lift_seed)))
+        g = self.gallery
+        attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, g.n, g.capacity, g.pk_bytes,
+                                                             s.lift, s.lift_seed)))
         if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
             raise ProtocolError("the key server holds the key of another gallery")
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..crypto.lattice import (CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext,
-                              generate_lattice_keys)
+from ..crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext, generate_lattice_keys
 from ..errors import PrivfaceError
 from ..protocols.hers import HERS, HERS_CKKS, HERSKey
 from ..protocols.hers.scheme import CKKSScores, HERSBlock

@@ -62,7 +62,8 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
              workers: int | None = None, name: str = "default") -> dict:
     """One identification of a template against a persisted gallery: ``{"id": str | None, timings…}``.
 
-    ``name`` picks one of several galleries in the store. ``ray``: None → in process; ``"auto"`` or a cluster address → blocks sharded over Ray actors.
+    ``name`` picks one of several galleries in the store. ``ray``: None → in process; ``"auto"`` or a cluster
+    address → blocks sharded over Ray actors.
     A cryptomask gallery answers ``{"match": bool, "id": None, …}`` (seed 001's 1 bit; ``cryptomask_identify``).
     """
     scheme = GALLERY_SCHEMES.get(stored_scheme(gallery_url, name))

@@ -2,9 +2,10 @@
 
 Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 bad message,
 401 no or unknown API key, 403 key without the step's scope
-(or a step that declares no scope: fail closed), 404 unknown protocol/step or subject not enrolled, 409 session missing/unknown/expired/out of
-order, 413 body over the step's limit, 415 not application/octet-stream, 429 rate limit or subject
-locked out (limits.py, with Retry-After), 503 store unavailable or too many sessions, 500 anything else.
+(or a step that declares no scope: fail closed), 404 unknown protocol/step or subject not enrolled, 409 session
+missing/unknown/expired/out of order, 413 body over the step's limit, 415 not application/octet-stream, 429 rate
+limit or subject locked out (limits.py, with Retry-After), 503 store unavailable or too many sessions, 500 anything
+else.
 Every error body is `{"error": "…", "type": "…"}`, never a traceback.
 
 With ``keys`` (an ``ApiKeys``), every step needs ``Authorization: Bearer <key>``, checked before the body
@@ -28,7 +29,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
-from .base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, ProtocolService, SessionError, StepResult
+from .base import (
+    AlreadyEnrolledError,
+    Caller,
+    MessageError,
+    NotEnrolledError,
+    ProtocolService,
+    SessionError,
+    StepResult,
+)
 from .limits import LimitError, Lockout, RateLimiter, caller_counter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
@@ -47,7 +56,8 @@ class ErrorBody(BaseModel):
 
 
 class _Refused(Exception):
-    KINDS = {401: "AuthError", 403: "ScopeError", 404: "NotFound", 405: "MethodNotAllowed", 413: "TooLarge", 415: "UnsupportedMediaType"}
+    KINDS = {401: "AuthError", 403: "ScopeError", 404: "NotFound", 405: "MethodNotAllowed", 413: "TooLarge",
+             415: "UnsupportedMediaType"}
 
     def __init__(self, status: int, message: str):
         self.status, self.message = status, message

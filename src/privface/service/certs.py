@@ -43,7 +43,7 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
 
 def _cert(subject: x509.Name, key, issuer: x509.Name, issuer_key, days: int, *, ca: bool = False,
           hosts: list[str] = (), usage=None) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
          .not_valid_after(now + datetime.timedelta(days=days))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
-import threading
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 

@@ -25,7 +25,8 @@ ERRORS = {400: "the message failed validation", 401: "no or unknown API key", 40
 
 def _operation(svc: ProtocolService, step: str, cap: int, template: dict) -> dict:
     session = {"name": SESSION_HEADER, "in": "header", "required": True,
-               "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"}, "description": "the id the previous step returned"}
+               "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+               "description": "the id the previous step returned"}
     error = template["responses"]["400"]["content"]
     op = {"summary": f"{svc.name} {step}", "operationId": _op_id(svc, step),
           "tags": [svc.name], "parameters": [] if step in svc.first_steps else [session],
@@ -40,7 +41,8 @@ def _operation(svc: ProtocolService, step: str, cap: int, template: dict) -> dic
     then = [t for t in svc.steps if t not in svc.first_steps]
     if then:  # OpenAPI links: a continuation step takes the session id this answer returns (stateful fuzzing)
         op["responses"]["200"]["links"] = {_op_id(svc, t): {
-            "operationId": _op_id(svc, t), "parameters": {f"header.{SESSION_HEADER}": f"$response.header.{SESSION_HEADER}"}}
+            "operationId": _op_id(svc, t),
+            "parameters": {f"header.{SESSION_HEADER}": f"$response.header.{SESSION_HEADER}"}}
             for t in then}
     return op
 
@@ -49,7 +51,8 @@ def _op_id(svc: ProtocolService, step: str) -> str:
     return f"{svc.name}_{step.replace('/', '_').replace('-', '_')}"
 
 
-def describe_steps(app: FastAPI, services: Mapping[str, ProtocolService], limit: Callable[[ProtocolService, str], int]) -> None:
+def describe_steps(app: FastAPI, services: Mapping[str, ProtocolService],
+                   limit: Callable[[ProtocolService, str], int]) -> None:
     """Add to ``app``'s OpenAPI schema one operation per mounted step, next to the generic step route
     (``limit(svc, step)``: the step's body cap). Call after any other ``app.openapi`` wrapper."""
     make = app.openapi

@@ -81,9 +81,9 @@ class TemplateStore(ABC):
         check_key(protocol, subject_id)
         expected = None if expected is None else check_record(expected)
         record = None if record is None else check_record(record)
-        if expected is None and record is None:
-            return self.get(protocol, subject_id) is None
         if expected is None:
+            if record is None:
+                return self.get(protocol, subject_id) is None
             return self._swap_insert(protocol, subject_id, record)
         if record is None:
             return self._swap_delete(protocol, subject_id, expected)
@@ -105,7 +105,7 @@ class TemplateStore(ABC):
     def ids(self, protocol: str) -> list[str]:
         """Enrolled subject ids of a protocol, sorted."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook: stores without connections keep this no-op)
         """Release connections (the store is unusable afterwards)."""
 
     def __enter__(self):

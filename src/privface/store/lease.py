@@ -13,7 +13,7 @@ import secrets
 import socket
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..errors import PrivfaceError
 from .base import StoreError, StoreUnavailableError, TemplateStore
@@ -35,7 +35,7 @@ def update(store: TemplateStore, protocol: str, subject: str, change, what: str 
 
 def when(t: float) -> str:
     """A unix time as UTC ISO 8601 to the second (for messages)."""
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class LeaseHeld(PrivfaceError):

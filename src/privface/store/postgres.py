@@ -1,7 +1,6 @@
 """PostgreSQL template store: a small psycopg 3 connection pool, one transaction per call."""
 from __future__ import annotations
 
-
 from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record, redact, url_password
 
 # Serialises the CREATE TABLE IF NOT EXISTS of processes that open the store at the same moment

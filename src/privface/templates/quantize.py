@@ -74,7 +74,7 @@ def _int_param(value: object, name: str, minimum: int | None = None) -> int:
     if not isinstance(value, numbers.Integral):
         if not (math.isfinite(value) and float(value).is_integer()):
             raise TemplateError(f"{name} must be an integer, got {value!r}")
-    out = int(value)
+    out = int(value)  # type: ignore[call-overload]  # a whole Real (checked above)
     if minimum is not None and out < minimum:
         raise TemplateError(f"{name} must be ≥ {minimum}, got {out}")
     return out

@@ -221,6 +221,7 @@ class Message:
     """Base of the protocol message dataclasses: ``WIRE_NAME`` names the schema entry, fields match it."""
 
     WIRE_NAME: ClassVar[str]
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # every subclass is a dataclass
 
     def to_bytes(self) -> bytes:
         return encode(self.WIRE_NAME, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)})

@@ -12,7 +12,8 @@ from .parties import LEAKAGE, THREAT_MODEL, CryptoMask, KeyGenerator, Run
 
 DESCRIPTION = {
     "name": "cryptomask",
-    "paper": "001: CryptoMask (§2.2 Cheetah encoding, §4.1 buffer, Alg. 1 enrolment, Alg. 2 distances, Alg. 3 revealing)",
+    "paper": "001: CryptoMask (§2.2 Cheetah encoding, §4.1 buffer, Alg. 1 enrolment, Alg. 2 distances, "
+             "Alg. 3 revealing)",
     "task": "1:N identification, 1-bit answer",
     "parties": ["KeyGenerator", "DataProvider", "CloudServer", "Verifier"],
     "threat_model": THREAT_MODEL,
@@ -25,12 +26,14 @@ DESCRIPTION = {
                         {"scheme": "ot", "params": "edwards25519 base OT + IKNP (κ = 128), AES-128 TCCR",
                          "security_bits": 128}],
     "default_security_bits": 128,
-    "parameters": {"poly_modulus_degree": CM_BFV.poly_modulus_degree, "coeff_modulus_bits": list(CM_BFV.coeff_modulus_bits),
+    "parameters": {"poly_modulus_degree": CM_BFV.poly_modulus_degree,
+                   "coeff_modulus_bits": list(CM_BFV.coeff_modulus_bits),
                    "plain_modulus": CM_BFV.plain_modulus, "scale_bits": SCALE_BITS, "ring_bits": T_BITS,
                    "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128)},
     "steps": ["setup (KG: keys, k_sw to CS; IKNP base OTs)", "enrol (Alg. 1, merge indicator)",
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
-              "over HTTP: privface serve --protocol cryptomask --role cs; the verifier: identify --protocol cryptomask"],
+              "over HTTP: privface serve --protocol cryptomask --role cs; "
+              "the verifier: identify --protocol cryptomask"],
     "not_yet": ["§4.5 variant (query under pk_v)", "§4.5 ciphertext compression"],
 }
 

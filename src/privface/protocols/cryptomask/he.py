@@ -121,7 +121,8 @@ class DataProvider:
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
 
     def _encrypt(self, A: np.ndarray) -> np.ndarray:
-        pt = _seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0), encoding.encode_matrix(A, self.n, self.t), 1.0)
+        pt = _seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0),
+                                     encoding.encode_matrix(A, self.n, self.t), 1.0)
         ct = sealapi.Ciphertext()
         self.public.encryptor.encrypt(pt, ct)
         return _seal_arrays.ciphertext_to_array(ct)

@@ -14,12 +14,21 @@ from ...crypto.exchange import Party, Wire
 from ...crypto.otext import IKNPReceiver
 from ...errors import CryptoError, ProtocolError
 from ...service.client import ServiceClient
+from ..common import read_message
 from .he import Distances
-from .messages import (DistanceChunk, DistanceRequest, GalleryInfo, GalleryRequest, OTReady, OTSetup, Query,
-                       RevealRound, Started)
+from .messages import (
+    DistanceChunk,
+    DistanceRequest,
+    GalleryInfo,
+    GalleryRequest,
+    OTReady,
+    OTSetup,
+    Query,
+    RevealRound,
+    Started,
+)
 from .parties import threshold
 from .reveal import reveal_verifier
-from ..common import read_message
 from .server import PROTOCOL
 
 

@@ -5,6 +5,7 @@ fresh capture against it by cosine similarity, a service provider enrols devices
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters;
 ``privface protocols`` prints it.
 """
+from . import zk
 from .messages import (
     Challenge,
     Claim,
@@ -20,7 +21,6 @@ from .messages import (
     Template,
 )
 from .params import LAMBDA, PAILLIER_BITS, VARIANTS, GsmParams
-from . import zk
 from .parties import Device, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
 
 _P = GsmParams()
@@ -44,7 +44,8 @@ DESCRIPTION = {
                 "leakage": {"device": ["inner product ⟨u, w⟩"], "terminal": ["decision"]}},
         "pi2": {"status": "implemented (§6 Fig. 4), enrolment Π_en with the §8 proofs", "rounds": 4,
                 "leakage": {"device": ["decision"], "terminal": ["inner product ⟨u, w⟩", "decision"]}},
-        "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit + Naor–Pinkas OT on edwards25519)",
+        "pi3": {"status": "implemented (§7 Fig. 5–6: crypto/compare.py garbled circuit "
+                          "+ Naor–Pinkas OT on edwards25519)",
                 "rounds": 5, "leakage": {"device": ["decision"], "terminal": ["decision"]}},
     },
     "security_levels": [{"security_bits": 128, "paillier_modulus_bits": PAILLIER_BITS, "statistical_lambda": LAMBDA}],

@@ -25,9 +25,9 @@ from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
 from ...crypto.ot import ED25519, OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
-from ..common import check_subject_id, evaluate_garbled
 from ...errors import CryptoError, ProtocolError
-
+from ..common import check_subject_id, evaluate_garbled
+from . import zk
 from .messages import (
     VARIANT_IDS,
     Challenge,
@@ -40,7 +40,6 @@ from .messages import (
     Template,
 )
 from .params import GsmParams, check_variant
-from . import zk
 
 PROTOCOL = "gsm"
 SIGNATURE_CONTEXT = b"privface/gsm/first-message/v1\x00"
@@ -574,7 +573,8 @@ class ServiceProvider:
         if not isinstance(session, EnrolSession):
             raise ProtocolError("enrol/finish needs the session of an enrol/start")
         if not session.verifier.verify(resp):
-            raise ProtocolError(f"the Fig. 10 norm proof does not verify: the template's norm is not ζ = {self.params.zeta}")
+            raise ProtocolError("the Fig. 10 norm proof does not verify: the template's norm is not "
+                                f"ζ = {self.params.zeta}")
         return self._sign(session.subject_id, session.pk, session.cts)
 
     def enrol_unproven(self, req: EnrolRequest) -> Template:

@@ -12,8 +12,17 @@ from ...errors import CryptoError, ProtocolError
 from ...service.client import ServiceClient
 from ...wire import WireError
 from . import zk
-from .messages import (VARIANT_IDS, Challenge, Claim, CompareChallenge, Decision, MatchStart, Presented, ProviderKey,
-                       Template)
+from .messages import (
+    VARIANT_IDS,
+    Challenge,
+    Claim,
+    CompareChallenge,
+    Decision,
+    MatchStart,
+    Presented,
+    ProviderKey,
+    Template,
+)
 from .params import check_variant
 from .parties import PROTOCOL, Device
 from .service import provider_key_from_bytes

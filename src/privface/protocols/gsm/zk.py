@@ -216,7 +216,8 @@ def verify_modulus(pk: PaillierPublicKey, proof: ModulusProof, *, context: bytes
 
     def holds(row) -> bool:
         y, x, z, bits = row
-        return gmpy2.powmod(z, n, n) == y and gmpy2.powmod(x, 4, n) == (-y if bits & 1 else y) * (w if bits & 2 else 1) % n
+        return (gmpy2.powmod(z, n, n) == y
+                and gmpy2.powmod(x, 4, n) == (-y if bits & 1 else y) * (w if bits & 2 else 1) % n)
 
     return all(parallel_map(holds, zip(_mod_challenges(n, w, rounds, bytes(context)), proof.x, proof.z, proof.ab),
                             workers))

@@ -17,7 +17,6 @@ import numpy as np
 
 from ...errors import ProtocolError, TemplateError
 
-
 #: Seed 003 §3.2's two servers, shared by hers and idface (``DESCRIPTION["threat_model"]``).
 THREAT_MODEL = {
     "local_server": "honest-but-curious: holds pk, the encrypted database and sees plaintext queries",

@@ -7,7 +7,8 @@ run on the exported RNS residues in numpy (``HERS.ip_db``), ≈ 2.5× faster tha
 ``add_inplace`` through the binding on this machine; SEAL decrypts.
 
 Parameters ``HERS_CKKS``: N = 8192 (4096 slots), one 60-bit data prime q₀ and a 60-bit special prime: log q = 120
-≤ 152, so 192-bit by the HE standard table (SEAL's, ≥ the 128 asked for; one prime is all IP_DB needs). No rescaling: Δ_x·Δ_y = 2^36·2^20 = 2^56 < q₀/8, which holds
+≤ 152, so 192-bit by the HE standard table (SEAL's, ≥ the 128 asked for; one prime is all IP_DB needs).
+No rescaling: Δ_x·Δ_y = 2^36·2^20 = 2^56 < q₀/8, which holds
 |⟨x, y⟩| ≤ 1 (unit vectors) with room for the noise.
 
 Precision (``HERS_ERROR``). The decrypted score approximates ⟨x, ŷ⟩ with ŷ_j = round(2^20·y_j)/2^20 (|y_j − ŷ_j|
@@ -23,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext
 from ...crypto import _seal_arrays
 from ...crypto._common import parallel_map
+from ...crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext
 from ...errors import ProtocolError, TemplateError
 
 HERS_CKKS = LatticeParams("ckks-8192-q60", CKKS, 8192, (60, 60), scale_bits=36)

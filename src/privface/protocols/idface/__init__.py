@@ -6,8 +6,8 @@ in the two-server deployment of §3.2 (``hers.LocalServer`` / ``hers.KeyServer``
 """
 from ..hers.parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
 from .ckks import IDFACE_CKKS, NOISE_BITS, PAYLOAD_BITS, IDFaceCKKS, IDFaceCKKSKey
-from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
 from .lift import LIFT_SEED
+from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
 from .transform import PARAMETER_SETS, IDFaceParams, decode, encode, plaintext_scores, separate, t_alpha
 
 DESCRIPTION = {
@@ -17,8 +17,8 @@ DESCRIPTION = {
     "parties": ["LocalServer", "KeyServer"],
     "threat_model": THREAT_MODEL,
     "modes": {
-        "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": "coefficients, Δ = 2^%d, "
-                 "%d payload bits" % (NOISE_BITS, PAYLOAD_BITS),
+        "ckks": {"status": "implemented", "params": IDFACE_CKKS.name, "packing": f"coefficients, Δ = 2^{NOISE_BITS}, "
+                 f"{PAYLOAD_BITS} payload bits",
                  "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
         "paillier": {"status": "implemented", "params": "2048-bit N", "packing": "one integer per ciphertext",
                      "leakage": {"key_server": ["all ⟨T_α(x), T_β(y)⟩ (not released)"]}},
@@ -51,5 +51,6 @@ DESCRIPTION = {
 }
 
 __all__ = ["DESCRIPTION", "Decision", "IDFACE_CKKS", "IDFaceCKKS", "IDFaceCKKSKey", "IDFacePaillier",
-           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LIFT_SEED", "LocalServer", "PARAMETER_SETS", "PaillierScores",
+           "IDFacePaillierKey", "IDFaceParams", "KeyServer", "LIFT_SEED", "LocalServer", "PARAMETER_SETS",
+           "PaillierScores",
            "decode", "encode", "identify", "plaintext_scores", "separate", "t_alpha"]

@@ -15,7 +15,7 @@ the price of storing an aggregate of the enrolled templates next to the encrypte
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import numpy as np
@@ -57,7 +57,7 @@ def mean_of(x) -> np.ndarray:
     return _unit(_rows(x), "a template").mean(axis=0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shipped() -> dict:
     return json.loads(resources.files(__package__).joinpath(MEANS_FILE).read_text())
 

@@ -13,7 +13,8 @@ Precision (verified, not assumed): coefficient packing reads the decrypted polyn
 double precision). SEAL's public-key encryption error is small: the worst |e| of a sum of 512 fresh
 encryptions measured 2^10.9 (std 2^8.9) over 8192 coefficients; tests assert ≤ 2^12 (``NOISE_BOUND``). The
 lift's β = 1365 (D = 2048, ``lift.py``) sums 1365: worst 2^11.5–2^11.7 (rms 2^9.6) over three runs; tests
-assert ≤ 2^12.5 (``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13. Δ = 2^14 > 2·2^12.5 rounds it away, and v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
+assert ≤ 2^12.5 (``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13. Δ = 2^14 > 2·2^12.5 rounds it away, and
+v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
 (the paper keeps 50 of a 61-bit slot with HEaaN): m = 7 / 6 / 5 for β = 63 / 127 / 341 at d = 512
 (p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —
 57344 templates per ciphertext pair at β = 63 (the paper: 8 × 4096 slots = 32768).

@@ -16,9 +16,9 @@ from .messages import (
     CompareRequest,
     RegisterRequest,
     RegisterResponse,
+    Revoked,
     RevokeRequest,
     RevokeResponse,
-    Revoked,
     SignedRegisterRequest,
     TPImageRequest,
     TPRequest,
@@ -75,7 +75,8 @@ DESCRIPTION = {
 }
 
 __all__ = [
-    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "CompareChallenge", "CompareFinish", "CompareRequest", "CompareSession", "DEFAULT_TAU",
+    "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "CompareChallenge",
+    "CompareFinish", "CompareRequest", "CompareSession", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "RegisterRequest", "RegisterResponse",
     "RevokeRequest", "RevokeResponse", "Revoked", "SECURITY_LEVELS", "Server", "SignedRegisterRequest",
     "SubjectExistsError", "TPImageRequest", "TPRequest", "TPResponse",

@@ -9,8 +9,8 @@ from ...templates.quantize import IM2020_SCALE
 
 DEFAULT_TAU = 4777
 """τ on the squared distance of ×128 templates: the EER threshold of `privface eval --dataset orl --json`
-(``threshold_quantized`` = 4777 ≈ 2^12.22 with dlib-resnet128 at ×128). Seed 000 Table II reports τ = 2^12.2; §V-B quotes τ ≤ 2^12.6 for its own
-setting. Override with ``Im2020Params(tau=…)`` / ``--tau``."""
+(``threshold_quantized`` = 4777 ≈ 2^12.22 with dlib-resnet128 at ×128). Seed 000 Table II reports τ = 2^12.2;
+§V-B quotes τ ≤ 2^12.6 for its own setting. Override with ``Im2020Params(tau=…)`` / ``--tau``."""
 
 SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
 TOY_JL = JLParams(bits=512, k=48)  # tests only, with insecure_test_params=True

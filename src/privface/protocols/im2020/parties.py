@@ -18,14 +18,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from ...crypto import catalano_fiore as cf
-from ...crypto.compare import EvaluatorResult, Evaluator, Garbler, inverse_square
-from ...crypto.ot import OTRequest
+from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, inverse_square
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
-from ..common import check_subject_id, evaluate_garbled
+from ...crypto.ot import OTRequest
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
-from ...wire import message_type
 from ...templates.quantize import quantize
+from ...wire import message_type
+from ..common import check_subject_id, evaluate_garbled
 from .blind import Decision, Randomizers, blind_esed, decide, unblind
 from .messages import (
     AuthChallenge,
@@ -37,9 +37,9 @@ from .messages import (
     CompareRequest,
     RegisterRequest,
     RegisterResponse,
+    Revoked,
     RevokeRequest,
     RevokeResponse,
-    Revoked,
     SignedRegisterRequest,
     TPImageRequest,
     TPRequest,
@@ -207,7 +207,8 @@ class Client:
 
     def compare_request(self, challenge: AuthChallenge, s_star: int | None = None) -> tuple[CompareRequest, Evaluator]:
         """Secure-comparison mode (§VII Fig. 8): decrypt s*, then as GC evaluator with input s* mod 2^w
-        ask by OT for the labels of its bits (``s_star``: an already decrypted s*). Returns the message and the evaluator (this attempt's state)."""
+        ask by OT for the labels of its bits (``s_star``: an already decrypted s*). Returns the message and the
+        evaluator (this attempt's state)."""
         w = challenge.compare_bits
         if w not in (64, int(self.pk.k)):
             raise ProtocolError(f"the comparison width must be 64 or k = {self.pk.k}, got {w}")

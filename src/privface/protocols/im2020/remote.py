@@ -17,8 +17,16 @@ from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
 from ...service.client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
 from ...wire import WireError
-from .messages import (AuthChallenge, AuthResult, ClientKey, CompareChallenge, RegisterResponse, RevokeRequest,
-                       RevokeResponse, TPResponse)
+from .messages import (
+    AuthChallenge,
+    AuthResult,
+    ClientKey,
+    CompareChallenge,
+    RegisterResponse,
+    RevokeRequest,
+    RevokeResponse,
+    TPResponse,
+)
 from .params import Im2020Params
 from .parties import PROTOCOL, Client
 

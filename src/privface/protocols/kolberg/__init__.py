@@ -6,8 +6,18 @@ on Homomorphic Encryption" (BIOSIG; seed 002 §2.1–§2.2): a DB server and an 
 """
 from ...crypto.lattice import BFV_128, CKKS_128, flood_sigma
 from ...crypto.ntru import NTRU_1024
-from .messages import (AuthDecision, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest, EnrolResponse,
-                       IdentifyRequest, PublicKey, Result, VerifyRequest)
+from .messages import (
+                       AuthDecision,
+                       Challenge,
+                       ChallengeRequest,
+                       DistanceBatch,
+                       EnrolRequest,
+                       EnrolResponse,
+                       IdentifyRequest,
+                       PublicKey,
+                       Result,
+                       VerifyRequest,
+)
 from .params import DEFAULT_THRESHOLDS, LSSC_EDGES, SCHEMES, KolbergParams
 from .parties import CHUNK, AuthServer, Client, DBServer, plaintext_distance, protect
 
@@ -29,7 +39,7 @@ DESCRIPTION = {
     },
     "modes": {  # the schemes, `--scheme`; leakage common to all: see "leakage"
         "ckks": {"status": "implemented", "template": "float dlib embedding", "distance": "squared Euclidean",
-                 "leakage": {"auth_server": ["squared distances + N(0, σ²) flooding, σ = %.2g" % flood_sigma()]}},
+                 "leakage": {"auth_server": [f"squared distances + N(0, σ²) flooding, σ = {flood_sigma():.2g}"]}},
         "bfv": {"status": "implemented", "template": "⌊128·x⌋ integers", "distance": "squared Euclidean (exact)",
                 "leakage": {"auth_server": ["exact squared distances"]}},
         "ntru": {"status": "implemented", "template": "LSSC, 3 bits per feature", "distance": "Hamming via XOR",

@@ -11,7 +11,8 @@ SCHEMES = (CKKS, BFV, NTRU)
 DEFAULT_THRESHOLDS = {CKKS: 0.2935, BFV: 4777, NTRU: 44}
 """Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings; BFV: of the
 ×128 quantised templates (4777 = the im2020 ORL EER threshold, ≈ 0.2935·128²); NTRU: Hamming distance of the
-LSSC templates (44 = the all-pairs ORL EER threshold with LSSC_EDGES). ``privface eval`` recomputes the plaintext EER threshold per dataset and uses that."""
+LSSC templates (44 = the all-pairs ORL EER threshold with LSSC_EDGES). ``privface eval`` recomputes the plaintext
+EER threshold per dataset and uses that."""
 
 LSSC_EDGES = (-0.06, 0.0, 0.06)
 """Inner edges of the four segments (seed 002 §2.1): ≈ the quartiles of dlib-resnet128 coordinates

@@ -19,15 +19,32 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...crypto import lattice, ntru
-from ..common import check_subject_id
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
 from ...wire import Message, WireError
-from .messages import (AuthDecision, AuthKeyRecord, AuthKeys, Challenge, ChallengeRequest, DistanceBatch, EnrolRequest,
-                       EnrolResponse, IdentifyRequest, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse,
-                       Result, RevokeRequest, RevokeResponse, StoredReference, VerifyRequest)
+from ..common import check_subject_id
+from .messages import (
+    AuthDecision,
+    AuthKeyRecord,
+    AuthKeys,
+    Challenge,
+    ChallengeRequest,
+    DistanceBatch,
+    EnrolRequest,
+    EnrolResponse,
+    IdentifyRequest,
+    KeyRequest,
+    PublicKey,
+    ReencryptRequest,
+    ReencryptResponse,
+    Result,
+    RevokeRequest,
+    RevokeResponse,
+    StoredReference,
+    VerifyRequest,
+)
 from .params import BFV, CKKS, NTRU, KolbergParams
 
 PROTOCOL = "kolberg"

@@ -8,8 +8,19 @@ import threading
 from ...service.client import ServiceClient
 from ..common import message_bytes as _bytes
 from ..common import parse_answer as _parse
-from .messages import (AuthDecision, AuthKeys, Challenge, ChallengeRequest, EnrolResponse, KeyRequest, PublicKey,
-                       ReencryptResponse, Result, RevokeRequest, RevokeResponse)
+from .messages import (
+    AuthDecision,
+    AuthKeys,
+    Challenge,
+    ChallengeRequest,
+    EnrolResponse,
+    KeyRequest,
+    PublicKey,
+    ReencryptResponse,
+    Result,
+    RevokeRequest,
+    RevokeResponse,
+)
 from .params import KolbergParams
 from .parties import PROTOCOL, Client
 
