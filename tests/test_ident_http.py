@@ -215,7 +215,7 @@ def test_privface_serve_key_and_local_as_processes(tmp_path, monkeypatch):
     np.save(tmp_path / "f.npy", x)
     gallery, keys_db, local_db = (f"sqlite:///{tmp_path / n}" for n in ("g.db", "g.keys.db", "local.db"))
     assert main(["gallery", "enrol", "--scheme", "idface-ckks", "--gallery", gallery, "--tau", "12",
-                 "--insecure-test-params", "--json", str(tmp_path / "f.npy")]) == 0
+                 "--centring", "none", "--lift", "0", "--insecure-test-params", "--json", str(tmp_path / "f.npy")]) == 0
     with SQLiteStore(tmp_path / "g.keys.db") as s:
         internal = ApiKeys(s).create("internal")[1]
     with SQLiteStore(tmp_path / "local.db") as s:

@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
-from ...scale.ident import PROTOCOL, KeyRole, LocalRole
+from ...scale.ident import KeyRole, LocalRole
 from ...service.base import MessageError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
+from .messages import PROTOCOL
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
