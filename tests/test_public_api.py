@@ -3,10 +3,14 @@ functions decide as the default backend does on the embedded demo photos, and ``
 over real loopback HTTP."""
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,3 +120,54 @@ def test_im2020_client_enrols_verifies_and_revokes_over_http(tmp_path, photos):
             assert again.verify(genuine) is True
             assert again.revoke().revoked is True
         assert store.get("im2020", "grace") is None
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _library_example() -> str:
+    text = README.read_text()
+    section = text[text.index("\n## Library\n"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_library_example_uses_only_the_api():
+    code = _library_example()
+    tree = ast.parse(code)
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [ast.unparse(n) for n in imports] == ["import privface"]
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == "privface"}
+    assert used and used <= set(privface.__all__)
+
+
+def test_readme_library_example_runs(tmp_path, monkeypatch):
+    """The block as written, in a folder holding me.jpg (the enrolled demo photo), me2.jpg (an altered copy) and
+    group.jpg (an impostor beside the enrolled face), against a loopback im2020 server at default parameters."""
+    from PIL import Image
+
+    from privface.protocols.im2020.service import Im2020Service
+    from privface.service.app import create_app
+    from privface.service.launch import serve_in_thread
+    from privface.store import open_store
+
+    grace = demo_data.enrolled_photo()
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(grace, "me.jpg")
+    Image.fromarray(next(iter(demo_data.altered_copies(grace).values()))).save("me2.jpg")
+    other = Image.open(demo_data.impostor_photos()["astronaut (Eileen Collins)"]).convert("RGB")
+    group = Image.new("RGB", (other.width * 2, other.height))
+    group.paste(other, (0, 0))
+    group.paste(Image.open(grace).convert("RGB").resize(other.size), (other.width, 0))
+    group.save("group.jpg")
+    code = _library_example()
+    assert "    client.verify(" in code
+    with open_store(f"sqlite:///{tmp_path / 'im2020.db'}") as store, \
+            serve_in_thread(create_app(store, [Im2020Service(store)])) as url:
+        code = code.replace("http://127.0.0.1:8000", url).replace("    client.verify(", "    assert client.verify(")
+        names: dict = {}
+        exec(compile(code, str(README), "exec"), names)
+        assert store.get("im2020", "me") is None  # revoked at the end
+    assert privface.compare(names["others"], names["me"]).count(True) == 1
+    assert (tmp_path / "me.key").stat().st_mode & 0o777 == 0o600
