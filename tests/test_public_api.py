@@ -171,3 +171,22 @@ def test_readme_library_example_runs(tmp_path, monkeypatch):
         assert store.get("im2020", "me") is None  # revoked at the end
     assert privface.compare(names["others"], names["me"]).count(True) == 1
     assert (tmp_path / "me.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_enrol_and_identify_a_gallery_of_photos(tmp_path, photos):
+    """privface.enrol on a folder of face photos (hers, toy CKKS), then privface.identify: the enrolled person's
+    altered copy is found, an unenrolled face is not."""
+    from PIL import Image
+
+    grace, astronaut = photos
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    Image.open(grace).convert("RGB").save(faces / "hopper.png")
+    Image.open(astronaut).convert("RGB").save(faces / "collins.png")
+    url = f"sqlite:///{tmp_path}/g.db"
+    # τ = 0.95 cosine for dlib-resnet128 (as tests/test_gallery.py: genuine ≥ 0.993, impostors ≤ 0.883)
+    report = privface.enrol(url, faces, "hers", tau=0.95, insecure_test_params=True)
+    assert report.n == 2
+    probe = privface.embed(demo_data.altered_copies(grace)["mirrored, darker"])
+    assert privface.identify(probe, url)["id"] == "hopper"
+    assert privface.identify(privface.embed(demo_data.impostor_photos()["cameraman"]), url)["id"] is None

@@ -25,7 +25,6 @@ implementation). ``import privface`` loads no face model and no HE library; they
 """
 from __future__ import annotations
 
-import importlib
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,22 +42,21 @@ __all__ = [
     "VerifierClient", "compare", "detect", "distance", "embed", "enrol", "identify", "load_image",
 ]
 
-# The protocol clients, loaded on first access (module ``__getattr__``, PEP 562) so that ``import privface`` stays
-# light: a client pulls in its protocol's crypto (TenSEAL, gmpy2, …).
-_CLIENTS = {
-    "Im2020Client": "privface.protocols.im2020.remote",
-    "DeviceClient": "privface.protocols.gsm.remote",
-    "KolbergClient": "privface.protocols.kolberg.remote",
-    "IdentClient": "privface.protocols.hers.remote",
-    "VerifierClient": "privface.protocols.cryptomask.remote",
-}
-
-
 def __getattr__(name: str) -> Any:
-    module = _CLIENTS.get(name)
-    if module is None:
+    """The protocol clients, imported on first access (PEP 562) so that ``import privface`` stays light: a client
+    pulls in its protocol's crypto (TenSEAL, gmpy2, …). Plain imports, so the import contracts see them."""
+    if name == "Im2020Client":
+        from .protocols.im2020.remote import Im2020Client as value
+    elif name == "DeviceClient":
+        from .protocols.gsm.remote import DeviceClient as value
+    elif name == "KolbergClient":
+        from .protocols.kolberg.remote import KolbergClient as value
+    elif name == "IdentClient":
+        from .protocols.hers.remote import IdentClient as value
+    elif name == "VerifierClient":
+        from .protocols.cryptomask.remote import VerifierClient as value
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
