@@ -42,6 +42,7 @@ __all__ = [
     "VerifierClient", "compare", "detect", "distance", "embed", "enrol", "identify", "load_image",
 ]
 
+
 def __getattr__(name: str) -> Any:
     """The protocol clients, imported on first access (PEP 562) so that ``import privface`` stays light: a client
     pulls in its protocol's crypto (TenSEAL, gmpy2, …). Plain imports, so the import contracts see them."""
