@@ -1,2 +1,140 @@
-"""privface — face recognition in which nobody sees a face template in the clear."""
+"""privface — face recognition in which nobody sees a face template in the clear.
+
+The stable API is the names in ``__all__``, all reachable as ``privface.<name>``:
+
+Faces (face_recognition's ``load_image_file`` / ``face_locations`` / ``face_encodings`` / ``face_distance`` /
+``compare_faces``, on the default backend: dlib detection, 5-point alignment, dlib ResNet-128, created on first
+use):
+    load_image(image)               → H×W×3 uint8 RGB array (path, bytes, PIL image or array)
+    detect(image)                   → face boxes (left, top, right, bottom), largest first
+    embed(image, which="largest")   → the main face's embedding; ``which="all"``: one row per face
+    distance(known, candidate)      → Euclidean distance(s) between embeddings
+    compare(known, candidate, tolerance=0.6) → same person? (distance ≤ tolerance)
+
+One client per protocol, each talking to a running ``privface serve``:
+    Im2020Client (im2020, 1:1 verification), DeviceClient (gsm, the user's device), KolbergClient (kolberg),
+    IdentClient (hers / idface two-server identification), VerifierClient (cryptomask, 1-bit identification)
+
+Encrypted galleries (1:N): enrol(gallery_url, templates, scheme, …), identify(embedding, gallery_url, …)
+
+Errors: PrivfaceError (base of every error raised on purpose), ImageError, NoFaceError.
+
+Everything else is private and may change without notice: names starting with an underscore, and every module
+and name not listed in ``__all__`` (``privface.faces``, ``privface.protocols``, ``privface.crypto`` … are the
+implementation). ``import privface`` loads no face model and no HE library; they load on first use.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import ImageError, NoFaceError, PrivfaceError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .faces.base import Backend
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "DeviceClient", "IdentClient", "Im2020Client", "ImageError", "KolbergClient", "NoFaceError", "PrivfaceError",
+    "VerifierClient", "compare", "detect", "distance", "embed", "enrol", "identify", "load_image",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The protocol clients, imported on first access (PEP 562) so that ``import privface`` stays light: a client
+    pulls in its protocol's crypto (TenSEAL, gmpy2, …). Plain imports, so the import contracts see them."""
+    if name == "Im2020Client":
+        from .protocols.im2020.remote import Im2020Client as value
+    elif name == "DeviceClient":
+        from .protocols.gsm.remote import DeviceClient as value
+    elif name == "KolbergClient":
+        from .protocols.kolberg.remote import KolbergClient as value
+    elif name == "IdentClient":
+        from .protocols.hers.remote import IdentClient as value
+    elif name == "VerifierClient":
+        from .protocols.cryptomask.remote import VerifierClient as value
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+@lru_cache(maxsize=1)
+def _backend() -> Backend:
+    """The default face backend (dlib-resnet128), made once."""
+    from .faces.registry import make_backend
+
+    return make_backend()
+
+
+def load_image(image) -> np.ndarray:
+    """The image as an H×W×3 uint8 RGB array, from a path, encoded bytes, a PIL image or an array.
+    Raises ImageError for a missing, corrupt or undersized image."""
+    from .faces.image import load_rgb
+
+    return load_rgb(image)
+
+
+def detect(image) -> list[tuple[int, int, int, int]]:
+    """Boxes (left, top, right, bottom) in image pixels of every face found, largest first; [] if none."""
+    rgb, detector = load_image(image), _backend().detector
+    work, scale = detector.working_image(rgb)
+    return [d.box for d in detector.detect(work, scale)]
+
+
+def embed(image, which: Literal["largest", "center", "all"] = "largest") -> np.ndarray:
+    """The 128-D embedding of the largest face (``which="center"``: the face nearest the centre); raises NoFaceError
+    when there is none. ``which="all"``: a (faces × 128) array, one row per face, largest first (0 rows if none)."""
+    backend = _backend()
+    if which != "all":
+        return backend.embed(image, which)
+    import numpy as np
+
+    faces = backend.faces(image, "all")
+    return np.stack([f.embedding for f in faces]) if faces else np.zeros((0, backend.dim), np.float32)
+
+
+def distance(known, candidate) -> Any:
+    """Euclidean distance between embeddings: a float for one known embedding, an array for a list (or 2-D array)
+    of them, as face_recognition's ``face_distance``."""
+    import numpy as np
+
+    d = _backend().distance(np.asarray(known, np.float64), np.asarray(candidate, np.float64))
+    return float(d) if np.ndim(d) == 0 else d
+
+
+def compare(known, candidate, tolerance: float | None = None) -> Any:
+    """Same person? ``distance(known, candidate) ≤ tolerance`` (default: the backend's threshold, 0.6, dlib's
+    published one). A bool for one known embedding, a list of bools for a list of them (``compare_faces``)."""
+    import numpy as np
+
+    limit = _backend().threshold if tolerance is None else tolerance
+    d = distance(known, candidate)
+    return bool(d <= limit) if np.ndim(d) == 0 else [bool(x) for x in np.asarray(d) <= limit]
+
+
+def enrol(gallery_url: str, templates, scheme: str, **options) -> Any:
+    """Encrypt templates into a persisted gallery (resumable, block-atomic) and return its EnrolReport.
+
+    templates: image files or folders (embedded with the default backend; id = file stem) or ``.npy`` files of
+    embeddings (ids ``<stem>.<row>``). scheme: "hers", "idface-ckks", "idface-paillier" or "cryptomask".
+    options: as ``privface gallery enrol`` (key_store_url, tau, centring, lift, name, …)."""
+    from . import scale
+
+    paths = [templates] if isinstance(templates, str) or hasattr(templates, "__fspath__") else list(templates)
+    return scale.enrol(gallery_url, scale.open_source([str(p) for p in paths], _backend), scheme, **options)
+
+
+def identify(embedding, gallery_url: str, **options) -> dict:
+    """One identification against a gallery made by ``enrol``: ``{"id": str or None, …timings}`` (a cryptomask
+    gallery: ``{"match": bool, "id": None, …}``). options: key_store_url, ray, workers, name."""
+    from . import scale
+
+    return scale.identify(embedding, gallery_url, **options)

@@ -1,5 +1,6 @@
 """im2020 over HTTP, client side: the ``Client`` party driven through ``ServiceClient`` (seed 000 §IV-B.2
-registration, §IV-B.3 authentication), and the client's key file.
+registration, §IV-B.3 authentication), as free functions and as the class ``Im2020Client``, and the client's
+key file.
 
 The key file is the wire record ``ClientKey`` (sk = (p, q), y, k, ID, server URL), created with mode 0600
 by ``os.open`` so it is never readable by others, not even briefly. It never holds a template.
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
 from ...service.client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
+from ...templates.quantize import quantize
 from ...wire import WireError
 from .messages import (
     AuthChallenge,
@@ -217,3 +219,63 @@ def revoke(http: ServiceClient, subject_id: str) -> tuple[RevokeResponse, dict]:
 
 def service_client(server: str, **kw) -> ServiceClient:
     return ServiceClient(server, PROTOCOL, **kw)
+
+
+class Im2020Client:
+    """An im2020 ``Client`` party talking to one server: ``enrol`` / ``verify`` / ``revoke`` with face embeddings
+    (quantized ×``params.scale`` here, as C1 of §IV-B.2 does), by way of ``register``, ``verify`` and ``revoke``
+    above. ``Im2020Client(url, subject_id)`` makes a fresh key pair; ``from_key_file`` reloads one saved by
+    ``enrol(…, key_file=…)``. ``report``: the figures (times, bytes) of the last call. ``options``: see
+    ServiceClient (``api_key``, ``tls``, ``timeout``, ``transport``)."""
+
+    def __init__(self, server: str, subject_id: str | None = None, params: Im2020Params | None = None, *,
+                 client: Client | None = None, workers: int | None = None, **options) -> None:
+        if client is None:
+            if subject_id is None:
+                raise TypeError("Im2020Client needs a subject_id (or a client)")
+            client = Client(subject_id, params or Im2020Params(), workers=workers)
+        self.server, self.client, self.report = server, client, {}
+        self.http = service_client(server, **options)
+
+    @classmethod
+    def from_key_file(cls, path: str | os.PathLike, *, server: str | None = None, workers: int | None = None,
+                      **options) -> Im2020Client:
+        """The client of a key file (``load_client``); ``server`` defaults to the one recorded in it."""
+        client, record = load_client(Path(path), workers=workers)
+        return cls(server or record.server, client=client, **options)
+
+    @property
+    def subject_id(self) -> str:
+        return self.client.subject_id
+
+    def enrol(self, embedding, *, key_file: str | os.PathLike | None = None, force: bool = False) -> RegisterResponse:
+        """§IV-B.2: register Enc(⌊scale·x⌋). With ``key_file`` the key is written privately first and moved into
+        place only once the server has accepted (replacing an existing file only with ``force``)."""
+        pending = PendingKey(Path(key_file), key_record(self.client, self.server), force=force) if key_file else None
+        try:
+            resp, self.report = register(self.http, self.client, quantize(embedding, self.client.params.scale))
+        except BaseException:
+            if pending is not None:
+                pending.discard()
+            raise
+        if pending is not None:
+            self.report["key_file"] = str(pending.commit())
+        return resp
+
+    def verify(self, embedding, *, mode: str | None = None) -> bool:
+        """§IV-B.3 (or §VII Fig. 8 when the server runs secure comparison): True if the server accepted."""
+        self.report = verify(self.http, self.client, quantize(embedding, self.client.params.scale), mode=mode)
+        return bool(self.report["accepted"])
+
+    def revoke(self) -> RevokeResponse:
+        resp, self.report = revoke(self.http, self.client.subject_id)
+        return resp
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Im2020Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
