@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from .base import StoreError, StoreUnavailableError, TemplateStore, check_key, check_record
@@ -34,9 +35,9 @@ class SQLiteStore(TemplateStore):
                                        check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA secure_delete=ON")  # a deleted record (revocation, a migrated key) is zeroed
             if self.path is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
+                _retry_locked(lambda: self._db.execute("PRAGMA journal_mode=WAL"))
                 self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
+            _retry_locked(lambda: self._db.executescript(_SCHEMA))
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open SQLite store {self.path or ':memory:'}: {e}") from None
 
@@ -115,3 +116,16 @@ class SQLiteStore(TemplateStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _retry_locked(step, tries: int = 40) -> None:
+    """Run ``step``, retrying while SQLite says the database is locked: switching a new file to WAL (and creating
+    its tables) while another connection opens it fails at once, without waiting in SQLite's busy handler."""
+    for attempt in range(tries):
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or attempt == tries - 1:
+                raise
+            time.sleep(0.025 * (attempt + 1))
