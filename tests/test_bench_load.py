@@ -3,7 +3,7 @@ process over loopback HTTP (API keys on). Toy keys here; the README figure is th
 import json
 
 from privface.cli import main
-from privface.eval.bench_load import KEYS, bench_load
+from privface.bench.load import KEYS, bench_load
 
 
 def test_load_run_has_every_key_and_no_errors():

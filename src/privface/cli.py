@@ -258,7 +258,7 @@ def _check_choice(flag: str, value, choices) -> None:
 
 def cmd_bench(a) -> int:
     if a.what == "im2020":
-        from .eval import bench_im2020
+        from .bench import im2020 as bench_im2020
 
         levels = (a.security_bits,) if a.security_bits else (112, 128)
         rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
@@ -285,7 +285,7 @@ def cmd_bench(a) -> int:
             _print(out, False)
         return 0
     if a.what == "gsm":
-        from .eval import bench_gsm
+        from .bench import gsm as bench_gsm
 
         if (a.ell is None) != (a.m is None):
             raise PrivfaceError("give both --ell and --m (one row) or neither (the Fig. 7/8 grid)")
@@ -301,20 +301,20 @@ def cmd_bench(a) -> int:
             print(json.dumps(rows) if a.json else bench_gsm.format_table(rows))
         return 0
     if a.what == "crypto":
-        from .eval import bench_crypto
+        from .bench import crypto as bench_crypto
 
         rows = bench_crypto.bench_crypto(repeat=a.repeat or 15, workers=a.workers,
                                          insecure_test_params=a.insecure_test_params)
         print(json.dumps(rows) if a.json else bench_crypto.format_table(rows))
         return 0
     if a.what == "lattice":
-        from .eval import bench_lattice
+        from .bench import lattice as bench_lattice
 
         rows = bench_lattice.bench_lattice(repeat=a.repeat or 15)
         print(json.dumps(rows) if a.json else bench_lattice.format_table(rows))
         return 0
     if a.what == "kolberg":
-        from .eval import bench_kolberg
+        from .bench import kolberg as bench_kolberg
 
         _check_choice("--scheme", a.scheme, bench_kolberg.SCHEMES)
         rows = bench_kolberg.bench_kolberg(dims=(a.dim,) if a.dim else bench_kolberg.DIMS,
@@ -323,7 +323,7 @@ def cmd_bench(a) -> int:
         print(json.dumps(rows) if a.json else bench_kolberg.format_table(rows))
         return 0
     if a.what == "kolberg-unlinkability":
-        from .eval import kolberg_unlinkability
+        from .bench import kolberg_unlinkability
 
         _check_choice("--scheme", a.scheme, kolberg_unlinkability.SCHEMES)
         rows = kolberg_unlinkability.linkage_auc_rows(
@@ -332,7 +332,7 @@ def cmd_bench(a) -> int:
         print(json.dumps(rows) if a.json else kolberg_unlinkability.format_table(rows))
         return 0
     if a.what == "gsm-enrol":
-        from .eval import bench_gsm_zk
+        from .bench import gsm_zk as bench_gsm_zk
 
         out = bench_gsm_zk.bench_gsm_enrol(a.ell or 256, a.m or 16, 512 if a.insecure_test_params else 3072,
                                            repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
@@ -340,7 +340,7 @@ def cmd_bench(a) -> int:
         print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
         return 0
     if a.what == "load":
-        from .eval import bench_load
+        from .bench import load as bench_load
 
         _check_choice("--protocol", a.protocol, ("im2020",))
         for flag, value in (("--concurrency", a.concurrency), ("--seconds", a.seconds), ("--identities", a.identities)):
@@ -352,7 +352,7 @@ def cmd_bench(a) -> int:
         print(json.dumps(row) if a.json else bench_load.format_table(row))
         return 0
     if a.what == "identify":
-        from .eval import bench_identify
+        from .bench import identify as bench_identify
 
         scheme = a.scheme or "idface-ckks"
         _check_choice("--scheme", scheme, bench_identify.SCHEMES)
@@ -360,7 +360,7 @@ def cmd_bench(a) -> int:
                                             insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
         print(json.dumps(row) if a.json else bench_identify.format_table(row))
         return 0
-    from .eval import bench
+    from .bench import faces as bench
 
     if a.what == "faces":
         dataset = a.dataset or ("orl" if (a.data_root or os.environ.get("PRIVFACE_DATA")) else "demo")
