@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
+from ..eval.kolberg_eval import security_bits
 from ..protocols.kolberg import SCHEMES, AuthServer, Client, DBServer, KolbergParams
 from ..store.sqlite import SQLiteStore
 from .lattice import DIMS, _median_ms, _row, format_table, over_grid
-from ..eval.kolberg_eval import security_bits
 
 __all__ = ["DIMS", "SCHEMES", "bench_kolberg", "deployment", "format_table", "synthetic_params"]
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..crypto import lattice, ntru
-from ..protocols.kolberg import SCHEMES, KolbergParams, protect
 from ..eval import metrics
-from .kolberg import deployment, synthetic_params
 from ..eval.kolberg_eval import security_bits
+from ..protocols.kolberg import SCHEMES, KolbergParams, protect
+from .kolberg import deployment, synthetic_params
 
 SCORES = ("correlation", "parity_agreement", "byte_agreement")
 
