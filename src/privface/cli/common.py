@@ -103,7 +103,6 @@ def mode_args(s) -> None:
                         "≤ τ/2^k) or 64 (~4× cheaper; forgery ≤ τ/2^64)")
 
 
-
 def http_args(s) -> None:
     s.add_argument("--api-key", help="API key of the service (default: $PRIVFACE_API_KEY; the environment "
                                      "keeps it out of the process list)")
@@ -120,8 +119,8 @@ def http_kw(a) -> dict:
             "tls": tls_context(a.ca, a.client_cert, a.client_key)}
 
 
-
 def http_stats(http) -> dict:
+    """Bytes sent and received and network time of a client's requests so far."""
     return {"bytes_sent": sum(s.request_bytes for s in http.stats),
             "bytes_received": sum(s.response_bytes for s in http.stats),
             "network_ms": round(sum(s.seconds for s in http.stats) * 1000, 3)}

@@ -110,7 +110,6 @@ def _eval_cryptomask(a) -> int:
     return 0
 
 
-
 def register(sub) -> None:
     """eval."""
     s = sub.add_parser("eval", help="verification accuracy on a dataset")

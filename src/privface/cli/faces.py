@@ -85,7 +85,6 @@ def cmd_demo(a) -> int:
     return run_demo(as_json=a.json)
 
 
-
 def register(sub) -> None:
     """embed, compare."""
     s = sub.add_parser("embed", help="detect, align and embed the faces in an image")

@@ -14,7 +14,6 @@ GALLERY_SCHEMES = ("idface-ckks", "hers", "idface-paillier")
 GALLERY_SCHEMES += ("cryptomask",)  # seed 001: 1-bit answer (scale.cryptomask_gallery)
 
 
-
 def cmd_gallery_enrol(a) -> int:
     from ..faces.registry import make_backend
     from ..scale import enrol, open_source
@@ -35,7 +34,6 @@ def cmd_gallery_enrol(a) -> int:
                    lift=lift or None)
     print_result(report.to_dict(), a.json)
     return 0
-
 
 
 def register(sub) -> None:

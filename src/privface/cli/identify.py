@@ -136,7 +136,6 @@ def _identify_cryptomask(a, name: str) -> int:
     return 0 if out["match"] else 1
 
 
-
 def register(sub) -> None:
     """identify."""
     s = sub.add_parser("identify", help="who is this face? kolberg over HTTP (--server) or a local encrypted "

@@ -66,7 +66,6 @@ def cmd_rotate_keys(a) -> int:
     return 0
 
 
-
 def register(sub) -> None:
     """keys, certs."""
     s = sub.add_parser("keys", help="API keys of privface serve: create (secret shown once), list, revoke")

@@ -245,7 +245,6 @@ def cmd_serve(a) -> int:
     return 0
 
 
-
 def register(sub) -> None:
     """serve."""
     s = sub.add_parser("serve", help="run the HTTP service for one or more protocols")

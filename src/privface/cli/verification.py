@@ -153,7 +153,6 @@ def cmd_kolberg_client(a) -> int:
     return 1 if out.get("accepted") is False else 0
 
 
-
 def client_args(s, image: bool = True) -> None:
     s.add_argument("--server", required=True, help="service base URL, e.g. http://127.0.0.1:8000")
     s.add_argument("--id", required=True, help="the subject ID")
