@@ -99,14 +99,15 @@ def cmd_identify(a) -> int:
     if a.protocol in ("ident", "cryptomask"):
         who = "the local server's" if a.protocol == "ident" else "the CS's"
         raise PrivfaceError(f"--protocol {a.protocol} goes with --server ({who} URL)")
-    from ..scale import Gallery, cryptomask_gallery, identify
+    from ..scale import Gallery, identify
+    from ..scale.layout import stored_scheme
 
     if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
         raise PrivfaceError(f"--gallery galleries use --scheme {' or '.join(GALLERY_SCHEMES)}")
     if a.workers is not None and (a.ray is None or a.workers < 1):
         raise PrivfaceError("--workers needs --ray and a positive count")
     name = a.name or "default"
-    if cryptomask_gallery.stored_scheme(a.gallery, name) == "cryptomask":
+    if stored_scheme(a.gallery, name) == "cryptomask":
         return _identify_cryptomask(a, name)
     gallery_scheme = Gallery(a.gallery, name).settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
