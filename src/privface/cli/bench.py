@@ -138,14 +138,14 @@ def _load(a) -> int:
 
 
 def _identify(a) -> int:
-        from ..bench import identify as bench_identify
+    from ..bench import identify as bench_identify
 
-        scheme = a.scheme or "idface-ckks"
-        check_choice("--scheme", scheme, bench_identify.SCHEMES)
-        row = bench_identify.bench_identify(scheme, a.n, a.dim or 512, beta=a.beta, repeat=a.repeat or 5,
-                                            insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
-        print(json.dumps(row) if a.json else bench_identify.format_table(row))
-        return 0
+    scheme = a.scheme or "idface-ckks"
+    check_choice("--scheme", scheme, bench_identify.SCHEMES)
+    row = bench_identify.bench_identify(scheme, a.n, a.dim or 512, beta=a.beta, repeat=a.repeat or 5,
+                                        insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
+    print(json.dumps(row) if a.json else bench_identify.format_table(row))
+    return 0
 
 
 # `privface bench WHAT`, in the order of the help text; a new benchmark is one function and one row here
