@@ -2,8 +2,8 @@
 process over loopback HTTP (API keys on). Toy keys here; the README figure is the 112-bit run."""
 import json
 
+from privface.bench.load import KEYS, bench_load
 from privface.cli import main
-from privface.eval.bench_load import KEYS, bench_load
 
 
 def test_load_run_has_every_key_and_no_errors():

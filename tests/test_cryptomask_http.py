@@ -244,7 +244,8 @@ def test_privface_serve_cs_and_identify_cli(cs, tmp_path, capsys):
             assert (remote["match"], remote["accepted"], remote["id"], remote["answer"]) == \
                 (local["match"], local["accepted"], None, local["answer"]) and remote["match"] == want
             assert remote["comm_bytes"] == local["comm_bytes"] and remote["bytes_sent"] > remote["comm_bytes"] // 3
-    from privface.cli import _cryptomask_service_options, build_parser
+    from privface.cli import build_parser
+    from privface.cli.serve import _cryptomask_service_options
     from privface.errors import PrivfaceError
 
     args = build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "cs", "--db", cs["gallery"]])

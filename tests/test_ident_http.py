@@ -183,7 +183,8 @@ def test_score_frames_of_a_million_template_gallery_fit_the_wire_frame():
 
 def test_serve_command_wiring(servers, monkeypatch):
     """`privface serve --protocol ident --role key|local` options build the same services."""
-    from privface.cli import _ident_service_options, build_parser
+    from privface.cli import build_parser
+    from privface.cli.serve import _ident_service_options
 
     s = servers
     monkeypatch.setenv("PRIVFACE_KEY_API_KEY", s["internal"])

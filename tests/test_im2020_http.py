@@ -274,7 +274,8 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
 
 
 def test_serve_options_reach_the_im2020_service(tmp_path):
-    from privface.cli import _service_options, build_parser
+    from privface.cli import build_parser
+    from privface.cli.serve import _service_options
     from privface.errors import PrivfaceError
     from privface.protocols.im2020 import TrustedParty
     from privface.service.base import MessageError

@@ -194,7 +194,8 @@ def test_verify_mode_insists_before_sending_anything(store):
 
 
 def test_serve_mode_options():
-    from privface.cli import _service_options, build_parser
+    from privface.cli import build_parser
+    from privface.cli.serve import _service_options
 
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--mode", "secure-comparison",
                                    "--compare-bits", "64"])

@@ -37,7 +37,7 @@ def _private_imports():
 KNOWN = {
     # crypto's SEAL array helpers, still reached into by the CKKS / BFV protocols and a bench (to be made public;
     # the same modules are the ignored imports of the private-modules contract)
-    ("privface.eval.bench_identify", "_seal_arrays"),
+    ("privface.bench.identify", "_seal_arrays"),
     ("privface.protocols.cryptomask.he", "_seal_arrays"),
     ("privface.protocols.cryptomask.he", "_seal_io"),
     ("privface.protocols.hers.scheme", "_seal_arrays"),

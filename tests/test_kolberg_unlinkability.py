@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privface.eval import kolberg_unlinkability as ku
+from privface.bench import kolberg_unlinkability as ku
 
 SCHEMES = ("ckks", "bfv", "ntru")
 

@@ -231,7 +231,8 @@ def test_kolberg_db_calls_the_auth_server_with_an_internal_key(tmp_path, monkeyp
     """DB → auth with a key of scope internal (as `privface serve --role db --auth-api-key` /
     $PRIVFACE_AUTH_API_KEY); without it, or with a client's scopes, the DB server cannot start; the
     rotation steps need admin."""
-    from privface.cli import _kolberg_service_options, build_parser
+    from privface.cli import build_parser
+    from privface.cli.serve import _kolberg_service_options
     from privface.protocols.kolberg import KolbergParams
     from privface.protocols.kolberg.messages import KeyRequest
     from privface.protocols.kolberg.remote import HttpAuth, KolbergClient

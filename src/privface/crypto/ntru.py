@@ -16,7 +16,7 @@ and decryption fails only if one exceeds q/2 = 6144 ≈ 68σ.
 
 q must be coprime to p = 2 (HPS98 requires gcd(p, q) = 1). With a power-of-two q, h = 2·g·f⁻¹ has only even
 coefficients, so e = r·h + m ≡ m (mod 2): every ciphertext coefficient carries its message bit in the clear
-(an earlier version used q = 2^12; the unlinkability test, ``eval/kolberg_unlinkability``, caught it). With
+(an earlier version used q = 2^12; the unlinkability test, ``bench/kolberg_unlinkability``, caught it). With
 an odd q the reduction mod q hides the parity. q ≡ 1 (mod 2N) makes X^N + 1 split, so f⁻¹ is a pointwise
 inverse of the negacyclic NTT (``_inverse_mod_q``); f is resampled when some NTT value is 0 (≈ N/q = 8 %).
 

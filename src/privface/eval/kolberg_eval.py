@@ -73,7 +73,7 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: 
     pair_seconds = time.perf_counter() - t_pairs
     if bar is not None:
         bar.close()
-    extra = {"scheme": params.scheme, "security_bits": _security_bits(params.scheme), "threshold_protocol": tau,
+    extra = {"scheme": params.scheme, "security_bits": security_bits(params.scheme), "threshold_protocol": tau,
              "pairs_run": int(ok.sum()), "mismatches": mismatches, "mismatches_in_band": in_band,
              "pairs_in_band": pairs_in_band, "precision_band": band,
              "ms_per_verification": round(1000 * pair_seconds / max(int(ok.sum()), 1), 2)}
@@ -82,7 +82,7 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: 
     return dq, extra
 
 
-def _security_bits(scheme: str) -> int:
+def security_bits(scheme: str) -> int:
     from ..protocols.kolberg import DESCRIPTION
 
     return next(lvl["security_bits"] for lvl in DESCRIPTION["security_levels"] if lvl["scheme"] == scheme)

@@ -33,7 +33,7 @@ def _im2020_parties(k: int):
 
 def gc_compare_rows(median_ms, row, k: int = 64, repeat: int = 5) -> list[dict]:
     """The rows described in the module docstring; `median_ms(fn, repeat)` and `row(...)` come from
-    bench_crypto so that all rows share one timing rule and one shape."""
+    bench.crypto so that all rows share one timing rule and one shape."""
     circuit = compare.im2020_circuit(k, range_check=True)
     gcs = []
     garble_ms = median_ms(lambda: gcs.append(garble.garble(circuit)), repeat)

@@ -16,7 +16,7 @@ def _images(dataset: str, n: int, data_root) -> tuple[str, list]:
 
         imgs = [demo_data.enrolled_photo(), *demo_data.altered_copies(demo_data.enrolled_photo()).values()]
         return "demo", (imgs * (n // len(imgs) + 1))[:n]
-    from .datasets import load
+    from ..eval.datasets import load
 
     ds = load(dataset, data_root)
     idx = np.linspace(0, len(ds.paths) - 1, num=min(n, len(ds.paths))).round().astype(int)

@@ -1,6 +1,6 @@
 """`privface bench kolberg`: seed 002 Tab. 2–3 through the kolberg parties (Client, DBServer, AuthServer).
 
-Same rows as ``bench_lattice`` (``{scheme, dim, security_bits, keygen_ms, encrypt_ms, compare_ms, key_bytes,
+Same rows as ``bench.lattice`` (``{scheme, dim, security_bits, keygen_ms, encrypt_ms, compare_ms, key_bytes,
 template_bytes}``, medians over ``repeat``), measured on the protocol instead of the bare crypto layer:
 
 * ``keygen_ms``: ``AuthServer(params)`` (key pair generation at the auth server);
@@ -12,7 +12,7 @@ template_bytes}``, medians over ``repeat``), measured on the protocol instead of
   public key, no relinearisation or Galois keys — the distance needs none);
 * ``template_bytes``: one encrypted reference as stored (``EnrolRequest.template``).
 
-Embeddings are synthetic unit-norm vectors (``bench_lattice._pair``); NTRU's LSSC edges are the quartiles of a
+Embeddings are synthetic unit-norm vectors (``bench.lattice._pair``); NTRU's LSSC edges are the quartiles of a
 coordinate of a random unit vector in dimension d (±0.674/√d, 0), so each segment holds a quarter.
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
+from ..eval.kolberg_eval import security_bits
 from ..protocols.kolberg import SCHEMES, AuthServer, Client, DBServer, KolbergParams
 from ..store.sqlite import SQLiteStore
-from .bench_lattice import DIMS, _median_ms, _row, format_table, over_grid
-from .kolberg_eval import _security_bits
+from .lattice import DIMS, _median_ms, _row, format_table, over_grid
 
 __all__ = ["DIMS", "SCHEMES", "bench_kolberg", "deployment", "format_table", "synthetic_params"]
 
@@ -49,7 +49,7 @@ def _scheme_row(params: KolbergParams, a: np.ndarray, b: np.ndarray, repeat: int
     db.enrol(enrol)
     probe = client.verify("bench", b)
     compare_ms, _ = _median_ms(lambda: db.verify(probe), repeat)
-    return _row(params.scheme, params.dims, _security_bits(params.scheme), keygen_ms, encrypt_ms, compare_ms,
+    return _row(params.scheme, params.dims, security_bits(params.scheme), keygen_ms, encrypt_ms, compare_ms,
                 len(auth.public_key().to_bytes()), len(enrol.template))
 
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..crypto import lattice, ntru
+from ..eval import metrics
+from ..eval.kolberg_eval import security_bits
 from ..protocols.kolberg import SCHEMES, KolbergParams, protect
-from . import metrics
-from .bench_kolberg import deployment, synthetic_params
-from .kolberg_eval import _security_bits
+from .kolberg import deployment, synthetic_params
 
 SCORES = ("correlation", "parity_agreement", "byte_agreement")
 
@@ -118,7 +118,7 @@ def linkage_auc(scheme: str, dim: int = 128, subjects: int = 100, *, per_subject
     enc = pair_scores([decode(b) for b in cipher], cipher, i, j)
     pt = pair_scores([(np.asarray(t, dtype=np.float64), 1.0) for t in plain], [_plain_bytes(t) for t in plain], i, j)
     m, n = int(mated.sum()), int((~mated).sum())
-    row = {"scheme": scheme, "dim": dim, "security_bits": _security_bits(scheme), "subjects": subjects,
+    row = {"scheme": scheme, "dim": dim, "security_bits": security_bits(scheme), "subjects": subjects,
            "per_subject": per_subject, "noise": noise, "mated_pairs": m, "non_mated_pairs": n,
            "auc_se_null": round(float(np.sqrt((1 / m + 1 / n) / 12)), 4)}
     for name in SCORES:

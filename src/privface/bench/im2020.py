@@ -19,11 +19,11 @@ import time
 
 import numpy as np
 
+from ..eval.im2020_attacks import face_like_template
 from ..protocols.im2020 import AuthChallenge, Client, CompareChallenge, Im2020Params, RevokeRequest
 from ..protocols.im2020.service import Im2020Service
 from ..store import open_store
 from ..templates import quantize
-from .im2020_attacks import face_like_template
 
 
 def _templates(params: Im2020Params, face: bool):

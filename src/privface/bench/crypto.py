@@ -8,7 +8,7 @@ parsing a serialized ciphertext. Catalano–Fiore: ESED of two 128-D vectors and
 (k + 1 base decryptions) serial and on one thread per core, with the speedup measured in the same run,
 and the same SED decrypted through the original transform (2k + 1). Packing: Encode₁ of a 256-D
 vector, Mask, Decode₂ with the solver's parameters (m = 16, λ = 40, 3072 bits), both layouts.
-Garbled-circuit secure comparison (``gc-compare``, k = 64, also with ``bytes``): see ``bench_compare``.
+Garbled-circuit secure comparison (``gc-compare``, k = 64, also with ``bytes``): see ``bench.compare``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ..crypto import packing
 from ..crypto.joye_libert import JL_112, JL_128, JLParams, generate_joye_libert_keypair
 from ..crypto.paillier import RnPool, generate_paillier_keypair
 from ..errors import CryptoError
-from .bench_compare import gc_compare_rows
+from .compare import gc_compare_rows
 
 ESED_DIM = 128
 

@@ -1,0 +1,229 @@
+"""`privface bench`: one function per benchmark, dispatched through BENCHES (privface.bench)."""
+from __future__ import annotations
+
+import json
+import os
+
+from ..errors import PrivfaceError
+from .common import (
+    backend_args,
+    backend_spec,
+    check_choice,
+    im2020_params,
+    mode_args,
+    print_result,
+)
+
+
+def _faces(a) -> int:
+    from ..bench.faces import bench_faces
+
+    dataset = a.dataset or ("orl" if (a.data_root or os.environ.get("PRIVFACE_DATA")) else "demo")
+    out = bench_faces(backend_spec(a), dataset=dataset, images=a.images, data_root=a.data_root,
+                      repeat=a.repeat or 3)
+    print_result(out, a.json)
+    return 0
+
+
+def _im2020(a) -> int:
+    from ..bench import im2020 as bench_im2020
+
+    levels = (a.security_bits,) if a.security_bits else (112, 128)
+    rows = bench_im2020.bench_im2020(levels, repeat=a.repeat or 10, workers=a.workers, face=not a.no_face,
+                                     insecure_test_params=a.insecure_test_params, transport=a.transport,
+                                     mode=a.mode, compare_bits=64 if a.compare_bits == "64" else None,
+                                     pool=not a.no_pool)
+    print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
+    return 0
+
+
+def _im2020_attacks(a) -> int:
+    from ..eval.im2020_attacks import run_all
+
+    if a.mode != "basic":
+        raise PrivfaceError("im2020-attacks runs the basic mode's App. E experiments; "
+                            "--mode applies to bench im2020")
+    if a.hbcs_pairs is not None and a.hbcs_pairs < 1:
+        raise PrivfaceError("--hbcs-pairs must be at least 1")
+    out = run_all(im2020_params(a), trials=a.trials, he_trials=a.he_trials, hbcs_pairs=a.hbcs_pairs)
+    if a.json:
+        print(json.dumps(out))
+    else:
+        for row in out.pop("experiments"):
+            print("  ".join(f"{k}={v}" for k, v in row.items()))
+        print("hbcs  " + "  ".join(f"{k}={v}" for k, v in out.pop("hbcs").items()))
+        print_result(out, False)
+    return 0
+
+
+def _gsm(a) -> int:
+    from ..bench import gsm as bench_gsm
+
+    if (a.ell is None) != (a.m is None):
+        raise PrivfaceError("give both --ell and --m (one row) or neither (the Fig. 7/8 grid)")
+    grid = [(a.ell, a.m)] if a.ell is not None else bench_gsm.GRID
+    try:
+        rows = bench_gsm.bench_gsm(grid, paillier_bits=a.paillier_bits, repeat=a.repeat or 5,
+                                   insecure_test_params=a.insecure_test_params, pi3=not a.no_pi3)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+    if a.ell is not None:
+        print(json.dumps(rows[0]) if a.json else bench_gsm.format_table(rows))
+    else:
+        print(json.dumps(rows) if a.json else bench_gsm.format_table(rows))
+    return 0
+
+
+def _crypto(a) -> int:
+    from ..bench import crypto as bench_crypto
+
+    rows = bench_crypto.bench_crypto(repeat=a.repeat or 15, workers=a.workers,
+                                     insecure_test_params=a.insecure_test_params)
+    print(json.dumps(rows) if a.json else bench_crypto.format_table(rows))
+    return 0
+
+
+def _lattice(a) -> int:
+    from ..bench import lattice as bench_lattice
+
+    rows = bench_lattice.bench_lattice(repeat=a.repeat or 15)
+    print(json.dumps(rows) if a.json else bench_lattice.format_table(rows))
+    return 0
+
+
+def _kolberg(a) -> int:
+    from ..bench import kolberg as bench_kolberg
+
+    check_choice("--scheme", a.scheme, bench_kolberg.SCHEMES)
+    rows = bench_kolberg.bench_kolberg(dims=(a.dim,) if a.dim else bench_kolberg.DIMS,
+                                       schemes=(a.scheme,) if a.scheme else bench_kolberg.SCHEMES,
+                                       repeat=a.repeat or 20)
+    print(json.dumps(rows) if a.json else bench_kolberg.format_table(rows))
+    return 0
+
+
+def _kolberg_unlinkability(a) -> int:
+    from ..bench import kolberg_unlinkability
+
+    check_choice("--scheme", a.scheme, kolberg_unlinkability.SCHEMES)
+    rows = kolberg_unlinkability.linkage_auc_rows(
+        schemes=(a.scheme,) if a.scheme else kolberg_unlinkability.SCHEMES, dim=a.dim or 128,
+        subjects=a.subjects)
+    print(json.dumps(rows) if a.json else kolberg_unlinkability.format_table(rows))
+    return 0
+
+
+def _gsm_enrol(a) -> int:
+    from ..bench import gsm_zk as bench_gsm_zk
+
+    out = bench_gsm_zk.bench_gsm_enrol(a.ell or 256, a.m or 16, 512 if a.insecure_test_params else 3072,
+                                       repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
+                                       workers=a.workers)
+    print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
+    return 0
+
+
+def _load(a) -> int:
+    from ..bench import load as bench_load
+
+    check_choice("--protocol", a.protocol, ("im2020",))
+    for flag, value in (("--concurrency", a.concurrency), ("--seconds", a.seconds), ("--identities", a.identities)):
+        if value is not None and not value > 0:
+            raise PrivfaceError(f"{flag} must be positive, got {value}")
+    row = bench_load.bench_load(a.protocol or "im2020", concurrency=a.concurrency, seconds=a.seconds,
+                                identities=a.identities, security_bits=a.security_bits or 112,
+                                insecure_test_params=a.insecure_test_params)
+    print(json.dumps(row) if a.json else bench_load.format_table(row))
+    return 0
+
+
+def _identify(a) -> int:
+    from ..bench import identify as bench_identify
+
+    scheme = a.scheme or "idface-ckks"
+    check_choice("--scheme", scheme, bench_identify.SCHEMES)
+    row = bench_identify.bench_identify(scheme, a.n, a.dim or 512, beta=a.beta, repeat=a.repeat or 5,
+                                        insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
+    print(json.dumps(row) if a.json else bench_identify.format_table(row))
+    return 0
+
+
+# `privface bench WHAT`, in the order of the help text; a new benchmark is one function and one row here
+BENCHES = {
+    "faces": _faces,
+    "crypto": _crypto,
+    "im2020": _im2020,
+    "im2020-attacks": _im2020_attacks,
+    "gsm": _gsm,
+    "gsm-enrol": _gsm_enrol,
+    "lattice": _lattice,
+    "kolberg": _kolberg,
+    "kolberg-unlinkability": _kolberg_unlinkability,
+    "identify": _identify,
+    "load": _load,
+}
+
+
+def cmd_bench(a) -> int:
+    run = BENCHES.get(a.what)
+    if run is None:
+        raise PrivfaceError(f"unknown benchmark {a.what!r}")
+    return run(a)
+
+
+def register(sub) -> None:
+    """bench."""
+    s = sub.add_parser("bench", help="benchmarks (medians)")
+    s.add_argument("what", choices=list(BENCHES))
+    s.add_argument("--scheme", help="kolberg*: ckks|bfv|ntru (default: all three); identify: "
+                   "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks)")
+    s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
+                   help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
+                   "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")
+    s.add_argument("--subjects", type=int, default=100,
+                   help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
+    s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
+    s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
+    s.add_argument("--seal-adds", action="store_true",
+                   help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
+    s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
+                   "gsm-enrol: ℓ (default 256)")
+    s.add_argument("--m", type=int, help="gsm: bits per template element; gsm-enrol: m (default 16)")
+    s.add_argument("--paillier-bits", type=int, default=3072,
+                   help="gsm: Paillier modulus bits (default 3072 as seed 004 §9; 2048 is the 112-bit minimum)")
+    s.add_argument("--no-pi3", action="store_true", help="gsm: skip Π3 (its garbled circuit)")
+    s.add_argument("--protocol", help="load: the protocol served (im2020)")
+    s.add_argument("--concurrency", type=int, default=50, help="load: clients authenticating at once (default 50)")
+    s.add_argument("--seconds", type=float, default=60.0, help="load: how long (default 60)")
+    s.add_argument("--identities", type=int, default=None,
+                   help="load: subjects enrolled first (default: one per client — the server's lockout caps the "
+                        "attempts of one subject in flight at --lockout-failures)")
+    s.add_argument("--images", type=int, default=40, help="how many images to time")
+    s.add_argument("--repeat", type=int, help="faces: timed passes per image (default 3); "
+                   "crypto, lattice: timings per fast operation (default 15); kolberg: (default 20)")
+    s.add_argument("--workers", type=int,
+                   help="crypto: threads for parallel level-2 decryption; gsm-enrol: threads for the "
+                   "independent exponentiations of each party (default: one per core)")
+    s.add_argument("--insecure-test-params", action="store_true",
+                   help="crypto, im2020*, gsm, gsm-enrol, load: toy key sizes, for a quick smoke test only (insecure)")
+    s.add_argument("--security-bits", type=int, choices=[112, 128],
+                   help="im2020: one level only (default: 112 and 128); im2020-attacks, load: level (default 112)")
+    s.add_argument("--no-face", action="store_true", help="im2020: synthetic templates, no C1 face timing")
+    s.add_argument("--no-pool", action="store_true",
+                   help="im2020: no precomputed encryption randomness (C2 does all its exponentiations on-line)")
+    s.add_argument("--transport", default="http", choices=["in-process", "http"],
+                   help="im2020: over loopback HTTP to a `privface serve` child process (default, as the issue's "
+                        "Table I), or parties in one process")
+    s.add_argument("--trials", type=int, default=1_000_000,
+                   help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
+    s.add_argument("--he-trials", type=int, default=20,
+                   help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
+    s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 4777)")
+    s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
+                   "enumeration (default: all 128)")
+    mode_args(s)
+    s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
+    s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")
+    backend_args(s)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_bench)

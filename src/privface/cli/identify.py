@@ -1,0 +1,165 @@
+"""`privface identify`: 1:N over HTTP (kolberg, ident, cryptomask) or against a local encrypted gallery."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import PrivfaceError
+from .common import (
+    backend_args,
+    backend_spec,
+    http_args,
+    http_kw,
+    http_stats,
+    print_result,
+)
+from .gallery import GALLERY_SCHEMES
+from .verification import cmd_kolberg_client
+
+
+def _identify_embedding(a):
+    """(embedding, face_ms or None) from a face photo or a .npy file holding one embedding."""
+    import time
+
+    if a.image.endswith(".npy"):
+        try:
+            x = np.load(a.image, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise PrivfaceError(f"cannot read {a.image}: {e}") from None
+        if x.size == 0 or x.ndim > 2 or (x.ndim == 2 and x.shape[0] != 1):
+            raise PrivfaceError(f"{a.image}: expected one embedding, got shape {x.shape}")
+        return x, None
+    from ..faces.registry import make_backend
+
+    t = time.perf_counter()
+    x = make_backend(**backend_spec(a)).embed(a.image)
+    return x, round((time.perf_counter() - t) * 1000, 3)
+
+
+def _ident_client(a) -> int:
+    """identify --protocol ident --server URL: the hers / idface local server (seed 003 §3.2) over HTTP."""
+    from ..protocols.hers.remote import IdentClient
+
+    x, face_ms = _identify_embedding(a)
+    with IdentClient(a.server, **http_kw(a)) as http:
+        found = http.identify(x)
+        out = {"protocol": "ident", "id": found, "accepted": found is not None, **http_stats(http)}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if a.json:
+        print_result(out, True)
+    else:
+        print(found if found is not None else "no match")
+    return 0 if found is not None else 1
+
+
+def _cryptomask_client(a) -> int:
+    """identify --protocol cryptomask --server URL --key-store URL: the verifier (sk_v) against a CS (seed 001)."""
+    from ..protocols.cryptomask.remote import VerifierClient
+    from ..scale.cryptomask_identify import ANSWER
+
+    if a.scheme not in (None, "cryptomask") or a.ray or a.workers:
+        raise PrivfaceError("--protocol cryptomask takes --key-store and --name (no --scheme, --ray, --workers)")
+    if not a.key_store:
+        raise PrivfaceError("--protocol cryptomask needs --key-store URL (the verifier's sk_v and τ)")
+    x, face_ms = _identify_embedding(a)
+    with VerifierClient(a.server, a.key_store, name=a.name or "default", **http_kw(a)) as http:
+        out = http.identify(x)
+        out = {**out, "answer": ANSWER, **http_stats(http)}
+    _print_bit(out, face_ms, a.json)
+    return 0 if out["match"] else 1
+
+
+def _print_bit(out: dict, face_ms, as_json: bool) -> None:
+    """cryptomask's 1-bit answer (in process or over HTTP): JSON, or "match"/"no match" and the figures."""
+    out = {"match": out["match"], "accepted": out["match"], **out}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if as_json:
+        print_result(out, True)
+        return
+    print("match" if out["match"] else "no match")
+    print("  ".join(f"{k} {v}" for k, v in out.items()
+                    if k not in ("match", "accepted", "id", "answer", "bytes_per_phase")))
+    print(out["answer"])
+
+
+def cmd_identify(a) -> int:
+    """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
+    if a.server and a.protocol == "cryptomask":
+        return _cryptomask_client(a)
+    if a.server:
+        if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
+            raise PrivfaceError("--scheme idface-ckks|idface-paillier|hers, --key-store, --name, --ray and "
+                                "--workers go with --gallery")
+        if a.protocol == "ident":
+            if a.scheme is not None:
+                raise PrivfaceError("--scheme does not go with --protocol ident: the local server's gallery has one")
+            return _ident_client(a)
+        return cmd_kolberg_client(a)
+    if a.protocol in ("ident", "cryptomask"):
+        who = "the local server's" if a.protocol == "ident" else "the CS's"
+        raise PrivfaceError(f"--protocol {a.protocol} goes with --server ({who} URL)")
+    from ..scale import Gallery, identify
+    from ..scale.layout import stored_scheme
+
+    if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
+        raise PrivfaceError(f"--gallery galleries use --scheme {' or '.join(GALLERY_SCHEMES)}")
+    if a.workers is not None and (a.ray is None or a.workers < 1):
+        raise PrivfaceError("--workers needs --ray and a positive count")
+    name = a.name or "default"
+    if stored_scheme(a.gallery, name) == "cryptomask":
+        return _identify_cryptomask(a, name)
+    gallery_scheme = Gallery(a.gallery, name).settings.scheme
+    if a.scheme is not None and a.scheme != gallery_scheme:
+        raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
+    x, face_ms = _identify_embedding(a)
+    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
+    out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}}
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    if a.json:
+        print_result(out, True)
+    else:
+        print(out["id"] if out["accepted"] else "no match")
+        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("id", "accepted")))
+    return 0 if out["accepted"] else 1
+
+
+def _identify_cryptomask(a, name: str) -> int:
+    """identify --gallery with a cryptomask gallery (seed 001): the verifier's bit, no id (exit 0 match, 1 none)."""
+    from ..scale import identify
+
+    if a.scheme is not None and a.scheme != "cryptomask":
+        raise PrivfaceError(f"the gallery was enrolled with cryptomask, not {a.scheme}")
+    x, face_ms = _identify_embedding(a)
+    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
+    _print_bit(out, face_ms, a.json)
+    return 0 if out["match"] else 1
+
+
+def register(sub) -> None:
+    """identify."""
+    s = sub.add_parser("identify", help="who is this face? kolberg over HTTP (--server) or a local encrypted "
+                                        "gallery (--gallery; hers / idface-ckks / idface-paillier; cryptomask: match "
+                                        "or not, no id) (exit 0 found, 1 nobody)")
+    where = s.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", help="the kolberg DB server's (or with --protocol ident, the hers/idface local "
+                                        "server's) base URL")
+    where.add_argument("--gallery", help="an encrypted gallery's store URL (made by `privface gallery enrol`)")
+    s.add_argument("image", help="face photo (--gallery: or a .npy file holding one embedding)")
+    backend_args(s)
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", *GALLERY_SCHEMES],
+                   help="--server: the server's scheme (default bfv); --gallery: checked against the gallery's")
+    s.add_argument("--key-store", help="--gallery: the key server's store URL (default for sqlite:///g.db: "
+                                       "sqlite:///g.keys.db); --protocol cryptomask --server: the verifier's")
+    s.add_argument("--ray", metavar="auto|ADDRESS", help="--gallery: shard the blocks over Ray workers "
+                                                         "(auto: a local Ray; else a cluster address)")
+    s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
+    s.add_argument("--name", help="--gallery, --protocol cryptomask: which gallery (default: default)")
+    s.add_argument("--protocol", choices=["kolberg", "ident", "cryptomask"], default="kolberg",
+                   help="--server: kolberg DB server (default), ident local server (`serve --protocol ident "
+                        "--role local`) or cryptomask CS (`serve --protocol cryptomask --role cs`; with --key-store, "
+                        "the verifier's keys)")
+    s.add_argument("--json", action="store_true")
+    http_args(s)
+    s.set_defaults(func=cmd_identify)

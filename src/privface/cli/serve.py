@@ -1,0 +1,306 @@
+"""`privface serve`: the HTTP service for one or more protocols (privface.service)."""
+from __future__ import annotations
+
+import os
+
+from ..errors import PrivfaceError
+from .common import (
+    gsm_params,
+    im2020_params,
+    mode_args,
+)
+
+
+def _im2020_service_options(a) -> dict:
+    """im2020: the parameters and --tp-public-key (§VII)."""
+    options = {"params": im2020_params(a)}
+    if a.tp_public_key:
+        try:
+            with open(a.tp_public_key, "rb") as f:
+                options["tp_public_key"] = f.read()
+        except OSError as e:
+            raise PrivfaceError(f"cannot read --tp-public-key {a.tp_public_key}: {e.strerror}") from None
+    return options
+
+
+def _gsm_signing_key_path(a) -> str | None:
+    """--signing-key, else ``<dir of the SQLite file>/<its stem>.gsm-signing.key`` (outside the store, not
+    matched by a ``privface.db*`` backup glob); an in-memory store gets a per-process key, PostgreSQL none."""
+    if a.signing_key:
+        return a.signing_key
+    if a.db.startswith("sqlite:"):
+        from ..store.sqlite import SQLiteStore
+
+        db = SQLiteStore.path_of(a.db)
+        return None if db is None else str(db.with_name(f"{db.stem}.gsm-signing.key"))
+    raise PrivfaceError("a gsm provider on this store needs --signing-key PATH (its Ed25519 key file, created "
+                        "mode 0600 if absent; never kept in the store)")
+
+
+def _gsm_service_options(a) -> dict:
+    """gsm: --role provider (--signing-key PATH, default next to a SQLite store) or terminal (--provider-key
+    HEX, --capture IMAGE read, embedded and quantized to norm ζ at every match/start; --allow-variant pi1)."""
+    if a.role not in ("provider", "terminal"):
+        raise PrivfaceError("--protocol gsm needs --role provider or --role terminal")
+    options = {"role": a.role, "params": gsm_params(a)}
+    if a.role == "provider":
+        if a.allow_variant:
+            raise PrivfaceError("--allow-variant applies to a gsm terminal")
+        options["signing_key_path"] = _gsm_signing_key_path(a)
+        return options
+    if not a.capture:
+        raise PrivfaceError("a gsm terminal needs --capture IMAGE (the camera's latest frame)")
+    if not a.provider_key:
+        raise PrivfaceError("a gsm terminal needs --provider-key HEX (printed by the provider at start): it checks "
+                            "the provider's signature on every first message")
+    try:
+        options["provider_key"] = bytes.fromhex(a.provider_key)
+    except ValueError:
+        raise PrivfaceError("--provider-key must be the provider's key as 64 hex digits") from None
+    options["allow_pi1"] = "pi1" in (a.allow_variant or ())
+    from ..faces.registry import make_backend
+    from ..templates.fixed_norm import fixed_norm_template
+
+    backend, m, path = make_backend(), options["params"].m, a.capture
+    options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
+    return options
+
+
+def _kolberg_service_options(a) -> dict:
+    """kolberg: --role auth (key pairs in its own --db) or db (--auth-url of the auth server), --scheme."""
+    if a.role not in ("db", "auth"):
+        raise PrivfaceError("--protocol kolberg needs --role db or --role auth")
+    if a.role == "db" and not a.auth_url:
+        raise PrivfaceError("a kolberg DB server needs --auth-url (the auth server's base URL)")
+    options = {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+    if a.role == "db":
+        from ..service.client import tls_context
+
+        options["auth_api_key"] = a.auth_api_key or os.environ.get("PRIVFACE_AUTH_API_KEY") or None
+        options["auth_tls"] = tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key)
+    return options
+
+
+def _ident_service_options(a) -> dict:
+    """ident (seed 003 §3.2): --role key (--db = the gallery's key store, sk) or local (--gallery, default
+    --db; --key-url of the key server, --key-api-key of scope internal), --gallery-name."""
+    if a.role not in ("key", "local"):
+        raise PrivfaceError("--protocol ident needs --role key or --role local")
+    options = {"role": a.role, "gallery_name": a.gallery_name}
+    if a.role == "key":
+        options["insecure_test_params"] = a.insecure_test_params
+        return options
+    if not a.key_url:
+        raise PrivfaceError("an ident local server needs --key-url (the key server's base URL)")
+    from ..service.client import tls_context
+
+    options.update(gallery_url=a.gallery or a.db, key_url=a.key_url,
+                   key_api_key=a.key_api_key or os.environ.get("PRIVFACE_KEY_API_KEY") or None,
+                   key_tls=tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key))
+    return options
+
+
+def _cryptomask_service_options(a) -> dict:
+    """cryptomask (seed 001): --role cs over the persisted gallery (--gallery, default --db; --gallery-name); the
+    CS holds pk and k_sw, never sk or sk_v (the verifier is the client: identify --protocol cryptomask)."""
+    if a.role != "cs":
+        raise PrivfaceError("--protocol cryptomask needs --role cs (the verifier is `privface identify "
+                            "--protocol cryptomask --server URL --key-store URL`)")
+    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name}
+
+
+# protocol name -> its `privface serve` options; a protocol with none (e.g. hers' in-process demo) gets {}
+SERVICE_OPTIONS = {
+    "im2020": _im2020_service_options,
+    "gsm": _gsm_service_options,
+    "kolberg": _kolberg_service_options,
+    "ident": _ident_service_options,
+    "cryptomask": _cryptomask_service_options,
+}
+
+
+def _service_options(a, name: str) -> dict:
+    """Protocol options of `privface serve` for the protocol `name`."""
+    options = SERVICE_OPTIONS.get(name)
+    return options(a) if options else {}
+
+
+class _Shutdown(Exception):
+    """SIGINT/SIGTERM reached `privface serve` (after uvicorn finished its graceful shutdown)."""
+
+
+def _shutdown(signum, frame):
+    raise _Shutdown
+
+
+def _serve_ops_args(s) -> None:
+    """Limits and operations of `privface serve` (issue 8 §2, §6; README "Running the service")."""
+    s.add_argument("--config", metavar="TOML", help="read serve options from this TOML file (keys: option names); "
+                   "$PRIVFACE_<OPTION> overrides it, the command line overrides both")
+    s.add_argument("--log-format", default="json", choices=["json", "text"], help="stderr log lines (default json)")
+    s.add_argument("--audit-log", metavar="PATH", help="append the audit trail to this file as JSON lines (created "
+                   "0600); default: stderr with the log. Kept at every --log-level")
+    s.add_argument("--max-sessions", type=int, default=10_000, help="open multi-round sessions at most (default 10000)")
+    s.add_argument("--max-sessions-per-caller", type=int, default=None,
+                   help="open sessions one API key (or client address without keys) may hold; beyond: 429 "
+                   "(default 1%% of --max-sessions)")
+    s.add_argument("--rate-limit", type=float, default=100.0,
+                   help="requests per second per API key (or client address without keys); 0: off (default 100)")
+    s.add_argument("--rate-burst", type=int, default=200, help="requests a client may send at once (default 200)")
+    s.add_argument("--lockout-failures", type=int, default=5,
+                   help="rejected verifications in a row before a subject ID is locked out; 0: off (default 5)")
+    s.add_argument("--lockout-backoff", type=float, default=30.0,
+                   help="first lockout in seconds, doubling with every further rejection (default 30)")
+    s.add_argument("--lockout-max", type=float, default=3600.0, help="longest lockout in seconds (default 3600)")
+
+
+def _serve_limits(a, store) -> dict:
+    from ..service.limits import Lockout, RateLimiter
+
+    try:
+        return {"rate_limit": RateLimiter(a.rate_limit, a.rate_burst) if a.rate_limit > 0 else None,
+                "lockout": Lockout(store, a.lockout_failures, a.lockout_backoff, a.lockout_max)
+                if a.lockout_failures > 0 else None}
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+
+
+def cmd_serve(a) -> int:
+    import logging
+    import logging.config
+    import signal
+
+    import uvicorn
+
+    from ..service.app import create_app
+    from ..service.auth import ApiKeys
+    from ..service.observe import log_config
+    from ..service.registry import load_service
+    from ..store import open_store
+    from ..store.base import redact
+
+    try:
+        logging.config.dictConfig(log_config(a.log_level, a.log_format, a.audit_log))
+    except ValueError as e:  # dictConfig wraps the handler's OSError
+        cause = e.__cause__
+        raise PrivfaceError(f"cannot open --audit-log {a.audit_log}: "
+                            f"{getattr(cause, 'strerror', None) or cause or e}") from None
+    note = logging.getLogger("privface.serve")  # start and stop: logged at every --log-level
+    if a.insecure_test_params:
+        note.warning("WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "
+                     "never for real faces")
+    store = open_store(a.db)
+    try:
+        services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]
+        if (a.tls_cert is None) != (a.tls_key is None):
+            raise PrivfaceError("give both --tls-cert and --tls-key, or neither")
+        if a.tls_client_ca and not a.tls_cert:
+            raise PrivfaceError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
+        keys = None
+        if a.no_auth:
+            note.warning("WARNING: --no-auth: ANYONE WHO CAN REACH THIS PORT MAY ENROL, VERIFY, REVOKE AND "
+                         "ROTATE KEYS — development only")
+        else:
+            keys = ApiKeys(store)
+            if not keys.list():
+                note.warning("no API keys in this store yet, every step is refused until one is "
+                             "created: privface keys create --db … --scopes …")
+        limits = _serve_limits(a, store)
+        if a.max_sessions < 1 or a.session_ttl <= 0 or (a.max_sessions_per_caller or 1) < 1:
+            raise PrivfaceError("--max-sessions, --max-sessions-per-caller and --session-ttl must be positive")
+        app = create_app(store, services, session_ttl=a.session_ttl, max_sessions=a.max_sessions,
+                         max_sessions_per_caller=a.max_sessions_per_caller, keys=keys, **limits)
+        for svc in services:
+            if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
+                from ..protocols.gsm.service import provider_key_bytes
+
+                note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
+            if svc.name == "gsm" and svc.role == "terminal" and svc.allow_pi1:
+                note.warning("WARNING: --allow-variant pi1: this terminal serves Π1, whose result is the device's "
+                             "own claim (answered as such, not counted, audited as pi1-claimed-…)")
+        scheme = "https" if a.tls_cert else "http"
+        note.info(f"serving {', '.join(s.name for s in services)} on {scheme}://{a.host}:{a.port} "
+                  f"(store {redact(a.db)}; API keys {'off' if a.no_auth else 'required'}"
+                  f"{'; mutual TLS' if a.tls_client_ca else ''}; rate limit "
+                  f"{f'{a.rate_limit:g}/s burst {a.rate_burst}' if limits['rate_limit'] else 'off'}; lockout "
+                  f"{f'after {a.lockout_failures} rejections' if limits['lockout'] else 'off'})")
+        tls = {}
+        if a.tls_cert:
+            import ssl
+
+            tls = {"ssl_certfile": a.tls_cert, "ssl_keyfile": a.tls_key}
+            if a.tls_client_ca:
+                tls.update(ssl_ca_certs=a.tls_client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
+        # uvicorn catches SIGINT/SIGTERM, stops accepting, lets running requests finish, then
+        # re-raises the signal to the handlers found before it started: ours end the run here.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _shutdown)
+        uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_config=None, log_level=a.log_level,
+                                      access_log=False, timeout_graceful_shutdown=30, **tls)).run()
+    except _Shutdown:
+        pass
+    finally:
+        store.close()
+    note.info("stopped; store closed")
+    return 0
+
+
+def register(sub) -> None:
+    """serve."""
+    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols")
+    s.add_argument("--protocol", action="append", required=True, metavar="NAME",
+                   help="protocol to mount, e.g. im2020 (repeat for several)")
+    s.add_argument("--db", default="sqlite:///privface.db",
+                   help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
+    s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
+                   help="im2020: minimum security level of client keys (default 112)")
+    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
+    s.add_argument("--tp-public-key", metavar="PEM",
+                   help="im2020: accept only registrations signed by this trusted party (§VII)")
+    s.add_argument("--insecure-test-params", action="store_true",
+                   help="im2020, gsm, ident key server: accept toy key sizes — tests only, INSECURE")
+    s.add_argument("--role", choices=["provider", "terminal", "db", "auth", "key", "local", "cs"],
+                   help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching); "
+                        "kolberg: the DB server (encrypted references) or the auth server (secret key); "
+                        "ident: the key server (sk; --db is the gallery's key store) or the local server "
+                        "(encrypted gallery); cryptomask: cs, the Cloud Server over --gallery (pk, k_sw)")
+    s.add_argument("--auth-url", help="kolberg DB server: the auth server's base URL")
+    s.add_argument("--gallery", metavar="URL", help="ident local server, cryptomask cs: the gallery store "
+                                                    "(default: --db)")
+    s.add_argument("--gallery-name", default="default", help="ident, cryptomask: which gallery of the store "
+                                                             "(default default)")
+    s.add_argument("--key-url", help="ident local server: the key server's base URL")
+    s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
+                                         "(default: $PRIVFACE_KEY_API_KEY)")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")
+    s.add_argument("--signing-key", metavar="PATH",
+                   help="gsm provider: Ed25519 signing key file (PKCS#8 PEM, mode 0600; created if absent, a key "
+                        "an older privface kept in the store is moved into it). Default: <db dir>/<db "
+                        "name>.gsm-signing.key next to a SQLite store; required with PostgreSQL")
+    s.add_argument("--allow-variant", action="append", choices=["pi1"],
+                   help="gsm terminal: also serve Π1, whose decision is the device's own claim (semi-honest "
+                        "device, seed 004 §5): answered as a claim, never counted nor audited as accepted. "
+                        "Default: Π2, Π3 only")
+    s.add_argument("--provider-key", metavar="HEX",
+                   help="gsm terminal: the provider's Ed25519 key (64 hex digits, printed by the provider at start)")
+    s.add_argument("--capture", metavar="IMAGE", help="gsm terminal: image file holding the camera's latest frame")
+    s.add_argument("--no-auth", action="store_true",
+                   help="serve without API keys — development only, INSECURE (default: every step needs a key "
+                        "with its scope, see privface keys)")
+    s.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate (chain)")
+    s.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    s.add_argument("--tls-client-ca", metavar="PEM", help="require client certificates issued by this CA (mutual TLS)")
+    s.add_argument("--auth-api-key", help="kolberg DB server: API key (scope internal) for the auth server "
+                                          "(default: $PRIVFACE_AUTH_API_KEY)")
+    s.add_argument("--auth-ca", metavar="PEM", help="kolberg DB server / ident local server: CA certificate of "
+                                                    "an https auth / key server")
+    s.add_argument("--auth-client-cert", metavar="PEM", help="kolberg DB server / ident local server: client "
+                                                             "certificate (mutual TLS)")
+    s.add_argument("--auth-client-key", metavar="PEM", help="kolberg DB server / ident local server: its private key")
+    mode_args(s)
+    _serve_ops_args(s)
+    s.set_defaults(func=cmd_serve)

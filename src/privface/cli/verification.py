@@ -1,0 +1,197 @@
+"""1:1 verification clients over HTTP: enroll, verify, revoke (im2020, kolberg)."""
+from __future__ import annotations
+
+from .common import (
+    MODES,
+    backend_args,
+    backend_spec,
+    http_args,
+    http_kw,
+    http_stats,
+    im2020_params,
+    print_result,
+)
+
+
+def _key_path(a):
+    from pathlib import Path
+
+    from ..protocols.im2020.remote import default_key_path
+
+    return Path(a.key).expanduser() if a.key else default_key_path(a.server, a.id)
+
+
+def _face_template(a, params):
+    """C1: detect, align, embed (default backend) and quantize ×scale; (Γ, ms)."""
+    import time
+
+    from ..faces.registry import make_backend
+    from ..templates import quantize
+
+    t0 = time.perf_counter()
+    template = quantize(make_backend(**backend_spec(a)).embed(a.image), params.scale)
+    return template, round((time.perf_counter() - t0) * 1000, 3)
+
+
+def cmd_enroll(a) -> int:
+    if getattr(a, "protocol", "im2020") == "kolberg":
+        return cmd_kolberg_client(a)
+    import time
+
+    from ..protocols.common import check_subject_id
+    from ..protocols.im2020 import Client, remote
+    from ..protocols.im2020.parties import PROTOCOL
+
+    t0 = time.perf_counter()
+    check_subject_id(PROTOCOL, a.id)
+    params, path = im2020_params(a), _key_path(a)
+    if path.exists() and not a.force:
+        raise remote.KeyFileError(f"key file {path} exists; pass --force to replace it")
+    template, c1_ms = _face_template(a, params)
+    t = time.perf_counter()
+    client = Client(a.id, params)
+    keygen_ms = round((time.perf_counter() - t) * 1000, 3)
+    pending = remote.PendingKey(path, remote.key_record(client, a.server), force=a.force)
+    try:
+        with remote.service_client(a.server, **http_kw(a)) as http:
+            resp, st = remote.register(http, client, template)
+    except BaseException:
+        pending.discard()
+        raise
+    out = {"id": a.id, "server": a.server, "key_file": str(pending.commit()), "replaced": resp.replaced,
+           "c1_face_ms": c1_ms, "keygen_ms": keygen_ms, "c2_encrypt_ms": st["c2_encrypt_ms"],
+           "network_ms": st["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
+           "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}
+    print_result(out, a.json)
+    return 0
+
+
+def cmd_verify(a) -> int:
+    if getattr(a, "protocol", "im2020") == "kolberg":
+        return cmd_kolberg_client(a)
+    import time
+
+    from ..protocols.im2020 import remote
+
+    t0 = time.perf_counter()
+    client, record = remote.load_client(_key_path(a), workers=a.workers)
+    if record.subject_id != a.id:
+        raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
+    template, c1_ms = _face_template(a, client.params)
+    with remote.service_client(a.server, **http_kw(a)) as http:
+        r = remote.verify(http, client, template, mode=a.mode)
+    out = {"id": a.id, "decision": r["decision"], "accepted": r["accepted"], "c1_face_ms": c1_ms,
+           "c2_encrypt_ms": r["c2_encrypt_ms"], "c3_decrypt_ms": r["c3_decrypt_ms"],
+           "network_ms": r["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
+           "bytes_sent": r["bytes_sent"], "bytes_received": r["bytes_received"]}
+    out.update({k: r[k] for k in ("mode", "compare_bits", "s3_compare_ms", "compare_bytes") if k in r})
+    print_result(out, a.json)
+    return 0 if r["accepted"] else 1
+
+
+def cmd_revoke(a) -> int:
+    if getattr(a, "protocol", "im2020") == "kolberg":
+        return cmd_kolberg_client(a)
+    from ..protocols.common import check_subject_id
+    from ..protocols.im2020 import remote
+    from ..protocols.im2020.parties import PROTOCOL
+
+    check_subject_id(PROTOCOL, a.id)
+    with remote.service_client(a.server, **http_kw(a)) as http:
+        resp, st = remote.revoke(http, a.id)
+    path = _key_path(a)
+    removed = path.is_file()
+    if removed:
+        path.unlink()
+    print_result({"id": a.id, "revoked": resp.revoked, "key_file_removed": str(path) if removed else None,
+            "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}, a.json)
+    return 0
+
+
+def _kolberg_embedding(a):
+    """The face's embedding for the kolberg commands (default backend); (embedding, ms)."""
+    import time
+
+    from ..faces.registry import make_backend
+
+    t0 = time.perf_counter()
+    x = make_backend(**backend_spec(a)).embed(a.image)
+    return x, round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _kolberg_client(a):
+    from ..protocols.kolberg import KolbergParams
+    from ..protocols.kolberg.remote import KolbergClient
+
+    return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"), **http_kw(a))
+
+
+def cmd_kolberg_client(a) -> int:
+    """enroll / verify / identify / revoke against a kolberg DB server (no client key file: the auth
+    server's public key is fetched from the DB server)."""
+    from ..protocols.common import check_subject_id
+    from ..protocols.kolberg.parties import PROTOCOL
+
+    if a.cmd != "identify":
+        check_subject_id(PROTOCOL, a.id)
+    x, face_ms = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None)
+    with _kolberg_client(a) as http:
+        out = {"protocol": "kolberg", "scheme": http.params.scheme}
+        if a.cmd == "enroll":
+            out.update(id=a.id, replaced=http.enrol(a.id, x).replaced)
+        elif a.cmd == "verify":
+            out.update(id=a.id, accepted=http.verify(a.id, x))
+        elif a.cmd == "identify":
+            out.update(id=http.identify(x))
+            out["accepted"] = out["id"] is not None
+        else:
+            out.update(id=a.id, revoked=http.revoke(a.id))
+        out.update(http_stats(http))
+    if face_ms is not None:
+        out["face_ms"] = face_ms
+    print_result(out, a.json)
+    return 1 if out.get("accepted") is False else 0
+
+
+def client_args(s, image: bool = True) -> None:
+    s.add_argument("--server", required=True, help="service base URL, e.g. http://127.0.0.1:8000")
+    s.add_argument("--id", required=True, help="the subject ID")
+    if image:
+        s.add_argument("image", help="face photo")
+        backend_args(s)
+    s.add_argument("--key", metavar="FILE",
+                   help="client key file (default ~/.config/privface/keys/<server host>/<id>.key)")
+    s.add_argument("--json", action="store_true")
+    http_args(s)
+
+
+def kolberg_args(s) -> None:
+    s.add_argument("--protocol", choices=["im2020", "kolberg"], default="im2020",
+                   help="im2020 (default) or kolberg (a kolberg DB server: privface serve --role db)")
+    s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: the server's scheme (default bfv)")
+
+
+def register(sub) -> None:
+    """enroll, verify, revoke."""
+    s = sub.add_parser("enroll", help="over HTTP: embed the face and enrol it encrypted (im2020: make a key pair, "
+                                      "register C = Enc(Γ); kolberg: under the auth server's public key)")
+    client_args(s)
+    kolberg_args(s)
+    s.add_argument("--force", action="store_true", help="replace an existing key file")
+    s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="key size level")
+    s.add_argument("--insecure-test-params", action="store_true", help="toy key sizes — tests only, INSECURE")
+    s.set_defaults(func=cmd_enroll)
+
+    s = sub.add_parser("verify", help="over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
+    client_args(s)
+    kolberg_args(s)
+    s.add_argument("--workers", type=int, help="threads for the level-2 decryption (default: one per core)")
+    s.add_argument("--mode", choices=MODES,
+                   help="insist on this im2020 mode (default: follow the server); refused before s* or the "
+                        "comparison is sent if the server runs another")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("revoke", help="over HTTP: delete ID's enrolment (im2020: and the local key file)")
+    client_args(s, image=False)
+    kolberg_args(s)
+    s.set_defaults(func=cmd_revoke)
