@@ -257,7 +257,7 @@ def register(sub) -> None:
     s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
-                   help="im2020: minimum security level of client keys (default 112)")
+                   help="im2020: security level of client keys; only its N size and k are accepted (default 112)")
     s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")

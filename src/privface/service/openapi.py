@@ -20,6 +20,7 @@ ERRORS = {400: "the message failed validation", 401: "no or unknown API key", 40
           404: "subject not enrolled", 409: "session missing, unknown, expired or out of order, "
                "or a registration of an already-enrolled subject",
           413: "body over the step's limit", 415: "body not application/octet-stream",
+          429: "rate limit, this caller's share of sessions, or a lock-out after failed attempts (Retry-After)",
           503: "store unavailable or too many open sessions"}
 
 
