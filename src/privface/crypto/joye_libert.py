@@ -347,8 +347,8 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         return self._dlog_tables
 
     def precompute(self, *, background: bool = True) -> None:
-        """Build the larger discrete-log tables (w = ⌈k/8⌉ when that is at most 18: 2^17 entries for k = 136,
-        about 0.3 s and 30 MB) that save a recursion level, ~30 % of each logarithm; with ``background`` on
+        """Build the larger discrete-log tables (w = ⌈k/8⌉ when that is at most 18: 2^17 entries for k = 136)
+        that save a recursion level of each logarithm; with ``background`` on
         a daemon thread, swapped in when ready. For long-lived key owners (a client that authenticates
         repeatedly, the evaluation sweep); one-shot decryptions do not need it."""
         k = self.public_key.k

@@ -18,8 +18,8 @@ def _ray():
 def init_ray(address: str = "auto", num_cpus: int | None = None):
     """Connect to Ray unless already connected: ``auto`` = a local Ray (or $RAY_ADDRESS), else a cluster address.
 
-    A local Ray starts its workers at niceness 0 (Ray's default 15 starves the shards on a busy machine: 10×
-    slower IP_DB measured here); start a cluster with ``RAY_worker_niceness=0`` for the same effect.
+    A local Ray starts its workers at niceness 0 (Ray's default 15 starves the shards on a busy machine); start a
+    cluster with ``RAY_worker_niceness=0`` for the same effect.
     """
     ray = _ray()
     if not ray.is_initialized():

@@ -15,11 +15,10 @@ Two stores, as for hers / idface-ckks (``scale.gallery``), every key prefixed by
 **Storage: ciphertexts (1×), digits at load.** The CS of ``protocols.cryptomask.he`` keeps the NTT of every
 ciphertext's RNS digits (3× a ciphertext) for Alg. 2's external product. The store keeps the ciphertexts as
 Alg. 1 produced them, and ``CloudServer.load`` recomputes the digits once per process (or per Ray actor, for its
-blocks only). Why: a third of the storage (seed 001 Table 1 compares memory; at 2^20 × 128-D the digits would be
-≈ 10 GB against ≈ 3.3 GB of ciphertexts), enrolment computes no NTT, and the merge of Alg. 1 line 7 is one
-addition on the stored form. The price is load time: the numpy NTT costs ≈ 30 ms per ciphertext (8 s for 2^13
-templates at d = 128, where reading the 26 MB takes 0.1 s), paid once by a long-lived CS and split over Ray
-actors; a one-shot ``privface identify`` pays it every time (README, cryptomask galleries).
+blocks only). Why: a third of the storage (seed 001 Table 1 compares memory), enrolment computes no NTT, and the
+merge of Alg. 1 line 7 is one addition on the stored form. The price is load time — the NTT of every ciphertext,
+far more than reading it — paid once by a long-lived CS and split over Ray actors; a one-shot ``privface identify``
+pays it every time (README, cryptomask galleries, has the figures).
 
 **Alg. 1 and crash safety.** Templates fill ciphertexts δ at a time and blocks C ciphertexts at a time, in order,
 so every block but the last is full. An enrolment call appends a *batch* (a source's ids): the DP encrypts with

@@ -84,8 +84,7 @@ def _signing_key(store: TemplateStore, key, path) -> Ed25519PrivateKey:
 def body_limits(params: GsmParams, role: str) -> dict[str, int]:
     """Request caps per step, at least twice the largest valid message: a Paillier ciphertext is < N² (2·|N|
     bits); Π_en sends ℓ of them with a Fig. 9 proof of about the same size, m1 at most ℓ (packing only
-    shrinks it). Measured at ℓ = 128, |N| = 3072: enrol/start 199 861 B, match/start 15 895 B,
-    match/compare 4 559 B, enrol/finish 410 B, match/finish ≤ 62 B."""
+    shrinks it)."""
     c = 2 * params.paillier_bits // 8 + 16
     if role == "provider":
         return {"key": 1024, "enrol/start": 4 * params.ell * c + 65536, "enrol/finish": 16 * c + 4096}

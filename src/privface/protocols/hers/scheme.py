@@ -3,8 +3,8 @@
 ENC_DB (Alg. 1): a block X ∈ R^{N×d} (N = slot count) is parsed into its d columns c_j ∈ R^N and each column is
 encrypted, ct_j = Enc(c_j) at scale Δ_x. IP_DB (Alg. 2): Xy = Σ_j y_j·c_j, so ct = Σ_j y_j ⊙ ct_j with y_j
 encoded as the constant plaintext k_j = round(Δ_y·y_j) and summed. SEAL encrypts; the scalar multiply-adds
-run on the exported RNS residues in numpy (``HERS.ip_db``), ≈ 2.5× faster than SEAL's ``multiply_plain`` +
-``add_inplace`` through the binding on this machine; SEAL decrypts.
+run on the exported RNS residues in numpy (``HERS.ip_db``), faster than SEAL's ``multiply_plain`` +
+``add_inplace`` through the binding (``bench identify --seal-adds`` compares them); SEAL decrypts.
 
 Parameters ``HERS_CKKS``: N = 8192 (4096 slots), one 60-bit data prime q₀ and a 60-bit special prime: log q = 120
 ≤ 152, so 192-bit by the HE standard table (SEAL's, ≥ the 128 asked for; one prime is all IP_DB needs).
