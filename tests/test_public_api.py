@@ -184,7 +184,7 @@ def test_enrol_and_identify_a_gallery_of_photos(tmp_path, photos):
     Image.open(grace).convert("RGB").save(faces / "hopper.png")
     Image.open(astronaut).convert("RGB").save(faces / "collins.png")
     url = f"sqlite:///{tmp_path}/g.db"
-    # τ = 0.95 cosine for dlib-resnet128 (as tests/test_gallery.py: genuine ≥ 0.993, impostors ≤ 0.883)
+    # τ = 0.95 cosine for dlib-resnet128 (as tests/scale/test_gallery.py: genuine ≥ 0.993, impostors ≤ 0.883)
     report = privface.enrol(url, faces, "hers", tau=0.95, insecure_test_params=True)
     assert report.n == 2
     probe = privface.embed(demo_data.altered_copies(grace)["mirrored, darker"])

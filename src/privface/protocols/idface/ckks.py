@@ -40,7 +40,7 @@ from .transform import IDFaceParams, decode, encode, separate
 IDFACE_CKKS = HERS_CKKS
 NOISE_BITS = 14
 PAYLOAD_BITS = 44
-#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (measured 2^10.9, tests/test_idface.py).
+#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (measured 2^10.9, tests/protocols/idface/test_idface.py).
 NOISE_BOUND = 1 << 12
 #: Asserted bound on |e| of a sum of 1365 fresh encryptions (β of the lift D = 2048; measured ≤ 2^11.7).
 LIFT_NOISE_BOUND = 5793  # ⌊2^12.5⌋
@@ -128,8 +128,9 @@ class IDFaceCKKSKey(_Common):
 
     def _decrypt(self, cts: np.ndarray) -> np.ndarray:
         """(k, 1, n) NTT-form plaintexts of (k, 2, 1, n) ciphertexts: c0 + c1·s mod q₀ on the whole array
-        (``_seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` — tests/test_idface.py), or
-        SEAL's decryptor one ciphertext at a time where numpy has no 80-bit long double."""
+        (``_seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` —
+        tests/protocols/idface/test_idface.py), or SEAL's decryptor one ciphertext at a time where numpy has no
+        80-bit long double."""
         if self._s_ntt is not None:
             return _seal_arrays.decrypt_arrays(cts, self._s_ntt, self.moduli)
         out = np.empty((len(cts), 1, self.n), dtype=np.uint64)

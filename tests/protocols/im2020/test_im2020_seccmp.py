@@ -210,9 +210,10 @@ def test_serve_mode_options():
 
 def test_cli_serve_secure_comparison_and_verify_follows(tmp_path):
     """`privface serve --mode secure-comparison`; `privface verify` follows it, or refuses with --mode basic."""
+    from test_im2020_http import _privface
+
     from privface import demo_data
     from privface.service.launch import serve_subprocess
-    from test_im2020_http import _privface
 
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
     photo = str(demo_data.enrolled_photo())

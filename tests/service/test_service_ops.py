@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from test_service_auth import ScopedCounter
 
 from privface.cli import _subparser, build_parser, main
 from privface.errors import PrivfaceError
@@ -26,7 +27,6 @@ from privface.service.client import ServiceClient, ServiceError
 from privface.service.launch import free_port, serve_in_thread
 from privface.service.observe import AUDIT_FIELDS
 from privface.store.sqlite import SQLiteStore
-from test_service_auth import ScopedCounter
 
 OCTETS = {"content-type": "application/octet-stream"}
 TOY = Im2020Params.toy()

@@ -3,11 +3,11 @@ the frozen interleaved version, and the CS role over real loopback HTTP with the
 import numpy as np
 import pytest
 
-import cm_reveal_interleaved as interleaved
 from privface.crypto.exchange import Party
 from privface.crypto.millionaire import Wire
 from privface.errors import CryptoError
 from privface.protocols.cryptomask.reveal import reveal, reveal_cs, reveal_verifier, setup_ot
+from tests.helpers import cm_reveal_interleaved as interleaved
 
 
 def _shares(rng, d):

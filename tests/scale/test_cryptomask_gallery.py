@@ -282,7 +282,7 @@ print("ray-ok")
 
 
 def test_ray_sharded_bit_equals_single_process(tmp_path):
-    # In a child process (as tests/test_gallery.py): Ray's gRPC threads must not leak into later forking tests.
+    # In a child process (as test_gallery.py): Ray's gRPC threads must not leak into later forking tests.
     import subprocess
     import sys
 

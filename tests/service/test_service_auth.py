@@ -10,6 +10,7 @@ import sqlite3
 import httpx
 import numpy as np
 import pytest
+from test_service import Counter
 
 from privface.errors import PrivfaceError
 from privface.protocols.cryptomask.service import CryptoMaskService
@@ -25,7 +26,6 @@ from privface.service.client import ServiceClient, ServiceError
 from privface.service.launch import serve_in_thread
 from privface.service.registry import PROTOCOLS
 from privface.store.sqlite import SQLiteStore
-from test_service import Counter
 
 OCTETS = {"content-type": "application/octet-stream"}
 

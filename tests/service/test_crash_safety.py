@@ -28,7 +28,7 @@ from privface.service.client import ServiceError
 from privface.service.launch import free_port
 from privface.store.sqlite import SQLiteStore
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 PARAMS = KolbergParams("ntru")
 

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import numpy as np
 import pytest
+from test_service import Counter
+from test_service_auth import ScopedCounter, _roles
 
 from privface.eval import im2020_attacks as attacks
 from privface.protocols.gsm.params import GsmParams
@@ -38,8 +40,6 @@ from privface.service.sessions import Sessions
 from privface.store import open_store
 from privface.store.sqlite import SQLiteStore
 from privface.templates.fixed_norm import fixed_norm_template
-from test_service import Counter
-from test_service_auth import ScopedCounter, _roles
 
 OCTETS = {"content-type": "application/octet-stream"}
 TOY = Im2020Params.toy()

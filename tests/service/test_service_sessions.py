@@ -2,14 +2,14 @@
 and a session id is honoured only for the key (or, without keys, the address) that opened it."""
 import httpx
 import pytest
+from test_service import Counter
+from test_service_auth import ScopedCounter
 
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
 from privface.service.launch import serve_in_thread
 from privface.service.sessions import SESSION_HEADER, SessionQuotaError, Sessions
 from privface.store.sqlite import SQLiteStore
-from test_service import Counter
-from test_service_auth import ScopedCounter
 
 OCTETS = {"content-type": "application/octet-stream"}
 

@@ -1,0 +1,1 @@
+"""Test helpers: oracles and reference implementations imported by several tests (not collected)."""
