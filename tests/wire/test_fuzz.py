@@ -4,6 +4,7 @@ time budget from the committed corpus, and schemathesis against the service role
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,17 @@ SLOW_BUDGET = 60  # per target under --runslow (CI)
 STRESS_BUDGET = 600  # per target under --runstress
 
 
+RSS_LIMIT_MB = 2048  # libFuzzer's default: a decoder that grows the fuzzer past it is a finding
+
+
 def _fuzz(target: str, seconds: int, tmp_path) -> tuple[int, str]:
     pytest.importorskip("atheris")
+    # Linux carries a parent's peak RSS into a spawned child's ru_maxrss, which libFuzzer checks: late in a
+    # long pytest run the fuzzer would start "out of memory". The limit is 2 GB above what it inherits.
+    inherited_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     proc = subprocess.run([sys.executable, str(FUZZ / "decoders.py"), target, f"-max_total_time={seconds}",
-                           f"-artifact_prefix={tmp_path}/", "-print_final_stats=1"],
+                           f"-artifact_prefix={tmp_path}/", "-print_final_stats=1",
+                           f"-rss_limit_mb={RSS_LIMIT_MB + inherited_mb}"],
                           env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=seconds + 300)
     return proc.returncode, proc.stdout + proc.stderr
 
