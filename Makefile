@@ -22,7 +22,7 @@ $(WEB_DEPS): web/package-lock.json web/package.json
 	touch $(WEB_DEPS)
 
 $(WEBAPP): $(WEB_DEPS) $(shell find web/src web/test web/static -type f 2>/dev/null) web/build.mjs src/privface/wire/schema.json
-	cd web && npx tsc --noEmit && node build.mjs
+	cd web && npx tsc --noEmit -p $$(test -f src/face/index.ts && echo tsconfig.json || echo tsconfig.noface.json) && node build.mjs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -1,16 +1,27 @@
-// Builds the page bundle into src/privface/service/webapp/ (git-ignored package data served at /app/ by
-// `privface serve`) and the Node test driver into dist-test/.
+// Builds the page into src/privface/service/webapp/ (git-ignored package data that `privface serve` serves at
+// /app/) and, for the tests, the Node driver and the page's test-fixture bundle into dist-test/.
 import { build } from "esbuild";
-import { cpSync, mkdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync } from "node:fs";
 
 const out = new URL("../src/privface/service/webapp/", import.meta.url).pathname;
 mkdirSync(out, { recursive: true });
-const common = { bundle: true, format: "esm", target: "es2022", sourcemap: false, logLevel: "warning" };
-const entries = [];
-try {
-  entries.push(build({ ...common, entryPoints: ["src/app/main.ts"], outfile: out + "app.js", platform: "browser", minify: true }));
-} catch {}
-entries.push(build({ ...common, entryPoints: ["test/driver.ts"], outfile: "dist-test/driver.mjs", platform: "node",
-  banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" } }));
-await Promise.all(entries);
+const common = { bundle: true, format: "esm", target: "es2022", logLevel: "warning" };
+const page = { ...common, entryPoints: ["src/app/main.ts"], platform: "browser", minify: true };
+const jobs = [
+  build({ ...common, entryPoints: ["test/driver.ts", "test/browser.ts"], outdir: "dist-test", outExtension: { ".js": ".mjs" },
+    platform: "node", external: ["playwright-core"], banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" } }),
+  // TEST FIXTURE bundle: the page with web/src/face replaced by test/faceFixture.ts (browser tests only).
+  build({ ...page, outfile: "dist-test/app-fixture.js", plugins: [{
+    name: "face-fixture",
+    setup(b) {
+      b.onResolve({ filter: /\/face\/index\.js$/ }, () => ({ path: new URL("test/faceFixture.ts", import.meta.url).pathname }));
+    },
+  }] }),
+];
+if (existsSync("src/face/index.ts")) {
+  jobs.push(build({ ...page, outfile: out + "app.js" }));
+} else {
+  console.warn("web: src/face/index.ts is missing (the browser face pipeline is not merged): the page bundle is not built");
+}
+await Promise.all(jobs);
 cpSync("static", out, { recursive: true });

@@ -106,9 +106,10 @@ export class Im2020Client {
     return encode("im2020.AuthFinish", { blinded_score: sStar });
   }
 
-  revoke(): Uint8Array {
-    return encode("im2020.RevokeRequest", { subject_id: this.subjectId });
-  }
+}
+
+export function revokeRequest(subjectId: string): Uint8Array {
+  return encode("im2020.RevokeRequest", { subject_id: checkSubjectId(subjectId) });
 }
 
 // ---------------------------------------------------------------- key file
