@@ -18,6 +18,7 @@ const jobs = [
     },
   }] }),
 ];
+jobs.push(build({ ...common, entryPoints: ["src/crypto/worker.ts"], outfile: out + "worker.js", platform: "browser", minify: true }));
 if (existsSync("src/face/index.ts")) {
   jobs.push(build({ ...page, outfile: out + "app.js" }));
 } else {

@@ -31,6 +31,7 @@ interface Job {
   deny_camera?: boolean;
   steps: Step[];
   timeout_ms?: number;
+  query?: string;
 }
 
 async function seq(page: Page): Promise<number> {
@@ -77,7 +78,7 @@ async function main(): Promise<void> {
       let res: Record<string, unknown> = {};
       switch (step.do) {
         case "goto": {
-          const resp = await page.goto(job.url + "/app/", { waitUntil: "load" });
+          const resp = await page.goto(job.url + "/app/" + (job.query ?? ""), { waitUntil: "load" });
           await page.waitForFunction(() => document.getElementById("status")!.textContent !== "Loading…", null, { timeout });
           res = { http: resp?.status(), csp: resp?.headers()["content-security-policy"] ?? null,
             status: await page.textContent("#status") };

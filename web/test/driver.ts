@@ -44,7 +44,7 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const { client } = loadKeyFile(unhex(r.key), r.params);
       client.sk.dlogTables();
       const t0 = performance.now();
-      const { sStar } = client.blindedScore(unhex(r.challenge));
+      const { sStar } = await client.blindedScore(unhex(r.challenge));
       return { hex: hex(client.authFinish(sStar)), s_star: sStar.toString(), ms: performance.now() - t0 };
     }
   }

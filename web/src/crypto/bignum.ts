@@ -1,7 +1,7 @@
 /**
- * Big-integer arithmetic for the browser client on native BigInt, with the long modular exponentiations
- * optionally done by GMP compiled to WebAssembly (the npm package gmp-wasm): `useGmp()` switches
- * `modPow` over when it measured faster (see `privface bench web`). Miller–Rabin, the Jacobi symbol and
+ * Big-integer arithmetic for the browser client on native BigInt, with the long modular exponentiations and
+ * Jacobi symbols optionally done by GMP compiled to WebAssembly (the npm package gmp-wasm): `useGmp()`
+ * switches over. `privface bench web --arith gmp-wasm|bigint` compares them; the page keeps the faster. Miller–Rabin, the Jacobi symbol and
  * the extended Euclid below are written here because BigInt has none and the maintained WebAssembly
  * library is only worth its conversion cost for long exponents.
  */
@@ -65,6 +65,7 @@ interface GmpBinding {
   mpz_set_string(x: number, s: string, base: number): number;
   mpz_to_string(x: number, base: number): string;
   mpz_powm(r: number, b: number, e: number, m: number): void;
+  mpz_jacobi(a: number, b: number): number;
 }
 
 /** Long exponentiations by GMP (WebAssembly) from now on; native BigInt for short exponents. */
@@ -82,11 +83,18 @@ export async function useGmp(): Promise<void> {
     b.mpz_powm(r, x, e, m);
     return BigInt("0x" + b.mpz_to_string(r, 16));
   };
+  jac = (a, n) => {
+    if (a < 0n || n <= 0n || (n & 1n) === 0n) return jacobiNative(a, n);
+    b.mpz_set_string(x, a.toString(16), 16);
+    b.mpz_set_string(m, n.toString(16), 16);
+    return b.mpz_jacobi(x, m);
+  };
   backend = "gmp-wasm";
 }
 
 export function useNative(): void {
   pow = modPowNative;
+  jac = jacobiNative;
   backend = "bigint";
 }
 
@@ -149,8 +157,14 @@ export function gcd(a: bigint, b: bigint): bigint {
   return a < 0n ? -a : a;
 }
 
+let jac: (a: bigint, n: bigint) => number = jacobiNative;
+
 /** The Jacobi symbol (a/n) for odd n > 0 (0 when gcd(a, n) ≠ 1). */
 export function jacobi(a: bigint, n: bigint): number {
+  return jac(a, n);
+}
+
+export function jacobiNative(a: bigint, n: bigint): number {
   if (n <= 0n || (n & 1n) === 0n) throw new RangeError("jacobi needs an odd positive n");
   a = mod(a, n);
   let t = 1;

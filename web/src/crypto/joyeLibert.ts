@@ -54,6 +54,7 @@ export class JLPrivateKey {
   private readonly g: bigint;
   private tables: Tables | null = null;
   private encTable: bigint[][] | null = null;
+  private pool: bigint[] = [];
 
   constructor(readonly p: bigint, readonly q: bigint, readonly y: bigint, readonly k: number) {
     this.n = p * q;
@@ -90,32 +91,63 @@ export class JLPrivateKey {
   encryptMany(ms: bigint[]): bigint[] {
     const { p, q } = this;
     const tp = this.encTable ?? (this.encTable = fixedBaseTable(this.y % p, this.k, p));
-    const xp = randomBelowMany(p - 1n, ms.length);
+    const pooled = this.pool.splice(0, ms.length);
+    const xp = randomBelowMany(p - 1n, ms.length - pooled.length);
     const xq = randomBelowMany(q - 1n, ms.length);
     return ms.map((m0, i) => {
       const m = ((m0 % this.twoK) + this.twoK) % this.twoK;
-      const cp = (fixedBasePow(tp, m, p) * this.randomness(xp[i]! + 1n)) % p;
+      const r = i < pooled.length ? pooled[i]! : this.randomness(xp[i - pooled.length]! + 1n);
+      const cp = (fixedBasePow(tp, m, p) * r) % p;
       let cq = ((xq[i]! + 1n) * (xq[i]! + 1n)) % q;
       if (m & 1n) cq = q - cq;
       return cq + q * ((((cp - cq) * this.qInvP) % p + p) % p); // CRT (Garner)
     });
   }
 
+  /** Top the pool of encryption randomness x^(2^k) mod p (fresh uniform x, each used by exactly one later
+   *  `encryptMany` encryption) up to `count`, and build the encryption and logarithm tables: the
+   *  message-independent work, done ahead of time (the Python `Client.prepare`). Returns how many were made. */
+  prepare(count: number): number {
+    this.encTable ??= fixedBaseTable(this.y % this.p, this.k, this.p);
+    this.dlogTables();
+    const need = count - this.pool.length;
+    if (need <= 0) return 0;
+    for (const x of randomBelowMany(this.p - 1n, need)) this.pool.push(this.randomness(x + 1n));
+    return need;
+  }
+
   /** [Dec(c)] of received integers, each checked to be a ciphertext: 0 < c < N, a unit, Jacobi symbol +1 —
    *  with the owner's shortcut (c/p) = (−1)^Dec(c), so only (c mod q / q) is computed. */
   decryptValues(values: bigint[]): bigint[] {
-    const { p, q, n } = this;
+    this.checkRange(values);
+    return this.finishDecrypt(values, values.map((c) => modPow(c, this.pPrime, this.p)));
+  }
+
+  /** `decryptValues` with the c^p' mod p computed by `powMany` (e.g. a pool of Web Workers) while this
+   *  thread computes the Jacobi symbols. */
+  async decryptValuesWith(values: bigint[], powMany: (b: bigint[], e: bigint, m: bigint) => Promise<bigint[]>): Promise<bigint[]> {
+    this.checkRange(values);
+    const pending = powMany(values, this.pPrime, this.p);
+    const lqs = values.map((c) => jacobi(c % this.q, this.q));
+    return this.finishDecrypt(values, await pending, lqs);
+  }
+
+  private checkRange(values: bigint[]): void {
     values.forEach((c, i) => {
-      if (!(c > 0n && c < n)) throw new CryptoError(`Joye–Libert ciphertext ${i} is outside Z_N for this key`);
+      if (!(c > 0n && c < this.n)) throw new CryptoError(`Joye–Libert ciphertext ${i} is outside Z_N for this key`);
     });
-    const hs = values.map((c) => modPow(c, this.pPrime, p));
-    const lqs = values.map((c) => jacobi(c % q, q));
+  }
+
+  private finishDecrypt(values: bigint[], hs: bigint[], lqs?: number[]): bigint[] {
+    const q = this.q;
+    lqs ??= values.map((c) => jacobi(c % q, q));
+    if (hs.length !== values.length) throw new CryptoError("decryption lost values");
     hs.forEach((h, i) => {
-      if (h === 0n || lqs[i] === 0) throw new CryptoError(`Joye–Libert ciphertext ${i} is not a unit of Z_N`);
+      if (h === 0n || lqs![i] === 0) throw new CryptoError(`Joye–Libert ciphertext ${i} is not a unit of Z_N`);
     });
     const ms = this.dlog(hs, this.k, this.dlogTables());
     ms.forEach((m, i) => {
-      if (lqs[i] !== (m & 1n ? -1 : 1)) throw new CryptoError(`Joye–Libert ciphertext ${i} has Jacobi symbol −1`);
+      if (lqs![i] !== (m & 1n ? -1 : 1)) throw new CryptoError(`Joye–Libert ciphertext ${i} has Jacobi symbol −1`);
     });
     return ms;
   }

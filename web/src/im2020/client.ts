@@ -7,6 +7,7 @@
  */
 import { CryptoError, JLPrivateKey, type JLParams } from "../crypto/joyeLibert.js";
 import { randomBelowMany } from "../crypto/bignum.js";
+import type { PowMany } from "../crypto/pool.js";
 import { decode, encode, WireError, type Fields } from "../wire/codec.js";
 
 /** The server's im2020 parameters (served as /app/params.json from its Im2020Params). */
@@ -84,14 +85,16 @@ export class Im2020Client {
     return encode("im2020.AuthStart", { subject_id: this.subjectId, c_a: c.c_a, c_beta: c.c_beta });
   }
 
-  /** s* = Dec(S*) by eq. (2): k + 1 base decryptions, every value checked to be a ciphertext. */
-  blindedScore(challenge: Uint8Array): { sStar: bigint; compareBits: number | null } {
+  /** s* = Dec(S*) by eq. (2): k + 1 base decryptions, every value checked to be a ciphertext; with `powMany`
+   *  the exponentiations run there (a Web Worker pool). */
+  async blindedScore(challenge: Uint8Array, powMany?: PowMany): Promise<{ sStar: bigint; compareBits: number | null }> {
     const v = decode(challenge, "im2020.AuthChallenge").values;
     const beta = v.beta as bigint[];
     if (beta.length !== this.params.dims) throw new ProtocolError(`S* must have ${this.params.dims} columns, got ${beta.length}`);
     let ms: bigint[];
     try {
-      ms = this.sk.decryptValues([v.alpha as bigint, ...beta]);
+      const values = [v.alpha as bigint, ...beta];
+      ms = powMany ? await this.sk.decryptValuesWith(values, powMany) : this.sk.decryptValues(values);
     } catch (e) {
       if (e instanceof CryptoError) throw new ProtocolError(`invalid ciphertext: ${e.message}`);
       throw e;

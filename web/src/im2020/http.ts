@@ -4,6 +4,7 @@
  * time and the server's compute time (its Server-Timing header) — network = wall − server.
  */
 import { decode } from "../wire/codec.js";
+import type { PowMany } from "../crypto/pool.js";
 import { Im2020Client, revokeRequest } from "./client.js";
 
 export const SESSION_HEADER = "X-Privface-Session";
@@ -92,14 +93,14 @@ export async function register(http: ServiceClient, client: Im2020Client, templa
 }
 
 /** §IV-B.3: auth/start with C′ (C2), decrypt S* (C3), auth/finish with s*; the server's decision. */
-export async function verify(http: ServiceClient, client: Im2020Client, template: number[]): Promise<Report> {
+export async function verify(http: ServiceClient, client: Im2020Client, template: number[], powMany?: PowMany): Promise<Report> {
   http.reset();
   const t0 = performance.now();
   const start = client.authStart(template);
   const t1 = performance.now();
   const challenge = await http.step("auth/start", start);
   const t2 = performance.now();
-  const { sStar, compareBits } = client.blindedScore(challenge);
+  const { sStar, compareBits } = await client.blindedScore(challenge, powMany);
   if (compareBits !== null) {
     throw new ServiceError("this server runs the secure-comparison mode (§VII), which the browser client does not " +
       "implement; use the CLI", 0, "ModeMismatch");
