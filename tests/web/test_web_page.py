@@ -16,10 +16,10 @@ from privface.service.launch import serve_subprocess
 from privface.service.web import CSP
 from privface.store import open_store
 
-from .browser import fixture_bundle, run
+from .browser import ROOT, fixture_bundle, run
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(os.environ.get("PRIVFACE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "reports" / "screenshots")).resolve()
+SHOTS = Path(os.environ.get("PRIVFACE_SCREENSHOTS") or ROOT / "reports" / "screenshots").resolve()
 MOBILE = {"width": 390, "height": 844}
 
 
@@ -33,8 +33,8 @@ def photos(tmp_path_factory) -> dict[str, Path]:
     text.write_text("not an image")
     blank = d / "blank.png"
     Image.fromarray(np.full((240, 320, 3), 128, np.uint8)).save(blank)
-    return {"enrolled": enrolled_photo(), "genuine": genuine, "impostor": impostor_photos()["astronaut (Eileen Collins)"],
-            "not_image": text, "blank": blank}
+    impostor = impostor_photos()["astronaut (Eileen Collins)"]
+    return {"enrolled": enrolled_photo(), "genuine": genuine, "impostor": impostor, "not_image": text, "blank": blank}
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +60,11 @@ def _face(descriptors, name):
     return [{"do": "fixture", "descriptor": descriptors[name]}] if fixture_bundle() else []
 
 
+def _with(photos, descriptors, name, action):
+    """Choose photo `name`, then click `action` (with the fixture's descriptor queued in fixture mode)."""
+    return [{"do": "photo", "path": str(photos[name])}, *_face(descriptors, name), {"do": "click", "id": action}]
+
+
 def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors, tmp_path):
     url, store = server
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -68,12 +73,12 @@ def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors,
         {"do": "goto"}, {"do": "subject", "id": "alice"},
         {"do": "click", "id": "verify"},  # no photo, no key
         {"do": "photo", "path": str(photos["not_image"])},
-        {"do": "photo", "path": str(photos["blank"])}, *_face(descriptors, "blank"), {"do": "click", "id": "enrol"},
-        {"do": "photo", "path": str(photos["enrolled"])}, *_face(descriptors, "enrolled"), {"do": "click", "id": "enrol"},
+        *_with(photos, descriptors, "blank", "enrol"),
+        *_with(photos, descriptors, "enrolled", "enrol"),
         {"do": "screenshot", "path": str(SHOTS / "web-enrolled-desktop.png")},
-        {"do": "photo", "path": str(photos["genuine"])}, *_face(descriptors, "genuine"), {"do": "click", "id": "verify"},
+        *_with(photos, descriptors, "genuine", "verify"),
         {"do": "screenshot", "path": str(SHOTS / "web-verified-desktop.png")},
-        {"do": "photo", "path": str(photos["impostor"])}, *_face(descriptors, "impostor"), {"do": "click", "id": "verify"},
+        *_with(photos, descriptors, "impostor", "verify"),
         {"do": "export_key", "path": str(key)},
         {"do": "click", "id": "revoke"},
         {"do": "click", "id": "revoke"},  # not enrolled any more
@@ -129,9 +134,9 @@ def test_cli_and_page_share_one_key_file(server, photos, descriptors, tmp_path):
     assert out.returncode == 0, out.stderr
     page_key = tmp_path / "dave.key"
     steps = [{"do": "goto"}, {"do": "import_key", "path": str(cli_key)},
-             {"do": "photo", "path": str(photos["genuine"])}, *_face(descriptors, "genuine"), {"do": "click", "id": "verify"},
+             *_with(photos, descriptors, "genuine", "verify"),
              {"do": "subject", "id": "dave"},
-             {"do": "photo", "path": str(photos["enrolled"])}, *_face(descriptors, "enrolled"), {"do": "click", "id": "enrol"},
+             *_with(photos, descriptors, "enrolled", "enrol"),
              {"do": "export_key", "path": str(page_key)},
              {"do": "screenshot", "path": str(SHOTS / "web-mobile.png")}]
     r = run(url, steps, viewport=MOBILE)
@@ -142,3 +147,42 @@ def test_cli_and_page_share_one_key_file(server, photos, descriptors, tmp_path):
     page_key.chmod(0o600)
     out = _cli("verify", "--server", url, "--id", "dave", "--key", str(page_key), "--json", str(photos["genuine"]))
     assert out.returncode == 0 and '"accept"' in out.stdout, out.stdout + out.stderr
+
+
+def y4m(photo: Path, path: Path, frames: int = 2) -> Path:
+    """A YUV4MPEG2 (4:2:0) clip of a still photo for Chromium's fake capture device."""
+    im = Image.open(photo).convert("RGB")
+    im = im.crop((0, 0, im.width // 2 * 2, im.height // 2 * 2))
+    y, cb, cr = (np.asarray(c) for c in im.convert("YCbCr").split())
+    sub = [np.asarray(Image.fromarray(c).resize((im.width // 2, im.height // 2), Image.BILINEAR)) for c in (cb, cr)]
+    with open(path, "wb") as f:
+        f.write(f"YUV4MPEG2 W{im.width} H{im.height} F10:1 Ip A1:1 C420jpeg\n".encode())
+        for _ in range(frames):
+            f.write(b"FRAME\n" + y.tobytes() + sub[0].tobytes() + sub[1].tobytes())
+    return path
+
+
+def test_camera_path_with_the_fake_capture_device(server, photos, descriptors, tmp_path):
+    """Enrol and verify through getUserMedia (Chromium's fake device playing the demo photo), revoke."""
+    url, store = server
+    clip = y4m(photos["enrolled"], tmp_path / "face.y4m")
+    steps = [{"do": "goto"}, {"do": "subject", "id": "erin"},
+             {"do": "camera"}, *_face(descriptors, "enrolled"), {"do": "click", "id": "enrol"},
+             {"do": "camera"}, *_face(descriptors, "enrolled"), {"do": "click", "id": "verify"},
+             {"do": "screenshot", "path": str(SHOTS / "web-camera-mobile.png")},
+             {"do": "click", "id": "revoke"}]
+    r = run(url, steps, camera=str(clip), viewport=MOBILE)
+    cams = [s for s in r if s["step"] == "camera"]
+    assert all(c["state"] == "ok" and c["status"] == "Picture ready." for c in cams), cams
+    enrol, verify, revoke = [s for s in r if s["step"] == "click"]
+    assert enrol["decision"] == "Enrolled" and verify["decision"] == "Accepted", (enrol, verify)
+    assert revoke["decision"] == "Revoked" and store.get("im2020", "erin") is None
+
+
+def test_camera_permission_denied(server, photos, tmp_path):
+    url, store = server
+    clip = y4m(photos["enrolled"], tmp_path / "face.y4m")
+    r = run(url, [{"do": "goto"}, {"do": "subject", "id": "frank"}, {"do": "camera"}, {"do": "click", "id": "enrol"}],
+            camera=str(clip), deny_camera=True)
+    assert r[2]["state"] == "error" and "permission was denied" in r[2]["status"], r[2]
+    assert r[3]["state"] == "error" and store.get("im2020", "frank") is None
