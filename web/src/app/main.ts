@@ -9,7 +9,7 @@ import {
   checkSubjectId, Im2020Client, keyFileBytes, KeyFileError, loadKeyFile, ProtocolError, quantize, type Im2020Params,
 } from "../im2020/client.js";
 import { register, revoke, ServiceClient, ServiceError, verify, type Report } from "../im2020/http.js";
-import { embed, NoFaceError } from "./face.js";
+import { embed, NoFaceError, preload } from "./face.js";
 import { deleteKey, listKeys, loadKey, saveKey } from "./keystore.js";
 
 type RGBA = { width: number; height: number; data: Uint8ClampedArray };
@@ -284,6 +284,7 @@ async function init(): Promise<void> {
     }
     await refreshKeys();
     status("Ready.");
+    preload().catch((e) => status(`The face models cannot be loaded (${(e as Error).message}): photos cannot be used.`, true));
   } catch (e) {
     status(`The server's parameters cannot be loaded (${(e as Error).message}).`, true);
     return;
