@@ -20,7 +20,8 @@ type Step =
   | { do: "screenshot"; path: string }
   | { do: "clear_storage" }
   | { do: "offline" }
-  | { do: "keys" };
+  | { do: "keys" }
+  | { do: "parity"; bundle: string; paths: string[]; names: string[] };
 
 interface Job {
   url: string;
@@ -139,6 +140,17 @@ async function main(): Promise<void> {
         case "keys":
           res = { keys: await page.textContent("#keys") };
           break;
+        case "parity": { // embed files with the browser face pipeline (bench web --parity)
+          const bundle = readFileSync(step.bundle);
+          await page.route("**/app/parity.js", (r) => r.fulfill({ body: bundle, contentType: "text/javascript",
+            headers: { "cross-origin-resource-policy": "same-origin" } }));
+          await page.addScriptTag({ url: "parity.js", type: "module" });
+          await page.waitForFunction(() => "privfaceParity" in globalThis, null, { timeout });
+          const images = step.paths.map((p, i) => ({ name: step.names[i]!, b64: readFileSync(p).toString("base64") }));
+          res = { parity: await page.evaluate((imgs) =>
+            (globalThis as unknown as { privfaceParity: (x: unknown) => Promise<unknown> }).privfaceParity(imgs), images) };
+          break;
+        }
         case "clear_storage":
           await page.evaluate(() => new Promise<void>((r) => { const q = indexedDB.deleteDatabase("privface"); q.onsuccess = q.onerror = () => r(); }));
           break;

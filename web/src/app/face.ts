@@ -12,7 +12,7 @@ async function bytes(name: string): Promise<Uint8Array> {
   return new Uint8Array(await r.arrayBuffer());
 }
 
-async function files(): Promise<FaceModelFiles> {
+export async function modelFiles(): Promise<FaceModelFiles> {
   const listed = (await (await fetch(new URL("models/index.json", location.href))).json()) as string[];
   const [resnet, landmarks5, hogDetector] = await Promise.all(["resnet.onnx", "landmarks5.dat", "hog.svm"].map(bytes));
   const out: FaceModelFiles = { resnet: resnet!, landmarks5: landmarks5!, hogDetector: hogDetector! };
@@ -27,7 +27,7 @@ let ready: Promise<unknown> | null = null;
 
 /** Load the models (once); the page calls it early so that the first embedding does not wait. */
 export function preload(): Promise<unknown> {
-  ready ??= init(files, { wasmPaths: new URL("ort/", location.href).href, threads: navigator.hardwareConcurrency || 1 });
+  ready ??= init(modelFiles, { wasmPaths: new URL("ort/", location.href).href, threads: navigator.hardwareConcurrency || 1 });
   return ready;
 }
 
