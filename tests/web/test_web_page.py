@@ -186,3 +186,19 @@ def test_camera_permission_denied(server, photos, tmp_path):
             camera=str(clip), deny_camera=True)
     assert r[2]["state"] == "error" and "permission was denied" in r[2]["status"], r[2]
     assert r[3]["state"] == "error" and store.get("im2020", "frank") is None
+
+
+def test_server_with_api_keys(photos, descriptors, tmp_path):
+    """Without a key the page says the server needs one and stores nothing; with an enrol+verify key it works."""
+    from privface.service.auth import ApiKeys
+
+    db = f"sqlite:///{tmp_path / 'keys.db'}"
+    _, secret = ApiKeys(open_store(db)).create("enrol,verify")
+    with serve_subprocess("im2020", db, auth=True) as url:
+        r = run(url, [{"do": "goto"}, {"do": "subject", "id": "gina"}, *_with(photos, descriptors, "enrolled", "enrol"),
+                      {"do": "api_key", "key": secret}, *_with(photos, descriptors, "enrolled", "enrol"),
+                      *_with(photos, descriptors, "genuine", "verify")])
+    no_key, enrol, verify = [s for s in r if s["step"] == "click"]
+    assert no_key["state"] == "error" and "needs an API key" in no_key["status"], no_key
+    assert enrol["decision"] == "Enrolled" and verify["decision"] == "Accepted", (enrol, verify)
+    assert open_store(db).get("im2020", "gina") is not None

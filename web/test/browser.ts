@@ -21,6 +21,7 @@ type Step =
   | { do: "clear_storage" }
   | { do: "offline" }
   | { do: "keys" }
+  | { do: "api_key"; key: string }
   | { do: "parity"; bundle: string; paths: string[]; names: string[] };
 
 interface Job {
@@ -136,6 +137,10 @@ async function main(): Promise<void> {
           break;
         case "offline": // the server becomes unreachable: every protocol call fails at the network level
           await page.route("**/v1/**", (r) => r.abort("connectionrefused"));
+          break;
+        case "api_key":
+          await page.click("details > summary");
+          await page.fill("#api-key", step.key);
           break;
         case "keys":
           res = { keys: await page.textContent("#keys") };

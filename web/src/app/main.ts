@@ -22,7 +22,7 @@ const ui = {
   verify: $<HTMLButtonElement>("verify"), revoke: $<HTMLButtonElement>("revoke"), status: $("status"),
   progress: $<HTMLProgressElement>("progress"), result: $("result"), decision: $("decision"),
   timings: $<HTMLTableElement>("timings"), keys: $("keys"), keyExport: $<HTMLButtonElement>("key-export"),
-  keyImport: $<HTMLInputElement>("key-import"), level: $("level"),
+  keyImport: $<HTMLInputElement>("key-import"), level: $("level"), apiKey: $<HTMLInputElement>("api-key"),
 };
 
 let params: Im2020Params | null = null;
@@ -73,6 +73,7 @@ function explain(e: unknown): string {
   if (e instanceof ServiceError) {
     if (e.status === 0) return e.kind === "Unreachable" ? "The server cannot be reached. Nothing was stored." : e.message;
     if (e.status === 404) return `${e.message}. Not enrolled at this server?`;
+    if (e.status === 401) return `This server needs an API key (under "Server API key"): ${e.message}`;
     return `The server refused: ${e.message}`;
   }
   if (e instanceof ProtocolError) return e.message;
@@ -255,6 +256,7 @@ async function doImport(): Promise<void> {
 function action(f: () => Promise<void>): () => void {
   return () => {
     busy(true);
+    http.apiKey = ui.apiKey.value.trim() || null;
     ui.result.hidden = true;
     f().catch((e) => {
       ui.progress.hidden = true;

@@ -28,7 +28,7 @@ export class ServiceClient {
   session: string | null = null;
   stats: StepStat[] = [];
 
-  constructor(readonly base: string, readonly protocol = "im2020", readonly apiKey: string | null = null) {}
+  constructor(readonly base: string, readonly protocol = "im2020", public apiKey: string | null = null) {}
 
   reset(): void {
     this.session = null;
