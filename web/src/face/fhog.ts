@@ -92,40 +92,45 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
   const planes = Array.from({ length: 31 }, () => new Float32Array(rows * cols));
   const pr = Math.trunc((rowsPad - 1) / 2), pc = Math.trunc((colsPad - 1) / 2);
   const eps = f(0.0001), c02 = f(0.2), c01 = f(0.1), c4714 = f(2 * 0.2357);
-  const N = (r: number, c: number) => norm[r * cellsNc + c]!;
-  const nn = [0, 0, 0, 0], n = [0, 0, 0, 0], t = [0, 0, 0, 0], h = [0, 0, 0, 0];
-  // dlib's sum(simd4f): (a0 + a1) + (a2 + a3)
-  const sum4 = (a: number[]) => f(f(a[0]! + a[1]!) + f(a[2]! + a[3]!));
+  const nn = new Float64Array(4), n = new Float64Array(4), t = new Float64Array(4);
+  const h0 = new Float64Array(4), h1 = new Float64Array(4), h2 = new Float64Array(4);
+  const W = cellsNc;
   for (let y = 0; y < hogNr; y++) {
     for (let x = 0; x < hogNc; x++) {
-      const z1 = [N(y + 1, x + 1), N(y, x + 1), N(y + 1, x), N(y, x)];
-      const z2 = [N(y + 1, x + 2), N(y, x + 2), N(y + 1, x + 1), N(y, x + 1)];
-      const z3 = [N(y + 2, x + 1), N(y + 1, x + 1), N(y + 2, x), N(y + 1, x)];
-      const z4 = [N(y + 2, x + 2), N(y + 1, x + 2), N(y + 2, x + 1), N(y + 1, x + 1)];
+      // the four 2×2-cell blocks around the cell (dlib's z1..z4 lanes)
+      const a = y * W + x;
+      const n00 = norm[a]!, n01 = norm[a + 1]!, n02 = norm[a + 2]!;
+      const n10 = norm[a + W]!, n11 = norm[a + W + 1]!, n12 = norm[a + W + 2]!;
+      const n20 = norm[a + 2 * W]!, n21 = norm[a + 2 * W + 1]!, n22 = norm[a + 2 * W + 2]!;
+      nn[0] = f(c02 * f(Math.sqrt(f(f(f(f(n11 + n12) + n21) + n22) + eps))));
+      nn[1] = f(c02 * f(Math.sqrt(f(f(f(f(n01 + n02) + n11) + n12) + eps))));
+      nn[2] = f(c02 * f(Math.sqrt(f(f(f(f(n10 + n11) + n20) + n21) + eps))));
+      nn[3] = f(c02 * f(Math.sqrt(f(f(f(f(n00 + n01) + n10) + n11) + eps))));
       for (let k = 0; k < 4; k++) {
-        nn[k] = f(c02 * f(Math.sqrt(f(f(f(f(z1[k]! + z2[k]!) + z3[k]!) + z4[k]!) + eps))));
         n[k] = f(c01 / nn[k]!);
         t[k] = 0;
       }
-      const o0 = (y * cols + x) + pr * cols + pc;
+      const o0 = (y + pr) * cols + x + pc;
       const hb = ((y + 2) * hc + x + 2) * 18;
       for (let o = 0; o < 18; o += 3) {
-        const hs: number[][] = [];
-        for (let j = 0; j < 3; j++) {
-          const v = hist[hb + o + j]!;
-          for (let k = 0; k < 4; k++) h[k] = f(Math.min(v, nn[k]!) * n[k]!);
-          planes[o + j]![o0] = sum4(h);
-          hs.push(h.slice());
+        const v0 = hist[hb + o]!, v1 = hist[hb + o + 1]!, v2 = hist[hb + o + 2]!;
+        for (let k = 0; k < 4; k++) {
+          h0[k] = f(Math.min(v0, nn[k]!) * n[k]!);
+          h1[k] = f(Math.min(v1, nn[k]!) * n[k]!);
+          h2[k] = f(Math.min(v2, nn[k]!) * n[k]!);
+          t[k] = f(t[k]! + f(f(h0[k]! + h1[k]!) + h2[k]!));
         }
-        for (let k = 0; k < 4; k++) t[k] = f(t[k]! + f(f(hs[0]![k]! + hs[1]![k]!) + hs[2]![k]!));
+        // dlib's sum(simd4f): (a0 + a1) + (a2 + a3)
+        planes[o]![o0] = f(f(h0[0]! + h0[1]!) + f(h0[2]! + h0[3]!));
+        planes[o + 1]![o0] = f(f(h1[0]! + h1[1]!) + f(h1[2]! + h1[3]!));
+        planes[o + 2]![o0] = f(f(h2[0]! + h2[1]!) + f(h2[2]! + h2[3]!));
       }
-      for (let k = 0; k < 4; k++) t[k] = f(t[k]! * c4714);
       for (let o = 0; o < 9; o++) {
         const v = f(hist[hb + o]! + hist[hb + o + 9]!);
-        for (let k = 0; k < 4; k++) h[k] = f(Math.min(v, nn[k]!) * n[k]!);
-        planes[18 + o]![o0] = sum4(h);
+        for (let k = 0; k < 4; k++) h0[k] = f(Math.min(v, nn[k]!) * n[k]!);
+        planes[18 + o]![o0] = f(f(h0[0]! + h0[1]!) + f(h0[2]! + h0[3]!));
       }
-      for (let k = 0; k < 4; k++) planes[27 + k]![o0] = t[k]!;
+      for (let k = 0; k < 4; k++) planes[27 + k]![o0] = f(t[k]! * c4714);
     }
   }
   return { rows, cols, planes };

@@ -87,8 +87,76 @@ const lround = (x: number): number => (x < 0 ? -Math.round(-x) : Math.round(x));
 const tdiv = (a: number, b: number): number => Math.trunc(a / b);
 
 interface Filter {
-  planes: Float64Array[]; // 31 × (h·w), row-major
+  /** per fHOG plane, the rank-1 terms of its SVD (dlib's build_fhog_filterbank): row (fw) and column (fh) filters */
+  terms: { plane: number; row: Float64Array; col: Float64Array }[];
   thresh: number;
+}
+
+/** Eigen-decomposition of a symmetric n×n matrix (cyclic Jacobi): eigenvalues and eigenvectors as columns. */
+function jacobiEigen(a: Float64Array, n: number): { values: Float64Array; vectors: Float64Array } {
+  const A = a.slice();
+  const V = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) V[i * n + i] = 1;
+  for (let sweep = 0; sweep < 100; sweep++) {
+    let off = 0;
+    for (let p = 0; p < n; p++) for (let q = p + 1; q < n; q++) off += A[p * n + q]! ** 2;
+    if (off < 1e-30) break;
+    for (let p = 0; p < n; p++)
+      for (let q = p + 1; q < n; q++) {
+        const apq = A[p * n + q]!;
+        if (Math.abs(apq) < 1e-300) continue;
+        const theta = (A[q * n + q]! - A[p * n + p]!) / (2 * apq);
+        const t = Math.sign(theta || 1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
+        const c = 1 / Math.sqrt(t * t + 1), s = t * c;
+        for (let k = 0; k < n; k++) {
+          const akp = A[k * n + p]!, akq = A[k * n + q]!;
+          A[k * n + p] = c * akp - s * akq;
+          A[k * n + q] = s * akp + c * akq;
+        }
+        for (let k = 0; k < n; k++) {
+          const apk = A[p * n + k]!, aqk = A[q * n + k]!;
+          A[p * n + k] = c * apk - s * aqk;
+          A[q * n + k] = s * apk + c * aqk;
+        }
+        for (let k = 0; k < n; k++) {
+          const vkp = V[k * n + p]!, vkq = V[k * n + q]!;
+          V[k * n + p] = c * vkp - s * vkq;
+          V[k * n + q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  const values = new Float64Array(n);
+  for (let i = 0; i < n; i++) values[i] = A[i * n + i]!;
+  return { values, vectors: V };
+}
+
+/** The rank-1 terms of an fh×fw filter kept by dlib (singular values above max(1e-4, 0.001·max)). */
+function separate(w: Float64Array, fh: number, fw: number): { row: Float64Array; col: Float64Array }[] {
+  const ata = new Float64Array(fw * fw);
+  for (let i = 0; i < fw; i++)
+    for (let j = 0; j < fw; j++) {
+      let s = 0;
+      for (let m = 0; m < fh; m++) s += w[m * fw + i]! * w[m * fw + j]!;
+      ata[i * fw + j] = s;
+    }
+  const { values, vectors } = jacobiEigen(ata, fw);
+  const sv = Array.from(values, (v) => Math.sqrt(Math.max(v, 0)));
+  const thresh = Math.max(1e-4, Math.max(...sv) * 0.001);
+  const out: { row: Float64Array; col: Float64Array }[] = [];
+  for (let j = 0; j < fw; j++) {
+    const s = sv[j]!;
+    if (s <= thresh) continue;
+    const row = new Float64Array(fw), col = new Float64Array(fh);
+    const r = Math.sqrt(s);
+    for (let n = 0; n < fw; n++) row[n] = vectors[n * fw + j]! * r;
+    for (let m = 0; m < fh; m++) {
+      let u = 0;
+      for (let n = 0; n < fw; n++) u += w[m * fw + n]! * vectors[n * fw + j]!;
+      col[m] = (u / s) * r;
+    }
+    out.push({ row, col });
+  }
+  return out;
 }
 
 export class HogDetector {
@@ -105,7 +173,20 @@ export class HogDetector {
     private readonly filters: Filter[],
     readonly fw: number,
     readonly fh: number,
-  ) {}
+  ) {
+    for (let p = 0; p < 31; p++) {
+      const terms: { wi: number; col: Float64Array }[] = [];
+      const rows: number[] = [];
+      filters.forEach((flt, wi) => {
+        for (const t of flt.terms) if (t.plane === p) { terms.push({ wi, col: t.col }); rows.push(...t.row); }
+      });
+      this.byPlane.push(terms);
+      this.rowsByPlane.push(Float64Array.from(rows));
+    }
+  }
+
+  private readonly byPlane: { wi: number; col: Float64Array }[][] = [];
+  private readonly rowsByPlane: Float64Array[] = [];
 
   /** Parses dlib's serialization of object_detector<scan_fhog_pyramid<pyramid_down<6>>>. */
   static parse(bytes: Uint8Array): HogDetector {
@@ -130,9 +211,10 @@ export class HogDetector {
     for (let i = 0; i < n; i++) {
       const m = r.matrix();
       if (m.nc !== 1 || m.nr !== dims + 1) r.fail("weight vector has the wrong length");
-      const planes: Float64Array[] = [];
-      for (let p = 0; p < 31; p++) planes.push(m.data.slice(p * fw * fh, (p + 1) * fw * fh));
-      filters.push({ planes, thresh: m.data[dims]! });
+      const terms: Filter["terms"] = [];
+      for (let p = 0; p < 31; p++)
+        for (const t of separate(m.data.slice(p * fw * fh, (p + 1) * fw * fh), fh, fw)) terms.push({ plane: p, ...t });
+      filters.push({ terms, thresh: m.data[dims]! });
     }
     return new HogDetector(cellSize, padding, ww, wh, maxLevels, minW, minH, iou, covered, filters, fw, fh);
   }
@@ -176,6 +258,7 @@ export class HogDetector {
     const { fw, fh, cellSize } = this;
     const boxW = fw - 2 * this.padding, boxH = fh - 2 * this.padding;
     const all: Detection[] = [];
+    let scratch = new Float64Array(0);
     for (let l = 0; l < feats.length; l++) {
       const F = feats[l]!;
       if (F.rows === 0) continue;
@@ -183,22 +266,46 @@ export class HogDetector {
       const lastRow = F.rows - Math.floor((fh - 1) / 2), lastCol = F.cols - Math.floor((fw - 1) / 2);
       if (lastRow <= firstRow || lastCol <= firstCol) continue;
       const outW = lastCol - firstCol;
+      const sals = this.filters.map(() => new Float64Array((lastRow - firstRow) * outW));
+      for (let p = 0; p < 31; p++) {
+        const terms = this.byPlane[p]!;
+        const K = terms.length;
+        if (K === 0) continue;
+        const plane = F.planes[p]!;
+        const rowsK = this.rowsByPlane[p]!;
+        const scr = scratch.length >= K * F.rows * outW ? scratch : (scratch = new Float64Array(K * F.rows * outW));
+        const stride = F.rows * outW;
+        // float_spatially_filter_image_separable: the row filters of all terms on this plane...
+        for (let r = 0; r < F.rows; r++) {
+          const base = r * F.cols;
+          const so = r * outW;
+          for (let c = 0; c < outW; c++) {
+            const b = base + c;
+            for (let k = 0; k < K; k++) {
+              const kb = k * fw;
+              let s = 0;
+              for (let nn = 0; nn < fw; nn++) s += plane[b + nn]! * rowsK[kb + nn]!;
+              scr[k * stride + so + c] = s;
+            }
+          }
+        }
+        // ...then each term's column filter, added to its detector's saliency
+        for (let k = 0; k < K; k++) {
+          const { wi, col } = terms[k]!;
+          const sal = sals[wi]!;
+          const kbase = k * stride;
+          for (let r = 0; r < lastRow - firstRow; r++) {
+            const dst = r * outW;
+            for (let m = 0; m < fh; m++) {
+              const cm = col[m]!, src = kbase + (r + m) * outW;
+              for (let c = 0; c < outW; c++) sal[dst + c] = sal[dst + c]! + scr[src + c]! * cm;
+            }
+          }
+        }
+      }
       for (let wi = 0; wi < this.filters.length; wi++) {
         const filt = this.filters[wi]!;
-        const sal = new Float64Array((lastRow - firstRow) * outW);
-        for (let p = 0; p < 31; p++) {
-          const plane = F.planes[p]!, w = filt.planes[p]!;
-          for (let m = 0; m < fh; m++)
-            for (let nn = 0; nn < fw; nn++) {
-              const wv = w[m * fw + nn]!;
-              if (wv === 0) continue;
-              for (let r = firstRow; r < lastRow; r++) {
-                const src = (r - firstRow + m) * F.cols - firstCol + nn;
-                const dst = (r - firstRow) * outW - firstCol;
-                for (let c = firstCol; c < lastCol; c++) sal[dst + c] += plane[src + c]! * wv;
-              }
-            }
-        }
+        const sal = sals[wi]!;
         for (let r = firstRow; r < lastRow; r++)
           for (let c = firstCol; c < lastCol; c++) {
             const s = f(sal[(r - firstRow) * outW + c - firstCol]!);

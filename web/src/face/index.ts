@@ -12,6 +12,7 @@
 import { faceChip } from "./chip.js";
 import { type RGBAImage, type RGBImage, rgbaToRgb } from "./geometry.js";
 import { HogDetector } from "./hog.js";
+import { MmodDetector, type MmodMeta } from "./mmod.js";
 import { resizeBicubic } from "./resize.js";
 import { ResNet, type ResNetOptions } from "./resnet.js";
 import { type Point, type Rect, ShapePredictor } from "./shapePredictor.js";
@@ -35,6 +36,9 @@ export interface FaceModelFiles {
   landmarks5: Uint8Array;
   /** dlib.get_frontal_face_detector() serialized with its save(). */
   hogDetector: Uint8Array;
+  /** dlib's CNN (MMOD) face detector as ONNX and its metadata (privface.faces.mmod_onnx): the
+   * fallback where HOG finds no face. Without it such images raise NoFaceError. */
+  mmod?: { model: Uint8Array; meta: MmodMeta };
 }
 
 export interface FaceTimings {
@@ -52,6 +56,8 @@ export interface EmbedResult {
   /** the 5 dlib landmarks in input-image pixels. */
   landmarks: [number, number][];
   timings: FaceTimings;
+  /** which detector found the face: "hog" or "cnn" (as Python's Face.detector) */
+  detector: "hog" | "cnn";
 }
 
 /** Python's Detector defaults. */
@@ -72,12 +78,15 @@ export class FacePipeline {
     private readonly detector: HogDetector,
     private readonly predictor: ShapePredictor,
     private readonly net: ResNet,
+    private readonly mmod: MmodDetector | null,
   ) {}
 
   static async load(files: FaceModelFiles, opts: ResNetOptions = {}): Promise<FacePipeline> {
     const predictor = ShapePredictor.parse(files.landmarks5);
     if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
-    return new FacePipeline(HogDetector.parse(files.hogDetector), predictor, await ResNet.load(files.resnet, opts));
+    const net = await ResNet.load(files.resnet, opts);
+    const mmod = files.mmod ? await MmodDetector.load(files.mmod.model, files.mmod.meta) : null;
+    return new FacePipeline(HogDetector.parse(files.hogDetector), predictor, net, mmod);
   }
 
   /** Detector.working_image: small images upscaled (bicubic) so the shorter side is MIN_SIDE. */
@@ -88,29 +97,34 @@ export class FacePipeline {
     return { work: resizeBicubic(rgb, roundHalfEven(rgb.width * scale), roundHalfEven(rgb.height * scale)), scale };
   }
 
-  /** The largest HOG detection in the working image, or null. */
-  detect(work: RGBImage): Rect | null {
+  /** Detector.detect + select("largest"): HOG first, the CNN where HOG finds nothing. */
+  async detect(work: RGBImage): Promise<{ rect: Rect; detector: "hog" | "cnn" } | null> {
     const small = Math.min(work.width, work.height) < UPSAMPLE_BELOW;
-    const dets = this.detector.run(work, small ? UPSAMPLE : 0);
+    let rects = this.detector.run(work, small ? UPSAMPLE : 0).map((d) => d.rect);
+    let detector: "hog" | "cnn" = "hog";
+    if (rects.length === 0 && this.mmod) {
+      rects = (await this.mmod.run(work, small ? 1 : 0)).map((d) => d.rect);
+      detector = "cnn";
+    }
     let best: Rect | null = null;
     let bestArea = -1;
-    for (const d of dets) {
-      const r = d.rect;
+    for (const r of rects) {
       const a = (r.right - r.left + 1) * (r.bottom - r.top + 1);
       if (a > bestArea) {
         best = r;
         bestArea = a;
       }
     }
-    return best;
+    return best ? { rect: best, detector } : null;
   }
 
   async embedRGB(rgb: RGBImage): Promise<EmbedResult> {
     if (rgb.width < 8 || rgb.height < 8) throw new NoFaceError(`${rgb.width}×${rgb.height} is too small to hold a face`);
     const t0 = now();
     const { work, scale } = FacePipeline.workingImage(rgb);
-    const rect = this.detect(work);
-    if (!rect) throw new NoFaceError();
+    const found = await this.detect(work);
+    if (!found) throw new NoFaceError();
+    const rect = found.rect;
     const t1 = now();
     const parts: Point[] = this.predictor.predict(work, rect);
     const t2 = now();
@@ -122,6 +136,7 @@ export class FacePipeline {
       descriptor,
       box: [rect.left, rect.top, rect.right, rect.bottom].map((v) => roundHalfEven(v / scale)) as [number, number, number, number],
       landmarks: parts.map(([x, y]) => [x / scale, y / scale] as [number, number]),
+      detector: found.detector,
       timings: { detect_ms: t1 - t0, landmarks_ms: t2 - t1, chip_ms: t3 - t2, embed_ms: t4 - t3, total_ms: t4 - t0 },
     };
   }
