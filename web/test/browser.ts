@@ -34,6 +34,7 @@ interface Job {
   steps: Step[];
   timeout_ms?: number;
   query?: string;
+  out?: string;
 }
 
 async function seq(page: Page): Promise<number> {
@@ -166,7 +167,9 @@ async function main(): Promise<void> {
   } finally {
     await browser.close();
   }
-  writeFileSync(1, JSON.stringify({ results: out }) + "\n");
+  const text = JSON.stringify({ results: out }) + "\n";
+  if (job.out) writeFileSync(job.out, text); // large results: a file (a pipe takes 64 KiB per write)
+  else await new Promise<void>((r) => process.stdout.write(text, () => r()));
 }
 
 main().catch((e) => {

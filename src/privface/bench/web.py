@@ -41,11 +41,15 @@ def browser_pipeline() -> bool:
 
 def run_page(url: str, steps: list[dict], *, fixture: bool, timeout: float = 1800, **job) -> list[dict]:
     """Run the steps in one headless page (web/test/browser.ts); the per-step results."""
-    job = {"url": url, "chromium": CHROMIUM, "fixture": str(FIXTURE) if fixture else None, "steps": steps, **job}
-    proc = subprocess.run(["node", str(RUNNER), json.dumps(job)], capture_output=True, text=True, timeout=timeout,
-                          cwd=WEB)
-    lines = proc.stdout.strip().splitlines()
-    out = json.loads(lines[-1]) if lines else {"error": proc.stderr[-2000:]}
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        job = {"url": url, "chromium": CHROMIUM, "fixture": str(FIXTURE) if fixture else None, "steps": steps,
+               "out": str(result), **job}
+        proc = subprocess.run(["node", str(RUNNER), json.dumps(job)], capture_output=True, text=True,
+                              timeout=timeout, cwd=WEB)
+        lines = proc.stdout.strip().splitlines()
+        out = json.loads(result.read_text()) if result.is_file() else (
+            json.loads(lines[-1]) if lines else {"error": proc.stderr[-2000:]})
     if "error" in out:
         raise PrivfaceError(f"browser run failed: {out['error'][:2000]}")
     return out["results"]
@@ -121,20 +125,19 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
 def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: int | None = None,
                  timeout: float = 3600) -> dict:
     """Issue 19 item 6: every image of ``dataset`` embedded in headless Chromium (the page's face pipeline,
-    web/src/face, on the models /app/models/ serves) and by the Python dlib-resnet128 backend: detections,
-    L2 distances of the descriptors, equal coordinates of the ×128 templates, equal decisions at the im2020
-    threshold over all pairs, and the EER of the browser's quantized templates (squared distance)."""
+    web/src/face, on the models /app/models/ serves) and by the Python dlib-resnet128 backend, compared by
+    ``eval.web_parity.parity_summary``: detections, L2 distances, equal ×128 coordinates, equal decisions at
+    the im2020 threshold over all pairs, EERs."""
     _check()
     if not browser_pipeline():
         raise PrivfaceError("bench web --parity needs the browser face pipeline (web/src/face) built into the page")
     import numpy as np
 
-    from ..eval import datasets, metrics
+    from ..eval import datasets
     from ..eval.embed import embed_paths
-    from ..eval.run import MISSING, distances
+    from ..eval.web_parity import parity_summary
     from ..protocols.im2020 import Im2020Params
     from ..service.launch import serve_subprocess
-    from ..templates import quantize
 
     ds = datasets.load(dataset, data_root)
     paths = ds.paths[:images] if images else ds.paths
@@ -146,27 +149,11 @@ def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: 
         results = run_page(url, [{"do": "goto"}, step], fixture=False, timeout=timeout,
                            timeout_ms=int(timeout * 1000))
     rows = results[1]["parity"]
-    found = np.array([r["descriptor"] is not None for r in rows])
-    web = np.array([r["descriptor"] if r["descriptor"] is not None else [np.nan] * 128 for r in rows], dtype=np.float64)
-    both = found & py.found
-    l2 = np.linalg.norm(web[both] - py.vectors[both], axis=1)
-    qw, qp = quantize(np.nan_to_num(web)), quantize(np.nan_to_num(py.vectors))
-    i, j, genuine = metrics.all_pairs(ids)
-    tau = Im2020Params().tau
-    dw = distances(qw.astype(np.float64), found, i, j, squared=True)
-    dp = distances(qp.astype(np.float64), py.found, i, j, squared=True)
-    usable = (dw != MISSING) & (dp != MISSING)
-    eer_w = metrics.eer(dw[dw != MISSING], genuine[dw != MISSING])[0]
-    eer_p = metrics.eer(dp[dp != MISSING], genuine[dp != MISSING])[0]
+    keep = py.found  # images the Python backend embedded (ORL: all)
+    browser = [np.asarray(r["descriptor"], np.float64) if r["descriptor"] is not None else None
+               for r, k in zip(rows, keep) if k]
+    out = {"dataset": ds.name, **parity_summary(py.vectors[keep], browser, ids[keep], Im2020Params().tau),
+           "undetected_python": int((~keep).sum())}
     face_ms = [r["face_ms"] for r in rows if r["descriptor"] is not None]
-    return {
-        "dataset": ds.name, "images": len(paths), "undetected_browser": int((~found).sum()),
-        "undetected_python": int((~py.found).sum()),
-        "max_l2": round(float(l2.max()), 6) if l2.size else None,
-        "median_l2": round(float(np.median(l2)), 6) if l2.size else None,
-        "quantized_equal_frac": round(float((qw[both] == qp[both]).mean()), 6) if both.any() else None,
-        "pairs": int(usable.sum()), "tau": tau,
-        "decisions_equal_frac": round(float(((dw[usable] < tau) == (dp[usable] < tau)).mean()), 6),
-        "eer_browser": round(float(eer_w), 6), "eer_python": round(float(eer_p), 6),
-        "face_ms_median": round(statistics.median(face_ms), 3) if face_ms else None,
-    }
+    out["face_ms_median"] = round(statistics.median(face_ms), 3) if face_ms else None
+    return {k: round(v, 6) if isinstance(v, float) else v for k, v in out.items()}
