@@ -61,10 +61,11 @@ def _median(rows: list[dict], key: str) -> float | None:
 
 
 def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, arith: str = "bigint",
-              workers: int | None = None) -> dict:
+              workers: int | None = None, face_threads: int | None = None) -> dict:
     """Medians over `runs` verifications (genuine probe) and `enrolments` enrolments (key generation and
     registration) in one headless Chromium page. `arith`: the page's big-integer arithmetic (native bigint,
-    its default, or gmp-wasm); `workers`: its Web Workers for C3 (default one per core, 0 = none)."""
+    its default, or gmp-wasm); `workers`: its Web Workers for C3 (default one per core, 0 = none);
+    `face_threads`: onnxruntime-web's threads for C1 (the page's default: 1)."""
     _check()
     from .. import demo_data
     from ..service.launch import serve_subprocess
@@ -96,7 +97,8 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
         db = Path(tmp) / "bench.db"
         with serve_subprocess("im2020", f"sqlite:///{db}", ["--security-bits", str(security_bits)]) as url:
             query = "?" + "&".join([*(["arith=gmp-wasm"] if arith == "gmp-wasm" else []),
-                                    *([f"workers={workers}"] if workers is not None else [])])
+                                    *([f"workers={workers}"] if workers is not None else []),
+                                    *([f"face_threads={face_threads}"] if face_threads is not None else [])])
             results = run_page(url, steps, fixture=fixture, query=query)
     clicks = [r for r in results if r.get("step") == "click"]
     bad = [r for r in clicks if r.get("state") == "error"]

@@ -155,7 +155,7 @@ def _web(a) -> int:
         out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None)
     else:
         out = bench_web.bench_web(runs=a.repeat or 10, security_bits=a.security_bits or 112, arith=a.arith,
-                                  workers=a.workers)
+                                  workers=a.workers, face_threads=a.face_threads)
     print_result(out, a.json)
     return 0
 
@@ -236,6 +236,7 @@ def register(sub) -> None:
                    "enumeration (default: all 128)")
     s.add_argument("--arith", default="bigint", choices=["bigint", "gmp-wasm"],
                    help="web: the page's big-integer arithmetic (default native bigint, the faster measured)")
+    s.add_argument("--face-threads", type=int, help="web: onnxruntime-web threads of the page's C1 (default 1)")
     s.add_argument("--parity", action="store_true",
                    help="web: embed every image of --dataset in the browser and in Python and compare")
     mode_args(s)

@@ -27,7 +27,10 @@ let ready: Promise<unknown> | null = null;
 
 /** Load the models (once); the page calls it early so that the first embedding does not wait. */
 export function preload(): Promise<unknown> {
-  ready ??= init(modelFiles, { wasmPaths: new URL("ort/", location.href).href, threads: navigator.hardwareConcurrency || 1 });
+  // ?face_threads=N (bench web --face-threads): onnxruntime's WebAssembly threads. Default 1: on the 2-core test
+  // machine one thread measured faster for C1 and left C2/C3 undisturbed (threads spin between inferences).
+  const threads = Number(new URLSearchParams(location.search).get("face_threads") ?? 1);
+  ready ??= init(modelFiles, { wasmPaths: new URL("ort/", location.href).href, threads });
   return ready;
 }
 
