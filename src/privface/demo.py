@@ -14,7 +14,8 @@ import time
 from . import demo_data
 from .errors import NoFaceError
 from .faces.registry import make_backend
-from .protocols.im2020 import Client, Im2020Params, remote
+from .protocols.im2020 import Client, Im2020Params
+from .service.clients import im2020 as remote
 from .service.launch import serve_subprocess
 from .templates import quantize
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privface.crypto import _seal_io
+from privface.crypto import seal_io
 from privface.crypto.lattice import (
     BFV_128,
     CKKS_128,
@@ -248,4 +248,4 @@ def test_coefficients_read_the_seal_words(bfv, ckks):
     assert np.array_equal(pub.add(c1, c2).coefficients(), (words + c2.coefficients()) % primes)
     assert ckks[0].encrypt_template(np.zeros(4)).coefficients().shape == (2, 3, 8192)
     with pytest.raises(CryptoError):
-        _seal_io.data_array(_seal_io.save(c1.seal), 100, "ciphertext")
+        seal_io.data_array(seal_io.save(c1.seal), 100, "ciphertext")

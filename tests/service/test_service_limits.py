@@ -22,18 +22,19 @@ from test_service_auth import ScopedCounter, _roles
 from privface.eval import im2020_attacks as attacks
 from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.parties import Device
-from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
-from privface.protocols.gsm.service import GsmService, provider_key_bytes
-from privface.protocols.gsm.service import body_limits as gsm_limits
-from privface.protocols.im2020 import AuthChallenge, Client, Im2020Params, remote
-from privface.protocols.im2020.service import Im2020Service
-from privface.protocols.im2020.service import body_limits as im2020_limits
+from privface.protocols.im2020 import AuthChallenge, Client, Im2020Params
 from privface.protocols.kolberg import KolbergParams
-from privface.protocols.kolberg.remote import KolbergClient
-from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.gsm import GsmService, provider_key_bytes
+from privface.service.bindings.gsm import body_limits as gsm_limits
+from privface.service.bindings.im2020 import Im2020Service
+from privface.service.bindings.im2020 import body_limits as im2020_limits
+from privface.service.bindings.kolberg import KolbergService
 from privface.service.client import ServiceClient, ServiceError
+from privface.service.clients import im2020 as remote
+from privface.service.clients.gsm import DeviceClient, fetch_provider_key
+from privface.service.clients.kolberg import KolbergClient
 from privface.service.launch import serve_in_thread
 from privface.service.limits import LOCKOUT_NAMESPACE, LimitError, Lockout, RateLimiter
 from privface.service.sessions import Sessions

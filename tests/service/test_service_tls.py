@@ -15,12 +15,13 @@ import pytest
 from cryptography import x509
 
 from privface.cli import main
-from privface.protocols.im2020 import Client, Im2020Params, remote
-from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.im2020 import Client, Im2020Params
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.certs import make_dev_certs
 from privface.service.client import ServiceClient, ServiceError, tls_context
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 

@@ -17,7 +17,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 from threadpoolctl import threadpool_limits
 
-from ..crypto import _seal_arrays
+from ..crypto import seal_arrays
 from ..errors import PrivfaceError
 
 SCHEMES = ("plain", "hers", "idface-ckks", "idface-paillier", "cryptomask")
@@ -55,7 +55,7 @@ def _seal_add_time(scheme, blocks, query) -> float:
     """The same 2(β − 1) additions per block with SEAL ``add_inplace`` on SEAL ciphertext objects."""
     ctx, pid = scheme.public.seal_context, scheme.parms_id
     plus, minus = scheme.query(query)
-    seal_blocks = [[[_seal_arrays.ciphertext_from_array(ctx, pid, b.data[s, j]) for j in range(b.data.shape[1])]
+    seal_blocks = [[[seal_arrays.ciphertext_from_array(ctx, pid, b.data[s, j]) for j in range(b.data.shape[1])]
                     for s in (0, 1)] for b in blocks]
     ev = scheme.public.evaluator
     t = time.perf_counter()

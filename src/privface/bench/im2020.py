@@ -21,7 +21,7 @@ import numpy as np
 
 from ..eval.im2020_attacks import face_like_template
 from ..protocols.im2020 import AuthChallenge, Client, CompareChallenge, Im2020Params, RevokeRequest
-from ..protocols.im2020.service import Im2020Service
+from ..service.bindings.im2020 import Im2020Service
 from ..store import open_store
 from ..templates import quantize
 
@@ -90,7 +90,7 @@ def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repea
 def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict, pool: bool):
     """The same over loopback HTTP to a `privface serve` child process: S1/S2 from its Server-Timing header,
     network = HTTP wall time − server compute."""
-    from ..protocols.im2020 import remote
+    from ..service.clients import im2020 as remote
     from ..service.launch import serve_subprocess
 
     options = (["--insecure-test-params"] if params.insecure_test_params

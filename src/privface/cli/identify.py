@@ -37,7 +37,7 @@ def _identify_embedding(a):
 
 def _ident_client(a) -> int:
     """identify --protocol ident --server URL: the hers / idface local server (seed 003 §3.2) over HTTP."""
-    from ..protocols.hers.remote import IdentClient
+    from ..service.clients.hers import IdentClient
 
     x, face_ms = _identify_embedding(a)
     with IdentClient(a.server, **http_kw(a)) as http:
@@ -54,8 +54,8 @@ def _ident_client(a) -> int:
 
 def _cryptomask_client(a) -> int:
     """identify --protocol cryptomask --server URL --key-store URL: the verifier (sk_v) against a CS (seed 001)."""
-    from ..protocols.cryptomask.remote import VerifierClient
     from ..scale.cryptomask_identify import ANSWER
+    from ..service.clients.cryptomask import VerifierClient
 
     if a.scheme not in (None, "cryptomask") or a.ray or a.workers:
         raise PrivfaceError("--protocol cryptomask takes --key-store and --name (no --scheme, --ray, --workers)")

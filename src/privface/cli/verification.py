@@ -16,7 +16,7 @@ from .common import (
 def _key_path(a):
     from pathlib import Path
 
-    from ..protocols.im2020.remote import default_key_path
+    from ..service.clients.im2020 import default_key_path
 
     return Path(a.key).expanduser() if a.key else default_key_path(a.server, a.id)
 
@@ -39,8 +39,9 @@ def cmd_enroll(a) -> int:
     import time
 
     from ..protocols.common import check_subject_id
-    from ..protocols.im2020 import Client, remote
+    from ..protocols.im2020 import Client
     from ..protocols.im2020.parties import PROTOCOL
+    from ..service.clients import im2020 as remote
 
     t0 = time.perf_counter()
     check_subject_id(PROTOCOL, a.id)
@@ -71,7 +72,7 @@ def cmd_verify(a) -> int:
         return cmd_kolberg_client(a)
     import time
 
-    from ..protocols.im2020 import remote
+    from ..service.clients import im2020 as remote
 
     t0 = time.perf_counter()
     client, record = remote.load_client(_key_path(a), workers=a.workers)
@@ -93,8 +94,8 @@ def cmd_revoke(a) -> int:
     if getattr(a, "protocol", "im2020") == "kolberg":
         return cmd_kolberg_client(a)
     from ..protocols.common import check_subject_id
-    from ..protocols.im2020 import remote
     from ..protocols.im2020.parties import PROTOCOL
+    from ..service.clients import im2020 as remote
 
     check_subject_id(PROTOCOL, a.id)
     with remote.service_client(a.server, **http_kw(a)) as http:
@@ -121,7 +122,7 @@ def _kolberg_embedding(a):
 
 def _kolberg_client(a):
     from ..protocols.kolberg import KolbergParams
-    from ..protocols.kolberg.remote import KolbergClient
+    from ..service.clients.kolberg import KolbergClient
 
     return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"), **http_kw(a))
 

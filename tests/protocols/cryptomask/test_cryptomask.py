@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tenseal.sealapi as sealapi
 
-from privface.crypto import _seal_arrays, _seal_io, rlwe
+from privface.crypto import rlwe, seal_arrays, seal_io
 from privface.crypto.lattice import generate_lattice_keys
 from privface.crypto.millionaire import MASK32, Tweaks, Wire, b2a, drelu_shares, millionaire, random_bits
 from privface.crypto.ntt import RNSNTT
@@ -66,18 +66,18 @@ def test_key_switching_decrypts_under_the_verifier_key():
     assert not np.array_equal(s, sv)
     m = np.random.default_rng(1).integers(0, 1 << 20, b.n).astype(np.uint64)
     ct = sealapi.Ciphertext()
-    pub.encryptor.encrypt(_seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), m, 1.0), ct)
-    switched = rlwe.switch(b, _seal_arrays.ciphertext_to_array(ct), rlwe.swkeygen(b, s, sv))
+    pub.encryptor.encrypt(seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), m, 1.0), ct)
+    switched = rlwe.switch(b, seal_arrays.ciphertext_to_array(ct), rlwe.swkeygen(b, s, sv))
     out = sealapi.Plaintext()
     sealapi.Decryptor(pub_v.seal_context, sec_v._secret_key).decrypt(
-        _seal_arrays.ciphertext_from_array(pub_v.seal_context, pub_v.seal_context.first_parms_id(), switched,
+        seal_arrays.ciphertext_from_array(pub_v.seal_context, pub_v.seal_context.first_parms_id(), switched,
                                            ntt_form=False), out)
-    assert np.array_equal(_seal_io.data_array(_seal_io.save(out), out.coeff_count(), "pt"), m)
+    assert np.array_equal(seal_io.data_array(seal_io.save(out), out.coeff_count(), "pt"), m)
     # under the old key it no longer decrypts
     sealapi.Decryptor(pub.seal_context, sec._secret_key).decrypt(
-        _seal_arrays.ciphertext_from_array(pub.seal_context, pub.seal_context.first_parms_id(), switched,
+        seal_arrays.ciphertext_from_array(pub.seal_context, pub.seal_context.first_parms_id(), switched,
                                            ntt_form=False), out)
-    assert not np.array_equal(_seal_io.data_array(_seal_io.save(out), out.coeff_count(), "pt")[:64], m[:64])
+    assert not np.array_equal(seal_io.data_array(seal_io.save(out), out.coeff_count(), "pt")[:64], m[:64])
 
 
 def test_bit_transpose_matches_unpack_transpose():

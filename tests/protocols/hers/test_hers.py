@@ -79,7 +79,7 @@ def test_numpy_ip_db_equals_seal_multiply_plain_and_add(toy):
     """The numpy multiply-adds give bit-identical residues to SEAL's multiply_plain + add_inplace."""
     import tenseal.sealapi as sealapi
 
-    from privface.crypto import _seal_arrays
+    from privface.crypto import seal_arrays
 
     local, _, gallery = toy
     scheme, block = local.scheme, local.blocks[1]
@@ -88,11 +88,11 @@ def test_numpy_ip_db_equals_seal_multiply_plain_and_add(toy):
     acc, tmp = sealapi.Ciphertext(), sealapi.Ciphertext()
     for j, yj in enumerate(y):
         residues = block.planes[0, j].astype(np.uint64) | (block.planes[1, j].astype(np.uint64) << np.uint64(30))
-        ct = _seal_arrays.ciphertext_from_array(pub.seal_context, pid, residues.reshape(2, 1, -1), scale=pub.scale)
+        ct = seal_arrays.ciphertext_from_array(pub.seal_context, pid, residues.reshape(2, 1, -1), scale=pub.scale)
         w = sealapi.Plaintext()
         pub.encoder.encode(float(yj), pid, 2.0 ** 20, w)
         pub.evaluator.multiply_plain(ct, w, tmp if j else acc)
         if j:
             pub.evaluator.add_inplace(acc, tmp)
     ours = scheme.ip_db(y, [block]).arrays.reshape(2, 1, -1)
-    assert np.array_equal(_seal_arrays.ciphertext_to_array(acc), ours)
+    assert np.array_equal(seal_arrays.ciphertext_to_array(acc), ours)

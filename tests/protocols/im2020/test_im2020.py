@@ -29,8 +29,8 @@ from privface.protocols.im2020 import (
     decide,
     unblind,
 )
-from privface.protocols.im2020.service import Im2020Service
 from privface.service.base import MessageError, NotEnrolledError, SessionError
+from privface.service.bindings.im2020 import Im2020Service
 from privface.store import open_store
 
 TOY = Im2020Params.toy()

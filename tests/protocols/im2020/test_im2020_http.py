@@ -16,9 +16,9 @@ from PIL import Image
 
 from privface import demo_data
 from privface.eval import im2020_attacks as attacks
-from privface.protocols.im2020 import Client, Im2020Params, RegisterRequest, remote
-from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.im2020 import Client, Im2020Params, RegisterRequest
 from privface.service.app import create_app
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.client import (
     RemoteMessageError,
     RemoteNotEnrolledError,
@@ -26,6 +26,7 @@ from privface.service.client import (
     ServiceClient,
     server_seconds,
 )
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.service.sessions import SESSION_HEADER
 from privface.store import open_store

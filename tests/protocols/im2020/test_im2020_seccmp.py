@@ -23,9 +23,9 @@ from privface.protocols.im2020 import (
     Server,
     remote,
 )
-from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
 from privface.service.base import MessageError, SessionError
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.client import RemoteMessageError, RemoteSessionError
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store

@@ -12,12 +12,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from privface.crypto.joye_libert import JLParams
 from privface.eval import im2020_attacks as attacks
-from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest, TrustedParty, remote
+from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest, TrustedParty
 from privface.protocols.im2020.parties import MAX_CLOCK_SKEW, TP_VALIDITY
-from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.client import RemoteAlreadyEnrolledError, RemoteMessageError, RemoteNotEnrolledError
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
 

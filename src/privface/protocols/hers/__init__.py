@@ -28,8 +28,8 @@ DESCRIPTION = {
                    "query_scale_bits": QUERY_SCALE_BITS, "score_error_bound": HERS_ERROR},
     "steps": ["enrol (ENC_DB per block of 4096)", "identify (IP_DB → key server → index or reject)"],
     "galleries": "persisted by privface.scale.gallery (block-atomic, resumable); Ray sharding in scale.sharded",
-    "http_roles": "protocol ident (service.py): key server (attach, decide: chunked IP_DB message) and local "
-                  "server (identify), for hers and idface-ckks galleries",
+    "http_roles": "protocol ident (service/bindings/hers.py): key server (attach, decide: chunked IP_DB message) "
+                  "and local server (identify), for hers and idface-ckks galleries",
     "not_yet": ["encrypted queries"],
 }
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto import _seal_arrays
-from ...crypto._common import parallel_map
+from ...crypto import seal_arrays
 from ...crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext
+from ...crypto.parallel import parallel_map
 from ...errors import ProtocolError, TemplateError
 
 HERS_CKKS = LatticeParams("ckks-8192-q60", CKKS, 8192, (60, 60), scale_bits=36)
@@ -108,7 +108,7 @@ class HERS:
             self.public.encoder.encode(x[:, j].tolist(), self.parms_id, self.public.scale, pt)
             ct = sealapi.Ciphertext()
             self.public.encryptor.encrypt(pt, ct)
-            cols[j] = _seal_arrays.ciphertext_to_array(ct).ravel()
+            cols[j] = seal_arrays.ciphertext_to_array(ct).ravel()
         return HERSBlock(np.stack([cols & _LOW, cols >> np.uint64(30)]).astype(np.uint32), x.shape[0])
 
     def weights(self, y) -> np.ndarray:
@@ -168,7 +168,7 @@ class HERSKey:
         scale = self.public.scale * 2.0 ** QUERY_SCALE_BITS
         out = []
         for arr, count in zip(msg.arrays, msg.counts):
-            ct = _seal_arrays.ciphertext_from_array(self.public.seal_context, pid, arr[0], scale=scale)
+            ct = seal_arrays.ciphertext_from_array(self.public.seal_context, pid, arr[0], scale=scale)
             pt = sealapi.Plaintext()
             self._decryptor.decrypt(ct, pt)
             out.append(np.asarray(self.public.encoder.decode_double(pt)[:count]))

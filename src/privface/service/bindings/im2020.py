@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, UnknownSubjectError
-from ...service.base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
+from ...protocols.im2020.messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
+from ...protocols.im2020.params import Im2020Params
+from ...protocols.im2020.parties import AuthSession, CompareSession, Server, SubjectExistsError, registration_from_bytes
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
-from .params import Im2020Params
-from .parties import AuthSession, CompareSession, Server, SubjectExistsError, registration_from_bytes
+from ..base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
 
 
 def body_limits(params: Im2020Params) -> dict[str, int]:

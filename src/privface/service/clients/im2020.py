@@ -16,10 +16,7 @@ from urllib.parse import urlsplit
 
 from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
-from ...service.client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
-from ...templates.quantize import quantize
-from ...wire import WireError
-from .messages import (
+from ...protocols.im2020.messages import (
     AuthChallenge,
     AuthResult,
     ClientKey,
@@ -29,8 +26,11 @@ from .messages import (
     RevokeResponse,
     TPResponse,
 )
-from .params import Im2020Params
-from .parties import PROTOCOL, Client
+from ...protocols.im2020.params import Im2020Params
+from ...protocols.im2020.parties import PROTOCOL, Client
+from ...templates.quantize import quantize
+from ...wire import WireError
+from ..client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
 
 
 class ModeMismatchError(PrivfaceError):
