@@ -97,10 +97,10 @@ def _im2020(root, rec, mode: str) -> Iterator[list[Role]]:
         ref = face_like_template(params, rng)
         with remote.service_client(role.url, api_key=role.api_key) as http:
             alice = Client("alice", params)
-            remote.register(http, alice, ref)  # stays enrolled: the auth/start seeds stay valid
+            remote.enrol(http, alice, ref)  # stays enrolled: the auth/start seeds stay valid
             remote.verify(http, alice, np.clip(ref + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs))
             remote.verify(http, alice, face_like_template(params, rng))
-            remote.register(http, Client("bob", params), ref)
+            remote.enrol(http, Client("bob", params), ref)
             remote.revoke(http, "bob")
         yield [role]
 

@@ -35,7 +35,7 @@ def run_demo(as_json: bool = False) -> int:
         t0 = time.perf_counter()
         enrolled = quantize(backend.embed(demo_data.enrolled_photo()), params.scale)
         client = Client("grace-hopper", params)
-        _, reg = remote.register(http, client, enrolled)
+        _, reg = remote.enrol(http, client, enrolled)
         enrol = {"ms": _ms(t0), "bytes_sent": reg["bytes_sent"], "bytes_received": reg["bytes_received"]}
         for name, img, genuine in attempts:
             t0 = time.perf_counter()

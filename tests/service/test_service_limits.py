@@ -243,7 +243,7 @@ def test_body_caps_hold_real_messages():
     caps = im2020_limits(TOY)
     client = Client("ann", TOY, workers=1)
     t = attacks.face_like_template(TOY, np.random.default_rng(1))
-    assert len(client.register(t).to_bytes()) <= caps["register"]
+    assert len(client.enrol(t).to_bytes()) <= caps["register"]
     assert len(client.auth_start(t).to_bytes()) <= caps["auth/start"]
 
 
@@ -265,7 +265,7 @@ class Im2020Role:
     def enrol(self, url):
         self.client, self.ref = Client("ann", TOY, workers=1), _face(1)
         with remote.service_client(url) as http:
-            remote.register(http, self.client, self.ref)
+            remote.enrol(http, self.client, self.ref)
 
     def attempt(self, url, genuine: bool) -> bool:
         with remote.service_client(url) as http:
@@ -375,7 +375,7 @@ def test_lockout_survives_a_restart_and_answers_retry_after(tmp_path):
     with SQLiteStore(path) as store, serve_in_thread(create_app(
             store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 2, 30, clock=clock))) as url, \
             remote.service_client(url) as http:
-        remote.register(http, client, ref)
+        remote.enrol(http, client, ref)
         assert [remote.verify(http, client, _face(2))["accepted"] for _ in range(2)] == [False, False]
     with SQLiteStore(path) as store, serve_in_thread(create_app(  # a new process over the same store
             store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 2, 30, clock=clock))) as url:
@@ -398,7 +398,7 @@ def test_concurrent_guesses_cannot_outrun_the_counter(tmp_path):
         client, wrong = Client("ann", TOY, workers=1), _face(2)
         with serve_in_thread(app) as url:
             with remote.service_client(url) as http:
-                remote.register(http, client, _face(1))
+                remote.enrol(http, client, _face(1))
             finishes = []
             for _ in range(12):
                 with ServiceClient(url, "im2020") as c:
@@ -475,7 +475,7 @@ def test_a_trailing_newline_is_not_another_subject(tmp_path):
         app = create_app(store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 1, 60))
         with serve_in_thread(app) as url, remote.service_client(url) as http:
             client, ref = Client("ann", TOY, workers=1), _face(1)
-            remote.register(http, client, ref)
+            remote.enrol(http, client, ref)
             start = client.auth_start(_face(2)).to_bytes()
             plain = struct.pack(">I", 3) + b"ann"
             assert start.count(plain) == 1

@@ -61,7 +61,7 @@ def test_verify_over_tls_needs_the_ca(certs, tmp_path):
             assert url.startswith("https://127.0.0.1:")
             client = Client("grace", TOY)
             with remote.service_client(url, api_key=api_key, tls=tls_context(certs["ca.pem"])) as http:
-                remote.register(http, client, TEMPLATE)
+                remote.enrol(http, client, TEMPLATE)
                 assert remote.verify(http, client, TEMPLATE)["accepted"] is True
             with remote.service_client(url, api_key=api_key) as http, pytest.raises(ServiceError) as e:
                 remote.verify(http, client, TEMPLATE)  # the system trust store does not know the dev CA
@@ -78,11 +78,11 @@ def test_mutual_tls_refuses_a_client_without_certificate(certs, tmp_path):
             client = Client("grace", TOY)
             with remote.service_client(url, tls=tls_context(certs["ca.pem"])) as http, \
                     pytest.raises(ServiceError) as e:
-                remote.register(http, client, TEMPLATE)
+                remote.enrol(http, client, TEMPLATE)
             assert e.value.status == 0 and store.get("im2020", "grace") is None
             with remote.service_client(url, tls=tls_context(certs["ca.pem"], certs["client.pem"],
                                                             certs["client.key"])) as http:
-                remote.register(http, client, TEMPLATE)
+                remote.enrol(http, client, TEMPLATE)
                 assert remote.verify(http, client, TEMPLATE)["accepted"] is True
     with pytest.raises(ServiceError, match="both"):
         tls_context(certs["ca.pem"], certs["client.pem"])

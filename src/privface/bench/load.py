@@ -108,7 +108,7 @@ def bench_load(protocol: str = "im2020", *, concurrency: int = 50, seconds: floa
                 for i in range(identities):
                     client = Client(f"load-{i}", params)
                     ref = face_like_template(params, rng)
-                    remote.register(http, client, ref)
+                    remote.enrol(http, client, ref)
                     probe = np.clip(ref + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs)
                     sk = client._sk
                     people.append((client.subject_id, (int(sk.p), int(sk.q), int(client.pk.k), int(client.pk.y)),

@@ -1,4 +1,4 @@
-"""1:1 verification clients over HTTP: enroll, verify, revoke (im2020, kolberg)."""
+"""1:1 verification clients over HTTP: enrol, verify, revoke (im2020, kolberg)."""
 from __future__ import annotations
 
 from .common import (
@@ -33,7 +33,10 @@ def _face_template(a, params):
     return template, round((time.perf_counter() - t0) * 1000, 3)
 
 
-def cmd_enroll(a) -> int:
+ENROL = ("enrol", "enroll")  # the command and its alias (argparse stores the name typed)
+
+
+def cmd_enrol(a) -> int:
     if getattr(a, "protocol", "im2020") == "kolberg":
         return cmd_kolberg_client(a)
     import time
@@ -55,7 +58,7 @@ def cmd_enroll(a) -> int:
     pending = remote.PendingKey(path, remote.key_record(client, a.server), force=a.force)
     try:
         with remote.service_client(a.server, **http_kw(a)) as http:
-            resp, st = remote.register(http, client, template)
+            resp, st = remote.enrol(http, client, template)
     except BaseException:
         pending.discard()
         raise
@@ -128,7 +131,7 @@ def _kolberg_client(a):
 
 
 def cmd_kolberg_client(a) -> int:
-    """enroll / verify / identify / revoke against a kolberg DB server (no client key file: the auth
+    """enrol / verify / identify / revoke against a kolberg DB server (no client key file: the auth
     server's public key is fetched from the DB server)."""
     from ..protocols.common import check_subject_id
     from ..protocols.kolberg.parties import PROTOCOL
@@ -138,7 +141,7 @@ def cmd_kolberg_client(a) -> int:
     x, face_ms = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None)
     with _kolberg_client(a) as http:
         out = {"protocol": "kolberg", "scheme": http.params.scheme}
-        if a.cmd == "enroll":
+        if a.cmd in ENROL:
             out.update(id=a.id, replaced=http.enrol(a.id, x).replaced)
         elif a.cmd == "verify":
             out.update(id=a.id, accepted=http.verify(a.id, x))
@@ -173,15 +176,16 @@ def kolberg_args(s) -> None:
 
 
 def register(sub) -> None:
-    """enroll, verify, revoke."""
-    s = sub.add_parser("enroll", help="over HTTP: embed the face and enrol it encrypted (im2020: make a key pair, "
-                                      "register C = Enc(Γ); kolberg: under the auth server's public key)")
+    """enrol (alias enroll), verify, revoke."""
+    s = sub.add_parser("enrol", aliases=["enroll"],
+                       help="over HTTP: embed the face and enrol it encrypted (im2020: make a key pair, send "
+                            "C = Enc(Γ); kolberg: under the auth server's public key)")
     client_args(s)
     kolberg_args(s)
     s.add_argument("--force", action="store_true", help="replace an existing key file")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="key size level")
     s.add_argument("--insecure-test-params", action="store_true", help="toy key sizes — tests only, INSECURE")
-    s.set_defaults(func=cmd_enroll)
+    s.set_defaults(func=cmd_enrol)
 
     s = sub.add_parser("verify", help="over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
     client_args(s)

@@ -580,7 +580,7 @@ class LatticeSecretContext:
         return f"LatticeSecretContext({self.public.params.name})"
 
 
-def generate_lattice_keys(params: LatticeParams = CKKS_128, *, relin: bool = False, galois: bool = False,
+def generate_lattice_keypair(params: LatticeParams = CKKS_128, *, relin: bool = False, galois: bool = False,
                           insecure_test_params: bool = False) -> tuple[LatticePublicContext, LatticeSecretContext]:
     """(public context, secret context). Relinearisation / Galois keys only on request (they dominate key bytes)."""
     ctx = _seal_context(params, insecure_test_params)

@@ -4,7 +4,7 @@ import pytest
 import tenseal.sealapi as sealapi
 
 from privface.crypto import rlwe, seal_arrays, seal_io
-from privface.crypto.lattice import generate_lattice_keys
+from privface.crypto.lattice import generate_lattice_keypair
 from privface.crypto.millionaire import MASK32, Tweaks, Wire, b2a, drelu_shares, millionaire, random_bits
 from privface.crypto.ntt import RNSNTT
 from privface.crypto.otext import IKNPReceiver, IKNPSender, _transpose
@@ -56,8 +56,8 @@ def test_ntt_multiplies_negacyclically_and_reads_coefficients():
 
 def test_key_switching_decrypts_under_the_verifier_key():
     """SwKeyGen/Switching (§2.4) in numpy: SEAL's Decryptor with sk_v recovers what pk encrypted."""
-    pub, sec = generate_lattice_keys(CM_BFV_TOY, insecure_test_params=True)
-    pub_v, sec_v = generate_lattice_keys(CM_BFV_TOY, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(CM_BFV_TOY, insecure_test_params=True)
+    pub_v, sec_v = generate_lattice_keypair(CM_BFV_TOY, insecure_test_params=True)
     from privface.protocols.cryptomask.he import basis_of
 
     b = basis_of(pub)
@@ -204,7 +204,7 @@ def test_messages_are_validated(toy):
 def test_real_parameters_and_catalogue():
     assert CM_BFV.security_bits == 128 and CM_BFV.total_bits == 109 and CM_BFV.plain_modulus == 1 << 20
     with pytest.raises(CryptoError):
-        generate_lattice_keys(CM_BFV_TOY)
+        generate_lattice_keypair(CM_BFV_TOY)
     entry = next(d for d in catalogue() if d["name"] == "cryptomask")
     assert entry["security_levels"][0]["security_bits"] == 128
 

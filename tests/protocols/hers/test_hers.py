@@ -6,7 +6,7 @@ whenever the best score is separated from the runner-up and from τ by more than
 import numpy as np
 import pytest
 
-from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keypair
 from privface.errors import ProtocolError, TemplateError
 from privface.protocols.hers import HERS, HERS_CKKS, HERS_ERROR, CKKSScores, HERSKey, KeyServer, LocalServer, identify
 
@@ -21,7 +21,7 @@ def unit(n, d):
 
 @pytest.fixture(scope="module")
 def toy():
-    pub, sec = generate_lattice_keys(TOY, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(TOY, insecure_test_params=True)
     gallery = unit(1500, 128)  # two blocks of 1024 slots, the second partial
     local = LocalServer(HERS(pub, 128))
     local.enroll([f"id{i}" for i in range(len(gallery))], gallery)
@@ -64,7 +64,7 @@ def test_bad_input_refused(toy):
 @pytest.mark.realsize
 def test_real_parameters():
     assert HERS_CKKS.security_bits >= 128
-    pub, sec = generate_lattice_keys(HERS_CKKS)
+    pub, sec = generate_lattice_keypair(HERS_CKKS)
     gallery = unit(50, 128)
     local = LocalServer(HERS(pub, 128))
     local.enroll([str(i) for i in range(50)], gallery)

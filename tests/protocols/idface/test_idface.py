@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privface.crypto import seal_arrays
-from privface.crypto.lattice import CKKS, CKKS_128, LatticeParams, generate_lattice_keys
+from privface.crypto.lattice import CKKS, CKKS_128, LatticeParams, generate_lattice_keypair
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import CryptoError, ProtocolError, TemplateError
 from privface.protocols import catalogue
@@ -101,7 +101,7 @@ def test_parameter_sets_and_templates_per_slot():
 # ------------------------------------------------------------------ CKKS
 @pytest.fixture(scope="module")
 def toy_ckks():
-    return generate_lattice_keys(TOY_CKKS, insecure_test_params=True)
+    return generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
 
 
 def deploy(scheme, key_scheme, ids, x, tau):
@@ -147,7 +147,7 @@ def test_ckks_refuses_tampered_messages(toy_ckks):
               "not a message"):
         with pytest.raises(ProtocolError):
             key.decide(m)
-    _, other = generate_lattice_keys(TOY_CKKS, insecure_test_params=True)
+    _, other = generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
     with pytest.raises(ProtocolError):  # decrypting under another key leaves the encoding range
         IDFaceCKKSKey(other, params).decrypt_scores(msg)
     with pytest.raises(TemplateError):
@@ -156,8 +156,8 @@ def test_ckks_refuses_tampered_messages(toy_ckks):
 
 def test_ckks_refuses_toy_or_foreign_parameters():
     with pytest.raises(CryptoError):
-        generate_lattice_keys(TOY_CKKS)  # toy sizes only behind insecure_test_params
-    pub, _ = generate_lattice_keys(CKKS_128)  # 128-bit but three data primes: not the IDFace parameter set
+        generate_lattice_keypair(TOY_CKKS)  # toy sizes only behind insecure_test_params
+    pub, _ = generate_lattice_keypair(CKKS_128)  # 128-bit but three data primes: not the IDFace parameter set
     with pytest.raises(TemplateError):
         IDFaceCKKS(pub, IDFaceParams.for_dim(128))
 
@@ -167,7 +167,7 @@ def test_ckks_real_parameters_noise_bound_and_exact_scores():
     """IDFACE_CKKS: the error of a sum of 341 (the largest β of the paper's sets) fresh encryptions stays within
     NOISE_BOUND, a sum of 1365 (β of the lift D = 2048) within LIFT_NOISE_BOUND < Δ/2, and d = 128, β = 85
     decodes exactly."""
-    pub, sec = generate_lattice_keys(IDFACE_CKKS)
+    pub, sec = generate_lattice_keypair(IDFACE_CKKS)
     assert IDFACE_CKKS.security_bits >= 128
     pid = pub.seal_context.first_parms_id()
     q = pub._levels[tuple(pid)][0]
@@ -207,7 +207,7 @@ def test_seal_ntt_roundtrip(toy_ckks):
 @pytest.mark.parametrize("real", [False, True])
 def test_array_decryption_equals_seal_decryptor(toy_ckks, real):
     """seal_arrays.decrypt_arrays (c0 + c1·s mod q in numpy, long-double mulmod) = SEAL's Decryptor."""
-    pub, sec = generate_lattice_keys(IDFACE_CKKS) if real else toy_ckks
+    pub, sec = generate_lattice_keypair(IDFACE_CKKS) if real else toy_ckks
     ctx, pid = pub.seal_context, pub.seal_context.first_parms_id()
     levels = pub._levels[tuple(pid)]
     moduli = np.array(levels, dtype=np.uint64)[:, None]

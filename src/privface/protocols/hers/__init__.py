@@ -4,8 +4,9 @@ CKKS slots and the two-server identification of §3.2 (``LocalServer`` with pk a
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
+from .params import HERS_CKKS, HERS_ERROR, QUERY_SCALE_BITS
 from .parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
-from .scheme import HERS, HERS_CKKS, HERS_ERROR, QUERY_SCALE_BITS, CKKSScores, HERSBlock, HERSKey
+from .scheme import HERS, CKKSScores, HERSBlock, HERSKey
 
 DESCRIPTION = {
     "name": "hers",

@@ -34,8 +34,10 @@ from ...crypto import seal_arrays
 from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ...crypto.parallel import parallel_map
 from ...errors import ProtocolError, TemplateError
-from ..hers.scheme import HERS_CKKS, CKKSScores, check_scores
-from .transform import IDFaceParams, decode, encode, separate
+from ..hers.params import HERS_CKKS
+from ..hers.scheme import CKKSScores, check_scores
+from .params import IDFaceParams
+from .transform import decode, encode, separate
 
 IDFACE_CKKS = HERS_CKKS
 NOISE_BITS = 14

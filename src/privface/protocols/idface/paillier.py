@@ -15,7 +15,8 @@ import numpy as np
 from ...crypto.paillier import PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
 from ...crypto.parallel import parallel_map
 from ...errors import CryptoError, ProtocolError, TemplateError
-from .transform import IDFaceParams, separate
+from .params import IDFaceParams
+from .transform import separate
 
 
 @dataclass
