@@ -220,9 +220,9 @@ def service():
 
 
 def test_service_flow(client, service):
-    assert service.name == "im2020" and service.steps == ("register", "auth/start", "auth/finish", "revoke")
+    assert service.name == "im2020" and service.steps == ("enrol", "auth/start", "auth/finish", "revoke")
     enrolled = face(10)
-    out = service.handle("register", client.enrol(enrolled).to_bytes(), None)
+    out = service.handle("enrol", client.enrol(enrolled).to_bytes(), None)
     assert out.state is None and EnrolResponse.from_bytes(out.body).replaced is False
     for probe, expect in ((near(enrolled, 11, 3), True), (face(12), False)):
         start = service.handle("auth/start", client.auth_start(probe).to_bytes(), None)
@@ -239,16 +239,16 @@ def test_service_flow(client, service):
 
 def test_service_refuses_bad_input_without_state_change(client, service):
     enrolled = face(13)
-    service.handle("register", client.enrol(enrolled).to_bytes(), None)
+    service.handle("enrol", client.enrol(enrolled).to_bytes(), None)
     store = service.server.store
     before = store.get("im2020", "alice")
     good = client.enrol(face(14)).to_bytes()
     start_bytes = client.auth_start(enrolled).to_bytes()
-    bad = [("register", good[:-1]), ("register", good + b"\x00"), ("register", b""),
-           ("register", start_bytes), ("register", b"\xff" * 64),
+    bad = [("enrol", good[:-1]), ("enrol", good + b"\x00"), ("enrol", b""),
+           ("enrol", start_bytes), ("enrol", b"\xff" * 64),
            ("auth/start", start_bytes[:100]), ("revoke", RevokeRequest("alice").to_bytes()[:-2]),
            ("auth/start", AuthStart("alice", [0], [1]).to_bytes()),
-           ("register", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
+           ("enrol", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
            ("auth/start", AuthStart("alice", [1] * 1024, [1] * 1024).to_bytes())]  # too many entries
     for step, body in bad:
         with pytest.raises(MessageError):
@@ -259,7 +259,7 @@ def test_service_refuses_bad_input_without_state_change(client, service):
     with pytest.raises(SessionError):
         service.handle("auth/finish", AuthFinish(1).to_bytes(), None)
     with pytest.raises(SessionError):
-        service.handle("register", good, object())
+        service.handle("enrol", good, object())
     start = service.handle("auth/start", start_bytes, None)
     with pytest.raises(MessageError):
         service.handle("auth/finish", b"junk", start.state)
@@ -272,9 +272,9 @@ def test_service_verifies_tp_signatures_from_pem(client):
     tp = TrustedParty(TOY)
     service = Im2020Service(open_store("sqlite://"), params=TOY, tp_public_key=tp.public_key_pem())
     with pytest.raises(MessageError, match="signed"):
-        service.handle("register", client.enrol(face(15)).to_bytes(), None)
+        service.handle("enrol", client.enrol(face(15)).to_bytes(), None)
     signed = client.enrol_signed(tp.enroll(client.tp_request(face(15))))
-    service.handle("register", signed.to_bytes(), None)
+    service.handle("enrol", signed.to_bytes(), None)
     assert service.server.store.ids("im2020") == ["alice"]
 
 

@@ -85,7 +85,7 @@ def test_concurrent_registrations_of_one_new_subject_store_exactly_one(served):
         with served.http() as http:
             go.wait()
             try:
-                http.step("register", body)
+                http.step("enrol", body)
                 outcomes.append(body)
             except RemoteAlreadyEnrolledError as e:
                 outcomes.append(e.status)
@@ -129,7 +129,7 @@ def signed(client, seed, tp=TP):
 
 def register(served, body, admin=False):
     with served.http(admin) as http:
-        return http.step("register", body)
+        return http.step("enrol", body)
 
 
 def revoke(served, subject_id):
