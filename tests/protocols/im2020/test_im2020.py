@@ -179,7 +179,7 @@ def test_tp_signed_registration(client):
     tp = TrustedParty(TOY)
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     enrolled = face(8)
-    signed = client.enrol_signed(tp.enroll(client.tp_request(enrolled)))
+    signed = client.enrol_signed(tp.enrol(client.tp_request(enrolled)))
     assert server.enrol(SignedEnrolRequest.from_bytes(signed.to_bytes())) == EnrolResponse("alice", False)
     assert run(client, server, near(enrolled, 9, 2))[0].accepted
     # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID, another serial or
@@ -187,7 +187,7 @@ def test_tp_signed_registration(client):
     other = client.enrol(enrolled)
     forged = [dataclasses.replace(signed, c_a=other.c_a, c_beta=other.c_beta),
               dataclasses.replace(signed, signature=b""),
-              client.enrol_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
+              client.enrol_signed(TrustedParty(TOY).enrol(client.tp_request(enrolled))),
               dataclasses.replace(signed, subject_id="mallory"),
               dataclasses.replace(signed, serial=signed.serial + 1),
               dataclasses.replace(signed, expires=signed.expires + 3600),
@@ -205,10 +205,10 @@ def test_tp_refuses_non_face_templates(client):
     tp = TrustedParty(TOY)
     for bad in (np.zeros(128, dtype=np.int64), np.full(128, 128), np.full(128, 1)):
         with pytest.raises(ProtocolError, match="face"):
-            tp.enroll(client.tp_request(bad))
+            tp.enrol(client.tp_request(bad))
     req = client.tp_request(face(3))
     with pytest.raises(ProtocolError):
-        tp.enroll(dataclasses.replace(req, template=req.template[:10]))
+        tp.enrol(dataclasses.replace(req, template=req.template[:10]))
 
 
 # ---------------------------------------------------------------- the ProtocolService
@@ -273,7 +273,7 @@ def test_service_verifies_tp_signatures_from_pem(client):
     service = Im2020Service(open_store("sqlite://"), params=TOY, tp_public_key=tp.public_key_pem())
     with pytest.raises(MessageError, match="signed"):
         service.handle("enrol", client.enrol(face(15)).to_bytes(), None)
-    signed = client.enrol_signed(tp.enroll(client.tp_request(face(15))))
+    signed = client.enrol_signed(tp.enrol(client.tp_request(face(15))))
     service.handle("enrol", signed.to_bytes(), None)
     assert service.server.store.ids("im2020") == ["alice"]
 
@@ -344,7 +344,7 @@ def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     photo = demo_data.enrolled_photo().read_bytes()
     req = TPImageRequest.from_bytes(client.tp_image_request(photo).to_bytes())
-    server.enrol(client.enrol_signed(tp.enroll_image(req)))
+    server.enrol(client.enrol_signed(tp.enrol_image(req)))
     probe = quantize(backend.embed(next(iter(demo_data.altered_copies(demo_data.enrolled_photo()).values()))))
     assert run(client, server, probe)[0].accepted
     impostor = quantize(backend.embed(demo_data.impostor_photos()["cameraman"]))
@@ -352,9 +352,9 @@ def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
     noise = tmp_path / "noise.png"
     Image.fromarray(np.random.default_rng(1).integers(0, 255, (120, 120), dtype=np.uint8)).save(noise)
     with pytest.raises(ProtocolError, match="no usable face"):
-        tp.enroll_image(client.tp_image_request(noise.read_bytes()))
+        tp.enrol_image(client.tp_image_request(noise.read_bytes()))
     with pytest.raises(ProtocolError, match="no face embedder"):
-        TrustedParty(TOY).enroll_image(req)
+        TrustedParty(TOY).enrol_image(req)
 
 
 def test_cached_enrolment_follows_the_store(client):

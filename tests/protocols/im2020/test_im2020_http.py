@@ -198,7 +198,7 @@ def _privface(*args, env):
                           text=True, timeout=180)
 
 
-def test_cli_serve_enroll_verify_revoke(tmp_path):
+def test_cli_serve_enrol_verify_revoke(tmp_path):
     port = _free_port()
     server = f"http://127.0.0.1:{port}"
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}

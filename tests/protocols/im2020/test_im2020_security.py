@@ -124,7 +124,7 @@ WITH_TP = {"params": TOY, "tp_public_key": TP.public_key_pem()}
 
 def signed(client, seed, tp=TP):
     """The registration the TP signs for ``client``'s key and a face template, as the client sends it."""
-    return client.enrol_signed(tp.enroll(client.tp_request(face(seed)))).to_bytes()
+    return client.enrol_signed(tp.enrol(client.tp_request(face(seed)))).to_bytes()
 
 
 def register(served, body, admin=False):

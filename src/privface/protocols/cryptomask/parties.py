@@ -71,11 +71,13 @@ class KeyGenerator:
 
 @dataclass
 class Run:
-    """One identification: the verifier's bit and the bytes per phase."""
+    """One identification: the verifier's bit, the bytes per phase and the verifier–CS exchanges (``rounds``: the
+    query with its distances, then each Alg. 3 round)."""
 
     match: bool
     bytes: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    rounds: int = 0
 
     @property
     def comm_bytes(self) -> int:
@@ -127,4 +129,4 @@ class CryptoMask:
         seconds["shares"] = lap()
         bit = reveal(*self._ot, d0, d1, self.ts, wire)
         seconds["reveal"] = lap()
-        return Run(bit, dict(wire.bytes), seconds)
+        return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)
