@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from privface.protocols.im2020 import Im2020Params
-from privface.protocols.im2020.service import Im2020Service
 from privface.service import web
 from privface.service.app import create_app
+from privface.service.bindings.im2020 import Im2020Service
 from privface.store import open_store
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from privface.crypto.joye_libert import JoyeLibertPrivateKey
 from privface.protocols.im2020 import Im2020Params
-from privface.protocols.im2020.messages import AuthChallenge, AuthFinish, AuthStart, ClientKey, RegisterRequest
+from privface.protocols.im2020.messages import AuthChallenge, AuthFinish, AuthStart, ClientKey, EnrolRequest
 from privface.protocols.im2020.parties import Client, Server
-from privface.protocols.im2020.remote import key_record
+from privface.service.clients.im2020 import key_record
 from privface.store import open_store
 from privface.wire import codec
 from privface.wire.codec import SCHEMA, encode
@@ -60,7 +60,7 @@ def test_codec_every_message_roundtrips_byte_identical(node):
 
 
 @pytest.mark.parametrize("bad", [
-    encode("im2020.RegisterResponse", {"subject_id": "a", "replaced": True})[:-1],  # cut short
+    encode("im2020.EnrolResponse", {"subject_id": "a", "replaced": True})[:-1],  # cut short
     encode("im2020.AuthFinish", {"blinded_score": 5}) + b"\x00",  # trailing byte
     b"PFw\x01\x01\x05\x00\x02\x00\x05",  # AuthFinish bigint with a leading zero byte
     b"XYz\x01\x01\x05",  # bad magic
@@ -93,7 +93,7 @@ def _templates(rng: np.random.Generator, dims: int):
 @pytest.mark.realsize
 @pytest.mark.parametrize("gmp", [True, False], ids=["gmp-wasm", "bigint"])
 def test_browser_client_against_python_server_112(node, gmp):
-    """JL_112 keys made by the TypeScript client load in Python (key file); its registration and C′ pass the
+    """JL_112 keys made by the TypeScript client load in Python (key file); its enrolment and C′ pass the
     Server's validation; its s* unblinds to exactly the SED of the templates; decisions follow s < τ."""
     assert node(cmd="backend", name="gmp" if gmp else "bigint")["backend"] == ("gmp-wasm" if gmp else "bigint")
     params = Im2020Params()
@@ -104,8 +104,8 @@ def test_browser_client_against_python_server_112(node, gmp):
     assert sk.public_key.n.bit_length() == 2048 and record.k == 136 and int(sk.p).bit_length() == 768
     server = Server(open_store("sqlite://"), params)
     gamma, near, far = _templates(np.random.default_rng(1), params.dims)
-    reg = node(cmd="register", key=key, params=pj, template=gamma)
-    server.register(RegisterRequest.from_bytes(bytes.fromhex(reg["hex"])))
+    reg = node(cmd="enrol", key=key, params=pj, template=gamma)
+    server.enrol(EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])))
     for probe in (near, far, gamma):
         sed = sum((a - b) ** 2 for a, b in zip(gamma, probe))
         start = node(cmd="auth_start", key=key, params=pj, template=probe)
@@ -126,8 +126,8 @@ def test_python_key_file_drives_browser_client(node):
     key = key_record(client, "http://127.0.0.1:1").to_bytes().hex()
     server = Server(open_store("sqlite://"), params)
     gamma, near, _ = _templates(np.random.default_rng(2), params.dims)
-    reg = node(cmd="register", key=key, params=pj, template=gamma)
-    server.register(RegisterRequest.from_bytes(bytes.fromhex(reg["hex"])))
+    reg = node(cmd="enrol", key=key, params=pj, template=gamma)
+    server.enrol(EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])))
     challenge, _ = server.auth_start(client.auth_start(near))
     fin = node(cmd="finish", key=key, params=pj, challenge=challenge.to_bytes().hex())
     assert int(fin["s_star"]) == client.blinded_score(AuthChallenge.from_bytes(challenge.to_bytes()))
@@ -137,7 +137,7 @@ def test_corrupt_or_foreign_key_file_refused(node):
     params = Im2020Params()
     pj = _params_json(params)
     toy = Client("eve", Im2020Params.toy())
-    out = node(cmd="register", key=key_record(toy, "x").to_bytes().hex(), params=pj, template=[0] * 128)
+    out = node(cmd="enrol", key=key_record(toy, "x").to_bytes().hex(), params=pj, template=[0] * 128)
     assert out["type"] == "KeyFileError" and "does not fit this server" in out["error"]
-    out = node(cmd="register", key="00" * 40, params=pj, template=[0] * 128)
+    out = node(cmd="enrol", key="00" * 40, params=pj, template=[0] * 128)
     assert out["type"] == "KeyFileError"

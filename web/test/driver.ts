@@ -3,7 +3,7 @@
  * client's code against the Python codec and the Python im2020 server. Not shipped in the page.
  *   {"cmd":"roundtrip","hex":…}                    → {"hex": decode-then-encode of the frame} | {"error": …}
  *   {"cmd":"keygen","jl":{bits,k,p_bits},"params":…,"id":…,"server":…} → {"key": key file hex, "ms": …}
- *   {"cmd":"register"|"auth_start","key":…,"params":…,"template":[…]} → {"hex": message}
+ *   {"cmd":"enrol"|"auth_start","key":…,"params":…,"template":[…]} → {"hex": message}
  *   {"cmd":"finish","key":…,"params":…,"challenge":hex} → {"hex": AuthFinish, "s_star": decimal}
  *   {"cmd":"backend","name":"gmp"|"bigint"}         → {"backend": …}
  */
@@ -34,10 +34,10 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const ms = performance.now() - t0;
       return { key: hex(keyFileBytes(new Im2020Client(r.id, sk, r.params as Im2020Params), r.server)), ms };
     }
-    case "register": case "auth_start": {
+    case "enrol": case "auth_start": {
       const { client } = loadKeyFile(unhex(r.key), r.params);
       const t0 = performance.now();
-      const msg = r.cmd === "register" ? client.register(r.template) : client.authStart(r.template);
+      const msg = r.cmd === "enrol" ? client.enrol(r.template) : client.authStart(r.template);
       return { hex: hex(msg), ms: performance.now() - t0 };
     }
     case "finish": {

@@ -8,7 +8,7 @@ import { generateKey } from "../crypto/joyeLibert.js";
 import {
   checkSubjectId, Im2020Client, keyFileBytes, KeyFileError, loadKeyFile, ProtocolError, quantize, type Im2020Params,
 } from "../im2020/client.js";
-import { register, revoke, ServiceClient, ServiceError, verify, type Report } from "../im2020/http.js";
+import { enrol, revoke, ServiceClient, ServiceError, verify, type Report } from "../im2020/http.js";
 import { embed, NoFaceError, preload } from "./face.js";
 import { deleteKey, listKeys, loadKey, saveKey } from "./keystore.js";
 
@@ -176,8 +176,8 @@ async function doEnrol(): Promise<void> {
   const keygen = performance.now() - tk;
   ui.progress.hidden = true;
   const client = new Im2020Client(id, sk, params!);
-  status("Encrypting and registering…");
-  const r = await register(http, client, template);
+  status("Encrypting and enrolling…");
+  const r = await enrol(http, client, template);
   await saveKey(id, keyFileBytes(client, location.origin)); // only once the server has accepted
   await refreshKeys();
   clients.set(id, { file: keyFileBytes(client, location.origin), client });

@@ -1,6 +1,6 @@
 /**
  * The im2020 client party (seed 000 §IV-B) in the browser, as `privface.protocols.im2020.parties.Client`:
- * HE′ = Catalano–Fiore over Joye–Libert. Registration sends C = Enc(Γ) (§IV-B.2); authentication sends
+ * HE′ = Catalano–Fiore over Joye–Libert. Enrolment (the paper's registration) sends C = Enc(Γ) (§IV-B.2); authentication sends
  * C′ = Enc(Γ′) (C2), decrypts the level-2 S* = (α*, [(β*_i, 0)ᵀ]) of BlindESED by eq. (2):
  * s* = Dec^(α*) + Σ Dec^(β*_i)² mod 2^k (C3, the "improved" level-2 decryption) and returns s* for the
  * server to unblind and compare with τ. Every message goes through the schema-driven codec.
@@ -71,10 +71,10 @@ export class Im2020Client {
     return { c_a, c_beta: betas };
   }
 
-  /** §IV-B.2: ID, pk and C = Enc(Γ). */
-  register(template: number[]): Uint8Array {
+  /** §IV-B.2 (registration): ID, pk and C = Enc(Γ). */
+  enrol(template: number[]): Uint8Array {
     const c = this.encryptTemplate(template);
-    return encode("im2020.RegisterRequest", {
+    return encode("im2020.EnrolRequest", {
       subject_id: this.subjectId, ...this.pkFields(), c_a: c.c_a, c_beta: c.c_beta, signature: null,
     });
   }

@@ -82,13 +82,13 @@ export interface Report {
   [k: string]: number | string | boolean;
 }
 
-/** §IV-B.2: C = Enc(Γ) → server. */
-export async function register(http: ServiceClient, client: Im2020Client, template: number[]): Promise<Report> {
+/** §IV-B.2 (registration): C = Enc(Γ) → server. */
+export async function enrol(http: ServiceClient, client: Im2020Client, template: number[]): Promise<Report> {
   http.reset();
   const t0 = performance.now();
-  const body = client.register(template);
+  const body = client.enrol(template);
   const encrypt = performance.now() - t0;
-  const resp = decode(await http.step("register", body), "im2020.RegisterResponse").values;
+  const resp = decode(await http.step("enrol", body), "im2020.EnrolResponse").values;
   return { replaced: resp.replaced as boolean, encrypt_ms: encrypt, ...http.totals() };
 }
 
