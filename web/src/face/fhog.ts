@@ -14,6 +14,8 @@ const DIRS: [number, number][] = [
   [1.0, 0.0], [0.9397, 0.342], [0.766, 0.6428], [0.5, 0.866], [0.1736, 0.9848],
   [-0.1736, 0.9848], [-0.5, 0.866], [-0.766, 0.6428], [-0.9397, 0.342],
 ].map(([a, b]) => [f(a!), f(b!)] as [number, number]);
+const DX = Float64Array.from(DIRS, (d) => d[0]);
+const DY = Float64Array.from(DIRS, (d) => d[1]);
 
 /** 31 feature planes, each rows×cols float32 (row-major), zero outside the HOG cells. */
 export interface FHOG {
@@ -44,18 +46,21 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
     const vy0 = f(yp - iyp), vy1 = f(1 - vy0);
     const rowU = 3 * ((y - 1) * nc), rowC = 3 * (y * nc), rowD = 3 * ((y + 1) * nc);
     for (let x = 1; x < visNc; x++) {
-      // the gradient of the channel with the largest magnitude; ties: SIMD keeps the later channel
+      // the gradient of the channel with the largest magnitude; ties: the SIMD loop keeps the later
+      // channel, the scalar loop (columns from simdEnd on) the earlier one
       const simd = x < simdEnd;
-      let gx = 0, gy = 0, len = -1;
-      for (let k = 0; k < 3; k++) {
-        const dx = data[rowC + 3 * (x + 1) + k]! - data[rowC + 3 * (x - 1) + k]!;
-        const dy = data[rowD + 3 * x + k]! - data[rowU + 3 * x + k]!;
-        const l = dx * dx + dy * dy;
-        if (simd ? l >= len : l > len) { gx = dx; gy = dy; len = l; }
-      }
+      const iL = rowC + 3 * (x - 1), iR = rowC + 3 * (x + 1), iU = rowU + 3 * x, iD = rowD + 3 * x;
+      let gx = data[iR]! - data[iL]!, gy = data[iD]! - data[iU]!;
+      let len = gx * gx + gy * gy;
+      const gx1 = data[iR + 1]! - data[iL + 1]!, gy1 = data[iD + 1]! - data[iU + 1]!;
+      const l1 = gx1 * gx1 + gy1 * gy1;
+      if (simd ? l1 >= len : l1 > len) { gx = gx1; gy = gy1; len = l1; }
+      const gx2 = data[iR + 2]! - data[iL + 2]!, gy2 = data[iD + 2]! - data[iU + 2]!;
+      const l2 = gx2 * gx2 + gy2 * gy2;
+      if (simd ? l2 >= len : l2 > len) { gx = gx2; gy = gy2; len = l2; }
       let best = 0, bestO = 0;
       for (let o = 0; o < 9; o++) {
-        const dot = f(f(DIRS[o]![0] * gx) + f(DIRS[o]![1] * gy));
+        const dot = f(f(DX[o]! * gx) + f(DY[o]! * gy));
         if (dot > best) { best = dot; bestO = o; }
         else if (-dot > best) { best = -dot; bestO = o + 9; }
       }
@@ -71,10 +76,11 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
         v11 = f(f(vy1 * vx1) * v); v01 = f(f(vy0 * vx1) * v); v10 = f(f(vy1 * vx0) * v); v00 = f(f(vy0 * vx0) * v);
       }
       const b = ((iyp + 1) * hc + ixp + 1) * 18 + bestO;
+      const hc18 = hc * 18;
       hist[b] = hist[b]! + v11;
-      hist[b + hc * 18] = hist[b + hc * 18]! + v01;
+      hist[b + hc18] = hist[b + hc18]! + v01;
       hist[b + 18] = hist[b + 18]! + v10;
-      hist[b + hc * 18 + 18] = hist[b + hc * 18 + 18]! + v00;
+      hist[b + hc18 + 18] = hist[b + hc18 + 18]! + v00;
     }
   }
   const norm = new Float32Array(cellsNr * cellsNc);
