@@ -35,7 +35,8 @@ def test_browser_pipeline_matches_python_on_orl(harness, data_root, tmp_path):
     images = [data_root / "orl" / "images" / p for p in ("s1/1.pgm", "s7/3.pgm", "s37/6.pgm")]  # s37/6: CNN fallback
     files = browser_model_files()
     models = {"resnet": str(files["resnet.onnx"]), "landmarks5": str(files["landmarks5.dat"]),
-              "hogDetector": str(files["hog.svm"]), "mmod": str(files["mmod.onnx"]), "mmodMeta": str(files["mmod.json"])}
+              "hogDetector": str(files["hog.svm"]), "mmod": str(files["mmod.onnx"]),
+              "mmodMeta": str(files["mmod.json"])}
     (tmp_path / "models.json").write_text(json.dumps(models))
     (tmp_path / "images.json").write_text(json.dumps([str(p) for p in images]))
     subprocess.run(["node", str(harness), str(tmp_path / "models.json"), str(tmp_path / "images.json"),
