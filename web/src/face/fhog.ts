@@ -17,6 +17,26 @@ const DIRS: [number, number][] = [
 const DX = Float64Array.from(DIRS, (d) => d[0]);
 const DY = Float64Array.from(DIRS, (d) => d[1]);
 
+let ORIENT: Uint8Array | null = null;
+
+/** The orientation bin (0–17) dlib snaps an integer gradient (gx, gy) ∈ [−255, 255]² to, for all
+ * gradients at once: the float32 dot products with the 9 unit directions, computed once. */
+function orientations(): Uint8Array {
+  if (ORIENT) return ORIENT;
+  const t = new Uint8Array(511 * 511);
+  for (let gy = -255; gy <= 255; gy++)
+    for (let gx = -255; gx <= 255; gx++) {
+      let best = 0, bestO = 0;
+      for (let o = 0; o < 9; o++) {
+        const dot = f(f(DX[o]! * gx) + f(DY[o]! * gy));
+        if (dot > best) { best = dot; bestO = o; }
+        else if (-dot > best) { best = -dot; bestO = o + 9; }
+      }
+      t[(gy + 255) * 511 + gx + 255] = bestO;
+    }
+  return (ORIENT = t);
+}
+
 /** 31 feature planes, each rows×cols float32 (row-major), zero outside the HOG cells. */
 export interface FHOG {
   rows: number;
@@ -36,6 +56,7 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
   const empty = (): FHOG => ({ rows: 0, cols: 0, planes: Array.from({ length: 31 }, () => new Float32Array(0)) });
   if (cellsNr === 0 || cellsNc === 0 || hogNr === 0 || hogNc === 0) return empty();
   const hc = cellsNc + 2;
+  const orient = orientations();
   const hist = new Float32Array((cellsNr + 2) * hc * 18);
   const visNr = Math.min(cellsNr * cellSize, nr) - 1;
   const visNc = Math.min(cellsNc * cellSize, nc) - 1;
@@ -58,12 +79,7 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
       const gx2 = data[iR + 2]! - data[iL + 2]!, gy2 = data[iD + 2]! - data[iU + 2]!;
       const l2 = gx2 * gx2 + gy2 * gy2;
       if (simd ? l2 >= len : l2 > len) { gx = gx2; gy = gy2; len = l2; }
-      let best = 0, bestO = 0;
-      for (let o = 0; o < 9; o++) {
-        const dot = f(f(DX[o]! * gx) + f(DY[o]! * gy));
-        if (dot > best) { best = dot; bestO = o; }
-        else if (-dot > best) { best = -dot; bestO = o + 9; }
-      }
+      const bestO = orient[(gy + 255) * 511 + gx + 255]!;
       const v = f(Math.sqrt(len));
       const xp = f((x + 0.5) / cellSize - 0.5);
       const ixp = Math.floor(xp);
