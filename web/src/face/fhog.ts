@@ -21,7 +21,7 @@ let ORIENT: Uint8Array | null = null;
 
 /** The orientation bin (0–17) dlib snaps an integer gradient (gx, gy) ∈ [−255, 255]² to, for all
  * gradients at once: the float32 dot products with the 9 unit directions, computed once. */
-function orientations(): Uint8Array {
+export function orientations(): Uint8Array {
   if (ORIENT) return ORIENT;
   const t = new Uint8Array(511 * 511);
   for (let gy = -255; gy <= 255; gy++)

@@ -10,6 +10,7 @@
  * serialization. See `FaceModelFiles`.
  */
 import { faceChip } from "./chip.js";
+import { orientations } from "./fhog.js";
 import { type RGBAImage, type RGBImage, rgbaToRgb } from "./geometry.js";
 import { HogDetector } from "./hog.js";
 import { MmodDetector, type MmodMeta } from "./mmod.js";
@@ -82,6 +83,7 @@ export class FacePipeline {
   ) {}
 
   static async load(files: FaceModelFiles, opts: ResNetOptions = {}): Promise<FacePipeline> {
+    orientations(); // the fHOG orientation table, built here rather than during the first embedding
     const predictor = ShapePredictor.parse(files.landmarks5);
     if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
     const net = await ResNet.load(files.resnet, opts);
