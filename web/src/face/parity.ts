@@ -25,7 +25,8 @@ export interface ParityResult {
 
 async function decode(bytes: Uint8Array): Promise<RGBImage> {
   if (bytes[0] === 0x50 && (bytes[1] === 0x35 || bytes[1] === 0x36)) return readPgm(bytes); // "P5", "P6"
-  const bitmap = await createImageBitmap(new Blob([bytes as BlobPart]));
+  // Pillow (the Python side) applies neither embedded colour profiles nor premultiplied alpha
+  const bitmap = await createImageBitmap(new Blob([bytes as BlobPart]), { colorSpaceConversion: "none", premultiplyAlpha: "none" });
   const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
   const ctx = canvas.getContext("2d");
   if (!ctx) throw new Error("no 2d canvas");
