@@ -31,16 +31,21 @@ def harness() -> Path:
     return out
 
 
-def test_browser_pipeline_matches_python_on_orl(harness, data_root, tmp_path):
-    images = [data_root / "orl" / "images" / p for p in ("s1/1.pgm", "s7/3.pgm", "s37/6.pgm")]  # s37/6: CNN fallback
+def _run(harness: Path, images: list[Path], tmp_path: Path) -> list[dict]:
     files = browser_model_files()
     models = {"resnet": str(files["resnet.onnx"]), "landmarks5": str(files["landmarks5.dat"]),
-              "hogDetector": str(files["hog.svm"]), "mmod": str(files["mmod.onnx"]), "mmodMeta": str(files["mmod.json"])}
+              "hogDetector": str(files["hog.svm"]), "mmod": str(files["mmod.onnx"]),
+              "mmodMeta": str(files["mmod.json"])}
     (tmp_path / "models.json").write_text(json.dumps(models))
     (tmp_path / "images.json").write_text(json.dumps([str(p) for p in images]))
     subprocess.run(["node", str(harness), str(tmp_path / "models.json"), str(tmp_path / "images.json"),
                     str(tmp_path / "out.json")], check=True, timeout=600)
-    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    return json.loads((tmp_path / "out.json").read_text())["results"]
+
+
+def test_browser_pipeline_matches_python_on_orl(harness, data_root, tmp_path):
+    images = [data_root / "orl" / "images" / p for p in ("s1/1.pgm", "s7/3.pgm", "s37/6.pgm")]  # s37/6: CNN fallback
+    results = _run(harness, images, tmp_path)
     backend = DlibResNetBackend()
     detectors = []
     for path, r in zip(images, results):
@@ -50,3 +55,15 @@ def test_browser_pipeline_matches_python_on_orl(harness, data_root, tmp_path):
         assert tuple(r["box"]) == face.box
         assert np.linalg.norm(np.array(r["descriptor"]) - face.embedding) <= 0.02
     assert detectors == ["hog", "hog", "cnn"]
+
+
+def test_browser_pipeline_reports_no_face_and_corrupt_images(harness, tmp_path):
+    from PIL import Image
+
+    blank = tmp_path / "blank.pgm"
+    Image.new("L", (120, 140), 128).save(blank)
+    truncated = tmp_path / "truncated.pgm"
+    truncated.write_bytes(blank.read_bytes()[:500])
+    blank_result, truncated_result = _run(harness, [blank, truncated], tmp_path)
+    assert blank_result["error"] == "no face" and blank_result["descriptor"] is None
+    assert "truncated" in truncated_result["error"] and truncated_result["descriptor"] is None

@@ -22,7 +22,7 @@ def parity_summary(python: np.ndarray, browser: list[np.ndarray | None], ids: np
     python = np.asarray(python, np.float64)
     ids = np.asarray(ids)
     found = np.array([b is not None for b in browser])
-    out = {"images": int(len(browser)), "undetected_browser": int((~found).sum())}
+    out: dict[str, float | int] = {"images": int(len(browser)), "undetected_browser": int((~found).sum())}
     if not found.any():
         return out
     br = np.stack([np.asarray(b, np.float64) for b in browser if b is not None])

@@ -74,23 +74,26 @@ def _details(r: _Reader, node: _Node) -> _Layer:
 
 
 def _parse(r: _Reader, node: _Node, out: list[_Layer]) -> None:
+    sub = node.sub
+    if sub is None:  # pragma: no cover - the structure above always nests down to the input
+        raise AssertionError(node.kind)
     if node.kind == "loss":
         r.version(1)
         if r.string() != "loss_mmod_":
             r.fail("not an MMOD network")
-        ver = r.int()
-        if ver != 1:
-            r.fail(f"unsupported mmod_options version {ver}")
+        opts_version = r.int()
+        if opts_version != 1:
+            r.fail(f"unsupported mmod_options version {opts_version}")
         width, height = r.uint(), r.uint()
         r.float(), r.float(), r.float()  # loss per false alarm / missed target, truth match IoU
         nms = (r.float(), r.float())
         r.float(), r.float()  # overlaps_ignore
         out.append(_Layer("loss", dict(window=(width, height), nms=nms)))
-        _parse(r, node.sub, out)
+        _parse(r, sub, out)
         return
-    if node.sub.kind == "input":
+    if sub.kind == "input":
         ver = r.version(2, 3)
-        out.append(_details(r, node.sub))
+        out.append(_details(r, sub))
         out.append(_details(r, node))
         r.bool(), r.bool(), r.bool()
         r.tensor(), r.tensor(), r.tensor()
@@ -98,7 +101,7 @@ def _parse(r: _Reader, node: _Node, out: list[_Layer]) -> None:
             r.uint()
         return
     ver = r.version(1, 2)
-    _parse(r, node.sub, out)
+    _parse(r, sub, out)
     out.append(_details(r, node))
     r.bool(), r.bool(), r.bool()
     r.tensor(), r.tensor()

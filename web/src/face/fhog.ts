@@ -14,6 +14,28 @@ const DIRS: [number, number][] = [
   [1.0, 0.0], [0.9397, 0.342], [0.766, 0.6428], [0.5, 0.866], [0.1736, 0.9848],
   [-0.1736, 0.9848], [-0.5, 0.866], [-0.766, 0.6428], [-0.9397, 0.342],
 ].map(([a, b]) => [f(a!), f(b!)] as [number, number]);
+const DX = Float64Array.from(DIRS, (d) => d[0]);
+const DY = Float64Array.from(DIRS, (d) => d[1]);
+
+let ORIENT: Uint8Array | null = null;
+
+/** The orientation bin (0–17) dlib snaps an integer gradient (gx, gy) ∈ [−255, 255]² to, for all
+ * gradients at once: the float32 dot products with the 9 unit directions, computed once. */
+export function orientations(): Uint8Array {
+  if (ORIENT) return ORIENT;
+  const t = new Uint8Array(511 * 511);
+  for (let gy = -255; gy <= 255; gy++)
+    for (let gx = -255; gx <= 255; gx++) {
+      let best = 0, bestO = 0;
+      for (let o = 0; o < 9; o++) {
+        const dot = f(f(DX[o]! * gx) + f(DY[o]! * gy));
+        if (dot > best) { best = dot; bestO = o; }
+        else if (-dot > best) { best = -dot; bestO = o + 9; }
+      }
+      t[(gy + 255) * 511 + gx + 255] = bestO;
+    }
+  return (ORIENT = t);
+}
 
 /** 31 feature planes, each rows×cols float32 (row-major), zero outside the HOG cells. */
 export interface FHOG {
@@ -34,6 +56,7 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
   const empty = (): FHOG => ({ rows: 0, cols: 0, planes: Array.from({ length: 31 }, () => new Float32Array(0)) });
   if (cellsNr === 0 || cellsNc === 0 || hogNr === 0 || hogNc === 0) return empty();
   const hc = cellsNc + 2;
+  const orient = orientations();
   const hist = new Float32Array((cellsNr + 2) * hc * 18);
   const visNr = Math.min(cellsNr * cellSize, nr) - 1;
   const visNc = Math.min(cellsNc * cellSize, nc) - 1;
@@ -44,21 +67,19 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
     const vy0 = f(yp - iyp), vy1 = f(1 - vy0);
     const rowU = 3 * ((y - 1) * nc), rowC = 3 * (y * nc), rowD = 3 * ((y + 1) * nc);
     for (let x = 1; x < visNc; x++) {
-      // the gradient of the channel with the largest magnitude; ties: SIMD keeps the later channel
+      // the gradient of the channel with the largest magnitude; ties: the SIMD loop keeps the later
+      // channel, the scalar loop (columns from simdEnd on) the earlier one
       const simd = x < simdEnd;
-      let gx = 0, gy = 0, len = -1;
-      for (let k = 0; k < 3; k++) {
-        const dx = data[rowC + 3 * (x + 1) + k]! - data[rowC + 3 * (x - 1) + k]!;
-        const dy = data[rowD + 3 * x + k]! - data[rowU + 3 * x + k]!;
-        const l = dx * dx + dy * dy;
-        if (simd ? l >= len : l > len) { gx = dx; gy = dy; len = l; }
-      }
-      let best = 0, bestO = 0;
-      for (let o = 0; o < 9; o++) {
-        const dot = f(f(DIRS[o]![0] * gx) + f(DIRS[o]![1] * gy));
-        if (dot > best) { best = dot; bestO = o; }
-        else if (-dot > best) { best = -dot; bestO = o + 9; }
-      }
+      const iL = rowC + 3 * (x - 1), iR = rowC + 3 * (x + 1), iU = rowU + 3 * x, iD = rowD + 3 * x;
+      let gx = data[iR]! - data[iL]!, gy = data[iD]! - data[iU]!;
+      let len = gx * gx + gy * gy;
+      const gx1 = data[iR + 1]! - data[iL + 1]!, gy1 = data[iD + 1]! - data[iU + 1]!;
+      const l1 = gx1 * gx1 + gy1 * gy1;
+      if (simd ? l1 >= len : l1 > len) { gx = gx1; gy = gy1; len = l1; }
+      const gx2 = data[iR + 2]! - data[iL + 2]!, gy2 = data[iD + 2]! - data[iU + 2]!;
+      const l2 = gx2 * gx2 + gy2 * gy2;
+      if (simd ? l2 >= len : l2 > len) { gx = gx2; gy = gy2; len = l2; }
+      const bestO = orient[(gy + 255) * 511 + gx + 255]!;
       const v = f(Math.sqrt(len));
       const xp = f((x + 0.5) / cellSize - 0.5);
       const ixp = Math.floor(xp);
@@ -71,10 +92,11 @@ export function extractFhog(img: RGBImage, cellSize = 8, rowsPad = 1, colsPad = 
         v11 = f(f(vy1 * vx1) * v); v01 = f(f(vy0 * vx1) * v); v10 = f(f(vy1 * vx0) * v); v00 = f(f(vy0 * vx0) * v);
       }
       const b = ((iyp + 1) * hc + ixp + 1) * 18 + bestO;
+      const hc18 = hc * 18;
       hist[b] = hist[b]! + v11;
-      hist[b + hc * 18] = hist[b + hc * 18]! + v01;
+      hist[b + hc18] = hist[b + hc18]! + v01;
       hist[b + 18] = hist[b + 18]! + v10;
-      hist[b + hc * 18 + 18] = hist[b + hc * 18 + 18]! + v00;
+      hist[b + hc18 + 18] = hist[b + hc18 + 18]! + v00;
     }
   }
   const norm = new Float32Array(cellsNr * cellsNc);

@@ -275,32 +275,18 @@ export class HogDetector {
         const rowsK = this.rowsByPlane[p]!;
         const scr = scratch.length >= K * F.rows * outW ? scratch : (scratch = new Float64Array(K * F.rows * outW));
         const stride = F.rows * outW;
-        // float_spatially_filter_image_separable: the row filters of all terms on this plane...
-        for (let r = 0; r < F.rows; r++) {
-          const base = r * F.cols;
-          const so = r * outW;
-          for (let c = 0; c < outW; c++) {
-            const b = base + c;
-            for (let k = 0; k < K; k++) {
-              const kb = k * fw;
-              let s = 0;
-              for (let nn = 0; nn < fw; nn++) s += plane[b + nn]! * rowsK[kb + nn]!;
-              scr[k * stride + so + c] = s;
-            }
-          }
+        // float_spatially_filter_image_separable for each term: its row filter over every row...
+        for (let k = 0; k < K; k++) {
+          const out = scr.subarray(k * stride, (k + 1) * stride);
+          if (fw === 10) rowPass10(plane, F.rows, F.cols, outW, rowsK, k * fw, out);
+          else rowPass(plane, F.rows, F.cols, outW, rowsK, k * fw, fw, out);
         }
-        // ...then each term's column filter, added to its detector's saliency
+        // ...then its column filter, added to its detector's saliency
         for (let k = 0; k < K; k++) {
           const { wi, col } = terms[k]!;
-          const sal = sals[wi]!;
-          const kbase = k * stride;
-          for (let r = 0; r < lastRow - firstRow; r++) {
-            const dst = r * outW;
-            for (let m = 0; m < fh; m++) {
-              const cm = col[m]!, src = kbase + (r + m) * outW;
-              for (let c = 0; c < outW; c++) sal[dst + c] = sal[dst + c]! + scr[src + c]! * cm;
-            }
-          }
+          const src = scr.subarray(k * stride, (k + 1) * stride);
+          if (fh === 10) colPass10(src, lastRow - firstRow, outW, col, sals[wi]!);
+          else colPass(src, lastRow - firstRow, outW, col, fh, sals[wi]!);
         }
       }
       for (let wi = 0; wi < this.filters.length; wi++) {
@@ -344,5 +330,54 @@ export class HogDetector {
     const outer = area(Math.min(a.left, b.left), Math.min(a.top, b.top), Math.max(a.right, b.right), Math.max(a.bottom, b.bottom));
     const aa = area(a.left, a.top, a.right, a.bottom), ba = area(b.left, b.top, b.right, b.bottom);
     return inner / outer > this.iouThresh || inner / aa > this.coveredThresh || inner / ba > this.coveredThresh;
+  }
+}
+
+function rowPass(plane: Float32Array, rows: number, cols: number, outW: number, w: Float64Array, o: number, fw: number, out: Float64Array): void {
+  for (let r = 0; r < rows; r++) {
+    const b = r * cols, so = r * outW;
+    for (let c = 0; c < outW; c++) {
+      let s = 0;
+      for (let n = 0; n < fw; n++) s += plane[b + c + n]! * w[o + n]!;
+      out[so + c] = s;
+    }
+  }
+}
+
+/** rowPass with the 10 taps of dlib's frontal detector held in locals. */
+function rowPass10(plane: Float32Array, rows: number, cols: number, outW: number, w: Float64Array, o: number, out: Float64Array): void {
+  const w0 = w[o]!, w1 = w[o + 1]!, w2 = w[o + 2]!, w3 = w[o + 3]!, w4 = w[o + 4]!;
+  const w5 = w[o + 5]!, w6 = w[o + 6]!, w7 = w[o + 7]!, w8 = w[o + 8]!, w9 = w[o + 9]!;
+  for (let r = 0; r < rows; r++) {
+    const b = r * cols, so = r * outW;
+    for (let c = 0; c < outW; c++) {
+      const i = b + c;
+      out[so + c] = plane[i]! * w0 + plane[i + 1]! * w1 + plane[i + 2]! * w2 + plane[i + 3]! * w3 + plane[i + 4]! * w4 +
+        plane[i + 5]! * w5 + plane[i + 6]! * w6 + plane[i + 7]! * w7 + plane[i + 8]! * w8 + plane[i + 9]! * w9;
+    }
+  }
+}
+
+function colPass(src: Float64Array, outRows: number, outW: number, col: Float64Array, fh: number, sal: Float64Array): void {
+  for (let r = 0; r < outRows; r++) {
+    const dst = r * outW;
+    for (let m = 0; m < fh; m++) {
+      const cm = col[m]!, so = (r + m) * outW;
+      for (let c = 0; c < outW; c++) sal[dst + c] = sal[dst + c]! + src[so + c]! * cm;
+    }
+  }
+}
+
+function colPass10(src: Float64Array, outRows: number, outW: number, col: Float64Array, sal: Float64Array): void {
+  const c0 = col[0]!, c1 = col[1]!, c2 = col[2]!, c3 = col[3]!, c4 = col[4]!;
+  const c5 = col[5]!, c6 = col[6]!, c7 = col[7]!, c8 = col[8]!, c9 = col[9]!;
+  for (let r = 0; r < outRows; r++) {
+    const dst = r * outW;
+    for (let c = 0; c < outW; c++) {
+      const i = r * outW + c;
+      sal[dst + c] = sal[dst + c]! + (src[i]! * c0 + src[i + outW]! * c1 + src[i + 2 * outW]! * c2 + src[i + 3 * outW]! * c3 +
+        src[i + 4 * outW]! * c4 + src[i + 5 * outW]! * c5 + src[i + 6 * outW]! * c6 + src[i + 7 * outW]! * c7 +
+        src[i + 8 * outW]! * c8 + src[i + 9 * outW]! * c9);
+    }
   }
 }

@@ -10,6 +10,7 @@
  * serialization. See `FaceModelFiles`.
  */
 import { faceChip } from "./chip.js";
+import { orientations } from "./fhog.js";
 import { type RGBAImage, type RGBImage, rgbaToRgb } from "./geometry.js";
 import { HogDetector } from "./hog.js";
 import { MmodDetector, type MmodMeta } from "./mmod.js";
@@ -82,11 +83,23 @@ export class FacePipeline {
   ) {}
 
   static async load(files: FaceModelFiles, opts: ResNetOptions = {}): Promise<FacePipeline> {
+    orientations(); // the fHOG orientation table, built here rather than during the first embedding
     const predictor = ShapePredictor.parse(files.landmarks5);
     if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
     const net = await ResNet.load(files.resnet, opts);
     const mmod = files.mmod ? await MmodDetector.load(files.mmod.model, files.mmod.meta) : null;
-    return new FacePipeline(HogDetector.parse(files.hogDetector), predictor, net, mmod);
+    const pipeline = new FacePipeline(HogDetector.parse(files.hogDetector), predictor, net, mmod);
+    await pipeline.warmUp();
+    return pipeline;
+  }
+
+  /** One pass over a blank image and chip, so that the first real embedding does not pay for
+   * onnxruntime's first run and the JIT's first compilation. */
+  private async warmUp(): Promise<void> {
+    const grey = (w: number, h: number): RGBImage => ({ width: w, height: h, data: new Uint8Array(w * h * 3).fill(128) });
+    this.detector.run(grey(MIN_SIDE, MIN_SIDE), UPSAMPLE);
+    await this.net.embed(grey(150, 150));
+    if (this.mmod) await this.mmod.run(grey(100, 100), 0);
   }
 
   /** Detector.working_image: small images upscaled (bicubic) so the shorter side is MIN_SIDE. */

@@ -9,7 +9,7 @@ import { readPgm } from "./pgm.js";
 
 export interface ParityImage {
   name: string;
-  /** PGM/JPEG/PNG bytes (PGM decoded here; other formats by the browser's decoder). */
+  /** PGM/PPM/JPEG/PNG bytes (PGM and PPM decoded here; other formats by the browser's decoder). */
   bytes: Uint8Array;
 }
 
@@ -24,8 +24,9 @@ export interface ParityResult {
 }
 
 async function decode(bytes: Uint8Array): Promise<RGBImage> {
-  if (bytes[0] === 0x50 && bytes[1] === 0x35) return readPgm(bytes); // "P5"
-  const bitmap = await createImageBitmap(new Blob([bytes as BlobPart]));
+  if (bytes[0] === 0x50 && (bytes[1] === 0x35 || bytes[1] === 0x36)) return readPgm(bytes); // "P5", "P6"
+  // Pillow (the Python side) applies neither embedded colour profiles nor premultiplied alpha
+  const bitmap = await createImageBitmap(new Blob([bytes as BlobPart]), { colorSpaceConversion: "none", premultiplyAlpha: "none" });
   const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
   const ctx = canvas.getContext("2d");
   if (!ctx) throw new Error("no 2d canvas");

@@ -1,4 +1,4 @@
-/** A minimal reader for binary PGM (P5, 8-bit) files, the format of the ORL face database. */
+/** A minimal reader for binary PGM/PPM (P5 grey, P6 RGB; 8-bit) files; ORL is distributed as PGM. */
 import type { RGBImage } from "./geometry.js";
 
 export function readPgm(bytes: Uint8Array): RGBImage {
@@ -13,15 +13,18 @@ export function readPgm(bytes: Uint8Array): RGBImage {
     while (pos < bytes.length && !/\s/.test(String.fromCharCode(bytes[pos]!))) s += String.fromCharCode(bytes[pos++]!);
     return s;
   };
-  if (token() !== "P5") throw new Error("not a binary PGM (P5) file");
+  const magic = token();
+  if (magic !== "P5" && magic !== "P6") throw new Error("not a binary PGM (P5) or PPM (P6) file");
+  const ch = magic === "P6" ? 3 : 1;
   const width = Number(token()), height = Number(token()), maxval = Number(token());
   pos++; // the single whitespace after maxval
   if (!(width > 0 && height > 0 && maxval > 0 && maxval < 256)) throw new Error("unsupported PGM header");
-  if (pos + width * height > bytes.length) throw new Error("truncated PGM file");
+  if (pos + width * height * ch > bytes.length) throw new Error("truncated PGM/PPM file");
   const data = new Uint8Array(width * height * 3);
+  const scale = (v: number) => (maxval === 255 ? v : Math.round((v * 255) / maxval));
   for (let i = 0; i < width * height; i++) {
-    const v = maxval === 255 ? bytes[pos + i]! : Math.round((bytes[pos + i]! * 255) / maxval);
-    data[3 * i] = data[3 * i + 1] = data[3 * i + 2] = v;
+    if (ch === 1) data[3 * i] = data[3 * i + 1] = data[3 * i + 2] = scale(bytes[pos + i]!);
+    else for (let k = 0; k < 3; k++) data[3 * i + k] = scale(bytes[pos + 3 * i + k]!);
   }
   return { width, height, data };
 }
