@@ -82,6 +82,7 @@ def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors,
         {"do": "export_key", "path": str(key)},
         {"do": "click", "id": "revoke"},
         {"do": "click", "id": "revoke"},  # not enrolled any more
+        {"do": "import_key", "path": str(key)}, *_with(photos, descriptors, "genuine", "verify"),  # revoked key
     ]
     r = {i: s for i, s in enumerate(run(url, steps))}
     assert r[0]["http"] == 200 and r[0]["csp"] == CSP and r[0]["status"] == "Ready."
@@ -90,7 +91,7 @@ def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors,
     no_face = r[6 if fixture_bundle() else 5]
     assert no_face["state"] == "error" and "No face was found" in no_face["status"], no_face
     results = [s for s in r.values() if s["step"] == "click"][2:]
-    enrol, genuine, impostor, revoke, revoke_again = results
+    enrol, genuine, impostor, revoke, revoke_again, verify_revoked = results
     assert enrol["decision"] == "Enrolled", enrol
     assert enrol["report"]["keygen_ms"] > 0 and enrol["report"]["bytes_sent"] > 128 * 256
     assert genuine["decision"] == "Accepted" and genuine["report"]["accepted"] is True, genuine
@@ -99,6 +100,7 @@ def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors,
     assert impostor["decision"] == "Rejected" and impostor["report"]["accepted"] is False, impostor
     assert revoke["decision"] == "Revoked" and store.get("im2020", "alice") is None
     assert revoke_again["state"] == "error" and "not enrolled" in revoke_again["status"]
+    assert verify_revoked["state"] == "error" and "not enrolled" in verify_revoked["status"], verify_revoked
     assert key.stat().st_size > 300
     errors = [s for s in r.values() if s["step"] == "errors"][0]["errors"]
     assert [e for e in errors if not e.startswith("Failed to load resource")] == []  # no CSP violation, no throw
@@ -202,3 +204,14 @@ def test_server_with_api_keys(photos, descriptors, tmp_path):
     assert no_key["state"] == "error" and "needs an API key" in no_key["status"], no_key
     assert enrol["decision"] == "Enrolled" and verify["decision"] == "Accepted", (enrol, verify)
     assert open_store(db).get("im2020", "gina") is not None
+
+
+def test_secure_comparison_server_is_refused_before_decrypting(photos, descriptors, tmp_path):
+    """The browser client has no §VII garbled-circuit comparison: against such a server it says so."""
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 'sc.db'}", ["--mode", "secure-comparison"]) as url:
+        r = run(url, [{"do": "goto"}, {"do": "subject", "id": "hal"}, *_with(photos, descriptors, "enrolled", "enrol"),
+                      *_with(photos, descriptors, "genuine", "verify")])
+    assert "secure-comparison" in r[0]["status"]
+    enrol, verify = [s for s in r if s["step"] == "click"]
+    assert enrol["decision"] == "Enrolled", enrol
+    assert verify["state"] == "error" and "secure-comparison mode" in verify["status"], verify

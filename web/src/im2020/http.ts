@@ -99,12 +99,12 @@ export async function verify(http: ServiceClient, client: Im2020Client, template
   const start = client.authStart(template);
   const t1 = performance.now();
   const challenge = await http.step("auth/start", start);
-  const t2 = performance.now();
-  const { sStar, compareBits } = await client.blindedScore(challenge, powMany);
-  if (compareBits !== null) {
+  if (decode(challenge, "im2020.AuthChallenge").values.compare_bits !== null) { // refused before decrypting
     throw new ServiceError("this server runs the secure-comparison mode (§VII), which the browser client does not " +
       "implement; use the CLI", 0, "ModeMismatch");
   }
+  const t2 = performance.now();
+  const { sStar } = await client.blindedScore(challenge, powMany);
   const finish = client.authFinish(sStar);
   const t3 = performance.now();
   const result = decode(await http.step("auth/finish", finish), "im2020.AuthResult").values;
