@@ -215,3 +215,21 @@ def test_secure_comparison_server_is_refused_before_decrypting(photos, descripto
     enrol, verify = [s for s in r if s["step"] == "click"]
     assert enrol["decision"] == "Enrolled", enrol
     assert verify["state"] == "error" and "secure-comparison mode" in verify["status"], verify
+
+
+def test_server_requiring_the_trusted_party(photos, descriptors, tmp_path):
+    """A server that accepts only TP-signed enrolments (§VII) refuses the page's unsigned one: the page shows the
+    server's reason and stores no key (the trusted party has no HTTP client, in the CLI either)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    pem = tmp_path / "tp.pem"
+    pem.write_bytes(ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    db = f"sqlite:///{tmp_path / 'tp.db'}"
+    with serve_subprocess("im2020", db, ["--tp-public-key", str(pem)]) as url:
+        r = run(url, [{"do": "goto"}, {"do": "subject", "id": "ivan"}, *_with(photos, descriptors, "enrolled", "enrol"),
+                      {"do": "keys"}])
+    enrol = [s for s in r if s["step"] == "click"][0]
+    assert enrol["state"] == "error" and "trusted party" in enrol["status"], enrol
+    assert "ivan" not in r[-2]["keys"] and open_store(db).get("im2020", "ivan") is None
