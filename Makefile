@@ -8,7 +8,21 @@ TEST_ARGS ?=
 
 .PHONY: install demo test lint clean
 
-install: $(STAMP)
+install: $(STAMP) web
+
+# The browser client (web/, TypeScript): npm ci from the committed lockfile, then the esbuild bundle into
+# src/privface/service/webapp/ (git-ignored package data served at /app/) and the Node test driver.
+WEB_DEPS := web/node_modules/.package-lock.json
+WEBAPP   := src/privface/service/webapp/app.js
+.PHONY: web
+web: $(WEBAPP)
+
+$(WEB_DEPS): web/package-lock.json web/package.json
+	cd web && npm ci --no-audit --no-fund
+	touch $(WEB_DEPS)
+
+$(WEBAPP): $(WEB_DEPS) $(shell find web/src web/test web/static -type f 2>/dev/null) web/build.mjs src/privface/wire/schema.json
+	cd web && npx tsc --noEmit -p $$(test -f src/face/index.ts && echo tsconfig.json || echo tsconfig.noface.json) && node build.mjs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,4 +44,4 @@ lint: install
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .mypy_cache web/node_modules web/dist-test src/privface/service/webapp

@@ -151,6 +151,18 @@ def _identify(a) -> int:
     return 0
 
 
+def _web(a) -> int:
+    from ..bench import web as bench_web
+
+    if a.parity:
+        out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None)
+    else:
+        out = bench_web.bench_web(runs=a.repeat or 10, security_bits=a.security_bits or 112, arith=a.arith,
+                                  workers=a.workers, face_threads=a.face_threads)
+    print_result(out, a.json)
+    return 0
+
+
 # `privface bench WHAT`, in the order of the help text; a new benchmark is one function and one row here
 BENCHES = {
     "faces": _faces,
@@ -164,6 +176,7 @@ BENCHES = {
     "kolberg-unlinkability": _kolberg_unlinkability,
     "identify": _identify,
     "load": _load,
+    "web": _web,
 }
 
 
@@ -228,6 +241,11 @@ def register(sub) -> None:
     s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 4777)")
     s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
                    "enumeration (default: all 128)")
+    s.add_argument("--arith", default="bigint", choices=["bigint", "gmp-wasm"],
+                   help="web: the page's big-integer arithmetic (default native bigint, the faster measured)")
+    s.add_argument("--face-threads", type=int, help="web: onnxruntime-web threads of the page's C1 (default 1)")
+    s.add_argument("--parity", action="store_true",
+                   help="web: embed every image of --dataset in the browser and in Python and compare")
     mode_args(s)
     s.add_argument("--dataset", help="orl, lfw, a folder, or demo (default: orl when a data root is set, else demo)")
     s.add_argument("--data-root", help="datasets root (default: $PRIVFACE_DATA)")

