@@ -96,7 +96,12 @@ impl Circuit {
                 }
                 _ => {}
             }
-            out.push(Gate { op, a, b, out: wire(o, "gate output")? });
+            out.push(Gate {
+                op,
+                a,
+                b,
+                out: wire(o, "gate output")?,
+            });
         }
         Ok(Circuit {
             n_wires,
@@ -146,7 +151,13 @@ pub struct Garbled {
 
 /// Garble with offset R (lsb 1), the inputs' 0-labels (garbler inputs, evaluator inputs, constants, in
 /// that order), the garbler's input bits (read by generator half-gates only) and the AES key.
-pub fn garble(c: &Circuit, garbler_bits: &[u8], r: u128, input_zero: &[u128], key: [u8; 16]) -> Result<Garbled, String> {
+pub fn garble(
+    c: &Circuit,
+    garbler_bits: &[u8],
+    r: u128,
+    input_zero: &[u128],
+    key: [u8; 16],
+) -> Result<Garbled, String> {
     let inputs = c.garbler_inputs.iter().chain(&c.evaluator_inputs).chain(&c.constants);
     if input_zero.len() != c.garbler_inputs.len() + c.evaluator_inputs.len() + c.constants.len() {
         return Err("garble: one 0-label per input wire expected".into());
@@ -198,7 +209,11 @@ pub fn garble(c: &Circuit, garbler_bits: &[u8], r: u128, input_zero: &[u128], ke
             }
         };
     }
-    Ok(Garbled { tables, half_tables, zero })
+    Ok(Garbled {
+        tables,
+        half_tables,
+        zero,
+    })
 }
 
 /// Evaluate on the active labels of the garbler inputs and constants (`fixed`) and of the evaluator
@@ -221,7 +236,13 @@ pub fn evaluate(
         return Err("garbled circuit: wrong number of input labels".into());
     }
     let mut w = vec![0u128; c.n_wires];
-    for (&wire, &label) in c.garbler_inputs.iter().chain(&c.constants).chain(&c.evaluator_inputs).zip(fixed.iter().chain(own)) {
+    for (&wire, &label) in c
+        .garbler_inputs
+        .iter()
+        .chain(&c.constants)
+        .chain(&c.evaluator_inputs)
+        .zip(fixed.iter().chain(own))
+    {
         w[wire] = label;
     }
     let aes = Aes128::new(&key.into());
@@ -242,7 +263,11 @@ pub fn evaluate(
                 let j = 2 * t as u128;
                 let [ha, hb] = hash(&aes, [sigma(wa), sigma(wb)], [j, j + 1]);
                 let tg = if wa & 1 == 1 { read_label(tables, 2 * t) } else { 0 };
-                let te = if wb & 1 == 1 { read_label(tables, 2 * t + 1) ^ wa } else { 0 };
+                let te = if wb & 1 == 1 {
+                    read_label(tables, 2 * t + 1) ^ wa
+                } else {
+                    0
+                };
                 t += 1;
                 ha ^ tg ^ hb ^ te
             }
@@ -287,14 +312,17 @@ impl PyCircuit {
 }
 
 fn labels(data: &[u8], what: &str) -> PyResult<Vec<u128>> {
-    if data.len() % 16 != 0 {
-        return Err(PyValueError::new_err(format!("{what}: not a whole number of 16-byte labels")));
+    if !data.len().is_multiple_of(16) {
+        return Err(PyValueError::new_err(format!(
+            "{what}: not a whole number of 16-byte labels"
+        )));
     }
     Ok((0..data.len() / 16).map(|i| read_label(data, i)).collect())
 }
 
 fn key16(key: &[u8]) -> PyResult<[u8; 16]> {
-    key.try_into().map_err(|_| PyValueError::new_err("garbling key must be 16 bytes"))
+    key.try_into()
+        .map_err(|_| PyValueError::new_err("garbling key must be 16 bytes"))
 }
 
 fn to_bytes(labels: &[u128]) -> Vec<u8> {
@@ -370,7 +398,15 @@ mod tests {
             let zi = [11u128 << 64 | 5, 22u128 << 70 | 9, 33u128 << 90 | 2];
             let gb = garble(&c, &[g], r, &zi, key).unwrap();
             let lab = |w: usize, b: u8| gb.zero[w] ^ if b == 1 { r } else { 0 };
-            let out = evaluate(&c, key, &gb.tables, &gb.half_tables, &[lab(0, g)], &[lab(1, x), lab(2, y)]).unwrap();
+            let out = evaluate(
+                &c,
+                key,
+                &gb.tables,
+                &gb.half_tables,
+                &[lab(0, g)],
+                &[lab(1, x), lab(2, y)],
+            )
+            .unwrap();
             let want = [x & y, x ^ y, x ^ 1, g & x];
             for (o, (&w, &b)) in out.iter().zip(c.outputs.iter().zip(&want)) {
                 assert_eq!(*o, lab(w, b), "bits g={g} x={x} y={y} wire {w}");
