@@ -120,10 +120,10 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     """One operation per step (what schemathesis fuzzes): body cap, session header only on continuation steps,
     links carrying the session id, the bearer requirement with keys on; the generic route stays."""
     from privface.protocols.im2020 import Im2020Params
-    from privface.protocols.im2020.service import Im2020Service
-    from privface.protocols.kolberg.service import AUTH_LIMITS, KolbergService
     from privface.service.app import DEFAULT_MAX_BODY, create_app
     from privface.service.auth import ApiKeys
+    from privface.service.bindings.im2020 import Im2020Service
+    from privface.service.bindings.kolberg import AUTH_LIMITS, KolbergService
     from privface.store.sqlite import SQLiteStore
 
     with SQLiteStore(tmp_path / "s.db") as store:
@@ -132,7 +132,8 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     paths = spec["paths"]
     assert "/v1/{protocol}/{step}" in paths
     assert {p for p in paths if p.startswith("/v1/") and "{" not in p} == \
-        {f"/v1/{s.name}/{t}" for s in (im, kb) for t in s.steps}
+        {f"/v1/{s.name}/{t}" for s in (im, kb) for t in s.steps} | {"/v1/im2020/register"}  # the old name of enrol
+    assert paths["/v1/im2020/register"]["post"]["deprecated"] is True
     start, finish = paths["/v1/im2020/auth/start"]["post"], paths["/v1/im2020/auth/finish"]["post"]
     assert start["parameters"] == [] and finish["parameters"][0]["required"] is True
     assert finish["parameters"][0]["name"] == "X-Privface-Session"

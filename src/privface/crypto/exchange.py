@@ -22,6 +22,7 @@ class Wire:
 
     def __init__(self) -> None:
         self.bytes: dict[str, int] = defaultdict(int)
+        self.rounds = 0  # exchanges run by ``run_pair``: a message of the first party and the answer to it
 
     def send(self, phase: str, nbytes: int) -> None:
         self.bytes[phase] += int(nbytes)
@@ -133,12 +134,15 @@ class Party:
         return out
 
 
-def run_pair(first, second, what: str = "exchange"):
-    """Run two party generators against each other in process (``first`` speaks first): their results."""
+def run_pair(first, second, what: str = "exchange", wire: Wire | None = None):
+    """Run two party generators against each other in process (``first`` speaks first): their results. With
+    ``wire``, ``wire.rounds`` counts the exchanges (over HTTP: one request each)."""
     a, b = Party(first, f"{what} (first party)"), Party(second, f"{what} (second party)")
     msg = a.start()
     b.start()
     while True:
+        if wire is not None:
+            wire.rounds += 1
         msg = a.step(b.step(msg))
         if a.done:
             if not b.done:

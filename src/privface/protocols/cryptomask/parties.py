@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...crypto import rlwe
-from ...crypto.lattice import generate_lattice_keys
+from ...crypto.lattice import generate_lattice_keypair
 from ...crypto.millionaire import Wire
 from ...errors import ProtocolError
 from . import encoding
@@ -44,13 +44,13 @@ class KeyGenerator:
 
     def __init__(self, *, insecure_test_params: bool = False) -> None:
         params = CM_BFV_TOY if insecure_test_params else CM_BFV
-        self.public, self._secret = generate_lattice_keys(params, insecure_test_params=insecure_test_params)
+        self.public, self._secret = generate_lattice_keypair(params, insecure_test_params=insecure_test_params)
         self._insecure = insecure_test_params
         self._verifiers: dict[str, object] = {}
 
     def verifier_keys(self, name: str):
         """(pk_v, sk_v) for a verifier, sent to it over a private channel."""
-        pub_v, sec_v = generate_lattice_keys(self.public.params, insecure_test_params=self._insecure)
+        pub_v, sec_v = generate_lattice_keypair(self.public.params, insecure_test_params=self._insecure)
         self._verifiers[name] = (pub_v, sec_v)
         return pub_v, sec_v
 
@@ -71,11 +71,13 @@ class KeyGenerator:
 
 @dataclass
 class Run:
-    """One identification: the verifier's bit and the bytes per phase."""
+    """One identification: the verifier's bit, the bytes per phase and the verifier–CS exchanges (``rounds``: the
+    query with its distances, then each Alg. 3 round)."""
 
     match: bool
     bytes: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    rounds: int = 0
 
     @property
     def comm_bytes(self) -> int:
@@ -127,4 +129,4 @@ class CryptoMask:
         seconds["shares"] = lap()
         bit = reveal(*self._ot, d0, d1, self.ts, wire)
         seconds["reveal"] = lap()
-        return Run(bit, dict(wire.bytes), seconds)
+        return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)

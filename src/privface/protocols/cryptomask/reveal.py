@@ -88,5 +88,5 @@ def reveal(S: IKNPSender, R: IKNPReceiver, d0: np.ndarray, d1: np.ndarray, ts: i
     """Alg. 3 in process: the verifier's and the CS's generators against each other; the verifier's bit."""
     if d0.shape != d1.shape or d0.ndim != 1 or d0.size == 0:
         raise ProtocolError("result revealing needs two equal, non-empty share vectors")
-    bit, _ = run_pair(reveal_verifier(R, d1, ts, wire, batch), reveal_cs(S, d0, wire, batch), "Alg. 3")
+    bit, _ = run_pair(reveal_verifier(R, d1, ts, wire, batch), reveal_cs(S, d0, wire, batch), "Alg. 3", wire)
     return bit

@@ -10,16 +10,15 @@ IP_DB (Table 1): with z = T_β(y) = z⁺ − z⁻, ct⁺ = Σ_{j∈z⁺} C⁺_j 
 
 Precision (verified, not assumed): coefficient packing reads the decrypted polynomial's integer coefficients
 Δ·v + e mod q₀ exactly (no CKKS canonical-embedding rounding, which would cap exact integers near 2^45 in
-double precision). SEAL's public-key encryption error is small: the worst |e| of a sum of 512 fresh
-encryptions measured 2^10.9 (std 2^8.9) over 8192 coefficients; tests assert ≤ 2^12 (``NOISE_BOUND``). The
-lift's β = 1365 (D = 2048, ``lift.py``) sums 1365: worst 2^11.5–2^11.7 (rms 2^9.6) over three runs; tests
-assert ≤ 2^12.5 (``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13. Δ = 2^14 > 2·2^12.5 rounds it away, and
+double precision). SEAL's public-key encryption error is small: tests assert that the worst |e| of a sum of 512
+fresh encryptions is ≤ 2^12 (``NOISE_BOUND``) and of the lift's β = 1365 sums (D = 2048, ``lift.py``) ≤ 2^12.5
+(``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13 (measured values: README). Δ = 2^14 > 2·2^12.5 rounds it away, and
 v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
 (the paper keeps 50 of a 61-bit slot with HEaaN): m = 7 / 6 / 5 for β = 63 / 127 / 341 at d = 512
 (p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —
 57344 templates per ciphertext pair at β = 63 (the paper: 8 × 4096 slots = 32768).
 
-The encrypted database is held as uint64 RNS arrays (``crypto._seal_arrays``): encryption is SEAL's
+The encrypted database is held as uint64 RNS arrays (``crypto.seal_arrays``): encryption is SEAL's
 ``encrypt_zero`` plus the NTT'd plaintext, additions are numpy with lazy reduction, decryption is SEAL's.
 Parameters ``IDFACE_CKKS`` = ``HERS_CKKS`` (N = 8192, q = 60 + 60 bits, 192-bit by the HE standard table).
 """
@@ -30,19 +29,21 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto import _seal_arrays
-from ...crypto._common import parallel_map
+from ...crypto import seal_arrays
 from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
+from ...crypto.parallel import parallel_map
 from ...errors import ProtocolError, TemplateError
-from ..hers.scheme import HERS_CKKS, CKKSScores, check_scores
-from .transform import IDFaceParams, decode, encode, separate
+from ..hers.params import HERS_CKKS
+from ..hers.scheme import CKKSScores, check_scores
+from .params import IDFaceParams
+from .transform import decode, encode, separate
 
 IDFACE_CKKS = HERS_CKKS
 NOISE_BITS = 14
 PAYLOAD_BITS = 44
-#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (measured 2^10.9, tests/protocols/idface/test_idface.py).
+#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (tests/protocols/idface/test_idface.py).
 NOISE_BOUND = 1 << 12
-#: Asserted bound on |e| of a sum of 1365 fresh encryptions (β of the lift D = 2048; measured ≤ 2^11.7).
+#: Asserted bound on |e| of a sum of 1365 fresh encryptions (β of the lift D = 2048).
 LIFT_NOISE_BOUND = 5793  # ⌊2^12.5⌋
 
 
@@ -85,11 +86,11 @@ class IDFaceCKKS(_Common):
         polys = np.empty((2, d, self.n), dtype=np.uint64)
         for s, part in enumerate(separate(digits)):
             polys[s] = encode(part, self.params.base).T << np.uint64(NOISE_BITS)  # Δ·x'
-        plain = _seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.parms_id,
+        plain = seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.parms_id,
                                  polys.reshape(2 * d, 1, self.n))
-        cts = _seal_arrays.encryptions_of_zero(self.public.encryptor, 2 * d)
+        cts = seal_arrays.encryptions_of_zero(self.public.encryptor, 2 * d)
         cts[:, 0] += plain  # Enc(m) = Enc(0) + (NTT(m), 0)
-        _seal_arrays.add_mod(cts[:, 0], self.moduli)
+        seal_arrays.add_mod(cts[:, 0], self.moduli)
         return CKKSBlock(cts.reshape(2, d, 2, 1, self.n), count)
 
     def query(self, y) -> tuple[np.ndarray, np.ndarray]:
@@ -106,8 +107,8 @@ class IDFaceCKKS(_Common):
 
         def one(b: int) -> None:
             c = blocks[b].data
-            _seal_arrays.lazy_sum([c[0, j] for j in plus] + [c[1, j] for j in minus], self.moduli, out[b, 0])
-            _seal_arrays.lazy_sum([c[1, j] for j in plus] + [c[0, j] for j in minus], self.moduli, out[b, 1])
+            seal_arrays.lazy_sum([c[0, j] for j in plus] + [c[1, j] for j in minus], self.moduli, out[b, 0])
+            seal_arrays.lazy_sum([c[1, j] for j in plus] + [c[0, j] for j in minus], self.moduli, out[b, 1])
 
         parallel_map(one, range(len(blocks)))
         return CKKSScores(out, [b.count for b in blocks])
@@ -123,28 +124,28 @@ class IDFaceCKKSKey(_Common):
     def __init__(self, secret: LatticeSecretContext, params: IDFaceParams) -> None:
         super().__init__(secret.public, params)
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
-        self._s_ntt = (_seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
-                       if _seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
+        self._s_ntt = (seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
+                       if seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
 
     def _decrypt(self, cts: np.ndarray) -> np.ndarray:
         """(k, 1, n) NTT-form plaintexts of (k, 2, 1, n) ciphertexts: c0 + c1·s mod q₀ on the whole array
-        (``_seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` —
+        (``seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` —
         tests/protocols/idface/test_idface.py), or SEAL's decryptor one ciphertext at a time where numpy has no
         80-bit long double."""
         if self._s_ntt is not None:
-            return _seal_arrays.decrypt_arrays(cts, self._s_ntt, self.moduli)
+            return seal_arrays.decrypt_arrays(cts, self._s_ntt, self.moduli)
         out = np.empty((len(cts), 1, self.n), dtype=np.uint64)
         for i, ct_arr in enumerate(cts):
-            ct = _seal_arrays.ciphertext_from_array(self.public.seal_context, self.parms_id, ct_arr)
+            ct = seal_arrays.ciphertext_from_array(self.public.seal_context, self.parms_id, ct_arr)
             pt = sealapi.Plaintext()
             self._decryptor.decrypt(ct, pt)
-            out[i] = _seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
+            out[i] = seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
         return out
 
     def decrypt_scores(self, msg: CKKSScores) -> np.ndarray:
         check_scores(msg, self.public, 2, self.capacity)
         ntt_plain = self._decrypt(msg.arrays.reshape((-1,) + msg.arrays.shape[2:]))
-        coeffs = _seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.parms_id, ntt_plain)
+        coeffs = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.parms_id, ntt_plain)
         v = coeffs.reshape(len(msg.counts), 2, self.n).astype(np.uint64)
         # centred lift then round(·/Δ); a valid encoding lies in [0, p^m) after rounding
         half = np.uint64(self.q // 2)
