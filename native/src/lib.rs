@@ -1,0 +1,22 @@
+//! privface's native core: the Python extension `privface.crypto._native`.
+//!
+//! Only hot loops live here; the protocols stay in Python, which passes integers, arrays and bytes.
+//! One module per area, each with a `register` function that adds its Python functions to the
+//! extension module below (add a line to `_native` for a new area). Every exported function releases
+//! the GIL (`Python::detach`) around its work.
+
+use pyo3::prelude::*;
+
+pub mod garble;
+pub mod jl;
+
+/// SHA-256 of the crate's sources at build time (see build.rs); the Python wrapper compares it.
+pub const SOURCE_HASH: &str = env!("PRIVFACE_NATIVE_SOURCE_HASH");
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SOURCE_HASH", SOURCE_HASH)?;
+    jl::register(m)?;
+    garble::register(m)?;
+    Ok(())
+}
