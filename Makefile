@@ -1,18 +1,20 @@
-# privface — the only entry points: make install | demo | test | lint (make native: rebuild the Rust core in place)
+# privface — the only entry points: make install | demo | test | lint
 VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.privface-installed
 # Extra pytest arguments, e.g. make test TEST_ARGS="--runslow -x"
 TEST_ARGS ?=
-# The native core (Rust crate native/): `pip install -e` builds it in place (setuptools-rust), so a change to
-# its sources reinstalls.
+# The native core (Rust crate native/, PyO3): its own distribution privface-native, built by maturin and
+# installed into the venv by `pip install ./native`; a change to its sources reinstalls it.
 CARGO   ?= cargo
-NATIVE_SRC := native/build.rs native/Cargo.toml native/Cargo.lock $(shell find native/src -type f 2>/dev/null)
+NATIVE_SRC := native/build.rs native/Cargo.toml native/Cargo.lock native/pyproject.toml native/privface_native.pyi \
+              $(shell find native/src -type f 2>/dev/null)
+NATIVE_STAMP := $(VENV)/.privface-native-installed
 
 .PHONY: install native demo test lint clean
 
-install: $(STAMP) web
+install: $(STAMP) $(NATIVE_STAMP) web
 
 # The browser client (web/, TypeScript): npm ci from the committed lockfile, then the esbuild bundle into
 # src/privface/service/webapp/ (git-ignored package data served at /app/) and the Node test driver.
@@ -28,8 +30,7 @@ $(WEB_DEPS): web/package-lock.json web/package.json
 $(WEBAPP): $(WEB_DEPS) $(shell find web/src web/test web/static -type f 2>/dev/null) web/build.mjs src/privface/wire/schema.json
 	cd web && npx tsc --noEmit -p $$(test -f src/face/index.ts && echo tsconfig.json || echo tsconfig.noface.json) && node build.mjs
 
-$(STAMP): pyproject.toml $(NATIVE_SRC)
-	@command -v $(CARGO) >/dev/null || { echo "make install: the native core needs a Rust toolchain (cargo): https://rustup.rs"; exit 1; }
+$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -38,12 +39,15 @@ $(STAMP): pyproject.toml $(NATIVE_SRC)
 demo: install
 	$(VENV)/bin/privface demo
 
-# The extension alone, rebuilt in place (src/privface/crypto/) for a checkout that runs from its sources
-# (PYTHONPATH=src) with a venv of its own elsewhere; `make install` does the same through pip.
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
+	@command -v $(CARGO) >/dev/null || { echo "make install: the native core needs a Rust toolchain (cargo): https://rustup.rs"; exit 1; }
+	$(PY) -m pip install --quiet ./native
+	touch $(NATIVE_STAMP)
+
+# The extension alone, rebuilt and reinstalled into the venv (as make install does when native/ changes).
 native:
-	PYO3_BUILD_EXTENSION_MODULE=1 $(CARGO) build --release --quiet --manifest-path native/Cargo.toml --features extension-module
-	rm -f src/privface/crypto/_native*.so
-	cp native/target/release/lib_native.so src/privface/crypto/_native.abi3.so
+	$(PY) -m pip install --quiet --force-reinstall --no-deps ./native
+	touch $(NATIVE_STAMP)
 
 test: install
 	$(CARGO) test --quiet --manifest-path native/Cargo.toml
@@ -59,5 +63,5 @@ lint: install
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) build dist native/target src/privface/crypto/_native*.so src/*.egg-info .pytest_cache .ruff_cache .mypy_cache \
+	rm -rf $(VENV) build dist native/target src/*.egg-info .pytest_cache .ruff_cache .mypy_cache \
 		web/node_modules web/dist-test src/privface/service/webapp

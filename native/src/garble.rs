@@ -279,7 +279,7 @@ pub fn evaluate(
 // --- Python bindings ---------------------------------------------------------------------------
 
 /// A circuit handed over once (garble.py caches it per Circuit): gates as (op, a, b, out) tuples.
-#[pyclass(frozen, name = "Circuit", module = "privface.crypto._native")]
+#[pyclass(frozen, name = "Circuit", module = "privface_native")]
 pub struct PyCircuit {
     inner: Circuit,
 }

@@ -189,7 +189,7 @@ fn put_bits(buf: &mut [u8], pos: u32, len: u32, v: u32) {
 // --- Python bindings ---------------------------------------------------------------------------
 
 /// JLDlog(p, g, k, w): the discrete-log tables of one private key (p, g big-endian bytes).
-#[pyclass(frozen, name = "JLDlog", module = "privface.crypto._native")]
+#[pyclass(frozen, name = "JLDlog", module = "privface_native")]
 pub struct PyDlog {
     inner: Box<dyn Dlog>,
     k: u32,

@@ -1,8 +1,9 @@
-//! privface's native core: the Python extension `privface.crypto._native`.
+//! privface's native core: the Python extension module `privface_native`, built by maturin (native/pyproject.toml)
+//! and used through `privface.crypto.native`.
 //!
 //! Only hot loops live here; the protocols stay in Python, which passes integers, arrays and bytes.
 //! One module per area, each with a `register` function that adds its Python functions to the
-//! extension module below (add a line to `_native` for a new area). Every exported function releases
+//! extension module below (add a line to `privface_native` for a new area). Every exported function releases
 //! the GIL (`Python::detach`) around its work.
 
 use pyo3::prelude::*;
@@ -14,7 +15,7 @@ pub mod jl;
 pub const SOURCE_HASH: &str = env!("PRIVFACE_NATIVE_SOURCE_HASH");
 
 #[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOURCE_HASH", SOURCE_HASH)?;
     jl::register(m)?;
     garble::register(m)?;

@@ -1,4 +1,5 @@
-"""The native core: the Rust extension ``privface.crypto._native`` built from the crate ``native/``.
+"""The native core: the Rust extension module ``privface_native``, built by maturin from the crate ``native/``
+(its own distribution, ``privface-native``, which ``make install`` installs next to privface).
 
 Only hot loops live there (Joye–Libert's discrete logarithm, half-gates garbling and evaluation, …); the
 modules of this package call them through ``ext`` below. There is no Python fallback: a missing extension,
@@ -35,11 +36,11 @@ def source_hash(crate: Path = CRATE) -> str:
 
 def _load() -> ModuleType:
     try:
-        from . import _native
+        import privface_native as _native
     except ImportError as e:
         raise NativeBuildError(
-            "privface's native extension (privface.crypto._native, Rust crate native/) is not built: run "
-            f"`make install` (or `make native` in a checkout with its own venv); it needs cargo ({e})"
+            "privface's native extension (privface_native, Rust crate native/) is not installed: run "
+            f"`make install` (or `pip install ./native`); it needs cargo ({e})"
         ) from e
     if (CRATE / "Cargo.toml").is_file():
         want = source_hash(CRATE)

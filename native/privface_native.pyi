@@ -1,4 +1,4 @@
-# Types of the Rust extension privface.crypto._native (crate native/); keep in step with native/src.
+# Types of the Rust extension module privface_native (crate native/); keep in step with native/src.
 
 SOURCE_HASH: str
 
