@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+pub mod bfv;
 pub mod garble;
 pub mod jl;
 
@@ -18,5 +19,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOURCE_HASH", SOURCE_HASH)?;
     jl::register(m)?;
     garble::register(m)?;
+    bfv::register(m)?;
     Ok(())
 }
