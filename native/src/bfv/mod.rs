@@ -138,7 +138,7 @@ impl PyBasis {
         array(py, a.shape().to_vec(), v)
     }
 
-    /// Pointwise product a ⊙ b mod each prime (equal shapes (..., limbs, N)).
+    /// Pointwise product a ⊙ b mod each prime: a (..., limbs, N), b of a's shape or one (limbs, N) broadcast.
     #[pyo3(signature = (a, b, key=false))]
     fn mul<'py>(
         &self,
@@ -147,15 +147,28 @@ impl PyBasis {
         b: PyReadonlyArrayDyn<'py, u64>,
         key: bool,
     ) -> Out<'py> {
-        Self::exact(b.shape(), a.shape(), "pointwise product")?;
+        if b.shape() != a.shape() && b.shape() != &a.shape()[a.ndim().saturating_sub(2)..] {
+            return Err(err(format!(
+                "pointwise product: shapes {:?} and {:?}",
+                a.shape(),
+                b.shape()
+            )));
+        }
         let (x, limbs) = self.checked(&a, key, "pointwise product")?;
         let (y, _) = self.checked(&b, key, "pointwise product")?;
         let v = py.detach(|| pool::install(|| self.inner.mul(&x, &y, limbs)));
         array(py, a.shape().to_vec(), v)
     }
 
-    /// Ciphertexts (S, 2, L, N) coefficient form → NTT of their RNS digits (S, 2, L, L, N).
-    fn digits<'py>(&self, py: Python<'py>, ct: PyReadonlyArrayDyn<'py, u64>) -> Out<'py> {
+    /// Ciphertexts (S, 2, L, N) coefficient form → NTT of their RNS digits (S, 2, L, L, N), uint64, or uint32
+    /// with `narrow` (every data prime below 2^32).
+    #[pyo3(signature = (ct, narrow=false))]
+    fn digits<'py>(
+        &self,
+        py: Python<'py>,
+        ct: PyReadonlyArrayDyn<'py, u64>,
+        narrow: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (l, n) = (self.inner.l, self.inner.n);
         if ct.ndim() != 4 || ct.shape()[1] != 2 {
             return Err(err(format!(
@@ -163,24 +176,50 @@ impl PyBasis {
                 ct.shape()
             )));
         }
+        if narrow && self.inner.moduli(false).iter().any(|&p| p >= 1 << 32) {
+            return Err(err(
+                "digits: narrow (uint32) needs every data prime below 2^32".into(),
+            ));
+        }
         let (v, _) = self.checked(&ct, false, "digits")?;
-        let out = py.detach(|| pool::install(|| self.inner.digits(&v)));
-        array(py, vec![ct.shape()[0], 2, l, l, n], out)
+        let shape = vec![ct.shape()[0], 2, l, l, n];
+        if narrow {
+            let out = py.detach(|| pool::install(|| self.inner.digits(&v, |x| x as u32)));
+            let a = ArrayD::from_shape_vec(IxDyn(&shape), out).map_err(|e| err(e.to_string()))?;
+            Ok(a.into_pyarray(py).into_any())
+        } else {
+            let out = py.detach(|| pool::install(|| self.inner.digits(&v, |x| x)));
+            Ok(array(py, shape, out)?.into_any())
+        }
     }
 
-    /// External product Σ_{c,j} G[s, c, j] ⊙ R[cL + j]: G (S, 2, L, L, N) digits, R (2L, 2, L, N), NTT form.
+    /// External product Σ_{c,j} G[s, c, j] ⊙ R[cL + j]: G (S, 2, L, L, N) digits (uint32 or uint64),
+    /// R (2L, 2, L, N), NTT form. Returns (S, 2, L, N).
     fn external_product<'py>(
         &self,
         py: Python<'py>,
-        g: PyReadonlyArrayDyn<'py, u64>,
+        g: &Bound<'py, PyAny>,
         r: PyReadonlyArrayDyn<'py, u64>,
     ) -> Out<'py> {
         let (l, n) = (self.inner.l, self.inner.n);
+        Self::exact(r.shape(), &[2 * l, 2, l, n], "external product rows")?;
+        let (rv, _) = self.checked(&r, false, "external product rows")?;
+        if let Ok(g) = g.extract::<PyReadonlyArrayDyn<'py, u32>>() {
+            let s = g.shape().first().copied().unwrap_or(0);
+            Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
+            let gv = flat(&g);
+            self.inner
+                .check(&gv, l, "external product digits")
+                .map_err(err)?;
+            let out = py.detach(|| pool::install(|| self.inner.external_product(&gv, &rv)));
+            return array(py, vec![s, 2, l, n], out);
+        }
+        let g = g
+            .extract::<PyReadonlyArrayDyn<'py, u64>>()
+            .map_err(|_| err("external product digits: a uint32 or uint64 array".into()))?;
         let s = g.shape().first().copied().unwrap_or(0);
         Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
-        Self::exact(r.shape(), &[2 * l, 2, l, n], "external product rows")?;
         let (gv, _) = self.checked(&g, false, "external product digits")?;
-        let (rv, _) = self.checked(&r, false, "external product rows")?;
         let out = py.detach(|| pool::install(|| self.inner.external_product(&gv, &rv)));
         array(py, vec![s, 2, l, n], out)
     }
@@ -294,10 +333,17 @@ impl PyBasis {
         Ok((array(py, shape, w)?, f))
     }
 
-    /// Uniform residues (count, limbs, N) mod the data (or key) primes, expanded from a 32-byte seed (ChaCha20):
-    /// the same seed always gives the same polynomials.
-    #[pyo3(signature = (seed, count, key=false))]
-    fn uniform<'py>(&self, py: Python<'py>, seed: &[u8], count: usize, key: bool) -> Out<'py> {
+    /// Uniform residues (count, limbs, cols) mod the data (or key) primes, expanded from a 32-byte seed
+    /// (ChaCha20; cols: N by default): the same seed always gives the same polynomials.
+    #[pyo3(signature = (seed, count, key=false, cols=None))]
+    fn uniform<'py>(
+        &self,
+        py: Python<'py>,
+        seed: &[u8],
+        count: usize,
+        key: bool,
+        cols: Option<usize>,
+    ) -> Out<'py> {
         let seed: [u8; 32] = seed
             .try_into()
             .map_err(|_| err("uniform: the seed must be 32 bytes".into()))?;
@@ -305,8 +351,9 @@ impl PyBasis {
             return Err(err("uniform: this basis has no special prime".into()));
         }
         let limbs = self.inner.limbs(key);
-        let out = py.detach(|| pool::install(|| self.inner.uniform(seed, count, limbs)));
-        array(py, vec![count, limbs, self.inner.n], out)
+        let cols = cols.unwrap_or(self.inner.n);
+        let out = py.detach(|| pool::install(|| self.inner.uniform(seed, count, limbs, cols)));
+        array(py, vec![count, limbs, cols], out)
     }
 
     /// Coefficients at `positions` of polynomials given in NTT form (..., limbs, N) → (..., limbs, k).

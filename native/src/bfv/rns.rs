@@ -66,11 +66,11 @@ impl Basis {
     }
 
     /// Every residue of (…, L', N) data below its prime (L' = limbs over the first primes).
-    pub fn check(&self, a: &[u64], limbs: usize, what: &str) -> Res<()> {
+    pub fn check<T: Copy + Into<u64> + Sync>(&self, a: &[T], limbs: usize, what: &str) -> Res<()> {
         let n = self.n;
         let bad = a.par_chunks(n).enumerate().any(|(i, c)| {
             let p = self.tables[i % limbs].m.p;
-            c.iter().any(|&x| x >= p)
+            c.iter().any(|&x| x.into() >= p)
         });
         if bad {
             Err(format!("{what}: a residue is not below its prime"))
@@ -91,15 +91,21 @@ impl Basis {
             .for_each(|(i, c)| self.tables[i % limbs].inverse(c));
     }
 
-    /// a ⊙ b limb by limb (equal shapes).
+    /// a ⊙ b limb by limb; b has a's shape or is one (limbs, N) polynomial broadcast over a's leading axes.
     pub fn mul(&self, a: &[u64], b: &[u64], limbs: usize) -> Vec<u64> {
+        let n = self.n;
         let mut out = vec![0u64; a.len()];
-        out.par_chunks_mut(self.n)
-            .zip(a.par_chunks(self.n).zip(b.par_chunks(self.n)))
+        out.par_chunks_mut(n)
+            .zip(a.par_chunks(n))
             .enumerate()
-            .for_each(|(i, (o, (x, y)))| {
+            .for_each(|(i, (o, x))| {
                 let m = self.m(i % limbs);
-                for k in 0..o.len() {
+                let y = if b.len() == a.len() {
+                    &b[i * n..(i + 1) * n]
+                } else {
+                    &b[(i % limbs) * n..(i % limbs + 1) * n]
+                };
+                for k in 0..n {
                     o[k] = m.mul(x[k], y[k]);
                 }
             });
@@ -115,30 +121,39 @@ impl Basis {
         out
     }
 
-    /// Ciphertexts (B, 2, L, N) in coefficient form → NTT of their digits (B, 2, L digits, L, N).
-    pub fn digits(&self, ct: &[u64]) -> Vec<u64> {
+    /// Ciphertexts (B, 2, L, N) in coefficient form → NTT of their digits (B, 2, L digits, L, N), stored
+    /// through `conv` (u64, or u32 when every data prime is below 2^32: a third of the memory of u64).
+    pub fn digits<T: Copy + Default + Send>(
+        &self,
+        ct: &[u64],
+        conv: impl Fn(u64) -> T + Sync,
+    ) -> Vec<T> {
         let (l, n) = (self.l, self.n);
-        let mut out = vec![0u64; ct.len() * l];
+        let mut out = vec![T::default(); ct.len() * l];
         // one chunk per (ciphertext, component, digit): l limbs of n
-        out.par_chunks_mut(l * n)
-            .enumerate()
-            .for_each(|(idx, chunk)| {
+        out.par_chunks_mut(l * n).enumerate().for_each_init(
+            || vec![0u64; n],
+            |limb, (idx, chunk)| {
                 let (poly, j) = (idx / l, idx % l);
                 let src = &ct[(poly * l + j) * n..(poly * l + j + 1) * n];
-                for (i, limb) in chunk.chunks_mut(n).enumerate() {
+                for (i, dst) in chunk.chunks_mut(n).enumerate() {
                     let m = self.m(i);
                     for (d, &x) in limb.iter_mut().zip(src) {
                         *d = if x < m.p { x } else { m.reduce(x) };
                     }
                     self.tables[i].forward(limb);
+                    for (d, &x) in dst.iter_mut().zip(limb.iter()) {
+                        *d = conv(x);
+                    }
                 }
-            });
+            },
+        );
         out
     }
 
     /// Σ_{c,j} G[s, c, j] ⊙ R[cL + j] in NTT form: G (S, 2, L, L, N) gallery digits, R (2L, 2, L, N) rows.
     /// Returns (S, 2, L, N).
-    pub fn external_product(&self, g: &[u64], r: &[u64]) -> Vec<u64> {
+    pub fn external_product<T: Copy + Into<u64> + Sync>(&self, g: &[T], r: &[u64]) -> Vec<u64> {
         let (l, n) = (self.l, self.n);
         let s = g.len() / (2 * l * l * n);
         // Shoup companions of the rows, fixed for the whole gallery
@@ -155,26 +170,37 @@ impl Basis {
             .enumerate()
             .for_each(|(si, o)| {
                 let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
-                for oc in 0..2 {
-                    for li in 0..l {
-                        let p = self.m(li).p;
-                        let acc = &mut o[(oc * l + li) * n..(oc * l + li + 1) * n];
-                        for c in 0..2 {
-                            for j in 0..l {
-                                let gd =
-                                    &gs[((c * l + j) * l + li) * n..((c * l + j) * l + li + 1) * n];
-                                let row = ((c * l + j) * 2 + oc) * l + li;
-                                let (w, wp) =
-                                    (&r[row * n..(row + 1) * n], &rp[row * n..(row + 1) * n]);
-                                for k in 0..n {
-                                    let mut v = super::arith::mul_shoup_lazy(gd[k], w[k], wp[k], p);
-                                    if v >= p {
-                                        v -= p;
-                                    }
-                                    let t = acc[k] + v;
-                                    acc[k] = if t >= p { t - p } else { t };
-                                }
+                let (o0, o1) = o.split_at_mut(l * n);
+                for li in 0..l {
+                    let m = self.m(li);
+                    let p = m.p;
+                    // 2L lazy terms below 2p each: sum without reduction when 4Lp < 2^64
+                    let lazy = (p as u128) * 4 * (l as u128) < 1u128 << 64;
+                    let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
+                    for cj in 0..2 * l {
+                        let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
+                        let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
+                        let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
+                        let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
+                        let terms = gd.iter().zip(w0.iter().zip(wp0)).zip(w1.iter().zip(wp1));
+                        for ((x0, x1), ((&x, (&u0, &up0)), (&u1, &up1))) in
+                            a0.iter_mut().zip(a1.iter_mut()).zip(terms)
+                        {
+                            let x: u64 = x.into();
+                            let v0 = super::arith::mul_shoup_lazy(x, u0, up0, p);
+                            let v1 = super::arith::mul_shoup_lazy(x, u1, up1, p);
+                            if lazy {
+                                *x0 += v0;
+                                *x1 += v1;
+                            } else {
+                                *x0 = m.add(*x0, if v0 >= p { v0 - p } else { v0 });
+                                *x1 = m.add(*x1, if v1 >= p { v1 - p } else { v1 });
                             }
+                        }
+                    }
+                    if lazy {
+                        for v in a0.iter_mut().chain(a1.iter_mut()) {
+                            *v = m.reduce(*v);
                         }
                     }
                 }
@@ -395,13 +421,15 @@ impl Basis {
         out
     }
 
-    /// Uniform residues (count, limbs, N) expanded from a 32-byte seed: ChaCha20 with stream i for the i-th
+    /// Uniform residues (count, limbs, cols) expanded from a 32-byte seed: ChaCha20 with stream i for the i-th
     /// (polynomial, limb) row, rejection sampling of words masked to the prime's bit length. The same seed gives
     /// the same polynomials, so a uniform polynomial can travel as its seed (seed 001 §4.5's communication).
-    pub fn uniform(&self, seed: [u8; 32], count: usize, limbs: usize) -> Vec<u64> {
-        let n = self.n;
-        let mut out = vec![0u64; count * limbs * n];
-        out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+    pub fn uniform(&self, seed: [u8; 32], count: usize, limbs: usize, cols: usize) -> Vec<u64> {
+        let mut out = vec![0u64; count * limbs * cols];
+        if cols == 0 {
+            return out;
+        }
+        out.par_chunks_mut(cols).enumerate().for_each(|(i, row)| {
             let p = self.tables[i % limbs].m.p;
             let mask = u64::MAX >> p.leading_zeros();
             let mut rng = ChaCha20Rng::from_seed(seed);

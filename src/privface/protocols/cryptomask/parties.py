@@ -17,7 +17,7 @@ from ...crypto.lattice import generate_lattice_keys
 from ...crypto.millionaire import Wire
 from ...errors import ProtocolError
 from . import encoding
-from .he import CloudServer, DataProvider, VerifierHE, basis_of
+from .he import CloudServer, DataProvider, VerifierHE, basis_of, seed
 from .params import CM_BFV, CM_BFV_TOY
 from .reveal import reveal, setup_ot
 
@@ -66,7 +66,7 @@ class KeyGenerator:
         b = basis_of(self.public)
         s = rlwe.secret_coefficients(b, self.public.seal_context, self.public.evaluator, self._secret._secret_key)
         sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
-        return rlwe.swkeygen(b, s, sv)
+        return b.native.swkeygen(s, sv, b.native.uniform(seed(), b.L, key=True), rlwe.cbd((b.L, b.n)))
 
 
 @dataclass
