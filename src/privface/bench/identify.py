@@ -69,9 +69,31 @@ def _seal_add_time(scheme, blocks, query) -> float:
     return time.perf_counter() - t
 
 
+def bench_schemes(schemes: str, n: int, dim: int, *, threads: int | None = None, **kw) -> list[dict]:
+    """`--scheme a,b,…`: the schemes back to back on the same synthetic gallery, one row each. ``threads``: the
+    native core's threads and BLAS's (None: one per core; 1: seed 001 §5's single-threaded setting)."""
+    names = [x.strip() for x in schemes.split(",") if x.strip()]
+    if not names or any(x not in SCHEMES for x in names):
+        raise PrivfaceError(f"--scheme must be a comma list of {SCHEMES}")
+    if threads is not None and threads < 1:
+        raise PrivfaceError("--threads must be positive")
+    from ..crypto.native import ext
+
+    ext.bfv.set_threads(threads or 0)
+    try:
+        with threadpool_limits(threads):
+            return [bench_identify(x, n, dim, **kw) for x in names]
+    finally:
+        ext.bfv.set_threads(0)
+
+
 def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, repeat: int = 5,
                    insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False) -> dict:
-    """One JSON row (README: `privface bench identify`)."""
+    """One JSON row (README: `privface bench identify`). ``rounds``: round trips between the two online parties
+    in one identification; ``threads``: the native core's; ``cs_peak_rss_mb``: the process's peak RSS when this
+    row is done — every party runs in this process, so it bounds the server's (CS, LocalServer) from above."""
+    from ..crypto.native import ext
+
     if scheme not in SCHEMES:
         raise PrivfaceError(f"--scheme must be one of {SCHEMES}")
     if n < 1 or dim < 1 or repeat < 1:
@@ -82,6 +104,7 @@ def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, re
         plain_s = min(plain_s, _median(lambda: _plaintext(x, y), max(repeat, 5))[0])
     row = {"scheme": scheme, "n": n, "dim": dim, "beta": None, "enroll_s": 0.0, "identify_s": plain_s,
            "plaintext_identify_s": plain_s, "ratio": 1.0, "storage_bytes": int(x.nbytes), "comm_bytes": 0,
+           "rounds": 0, "threads": ext.bfv.threads(),
            "answer_equals_plaintext": plain_best == k, "insecure_test_params": insecure_test_params}
     if scheme == "cryptomask":
         row.update(_cryptomask(x, y, repeat, insecure_test_params))
@@ -90,6 +113,7 @@ def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, re
         row.update(_encrypted(scheme, x, y, beta, repeat, insecure_test_params, seal_adds))
         row["ratio"] = round(row["identify_s"] / plain_s, 3)
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    row["cs_peak_rss_mb"] = row["peak_rss_mb"]
     return {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
 
 
@@ -143,7 +167,7 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     expect = best if ref[best] >= tau else None
     msg = msgs[-1]
     comm = msg.nbytes if hasattr(msg, "arrays") else msg.nbytes(public.public)
-    extra.update({"enroll_s": round(enroll_s, 3), "identify_s": identify_s, "ip_db_s": ip_s,
+    extra.update({"enroll_s": round(enroll_s, 3), "identify_s": identify_s, "ip_db_s": ip_s, "rounds": 1,
                   "storage_bytes": local.storage_bytes, "comm_bytes": comm, "blocks": len(local.blocks),
                   "templates_per_block": public.capacity, "answer": None if answer is None else ids[answer],
                   "answer_equals_plaintext": (None if answer is None else ids[answer]) == expect})
@@ -154,7 +178,7 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
 
 def _cryptomask(x, y, repeat, insecure) -> dict:
     """seed 001: enrol through one DP (Alg. 1), identify = Alg. 2 + Alg. 3 end to end (the verifier's bit), all
-    parties in this process with BLAS on one thread; ``identify_cpu_s`` is the process CPU time of the same runs.
+    parties in this process; ``identify_cpu_s`` is the process CPU time of the same runs.
     ``answer_equals_plaintext`` compares the bit with [max ⟨a, b⟩ ≥ ts] on the same quantised vectors."""
     from ..protocols.cryptomask import CryptoMask, encoding
 
@@ -171,8 +195,7 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
         runs.append(cm.identify(y))
         cpu.append(time.process_time() - c)
 
-    with threadpool_limits(1):  # BLAS threads spin on a shared machine; the matmuls are per-ciphertext chunks
-        identify_s, _ = _median(once, repeat)
+    identify_s, _ = _median(once, repeat)
     expect = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= cm.ts)
     run = runs[-1]
     phases = {k: statistics.median(r.seconds[k] for r in runs) for k in run.seconds}
@@ -180,7 +203,7 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
             "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "enrol_bytes": cm.enrol_bytes, "seconds_per_phase": phases,
-            "ciphertexts": cm.cs.ciphertexts, "templates_per_ciphertext": cm.cs.delta,
+            "ciphertexts": cm.cs.ciphertexts, "templates_per_ciphertext": cm.cs.delta, "rounds": run.rounds,
             "answer": run.match, "answer_equals_plaintext": run.match == expect}
 
 

@@ -141,10 +141,15 @@ def _identify(a) -> int:
     from ..bench import identify as bench_identify
 
     scheme = a.scheme or "idface-ckks"
-    check_choice("--scheme", scheme, bench_identify.SCHEMES)
-    row = bench_identify.bench_identify(scheme, a.n, a.dim or 512, beta=a.beta, repeat=a.repeat or 5,
-                                        insecure_test_params=a.insecure_test_params, seal_adds=a.seal_adds)
-    print(json.dumps(row) if a.json else bench_identify.format_table(row))
+    if "," not in scheme:
+        check_choice("--scheme", scheme, bench_identify.SCHEMES)
+    rows = bench_identify.bench_schemes(scheme, a.n, a.dim or 512, threads=a.threads, beta=a.beta,
+                                        repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
+                                        seal_adds=a.seal_adds)
+    if "," in scheme:  # a comma list: a JSON list, one row per scheme
+        print(json.dumps(rows) if a.json else "\n\n".join(bench_identify.format_table(r) for r in rows))
+    else:
+        print(json.dumps(rows[0]) if a.json else bench_identify.format_table(rows[0]))
     return 0
 
 
@@ -176,7 +181,10 @@ def register(sub) -> None:
     s = sub.add_parser("bench", help="benchmarks (medians)")
     s.add_argument("what", choices=list(BENCHES))
     s.add_argument("--scheme", help="kolberg*: ckks|bfv|ntru (default: all three); identify: "
-                   "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks)")
+                   "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001), or a comma list of them run "
+                   "back to back on one gallery (a JSON list) (default idface-ckks)")
+    s.add_argument("--threads", type=int, help="identify: threads of the native core and BLAS (default: one per "
+                   "core; 1: single-threaded as seed 001 §5)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
                    help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
                    "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")

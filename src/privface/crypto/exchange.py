@@ -22,6 +22,7 @@ class Wire:
 
     def __init__(self) -> None:
         self.bytes: dict[str, int] = defaultdict(int)
+        self.rounds = 0  # round trips (a message and its answer), where the caller counts them
 
     def send(self, phase: str, nbytes: int) -> None:
         self.bytes[phase] += int(nbytes)
@@ -133,13 +134,16 @@ class Party:
         return out
 
 
-def run_pair(first, second, what: str = "exchange"):
-    """Run two party generators against each other in process (``first`` speaks first): their results."""
+def run_pair(first, second, what: str = "exchange", wire: Wire | None = None):
+    """Run two party generators against each other in process (``first`` speaks first): their results.
+    ``wire``: its ``rounds`` counts the round trips (``first``'s message and ``second``'s answer)."""
     a, b = Party(first, f"{what} (first party)"), Party(second, f"{what} (second party)")
     msg = a.start()
     b.start()
     while True:
         msg = a.step(b.step(msg))
+        if wire is not None:
+            wire.rounds += 1
         if a.done:
             if not b.done:
                 raise CryptoError(f"{what}: the first party finished while the second still waits")

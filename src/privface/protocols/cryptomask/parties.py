@@ -76,6 +76,7 @@ class Run:
     match: bool
     bytes: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    rounds: int = 0  # verifier–CS round trips: the query and its distances, then Alg. 3's
 
     @property
     def comm_bytes(self) -> int:
@@ -85,10 +86,12 @@ class Run:
 class CryptoMask:
     """KG + CS + one verifier, in process. ``tau`` is the cosine threshold the verifier uses."""
 
-    def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False) -> None:
+    def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False,
+                 batch: int | None = None) -> None:
+        """``batch``: Alg. 3 entries per batch (None: the whole gallery in one, a constant number of rounds)."""
         if not -1.0 < tau < 1.0:
             raise ProtocolError("tau must be a cosine in (−1, 1)")
-        self.dim, self.tau = dim, tau
+        self.dim, self.tau, self.batch = dim, tau, batch
         self.kg = KeyGenerator(insecure_test_params=insecure_test_params)
         self.cs = CloudServer(self.kg.public, dim)
         self.setup_wire = Wire()
@@ -122,9 +125,10 @@ class CryptoMask:
         seconds = {"query": lap()}
         msg, d0 = self.cs.distances(q)
         wire.send("distances", msg.nbytes)
+        wire.rounds += 1
         seconds["distances"] = lap()
         d1 = self.verifier.shares(msg, self.cs.count)
         seconds["shares"] = lap()
-        bit = reveal(*self._ot, d0, d1, self.ts, wire)
+        bit = reveal(*self._ot, d0, d1, self.ts, wire, self.batch)
         seconds["reveal"] = lap()
-        return Run(bit, dict(wire.bytes), seconds)
+        return Run(bit, dict(wire.bytes), seconds, wire.rounds)
