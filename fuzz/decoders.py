@@ -38,17 +38,12 @@ sys.path.insert(0, str(HERE))
 
 with atheris.instrument_imports(include=["privface"]):
     # the roles' services and clients, imported here so that they are instrumented too
-    import privface.protocols.cryptomask.remote
-    import privface.protocols.cryptomask.service
-    import privface.protocols.gsm.remote
-    import privface.protocols.gsm.service
-    import privface.protocols.hers.remote
-    import privface.protocols.hers.service
-    import privface.protocols.im2020.remote
-    import privface.protocols.im2020.service
-    import privface.protocols.kolberg.remote
     import privface.protocols.kolberg.rotation
-    import privface.protocols.kolberg.service  # noqa: F401
+    import privface.service.bindings.cryptomask
+    import privface.service.bindings.gsm
+    import privface.service.bindings.hers
+    import privface.service.bindings.im2020
+    import privface.service.bindings.kolberg  # noqa: F401
     import roles as roles_module
     from privface.crypto import compare, garble, lattice, ntru, ot
     from privface.errors import CryptoError, ProtocolError

@@ -86,8 +86,9 @@ def _serve(root, name: str, make_service, recorder: _Recorder) -> Iterator[tuple
 @contextlib.contextmanager
 def _im2020(root, rec, mode: str) -> Iterator[list[Role]]:
     from privface.eval.im2020_attacks import face_like_template
-    from privface.protocols.im2020 import Client, Im2020Params, remote
-    from privface.protocols.im2020.service import Im2020Service
+    from privface.protocols.im2020 import Client, Im2020Params
+    from privface.service.bindings.im2020 import Im2020Service
+    from privface.service.clients import im2020 as remote
 
     params = Im2020Params.toy(mode=mode)
     name = "im2020" if mode == "basic" else "im2020-secure-comparison"
@@ -96,10 +97,10 @@ def _im2020(root, rec, mode: str) -> Iterator[list[Role]]:
         ref = face_like_template(params, rng)
         with remote.service_client(role.url, api_key=role.api_key) as http:
             alice = Client("alice", params)
-            remote.register(http, alice, ref)  # stays enrolled: the auth/start seeds stay valid
+            remote.enrol(http, alice, ref)  # stays enrolled: the auth/start seeds stay valid
             remote.verify(http, alice, np.clip(ref + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs))
             remote.verify(http, alice, face_like_template(params, rng))
-            remote.register(http, Client("bob", params), ref)
+            remote.enrol(http, Client("bob", params), ref)
             remote.revoke(http, "bob")
         yield [role]
 
@@ -107,8 +108,8 @@ def _im2020(root, rec, mode: str) -> Iterator[list[Role]]:
 @contextlib.contextmanager
 def _gsm(root, rec) -> Iterator[list[Role]]:
     from privface.protocols.gsm import Device, GsmParams
-    from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
-    from privface.protocols.gsm.service import GsmService, provider_key_bytes
+    from privface.service.bindings.gsm import GsmService, provider_key_bytes
+    from privface.service.clients.gsm import DeviceClient, fetch_provider_key
     from privface.templates.fixed_norm import fixed_norm_template
 
     p = GsmParams.toy(ell=16, m=8, cos_threshold=0.6)
@@ -137,9 +138,9 @@ def _gsm(root, rec) -> Iterator[list[Role]]:
 @contextlib.contextmanager
 def _kolberg(root, rec) -> Iterator[list[Role]]:
     from privface.protocols.kolberg import KolbergParams
-    from privface.protocols.kolberg.remote import HttpAuth, KolbergClient
     from privface.protocols.kolberg.rotation import rotate_keys
-    from privface.protocols.kolberg.service import KolbergService
+    from privface.service.bindings.kolberg import KolbergService
+    from privface.service.clients.kolberg import HttpAuth, KolbergClient
 
     params = KolbergParams("ntru")
     rng = np.random.default_rng(3)
@@ -179,9 +180,9 @@ def _ident(root, rec, wanted) -> Iterator[list[Role]]:
 
 @contextlib.contextmanager
 def _ident_pair(root, rec, prefix: str, scheme: str, n: int, d: int) -> Iterator[list[Role]]:
-    from privface.protocols.hers.remote import IdentClient
-    from privface.protocols.hers.service import IdentService
     from privface.scale import NpySource, enrol
+    from privface.service.bindings.hers import IdentService
+    from privface.service.clients.hers import IdentClient
 
     rng = np.random.default_rng(4)
     x = rng.normal(size=(n, d))
@@ -207,9 +208,9 @@ def _cryptomask(root, rec) -> Iterator[list[Role]]:
     """The cryptomask CS over a toy gallery of 40 templates (3 ciphertexts, one per DistanceChunk so that every
     frame but the query and the gallery info fits the corpus; Alg. 3 in batches of 64), seeded by the verifier's
     identifications: one match, one not."""
-    from privface.protocols.cryptomask.remote import VerifierClient
-    from privface.protocols.cryptomask.service import CryptoMaskService
     from privface.scale import NpySource, enrol
+    from privface.service.bindings.cryptomask import CryptoMaskService
+    from privface.service.clients.cryptomask import VerifierClient
 
     rng = np.random.default_rng(6)
     x = rng.normal(size=(40, 128))

@@ -34,15 +34,7 @@ def _private_imports():
                     yield name, target, alias.name, node.lineno
 
 
-KNOWN = {
-    # crypto's SEAL array helpers, still reached into by the CKKS / BFV protocols and a bench (to be made public;
-    # the same modules are the ignored imports of the private-modules contract)
-    ("privface.bench.identify", "_seal_arrays"),
-    ("privface.protocols.cryptomask.he", "_seal_arrays"),
-    ("privface.protocols.cryptomask.he", "_seal_io"),
-    ("privface.protocols.hers.scheme", "_seal_arrays"),
-    ("privface.protocols.idface.ckks", "_seal_arrays"),
-}
+KNOWN: set[tuple[str, str]] = set()  # (module, private name) pairs allowed to cross: none
 
 
 def _top(module: str) -> str:
@@ -58,4 +50,4 @@ def test_no_private_name_crosses_a_package():
 def test_the_scan_sees_private_names_inside_a_package():
     """The scan above is not vacuous: private names used inside their own package are found."""
     inside = {(who, name) for who, target, name, _ in _private_imports() if _top(who) == _top(target)}
-    assert ("privface.crypto.lattice", "_seal_io") in inside
+    assert ("privface.templates.ternary", "_float_array") in inside

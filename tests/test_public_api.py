@@ -98,8 +98,8 @@ def test_compare_and_distance_decide_as_the_backend(backend, demo_faces):
 
 def test_im2020_client_enrols_verifies_and_revokes_over_http(tmp_path, photos):
     from privface.protocols.im2020 import Im2020Params
-    from privface.protocols.im2020.service import Im2020Service
     from privface.service.app import create_app
+    from privface.service.bindings.im2020 import Im2020Service
     from privface.service.launch import serve_in_thread
     from privface.store import open_store
 
@@ -147,8 +147,8 @@ def test_readme_library_example_runs(tmp_path, monkeypatch):
     group.jpg (an impostor beside the enrolled face), against a loopback im2020 server at default parameters."""
     from PIL import Image
 
-    from privface.protocols.im2020.service import Im2020Service
     from privface.service.app import create_app
+    from privface.service.bindings.im2020 import Im2020Service
     from privface.service.launch import serve_in_thread
     from privface.store import open_store
 

@@ -47,15 +47,15 @@ def __getattr__(name: str) -> Any:
     """The protocol clients, imported on first access (PEP 562) so that ``import privface`` stays light: a client
     pulls in its protocol's crypto (TenSEAL, gmpy2, …). Plain imports, so the import contracts see them."""
     if name == "Im2020Client":
-        from .protocols.im2020.remote import Im2020Client as value
+        from .service.clients.im2020 import Im2020Client as value
     elif name == "DeviceClient":
-        from .protocols.gsm.remote import DeviceClient as value
+        from .service.clients.gsm import DeviceClient as value
     elif name == "KolbergClient":
-        from .protocols.kolberg.remote import KolbergClient as value
+        from .service.clients.kolberg import KolbergClient as value
     elif name == "IdentClient":
-        from .protocols.hers.remote import IdentClient as value
+        from .service.clients.hers import IdentClient as value
     elif name == "VerifierClient":
-        from .protocols.cryptomask.remote import VerifierClient as value
+        from .service.clients.cryptomask import VerifierClient as value
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

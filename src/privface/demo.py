@@ -14,7 +14,8 @@ import time
 from . import demo_data
 from .errors import NoFaceError
 from .faces.registry import make_backend
-from .protocols.im2020 import Client, Im2020Params, remote
+from .protocols.im2020 import Client, Im2020Params
+from .service.clients import im2020 as remote
 from .service.launch import serve_subprocess
 from .templates import quantize
 
@@ -34,7 +35,7 @@ def run_demo(as_json: bool = False) -> int:
         t0 = time.perf_counter()
         enrolled = quantize(backend.embed(demo_data.enrolled_photo()), params.scale)
         client = Client("grace-hopper", params)
-        _, reg = remote.register(http, client, enrolled)
+        _, reg = remote.enrol(http, client, enrolled)
         enrol = {"ms": _ms(t0), "bytes_sent": reg["bytes_sent"], "bytes_received": reg["bytes_received"]}
         for name, img, genuine in attempts:
             t0 = time.perf_counter()

@@ -12,7 +12,7 @@ def test_cli_bench_identify_json(scheme, capsys):
     assert main(["bench", "identify", "--scheme", scheme, "--n", str(n), "--dim", "128", "--repeat", "1",
                  "--insecure-test-params", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)
-    for k in ("scheme", "n", "dim", "enroll_s", "identify_s", "plaintext_identify_s", "ratio", "storage_bytes",
+    for k in ("scheme", "n", "dim", "enrol_s", "identify_s", "plaintext_identify_s", "ratio", "storage_bytes",
               "comm_bytes", "peak_rss_mb"):
         assert k in row
     assert row["scheme"] == scheme and row["n"] == n and row["answer_equals_plaintext"] is True

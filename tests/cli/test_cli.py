@@ -160,7 +160,7 @@ def test_bench_im2020_json_smoke():
     (row,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "1",
                             "--transport", "in-process", "--json").stdout)
     for key in ("security_bits", "k", "c1_face_ms", "c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms",
-                "s2_unblind_ms", "network_ms", "total_ms", "auth_bytes", "registration_bytes", "transport"):
+                "s2_unblind_ms", "network_ms", "total_ms", "auth_bytes", "enrol_bytes", "transport"):
         assert key in row, key
     assert row["k"] == 128 and row["accepted"] is True and row["transport"] == "in-process"
     assert row["paper_auth_bytes"] == 268 * 128 + 140 and row["auth_bytes"] > 0
@@ -180,7 +180,7 @@ def test_bench_im2020_over_http_has_the_same_keys_and_bytes():
     assert set(http) == set(local) and http["transport"] == "http" and http["accepted"] is True
     # the same frames (bigints are minimal-length, so sizes vary by a few bytes between runs)
     assert http["auth_bytes_by_message"] == pytest.approx(local["auth_bytes_by_message"], rel=0.01)
-    assert http["registration_bytes"] == pytest.approx(local["registration_bytes"], rel=0.01)
+    assert http["enrol_bytes"] == pytest.approx(local["enrol_bytes"], rel=0.01)
     assert http["network_ms"] > 0 and http["s1_blind_esed_ms"] > 0 and http["s2_unblind_ms"] > 0
     parts = ("c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s2_unblind_ms", "network_ms")
     assert http["total_ms"] == pytest.approx(sum(http[k] for k in parts), abs=0.01)

@@ -1,4 +1,4 @@
-"""Batched group arithmetic (``crypto._common``) and the batched Joye–Libert / Catalano–Fiore paths used by
+"""Batched group arithmetic (``crypto.numbers``) and the batched Joye–Libert / Catalano–Fiore paths used by
 im2020 (seed 000 §IV-B.3): each must equal the one-at-a-time reference exactly."""
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 from gmpy2 import mpz
 
 from privface.crypto import catalano_fiore as cf
-from privface.crypto._common import batch_invert, multiexp, thread_map
 from privface.crypto.joye_libert import JL_112, JLParams, JoyeLibertPrivateKey, generate_joye_libert_keypair
+from privface.crypto.numbers import batch_invert, multiexp
 from privface.crypto.paillier import generate_paillier_keypair
+from privface.crypto.parallel import thread_map
 from privface.errors import CryptoError
 
 N = mpz(2**521 - 1) * mpz(2**607 - 1)

@@ -12,8 +12,8 @@ import tenseal.sealapi as sealapi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privface.crypto import _seal_arrays, _seal_io, rlwe
-from privface.crypto.lattice import BFV, LatticeParams, generate_lattice_keys
+from privface.crypto import rlwe, seal_arrays, seal_io
+from privface.crypto.lattice import BFV, LatticeParams, generate_lattice_keypair
 from privface.crypto.native import ext
 from privface.crypto.ntt import RNSNTT, _root
 
@@ -230,8 +230,8 @@ def test_threads_knob():
 def test_seal_decrypts_native_key_switching(bits):
     """SEAL encrypts under sk, native SwKeyGen/Switching move the ciphertext to sk_v, SEAL decrypts with sk_v."""
     params = LatticeParams(f"bfv-{N}-ks-test", BFV, N, bits, plain_modulus=1 << 20)
-    pub, sec = generate_lattice_keys(params, insecure_test_params=True)
-    pub_v, sec_v = generate_lattice_keys(params, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(params, insecure_test_params=True)
+    pub_v, sec_v = generate_lattice_keypair(params, insecure_test_params=True)
     mods = [m.value() for m in pub.seal_context.key_context_data().parms().coeff_modulus()]
     ob = SimpleNamespace(L=len(mods) - 1, n=N, q=tuple(mods[:-1]))  # all secret_coefficients reads
     s = rlwe.secret_coefficients(ob, pub.seal_context, pub.evaluator, sec._secret_key)
@@ -240,12 +240,12 @@ def test_seal_decrypts_native_key_switching(bits):
     K = B.swkeygen(s, sv, B.uniform(os.urandom(32), L, key=True), rlwe.cbd((L, N)))
     m = np.random.default_rng(3).integers(0, 1 << 20, N).astype(np.uint64)
     ct = sealapi.Ciphertext()
-    pub.encryptor.encrypt(_seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), m, 1.0), ct)
-    switched = B.switch(_seal_arrays.ciphertext_to_array(ct), K)
+    pub.encryptor.encrypt(seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), m, 1.0), ct)
+    switched = B.switch(seal_arrays.ciphertext_to_array(ct), K)
     out = sealapi.Plaintext()
     for ctx, key, same in ((pub_v, sec_v, True), (pub, sec, False)):
         sealapi.Decryptor(ctx.seal_context, key._secret_key).decrypt(
-            _seal_arrays.ciphertext_from_array(ctx.seal_context, ctx.seal_context.first_parms_id(), switched,
+            seal_arrays.ciphertext_from_array(ctx.seal_context, ctx.seal_context.first_parms_id(), switched,
                                                ntt_form=False), out)
-        got = _seal_io.data_array(_seal_io.save(out), out.coeff_count(), "pt")
+        got = seal_io.data_array(seal_io.save(out), out.coeff_count(), "pt")
         assert np.array_equal(got, m) == same

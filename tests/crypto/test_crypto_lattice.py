@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privface.crypto import _seal_io
+from privface.crypto import seal_io
 from privface.crypto.lattice import (
     BFV_128,
     CKKS_128,
@@ -18,7 +18,7 @@ from privface.crypto.lattice import (
     LatticeSecretContext,
     flood,
     flood_sigma,
-    generate_lattice_keys,
+    generate_lattice_keypair,
 )
 from privface.errors import CryptoError
 
@@ -27,12 +27,12 @@ FAST = settings(max_examples=15, deadline=None)
 
 @pytest.fixture(scope="module")
 def bfv():
-    return generate_lattice_keys(BFV_128, relin=True)
+    return generate_lattice_keypair(BFV_128, relin=True)
 
 
 @pytest.fixture(scope="module")
 def ckks():
-    return generate_lattice_keys(CKKS_128)
+    return generate_lattice_keypair(CKKS_128)
 
 
 def test_parameters_are_128_bit_per_he_standard():
@@ -45,8 +45,8 @@ def test_insecure_parameters_need_the_switch():
     toy = LatticeParams("toy", "bfv", 4096, (60, 60, 60), plain_modulus=1 << 20)
     assert toy.security_bits == 0
     with pytest.raises(CryptoError, match="128-bit"):
-        generate_lattice_keys(toy)
-    pub, sec = generate_lattice_keys(toy, insecure_test_params=True)
+        generate_lattice_keypair(toy)
+    pub, sec = generate_lattice_keypair(toy, insecure_test_params=True)
     blob = pub.to_bytes()
     with pytest.raises(CryptoError, match="128-bit"):
         LatticePublicContext.from_bytes(blob)
@@ -158,7 +158,7 @@ def test_malformed_and_mismatched_blobs_are_refused(bfv, ckks):
         pub.ciphertext_from_bytes(blob, kind="probe")
     with pytest.raises(CryptoError, match="other parameters"):
         ckks[0].ciphertext_from_bytes(blob)  # a BFV ciphertext offered to CKKS
-    other, other_sec = generate_lattice_keys(BFV_128)
+    other, other_sec = generate_lattice_keypair(BFV_128)
     with pytest.raises(CryptoError, match="another public key"):
         other.ciphertext_from_bytes(blob)  # same parameters, other key pair
     with pytest.raises(CryptoError, match="different lattice context"):
@@ -226,7 +226,7 @@ def test_flooding_changes_low_bits_and_keeps_decisions(ckks):
 def test_ckks_coefficient_encoding_matches_seal_slot_order():
     """Slot j holds c(ζ^{3^j}): SEAL's rotation by one slot is X ↦ X³, so Enc(X) rotated is Enc(X³), not X⁵."""
     params = LatticeParams("ckks-4096", "ckks", 4096, (40, 30, 39), scale_bits=30)
-    pub, sec = generate_lattice_keys(params, galois=True)
+    pub, sec = generate_lattice_keypair(params, galois=True)
     rotated = pub.rotate(pub.encrypt_coefficients([0.0, 1.0]), 1)
     for k, want in ((3, 1.0), (5, 0.0), (1, 0.0)):
         x_minus_k = np.zeros(pub.n)
@@ -248,4 +248,4 @@ def test_coefficients_read_the_seal_words(bfv, ckks):
     assert np.array_equal(pub.add(c1, c2).coefficients(), (words + c2.coefficients()) % primes)
     assert ckks[0].encrypt_template(np.zeros(4)).coefficients().shape == (2, 3, 8192)
     with pytest.raises(CryptoError):
-        _seal_io.data_array(_seal_io.save(c1.seal), 100, "ciphertext")
+        seal_io.data_array(seal_io.save(c1.seal), 100, "ciphertext")

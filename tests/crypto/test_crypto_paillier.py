@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from phe import paillier as phe
 
-from privface.crypto._common import crt
+from privface.crypto.numbers import crt
 from privface.crypto.paillier import (
     PaillierCiphertext,
     PaillierPrivateKey,

@@ -22,9 +22,9 @@ import pytest
 from privface.protocols.kolberg import KolbergParams
 from privface.protocols.kolberg.messages import PublicKey, StoredReference
 from privface.protocols.kolberg.parties import PROTOCOL, _Public
-from privface.protocols.kolberg.remote import HttpAuth, KolbergClient
 from privface.service.auth import ApiKeys
 from privface.service.client import ServiceError
+from privface.service.clients.kolberg import HttpAuth, KolbergClient
 from privface.service.launch import free_port
 from privface.store.sqlite import SQLiteStore
 

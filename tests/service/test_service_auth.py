@@ -13,15 +13,15 @@ import pytest
 from test_service import Counter
 
 from privface.errors import PrivfaceError
-from privface.protocols.cryptomask.service import CryptoMaskService
 from privface.protocols.gsm.params import GsmParams
-from privface.protocols.gsm.service import GsmService
-from privface.protocols.hers.service import IdentService
 from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest
-from privface.protocols.im2020.service import Im2020Service
-from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
 from privface.service.auth import KEY_NAMESPACE, SCOPES, ApiKeys, AuthError, parse_scopes, required_scopes
+from privface.service.bindings.cryptomask import CryptoMaskService
+from privface.service.bindings.gsm import GsmService
+from privface.service.bindings.hers import IdentService
+from privface.service.bindings.im2020 import Im2020Service
+from privface.service.bindings.kolberg import KolbergService
 from privface.service.client import ServiceClient, ServiceError
 from privface.service.launch import serve_in_thread
 from privface.service.registry import PROTOCOLS
@@ -215,7 +215,7 @@ def test_revoke_with_a_valid_body_needs_admin(tmp_path):
         svc, keys = Im2020Service(store, params=Im2020Params.toy()), ApiKeys(store)
         user, admin = keys.create("enrol,verify")[1], keys.create("admin")[1]
         client = Client("grace", Im2020Params.toy())
-        svc.handle("register", client.register(np.arange(128) % 7).to_bytes(), None)
+        svc.handle("register", client.enrol(np.arange(128) % 7).to_bytes(), None)
         body = RevokeRequest("grace").to_bytes()
         with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
             before = _dump(tmp_path / "s.db")
@@ -235,7 +235,7 @@ def test_kolberg_db_calls_the_auth_server_with_an_internal_key(tmp_path, monkeyp
     from privface.cli.serve import _kolberg_service_options
     from privface.protocols.kolberg import KolbergParams
     from privface.protocols.kolberg.messages import KeyRequest
-    from privface.protocols.kolberg.remote import HttpAuth, KolbergClient
+    from privface.service.clients.kolberg import HttpAuth, KolbergClient
 
     with SQLiteStore(tmp_path / "auth.db") as auth_store, SQLiteStore(tmp_path / "db.db") as db_store:
         auth_keys, db_keys = ApiKeys(auth_store), ApiKeys(db_store)

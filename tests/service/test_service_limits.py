@@ -22,18 +22,19 @@ from test_service_auth import ScopedCounter, _roles
 from privface.eval import im2020_attacks as attacks
 from privface.protocols.gsm.params import GsmParams
 from privface.protocols.gsm.parties import Device
-from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
-from privface.protocols.gsm.service import GsmService, provider_key_bytes
-from privface.protocols.gsm.service import body_limits as gsm_limits
-from privface.protocols.im2020 import AuthChallenge, Client, Im2020Params, remote
-from privface.protocols.im2020.service import Im2020Service
-from privface.protocols.im2020.service import body_limits as im2020_limits
+from privface.protocols.im2020 import AuthChallenge, Client, Im2020Params
 from privface.protocols.kolberg import KolbergParams
-from privface.protocols.kolberg.remote import KolbergClient
-from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.gsm import GsmService, provider_key_bytes
+from privface.service.bindings.gsm import body_limits as gsm_limits
+from privface.service.bindings.im2020 import Im2020Service
+from privface.service.bindings.im2020 import body_limits as im2020_limits
+from privface.service.bindings.kolberg import KolbergService
 from privface.service.client import ServiceClient, ServiceError
+from privface.service.clients import im2020 as remote
+from privface.service.clients.gsm import DeviceClient, fetch_provider_key
+from privface.service.clients.kolberg import KolbergClient
 from privface.service.launch import serve_in_thread
 from privface.service.limits import LOCKOUT_NAMESPACE, LimitError, Lockout, RateLimiter
 from privface.service.sessions import Sessions
@@ -242,7 +243,7 @@ def test_body_caps_hold_real_messages():
     caps = im2020_limits(TOY)
     client = Client("ann", TOY, workers=1)
     t = attacks.face_like_template(TOY, np.random.default_rng(1))
-    assert len(client.register(t).to_bytes()) <= caps["register"]
+    assert len(client.enrol(t).to_bytes()) <= caps["register"]
     assert len(client.auth_start(t).to_bytes()) <= caps["auth/start"]
 
 
@@ -264,7 +265,7 @@ class Im2020Role:
     def enrol(self, url):
         self.client, self.ref = Client("ann", TOY, workers=1), _face(1)
         with remote.service_client(url) as http:
-            remote.register(http, self.client, self.ref)
+            remote.enrol(http, self.client, self.ref)
 
     def attempt(self, url, genuine: bool) -> bool:
         with remote.service_client(url) as http:
@@ -374,7 +375,7 @@ def test_lockout_survives_a_restart_and_answers_retry_after(tmp_path):
     with SQLiteStore(path) as store, serve_in_thread(create_app(
             store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 2, 30, clock=clock))) as url, \
             remote.service_client(url) as http:
-        remote.register(http, client, ref)
+        remote.enrol(http, client, ref)
         assert [remote.verify(http, client, _face(2))["accepted"] for _ in range(2)] == [False, False]
     with SQLiteStore(path) as store, serve_in_thread(create_app(  # a new process over the same store
             store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 2, 30, clock=clock))) as url:
@@ -397,7 +398,7 @@ def test_concurrent_guesses_cannot_outrun_the_counter(tmp_path):
         client, wrong = Client("ann", TOY, workers=1), _face(2)
         with serve_in_thread(app) as url:
             with remote.service_client(url) as http:
-                remote.register(http, client, _face(1))
+                remote.enrol(http, client, _face(1))
             finishes = []
             for _ in range(12):
                 with ServiceClient(url, "im2020") as c:
@@ -474,7 +475,7 @@ def test_a_trailing_newline_is_not_another_subject(tmp_path):
         app = create_app(store, [Im2020Service(store, params=TOY)], lockout=Lockout(store, 1, 60))
         with serve_in_thread(app) as url, remote.service_client(url) as http:
             client, ref = Client("ann", TOY, workers=1), _face(1)
-            remote.register(http, client, ref)
+            remote.enrol(http, client, ref)
             start = client.auth_start(_face(2)).to_bytes()
             plain = struct.pack(">I", 3) + b"ann"
             assert start.count(plain) == 1

@@ -121,7 +121,7 @@ def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path, level, to_file)
     ref, other = attacks.face_like_template(TOY, rng), attacks.face_like_template(TOY, rng)
     secrets = [enrol.split("_", 2)[2], verify.split("_", 2)[2], admin.split("_", 2)[2], scraper.split("_", 2)[2]]
     try:
-        reg = client.register(ref)
+        reg = client.enrol(ref)
         with ServiceClient(url, "im2020", api_key=enrol) as c:
             c.step("register", reg.to_bytes())
         secrets += [str(reg.pk_n), f"{reg.pk_n:x}", str(reg.c_beta[0]), str(reg.c_a[0]), reg.to_bytes()[-32:].hex(),
@@ -176,7 +176,7 @@ def test_sigterm_lets_the_request_in_flight_finish(tmp_path):
     db = tmp_path / "g.db"
     proc, url = _serve(["--protocol", "im2020", "--db", f"sqlite:///{db}", "--insecure-test-params", "--no-auth",
                         "--log-format", "text"])
-    body = Client("bea", TOY, workers=1).register(attacks.face_like_template(TOY, np.random.default_rng(3))).to_bytes()
+    body = Client("bea", TOY, workers=1).enrol(attacks.face_like_template(TOY, np.random.default_rng(3))).to_bytes()
     host, port = "127.0.0.1", int(url.rsplit(":", 1)[1])
     try:
         with socket.create_connection((host, port), timeout=30) as s:

@@ -15,12 +15,13 @@ import pytest
 from cryptography import x509
 
 from privface.cli import main
-from privface.protocols.im2020 import Client, Im2020Params, remote
-from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.im2020 import Client, Im2020Params
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.certs import make_dev_certs
 from privface.service.client import ServiceClient, ServiceError, tls_context
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
@@ -60,7 +61,7 @@ def test_verify_over_tls_needs_the_ca(certs, tmp_path):
             assert url.startswith("https://127.0.0.1:")
             client = Client("grace", TOY)
             with remote.service_client(url, api_key=api_key, tls=tls_context(certs["ca.pem"])) as http:
-                remote.register(http, client, TEMPLATE)
+                remote.enrol(http, client, TEMPLATE)
                 assert remote.verify(http, client, TEMPLATE)["accepted"] is True
             with remote.service_client(url, api_key=api_key) as http, pytest.raises(ServiceError) as e:
                 remote.verify(http, client, TEMPLATE)  # the system trust store does not know the dev CA
@@ -77,11 +78,11 @@ def test_mutual_tls_refuses_a_client_without_certificate(certs, tmp_path):
             client = Client("grace", TOY)
             with remote.service_client(url, tls=tls_context(certs["ca.pem"])) as http, \
                     pytest.raises(ServiceError) as e:
-                remote.register(http, client, TEMPLATE)
+                remote.enrol(http, client, TEMPLATE)
             assert e.value.status == 0 and store.get("im2020", "grace") is None
             with remote.service_client(url, tls=tls_context(certs["ca.pem"], certs["client.pem"],
                                                             certs["client.key"])) as http:
-                remote.register(http, client, TEMPLATE)
+                remote.enrol(http, client, TEMPLATE)
                 assert remote.verify(http, client, TEMPLATE)["accepted"] is True
     with pytest.raises(ServiceError, match="both"):
         tls_context(certs["ca.pem"], certs["client.pem"])

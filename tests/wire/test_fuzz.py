@@ -120,10 +120,10 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     """One operation per step (what schemathesis fuzzes): body cap, session header only on continuation steps,
     links carrying the session id, the bearer requirement with keys on; the generic route stays."""
     from privface.protocols.im2020 import Im2020Params
-    from privface.protocols.im2020.service import Im2020Service
-    from privface.protocols.kolberg.service import AUTH_LIMITS, KolbergService
     from privface.service.app import DEFAULT_MAX_BODY, create_app
     from privface.service.auth import ApiKeys
+    from privface.service.bindings.im2020 import Im2020Service
+    from privface.service.bindings.kolberg import AUTH_LIMITS, KolbergService
     from privface.store.sqlite import SQLiteStore
 
     with SQLiteStore(tmp_path / "s.db") as store:

@@ -17,12 +17,12 @@ small_big = st.integers(min_value=0, max_value=2**136 - 1)
 lists = st.integers(min_value=0, max_value=6)
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
 
-register = st.builds(m.RegisterRequest, ids, big, big, st.integers(0, 2**16 - 1),
+register = st.builds(m.EnrolRequest, ids, big, big, st.integers(0, 2**16 - 1),
                      st.lists(small_big, max_size=6), st.lists(big, max_size=6),
                      st.one_of(st.none(), st.binary(max_size=128)))
 messages = st.one_of(
     register,
-    st.builds(m.RegisterResponse, ids, st.booleans()),
+    st.builds(m.EnrolResponse, ids, st.booleans()),
     st.builds(m.AuthStart, ids, st.lists(small_big, max_size=6), st.lists(big, max_size=6)),
     st.builds(m.AuthChallenge, big, st.lists(big, max_size=6)),
     st.builds(m.AuthFinish, small_big),
@@ -34,7 +34,7 @@ messages = st.one_of(
     st.builds(m.TPImageRequest, ids, big, big, st.integers(0, 2**16 - 1), st.binary(max_size=64)),
     st.builds(m.TPResponse, st.lists(small_big, max_size=6), st.lists(big, max_size=6), u64, u64,
               st.binary(max_size=128)),
-    st.builds(m.SignedRegisterRequest, ids, big, big, st.integers(0, 2**16 - 1), st.lists(small_big, max_size=6),
+    st.builds(m.SignedEnrolRequest, ids, big, big, st.integers(0, 2**16 - 1), st.lists(small_big, max_size=6),
               st.lists(big, max_size=6), u64, u64, st.binary(max_size=128)),
     st.builds(m.Revoked, ids, u64),
     st.builds(km.ChallengeRequest, ids),  # kolberg's verification challenge (issue 17, finding 6)
@@ -138,9 +138,9 @@ def test_schema_is_self_consistent_and_matches_the_dataclasses():
     assert len({msg["id"] for msg in schema["messages"]}) == len(schema["messages"])
     import dataclasses
 
-    for cls in (m.RegisterRequest, m.RegisterResponse, m.AuthStart, m.AuthChallenge, m.AuthFinish, m.AuthResult,
+    for cls in (m.EnrolRequest, m.EnrolResponse, m.AuthStart, m.AuthChallenge, m.AuthFinish, m.AuthResult,
                 m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse,
-                m.SignedRegisterRequest, m.Revoked):
+                m.SignedEnrolRequest, m.Revoked):
         assert [f.name for f in dataclasses.fields(cls)] == names[cls.WIRE_NAME]
     assert codec.VERSION == schema["version"]
 

@@ -19,8 +19,8 @@ import secrets
 import statistics
 import time
 
-from ..crypto._common import parallel_map
 from ..crypto.paillier import PaillierPublicKey, RnPool, generate_paillier_keypair
+from ..crypto.parallel import parallel_map
 from ..protocols.gsm import zk
 
 #: The issue's goal for Π_en-Enc + Π_en at ℓ = 256, m = 16 (seed 004 Fig. 8 on an i5-8365U: 2 200 + 5 008 ms).

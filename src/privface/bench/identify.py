@@ -17,7 +17,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 from threadpoolctl import threadpool_limits
 
-from ..crypto import _seal_arrays
+from ..crypto import seal_arrays
 from ..errors import PrivfaceError
 
 SCHEMES = ("plain", "hers", "idface-ckks", "idface-paillier", "cryptomask")
@@ -55,7 +55,7 @@ def _seal_add_time(scheme, blocks, query) -> float:
     """The same 2(β − 1) additions per block with SEAL ``add_inplace`` on SEAL ciphertext objects."""
     ctx, pid = scheme.public.seal_context, scheme.parms_id
     plus, minus = scheme.query(query)
-    seal_blocks = [[[_seal_arrays.ciphertext_from_array(ctx, pid, b.data[s, j]) for j in range(b.data.shape[1])]
+    seal_blocks = [[[seal_arrays.ciphertext_from_array(ctx, pid, b.data[s, j]) for j in range(b.data.shape[1])]
                     for s in (0, 1)] for b in blocks]
     ev = scheme.public.evaluator
     t = time.perf_counter()
@@ -102,7 +102,7 @@ def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, re
     plain_s, (plain_best, _) = _median(lambda: _plaintext(x, y), max(repeat, 5))
     with threadpool_limits(1):  # on a busy machine BLAS threads can cost more than they save at small N
         plain_s = min(plain_s, _median(lambda: _plaintext(x, y), max(repeat, 5))[0])
-    row = {"scheme": scheme, "n": n, "dim": dim, "beta": None, "enroll_s": 0.0, "identify_s": plain_s,
+    row = {"scheme": scheme, "n": n, "dim": dim, "beta": None, "enrol_s": 0.0, "identify_s": plain_s,
            "plaintext_identify_s": plain_s, "ratio": 1.0, "storage_bytes": int(x.nbytes), "comm_bytes": 0,
            "rounds": 0, "threads": ext.bfv.threads(),
            "answer_equals_plaintext": plain_best == k, "insecure_test_params": insecure_test_params}
@@ -124,10 +124,10 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     n, dim = x.shape
     extra = {}
     if scheme == "hers":
-        from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+        from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keypair
 
         params = LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36) if insecure else HERS_CKKS
-        pub, sec = generate_lattice_keys(params, insecure_test_params=insecure)
+        pub, sec = generate_lattice_keypair(params, insecure_test_params=insecure)
         public, secret, tau = HERS(pub, dim), HERSKey(sec), TAU["hers"]
         ref = x.astype(np.float64) @ y.astype(np.float64)
     else:
@@ -135,12 +135,12 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
         extra["beta"] = p.beta
         tau = int(TAU["idface"] * min(p.alpha, p.beta))
         if scheme == "idface-ckks":
-            from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+            from ..crypto.lattice import CKKS, LatticeParams, generate_lattice_keypair
             from ..protocols.idface import IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey
 
             params = (LatticeParams("ckks-2048-q60-toy", CKKS, 2048, (60, 60), scale_bits=36) if insecure
                       else IDFACE_CKKS)
-            pub, sec = generate_lattice_keys(params, insecure_test_params=insecure)
+            pub, sec = generate_lattice_keypair(params, insecure_test_params=insecure)
             public, secret = IDFaceCKKS(pub, p), IDFaceCKKSKey(sec, p)
         else:
             from ..crypto.paillier import generate_paillier_keypair
@@ -152,7 +152,7 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     local, key = LocalServer(public), KeyServer(secret, tau)
     t = time.perf_counter()
     local.enroll([str(i) for i in range(n)], x)
-    enroll_s = time.perf_counter() - t
+    enrol_s = time.perf_counter() - t
     ids = {s: i for i, s in enumerate(local.ids)}
     msgs = []
 
@@ -167,7 +167,7 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     expect = best if ref[best] >= tau else None
     msg = msgs[-1]
     comm = msg.nbytes if hasattr(msg, "arrays") else msg.nbytes(public.public)
-    extra.update({"enroll_s": round(enroll_s, 3), "identify_s": identify_s, "ip_db_s": ip_s, "rounds": 1,
+    extra.update({"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "ip_db_s": ip_s, "rounds": 1,
                   "storage_bytes": local.storage_bytes, "comm_bytes": comm, "blocks": len(local.blocks),
                   "templates_per_block": public.capacity, "answer": None if answer is None else ids[answer],
                   "answer_equals_plaintext": (None if answer is None else ids[answer]) == expect})
@@ -187,7 +187,7 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
     t = time.perf_counter()
     for lo in range(0, n, 1 << 14):
         cm.enrol(x[lo:lo + (1 << 14)])
-    enroll_s = time.perf_counter() - t
+    enrol_s = time.perf_counter() - t
     runs, cpu = [], []
 
     def once():
@@ -199,7 +199,7 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
     expect = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= cm.ts)
     run = runs[-1]
     phases = {k: statistics.median(r.seconds[k] for r in runs) for k in run.seconds}
-    return {"enroll_s": round(enroll_s, 3), "identify_s": identify_s, "identify_cpu_s": statistics.median(cpu),
+    return {"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "identify_cpu_s": statistics.median(cpu),
             "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "enrol_bytes": cm.enrol_bytes, "seconds_per_phase": phases,

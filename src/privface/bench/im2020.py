@@ -21,7 +21,7 @@ import numpy as np
 
 from ..eval.im2020_attacks import face_like_template
 from ..protocols.im2020 import AuthChallenge, Client, CompareChallenge, Im2020Params, RevokeRequest
-from ..protocols.im2020.service import Im2020Service
+from ..service.bindings.im2020 import Im2020Service
 from ..store import open_store
 from ..templates import quantize
 
@@ -48,8 +48,8 @@ def _templates(params: Im2020Params, face: bool):
 def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict, pool: bool):
     """(registration bytes, auth sizes, accepted): parties in one process, ``Im2020Service.handle`` direct."""
     service = Im2020Service(open_store("sqlite://"), params=params)
-    reg = client.register(enrolled).to_bytes()
-    reg_resp = service.handle("register", reg, None).body
+    reg = client.enrol(enrolled).to_bytes()
+    reg_resp = service.handle("enrol", reg, None).body
     if pool:
         client.prepare()
     sizes = accepted = None
@@ -90,7 +90,7 @@ def _run_in_process(params: Im2020Params, client: Client, enrolled, probe, repea
 def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int, c1, t: dict, pool: bool):
     """The same over loopback HTTP to a `privface serve` child process: S1/S2 from its Server-Timing header,
     network = HTTP wall time − server compute."""
-    from ..protocols.im2020 import remote
+    from ..service.clients import im2020 as remote
     from ..service.launch import serve_subprocess
 
     options = (["--insecure-test-params"] if params.insecure_test_params
@@ -99,7 +99,7 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
     with tempfile.TemporaryDirectory() as tmp, \
             serve_subprocess("im2020", f"sqlite:///{tmp}/bench.db", options) as url, \
             remote.service_client(url) as http:
-        _, reg = remote.register(http, client, enrolled)
+        _, reg = remote.enrol(http, client, enrolled)
         if pool:
             client.prepare()
         sizes = accepted = None
@@ -151,7 +151,7 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
     client = Client("bench", params, workers=workers, precompute=True)  # a long-lived client: tables built once
     t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network", "s3", "s2_fin", "c2_full", "c2_offline")}
     run = {"in-process": _run_in_process, "http": _run_http}[transport]
-    registration_bytes, sizes, accepted = run(params, client, enrolled, probe, repeat, c1, t, pool)
+    enrol_bytes, sizes, accepted = run(params, client, enrolled, probe, repeat, c1, t, pool)
     med = {k: round(statistics.median(v) * 1000, 3) if v else None for k, v in t.items()}
     network = med["network"] or 0.0
     k = params.dims
@@ -171,11 +171,11 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
         "total_ms": round(med["c2"] + med["s1"] + med["c3"] + last + network, 3),
         "transport": transport, "repeat": repeat, "workers": workers or os.cpu_count() or 1,
         "auth_bytes": sum(sizes), "auth_bytes_by_message": dict(zip(names, sizes)), "mode": params.mode,
-        "registration_bytes": registration_bytes,
-        "paper_auth_bytes": 268 * k + 140, "paper_registration_bytes": 140 * k + 264,
+        "enrol_bytes": enrol_bytes,
+        "paper_auth_bytes": 268 * k + 140, "paper_enrol_bytes": 140 * k + 264,
         # the same formulas at this level: |M| = k_JL/8 bytes, |Ĉ| = |N| bytes (paper: 12 and 128)
         "formula_auth_bytes": k * (m_bytes + n_bytes) + (k + 1) * n_bytes + m_bytes,
-        "formula_registration_bytes": k * (m_bytes + n_bytes) + 2 * n_bytes + 8,
+        "formula_enrol_bytes": k * (m_bytes + n_bytes) + 2 * n_bytes + 8,
         "randomness_pool": pool, "c2_offline_ms": med["c2_offline"], "c2_encrypt_full_ms": med["c2_full"],
         "total_ms_without_pool": round(med["c2_full"] + med["s1"] + med["c3"] + last + network, 3),
         "accepted": accepted, "goal_total_ms": 100,
@@ -198,7 +198,7 @@ def bench_im2020(levels=(112, 128), *, repeat: int = 10, workers: int | None = N
 
 def format_table(rows: list[dict]) -> str:
     cols = ("security_bits", "c1_face_ms", "c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s2_unblind_ms",
-            "network_ms", "total_ms", "auth_bytes", "registration_bytes")
+            "network_ms", "total_ms", "auth_bytes", "enrol_bytes")
     if any("s3_compare_ms" in r for r in rows):
         cols += ("s3_compare_ms", "compare_bytes")
     lines = ["  ".join(f"{c:>16}" for c in cols)]

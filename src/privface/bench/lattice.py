@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ..crypto.lattice import BFV_128, CKKS_128, generate_lattice_keys
+from ..crypto.lattice import BFV_128, CKKS_128, generate_lattice_keypair
 from ..crypto.ntru import NTRU_1024, generate_ntru_keypair
 from ..templates import quantize
 from ..templates.lssc import equal_frequency_edges, lssc_binarize
@@ -47,7 +47,7 @@ def _row(scheme: str, dim: int, security_bits: int, keygen_ms: float, encrypt_ms
 
 
 def _seal_row(params, dim: int, a, b, threshold, repeat: int) -> dict:
-    keygen_ms, (pub, sec) = _median_ms(lambda: generate_lattice_keys(params), max(3, repeat // 3))
+    keygen_ms, (pub, sec) = _median_ms(lambda: generate_lattice_keypair(params), max(3, repeat // 3))
     encrypt_ms, ref = _median_ms(lambda: pub.encrypt_template(a), repeat)
     probe = pub.encrypt_probe(b)
     compare_ms, _ = _median_ms(lambda: sec.decrypt_distance(pub.squared_distance(ref, probe)) <= threshold, repeat)

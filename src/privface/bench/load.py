@@ -34,7 +34,8 @@ def _client_process(url: str, api_key: str, params, identities: list, threads: i
                     barrier, results) -> None:
     """``threads`` clients in one process: each authenticates its identity until the deadline."""
     from ..crypto.joye_libert import JoyeLibertPrivateKey
-    from ..protocols.im2020 import Client, remote
+    from ..protocols.im2020 import Client
+    from ..service.clients import im2020 as remote
 
     clients = []
     for i in range(threads):
@@ -83,8 +84,9 @@ def bench_load(protocol: str = "im2020", *, concurrency: int = 50, seconds: floa
     if protocol != "im2020":
         raise ValueError("bench load drives im2020 (the only protocol with a load client so far)")
     from ..eval.im2020_attacks import face_like_template
-    from ..protocols.im2020 import Client, Im2020Params, remote
+    from ..protocols.im2020 import Client, Im2020Params
     from ..service.auth import ApiKeys
+    from ..service.clients import im2020 as remote
     from ..service.launch import serve_subprocess
     from ..store import open_store
 
@@ -106,7 +108,7 @@ def bench_load(protocol: str = "im2020", *, concurrency: int = 50, seconds: floa
                 for i in range(identities):
                     client = Client(f"load-{i}", params)
                     ref = face_like_template(params, rng)
-                    remote.register(http, client, ref)
+                    remote.enrol(http, client, ref)
                     probe = np.clip(ref + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs)
                     sk = client._sk
                     people.append((client.subject_id, (int(sk.p), int(sk.q), int(client.pk.k), int(client.pk.y)),

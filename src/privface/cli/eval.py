@@ -15,39 +15,48 @@ from .common import (
 )
 
 
-def cmd_eval(a) -> int:
+def _im2020_params(a):
+    params = im2020_params(a)
+    if params.mode != "basic" and a.pairs is None and not a.yes:
+        raise PrivfaceError("--mode secure-comparison runs a garbled circuit per pair (hours for all ORL "
+                            "pairs): pass --pairs N, or --yes to run them all")
+    return params
+
+
+def _gsm_params(a):
+    if a.tau is not None:
+        raise PrivfaceError("--tau applies to --protocol im2020 only (gsm: --cos-threshold)")
+    return gsm_params(a)  # eval sets ℓ to the embedding dimension
+
+
+def _kolberg_params(a):
+    from ..protocols.kolberg import KolbergParams
+    from ..protocols.kolberg.params import SCHEMES as KOLBERG_SCHEMES
+
+    check_choice("--scheme", a.scheme, KOLBERG_SCHEMES)
+    if a.tau is not None:
+        raise PrivfaceError("--tau applies to --protocol im2020 only (kolberg uses the plaintext EER threshold)")
+    return KolbergParams(a.scheme or "ckks")
+
+
+def _plain_params(a):
+    if a.pairs is not None or a.tau is not None:
+        raise PrivfaceError("--pairs applies to --protocol im2020, gsm or kolberg, --tau to im2020 only")
+    return None
+
+
+#: 1:1 verification over every pair of the dataset: the protocol's parameters from the options.
+PAIR_PARAMS = {"plain": _plain_params, "im2020": _im2020_params, "gsm": _gsm_params, "kolberg": _kolberg_params}
+
+
+def _eval_pairs(a) -> int:
+    """`eval --protocol plain|im2020|gsm|kolberg`: verification accuracy over the dataset's pairs (eval.run)."""
     from ..eval.datasets import load
     from ..eval.run import evaluate
 
-    if a.protocol in ("idface", "hers"):
-        return _eval_identification(a)
-    if a.protocol == "cryptomask":
-        return _eval_cryptomask(a)
     if a.beta is not None or a.centring is not None or a.probes is not None or a.lift is not None:
         raise PrivfaceError("--beta, --centring, --lift and --probes apply to --protocol idface or hers only")
-    if a.protocol == "kolberg":  # before loading the dataset: a bad --scheme is a usage error, not a traceback
-        from ..protocols.kolberg.params import SCHEMES as KOLBERG_SCHEMES
-
-        check_choice("--scheme", a.scheme, KOLBERG_SCHEMES)
-    ds = load(a.dataset, a.data_root)
-    params = None
-    if a.protocol == "im2020":
-        params = im2020_params(a)
-        if params.mode != "basic" and a.pairs is None and not a.yes:
-            raise PrivfaceError("--mode secure-comparison runs a garbled circuit per pair (hours for all ORL "
-                                "pairs): pass --pairs N, or --yes to run them all")
-    elif a.protocol == "gsm":
-        if a.tau is not None:
-            raise PrivfaceError("--tau applies to --protocol im2020 only (gsm: --cos-threshold)")
-        params = gsm_params(a)  # eval sets ℓ to the embedding dimension
-    elif a.protocol == "kolberg":
-        if a.tau is not None:
-            raise PrivfaceError("--tau applies to --protocol im2020 only (kolberg uses the plaintext EER threshold)")
-        from ..protocols.kolberg import KolbergParams
-
-        params = KolbergParams(a.scheme or "ckks")
-    elif a.pairs is not None or a.tau is not None:
-        raise PrivfaceError("--pairs applies to --protocol im2020, gsm or kolberg, --tau to im2020 only")
+    params = PAIR_PARAMS[a.protocol](a)  # before loading the dataset: a bad option is a usage error
     if a.protocol != "kolberg" and a.scheme:
         raise PrivfaceError("--scheme applies to --protocol kolberg or idface only")
     if a.scheme == "paillier":
@@ -56,6 +65,7 @@ def cmd_eval(a) -> int:
         raise PrivfaceError("--mode and --checkpoint apply to --protocol im2020 only")
     if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
         raise PrivfaceError("--variant, --cos-threshold and --m apply to --protocol gsm only")
+    ds = load(a.dataset, a.data_root)
     checkpoint = None if a.no_checkpoint else (a.checkpoint or "auto")
     out = evaluate(ds, backend_spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
                    progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
@@ -110,12 +120,21 @@ def _eval_cryptomask(a) -> int:
     return 0
 
 
+#: eval --protocol: how each protocol is evaluated.
+EVALS = {**dict.fromkeys(PAIR_PARAMS, _eval_pairs), "idface": _eval_identification, "hers": _eval_identification,
+         "cryptomask": _eval_cryptomask}
+
+
+def cmd_eval(a) -> int:
+    return EVALS[a.protocol](a)
+
+
 def register(sub) -> None:
     """eval."""
     s = sub.add_parser("eval", help="verification accuracy on a dataset")
     s.add_argument("--dataset", required=True, help="orl, lfw, or a folder with one sub-folder per identity")
     s.add_argument("--protocol", default="plain",
-                   choices=["plain", "im2020", "gsm", "kolberg", "idface", "hers", "cryptomask"],
+                   choices=list(EVALS),
                    help="plain: quantized templates in the clear; im2020, gsm, kolberg: every pair through the "
                         "encrypted protocol; idface, hers, cryptomask: 1:N identification (one image per identity "
                         "enrolled, the rest probed) encrypted vs plaintext (cryptomask: the verifier's 1 bit)")

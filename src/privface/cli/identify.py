@@ -37,7 +37,7 @@ def _identify_embedding(a):
 
 def _ident_client(a) -> int:
     """identify --protocol ident --server URL: the hers / idface local server (seed 003 §3.2) over HTTP."""
-    from ..protocols.hers.remote import IdentClient
+    from ..service.clients.hers import IdentClient
 
     x, face_ms = _identify_embedding(a)
     with IdentClient(a.server, **http_kw(a)) as http:
@@ -54,8 +54,8 @@ def _ident_client(a) -> int:
 
 def _cryptomask_client(a) -> int:
     """identify --protocol cryptomask --server URL --key-store URL: the verifier (sk_v) against a CS (seed 001)."""
-    from ..protocols.cryptomask.remote import VerifierClient
     from ..scale.cryptomask_identify import ANSWER
+    from ..service.clients.cryptomask import VerifierClient
 
     if a.scheme not in (None, "cryptomask") or a.ray or a.workers:
         raise PrivfaceError("--protocol cryptomask takes --key-store and --name (no --scheme, --ray, --workers)")
@@ -83,23 +83,37 @@ def _print_bit(out: dict, face_ms, as_json: bool) -> None:
     print(out["answer"])
 
 
+def _server_only(a) -> None:
+    """kolberg and ident over HTTP take none of the local gallery's options."""
+    if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
+        raise PrivfaceError("--scheme idface-ckks|idface-paillier|hers, --key-store, --name, --ray and "
+                            "--workers go with --gallery")
+
+
+def _kolberg_client(a) -> int:
+    """identify --server URL: a kolberg DB server (seed 002)."""
+    _server_only(a)
+    return cmd_kolberg_client(a)
+
+
+def _ident_server(a) -> int:
+    _server_only(a)
+    if a.scheme is not None:
+        raise PrivfaceError("--scheme does not go with --protocol ident: the local server's gallery has one")
+    return _ident_client(a)
+
+
+#: identify --server: the client of each protocol (--protocol).
+SERVER_CLIENTS = {"kolberg": _kolberg_client, "ident": _ident_server, "cryptomask": _cryptomask_client}
+
+
 def cmd_identify(a) -> int:
-    """identify: kolberg over HTTP (--server) or against a local encrypted gallery (--gallery)."""
-    if a.server and a.protocol == "cryptomask":
-        return _cryptomask_client(a)
+    """identify: over HTTP (--server, a client from SERVER_CLIENTS) or against a local encrypted gallery."""
     if a.server:
-        if a.scheme in GALLERY_SCHEMES or a.key_store or a.ray or a.workers or a.name:
-            raise PrivfaceError("--scheme idface-ckks|idface-paillier|hers, --key-store, --name, --ray and "
-                                "--workers go with --gallery")
-        if a.protocol == "ident":
-            if a.scheme is not None:
-                raise PrivfaceError("--scheme does not go with --protocol ident: the local server's gallery has one")
-            return _ident_client(a)
-        return cmd_kolberg_client(a)
+        return SERVER_CLIENTS[a.protocol](a)
     if a.protocol in ("ident", "cryptomask"):
         who = "the local server's" if a.protocol == "ident" else "the CS's"
         raise PrivfaceError(f"--protocol {a.protocol} goes with --server ({who} URL)")
-    from ..scale import Gallery, identify
     from ..scale.layout import stored_scheme
 
     if a.scheme is not None and a.scheme not in GALLERY_SCHEMES:
@@ -109,6 +123,13 @@ def cmd_identify(a) -> int:
     name = a.name or "default"
     if stored_scheme(a.gallery, name) == "cryptomask":
         return _identify_cryptomask(a, name)
+    return _identify_gallery(a, name)
+
+
+def _identify_gallery(a, name: str) -> int:
+    """identify --gallery with a hers / idface gallery (seed 003): the id found, or nobody."""
+    from ..scale import Gallery, identify
+
     gallery_scheme = Gallery(a.gallery, name).settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
         raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
@@ -156,7 +177,7 @@ def register(sub) -> None:
                                                          "(auto: a local Ray; else a cluster address)")
     s.add_argument("--workers", type=int, help="--ray: number of shards (default: the cluster's CPUs)")
     s.add_argument("--name", help="--gallery, --protocol cryptomask: which gallery (default: default)")
-    s.add_argument("--protocol", choices=["kolberg", "ident", "cryptomask"], default="kolberg",
+    s.add_argument("--protocol", choices=list(SERVER_CLIENTS), default="kolberg",
                    help="--server: kolberg DB server (default), ident local server (`serve --protocol ident "
                         "--role local`) or cryptomask CS (`serve --protocol cryptomask --role cs`; with --key-store, "
                         "the verifier's keys)")

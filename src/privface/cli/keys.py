@@ -55,8 +55,8 @@ def cmd_rotate_keys(a) -> int:
     if a.protocol != "kolberg":
         raise PrivfaceError("rotate-keys supports --protocol kolberg only")
     from ..protocols.kolberg import KolbergParams
-    from ..protocols.kolberg.remote import HttpAuth
     from ..protocols.kolberg.rotation import rotate_keys
+    from ..service.clients.kolberg import HttpAuth
     from ..store import open_store
 
     with open_store(a.db) as store, HttpAuth(a.auth_url, **http_kw(a)) as auth:

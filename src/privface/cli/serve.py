@@ -212,7 +212,7 @@ def cmd_serve(a) -> int:
                          max_sessions_per_caller=a.max_sessions_per_caller, keys=keys, **limits)
         for svc in services:
             if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
-                from ..protocols.gsm.service import provider_key_bytes
+                from ..service.bindings.gsm import provider_key_bytes
 
                 note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
             if svc.name == "gsm" and svc.role == "terminal" and svc.allow_pi1:

@@ -1,4 +1,4 @@
-"""1:1 verification clients over HTTP: enroll, verify, revoke (im2020, kolberg)."""
+"""1:1 verification clients over HTTP: enrol, verify, revoke (im2020, kolberg)."""
 from __future__ import annotations
 
 from .common import (
@@ -16,7 +16,7 @@ from .common import (
 def _key_path(a):
     from pathlib import Path
 
-    from ..protocols.im2020.remote import default_key_path
+    from ..service.clients.im2020 import default_key_path
 
     return Path(a.key).expanduser() if a.key else default_key_path(a.server, a.id)
 
@@ -33,14 +33,18 @@ def _face_template(a, params):
     return template, round((time.perf_counter() - t0) * 1000, 3)
 
 
-def cmd_enroll(a) -> int:
+ENROL = ("enrol", "enroll")  # the command and its alias (argparse stores the name typed)
+
+
+def cmd_enrol(a) -> int:
     if getattr(a, "protocol", "im2020") == "kolberg":
         return cmd_kolberg_client(a)
     import time
 
     from ..protocols.common import check_subject_id
-    from ..protocols.im2020 import Client, remote
+    from ..protocols.im2020 import Client
     from ..protocols.im2020.parties import PROTOCOL
+    from ..service.clients import im2020 as remote
 
     t0 = time.perf_counter()
     check_subject_id(PROTOCOL, a.id)
@@ -54,7 +58,7 @@ def cmd_enroll(a) -> int:
     pending = remote.PendingKey(path, remote.key_record(client, a.server), force=a.force)
     try:
         with remote.service_client(a.server, **http_kw(a)) as http:
-            resp, st = remote.register(http, client, template)
+            resp, st = remote.enrol(http, client, template)
     except BaseException:
         pending.discard()
         raise
@@ -71,7 +75,7 @@ def cmd_verify(a) -> int:
         return cmd_kolberg_client(a)
     import time
 
-    from ..protocols.im2020 import remote
+    from ..service.clients import im2020 as remote
 
     t0 = time.perf_counter()
     client, record = remote.load_client(_key_path(a), workers=a.workers)
@@ -93,8 +97,8 @@ def cmd_revoke(a) -> int:
     if getattr(a, "protocol", "im2020") == "kolberg":
         return cmd_kolberg_client(a)
     from ..protocols.common import check_subject_id
-    from ..protocols.im2020 import remote
     from ..protocols.im2020.parties import PROTOCOL
+    from ..service.clients import im2020 as remote
 
     check_subject_id(PROTOCOL, a.id)
     with remote.service_client(a.server, **http_kw(a)) as http:
@@ -121,13 +125,13 @@ def _kolberg_embedding(a):
 
 def _kolberg_client(a):
     from ..protocols.kolberg import KolbergParams
-    from ..protocols.kolberg.remote import KolbergClient
+    from ..service.clients.kolberg import KolbergClient
 
     return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"), **http_kw(a))
 
 
 def cmd_kolberg_client(a) -> int:
-    """enroll / verify / identify / revoke against a kolberg DB server (no client key file: the auth
+    """enrol / verify / identify / revoke against a kolberg DB server (no client key file: the auth
     server's public key is fetched from the DB server)."""
     from ..protocols.common import check_subject_id
     from ..protocols.kolberg.parties import PROTOCOL
@@ -137,7 +141,7 @@ def cmd_kolberg_client(a) -> int:
     x, face_ms = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None)
     with _kolberg_client(a) as http:
         out = {"protocol": "kolberg", "scheme": http.params.scheme}
-        if a.cmd == "enroll":
+        if a.cmd in ENROL:
             out.update(id=a.id, replaced=http.enrol(a.id, x).replaced)
         elif a.cmd == "verify":
             out.update(id=a.id, accepted=http.verify(a.id, x))
@@ -172,15 +176,16 @@ def kolberg_args(s) -> None:
 
 
 def register(sub) -> None:
-    """enroll, verify, revoke."""
-    s = sub.add_parser("enroll", help="over HTTP: embed the face and enrol it encrypted (im2020: make a key pair, "
-                                      "register C = Enc(Γ); kolberg: under the auth server's public key)")
+    """enrol (alias enroll), verify, revoke."""
+    s = sub.add_parser("enrol", aliases=["enroll"],
+                       help="over HTTP: embed the face and enrol it encrypted (im2020: make a key pair, send "
+                            "C = Enc(Γ); kolberg: under the auth server's public key)")
     client_args(s)
     kolberg_args(s)
     s.add_argument("--force", action="store_true", help="replace an existing key file")
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="key size level")
     s.add_argument("--insecure-test-params", action="store_true", help="toy key sizes — tests only, INSECURE")
-    s.set_defaults(func=cmd_enroll)
+    s.set_defaults(func=cmd_enrol)
 
     s = sub.add_parser("verify", help="over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
     client_args(s)

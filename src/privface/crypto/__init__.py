@@ -13,7 +13,6 @@ The lattice half, imported by module: ``lattice`` (CKKS/BFV on SEAL through tens
 
 Keys below 2048 bits exist only with ``insecure_test_params=True``.
 """
-from ._common import MIN_MODULUS_BITS, SECURITY_BITS, security_bits
 from .joye_libert import (
     JL_112,
     JL_128,
@@ -24,6 +23,7 @@ from .joye_libert import (
     generate_joye_libert_keypair,
 )
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
+from .numbers import MIN_MODULUS_BITS, SECURITY_BITS, security_bits
 from .paillier import (
     PaillierCiphertext,
     PaillierPrivateKey,

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import gmpy2
 
 from ..errors import CryptoError
-from ._common import as_int, centered, pack, security_bits, unpack
+from ._format import pack, unpack
+from .numbers import as_int, centered, security_bits
 
 
 class GroupCiphertext:

@@ -12,7 +12,7 @@ Joye–Libert).
 
 Level-2 decryption runs its independent base decryptions on several threads (the base key's batched
 ``decrypt_many`` when it has one); gmpy2 releases the GIL inside big-integer operations in those threads
-(``_common.release_gil``), so they use all cores. ``encrypt_many`` batches level-1 encryption the same way,
+(``parallel.release_gil``), so they use all cores. ``encrypt_many`` batches level-1 encryption the same way,
 and ``esed_scaled`` computes BlindESED's r²·ESED with one multi-exponentiation for α.
 (Seed 000 §IV-A writes β̄_i = β_i ⊞ β'_i; the difference ā_i = a_i − a'_i needs β_i ⊟ β'_i, as in its eq. 4.)
 """
@@ -26,17 +26,9 @@ from typing import Any
 import gmpy2
 
 from ..errors import CryptoError
-from ._common import (
-    as_int,
-    batch_invert,
-    centered,
-    default_workers,
-    multiexp,
-    parallel_map,
-    random_below_many,
-    run_chunks,
-)
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
+from .numbers import as_int, batch_invert, centered, multiexp, random_below_many
+from .parallel import default_workers, parallel_map, run_chunks
 
 _CIPHERTEXT_TYPES: set[type] = set()
 

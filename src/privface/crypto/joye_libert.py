@@ -55,18 +55,9 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import (
-    as_int,
-    check_modulus_bits,
-    crt,
-    fingerprint,
-    gil_held,
-    random_below_many,
-    random_prime,
-    random_unit,
-    security_bits,
-    thread_map,
-)
+from ._format import fingerprint
+from .numbers import as_int, check_modulus_bits, crt, random_below_many, random_prime, random_unit, security_bits
+from .parallel import gil_held, thread_map
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
-from . import _seal_io
+from . import seal_io
 from ._bytes import expect_magic
 
 CKKS, BFV = "ckks", "bfv"
@@ -153,12 +153,12 @@ class LatticeCiphertext:
     def to_bytes(self) -> bytes:
         """MAGIC · kind · params fingerprint · public-key fingerprint · dim · SEAL object (zstd-compressed)."""
         return (_CT_MAGIC + bytes([self.KINDS.index(self.kind)]) + self.context.params.fingerprint
-                + self.context.fingerprint + struct.pack("<I", self.dim) + _seal_io.save(self.seal))
+                + self.context.fingerprint + struct.pack("<I", self.dim) + seal_io.save(self.seal))
 
     def coefficients(self) -> np.ndarray:
         """The ciphertext's polynomials as uint64 words, shape (size, primes, N): RNS residues, NTT form for CKKS."""
         k = self.seal.coeff_modulus_size()
-        words = _seal_io.data_array(_seal_io.save(self.seal), self.seal.size() * k * self.context.n, "ciphertext")
+        words = seal_io.data_array(seal_io.save(self.seal), self.seal.size() * k * self.context.n, "ciphertext")
         return words.reshape(self.seal.size(), k, self.context.n)
 
     def __len__(self) -> int:
@@ -189,7 +189,7 @@ class LatticePublicContext:
         if batching:  # BFV slots need a prime t ≡ 1 (mod 2N)
             self.encoder = (sealapi.CKKSEncoder if params.scheme == CKKS else sealapi.BatchEncoder)(seal_context)
         self._levels = self._chain()
-        self.fingerprint = hashlib.sha256(_seal_io.save(public_key)).digest()[:8]
+        self.fingerprint = hashlib.sha256(seal_io.save(public_key)).digest()[:8]
         n = params.poly_modulus_degree
         self._slot_index = np.array([pow(3, j, 2 * n) for j in range(n // 2)])
 
@@ -235,7 +235,7 @@ class LatticePublicContext:
         c = _vector(coeffs, self.n, integer=self.scheme == BFV)
         if self.scheme == BFV:
             t = self.params.plain_modulus
-            return _seal_io.load_plaintext(self.seal_context, (0, 0, 0, 0), c.astype(object) % t, 1.0)
+            return seal_io.load_plaintext(self.seal_context, (0, 0, 0, 0), c.astype(object) % t, 1.0)
         # CKKS: slot values are the evaluations c(ζ^{3^j}), ζ = e^{iπ/N}; SEAL's encoder inverts that map.
         full = np.zeros(2 * self.n)
         full[:c.size] = c
@@ -374,13 +374,13 @@ class LatticePublicContext:
         if self.scheme == BFV:
             r = _uniform(self.params.plain_modulus, n)
             r[0] = 0
-            return _seal_io.load_plaintext(self.seal_context, (0, 0, 0, 0), r, 1.0)
+            return seal_io.load_plaintext(self.seal_context, (0, 0, 0, 0), r, 1.0)
         rows = []
         for q in self._levels[tuple(ct.parms_id())]:
             r = _uniform(q, n)
             r[-1] = (-_exact_sum(r[:-1])) % q
             rows.append(r)
-        return _seal_io.load_plaintext(self.seal_context, ct.parms_id(), np.concatenate(rows), ct.scale)
+        return seal_io.load_plaintext(self.seal_context, ct.parms_id(), np.concatenate(rows), ct.scale)
 
     # ------------------------------------------------------------------ blind re-encryption (key rotation)
     def blind(self, c: LatticeCiphertext) -> tuple[LatticeCiphertext, LatticeMask]:
@@ -405,7 +405,7 @@ class LatticePublicContext:
     # ------------------------------------------------------------------ serialization
     def to_bytes(self) -> bytes:
         """Public context: params · public key · relinearisation keys · Galois keys (SEAL, zstd). No secret."""
-        parts = [_seal_io.save(k) if k is not None else b""
+        parts = [seal_io.save(k) if k is not None else b""
                  for k in (self.public_key, self.relin_keys, self.galois_keys)]
         return (_PUB_MAGIC + bytes([self.insecure_test_params]) + self.params.encode()
                 + b"".join(struct.pack("<Q", len(p)) + p for p in parts))
@@ -427,9 +427,9 @@ class LatticePublicContext:
             pos += 8 + size
         if pos != len(blob) or not parts[0]:
             raise CryptoError("public lattice context: trailing bytes or no public key")
-        pk = _seal_io.load(sealapi.PublicKey(), ctx, parts[0], "public key")
-        rk = _seal_io.load(sealapi.RelinKeys(), ctx, parts[1], "relinearisation keys") if parts[1] else None
-        gk = _seal_io.load(sealapi.GaloisKeys(), ctx, parts[2], "Galois keys") if parts[2] else None
+        pk = seal_io.load(sealapi.PublicKey(), ctx, parts[0], "public key")
+        rk = seal_io.load(sealapi.RelinKeys(), ctx, parts[1], "relinearisation keys") if parts[1] else None
+        gk = seal_io.load(sealapi.GaloisKeys(), ctx, parts[2], "Galois keys") if parts[2] else None
         return cls(params, ctx, pk, rk, gk, insecure_test_params=insecure_test_params)
 
     def ciphertext_from_bytes(self, blob: bytes, *, kind: str | None = None) -> LatticeCiphertext:
@@ -449,7 +449,7 @@ class LatticePublicContext:
         (dim,) = struct.unpack_from("<I", blob, 17)
         if dim > self.n:
             raise CryptoError("lattice ciphertext: dimension larger than N")
-        ct = _seal_io.load(sealapi.Ciphertext(), self.seal_context, blob[21:], "lattice ciphertext")
+        ct = seal_io.load(sealapi.Ciphertext(), self.seal_context, blob[21:], "lattice ciphertext")
         sizes = (2,) if got in ("template", "probe") else (2, 3)
         if ct.size() not in sizes or tuple(ct.parms_id()) not in self._levels:
             raise CryptoError(f"lattice ciphertext: size {ct.size()} / level not valid for a {got} ciphertext")
@@ -475,7 +475,7 @@ class LatticeMask:
         return LatticeMask(self.parms_id, self.scale, self.moduli, (q - self.values) % q)
 
     def plaintext(self, seal_context):
-        return _seal_io.load_plaintext(seal_context, self.parms_id, self.values, self.scale)
+        return seal_io.load_plaintext(seal_context, self.parms_id, self.values, self.scale)
 
 
 class PlainProbe:
@@ -532,7 +532,7 @@ class LatticeSecretContext:
         """m₀ = N⁻¹ Σ_j NTT_j (mod q_i) per prime, CRT, centred."""
         primes = self.public._levels[tuple(ct.parms_id())]
         n = self.public.n
-        values = _seal_io.data_array(_seal_io.save(pt), n * len(primes), "plaintext").reshape(len(primes), n)
+        values = seal_io.data_array(seal_io.save(pt), n * len(primes), "plaintext").reshape(len(primes), n)
         m, modulus = 0, 1
         for i, q in enumerate(primes):
             r = _exact_sum(values[i]) * pow(n, -1, q) % q
@@ -551,11 +551,11 @@ class LatticeSecretContext:
             values = np.zeros(self.public.n, dtype=np.uint64)
             k = min(pt.coeff_count(), self.public.n)
             values[:k] = list(map(pt.__getitem__, range(k)))
-            plain = _seal_io.load_plaintext(new.seal_context, (0, 0, 0, 0), values, 1.0)
+            plain = seal_io.load_plaintext(new.seal_context, (0, 0, 0, 0), values, 1.0)
         else:
             primes = self.public._levels[tuple(c.seal.parms_id())]
             values = np.array(list(map(pt.__getitem__, range(self.public.n * len(primes)))), dtype=np.uint64)
-            plain = _seal_io.load_plaintext(new.seal_context, tuple(c.seal.parms_id()), values, c.seal.scale)
+            plain = seal_io.load_plaintext(new.seal_context, tuple(c.seal.parms_id()), values, c.seal.scale)
         return new._wrap(plain, c.kind, c.dim)
 
     def noise_budget(self, c: LatticeCiphertext) -> int:
@@ -566,21 +566,21 @@ class LatticeSecretContext:
 
     def secret_to_bytes(self) -> bytes:
         """The secret key alone (for the key holder's own storage; never sent)."""
-        return _SEC_MAGIC + self.public.fingerprint + _seal_io.save(self._secret_key)
+        return _SEC_MAGIC + self.public.fingerprint + seal_io.save(self._secret_key)
 
     @classmethod
     def from_bytes(cls, public: LatticePublicContext, blob: bytes) -> LatticeSecretContext:
         blob = expect_magic(blob, _SEC_MAGIC, "lattice secret key")
         if blob[:8] != public.fingerprint:
             raise CryptoError("lattice secret key belongs to another public key")
-        sk = _seal_io.load(sealapi.SecretKey(), public.seal_context, blob[8:], "lattice secret key")
+        sk = seal_io.load(sealapi.SecretKey(), public.seal_context, blob[8:], "lattice secret key")
         return cls(public, sk)
 
     def __repr__(self) -> str:
         return f"LatticeSecretContext({self.public.params.name})"
 
 
-def generate_lattice_keys(params: LatticeParams = CKKS_128, *, relin: bool = False, galois: bool = False,
+def generate_lattice_keypair(params: LatticeParams = CKKS_128, *, relin: bool = False, galois: bool = False,
                           insecure_test_params: bool = False) -> tuple[LatticePublicContext, LatticeSecretContext]:
     """(public context, secret context). Relinearisation / Galois keys only on request (they dominate key bytes)."""
     ctx = _seal_context(params, insecure_test_params)

@@ -30,7 +30,7 @@ import nacl.bindings as nacl
 from gmpy2 import mpz
 
 from ..errors import CryptoError
-from ._common import thread_map
+from .parallel import thread_map
 
 EXPONENT_BITS = 256
 MAX_TRANSFERS = 1 << 20

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..errors import CryptoError
-from ._common import as_int
+from .numbers import as_int
 
 LAYOUTS = ("gsm", "ternary")
 

@@ -27,8 +27,10 @@ from gmpy2 import mpz
 
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
-from ._common import as_int, check_modulus_bits, crt, fingerprint, parallel_map, random_prime, random_unit
+from ._format import fingerprint
 from .joye_libert import fixed_base_pow, fixed_base_table
+from .numbers import as_int, check_modulus_bits, crt, random_prime, random_unit
+from .parallel import parallel_map
 
 
 class PaillierCiphertext(GroupCiphertext):

@@ -84,11 +84,11 @@ class RNSBasis:
 
 def secret_coefficients(basis: RNSBasis, seal_context, evaluator, secret_key) -> np.ndarray:
     """A SEAL secret key as its ternary coefficients (int64, N): SEAL keeps it in NTT form over qP; the data
-    limbs go back through SEAL's inverse NTT (``_seal_arrays``), and all limbs must agree on one ternary s."""
-    from . import _seal_arrays
+    limbs go back through SEAL's inverse NTT (``seal_arrays``), and all limbs must agree on one ternary s."""
+    from . import seal_arrays
 
-    ntt = _seal_arrays.plaintext_to_array(secret_key.data()).reshape(basis.L + 1, basis.n)
-    coeffs = _seal_arrays.inverse_ntt(seal_context, evaluator, seal_context.first_parms_id(), ntt[None, :basis.L])[0]
+    ntt = seal_arrays.plaintext_to_array(secret_key.data()).reshape(basis.L + 1, basis.n)
+    coeffs = seal_arrays.inverse_ntt(seal_context, evaluator, seal_context.first_parms_id(), ntt[None, :basis.L])[0]
     q = np.array(basis.q, dtype=np.uint64)[:, None]
     s = np.where(coeffs == q - 1, -1, coeffs.astype(np.int64))
     if not (np.all(np.abs(s) <= 1) and np.all(s == s[0])):

@@ -63,7 +63,7 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
     cm = CryptoMask(x.shape[1], tau=tau, insecure_test_params=insecure_test_params)
     t = time.perf_counter()
     cm.enrol(x[g])
-    enroll_s = time.perf_counter() - t
+    enrol_s = time.perf_counter() - t
 
     qg, qp = encoding.quantize(x[g]), encoding.quantize(x[probe_rows])
     bit_quantized = (qg @ qp.T).max(axis=0) >= cm.ts
@@ -99,7 +99,7 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
             "tau_fpir_1e-2_plaintext": tau_probes, "default_tau": default, "default_tau_source": default_source,
             "tpir_default_tau": rate(bit_enc, mat) if tau == default else None,
             "fpir_default_tau": rate(bit_enc, non) if tau == default else None,
-            "enroll_s": round(enroll_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),
+            "enrol_s": round(enrol_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),
             "storage_bytes": cm.cs.storage_bytes, "comm_bytes": comm, "ciphertexts": cm.cs.ciphertexts,
             "insecure_test_params": insecure_test_params, "embedded_now": sel.embedded_now,
             "seconds": round(time.perf_counter() - t0, 3)}

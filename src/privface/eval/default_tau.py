@@ -48,7 +48,7 @@ def _rates(scores: np.ndarray, own: np.ndarray, mated: np.ndarray, hit_col: np.n
 def calibrate(spec: dict, data_root: str | None = None, target: float = TARGET_FPIR) -> dict:
     """{"source": provenance, "tau": {key: {"tau", "fpir_calibration", "tpir_calibration"}}} for ``spec``."""
     from ..protocols.idface.centring import shipped_mean
-    from ..protocols.idface.transform import PARAMETER_SETS, IDFaceParams
+    from ..protocols.idface.params import PARAMETER_SETS, IDFaceParams
     from ..scale.default_tau import idface_key
 
     backend = spec.get("name", "dlib-resnet128")

@@ -133,10 +133,10 @@ def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecu
     if protocol == "hers":
         if scheme != "ckks":
             raise PrivfaceError("hers runs over CKKS only")
-        from ..crypto.lattice import generate_lattice_keys
+        from ..crypto.lattice import generate_lattice_keypair
         from ..protocols.hers import HERS, HERS_CKKS, HERSKey
 
-        pub, sec = generate_lattice_keys(_toy() if insecure else HERS_CKKS, insecure_test_params=insecure)
+        pub, sec = generate_lattice_keypair(_toy() if insecure else HERS_CKKS, insecure_test_params=insecure)
         return HERS(pub, dim), HERSKey(sec), {"scheme": "ckks", "security_bits": HERS_CKKS.security_bits}
     from ..protocols.idface import PARAMETER_SETS, IDFaceParams
 
@@ -147,10 +147,10 @@ def _deploy(protocol: str, scheme: str, dim: int, beta: int | None, mean, insecu
     info = {"scheme": scheme, "alpha": p.alpha, "beta": p.beta, "lift": p.lift,
             "lift_seed": None if p.lift is None else p.lift_seed}
     if scheme == "ckks":
-        from ..crypto.lattice import generate_lattice_keys
+        from ..crypto.lattice import generate_lattice_keypair
         from ..protocols.idface import IDFACE_CKKS, IDFaceCKKS, IDFaceCKKSKey
 
-        pub, sec = generate_lattice_keys(_toy() if insecure else IDFACE_CKKS, insecure_test_params=insecure)
+        pub, sec = generate_lattice_keypair(_toy() if insecure else IDFACE_CKKS, insecure_test_params=insecure)
         return IDFaceCKKS(pub, p), IDFaceCKKSKey(sec, p), {**info, "security_bits": IDFACE_CKKS.security_bits}
     if scheme == "paillier":
         from ..crypto.paillier import generate_paillier_keypair
@@ -215,7 +215,7 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
     local = LocalServer(public)
     t = time.perf_counter()
     local.enroll([ids[r] for r in g], x[g])
-    enroll_s = time.perf_counter() - t
+    enrol_s = time.perf_counter() - t
 
     plain = x[g] @ x[np.r_[mated, nonmated]].T  # (gallery, probes) cosine
     probe_rows = np.r_[mated, nonmated]
@@ -265,7 +265,7 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
         t = time.perf_counter()
         int(np.argmax(x[g] @ x[r]))
         plain_times.append(time.perf_counter() - t)
-    out.update({"enroll_s": round(enroll_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),
+    out.update({"enrol_s": round(enrol_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),
                 "plaintext_identify_ms": round(1000 * statistics.median(plain_times), 4),
                 "storage_bytes": local.storage_bytes, "comm_bytes": comm, "blocks": len(local.blocks),
                 "insecure_test_params": insecure_test_params, "embedded_now": sel.embedded_now,

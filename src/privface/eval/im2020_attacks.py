@@ -32,7 +32,7 @@ def face_like_template(params: Im2020Params, rng: np.random.Generator) -> np.nda
 
 def setup(params: Im2020Params, template: np.ndarray, subject_id: str = "victim") -> tuple[Client, Server]:
     client, server = Client(subject_id, params), Server(open_store("sqlite://"), params)
-    server.register(client.register(template))
+    server.enrol(client.enrol(template))
     return client, server
 
 

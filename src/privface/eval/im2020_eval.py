@@ -37,7 +37,7 @@ _STATE: dict = {}  # per worker process: params, templates, parties, caches
 def _init_worker(params: Im2020Params, templates: np.ndarray) -> None:
     _STATE.clear()
     _STATE.update(params=params, templates=templates, client=Client("eval", params, workers=1, precompute=True),
-                  server=Server(open_store("sqlite://"), params, workers=1), registrations={}, probes={}, enrolled=None)
+                  server=Server(open_store("sqlite://"), params, workers=1), enrolments={}, probes={}, enrolled=None)
 
 
 def _run_chunk(pairs: list[tuple[int, int]]) -> tuple[list[int] | None, list[bool]]:
@@ -48,9 +48,9 @@ def _run_chunk(pairs: list[tuple[int, int]]) -> tuple[list[int] | None, list[boo
     scores, decisions = [], []
     for i, j in pairs:
         if st["enrolled"] != i:
-            if i not in st["registrations"]:
-                st["registrations"][i] = client.register(q[i])
-            server.register(st["registrations"][i], replace=True)  # one subject id, enrolled pair by pair
+            if i not in st["enrolments"]:
+                st["enrolments"][i] = client.enrol(q[i])
+            server.enrol(st["enrolments"][i], replace=True)  # one subject id, enrolled pair by pair
             st["enrolled"] = i
         if j not in st["probes"]:
             st["probes"][j] = client.auth_start(q[j])

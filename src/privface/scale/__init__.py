@@ -4,7 +4,7 @@
 gallery shares; ``sources``: where templates come from.
 ``gallery``: resumable, block-atomic enrolment into a gallery store (S_local) and a separate key store (S_key);
 ``cryptomask_gallery`` / ``cryptomask_identify``: seed 001's own layout and 1-bit answer.
-``ident``: S_key and S_local of protocol ``ident`` over a persisted gallery (served by ``protocols.hers.service``).
+``ident``: S_key and S_local of protocol ``ident`` over a persisted gallery (served by ``service.bindings.hers``).
 ``sharded``: ``identify`` (one call: template → id or None, with timings) and ``RayLocalServer``, which shards
 the gallery's blocks over Ray actors that each load their blocks once and run IP_DB; sk stays in the driver.
 """

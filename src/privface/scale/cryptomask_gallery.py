@@ -201,7 +201,7 @@ class CMEnrolReport:
     storage_bytes: int
     storage_bytes_per_identity: float
     public_bytes: int
-    enroll_s: float
+    enrol_s: float
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -97,9 +97,9 @@ class Settings:
     def idface_params(self):
         return IDFaceParams.for_dim(self.dim, self.beta, self.mean, self.lift, self.lift_seed)
 
-    def generate_keys(self) -> tuple[object, object, bytes, bytes]:
+    def generate_keypair(self) -> tuple[object, object, bytes, bytes]:
         """(pub, sec, pk record, sk record) of a fresh key pair for this scheme."""
-        return self.adapter.generate_keys(self)
+        return self.adapter.generate_keypair(self)
 
     def load_public(self, raw: bytes):
         """The public key / context from its record (CryptoError if damaged)."""
@@ -200,7 +200,7 @@ class EnrolReport:
     templates_per_block: int
     storage_bytes: int
     storage_bytes_per_identity: float
-    enroll_s: float
+    enrol_s: float
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -238,7 +238,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
         meta_raw = local.get(LOCAL, record_key(name, "meta"))
         if meta_raw is None:
             tau, tau_source = new_tau(tau, backend, settings.dim, settings.tau_key(centring))
-            pub, _, pk, sk = settings.generate_keys()
+            pub, _, pk, sk = settings.generate_keypair()
             with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
                 keys.put(KEY, record_key(name, "sk"), sk)
                 keys.put(KEY, record_key(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),

@@ -1,6 +1,6 @@
 """Seed 003 §3.2's two servers as separate processes (protocol ``ident``): ``KeyRole`` (S_key) and ``LocalRole``
 (S_local), speaking the messages of ``protocols.hers.messages`` over any link with ``attach`` and ``decide``
-(in process: a ``KeyRole``; over HTTP: ``protocols.hers.remote.HttpKeyServer``).
+(in process: a ``KeyRole``; over HTTP: ``service.clients.hers.HttpKeyServer``).
 
 Key material stays where ``privface gallery enrol`` put it (``scale.gallery``): S_key's store holds sk and
 ``{pk_sha256, tau}`` under ``gallery-key``/``<name>.*``; the gallery store holds pk, settings and blocks. S_key

@@ -22,7 +22,7 @@ BITS, TOY_BITS = 2048, 512
 """Seed 003 §5's 2048-bit modulus (112-bit security); 512 bits only behind ``insecure_test_params``."""
 
 
-def generate_keys(insecure_test_params: bool) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
+def generate_keypair(insecure_test_params: bool) -> tuple[PaillierPublicKey, PaillierPrivateKey]:
     return generate_paillier_keypair(TOY_BITS if insecure_test_params else BITS,
                                      insecure_test_params=insecure_test_params)
 

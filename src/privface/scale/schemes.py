@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext, generate_lattice_keys
+from ..crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext, generate_lattice_keypair
 from ..errors import PrivfaceError
 from ..protocols.hers import HERS, HERS_CKKS, HERSKey
 from ..protocols.hers.scheme import CKKSScores, HERSBlock
@@ -42,9 +42,9 @@ class GalleryScheme:
         """This setting's key in the shipped default-τ table (``scale.default_tau``)."""
         return self.name
 
-    def generate_keys(self, settings) -> tuple[object, object, bytes, bytes]:
+    def generate_keypair(self, settings) -> tuple[object, object, bytes, bytes]:
         """(pub, sec, pk record, sk record) of a fresh key pair."""
-        pub, sec = generate_lattice_keys(lattice_params(settings.insecure_test_params),
+        pub, sec = generate_lattice_keypair(lattice_params(settings.insecure_test_params),
                                          insecure_test_params=settings.insecure_test_params)
         return pub, sec, pub.to_bytes(), sec.secret_to_bytes()
 
@@ -153,8 +153,8 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
 
     name = "idface-paillier"
 
-    def generate_keys(self, settings):
-        pub, sec = pb.generate_keys(settings.insecure_test_params)
+    def generate_keypair(self, settings):
+        pub, sec = pb.generate_keypair(settings.insecure_test_params)
         return pub, sec, pb.public_to_bytes(pub), pb.secret_to_bytes(sec)
 
     def load_public(self, settings, raw):

@@ -167,6 +167,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     )
     async def run_step(protocol: str, step: str, request: Request) -> Response:
         t0, seen = time.perf_counter(), {}  # seen: what the audit record may name (no content)
+        if protocol in by_name:
+            step = getattr(by_name[protocol], "step_aliases", {}).get(step, step)
         response = await _run_step(protocol, step, request, seen)
         known = protocol in by_name and step in by_name[protocol].steps
         labels = (protocol, step) if known else ("unknown", "unknown")

@@ -78,7 +78,7 @@ class ProtocolService(Protocol):
     """A protocol's server side as the HTTP service sees it."""
 
     name: str  # URL segment, e.g. "im2020"
-    steps: tuple[str, ...]  # allowed steps, e.g. ("register", "auth/start", "auth/finish", "revoke")
+    steps: tuple[str, ...]  # allowed steps, e.g. ("enrol", "auth/start", "auth/finish", "revoke")
     first_steps: tuple[str, ...]  # steps that need no session
 
     def handle(self, step: str, body: bytes, state: Any | None) -> StepResult:
@@ -86,6 +86,7 @@ class ProtocolService(Protocol):
         SessionError (or another PrivfaceError → 400) on bad input, changing no state."""
         ...
 
+    # Optional: `step_aliases = {"old name": "step"}`: old step names still answered (the app maps them first).
     # Optional: `takes_caller = True` and `handle(step, body, state, caller=...)` get who calls (a `Caller`),
     # e.g. for a per-caller share of a protocol's own sessions (cryptomask) or create-only registration.
 

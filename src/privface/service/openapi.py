@@ -18,7 +18,7 @@ from .sessions import SESSION_HEADER
 OCTETS = "application/octet-stream"
 ERRORS = {400: "the message failed validation", 401: "no or unknown API key", 403: "the key lacks the step's scope",
           404: "subject not enrolled", 409: "session missing, unknown, expired or out of order, "
-               "or a registration of an already-enrolled subject",
+               "or an enrolment of an already-enrolled subject",
           413: "body over the step's limit", 415: "body not application/octet-stream",
           429: "rate limit, this caller's share of sessions, or a lock-out after failed attempts (Retry-After)",
           503: "store unavailable or too many open sessions"}
@@ -68,6 +68,11 @@ def describe_steps(app: FastAPI, services: Mapping[str, ProtocolService],
             for svc in services.values():
                 for step in svc.steps:
                     paths[f"/v1/{svc.name}/{step}"] = {"post": _operation(svc, step, limit(svc, step), template)}
+                for old, step in getattr(svc, "step_aliases", {}).items():
+                    operation = _operation(svc, step, limit(svc, step), template)
+                    operation.update(deprecated=True, description=f"the old name of {svc.name}/{step}: the same step",
+                                     operationId=_op_id(svc, old))
+                    paths[f"/v1/{svc.name}/{old}"] = {"post": operation}
             done.append(True)
         return schema
 

@@ -9,11 +9,11 @@ from ..store.base import TemplateStore
 from .base import ProtocolService
 
 PROTOCOLS: dict[str, str] = {
-    "im2020": "privface.protocols.im2020.service:Im2020Service",
-    "gsm": "privface.protocols.gsm.service:GsmService",
-    "kolberg": "privface.protocols.kolberg.service:KolbergService",
-    "ident": "privface.protocols.hers.service:IdentService",
-    "cryptomask": "privface.protocols.cryptomask.service:CryptoMaskService",
+    "im2020": "privface.service.bindings.im2020:Im2020Service",
+    "gsm": "privface.service.bindings.gsm:GsmService",
+    "kolberg": "privface.service.bindings.kolberg:KolbergService",
+    "ident": "privface.service.bindings.hers:IdentService",
+    "cryptomask": "privface.service.bindings.cryptomask:CryptoMaskService",
 }
 
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tenseal.sealapi as sealapi
 
-from privface.crypto import _seal_arrays, _seal_io, rlwe
-from privface.crypto.lattice import generate_lattice_keys
+from privface.crypto import rlwe, seal_arrays, seal_io
+from privface.crypto.lattice import generate_lattice_keypair
 from privface.crypto.millionaire import MASK32, Tweaks, Wire, b2a, drelu_shares, millionaire, random_bits
 from privface.crypto.ntt import RNSNTT
 from privface.crypto.otext import IKNPReceiver, IKNPSender, _transpose
@@ -56,8 +56,8 @@ def test_ntt_multiplies_negacyclically_and_reads_coefficients():
 
 def test_key_switching_decrypts_under_the_verifier_key():
     """SwKeyGen/Switching (§2.4) in numpy: SEAL's Decryptor with sk_v recovers what pk encrypted."""
-    pub, sec = generate_lattice_keys(CM_BFV_TOY, insecure_test_params=True)
-    pub_v, sec_v = generate_lattice_keys(CM_BFV_TOY, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(CM_BFV_TOY, insecure_test_params=True)
+    pub_v, sec_v = generate_lattice_keypair(CM_BFV_TOY, insecure_test_params=True)
     from privface.protocols.cryptomask.he import basis_of
 
     nb = basis_of(pub)
@@ -67,18 +67,18 @@ def test_key_switching_decrypts_under_the_verifier_key():
     assert not np.array_equal(s, sv)
     m = np.random.default_rng(1).integers(0, 1 << 20, b.n).astype(np.uint64)
     ct = sealapi.Ciphertext()
-    pub.encryptor.encrypt(_seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), m, 1.0), ct)
-    switched = rlwe.switch(b, _seal_arrays.ciphertext_to_array(ct), rlwe.swkeygen(b, s, sv))
+    pub.encryptor.encrypt(seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), m, 1.0), ct)
+    switched = rlwe.switch(b, seal_arrays.ciphertext_to_array(ct), rlwe.swkeygen(b, s, sv))
     out = sealapi.Plaintext()
     sealapi.Decryptor(pub_v.seal_context, sec_v._secret_key).decrypt(
-        _seal_arrays.ciphertext_from_array(pub_v.seal_context, pub_v.seal_context.first_parms_id(), switched,
+        seal_arrays.ciphertext_from_array(pub_v.seal_context, pub_v.seal_context.first_parms_id(), switched,
                                            ntt_form=False), out)
-    assert np.array_equal(_seal_io.data_array(_seal_io.save(out), out.coeff_count(), "pt"), m)
+    assert np.array_equal(seal_io.data_array(seal_io.save(out), out.coeff_count(), "pt"), m)
     # under the old key it no longer decrypts
     sealapi.Decryptor(pub.seal_context, sec._secret_key).decrypt(
-        _seal_arrays.ciphertext_from_array(pub.seal_context, pub.seal_context.first_parms_id(), switched,
+        seal_arrays.ciphertext_from_array(pub.seal_context, pub.seal_context.first_parms_id(), switched,
                                            ntt_form=False), out)
-    assert not np.array_equal(_seal_io.data_array(_seal_io.save(out), out.coeff_count(), "pt")[:64], m[:64])
+    assert not np.array_equal(seal_io.data_array(seal_io.save(out), out.coeff_count(), "pt")[:64], m[:64])
 
 
 def test_bit_transpose_matches_unpack_transpose():
@@ -205,7 +205,7 @@ def test_messages_are_validated(toy):
 def test_real_parameters_and_catalogue():
     assert CM_BFV.security_bits == 128 and CM_BFV.total_bits == 109 and CM_BFV.plain_modulus == 1 << 20
     with pytest.raises(CryptoError):
-        generate_lattice_keys(CM_BFV_TOY)
+        generate_lattice_keypair(CM_BFV_TOY)
     entry = next(d for d in catalogue() if d["name"] == "cryptomask")
     assert entry["security_levels"][0]["security_bits"] == 128
 

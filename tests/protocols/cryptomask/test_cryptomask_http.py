@@ -60,12 +60,12 @@ import httpx  # noqa: E402
 
 from privface.protocols.cryptomask import encoding  # noqa: E402
 from privface.protocols.cryptomask.messages import DistanceRequest, GalleryRequest, OTSetup, Query, RevealRound  # noqa: E402
-from privface.protocols.cryptomask.remote import VerifierClient  # noqa: E402
-from privface.protocols.cryptomask.service import CryptoMaskService  # noqa: E402
 from privface.scale import NpySource, enrol, identify  # noqa: E402
 from privface.service.app import create_app  # noqa: E402
 from privface.service.auth import ApiKeys  # noqa: E402
+from privface.service.bindings.cryptomask import CryptoMaskService  # noqa: E402
 from privface.service.client import RemoteMessageError, ServiceClient, ServiceError  # noqa: E402
+from privface.service.clients.cryptomask import VerifierClient  # noqa: E402
 from privface.service.launch import serve_in_thread  # noqa: E402
 from privface.store.sqlite import SQLiteStore  # noqa: E402
 

@@ -11,12 +11,12 @@ import pytest
 from privface.protocols.common import read_message
 from privface.protocols.cryptomask import encoding, server
 from privface.protocols.cryptomask.messages import DistanceChunk, DistanceRequest, Query, Started
-from privface.protocols.cryptomask.remote import VerifierClient
-from privface.protocols.cryptomask.service import CryptoMaskService
 from privface.scale import NpySource, enrol
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.cryptomask import CryptoMaskService
 from privface.service.client import ServiceClient, ServiceError
+from privface.service.clients.cryptomask import VerifierClient
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 

@@ -9,7 +9,7 @@ import gmpy2
 import numpy as np
 import pytest
 
-from privface.crypto._common import crt
+from privface.crypto.numbers import crt
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import ProtocolError
 from privface.protocols.gsm import Device, EnrolRequest, GsmParams, ServiceProvider, Template, Terminal, zk

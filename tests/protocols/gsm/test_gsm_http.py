@@ -17,10 +17,10 @@ from privface.protocols.gsm import (
     Reply,
     Template,
 )
-from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
-from privface.protocols.gsm.service import GsmService, provider_key_bytes
 from privface.service.app import create_app
+from privface.service.bindings.gsm import GsmService, provider_key_bytes
 from privface.service.client import RemoteMessageError, RemoteSessionError, ServiceClient
+from privface.service.clients.gsm import DeviceClient, fetch_provider_key
 from privface.service.launch import serve_in_thread
 from privface.store import open_store
 from privface.templates.fixed_norm import fixed_norm_template

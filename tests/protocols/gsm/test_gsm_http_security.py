@@ -14,11 +14,11 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, load_pem_private_key
 
 from privface.protocols.gsm import Decision, Device, GsmParams, MatchStart, ServiceProvider, zk
-from privface.protocols.gsm.remote import DeviceClient, fetch_provider_key
-from privface.protocols.gsm.service import GsmService, provider_key_bytes
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.gsm import GsmService, provider_key_bytes
 from privface.service.client import RemoteAlreadyEnrolledError, RemoteMessageError, ServiceClient
+from privface.service.clients.gsm import DeviceClient, fetch_provider_key
 from privface.service.launch import serve_in_thread, serve_subprocess
 from privface.service.limits import LOCKOUT_NAMESPACE, Lockout
 from privface.store import open_store

@@ -8,7 +8,7 @@ import secrets
 import gmpy2
 import pytest
 
-from privface.crypto._common import crt, multiexp, random_prime
+from privface.crypto.numbers import crt, multiexp, random_prime
 from privface.crypto.paillier import PaillierPrivateKey, PaillierPublicKey, generate_paillier_keypair
 from privface.errors import CryptoError, ProtocolError
 from privface.protocols.gsm import zk

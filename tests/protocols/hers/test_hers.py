@@ -6,7 +6,7 @@ whenever the best score is separated from the runner-up and from τ by more than
 import numpy as np
 import pytest
 
-from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keypair
 from privface.errors import ProtocolError, TemplateError
 from privface.protocols.hers import HERS, HERS_CKKS, HERS_ERROR, CKKSScores, HERSKey, KeyServer, LocalServer, identify
 
@@ -21,7 +21,7 @@ def unit(n, d):
 
 @pytest.fixture(scope="module")
 def toy():
-    pub, sec = generate_lattice_keys(TOY, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(TOY, insecure_test_params=True)
     gallery = unit(1500, 128)  # two blocks of 1024 slots, the second partial
     local = LocalServer(HERS(pub, 128))
     local.enroll([f"id{i}" for i in range(len(gallery))], gallery)
@@ -64,7 +64,7 @@ def test_bad_input_refused(toy):
 @pytest.mark.realsize
 def test_real_parameters():
     assert HERS_CKKS.security_bits >= 128
-    pub, sec = generate_lattice_keys(HERS_CKKS)
+    pub, sec = generate_lattice_keypair(HERS_CKKS)
     gallery = unit(50, 128)
     local = LocalServer(HERS(pub, 128))
     local.enroll([str(i) for i in range(50)], gallery)
@@ -79,7 +79,7 @@ def test_numpy_ip_db_equals_seal_multiply_plain_and_add(toy):
     """The numpy multiply-adds give bit-identical residues to SEAL's multiply_plain + add_inplace."""
     import tenseal.sealapi as sealapi
 
-    from privface.crypto import _seal_arrays
+    from privface.crypto import seal_arrays
 
     local, _, gallery = toy
     scheme, block = local.scheme, local.blocks[1]
@@ -88,11 +88,11 @@ def test_numpy_ip_db_equals_seal_multiply_plain_and_add(toy):
     acc, tmp = sealapi.Ciphertext(), sealapi.Ciphertext()
     for j, yj in enumerate(y):
         residues = block.planes[0, j].astype(np.uint64) | (block.planes[1, j].astype(np.uint64) << np.uint64(30))
-        ct = _seal_arrays.ciphertext_from_array(pub.seal_context, pid, residues.reshape(2, 1, -1), scale=pub.scale)
+        ct = seal_arrays.ciphertext_from_array(pub.seal_context, pid, residues.reshape(2, 1, -1), scale=pub.scale)
         w = sealapi.Plaintext()
         pub.encoder.encode(float(yj), pid, 2.0 ** 20, w)
         pub.evaluator.multiply_plain(ct, w, tmp if j else acc)
         if j:
             pub.evaluator.add_inplace(acc, tmp)
     ours = scheme.ip_db(y, [block]).arrays.reshape(2, 1, -1)
-    assert np.array_equal(_seal_arrays.ciphertext_to_array(acc), ours)
+    assert np.array_equal(seal_arrays.ciphertext_to_array(acc), ours)

@@ -11,13 +11,13 @@ import pytest
 
 from privface.errors import PrivfaceError, ProtocolError
 from privface.protocols.hers.messages import Attach, KeyDecision, Query, ScoreChunk
-from privface.protocols.hers.remote import IdentClient
-from privface.protocols.hers.service import KEY_LIMITS, IdentService
 from privface.scale import Gallery, NpySource, enrol, identify
 from privface.scale.ident import ATTACH_SPACE, CHUNK_BYTES, KeyRole, block_counts, chunk_blocks, score_frame_bytes
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.hers import KEY_LIMITS, IdentService
 from privface.service.client import RemoteMessageError, ServiceError
+from privface.service.clients.hers import IdentClient
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 from privface.wire import MAX_MESSAGE_BYTES

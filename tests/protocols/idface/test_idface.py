@@ -10,8 +10,8 @@ import tenseal.sealapi as sealapi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privface.crypto import _seal_arrays
-from privface.crypto.lattice import CKKS, CKKS_128, LatticeParams, generate_lattice_keys
+from privface.crypto import seal_arrays
+from privface.crypto.lattice import CKKS, CKKS_128, LatticeParams, generate_lattice_keypair
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import CryptoError, ProtocolError, TemplateError
 from privface.protocols import catalogue
@@ -101,7 +101,7 @@ def test_parameter_sets_and_templates_per_slot():
 # ------------------------------------------------------------------ CKKS
 @pytest.fixture(scope="module")
 def toy_ckks():
-    return generate_lattice_keys(TOY_CKKS, insecure_test_params=True)
+    return generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
 
 
 def deploy(scheme, key_scheme, ids, x, tau):
@@ -147,7 +147,7 @@ def test_ckks_refuses_tampered_messages(toy_ckks):
               "not a message"):
         with pytest.raises(ProtocolError):
             key.decide(m)
-    _, other = generate_lattice_keys(TOY_CKKS, insecure_test_params=True)
+    _, other = generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
     with pytest.raises(ProtocolError):  # decrypting under another key leaves the encoding range
         IDFaceCKKSKey(other, params).decrypt_scores(msg)
     with pytest.raises(TemplateError):
@@ -156,8 +156,8 @@ def test_ckks_refuses_tampered_messages(toy_ckks):
 
 def test_ckks_refuses_toy_or_foreign_parameters():
     with pytest.raises(CryptoError):
-        generate_lattice_keys(TOY_CKKS)  # toy sizes only behind insecure_test_params
-    pub, _ = generate_lattice_keys(CKKS_128)  # 128-bit but three data primes: not the IDFace parameter set
+        generate_lattice_keypair(TOY_CKKS)  # toy sizes only behind insecure_test_params
+    pub, _ = generate_lattice_keypair(CKKS_128)  # 128-bit but three data primes: not the IDFace parameter set
     with pytest.raises(TemplateError):
         IDFaceCKKS(pub, IDFaceParams.for_dim(128))
 
@@ -167,20 +167,20 @@ def test_ckks_real_parameters_noise_bound_and_exact_scores():
     """IDFACE_CKKS: the error of a sum of 341 (the largest β of the paper's sets) fresh encryptions stays within
     NOISE_BOUND, a sum of 1365 (β of the lift D = 2048) within LIFT_NOISE_BOUND < Δ/2, and d = 128, β = 85
     decodes exactly."""
-    pub, sec = generate_lattice_keys(IDFACE_CKKS)
+    pub, sec = generate_lattice_keypair(IDFACE_CKKS)
     assert IDFACE_CKKS.security_bits >= 128
     pid = pub.seal_context.first_parms_id()
     q = pub._levels[tuple(pid)][0]
     assert max(max(b) for _, b in PARAMETER_SETS.values()) == 1365
     for count, bound in ((341, NOISE_BOUND), (1365, LIFT_NOISE_BOUND)):
-        zeros = _seal_arrays.encryptions_of_zero(pub.encryptor, count)
+        zeros = seal_arrays.encryptions_of_zero(pub.encryptor, count)
         acc = np.empty_like(zeros[0])
-        _seal_arrays.lazy_sum(list(zeros), np.array([[q]], dtype=np.uint64), acc)
-        ct = _seal_arrays.ciphertext_from_array(pub.seal_context, pid, acc)
+        seal_arrays.lazy_sum(list(zeros), np.array([[q]], dtype=np.uint64), acc)
+        ct = seal_arrays.ciphertext_from_array(pub.seal_context, pid, acc)
         pt = sealapi.Plaintext()
         sealapi.Decryptor(pub.seal_context, sec._secret_key).decrypt(ct, pt)
-        e = _seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid,
-                                     _seal_arrays.plaintext_to_array(pt).reshape(1, 1, -1))
+        e = seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid,
+                                     seal_arrays.plaintext_to_array(pt).reshape(1, 1, -1))
         e = e.ravel().astype(object)
         assert max(min(int(v), q - int(v)) for v in e) <= bound < 1 << (NOISE_BITS - 1)
 
@@ -199,30 +199,30 @@ def test_seal_ntt_roundtrip(toy_ckks):
     q = pub._levels[tuple(pid)][0]
     polys = rng.integers(0, 1 << 40, (20, 1, pub.n), dtype=np.uint64)
     polys[3] = 0
-    f = _seal_arrays.ntt(pub.seal_context, pub.evaluator, pid, polys)
+    f = seal_arrays.ntt(pub.seal_context, pub.evaluator, pid, polys)
     assert np.all(f < q) and not np.array_equal(f, polys)
-    assert np.array_equal(_seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid, f), polys)
+    assert np.array_equal(seal_arrays.inverse_ntt(pub.seal_context, pub.evaluator, pid, f), polys)
 
 
 @pytest.mark.parametrize("real", [False, True])
 def test_array_decryption_equals_seal_decryptor(toy_ckks, real):
-    """_seal_arrays.decrypt_arrays (c0 + c1·s mod q in numpy, long-double mulmod) = SEAL's Decryptor."""
-    pub, sec = generate_lattice_keys(IDFACE_CKKS) if real else toy_ckks
+    """seal_arrays.decrypt_arrays (c0 + c1·s mod q in numpy, long-double mulmod) = SEAL's Decryptor."""
+    pub, sec = generate_lattice_keypair(IDFACE_CKKS) if real else toy_ckks
     ctx, pid = pub.seal_context, pub.seal_context.first_parms_id()
     levels = pub._levels[tuple(pid)]
     moduli = np.array(levels, dtype=np.uint64)[:, None]
-    cts = _seal_arrays.encryptions_of_zero(pub.encryptor, 4)
+    cts = seal_arrays.encryptions_of_zero(pub.encryptor, 4)
     cts[:, 0] = (cts[:, 0] + rng.integers(0, 1 << 50, cts[:, 0].shape, dtype=np.uint64)) % moduli
     cts[3, 1] = moduli - 1  # extreme residues
-    mine = _seal_arrays.decrypt_arrays(cts, _seal_arrays.secret_key_array(sec._secret_key, pub.n, len(levels)), moduli)
+    mine = seal_arrays.decrypt_arrays(cts, seal_arrays.secret_key_array(sec._secret_key, pub.n, len(levels)), moduli)
     decryptor = sealapi.Decryptor(ctx, sec._secret_key)
     for ct, got in zip(cts, mine):
         pt = sealapi.Plaintext()
-        decryptor.decrypt(_seal_arrays.ciphertext_from_array(ctx, pid, ct), pt)
-        assert np.array_equal(_seal_arrays.plaintext_to_array(pt).reshape(got.shape), got)
+        decryptor.decrypt(seal_arrays.ciphertext_from_array(ctx, pid, ct), pt)
+        assert np.array_equal(seal_arrays.plaintext_to_array(pt).reshape(got.shape), got)
     q = np.uint64(levels[0])
     a, b = rng.integers(0, int(q), 5000, dtype=np.uint64), rng.integers(0, int(q), 5000, dtype=np.uint64)
-    assert ([int(x) for x in _seal_arrays.mulmod(a, b, np.full_like(a, q))]
+    assert ([int(x) for x in seal_arrays.mulmod(a, b, np.full_like(a, q))]
             == [int(x) * int(y) % int(q) for x, y in zip(a, b)])
 
 

@@ -3,7 +3,7 @@ eval/metrics.py). Fast: synthetic templates, toy CKKS behind insecure_test_param
 import numpy as np
 import pytest
 
-from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keypair
 from privface.errors import TemplateError
 from privface.eval import metrics
 from privface.eval.identify_eval import split
@@ -96,7 +96,7 @@ def test_centred_idface_ckks_answer_equals_the_plaintext_transformed_answer():
     x, ids, _ = offset_faces(people=30, shots=2)
     mu = mean_of(x[::2])
     p = IDFaceParams.for_dim(128, 31, mu)
-    pub, sec = generate_lattice_keys(TOY_CKKS, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
     local, key = LocalServer(IDFaceCKKS(pub, p)), KeyServer(IDFaceCKKSKey(sec, p), tau=-10 ** 9)
     local.enroll([f"p{k}" for k in range(30)], x[::2])
     zg = p.enrol_transform(x[::2]).astype(int)

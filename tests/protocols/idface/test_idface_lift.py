@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keys
+from privface.crypto.lattice import CKKS, LatticeParams, generate_lattice_keypair
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import TemplateError
 from privface.protocols.hers import KeyServer, LocalServer, identify
@@ -117,7 +117,7 @@ def test_lift_brings_the_transformed_score_closer_to_the_cosine():
 
 # ------------------------------------------------------------------ encrypted answers with the lift
 def test_ckks_answer_equals_the_plaintext_transformed_answer_with_the_lift():
-    pub, sec = generate_lattice_keys(TOY_CKKS, insecure_test_params=True)
+    pub, sec = generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
     p = IDFaceParams.for_dim(128, mean=shipped_mean("dlib-resnet128"), lift=2048)
     scheme = IDFaceCKKS(pub, p)
     assert scheme.m == 4  # p = 1366: 1366^4 < 2^44 < 1366^5

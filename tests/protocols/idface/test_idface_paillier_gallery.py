@@ -261,11 +261,11 @@ def test_ident_http_roles_serve_an_idface_paillier_gallery(gallery300, tmp_path)
     import httpx
 
     from privface.protocols.hers.messages import KeyDecision, ScoreChunk
-    from privface.protocols.hers.remote import IdentClient
-    from privface.protocols.hers.service import IdentService
     from privface.scale.paillier_blocks import scores_to_bytes
     from privface.service.app import create_app
     from privface.service.auth import ApiKeys
+    from privface.service.bindings.hers import IdentService
+    from privface.service.clients.hers import IdentClient
     from privface.service.launch import serve_in_thread
     from privface.store.sqlite import SQLiteStore
 

@@ -18,19 +18,19 @@ from privface.protocols.im2020 import (
     AuthResult,
     AuthStart,
     Client,
+    EnrolRequest,
+    EnrolResponse,
     Im2020Params,
     Randomizers,
-    RegisterRequest,
-    RegisterResponse,
     RevokeRequest,
     Server,
-    SignedRegisterRequest,
+    SignedEnrolRequest,
     TrustedParty,
     decide,
     unblind,
 )
-from privface.protocols.im2020.service import Im2020Service
 from privface.service.base import MessageError, NotEnrolledError, SessionError
+from privface.service.bindings.im2020 import Im2020Service
 from privface.store import open_store
 
 TOY = Im2020Params.toy()
@@ -62,7 +62,7 @@ def run(client, server, probe):
 
 def test_decisions_and_scores_equal_plaintext(client, server):
     enrolled = face(1)
-    server.register(RegisterRequest.from_bytes(client.register(enrolled).to_bytes()))
+    server.enrol(EnrolRequest.from_bytes(client.enrol(enrolled).to_bytes()))
     probes = [enrolled, near(enrolled, 2, 3), near(enrolled, 3, 9), face(4), -enrolled]
     for probe in probes:
         result, d = run(client, server, probe)
@@ -75,7 +75,7 @@ def test_decisions_and_scores_equal_plaintext(client, server):
 
 def test_largest_distance_does_not_wrap(client, server):
     hi, lo = np.full(128, 128), np.full(128, -128)
-    server.register(client.register(hi))
+    server.enrol(client.enrol(hi))
     _, d = run(client, server, lo)
     assert d.score == TOY.max_sed == 2**23 and d.in_range and not d.accepted
 
@@ -97,7 +97,7 @@ def test_out_of_range_score_is_a_failed_attempt():
 
 def test_blinded_challenge_hides_the_score(client, server):
     enrolled = face(5)
-    server.register(client.register(enrolled))
+    server.enrol(client.enrol(enrolled))
     blinded = set()
     for _ in range(3):
         challenge, _ = server.auth_start(client.auth_start(enrolled))
@@ -106,7 +106,7 @@ def test_blinded_challenge_hides_the_score(client, server):
 
 
 def _register_request(client, template=None):
-    return client.register(face(7) if template is None else template)
+    return client.enrol(face(7) if template is None else template)
 
 
 @pytest.mark.parametrize("mutate, match", [
@@ -122,7 +122,7 @@ def _register_request(client, template=None):
 ])
 def test_bad_registration_is_refused_and_stores_nothing(client, server, mutate, match):
     with pytest.raises(ProtocolError, match=match):
-        server.register(mutate(_register_request(client)))
+        server.enrol(mutate(_register_request(client)))
     assert server.store.ids("im2020") == []
 
 
@@ -138,11 +138,11 @@ def _non_jacobi(n: int) -> int:
 def test_real_size_keys_are_required_without_the_test_switch(client):
     strict = Server(open_store("sqlite://"), Im2020Params())
     with pytest.raises(ProtocolError, match="only public keys with a 2048-bit N and k = 136"):
-        strict.register(_register_request(client))
+        strict.enrol(_register_request(client))
 
 
 def test_bad_probe_is_refused(client, server):
-    server.register(_register_request(client))
+    server.enrol(_register_request(client))
     good = client.auth_start(face(7))
     with pytest.raises(ProtocolError, match="128 entries"):
         server.auth_start(dataclasses.replace(good, c_beta=good.c_beta[:5]))
@@ -179,15 +179,15 @@ def test_tp_signed_registration(client):
     tp = TrustedParty(TOY)
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     enrolled = face(8)
-    signed = client.register_signed(tp.enroll(client.tp_request(enrolled)))
-    assert server.register(SignedRegisterRequest.from_bytes(signed.to_bytes())) == RegisterResponse("alice", False)
+    signed = client.enrol_signed(tp.enroll(client.tp_request(enrolled)))
+    assert server.enrol(SignedEnrolRequest.from_bytes(signed.to_bytes())) == EnrolResponse("alice", False)
     assert run(client, server, near(enrolled, 9, 2))[0].accepted
     # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID, another serial or
     # expiry, an unsigned request: all refused
-    other = client.register(enrolled)
+    other = client.enrol(enrolled)
     forged = [dataclasses.replace(signed, c_a=other.c_a, c_beta=other.c_beta),
               dataclasses.replace(signed, signature=b""),
-              client.register_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
+              client.enrol_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
               dataclasses.replace(signed, subject_id="mallory"),
               dataclasses.replace(signed, serial=signed.serial + 1),
               dataclasses.replace(signed, expires=signed.expires + 3600),
@@ -195,10 +195,10 @@ def test_tp_signed_registration(client):
     before = server.store.get("im2020", "alice")
     for req in forged:
         with pytest.raises(ProtocolError, match="signature|signed"):
-            server.register(req, replace=True)
+            server.enrol(req, replace=True)
     assert server.store.get("im2020", "alice") == before and server.store.ids("im2020") == ["alice"]
     with pytest.raises(ProtocolError, match="no trusted-party key"):  # a server without a TP cannot check σ
-        Server(open_store("sqlite://"), TOY).register(signed)
+        Server(open_store("sqlite://"), TOY).enrol(signed)
 
 
 def test_tp_refuses_non_face_templates(client):
@@ -222,8 +222,8 @@ def service():
 def test_service_flow(client, service):
     assert service.name == "im2020" and service.steps == ("register", "auth/start", "auth/finish", "revoke")
     enrolled = face(10)
-    out = service.handle("register", client.register(enrolled).to_bytes(), None)
-    assert out.state is None and RegisterResponse.from_bytes(out.body).replaced is False
+    out = service.handle("register", client.enrol(enrolled).to_bytes(), None)
+    assert out.state is None and EnrolResponse.from_bytes(out.body).replaced is False
     for probe, expect in ((near(enrolled, 11, 3), True), (face(12), False)):
         start = service.handle("auth/start", client.auth_start(probe).to_bytes(), None)
         assert start.state is not None
@@ -239,10 +239,10 @@ def test_service_flow(client, service):
 
 def test_service_refuses_bad_input_without_state_change(client, service):
     enrolled = face(13)
-    service.handle("register", client.register(enrolled).to_bytes(), None)
+    service.handle("register", client.enrol(enrolled).to_bytes(), None)
     store = service.server.store
     before = store.get("im2020", "alice")
-    good = client.register(face(14)).to_bytes()
+    good = client.enrol(face(14)).to_bytes()
     start_bytes = client.auth_start(enrolled).to_bytes()
     bad = [("register", good[:-1]), ("register", good + b"\x00"), ("register", b""),
            ("register", start_bytes), ("register", b"\xff" * 64),
@@ -272,8 +272,8 @@ def test_service_verifies_tp_signatures_from_pem(client):
     tp = TrustedParty(TOY)
     service = Im2020Service(open_store("sqlite://"), params=TOY, tp_public_key=tp.public_key_pem())
     with pytest.raises(MessageError, match="signed"):
-        service.handle("register", client.register(face(15)).to_bytes(), None)
-    signed = client.register_signed(tp.enroll(client.tp_request(face(15))))
+        service.handle("register", client.enrol(face(15)).to_bytes(), None)
+    signed = client.enrol_signed(tp.enroll(client.tp_request(face(15))))
     service.handle("register", signed.to_bytes(), None)
     assert service.server.store.ids("im2020") == ["alice"]
 
@@ -316,7 +316,7 @@ def test_real_size_run_112_bit():
     params = Im2020Params()
     client, server = Client("alice", params), Server(open_store("sqlite://"), params)
     enrolled = attacks.face_like_template(params, np.random.default_rng(20))
-    server.register(RegisterRequest.from_bytes(client.register(enrolled).to_bytes()))
+    server.enrol(EnrolRequest.from_bytes(client.enrol(enrolled).to_bytes()))
     probe = near(enrolled, 21, 4)
     result, d = run(client, server, probe)
     assert d.score == int(((probe - enrolled) ** 2).sum()) and result.accepted == (d.score < params.tau)
@@ -344,7 +344,7 @@ def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     photo = demo_data.enrolled_photo().read_bytes()
     req = TPImageRequest.from_bytes(client.tp_image_request(photo).to_bytes())
-    server.register(client.register_signed(tp.enroll_image(req)))
+    server.enrol(client.enrol_signed(tp.enroll_image(req)))
     probe = quantize(backend.embed(next(iter(demo_data.altered_copies(demo_data.enrolled_photo()).values()))))
     assert run(client, server, probe)[0].accepted
     impostor = quantize(backend.embed(demo_data.impostor_photos()["cameraman"]))
@@ -363,9 +363,9 @@ def test_cached_enrolment_follows_the_store(client):
     store = open_store("sqlite://")
     server, other = Server(store, TOY), Server(store, TOY)
     first, second = face(21), face(22)
-    server.register(client.register(first))
+    server.enrol(client.enrol(first))
     assert run(client, server, first)[0].accepted
-    other.register(client.register(second), replace=True)
+    other.enrol(client.enrol(second), replace=True)
     assert not run(client, server, first)[0].accepted
     assert run(client, server, second)[0].accepted
     other.revoke(RevokeRequest("alice"))

@@ -16,9 +16,9 @@ from PIL import Image
 
 from privface import demo_data
 from privface.eval import im2020_attacks as attacks
-from privface.protocols.im2020 import Client, Im2020Params, RegisterRequest, remote
-from privface.protocols.im2020.service import Im2020Service
+from privface.protocols.im2020 import Client, EnrolRequest, EnrolResponse, Im2020Params
 from privface.service.app import create_app
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.client import (
     RemoteMessageError,
     RemoteNotEnrolledError,
@@ -26,6 +26,7 @@ from privface.service.client import (
     ServiceClient,
     server_seconds,
 )
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.service.sessions import SESSION_HEADER
 from privface.store import open_store
@@ -62,7 +63,7 @@ def http(url):
 def test_register_verify_replace_revoke(http, store):
     alice = Client("alice", TOY, workers=1)
     enrolled = face(1)
-    resp, st = remote.register(http, alice, enrolled)
+    resp, st = remote.enrol(http, alice, enrolled)
     assert resp.replaced is False and st["bytes_sent"] > 0 and st["bytes_received"] > 0
     genuine = remote.verify(http, alice, near(enrolled, 2))
     assert genuine["accepted"] is True and genuine["decision"] == "accept"
@@ -72,7 +73,7 @@ def test_register_verify_replace_revoke(http, store):
     assert 0 <= genuine["network_ms"] <= genuine["http_ms"] and genuine["server_ms"] > 0
 
     alice2 = Client("alice", TOY, workers=1)  # re-registration with a new key pair replaces the record
-    resp, _ = remote.register(http, alice2, face(4))
+    resp, _ = remote.enrol(http, alice2, face(4))
     assert resp.replaced is True and store.ids("im2020").count("alice") == 1
     assert remote.verify(http, alice2, near(face(4), 5))["accepted"] is True
     assert remote.verify(http, alice2, near(enrolled, 2))["accepted"] is False
@@ -88,9 +89,9 @@ def test_register_verify_replace_revoke(http, store):
 def test_tampered_and_truncated_messages_are_400_without_state_change(http, store):
     bob = Client("bob", TOY, workers=1)
     enrolled = face(6)
-    remote.register(http, bob, enrolled)
+    remote.enrol(http, bob, enrolled)
     before = store.get("im2020", "bob")
-    good = bob.register(face(7)).to_bytes()
+    good = bob.enrol(face(7)).to_bytes()
     msg = bob.auth_start(enrolled)
     start = msg.to_bytes()
     n = int(bob.pk.n)
@@ -100,7 +101,7 @@ def test_tampered_and_truncated_messages_are_400_without_state_change(http, stor
                 dataclasses.replace(msg, c_a=msg.c_a[:-1], c_beta=msg.c_beta[:-1])]  # 127 entries
     bad = [("register", good[:-3]), ("register", good + b"\x00"), ("register", start),
            ("auth/start", start[:200]), *(("auth/start", t.to_bytes()) for t in tampered),
-           ("register", RegisterRequest("bob", 15, 1, 48, [], []).to_bytes())]
+           ("register", EnrolRequest("bob", 15, 1, 48, [], []).to_bytes())]
     for step, body in bad:
         http.reset()
         with pytest.raises(RemoteMessageError) as e:
@@ -118,7 +119,7 @@ def test_tampered_and_truncated_messages_are_400_without_state_change(http, stor
 def test_reused_and_expired_sessions_are_409(http, store, url):
     carol = Client("carol", TOY, workers=1)
     enrolled = face(8)
-    remote.register(http, carol, enrolled)
+    remote.enrol(http, carol, enrolled)
     http.reset()
     challenge = http.step("auth/start", carol.auth_start(enrolled).to_bytes())
     sid = http.session
@@ -225,11 +226,11 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
             except httpx.HTTPError:
                 assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
                 time.sleep(0.1)
-        anonymous = _privface("enroll", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
+        anonymous = _privface("enrol", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
                               "--insecure-test-params", "--json", env=keyless)
         assert anonymous.returncode == 2 and "API key" in anonymous.stderr
         assert not any((tmp_path / "cfg").rglob("*.key"))  # refused before a key file is kept
-        enrol = _privface("enroll", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
+        enrol = _privface("enrol", "--server", server, "--id", "grace", str(demo_data.enrolled_photo()),
                           "--insecure-test-params", "--json", env=env)
         assert enrol.returncode == 0, enrol.stderr
         key = json.loads(enrol.stdout)["key_file"]
@@ -246,11 +247,11 @@ def test_cli_serve_enroll_verify_revoke(tmp_path):
         bad = _privface("verify", "--server", server, "--id", "grace", impostor, "--json", env=env)
         assert bad.returncode == 1 and json.loads(bad.stdout)["decision"] == "reject"
 
-        again = _privface("enroll", "--server", server, "--id", "grace", impostor, "--insecure-test-params",
+        again = _privface("enrol", "--server", server, "--id", "grace", impostor, "--insecure-test-params",
                           env=env)
         assert again.returncode == 2 and "--force" in again.stderr
         before = open(key, "rb").read()
-        taken = _privface("enroll", "--server", server, "--id", "grace", impostor, "--insecure-test-params", "--force",
+        taken = _privface("enrol", "--server", server, "--id", "grace", impostor, "--insecure-test-params", "--force",
                           env={**env, "PRIVFACE_API_KEY": enrol_only})
         assert taken.returncode == 2 and "already enrolled" in taken.stderr  # registration creates only (409)
         assert open(key, "rb").read() == before and not list(os.scandir(os.path.dirname(key)))[1:]
@@ -287,9 +288,23 @@ def test_serve_options_reach_the_im2020_service(tmp_path):
     service = Im2020Service(open_store("sqlite://"), **_service_options(a, "im2020"))
     assert service.server.params.tau == 4000 and service.server.params.insecure_test_params
     with pytest.raises(MessageError, match="signed"):
-        service.handle("register", Client("erin", TOY).register(face(9)).to_bytes(), None)
+        service.handle("register", Client("erin", TOY).enrol(face(9)).to_bytes(), None)
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--security-bits", "128"])
     assert _service_options(a, "im2020")["params"].security_bits == 128
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--tp-public-key", str(tmp_path / "no.pem")])
     with pytest.raises(PrivfaceError, match="--tp-public-key"):
         _service_options(a, "im2020")
+
+
+def test_the_old_step_name_register_still_enrols_and_openapi_marks_it_deprecated(http, url, store):
+    """`enrol` was called `register` before 0.2: a client that still posts there enrols the same way."""
+    erin = Client("erin", TOY, workers=1)
+    body = erin.enrol(face(40)).to_bytes()
+    r = httpx.post(f"{url}/v1/im2020/register", content=body, headers={"content-type": "application/octet-stream"})
+    assert r.status_code == 200 and EnrolResponse.from_bytes(r.content).subject_id == "erin"
+    assert remote.verify(http, erin, near(face(40), 41))["accepted"] is True
+    again = httpx.post(f"{url}/v1/im2020/enrol", content=body, headers={"content-type": "application/octet-stream"})
+    assert again.status_code == 200  # no API keys here: the caller may replace
+    paths = httpx.get(f"{url}/openapi.json").json()["paths"]
+    assert paths["/v1/im2020/register"]["post"]["deprecated"] is True
+    assert not paths["/v1/im2020/enrol"]["post"].get("deprecated")

@@ -21,12 +21,12 @@ from privface.protocols.im2020 import (
     CompareSession,
     Im2020Params,
     Server,
-    remote,
 )
-from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
 from privface.service.base import MessageError, SessionError
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.client import RemoteMessageError, RemoteSessionError
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
 
@@ -58,7 +58,7 @@ def store(tmp_path):
 def enrol(store, params=SECURE):
     """alice's client, her enrolled template and a server that holds it."""
     client, enrolled, server = Client("alice", params, workers=1), face(1, params), Server(store, params)
-    server.register(client.register(enrolled))
+    server.enrol(client.enrol(enrolled))
     return client, enrolled, server
 
 
@@ -133,7 +133,7 @@ def test_service_step_order_and_bad_bodies(store):
     svc = Im2020Service(store, params=SECURE)
     client = Client("alice", SECURE, workers=1)
     enrolled = face(1)
-    svc.handle("register", client.register(enrolled).to_bytes(), None)
+    svc.handle("register", client.enrol(enrolled).to_bytes(), None)
     start = svc.handle("auth/start", client.auth_start(enrolled).to_bytes(), None)
     challenge = AuthChallenge.from_bytes(start.body)
     request, evaluator = client.compare_request(challenge)
@@ -158,7 +158,7 @@ def test_over_http_follows_the_server_mode(store):
         with remote.service_client(url) as http:
             alice = Client("alice", SECURE, workers=1)
             enrolled = face(1)
-            remote.register(http, alice, enrolled)
+            remote.enrol(http, alice, enrolled)
             # a Client built with basic params still follows the server's challenge
             plain_alice = Client("alice", BASIC, keypair=(alice.pk, alice._sk), workers=1)
             genuine = remote.verify(http, plain_alice, near(enrolled, 2, 2))
@@ -185,7 +185,7 @@ def test_verify_mode_insists_before_sending_anything(store):
     with serving(create_app(store, [Im2020Service(store, params=SECURE)])) as url:
         with remote.service_client(url) as http:
             alice = Client("alice", SECURE, workers=1)
-            remote.register(http, alice, face(1))
+            remote.enrol(http, alice, face(1))
             before = len(http.stats)
             with pytest.raises(remote.ModeMismatchError, match="secure-comparison"):
                 remote.verify(http, alice, face(1), mode="basic")
@@ -219,7 +219,7 @@ def test_cli_serve_secure_comparison_and_verify_follows(tmp_path):
     photo = str(demo_data.enrolled_photo())
     with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}",
                           ["--insecure-test-params", "--mode", "secure-comparison"]) as url:
-        enrol = _privface("enroll", "--server", url, "--id", "grace", photo, "--insecure-test-params", env=env)
+        enrol = _privface("enrol", "--server", url, "--id", "grace", photo, "--insecure-test-params", env=env)
         assert enrol.returncode == 0, enrol.stderr
         ok = _privface("verify", "--server", url, "--id", "grace", photo, "--json", env=env)
         assert ok.returncode == 0, ok.stderr

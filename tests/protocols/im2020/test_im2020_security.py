@@ -12,12 +12,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from privface.crypto.joye_libert import JLParams
 from privface.eval import im2020_attacks as attacks
-from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest, TrustedParty, remote
+from privface.protocols.im2020 import Client, Im2020Params, RevokeRequest, TrustedParty
 from privface.protocols.im2020.parties import MAX_CLOCK_SKEW, TP_VALIDITY
-from privface.protocols.im2020.service import Im2020Service
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
+from privface.service.bindings.im2020 import Im2020Service
 from privface.service.client import RemoteAlreadyEnrolledError, RemoteMessageError, RemoteNotEnrolledError
+from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
 
@@ -60,16 +61,16 @@ def test_reregistration_is_409_for_an_enrol_key_and_a_replacement_for_an_admin_k
     alice, mallory, renewed = (Client("alice", TOY, workers=1) for _ in range(3))
     enrolled = face(1)
     with served.http() as http:
-        assert remote.register(http, alice, enrolled)[0].replaced is False
+        assert remote.enrol(http, alice, enrolled)[0].replaced is False
         before = served.store.get("im2020", "alice")
         with pytest.raises(RemoteAlreadyEnrolledError, match="already enrolled") as e:
-            remote.register(http, mallory, face(2))
+            remote.enrol(http, mallory, face(2))
         assert e.value.status == 409 and served.store.get("im2020", "alice") == before
         assert remote.verify(http, alice, near(enrolled, 3))["accepted"] is True
         with pytest.raises(RemoteMessageError):  # C′ under mallory's key is not valid under alice's
             remote.verify(http, mallory, face(2))
     with served.http(admin=True) as http:
-        assert remote.register(http, renewed, face(4))[0].replaced is True
+        assert remote.enrol(http, renewed, face(4))[0].replaced is True
         assert remote.verify(http, renewed, near(face(4), 5))["accepted"] is True
         with pytest.raises(RemoteMessageError):  # the replaced key no longer forms a valid C′
             remote.verify(http, alice, near(enrolled, 3))
@@ -77,7 +78,7 @@ def test_reregistration_is_409_for_an_enrol_key_and_a_replacement_for_an_admin_k
 
 def test_concurrent_registrations_of_one_new_subject_store_exactly_one(served):
     clients = [Client("bob", TOY, workers=1) for _ in range(6)]
-    bodies = [c.register(face(10 + i)).to_bytes() for i, c in enumerate(clients)]
+    bodies = [c.enrol(face(10 + i)).to_bytes() for i, c in enumerate(clients)]
     outcomes, go = [], threading.Barrier(len(bodies))
 
     def register(body):
@@ -110,7 +111,7 @@ def test_other_modulus_or_k_sizes_are_refused_with_400(served, jl):
     params = Im2020Params(jl=jl)
     with served.http() as http:
         with pytest.raises(RemoteMessageError, match=r"only public keys with a 3072-bit N and k = 152") as e:
-            remote.register(http, Client("carol", params, workers=1), face(20, params))
+            remote.enrol(http, Client("carol", params, workers=1), face(20, params))
     assert e.value.status == 400 and served.store.get("im2020", "carol") is None
 
 
@@ -123,7 +124,7 @@ WITH_TP = {"params": TOY, "tp_public_key": TP.public_key_pem()}
 
 def signed(client, seed, tp=TP):
     """The registration the TP signs for ``client``'s key and a face template, as the client sends it."""
-    return client.register_signed(tp.enroll(client.tp_request(face(seed)))).to_bytes()
+    return client.enrol_signed(tp.enroll(client.tp_request(face(seed)))).to_bytes()
 
 
 def register(served, body, admin=False):
@@ -189,7 +190,7 @@ def test_expired_tp_registration_is_refused(served):
 def test_first_version_tp_signatures_without_serial_are_refused(served):
     """A registration signed by the TP over ID‖C‖pk only (before serials) is refused, with a clear message."""
     erin = Client("erin", TOY, workers=1)
-    req = erin.register(face(37))
+    req = erin.enrol(face(37))
     v1 = b"privface/im2020/tp-registration/v1\x00" + req.to_bytes()
     old = dataclasses.replace(req, signature=TP_KEY.sign(v1, ec.ECDSA(hashes.SHA256())))
     with pytest.raises(RemoteMessageError, match="without a serial and an expiry"):

@@ -14,10 +14,10 @@ from privface.cli import main
 from privface.protocols.kolberg import KolbergParams, plaintext_distance, protect
 from privface.protocols.kolberg.messages import EnrolRequest, EnrolResponse, KeyRequest, RevokeRequest, StoredReference
 from privface.protocols.kolberg.parties import AUTH_STORE, PROTOCOL
-from privface.protocols.kolberg.remote import KolbergClient
-from privface.protocols.kolberg.service import KolbergService
 from privface.service.app import create_app
+from privface.service.bindings.kolberg import KolbergService
 from privface.service.client import RemoteMessageError, RemoteNotEnrolledError, ServiceError
+from privface.service.clients.kolberg import KolbergClient
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 

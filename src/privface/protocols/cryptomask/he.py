@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto import _seal_arrays, _seal_io, rlwe
+from ...crypto import rlwe, seal_arrays, seal_io
 from ...crypto.native import ext
 from ...errors import ProtocolError, TemplateError
 from . import encoding
@@ -132,11 +132,11 @@ class DataProvider:
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
 
     def _encrypt(self, A: np.ndarray) -> np.ndarray:
-        pt = _seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0),
+        pt = seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0),
                                      encoding.encode_matrix(A, self.n, self.t), 1.0)
         ct = sealapi.Ciphertext()
         self.public.encryptor.encrypt(pt, ct)
-        return _seal_arrays.ciphertext_to_array(ct)
+        return seal_arrays.ciphertext_to_array(ct)
 
     def enrol(self, vectors, ind: int) -> Upload:
         """Alg. 1 lines 2–6 with ``ind`` = rows already used in the CS's last ciphertext (0: start a new one)."""
@@ -307,7 +307,7 @@ class VerifierHE:
         for _ in range(2 * L):
             ct = sealapi.Ciphertext()
             self.public.encryptor.encrypt_zero(ct)
-            zeros.append(_seal_arrays.ciphertext_to_array(ct))
+            zeros.append(seal_arrays.ciphertext_to_array(ct))
         rows = rlwe.gadget_rows(self.basis, np.stack(zeros), encoding.encode_query(b, self.n))
         return Query(rows.astype(np.uint32))
 

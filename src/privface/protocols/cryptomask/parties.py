@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...crypto import rlwe
-from ...crypto.lattice import generate_lattice_keys
+from ...crypto.lattice import generate_lattice_keypair
 from ...crypto.millionaire import Wire
 from ...errors import ProtocolError
 from . import encoding
@@ -44,13 +44,13 @@ class KeyGenerator:
 
     def __init__(self, *, insecure_test_params: bool = False) -> None:
         params = CM_BFV_TOY if insecure_test_params else CM_BFV
-        self.public, self._secret = generate_lattice_keys(params, insecure_test_params=insecure_test_params)
+        self.public, self._secret = generate_lattice_keypair(params, insecure_test_params=insecure_test_params)
         self._insecure = insecure_test_params
         self._verifiers: dict[str, object] = {}
 
     def verifier_keys(self, name: str):
         """(pk_v, sk_v) for a verifier, sent to it over a private channel."""
-        pub_v, sec_v = generate_lattice_keys(self.public.params, insecure_test_params=self._insecure)
+        pub_v, sec_v = generate_lattice_keypair(self.public.params, insecure_test_params=self._insecure)
         self._verifiers[name] = (pub_v, sec_v)
         return pub_v, sec_v
 

@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import (
     Encoding,
     NoEncryption,
@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
 )
 
-from ...errors import PrivfaceError
+from ...errors import PrivfaceError, ProtocolError
 from ...store.base import TemplateStore
 
 log = logging.getLogger("privface.gsm")
@@ -120,3 +120,15 @@ def provider_signing_key(store: TemplateStore, path: str | os.PathLike | None) -
             log.warning("gsm provider: deleted the clear-text signing key from the template store (now only in "
                         "%s); old backups of the store still hold it", path)
     return key
+
+
+def provider_key_from_bytes(raw: bytes) -> Ed25519PublicKey:
+    """The provider's Ed25519 verification key from its 32 raw bytes (as the provider publishes it)."""
+    if not isinstance(raw, bytes) or len(raw) != 32:
+        raise ProtocolError("an Ed25519 verification key is 32 bytes")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def provider_key_bytes(key: Ed25519PublicKey) -> bytes:
+    """The 32 raw bytes of a verification key."""
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)

@@ -20,11 +20,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ...crypto import packing
-from ...crypto._common import parallel_map, run_chunks
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler
 from ...crypto.garble import OutputLabelError
 from ...crypto.ot import ED25519, OTRequest
 from ...crypto.paillier import PaillierCiphertext, PaillierPublicKey, RnPool, generate_paillier_keypair
+from ...crypto.parallel import parallel_map, run_chunks
 from ...errors import CryptoError, ProtocolError
 from ..common import check_subject_id, evaluate_garbled
 from . import zk

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 import gmpy2
 from gmpy2 import mpz
 
-from ...crypto._common import crt, multiexp, parallel_map, random_prime, random_unit
+from ...crypto.numbers import crt, multiexp, random_prime, random_unit
 from ...crypto.paillier import OwnerShortExponentRn, PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
+from ...crypto.parallel import parallel_map
 from ...errors import CryptoError, PrivfaceError, ProtocolError
 from ...wire import Message, decode
 

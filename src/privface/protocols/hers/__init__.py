@@ -4,8 +4,9 @@ CKKS slots and the two-server identification of §3.2 (``LocalServer`` with pk a
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
+from .params import HERS_CKKS, HERS_ERROR, QUERY_SCALE_BITS
 from .parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServer, LocalServer, identify
-from .scheme import HERS, HERS_CKKS, HERS_ERROR, QUERY_SCALE_BITS, CKKSScores, HERSBlock, HERSKey
+from .scheme import HERS, CKKSScores, HERSBlock, HERSKey
 
 DESCRIPTION = {
     "name": "hers",
@@ -28,8 +29,8 @@ DESCRIPTION = {
                    "query_scale_bits": QUERY_SCALE_BITS, "score_error_bound": HERS_ERROR},
     "steps": ["enrol (ENC_DB per block of 4096)", "identify (IP_DB → key server → index or reject)"],
     "galleries": "persisted by privface.scale.gallery (block-atomic, resumable); Ray sharding in scale.sharded",
-    "http_roles": "protocol ident (service.py): key server (attach, decide: chunked IP_DB message) and local "
-                  "server (identify), for hers and idface-ckks galleries",
+    "http_roles": "protocol ident (service/bindings/hers.py): key server (attach, decide: chunked IP_DB message) "
+                  "and local server (identify), for hers and idface-ckks galleries",
     "not_yet": ["encrypted queries"],
 }
 

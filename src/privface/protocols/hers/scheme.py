@@ -6,16 +6,7 @@ encoded as the constant plaintext k_j = round(Δ_y·y_j) and summed. SEAL encryp
 run on the exported RNS residues in numpy (``HERS.ip_db``), faster than SEAL's ``multiply_plain`` +
 ``add_inplace`` through the binding (``bench identify --seal-adds`` compares them); SEAL decrypts.
 
-Parameters ``HERS_CKKS``: N = 8192 (4096 slots), one 60-bit data prime q₀ and a 60-bit special prime: log q = 120
-≤ 152, so 192-bit by the HE standard table (SEAL's, ≥ the 128 asked for; one prime is all IP_DB needs).
-No rescaling: Δ_x·Δ_y = 2^36·2^20 = 2^56 < q₀/8, which holds
-|⟨x, y⟩| ≤ 1 (unit vectors) with room for the noise.
-
-Precision (``HERS_ERROR``). The decrypted score approximates ⟨x, ŷ⟩ with ŷ_j = round(2^20·y_j)/2^20 (|y_j − ŷ_j|
-≤ 2^−21, so |⟨x, y⟩ − ⟨x, ŷ⟩| ≤ 2^−21·‖x‖₁ ≤ 2^−21·√d); the CKKS error (fresh noise ≈ 2^16 in a slot at scale
-Δ_x, weighted by Δ_y·y_j) adds about 2^−19. Measured worst |score − ⟨x, y⟩| at d = 128 over 3 × 5000 unit
-vectors: 2^−19.8; ``HERS_ERROR`` = 2^−16 is the bound the tests assert (decisions closer than that to τ or
-to the runner-up may differ from plaintext).
+Parameters and the precision bound: ``params.py``.
 """
 from __future__ import annotations
 
@@ -24,14 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto import _seal_arrays
-from ...crypto._common import parallel_map
-from ...crypto.lattice import CKKS, LatticeParams, LatticePublicContext, LatticeSecretContext
+from ...crypto import seal_arrays
+from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
+from ...crypto.parallel import parallel_map
 from ...errors import ProtocolError, TemplateError
+from .params import HERS_CKKS, QUERY_SCALE_BITS
 
-HERS_CKKS = LatticeParams("ckks-8192-q60", CKKS, 8192, (60, 60), scale_bits=36)
-QUERY_SCALE_BITS = 20
-HERS_ERROR = 2.0 ** -16
 _LOW = np.uint64((1 << 30) - 1)
 
 
@@ -108,7 +97,7 @@ class HERS:
             self.public.encoder.encode(x[:, j].tolist(), self.parms_id, self.public.scale, pt)
             ct = sealapi.Ciphertext()
             self.public.encryptor.encrypt(pt, ct)
-            cols[j] = _seal_arrays.ciphertext_to_array(ct).ravel()
+            cols[j] = seal_arrays.ciphertext_to_array(ct).ravel()
         return HERSBlock(np.stack([cols & _LOW, cols >> np.uint64(30)]).astype(np.uint32), x.shape[0])
 
     def weights(self, y) -> np.ndarray:
@@ -168,11 +157,11 @@ class HERSKey:
         scale = self.public.scale * 2.0 ** QUERY_SCALE_BITS
         out = []
         for arr, count in zip(msg.arrays, msg.counts):
-            ct = _seal_arrays.ciphertext_from_array(self.public.seal_context, pid, arr[0], scale=scale)
+            ct = seal_arrays.ciphertext_from_array(self.public.seal_context, pid, arr[0], scale=scale)
             pt = sealapi.Plaintext()
             self._decryptor.decrypt(ct, pt)
             out.append(np.asarray(self.public.encoder.decode_double(pt)[:count]))
         return np.concatenate(out)
 
 
-__all__ = ["CKKSScores", "HERS", "HERSBlock", "HERSKey", "HERS_CKKS", "HERS_ERROR", "QUERY_SCALE_BITS"]
+__all__ = ["CKKSScores", "HERS", "HERSBlock", "HERSKey"]

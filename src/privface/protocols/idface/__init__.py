@@ -8,7 +8,8 @@ from ..hers.parties import LOCAL_SERVER_LEAKAGE, THREAT_MODEL, Decision, KeyServ
 from .ckks import IDFACE_CKKS, NOISE_BITS, PAYLOAD_BITS, IDFaceCKKS, IDFaceCKKSKey
 from .lift import LIFT_SEED
 from .paillier import IDFacePaillier, IDFacePaillierKey, PaillierScores
-from .transform import PARAMETER_SETS, IDFaceParams, decode, encode, plaintext_scores, separate, t_alpha
+from .params import PARAMETER_SETS, IDFaceParams
+from .transform import decode, encode, plaintext_scores, separate, t_alpha
 
 DESCRIPTION = {
     "name": "idface",

@@ -19,7 +19,7 @@ v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
 (p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —
 57344 templates per ciphertext pair at β = 63 (the paper: 8 × 4096 slots = 32768).
 
-The encrypted database is held as uint64 RNS arrays (``crypto._seal_arrays``): encryption is SEAL's
+The encrypted database is held as uint64 RNS arrays (``crypto.seal_arrays``): encryption is SEAL's
 ``encrypt_zero`` plus the NTT'd plaintext, additions are numpy with lazy reduction, decryption is SEAL's.
 Parameters ``IDFACE_CKKS`` = ``HERS_CKKS`` (N = 8192, q = 60 + 60 bits, 192-bit by the HE standard table).
 """
@@ -30,12 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 import tenseal.sealapi as sealapi
 
-from ...crypto import _seal_arrays
-from ...crypto._common import parallel_map
+from ...crypto import seal_arrays
 from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
+from ...crypto.parallel import parallel_map
 from ...errors import ProtocolError, TemplateError
-from ..hers.scheme import HERS_CKKS, CKKSScores, check_scores
-from .transform import IDFaceParams, decode, encode, separate
+from ..hers.params import HERS_CKKS
+from ..hers.scheme import CKKSScores, check_scores
+from .params import IDFaceParams
+from .transform import decode, encode, separate
 
 IDFACE_CKKS = HERS_CKKS
 NOISE_BITS = 14
@@ -85,11 +87,11 @@ class IDFaceCKKS(_Common):
         polys = np.empty((2, d, self.n), dtype=np.uint64)
         for s, part in enumerate(separate(digits)):
             polys[s] = encode(part, self.params.base).T << np.uint64(NOISE_BITS)  # Δ·x'
-        plain = _seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.parms_id,
+        plain = seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.parms_id,
                                  polys.reshape(2 * d, 1, self.n))
-        cts = _seal_arrays.encryptions_of_zero(self.public.encryptor, 2 * d)
+        cts = seal_arrays.encryptions_of_zero(self.public.encryptor, 2 * d)
         cts[:, 0] += plain  # Enc(m) = Enc(0) + (NTT(m), 0)
-        _seal_arrays.add_mod(cts[:, 0], self.moduli)
+        seal_arrays.add_mod(cts[:, 0], self.moduli)
         return CKKSBlock(cts.reshape(2, d, 2, 1, self.n), count)
 
     def query(self, y) -> tuple[np.ndarray, np.ndarray]:
@@ -106,8 +108,8 @@ class IDFaceCKKS(_Common):
 
         def one(b: int) -> None:
             c = blocks[b].data
-            _seal_arrays.lazy_sum([c[0, j] for j in plus] + [c[1, j] for j in minus], self.moduli, out[b, 0])
-            _seal_arrays.lazy_sum([c[1, j] for j in plus] + [c[0, j] for j in minus], self.moduli, out[b, 1])
+            seal_arrays.lazy_sum([c[0, j] for j in plus] + [c[1, j] for j in minus], self.moduli, out[b, 0])
+            seal_arrays.lazy_sum([c[1, j] for j in plus] + [c[0, j] for j in minus], self.moduli, out[b, 1])
 
         parallel_map(one, range(len(blocks)))
         return CKKSScores(out, [b.count for b in blocks])
@@ -123,28 +125,28 @@ class IDFaceCKKSKey(_Common):
     def __init__(self, secret: LatticeSecretContext, params: IDFaceParams) -> None:
         super().__init__(secret.public, params)
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
-        self._s_ntt = (_seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
-                       if _seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
+        self._s_ntt = (seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
+                       if seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
 
     def _decrypt(self, cts: np.ndarray) -> np.ndarray:
         """(k, 1, n) NTT-form plaintexts of (k, 2, 1, n) ciphertexts: c0 + c1·s mod q₀ on the whole array
-        (``_seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` —
+        (``seal_arrays.decrypt_arrays``, equal to SEAL's ``Decryptor.decrypt`` —
         tests/protocols/idface/test_idface.py), or SEAL's decryptor one ciphertext at a time where numpy has no
         80-bit long double."""
         if self._s_ntt is not None:
-            return _seal_arrays.decrypt_arrays(cts, self._s_ntt, self.moduli)
+            return seal_arrays.decrypt_arrays(cts, self._s_ntt, self.moduli)
         out = np.empty((len(cts), 1, self.n), dtype=np.uint64)
         for i, ct_arr in enumerate(cts):
-            ct = _seal_arrays.ciphertext_from_array(self.public.seal_context, self.parms_id, ct_arr)
+            ct = seal_arrays.ciphertext_from_array(self.public.seal_context, self.parms_id, ct_arr)
             pt = sealapi.Plaintext()
             self._decryptor.decrypt(ct, pt)
-            out[i] = _seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
+            out[i] = seal_arrays.plaintext_to_array(pt).reshape(1, self.n)
         return out
 
     def decrypt_scores(self, msg: CKKSScores) -> np.ndarray:
         check_scores(msg, self.public, 2, self.capacity)
         ntt_plain = self._decrypt(msg.arrays.reshape((-1,) + msg.arrays.shape[2:]))
-        coeffs = _seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.parms_id, ntt_plain)
+        coeffs = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.parms_id, ntt_plain)
         v = coeffs.reshape(len(msg.counts), 2, self.n).astype(np.uint64)
         # centred lift then round(·/Δ); a valid encoding lies in [0, p^m) after rounding
         half = np.uint64(self.q // 2)

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import gmpy2
 import numpy as np
 
-from ...crypto._common import parallel_map
 from ...crypto.paillier import PaillierCiphertext, PaillierPrivateKey, PaillierPublicKey
+from ...crypto.parallel import parallel_map
 from ...errors import CryptoError, ProtocolError, TemplateError
-from .transform import IDFaceParams, separate
+from .params import IDFaceParams
+from .transform import separate
 
 
 @dataclass

@@ -11,13 +11,13 @@ from ...wire import Message
 
 
 @dataclass
-class RegisterRequest(Message):
+class EnrolRequest(Message):
     """Client → server (§IV-B.2): ID, pk = (N, y, k) and C = Enc(Γ). ``signature`` is the TP's σ of the first
     §VII version (over ID‖C‖pk only): kept so old records decode, refused by a server that checks the TP.
 
     The server stores this message, validated, as the subject's record."""
 
-    WIRE_NAME = "im2020.RegisterRequest"
+    WIRE_NAME = "im2020.EnrolRequest"
     subject_id: str
     pk_n: int
     pk_y: int
@@ -28,12 +28,12 @@ class RegisterRequest(Message):
 
 
 @dataclass
-class SignedRegisterRequest(Message):
+class SignedEnrolRequest(Message):
     """Client → server (§VII step 5): ID, pk, C and the TP's σ over ID‖C‖pk‖serial‖expires. ``serial`` grows
     with every registration the TP signs for a subject (the server refuses one not above the last it saw);
     ``expires`` is in Unix seconds. The server stores this message, validated, as the subject's record."""
 
-    WIRE_NAME = "im2020.SignedRegisterRequest"
+    WIRE_NAME = "im2020.SignedEnrolRequest"
     subject_id: str
     pk_n: int
     pk_y: int
@@ -56,8 +56,8 @@ class Revoked(Message):
 
 
 @dataclass
-class RegisterResponse(Message):
-    WIRE_NAME = "im2020.RegisterResponse"
+class EnrolResponse(Message):
+    WIRE_NAME = "im2020.EnrolResponse"
     subject_id: str
     replaced: bool
 

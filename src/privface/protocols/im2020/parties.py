@@ -35,12 +35,12 @@ from .messages import (
     CompareChallenge,
     CompareFinish,
     CompareRequest,
-    RegisterRequest,
-    RegisterResponse,
+    EnrolRequest,
+    EnrolResponse,
     Revoked,
     RevokeRequest,
     RevokeResponse,
-    SignedRegisterRequest,
+    SignedEnrolRequest,
     TPImageRequest,
     TPRequest,
     TPResponse,
@@ -117,17 +117,17 @@ def encrypt_template(key, template: Sequence[int], workers: int | None = None) -
     return [int(c.a) for c in cs], [int(c.beta.value) for c in cs]
 
 
-def signed_bytes(req: SignedRegisterRequest) -> bytes:
+def signed_bytes(req: SignedEnrolRequest) -> bytes:
     """What the TP signs (§VII step 3, with replay protection): ID‖C‖pk‖serial‖expires, as the wire encoding
     of the request with an empty σ."""
     return SIGNATURE_CONTEXT + dataclasses.replace(req, signature=b"").to_bytes()
 
 
-def registration_from_bytes(data: bytes) -> RegisterRequest | SignedRegisterRequest:
+def enrolment_from_bytes(data: bytes) -> EnrolRequest | SignedEnrolRequest:
     """A register body: the TP-signed request (§VII) or the plain one (§IV-B.2)."""
-    if message_type(data) == SignedRegisterRequest.WIRE_NAME:
-        return SignedRegisterRequest.from_bytes(data)
-    return RegisterRequest.from_bytes(data)
+    if message_type(data) == SignedEnrolRequest.WIRE_NAME:
+        return SignedEnrolRequest.from_bytes(data)
+    return EnrolRequest.from_bytes(data)
 
 
 def stored_state(record: bytes | None) -> tuple[bool, int]:
@@ -137,8 +137,8 @@ def stored_state(record: bytes | None) -> tuple[bool, int]:
         return False, 0
     if message_type(record) == Revoked.WIRE_NAME:
         return False, Revoked.from_bytes(record).last_serial
-    reg = registration_from_bytes(record)
-    return True, reg.serial if isinstance(reg, SignedRegisterRequest) else 0
+    reg = enrolment_from_bytes(record)
+    return True, reg.serial if isinstance(reg, SignedEnrolRequest) else 0
 
 
 # ---------------------------------------------------------------- parties
@@ -167,10 +167,10 @@ class Client:
     def _pk_fields(self) -> dict:
         return {"pk_n": int(self.pk.n), "pk_y": int(self.pk.y), "pk_k": int(self.pk.k)}
 
-    def register(self, template) -> RegisterRequest:
+    def enrol(self, template) -> EnrolRequest:
         """§IV-B.2: ID, pk and C = Enc(Γ)."""
         a, beta = encrypt_template(self._sk, check_template(template, self.params), self.workers)
-        return RegisterRequest(self.subject_id, **self._pk_fields(), c_a=a, c_beta=beta)
+        return EnrolRequest(self.subject_id, **self._pk_fields(), c_a=a, c_beta=beta)
 
     def tp_request(self, template) -> TPRequest:
         """§VII step 2: pk, Γ and ID to the trusted party."""
@@ -180,9 +180,9 @@ class Client:
         """§VII step 2 with the face image instead of Γ: the TP extracts Γ itself."""
         return TPImageRequest(self.subject_id, **self._pk_fields(), image=bytes(image))
 
-    def register_signed(self, resp: TPResponse) -> SignedRegisterRequest:
+    def enrol_signed(self, resp: TPResponse) -> SignedEnrolRequest:
         """§VII step 5: ID, C, pk, the serial, the expiry and σ from the TP's answer."""
-        return SignedRegisterRequest(self.subject_id, **self._pk_fields(), c_a=resp.c_a, c_beta=resp.c_beta,
+        return SignedEnrolRequest(self.subject_id, **self._pk_fields(), c_a=resp.c_a, c_beta=resp.c_beta,
                                      serial=resp.serial, expires=resp.expires, signature=resp.signature)
 
     def auth_start(self, template) -> AuthStart:
@@ -243,7 +243,7 @@ class CompareSession:
 
 class Server:
     """Stores per ID the public key, C and, with a TP, σ with its serial and expiry (as the validated
-    RegisterRequest or SignedRegisterRequest); after revoking a TP-signed registration, the ``Revoked``
+    EnrolRequest or SignedEnrolRequest); after revoking a TP-signed registration, the ``Revoked``
     tombstone with its serial. Never holds a secret key. With a TP key, a registration is refused when expired
     (``clock`` past ``expires`` + ``max_skew``) or when its serial is not above the last one stored for the ID.
 
@@ -264,13 +264,13 @@ class Server:
         self._cache: OrderedDict[str, tuple[bytes, JoyeLibertPublicKey, list[cf.Level1]]] = OrderedDict()
         self._cache_lock = threading.Lock()
 
-    def _validated(self, req: RegisterRequest | SignedRegisterRequest):
+    def _validated(self, req: EnrolRequest | SignedEnrolRequest):
         _check_id(req.subject_id)
         pk = public_key(req.pk_n, req.pk_y, req.pk_k, self.params)
         C = level1_vector(pk, req.c_a, req.c_beta, self.params.dims)
         return pk, C
 
-    def register(self, req: RegisterRequest | SignedRegisterRequest, *, replace: bool = False) -> RegisterResponse:
+    def enrol(self, req: EnrolRequest | SignedEnrolRequest, *, replace: bool = False) -> EnrolResponse:
         """Validate (and check the TP's σ, expiry and serial when a TP key is configured), then store; nothing
         is stored on error.
 
@@ -291,16 +291,16 @@ class Server:
                                     f"last one stored for this subject ({last}); ask the trusted party for a new one")
             if self.store.swap(PROTOCOL, req.subject_id, current, record):
                 self._forget(req.subject_id)
-                return RegisterResponse(req.subject_id, enrolled)
+                return EnrolResponse(req.subject_id, enrolled)
         raise SubjectExistsError(f"subject {req.subject_id!r} changed during the registration; try again")
 
-    def _check_tp(self, req: RegisterRequest | SignedRegisterRequest) -> int:
+    def _check_tp(self, req: EnrolRequest | SignedEnrolRequest) -> int:
         """The serial of a TP-signed registration after checking σ and the expiry (0 without a TP key)."""
         if self.tp_public_key is None:
-            if isinstance(req, SignedRegisterRequest):
-                raise ProtocolError("this server has no trusted-party key: send an unsigned RegisterRequest")
+            if isinstance(req, SignedEnrolRequest):
+                raise ProtocolError("this server has no trusted-party key: send an unsigned EnrolRequest")
             return 0
-        if not isinstance(req, SignedRegisterRequest):
+        if not isinstance(req, SignedEnrolRequest):
             if req.signature is None:
                 raise ProtocolError("this server accepts only registrations signed by the trusted party")
             raise ProtocolError("this registration is signed without a serial and an expiry (first trusted-party "
@@ -327,7 +327,7 @@ class Server:
             if hit is not None and hit[0] == record:
                 self._cache.move_to_end(subject_id)
                 return hit[1], hit[2]
-        pk, C = self._validated(registration_from_bytes(record))
+        pk, C = self._validated(enrolment_from_bytes(record))
         if self.cache_size > 0:
             with self._cache_lock:
                 self._cache[subject_id] = (record, pk, C)
@@ -464,6 +464,6 @@ class TrustedParty:
         self.check_face_template(template)
         a, beta = encrypt_template(pk, [int(x) for x in template])
         serial, expires = self.next_serial(), int(self._clock()) + self.validity
-        unsigned = SignedRegisterRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta, serial, expires, b"")
+        unsigned = SignedEnrolRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta, serial, expires, b"")
         sig = self._signing_key.sign(signed_bytes(unsigned), ec.ECDSA(hashes.SHA256()))
         return TPResponse(a, beta, serial, expires, sig)

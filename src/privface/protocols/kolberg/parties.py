@@ -180,12 +180,12 @@ def ring_epoch(current: int, versions: Sequence[int]) -> int:
     return 3 * newest - (0 if len(versions) == 1 else 1 if current == newest else 2)
 
 
-def _new_keys(params: KolbergParams):
+def _generate_keypair(params: KolbergParams):
     """(public key bytes, secret key) for the scheme, at its 128-bit parameters."""
     if params.scheme == NTRU:
         pk, sk = ntru.generate_ntru_keypair()
     else:
-        pk, sk = lattice.generate_lattice_keys(lattice.CKKS_128 if params.scheme == CKKS else lattice.BFV_128)
+        pk, sk = lattice.generate_lattice_keypair(lattice.CKKS_128 if params.scheme == CKKS else lattice.BFV_128)
     return pk.to_bytes(), sk
 
 
@@ -241,7 +241,7 @@ class AuthServer:
                 raise ProtocolError("auth key store: the current key version has no key pair")
 
     def _add_key(self, version: int) -> None:
-        pk, sk = _new_keys(self.params)
+        pk, sk = _generate_keypair(self.params)
         if self._store is not None:  # the key pair is durable before anyone can encrypt under it
             self._store.put(AUTH_STORE, f"key.{version}", AuthKeyRecord(version, pk, _secret_bytes(sk)).to_bytes())
         self._keys[version] = (_Public(self.params, PublicKey(self.params.scheme, pk)), sk)

@@ -9,10 +9,9 @@ from __future__ import annotations
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ...errors import CryptoError, ProtocolError
-from ...service.client import ServiceClient
-from ...wire import WireError
-from . import zk
-from .messages import (
+from ...protocols.gsm import zk
+from ...protocols.gsm.keyfile import provider_key_from_bytes
+from ...protocols.gsm.messages import (
     VARIANT_IDS,
     Challenge,
     Claim,
@@ -23,9 +22,10 @@ from .messages import (
     ProviderKey,
     Template,
 )
-from .params import check_variant
-from .parties import PROTOCOL, Device
-from .service import provider_key_from_bytes
+from ...protocols.gsm.params import check_variant
+from ...protocols.gsm.parties import PROTOCOL, Device
+from ...wire import WireError
+from ..client import ServiceClient
 
 
 def _parse(fn, *args):

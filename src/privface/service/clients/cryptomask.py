@@ -13,10 +13,9 @@ import numpy as np
 from ...crypto.exchange import Party, Wire
 from ...crypto.otext import IKNPReceiver
 from ...errors import CryptoError, ProtocolError
-from ...service.client import ServiceClient
-from ..common import read_message
-from .he import Distances
-from .messages import (
+from ...protocols.common import read_message
+from ...protocols.cryptomask.he import Distances
+from ...protocols.cryptomask.messages import (
     DistanceChunk,
     DistanceRequest,
     GalleryInfo,
@@ -27,9 +26,10 @@ from .messages import (
     RevealRound,
     Started,
 )
-from .parties import threshold
-from .reveal import reveal_verifier
-from .server import PROTOCOL
+from ...protocols.cryptomask.parties import threshold
+from ...protocols.cryptomask.reveal import reveal_verifier
+from ...protocols.cryptomask.server import PROTOCOL
+from ..client import ServiceClient
 
 
 class VerifierClient(ServiceClient):
@@ -44,8 +44,8 @@ class VerifierClient(ServiceClient):
 
     def _setup(self) -> None:
         """Fetch pk and the layout once; load the verifier's keys for that pk."""
+        from ...protocols.cryptomask import encoding
         from ...scale.cryptomask_gallery import verifier_keys
-        from . import encoding
 
         info = read_message(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes()))
         verifier, tau = verifier_keys(self.key_store_url, self.name, info.public_context, info.dim,

@@ -7,7 +7,7 @@ vectorised modular additions. Everything cryptographic stays SEAL's: public-key 
 decryption. Enc(m) = Enc(0) + (NTT(m), 0) is exactly what SEAL's ``Encryptor.encrypt`` computes for CKKS.
 
 The binding exposes neither raw pointers nor a compression switch, so objects travel through SEAL's own
-serialization (``_seal_io``): ``save`` writes zstd, which ``zstandard`` inflates; loads write the
+serialization (``seal_io``): ``save`` writes zstd, which ``zstandard`` inflates; loads write the
 uncompressed format (SEALHeader · parms_id · is_ntt_form · size · n · L · scale · correction factor ·
 DynArray for a ciphertext; parms_id · coeff_count · scale · DynArray for a plaintext).
 """
@@ -19,7 +19,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
-from . import _seal_io
+from . import seal_io
 
 _CT_META = struct.Struct("<4QBQQQdQ")  # parms_id, is_ntt_form, size, n, L, scale, correction factor
 MAX_POLYS = 16  # SEAL_CIPHERTEXT_SIZE_MAX: polynomials per NTT batch
@@ -28,7 +28,7 @@ MAX_POLYS = 16  # SEAL_CIPHERTEXT_SIZE_MAX: polynomials per NTT batch
 def ciphertext_to_array(ct) -> np.ndarray:
     """(size, L, n) uint64 copy of a SEAL ciphertext's RNS polynomials (NTT form for CKKS)."""
     size, n, levels = ct.size(), ct.poly_modulus_degree(), ct.coeff_modulus_size()
-    data = _seal_io.data_array(_seal_io.save(ct), size * n * levels, "ciphertext")
+    data = seal_io.data_array(seal_io.save(ct), size * n * levels, "ciphertext")
     return data.reshape(size, levels, n).copy()
 
 
@@ -39,14 +39,14 @@ def ciphertext_from_array(context, parms_id, data: np.ndarray, *, ntt_form: bool
         raise CryptoError(f"ciphertext array must have shape (size, L, n), got {data.shape}")
     size, levels, n = data.shape
     body = (_CT_META.pack(*parms_id, int(ntt_form), size, n, levels, float(scale), 1)
-            + _seal_io.dynarray_bytes(data.ravel()))
-    blob = _seal_io._header(_seal_io._HEADER.size + len(body)) + body
-    return _seal_io.load(sealapi.Ciphertext(), context, blob, "ciphertext array")
+            + seal_io.dynarray_bytes(data.ravel()))
+    blob = seal_io._header(seal_io._HEADER.size + len(body)) + body
+    return seal_io.load(sealapi.Ciphertext(), context, blob, "ciphertext array")
 
 
 def plaintext_to_array(pt) -> np.ndarray:
     """(L, n) uint64 copy of an NTT-form (CKKS) plaintext."""
-    return _seal_io.data_array(_seal_io.save(pt), pt.coeff_count(), "plaintext").copy()
+    return seal_io.data_array(seal_io.save(pt), pt.coeff_count(), "plaintext").copy()
 
 
 def _transform(context, evaluator, parms_id, polys: np.ndarray, forward: bool) -> np.ndarray:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from ...service.client import ServiceClient
-from ..common import message_bytes as _bytes
-from ..common import parse_answer as _parse
-from .messages import (
+from ...protocols.common import message_bytes as _bytes
+from ...protocols.common import parse_answer as _parse
+from ...protocols.kolberg.messages import (
     AuthDecision,
     AuthKeys,
     Challenge,
@@ -21,8 +20,9 @@ from .messages import (
     RevokeRequest,
     RevokeResponse,
 )
-from .params import KolbergParams
-from .parties import PROTOCOL, Client
+from ...protocols.kolberg.params import KolbergParams
+from ...protocols.kolberg.parties import PROTOCOL, Client
+from ..client import ServiceClient
 
 
 class _KolbergHttp(ServiceClient):

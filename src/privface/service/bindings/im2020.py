@@ -6,34 +6,35 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, UnknownSubjectError
-from ...service.base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
+from ...protocols.im2020.messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
+from ...protocols.im2020.params import Im2020Params
+from ...protocols.im2020.parties import AuthSession, CompareSession, Server, SubjectExistsError, enrolment_from_bytes
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
-from .params import Im2020Params
-from .parties import AuthSession, CompareSession, Server, SubjectExistsError, registration_from_bytes
+from ..base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
 
 
 def body_limits(params: Im2020Params) -> dict[str, int]:
     """Request caps per step, about twice the largest valid message: a level-1 ciphertext is a_i < 2^k and
-    β_i < N per dimension (register: plus pk and σ); the §VII OT request is 256 bytes per circuit bit."""
+    β_i < N per dimension (enrol: plus pk and σ); the §VII OT request is 256 bytes per circuit bit."""
     per_dim = 2 * (params.jl.bits // 8 + 16)
     ciphertexts = params.dims * per_dim + 4 * (params.jl.bits // 8) + 4096
-    return {"register": ciphertexts, "auth/start": ciphertexts, "auth/compare": params.circuit_bits * 512 + 4096,
+    return {"enrol": ciphertexts, "auth/start": ciphertexts, "auth/compare": params.circuit_bits * 512 + 4096,
             "auth/finish": 4096, "revoke": 1024}
 
 
 class Im2020Service:
     """Options: ``params`` (Im2020Params) or any of its fields (``tau``, ``dims``, ``insecure_test_params``,
     ``security_bits``, ``mode``, ``compare_bits``), and ``tp_public_key`` (an ECDSA P-256 public key or its PEM bytes):
-    then ``register`` takes only a SignedRegisterRequest, unexpired and with a serial above the subject's last."""
+    then ``enrol`` takes only a SignedEnrolRequest, unexpired and with a serial above the subject's last."""
 
     name = "im2020"
-    steps = ("register", "auth/start", "auth/finish", "revoke")  # basic mode; see __init__
-    first_steps = ("register", "auth/start", "revoke")
-    scopes = {"register": "enrol", "auth/start": "verify", "auth/compare": "verify", "auth/finish": "verify",
+    steps = ("enrol", "auth/start", "auth/finish", "revoke")  # basic mode; see __init__
+    first_steps = ("enrol", "auth/start", "revoke")
+    step_aliases = {"register": "enrol"}  # the step's name before 0.2 (the paper's "registration")
+    scopes = {"enrol": "enrol", "auth/start": "verify", "auth/compare": "verify", "auth/finish": "verify",
               "revoke": "admin"}  # the API-key scope each step needs (service/auth.py)
-    takes_caller = True  # register replaces an enrolled ID only for a caller that may (``Caller.may_replace``)
+    takes_caller = True  # enrol replaces an enrolled ID only for a caller that may (``Caller.may_replace``)
 
     def __init__(self, store: TemplateStore, **options) -> None:
         tp = options.pop("tp_public_key", None)
@@ -49,7 +50,7 @@ class Im2020Service:
             raise TypeError(f"give either params or its fields, not both: {sorted(options)}")
         self.server = Server(store, params, tp_public_key=tp)
         if params.mode == "secure-comparison":
-            self.steps = ("register", "auth/start", "auth/compare", "auth/finish", "revoke")
+            self.steps = ("enrol", "auth/start", "auth/compare", "auth/finish", "revoke")
         self.max_body = body_limits(params)
 
     def attempt(self, step: str, body: bytes, state: Any | None) -> tuple[str, bool] | None:
@@ -70,9 +71,8 @@ class Im2020Service:
         if step in self.first_steps and state is not None:
             raise SessionError(f"{step} starts a new flow and takes no session")
         try:
-            if step == "register":
-                done = self.server.register(registration_from_bytes(body),
-                                            replace=caller is None or caller.may_replace)
+            if step == "enrol":
+                done = self.server.enrol(enrolment_from_bytes(body), replace=caller is None or caller.may_replace)
                 return StepResult(done.to_bytes(), subject=done.subject_id)
             if step == "revoke":
                 gone = self.server.revoke(RevokeRequest.from_bytes(body))

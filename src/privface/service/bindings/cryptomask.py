@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
-from ...service.base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
+from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, TooManySessions
 from ...store.base import TemplateStore
 from ...wire import MAX_MESSAGE_BYTES, WireError
-from .server import PROTOCOL, CloudServerRole, TooManySessions
+from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
 
 STEPS = {"gallery": "gallery", "identify/start": "start", "identify/distances": "distances", "identify/ot": "ot",
          "identify/reveal": "reveal"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ProtocolError
-from ...service.client import ServiceClient
-from ..common import message_bytes as _bytes
-from ..common import parse_answer as _parse
-from .messages import PROTOCOL, Attached, KeyDecision, Query, Result
+from ...protocols.common import message_bytes as _bytes
+from ...protocols.common import parse_answer as _parse
+from ...protocols.hers.messages import PROTOCOL, Attached, KeyDecision, Query, Result
+from ..client import ServiceClient
 
 
 class _IdentHttp(ServiceClient):

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
+from ...protocols.hers.messages import PROTOCOL
 from ...scale.ident import KeyRole, LocalRole
-from ...service.base import MessageError, SessionError, StepResult
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import PROTOCOL
+from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
@@ -52,7 +52,7 @@ class IdentService:
             if key is None:
                 if not key_url:
                     raise ValueError("an ident local server needs the key server's URL (--key-url)")
-                from .remote import HttpKeyServer
+                from ..clients.hers import HttpKeyServer
                 key = HttpKeyServer(key_url, timeout=timeout, api_key=key_api_key, tls=key_tls)
             self.key = key
             self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk)

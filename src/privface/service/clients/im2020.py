@@ -16,21 +16,21 @@ from urllib.parse import urlsplit
 
 from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
-from ...service.client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
-from ...templates.quantize import quantize
-from ...wire import WireError
-from .messages import (
+from ...protocols.im2020.messages import (
     AuthChallenge,
     AuthResult,
     ClientKey,
     CompareChallenge,
-    RegisterResponse,
+    EnrolResponse,
     RevokeRequest,
     RevokeResponse,
     TPResponse,
 )
-from .params import Im2020Params
-from .parties import PROTOCOL, Client
+from ...protocols.im2020.params import Im2020Params
+from ...protocols.im2020.parties import PROTOCOL, Client
+from ...templates.quantize import quantize
+from ...wire import WireError
+from ..client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
 
 
 class ModeMismatchError(PrivfaceError):
@@ -142,25 +142,25 @@ def _wire_stats(http: ServiceClient, since: int) -> dict:
             "server_ms_by_step": {s.step: _ms(s.server_seconds or 0.0) for s in steps}}
 
 
-def register(http: ServiceClient, client: Client, template) -> tuple[RegisterResponse, dict]:
+def enrol(http: ServiceClient, client: Client, template) -> tuple[EnrolResponse, dict]:
     """§IV-B.2 over HTTP: C = Enc(Γ) → server. Returns the answer and timings/bytes."""
     since = len(http.stats)
     http.reset()
     t0 = time.perf_counter()
-    body = client.register(template).to_bytes()
+    body = client.enrol(template).to_bytes()
     c2 = time.perf_counter() - t0
-    return _register(http, client.subject_id, body), {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
+    return _enrol(http, client.subject_id, body), {"c2_encrypt_ms": _ms(c2), **_wire_stats(http, since)}
 
 
-def register_signed(http: ServiceClient, client: Client, resp: TPResponse) -> RegisterResponse:
+def enrol_signed(http: ServiceClient, client: Client, resp: TPResponse) -> EnrolResponse:
     """§VII step 5 over HTTP: the TP's answer (C, serial, expiry, σ) → server."""
     http.reset()
-    return _register(http, client.subject_id, client.register_signed(resp).to_bytes())
+    return _enrol(http, client.subject_id, client.enrol_signed(resp).to_bytes())
 
 
-def _register(http: ServiceClient, subject_id: str, body: bytes) -> RegisterResponse:
+def _enrol(http: ServiceClient, subject_id: str, body: bytes) -> EnrolResponse:
     try:
-        return RegisterResponse.from_bytes(http.step("register", body))
+        return EnrolResponse.from_bytes(http.step("enrol", body))
     except RemoteAlreadyEnrolledError as e:
         raise RemoteAlreadyEnrolledError(f"{subject_id} is already enrolled at this server and was not replaced: "
                                          f"revoke it first, or register with an admin API key", e.status) from None
@@ -248,12 +248,12 @@ class Im2020Client:
     def subject_id(self) -> str:
         return self.client.subject_id
 
-    def enrol(self, embedding, *, key_file: str | os.PathLike | None = None, force: bool = False) -> RegisterResponse:
+    def enrol(self, embedding, *, key_file: str | os.PathLike | None = None, force: bool = False) -> EnrolResponse:
         """§IV-B.2: register Enc(⌊scale·x⌋). With ``key_file`` the key is written privately first and moved into
         place only once the server has accepted (replacing an existing file only with ``force``)."""
         pending = PendingKey(Path(key_file), key_record(self.client, self.server), force=force) if key_file else None
         try:
-            resp, self.report = register(self.http, self.client, quantize(embedding, self.client.params.scale))
+            resp, self.report = enrol(self.http, self.client, quantize(embedding, self.client.params.scale))
         except BaseException:
             if pending is not None:
                 pending.discard()

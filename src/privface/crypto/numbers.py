@@ -1,20 +1,17 @@
-"""Shared by the crypto core (internal): security policy, random primes and units, CRT, byte format.
+"""Number theory for the factoring-based schemes: the security policy for moduli, random primes and units,
+CRT, centred residues, batched inversion and multi-exponentiation.
 
 Randomness comes from `secrets` only; big-integer arithmetic from gmpy2 (GMP).
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import secrets
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import gmpy2
 from gmpy2 import mpz
 
 from ..errors import CryptoError
+from .parallel import default_workers, parallel_map
 
 #: Smallest modulus for factoring-based schemes without the test switch: 112-bit security.
 MIN_MODULUS_BITS = 2048
@@ -88,125 +85,6 @@ def centered(m, modulus) -> int:
     """The representative of m mod `modulus` in (−modulus/2, modulus/2]."""
     m = int(m) % int(modulus)
     return m - int(modulus) if m > int(modulus) // 2 else m
-
-
-def release_gil() -> None:
-    """Let gmpy2 drop the GIL during big-integer operations in the calling thread (thread-pool initializer).
-
-    gmpy2 keeps the GIL by default; with ``allow_release_gil`` its mpz operations (powmod, mul, mod)
-    run outside it, so base decryptions in a thread pool use several cores.
-    """
-    gmpy2.get_context().allow_release_gil = True
-
-
-# ------------------------------------------------------------------ byte format
-# Every serialized ciphertext: b"PF" | scheme tag (1 byte) | format version (1 byte) |
-# key fingerprint (8 bytes) | value, big-endian, fixed length for the key.
-
-MAGIC = b"PF"
-VERSION = 1
-HEADER_BYTES = 12
-
-
-def fingerprint(tag: bytes, *values) -> bytes:
-    """8-byte key identifier: SHA-256 over the scheme tag and the public values (not a secret)."""
-    h = hashlib.sha256(MAGIC + tag)
-    for v in values:
-        v = int(v)
-        h.update(v.to_bytes((v.bit_length() + 7) // 8 or 1, "big"))
-    return h.digest()[:8]
-
-
-def pack(tag: bytes, key_fingerprint: bytes, value, length: int) -> bytes:
-    return MAGIC + tag + bytes([VERSION]) + key_fingerprint + int(value).to_bytes(length, "big")
-
-
-def unpack(tag: bytes, key_fingerprint: bytes, data, length: int, scheme: str) -> mpz:
-    """The value of a serialized ciphertext, after checking type, exact length, header and key."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise CryptoError(f"{scheme} ciphertext must be bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if len(data) != HEADER_BYTES + length:
-        raise CryptoError(f"{scheme} ciphertext must be {HEADER_BYTES + length} bytes for this key, got {len(data)}")
-    if data[:2] != MAGIC or data[2:3] != tag:
-        raise CryptoError(f"not a serialized {scheme} ciphertext (bad header)")
-    if data[3] != VERSION:
-        raise CryptoError(f"unsupported {scheme} ciphertext format version {data[3]}")
-    if data[4:12] != key_fingerprint:
-        raise CryptoError(f"{scheme} ciphertext was made under a different public key")
-    return mpz(int.from_bytes(data[HEADER_BYTES:], "big"))
-
-
-# ------------------------------------------------------------------ batched group arithmetic
-# Used by the batched encryption/decryption of Joye–Libert and by BlindESED (seed 000 §IV-B.3).
-
-_POOLS: dict[int, object] = {}
-
-
-def default_workers(workers: int | None) -> int:
-    """``workers`` (≥ 1), or one per core when None."""
-    w = (os.cpu_count() or 1) if workers is None else int(as_int(workers, "workers"))
-    if w < 1:
-        raise CryptoError(f"workers must be at least 1, got {w}")
-    return w
-
-
-_POOL_THREAD = "privface-gmp"
-
-
-def _in_pool() -> bool:
-    """True on one of the shared pool's threads: nested parallel calls run serially there (no deadlock)."""
-    return threading.current_thread().name.startswith(_POOL_THREAD)
-
-
-def _pool(w: int):
-    pool = _POOLS.get(w)
-    if pool is None:
-        pool = _POOLS[w] = ThreadPoolExecutor(max_workers=w, initializer=release_gil,
-                                              thread_name_prefix=_POOL_THREAD)
-    return pool
-
-
-def run_chunks(fn, chunks: list[list], workers: int | None = None) -> list:
-    """fn(chunk) for each chunk, concurrently on the shared pool (``workers`` threads, default one per
-    chunk); the results (lists) concatenated in order."""
-    chunks = [c for c in chunks if c]
-    w = min(len(chunks), default_workers(workers) if workers is not None else len(chunks))
-    if w <= 1 or _in_pool():
-        return [x for c in chunks for x in fn(c)]
-    return [x for part in _pool(w).map(fn, chunks) for x in part]
-
-
-def parallel_map(fn, items, workers: int | None = None) -> list:
-    """[fn(x) for x in items] on ``workers`` threads of the shared pool (None: one per core; 1: serial)."""
-    items = list(items)
-    w = min(default_workers(workers), len(items))
-    if w <= 1 or _in_pool():
-        return [fn(x) for x in items]
-    return list(_pool(w).map(fn, items))
-
-
-def thread_map(fn, items: list, workers: int | None = None, chunk: int | None = None) -> list:
-    """fn over contiguous chunks of items (one per worker, or of ``chunk`` items each) on ``workers``
-    threads of the shared pool, whose threads let gmpy2 release the GIL; the chunk results (lists) are
-    concatenated in order. Small chunks let one thread's GIL-bound Python work overlap another's
-    GIL-free exponentiations."""
-    w = max(1, min(default_workers(workers), len(items)))
-    step = (chunk or -(-len(items) // w)) if items else 1
-    return run_chunks(fn, [items[i:i + step] for i in range(0, len(items), step)], w)
-
-
-@contextmanager
-def gil_held():
-    """Within the block gmpy2 keeps the GIL: for loops of many small operations, where releasing and
-    re-acquiring the GIL around each one costs more than it gains (the thread is Python-bound anyway)."""
-    ctx = gmpy2.get_context()
-    old = ctx.allow_release_gil
-    ctx.allow_release_gil = False
-    try:
-        yield
-    finally:
-        ctx.allow_release_gil = old
 
 
 def batch_invert(values: list, modulus) -> list:

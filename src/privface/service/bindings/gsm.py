@@ -28,16 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ...errors import CryptoError, ProtocolError
-from ...service.base import AlreadyEnrolledError, Caller, MessageError, SessionError, StepResult
-from ...store.base import TemplateStore
-from ...wire import WireError
-from . import zk
-from .keyfile import load_pem, provider_signing_key
-from .messages import (
+from ...protocols.gsm import zk
+from ...protocols.gsm.keyfile import load_pem, provider_key_bytes, provider_key_from_bytes, provider_signing_key
+from ...protocols.gsm.messages import (
     VARIANT_IDS,
     Claim,
     CompareFinish,
@@ -50,8 +46,11 @@ from .messages import (
     Reply,
     Template,
 )
-from .params import GsmParams
-from .parties import PROTOCOL, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
+from ...protocols.gsm.params import GsmParams
+from ...protocols.gsm.parties import PROTOCOL, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
+from ...store.base import TemplateStore
+from ...wire import WireError
+from ..base import AlreadyEnrolledError, Caller, MessageError, SessionError, StepResult
 
 SCOPES = {"key": ("enrol", "verify", "internal"),  # the public verification key: devices and terminals
           "enrol/start": "enrol", "enrol/finish": "enrol",
@@ -59,16 +58,6 @@ SCOPES = {"key": ("enrol", "verify", "internal"),  # the public verification key
 """The API-key scope each step needs (service/auth.py); a terminal does not call the provider."""
 VARIANT_NAMES = {v: k for k, v in VARIANT_IDS.items()}
 log = logging.getLogger("privface.gsm")
-
-
-def provider_key_from_bytes(raw: bytes) -> Ed25519PublicKey:
-    if not isinstance(raw, bytes) or len(raw) != 32:
-        raise ProtocolError("an Ed25519 verification key is 32 bytes")
-    return Ed25519PublicKey.from_public_bytes(raw)
-
-
-def provider_key_bytes(key: Ed25519PublicKey) -> bytes:
-    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
 def _signing_key(store: TemplateStore, key, path) -> Ed25519PrivateKey:

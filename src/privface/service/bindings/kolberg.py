@@ -22,12 +22,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, SubjectExistsError, UnknownSubjectError
-from ...service.base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
+from ...protocols.kolberg.messages import Challenge, ChallengeRequest, KeyRequest, Result, VerifyRequest
+from ...protocols.kolberg.params import KolbergParams
+from ...protocols.kolberg.parties import PROTOCOL, AuthServer, DBServer
 from ...store.base import TemplateStore
 from ...wire import WireError
-from .messages import Challenge, ChallengeRequest, KeyRequest, Result, VerifyRequest
-from .params import KolbergParams
-from .parties import PROTOCOL, AuthServer, DBServer
+from ..base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
 DB_LIMITS = {"public-key": _KB, "enrol": 2 * _MB, "verify/challenge": _KB, "verify": 2 * _MB, "identify": 2 * _MB,
@@ -68,7 +68,7 @@ class KolbergService:
             if auth is None:
                 if not auth_url:
                     raise ValueError("a kolberg DB server needs the auth server's URL (--auth-url)")
-                from .remote import HttpAuth
+                from ..clients.kolberg import HttpAuth
                 auth = HttpAuth(auth_url, timeout=timeout, api_key=auth_api_key, tls=auth_tls)
             self.auth = auth
             self.party = DBServer(self.params, store, auth.keys(KeyRequest(0)), auth.decide, keys=auth.keys)
