@@ -35,7 +35,7 @@ from ...crypto import rlwe, seal_arrays, seal_io
 from ...crypto.native import ext
 from ...errors import ProtocolError, TemplateError
 from . import encoding
-from .params import MARGIN_BITS
+from .params import MARGIN_BITS, WIRE_BITS, WIRE_BYTES
 
 CHUNK = 256  # gallery ciphertexts per native call (bounds the uint64 temporaries)
 
@@ -114,14 +114,30 @@ class Query:
 
 @dataclass(frozen=True)
 class Distances:
-    """CS → verifier (Alg. 2 line 11): c_1 of every c'_i (s, L, N) and the masked c_0 read at the δ positions."""
+    """CS → verifier (Alg. 2 line 11), modulus-switched to q' = 2^WIRE_BITS: c_1 of every c'_i (s, N) and the
+    masked c_0 read at the δ positions (s, δ), uint64 below q', WIRE_BYTES bytes each on the wire."""
 
     c1: np.ndarray
     c0: np.ndarray
 
     @property
     def nbytes(self) -> int:
-        return 4 * (self.c1.size + self.c0.size)
+        return WIRE_BYTES * (self.c1.size + self.c0.size)
+
+
+def to_wire(x: np.ndarray) -> bytes:
+    """Values below 2^WIRE_BITS as WIRE_BYTES little-endian bytes each."""
+    return np.ascontiguousarray(x, dtype="<u8").view(np.uint8).reshape(-1, 8)[:, :WIRE_BYTES].tobytes()
+
+
+def from_wire(buf: bytes, shape: tuple) -> np.ndarray:
+    """The inverse of ``to_wire`` (every WIRE_BYTES-byte string is a value below 2^WIRE_BITS)."""
+    count = int(np.prod(shape))
+    if len(buf) != WIRE_BYTES * count:
+        raise ProtocolError(f"expected {WIRE_BYTES * count} bytes of residues, got {len(buf)}")
+    out = np.zeros((count, 8), dtype=np.uint8)
+    out[:, :WIRE_BYTES] = np.frombuffer(buf, dtype=np.uint8).reshape(count, WIRE_BYTES)
+    return out.view("<u8").reshape(shape).astype(np.uint64)
 
 
 class DataProvider:
@@ -248,18 +264,18 @@ class CloudServer:
             raise ProtocolError(f"ciphertexts {lo}…{hi} are not in the gallery's {self.ciphertexts}")
         L, n, b = self.basis.L, self.n, self.basis
         pos = encoding.positions(n, self.dim).tolist()
-        c1 = np.empty((hi - lo, L, n), dtype=np.uint32 if b.narrow else np.uint64)
+        c1 = np.empty((hi - lo, n), dtype=np.uint64)
         c0 = np.empty((hi - lo, L, self.delta), dtype=np.uint64)
         at = 0
         for digits in self._digits(lo, hi):
             out = b.native.external_product(digits, R)
             k = out.shape[0]
-            c1[at:at + k] = out[:, 1]
+            c1[at:at + k] = b.native.scale_round(b.native.inverse(np.ascontiguousarray(out[:, 1])), 1 << WIRE_BITS)[0]
             c0[at:at + k] = b.native.extract(np.ascontiguousarray(out[:, 0]), pos)
             at += k
         u, share = self._masks(c0.shape)
-        c0 = (c0 + u) % b.qv
-        return Distances(c1, c0.astype(np.uint32) if b.narrow else c0), share.reshape(-1)[:self.count - lo * self.delta]
+        c0 = b.native.scale_round((c0 + u) % b.qv, 1 << WIRE_BITS)[0]  # modulus switching q → q' (params)
+        return Distances(c1, c0), share.reshape(-1)[:self.count - lo * self.delta]
 
     def _digits(self, lo: int, hi: int):
         """The NTT digits of ciphertexts lo … hi − 1 across the blocks, at most ``CHUNK`` at a time."""
@@ -295,7 +311,10 @@ class VerifierHE:
         self.delta = encoding.rows_per_poly(self.n, dim)
         b = self.basis
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
-        self._Sv = b.native.forward(np.mod(sv[None, :], b.qv.astype(np.int64)).astype(np.uint64))  # NTT(s_v)
+        # c'_1·s_v exactly: |coefficients| < N·2^WIRE_BITS < p/2 for one 61-bit NTT prime p
+        self._lift = ext.bfv.Basis(ext.bfv.ntt_primes(61, self.n, 1), self.n)
+        self._p = self._lift.moduli()[0]
+        self._Sv = self._lift.forward(np.mod(sv[None, :], self._p).astype(np.uint64))
         self._pos = encoding.positions(self.n, dim).tolist()
 
     def query(self, b_vec) -> Query:
@@ -313,21 +332,26 @@ class VerifierHE:
 
     def shares(self, msg: Distances, count: int) -> np.ndarray:
         """d_1 = ⌊t·(c_0 + c_1·s_v)/q⌉ at the δ positions of every c'_i, first ``count`` entries (int64 mod t)."""
-        b, L = self.basis, self.basis.L
         s = -(-count // self.delta)
-        c1 = _wire_residues(msg.c1, (s, L, self.n), b, "distances c_1")
-        c0 = check_residues(msg.c0, (s, L, self.delta), b, "distances c_0")
-        ph = np.empty_like(c0)
-        for lo in range(0, s, CHUNK):  # phase at the δ positions: c_0 + (c_1 · s_v), read by one inverse NTT
-            c1s = b.native.mul(np.ascontiguousarray(c1[lo:lo + CHUNK], dtype=np.uint64), self._Sv)
-            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + b.native.extract(c1s, self._pos)) % b.qv
-        whole, _ = b.native.scale_round(ph, self.t)
-        return whole.astype(np.int64).reshape(-1)[:count]
+        c1 = _wire_residues(msg.c1, (s, self.n), "distances c_1")
+        c0 = _wire_residues(msg.c0, (s, self.delta), "distances c_0")
+        mask, p = np.uint64((1 << WIRE_BITS) - 1), np.uint64(self._p)
+        ph = np.empty((s, self.delta), dtype=np.uint64)
+        for lo in range(0, s, CHUNK):  # phase mod q' at the δ positions: c'_0 + (c'_1 · s_v), one inverse NTT
+            x = self._lift.forward(np.ascontiguousarray(c1[lo:lo + CHUNK, None, :], dtype=np.uint64))
+            v = self._lift.extract(self._lift.mul(x, self._Sv), self._pos)[:, 0]
+            v = np.where(v > p // np.uint64(2), v - p, v)  # centred lift, then mod 2^WIRE_BITS (two's complement)
+            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + v) & mask
+        t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
+        d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
+        return (d1 % np.uint64(self.t)).astype(np.int64).reshape(-1)[:count]
 
 
-def _wire_residues(x, shape: tuple, basis: Basis, what: str) -> np.ndarray:
-    """Shape and dtype of an incoming residue array (the native core checks each residue below its prime)."""
+def _wire_residues(x, shape: tuple, what: str) -> np.ndarray:
+    """An incoming modulus-switched array: exact shape, unsigned integers below q' = 2^WIRE_BITS."""
     if not isinstance(x, np.ndarray) or x.dtype not in (np.uint32, np.uint64) or x.shape != shape:
         raise ProtocolError(f"{what}: expected residues of shape {shape}, got "
                             f"{getattr(x, 'shape', None)} {getattr(x, 'dtype', type(x).__name__)}")
+    if x.size and int(x.max()) >> WIRE_BITS:
+        raise ProtocolError(f"{what}: a residue is not below 2^{WIRE_BITS}")
     return x
