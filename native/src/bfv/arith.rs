@@ -46,6 +46,25 @@ impl Modulus {
         r
     }
 
+    /// (⌊x/p⌋, x mod p) for any 128-bit x, by the same Barrett estimate.
+    #[inline(always)]
+    pub fn divrem128(&self, x: u128) -> (u128, u64) {
+        let (x0, x1) = (x as u64, (x >> 64) as u64);
+        let a = ((x0 as u128) * (self.r0 as u128)) >> 64;
+        let b = (x0 as u128) * (self.r1 as u128);
+        let c = (x1 as u128) * (self.r0 as u128);
+        let mid = a + (b as u64 as u128) + (c as u64 as u128);
+        let mut q = (x1 as u128) * (self.r1 as u128) + (b >> 64) + (c >> 64) + (mid >> 64);
+        let mut r = x0.wrapping_sub((q as u64).wrapping_mul(self.p));
+        for _ in 0..2 {
+            if r >= self.p {
+                r -= self.p;
+                q += 1;
+            }
+        }
+        (q, r)
+    }
+
     #[inline(always)]
     pub fn reduce(&self, x: u64) -> u64 {
         self.reduce128(x as u128)

@@ -373,6 +373,8 @@ impl Basis {
             })
             .collect();
         let b = x.len() / (limbs * m_len);
+        let (pow2, tmask) = (t.is_power_of_two(), t as u128 - 1);
+        let inv_p: Vec<f64> = (0..limbs).map(|i| 1.0 / self.m(i).p as f64).collect();
         let mut whole = vec![0u64; b * m_len];
         let mut frac = vec![0f64; b * m_len];
         whole
@@ -386,16 +388,18 @@ impl Basis {
                     for i in 0..limbs {
                         let m = self.m(i);
                         let y = m.mul(xs[i * m_len + k], qhat_inv[i]);
-                        let num = y as u128 * t as u128;
-                        acc = (acc + num / m.p as u128) % t as u128;
-                        fr += (num % m.p as u128) as f64 / m.p as f64;
+                        let (q, r) = m.divrem128(y as u128 * t as u128);
+                        acc = if pow2 {
+                            (acc + q) & tmask
+                        } else {
+                            (acc + q) % t as u128
+                        };
+                        fr += r as f64 * inv_p[i];
                     }
                     let fl = fr.floor();
                     let fpart = fr - fl;
-                    let mut v = (acc + fl as u128) % t as u128;
-                    if fpart >= 0.5 {
-                        v = (v + 1) % t as u128;
-                    }
+                    let mut v = acc + fl as u128 + u128::from(fpart >= 0.5);
+                    v = if pow2 { v & tmask } else { v % t as u128 };
                     w[k] = v as u64;
                     f[k] = fpart;
                 }
