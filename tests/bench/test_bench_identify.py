@@ -13,28 +13,34 @@ def test_cli_bench_identify_json(scheme, capsys):
                  "--insecure-test-params", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)
     for k in ("scheme", "n", "dim", "enrol_s", "identify_s", "plaintext_identify_s", "ratio", "storage_bytes",
-              "comm_bytes", "peak_rss_mb"):
+              "comm_bytes", "peak_rss_mb", "cs_peak_rss_mb", "rounds", "threads"):
         assert k in row
     assert row["scheme"] == scheme and row["n"] == n and row["answer_equals_plaintext"] is True
+    assert row["rounds"] >= (2 if scheme == "cryptomask" else 1 if scheme != "plain" else 0)
 
 
-def test_cli_bench_identify_comma_list_threads_and_rounds(capsys):
-    """`--scheme cryptomask,hers`: both rows from one gallery, with rounds, threads and cs_peak_rss_mb;
-    cryptomask's rounds do not grow with the gallery (Alg. 3 in one batch)."""
+def test_cli_bench_identify_runs_a_comma_list_back_to_back_in_child_processes(capsys):
+    """`--scheme cryptomask,hers`: a JSON list in the order given, one row per scheme on the same gallery, each from
+    its own process (its own peak memory), with the thread cap applied."""
     import json
+    import os
 
     from privface.cli import main
 
-    rounds = []
-    for n in (200, 700):
-        assert main(["bench", "identify", "--scheme", "cryptomask,hers", "--n", str(n), "--dim", "128", "--repeat",
-                     "1", "--threads", "1", "--insecure-test-params", "--json"]) == 0
-        rows = json.loads(capsys.readouterr().out)
-        assert [r["scheme"] for r in rows] == ["cryptomask", "hers"]
-        for r in rows:
-            assert r["n"] == n and r["threads"] == 1 and r["cs_peak_rss_mb"] > 0 and r["answer_equals_plaintext"]
-        assert rows[1]["rounds"] == 1 and rows[0]["rounds"] > 1
-        rounds.append(rows[0]["rounds"])
-    assert rounds[0] == rounds[1]
-    assert main(["bench", "identify", "--scheme", "cryptomask,nope", "--n", "10", "--json"]) != 0
-    assert "comma list" in capsys.readouterr().err
+    assert main(["bench", "identify", "--scheme", "cryptomask,hers", "--n", "300", "--dim", "128", "--repeat", "1",
+                 "--threads", "1", "--insecure-test-params", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["scheme"] for r in rows] == ["cryptomask", "hers"]
+    assert all(r["threads"] == 1 and r["answer_equals_plaintext"] is True for r in rows)
+    assert rows[0]["plaintext_identify_s"] > 0 and rows[0]["rounds"] > rows[1]["rounds"] == 1
+    assert "PRIVFACE_THREADS" not in os.environ  # the cap was the children's, not left in this process
+
+
+def test_bench_identify_refuses_unknown_or_repeated_schemes():
+    from privface.bench.identify import parse_schemes
+    from privface.errors import PrivfaceError
+
+    assert parse_schemes("cryptomask,hers") == ["cryptomask", "hers"]
+    for bad in ("cryptomask,rsa", "hers,hers", "", "hers,"):
+        with pytest.raises(PrivfaceError):
+            parse_schemes(bad)

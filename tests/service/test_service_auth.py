@@ -215,7 +215,7 @@ def test_revoke_with_a_valid_body_needs_admin(tmp_path):
         svc, keys = Im2020Service(store, params=Im2020Params.toy()), ApiKeys(store)
         user, admin = keys.create("enrol,verify")[1], keys.create("admin")[1]
         client = Client("grace", Im2020Params.toy())
-        svc.handle("register", client.enrol(np.arange(128) % 7).to_bytes(), None)
+        svc.handle("enrol", client.enrol(np.arange(128) % 7).to_bytes(), None)
         body = RevokeRequest("grace").to_bytes()
         with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
             before = _dump(tmp_path / "s.db")

@@ -234,16 +234,16 @@ def test_body_caps_hold_real_messages():
     """At least twice the measured sizes at the real parameters (docstrings of body_limits), and every
     toy-size message of a full im2020 flow fits."""
     sc = im2020_limits(Im2020Params.for_level(128, mode="secure-comparison"))
-    assert sc["register"] >= 2 * 52893 and sc["auth/start"] >= 2 * 52118 and sc["auth/compare"] >= 2 * 38927
+    assert sc["enrol"] >= 2 * 52893 and sc["auth/start"] >= 2 * 52118 and sc["auth/compare"] >= 2 * 38927
     basic = im2020_limits(Im2020Params.for_level(112))
-    assert basic["register"] >= 2 * 35997 and basic["auth/finish"] >= 2 * 25
+    assert basic["enrol"] >= 2 * 35997 and basic["auth/finish"] >= 2 * 25
     provider, terminal = gsm_limits(GsmParams(), "provider"), gsm_limits(GsmParams(), "terminal")
     assert provider["enrol/start"] >= 2 * 199861 and provider["enrol/finish"] >= 2 * 410
     assert terminal["match/start"] >= 2 * 15895 and terminal["match/compare"] >= 2 * 4559
     caps = im2020_limits(TOY)
     client = Client("ann", TOY, workers=1)
     t = attacks.face_like_template(TOY, np.random.default_rng(1))
-    assert len(client.enrol(t).to_bytes()) <= caps["register"]
+    assert len(client.enrol(t).to_bytes()) <= caps["enrol"]
     assert len(client.auth_start(t).to_bytes()) <= caps["auth/start"]
 
 

@@ -123,7 +123,7 @@ def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path, level, to_file)
     try:
         reg = client.enrol(ref)
         with ServiceClient(url, "im2020", api_key=enrol) as c:
-            c.step("register", reg.to_bytes())
+            c.step("enrol", reg.to_bytes())
         secrets += [str(reg.pk_n), f"{reg.pk_n:x}", str(reg.c_beta[0]), str(reg.c_a[0]), reg.to_bytes()[-32:].hex(),
                     json.dumps([int(v) for v in ref[:12]])]
         results = []
@@ -158,7 +158,7 @@ def test_audit_trail_of_a_real_server_holds_no_secrets(tmp_path, level, to_file)
     assert all(r["event"] == "audit" and set(r) == {"ts", "level", "logger", "msg", "event", *AUDIT_FIELDS}
                for r in records)  # no other field: no body, template, key or score
     audit = [(r["step"], r["subject"], r["decision"], r["status"], r["party"], r["party_name"]) for r in records]
-    assert audit == [("register", "alice", "allowed", 200, enrol_key.key_id, "enrol-party"),
+    assert audit == [("enrol", "alice", "allowed", 200, enrol_key.key_id, "enrol-party"),
                      ("auth/start", "alice", "allowed", 200, verify_key.key_id, "verify-party"),
                      ("auth/finish", "alice", "accepted", 200, verify_key.key_id, "verify-party"),
                      *[("auth/start", "alice", "allowed", 200, verify_key.key_id, "verify-party"),

@@ -132,7 +132,8 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     paths = spec["paths"]
     assert "/v1/{protocol}/{step}" in paths
     assert {p for p in paths if p.startswith("/v1/") and "{" not in p} == \
-        {f"/v1/{s.name}/{t}" for s in (im, kb) for t in s.steps}
+        {f"/v1/{s.name}/{t}" for s in (im, kb) for t in s.steps} | {"/v1/im2020/register"}  # the old name of enrol
+    assert paths["/v1/im2020/register"]["post"]["deprecated"] is True
     start, finish = paths["/v1/im2020/auth/start"]["post"], paths["/v1/im2020/auth/finish"]["post"]
     assert start["parameters"] == [] and finish["parameters"][0]["required"] is True
     assert finish["parameters"][0]["name"] == "X-Privface-Session"

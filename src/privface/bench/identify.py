@@ -6,12 +6,19 @@ gallery[N // 3]. ``plaintext_identify_s`` is one float32 matrix-vector product p
 ``identify_s`` is S_local's IP_DB plus S_key's decryption, decoding and argmax (the two parties in one process).
 Times are medians over ``repeat`` runs; enrolment runs once. ``answer_equals_plaintext`` compares the encrypted
 answer with the plaintext answer on the same (for idface: transformed) templates.
+
+``bench_schemes`` runs several schemes back to back, each in a fresh child process on the same seeded gallery, so
+that each row's peak memory is its own; ``threads`` caps BLAS, the crypto core's thread pools
+(``PRIVFACE_THREADS``) and the native core's (``RAYON_NUM_THREADS``).
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import resource
 import statistics
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import tenseal.sealapi as sealapi
@@ -21,6 +28,10 @@ from ..crypto import seal_arrays
 from ..errors import PrivfaceError
 
 SCHEMES = ("plain", "hers", "idface-ckks", "idface-paillier", "cryptomask")
+#: Verifier–server exchanges of one identification: hers / idface send the IP_DB message to the key server and get
+#: its decision back; cryptomask counts its own (``Run.rounds``).
+ROUNDS = {"plain": 0, "hers": 1, "idface-ckks": 1, "idface-paillier": 1}
+THREAD_VARIABLES = ("PRIVFACE_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TAU = {"hers": 0.5, "idface": 0.25, "cryptomask": 0.5}  # hers, cryptomask: cosine; idface: fraction of min(α, β)
 
 
@@ -69,51 +80,63 @@ def _seal_add_time(scheme, blocks, query) -> float:
     return time.perf_counter() - t
 
 
-def bench_schemes(schemes: str, n: int, dim: int, *, threads: int | None = None, **kw) -> list[dict]:
-    """`--scheme a,b,…`: the schemes back to back on the same synthetic gallery, one row each. ``threads``: the
-    native core's threads and BLAS's (None: one per core; 1: seed 001 §5's single-threaded setting)."""
-    names = [x.strip() for x in schemes.split(",") if x.strip()]
-    if not names or any(x not in SCHEMES for x in names):
-        raise PrivfaceError(f"--scheme must be a comma list of {SCHEMES}")
-    if threads is not None and threads < 1:
-        raise PrivfaceError("--threads must be positive")
-    from ..crypto.native import ext
+def parse_schemes(text: str) -> list[str]:
+    """``a,b,…`` → the schemes, each one of SCHEMES, no repeats."""
+    schemes = [x.strip() for x in text.split(",")]
+    bad = [x for x in schemes if x not in SCHEMES]
+    if bad or not schemes or len(set(schemes)) != len(schemes):
+        raise PrivfaceError(f"--scheme takes one or more of {', '.join(SCHEMES)}, comma-separated, each once; "
+                            f"got {text!r}")
+    return schemes
 
-    ext.bfv.set_threads(threads or 0)
-    try:
-        with threadpool_limits(threads):
-            return [bench_identify(x, n, dim, **kw) for x in names]
-    finally:
-        ext.bfv.set_threads(0)
+
+def bench_schemes(schemes: list[str], n: int, dim: int, *, threads: int | None = None, **options) -> list[dict]:
+    """One row per scheme, in order, each from a fresh child process (same seed, so the same gallery)."""
+    rows = []
+    for scheme in schemes:
+        saved = {k: os.environ.get(k) for k in THREAD_VARIABLES}
+        if threads is not None:  # inherited by the child before it loads BLAS or the native core
+            os.environ.update(dict.fromkeys(THREAD_VARIABLES, str(threads)))
+        try:
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                rows.append(pool.submit(bench_identify, scheme, n, dim, threads=threads, **options).result())
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    return rows
 
 
 def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, repeat: int = 5,
-                   insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False) -> dict:
-    """One JSON row (README: `privface bench identify`). ``rounds``: round trips between the two online parties
-    in one identification; ``threads``: the native core's; ``cs_peak_rss_mb``: the process's peak RSS when this
-    row is done — every party runs in this process, so it bounds the server's (CS, LocalServer) from above."""
-    from ..crypto.native import ext
-
+                   insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False,
+                   threads: int | None = None) -> dict:
+    """One JSON row (README: `privface bench identify`)."""
     if scheme not in SCHEMES:
         raise PrivfaceError(f"--scheme must be one of {SCHEMES}")
-    if n < 1 or dim < 1 or repeat < 1:
-        raise PrivfaceError("--n, --dim and --repeat must be positive")
+    if n < 1 or dim < 1 or repeat < 1 or (threads is not None and threads < 1):
+        raise PrivfaceError("--n, --dim, --repeat and --threads must be positive")
+    if threads is not None:
+        os.environ["PRIVFACE_THREADS"] = os.environ["RAYON_NUM_THREADS"] = str(threads)
+    with threadpool_limits(threads):  # None: BLAS as configured
+        return _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads)
+
+
+def _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads) -> dict:
     x, y, k = synthetic(n, dim, seed)
     plain_s, (plain_best, _) = _median(lambda: _plaintext(x, y), max(repeat, 5))
     with threadpool_limits(1):  # on a busy machine BLAS threads can cost more than they save at small N
         plain_s = min(plain_s, _median(lambda: _plaintext(x, y), max(repeat, 5))[0])
     row = {"scheme": scheme, "n": n, "dim": dim, "beta": None, "enrol_s": 0.0, "identify_s": plain_s,
            "plaintext_identify_s": plain_s, "ratio": 1.0, "storage_bytes": int(x.nbytes), "comm_bytes": 0,
-           "rounds": 0, "threads": ext.bfv.threads(),
+           "rounds": ROUNDS.get(scheme, 0), "threads": threads or os.cpu_count() or 1,
            "answer_equals_plaintext": plain_best == k, "insecure_test_params": insecure_test_params}
     if scheme == "cryptomask":
-        row.update(_cryptomask(x, y, repeat, insecure_test_params))
+        row.update(_cryptomask(x, y, repeat, insecure_test_params, threads))
         row["ratio"] = round(row["identify_s"] / plain_s, 3)
     elif scheme != "plain":
         row.update(_encrypted(scheme, x, y, beta, repeat, insecure_test_params, seal_adds))
         row["ratio"] = round(row["identify_s"] / plain_s, 3)
-    row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    row["cs_peak_rss_mb"] = row["peak_rss_mb"]
+    # every party runs in this process, so the server's (CS, local server) peak memory is at most this
+    row["peak_rss_mb"] = row["cs_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
 
 
@@ -151,7 +174,7 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
         ref = plaintext_scores(t_alpha(x, p.alpha), t_alpha(y, p.beta))
     local, key = LocalServer(public), KeyServer(secret, tau)
     t = time.perf_counter()
-    local.enroll([str(i) for i in range(n)], x)
+    local.enrol([str(i) for i in range(n)], x)
     enrol_s = time.perf_counter() - t
     ids = {s: i for i, s in enumerate(local.ids)}
     msgs = []
@@ -167,7 +190,7 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     expect = best if ref[best] >= tau else None
     msg = msgs[-1]
     comm = msg.nbytes if hasattr(msg, "arrays") else msg.nbytes(public.public)
-    extra.update({"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "ip_db_s": ip_s, "rounds": 1,
+    extra.update({"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "ip_db_s": ip_s,
                   "storage_bytes": local.storage_bytes, "comm_bytes": comm, "blocks": len(local.blocks),
                   "templates_per_block": public.capacity, "answer": None if answer is None else ids[answer],
                   "answer_equals_plaintext": (None if answer is None else ids[answer]) == expect})
@@ -176,9 +199,9 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     return extra
 
 
-def _cryptomask(x, y, repeat, insecure) -> dict:
+def _cryptomask(x, y, repeat, insecure, threads) -> dict:
     """seed 001: enrol through one DP (Alg. 1), identify = Alg. 2 + Alg. 3 end to end (the verifier's bit), all
-    parties in this process; ``identify_cpu_s`` is the process CPU time of the same runs.
+    parties in this process with BLAS on one thread; ``identify_cpu_s`` is the process CPU time of the same runs.
     ``answer_equals_plaintext`` compares the bit with [max ⟨a, b⟩ ≥ ts] on the same quantised vectors."""
     from ..protocols.cryptomask import CryptoMask, encoding
 
@@ -195,7 +218,8 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
         runs.append(cm.identify(y))
         cpu.append(time.process_time() - c)
 
-    identify_s, _ = _median(once, repeat)
+    with threadpool_limits(1 if threads is None else threads):  # BLAS threads spin on a shared machine; the
+        identify_s, _ = _median(once, repeat)                   # matmuls are per-ciphertext chunks
     expect = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= cm.ts)
     run = runs[-1]
     phases = {k: statistics.median(r.seconds[k] for r in runs) for k in run.seconds}
@@ -203,9 +227,10 @@ def _cryptomask(x, y, repeat, insecure) -> dict:
             "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "enrol_bytes": cm.enrol_bytes, "seconds_per_phase": phases,
-            "ciphertexts": cm.cs.ciphertexts, "templates_per_ciphertext": cm.cs.delta, "rounds": run.rounds,
-            "answer": run.match, "answer_equals_plaintext": run.match == expect}
+            "ciphertexts": cm.cs.ciphertexts, "templates_per_ciphertext": cm.cs.delta,
+            "rounds": run.rounds, "answer": run.match, "answer_equals_plaintext": run.match == expect}
 
 
-def format_table(row: dict) -> str:
-    return "\n".join(f"{k:24s} {v}" for k, v in row.items())
+def format_table(rows: dict | list[dict]) -> str:
+    rows = [rows] if isinstance(rows, dict) else rows
+    return "\n\n".join("\n".join(f"{k:24s} {v}" for k, v in row.items()) for row in rows)

@@ -140,16 +140,14 @@ def _load(a) -> int:
 def _identify(a) -> int:
     from ..bench import identify as bench_identify
 
-    scheme = a.scheme or "idface-ckks"
-    if "," not in scheme:
-        check_choice("--scheme", scheme, bench_identify.SCHEMES)
-    rows = bench_identify.bench_schemes(scheme, a.n, a.dim or 512, threads=a.threads, beta=a.beta,
-                                        repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
-                                        seal_adds=a.seal_adds)
-    if "," in scheme:  # a comma list: a JSON list, one row per scheme
-        print(json.dumps(rows) if a.json else "\n\n".join(bench_identify.format_table(r) for r in rows))
-    else:
-        print(json.dumps(rows[0]) if a.json else bench_identify.format_table(rows[0]))
+    schemes = bench_identify.parse_schemes(a.scheme or "idface-ckks")
+    options = dict(beta=a.beta, repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
+                   seal_adds=a.seal_adds, threads=a.threads)
+    if len(schemes) == 1:  # one object, in this process
+        out = bench_identify.bench_identify(schemes[0], a.n, a.dim or 512, **options)
+    else:  # a list, one child process per scheme
+        out = bench_identify.bench_schemes(schemes, a.n, a.dim or 512, **options)
+    print(json.dumps(out) if a.json else bench_identify.format_table(out))
     return 0
 
 
@@ -181,10 +179,8 @@ def register(sub) -> None:
     s = sub.add_parser("bench", help="benchmarks (medians)")
     s.add_argument("what", choices=list(BENCHES))
     s.add_argument("--scheme", help="kolberg*: ckks|bfv|ntru (default: all three); identify: "
-                   "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001), or a comma list of them run "
-                   "back to back on one gallery (a JSON list) (default idface-ckks)")
-    s.add_argument("--threads", type=int, help="identify: threads of the native core and BLAS (default: one per "
-                   "core; 1: single-threaded as seed 001 §5)")
+                   "plain|hers|idface-ckks|idface-paillier (seed 003) or cryptomask (seed 001) (default idface-ckks), "
+                   "or a comma list run back to back on the same gallery (a JSON list, one child process each)")
     s.add_argument("--dim", type=int, choices=range(1, 4095), metavar="D",
                    help="kolberg: one template dimension (default: 512 and 128); kolberg-unlinkability: (default 128); "
                    "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")
@@ -192,6 +188,9 @@ def register(sub) -> None:
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
     s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
     s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
+    s.add_argument("--threads", type=int,
+                   help="identify: threads for BLAS, the crypto core and the native core (default: one per core; "
+                        "1: the papers' single-threaded setting)")
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "

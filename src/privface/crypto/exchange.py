@@ -22,7 +22,7 @@ class Wire:
 
     def __init__(self) -> None:
         self.bytes: dict[str, int] = defaultdict(int)
-        self.rounds = 0  # round trips (a message and its answer), where the caller counts them
+        self.rounds = 0  # exchanges run by ``run_pair``: a message of the first party and the answer to it
 
     def send(self, phase: str, nbytes: int) -> None:
         self.bytes[phase] += int(nbytes)
@@ -135,15 +135,15 @@ class Party:
 
 
 def run_pair(first, second, what: str = "exchange", wire: Wire | None = None):
-    """Run two party generators against each other in process (``first`` speaks first): their results.
-    ``wire``: its ``rounds`` counts the round trips (``first``'s message and ``second``'s answer)."""
+    """Run two party generators against each other in process (``first`` speaks first): their results. With
+    ``wire``, ``wire.rounds`` counts the exchanges (over HTTP: one request each)."""
     a, b = Party(first, f"{what} (first party)"), Party(second, f"{what} (second party)")
     msg = a.start()
     b.start()
     while True:
-        msg = a.step(b.step(msg))
         if wire is not None:
             wire.rounds += 1
+        msg = a.step(b.step(msg))
         if a.done:
             if not b.done:
                 raise CryptoError(f"{what}: the first party finished while the second still waits")

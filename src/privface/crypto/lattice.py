@@ -51,9 +51,8 @@ _SEC_LEVELS = ((256, sealapi.SEC_LEVEL_TYPE.TC256), (192, sealapi.SEC_LEVEL_TYPE
                (128, sealapi.SEC_LEVEL_TYPE.TC128))
 #: Largest ‖x‖₂ a CKKS template/probe may have (keeps Δ²·‖a − b‖² far below the last prime).
 CKKS_MAX_NORM = 4.0
-#: Documented absolute error bound of a decrypted CKKS distance (‖x‖ ≤ 4, d ≤ 4094, CKKS_128): the worst
-#: error measured over 64 pairs at ‖x‖ = 3.99 and d ∈ {128, 512, 1024, 4000} was 2^−37.2; 2^−34 leaves 8×.
-#: ``flood`` scales its noise by it.
+#: Documented absolute error bound of a decrypted CKKS distance (‖x‖ ≤ 4, d ≤ 4094, CKKS_128), with a margin over
+#: the worst error measured (README). ``flood`` scales its noise by it.
 CKKS_DISTANCE_ERROR = 2.0 ** -34
 
 

@@ -26,14 +26,21 @@ _POOLS: dict[int, object] = {}
 
 
 def default_workers(workers: int | None) -> int:
-    """``workers`` (≥ 1), or one per core when None."""
+    """``workers`` (≥ 1); when None, ``$PRIVFACE_THREADS`` if set (``bench identify --threads``), else one per
+    core."""
     if workers is None:
-        return os.cpu_count() or 1
+        env = os.environ.get("PRIVFACE_THREADS", "")
+        if not env:
+            return os.cpu_count() or 1
+        if not env.isdigit() or int(env) < 1:
+            raise CryptoError(f"PRIVFACE_THREADS must be a positive integer, got {env!r}")
+        return int(env)
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise CryptoError(f"workers must be an integer, got {type(workers).__name__}")
     if workers < 1:
         raise CryptoError(f"workers must be at least 1, got {workers}")
     return workers
+
 
 _POOL_THREAD = "privface-gmp"
 

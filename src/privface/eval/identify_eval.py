@@ -214,7 +214,7 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
     public, secret, info = _deploy(protocol, scheme, dim, beta, mean, insecure_test_params, lift)
     local = LocalServer(public)
     t = time.perf_counter()
-    local.enroll([ids[r] for r in g], x[g])
+    local.enrol([ids[r] for r in g], x[g])
     enrol_s = time.perf_counter() - t
 
     plain = x[g] @ x[np.r_[mated, nonmated]].T  # (gallery, probes) cosine

@@ -1,7 +1,7 @@
 """dlib's face-recognition ResNet (`dlib_face_recognition_resnet_model_v1.dat`) converted to ONNX.
 
-dlib-bin is built without BLAS, so its ResNet costs ~90 ms per 150×150 chip; onnxruntime runs the
-same network several times faster. The .dat file shipped in `face_recognition_models` is parsed
+dlib-bin is built without BLAS, so its own ResNet forward pass is slow; onnxruntime runs the same network
+several times faster (figures: README). The .dat file shipped in `face_recognition_models` is parsed
 here (dlib's own serialization format, no dlib code involved) and rebuilt as an ONNX graph that
 reproduces dlib's forward pass: same weights, same layer semantics, including dlib's quirks
 (zero-padded `add_prev` of tensors with different shapes, floor-sized conv/pool outputs). The .onnx
@@ -474,7 +474,7 @@ class OnnxResNet:
 
         opts = ort.SessionOptions()
         # no busy-waiting of the intra-op threads after a run: it would take the cores from the crypto
-        # that follows the embedding (im2020 C2/S1 measured 50 % slower with spinning on)
+        # that follows the embedding (im2020 C2/S1 run slower with spinning on)
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         threads = DEFAULT_THREADS if threads is None else threads
         if threads is not None:

@@ -222,3 +222,17 @@ def test_other_dimensions_end_to_end(d):
     probe = x[11] + 0.2 * rng.standard_normal(d) / np.sqrt(d)
     for b, expect in ((probe / np.linalg.norm(probe), True), (unit(rng, 1, d)[0], False)):
         assert cm.identify(b).match == bool((A @ encoding.quantize(b)).max() >= cm.ts) == expect
+
+
+def test_rounds_do_not_grow_with_the_gallery():
+    """Alg. 3 in one batch in process: the same number of verifier–CS round trips at 31 and at 400 templates, and
+    the modulus-switched distances cost 5 bytes per coefficient (N of c'_1 and δ of c'_0 per ciphertext)."""
+    rng = np.random.default_rng(5)
+    cm = CryptoMask(128, insecure_test_params=True)
+    rounds = []
+    for n in (31, 369):
+        cm.enrol(unit(rng, n, 128))
+        run = cm.identify(unit(rng, 1, 128)[0])
+        rounds.append(run.rounds)
+        assert run.bytes["distances"] == 5 * cm.cs.ciphertexts * (cm.cs.n + cm.cs.delta)
+    assert rounds[0] == rounds[1] > 1

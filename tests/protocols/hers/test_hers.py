@@ -24,7 +24,7 @@ def toy():
     pub, sec = generate_lattice_keypair(TOY, insecure_test_params=True)
     gallery = unit(1500, 128)  # two blocks of 1024 slots, the second partial
     local = LocalServer(HERS(pub, 128))
-    local.enroll([f"id{i}" for i in range(len(gallery))], gallery)
+    local.enrol([f"id{i}" for i in range(len(gallery))], gallery)
     return local, KeyServer(HERSKey(sec), tau=0.6), gallery
 
 
@@ -67,7 +67,7 @@ def test_real_parameters():
     pub, sec = generate_lattice_keypair(HERS_CKKS)
     gallery = unit(50, 128)
     local = LocalServer(HERS(pub, 128))
-    local.enroll([str(i) for i in range(50)], gallery)
+    local.enrol([str(i) for i in range(50)], gallery)
     y = gallery[17]
     scores = HERSKey(sec).decrypt_scores(local.identify_request(y))
     assert np.max(np.abs(scores - gallery @ y)) <= HERS_ERROR

@@ -106,7 +106,7 @@ def toy_ckks():
 
 def deploy(scheme, key_scheme, ids, x, tau):
     local = LocalServer(scheme)
-    local.enroll(ids, x)
+    local.enrol(ids, x)
     return local, KeyServer(key_scheme, tau)
 
 
@@ -119,9 +119,9 @@ def test_ckks_scores_exact_and_answers_equal_plaintext(toy_ckks, dim, beta):
     gallery = unit(n, dim)
     local = LocalServer(scheme)
     split = 200 if dim == 128 else n  # two enrolment calls → a partial first block
-    local.enroll([f"id{i}" for i in range(split)], gallery[:split])
+    local.enrol([f"id{i}" for i in range(split)], gallery[:split])
     if split < n:
-        local.enroll([f"id{i}" for i in range(split, n)], gallery[split:])
+        local.enrol([f"id{i}" for i in range(split, n)], gallery[split:])
     assert len(local.blocks) == (3 if dim == 128 else 1)
     key = KeyServer(IDFaceCKKSKey(sec, params), tau=beta // 2)
     g = t_alpha(gallery, params.alpha)

@@ -98,7 +98,7 @@ def test_centred_idface_ckks_answer_equals_the_plaintext_transformed_answer():
     p = IDFaceParams.for_dim(128, 31, mu)
     pub, sec = generate_lattice_keypair(TOY_CKKS, insecure_test_params=True)
     local, key = LocalServer(IDFaceCKKS(pub, p)), KeyServer(IDFaceCKKSKey(sec, p), tau=-10 ** 9)
-    local.enroll([f"p{k}" for k in range(30)], x[::2])
+    local.enrol([f"p{k}" for k in range(30)], x[::2])
     zg = p.enrol_transform(x[::2]).astype(int)
     for y in x[1::2][:8]:
         expect = int(np.argmax(zg @ p.query_transform(y).astype(int).ravel()))

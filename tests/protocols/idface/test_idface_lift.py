@@ -123,7 +123,7 @@ def test_ckks_answer_equals_the_plaintext_transformed_answer_with_the_lift():
     assert scheme.m == 4  # p = 1366: 1366^4 < 2^44 < 1366^5
     gallery = faces(60)
     local = LocalServer(scheme)
-    local.enroll([f"id{i}" for i in range(60)], gallery)
+    local.enrol([f"id{i}" for i in range(60)], gallery)
     key = KeyServer(IDFaceCKKSKey(sec, p), tau=400)
     g = p.enrol_transform(gallery)
     for probe in (gallery[7] + 0.02 * unit(1, 128)[0], faces(1)[0]):
@@ -141,7 +141,7 @@ def test_paillier_answer_equals_the_plaintext_transformed_answer_with_the_lift()
     assert scheme.m == 73  # p = 128: ⌊511/7⌋
     gallery = faces(80)  # two blocks
     local = LocalServer(scheme)
-    local.enroll([str(i) for i in range(80)], gallery)
+    local.enrol([str(i) for i in range(80)], gallery)
     assert len(local.blocks) == 2
     key = KeyServer(IDFacePaillierKey(sk, p), tau=40)
     probe = gallery[75] + 0.02 * unit(1, 128)[0]

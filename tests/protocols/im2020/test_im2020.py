@@ -179,7 +179,7 @@ def test_tp_signed_registration(client):
     tp = TrustedParty(TOY)
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     enrolled = face(8)
-    signed = client.enrol_signed(tp.enroll(client.tp_request(enrolled)))
+    signed = client.enrol_signed(tp.enrol(client.tp_request(enrolled)))
     assert server.enrol(SignedEnrolRequest.from_bytes(signed.to_bytes())) == EnrolResponse("alice", False)
     assert run(client, server, near(enrolled, 9, 2))[0].accepted
     # a forged C (another valid encryption), a missing σ, a foreign TP's σ, another ID, another serial or
@@ -187,7 +187,7 @@ def test_tp_signed_registration(client):
     other = client.enrol(enrolled)
     forged = [dataclasses.replace(signed, c_a=other.c_a, c_beta=other.c_beta),
               dataclasses.replace(signed, signature=b""),
-              client.enrol_signed(TrustedParty(TOY).enroll(client.tp_request(enrolled))),
+              client.enrol_signed(TrustedParty(TOY).enrol(client.tp_request(enrolled))),
               dataclasses.replace(signed, subject_id="mallory"),
               dataclasses.replace(signed, serial=signed.serial + 1),
               dataclasses.replace(signed, expires=signed.expires + 3600),
@@ -205,10 +205,10 @@ def test_tp_refuses_non_face_templates(client):
     tp = TrustedParty(TOY)
     for bad in (np.zeros(128, dtype=np.int64), np.full(128, 128), np.full(128, 1)):
         with pytest.raises(ProtocolError, match="face"):
-            tp.enroll(client.tp_request(bad))
+            tp.enrol(client.tp_request(bad))
     req = client.tp_request(face(3))
     with pytest.raises(ProtocolError):
-        tp.enroll(dataclasses.replace(req, template=req.template[:10]))
+        tp.enrol(dataclasses.replace(req, template=req.template[:10]))
 
 
 # ---------------------------------------------------------------- the ProtocolService
@@ -220,9 +220,9 @@ def service():
 
 
 def test_service_flow(client, service):
-    assert service.name == "im2020" and service.steps == ("register", "auth/start", "auth/finish", "revoke")
+    assert service.name == "im2020" and service.steps == ("enrol", "auth/start", "auth/finish", "revoke")
     enrolled = face(10)
-    out = service.handle("register", client.enrol(enrolled).to_bytes(), None)
+    out = service.handle("enrol", client.enrol(enrolled).to_bytes(), None)
     assert out.state is None and EnrolResponse.from_bytes(out.body).replaced is False
     for probe, expect in ((near(enrolled, 11, 3), True), (face(12), False)):
         start = service.handle("auth/start", client.auth_start(probe).to_bytes(), None)
@@ -239,16 +239,16 @@ def test_service_flow(client, service):
 
 def test_service_refuses_bad_input_without_state_change(client, service):
     enrolled = face(13)
-    service.handle("register", client.enrol(enrolled).to_bytes(), None)
+    service.handle("enrol", client.enrol(enrolled).to_bytes(), None)
     store = service.server.store
     before = store.get("im2020", "alice")
     good = client.enrol(face(14)).to_bytes()
     start_bytes = client.auth_start(enrolled).to_bytes()
-    bad = [("register", good[:-1]), ("register", good + b"\x00"), ("register", b""),
-           ("register", start_bytes), ("register", b"\xff" * 64),
+    bad = [("enrol", good[:-1]), ("enrol", good + b"\x00"), ("enrol", b""),
+           ("enrol", start_bytes), ("enrol", b"\xff" * 64),
            ("auth/start", start_bytes[:100]), ("revoke", RevokeRequest("alice").to_bytes()[:-2]),
            ("auth/start", AuthStart("alice", [0], [1]).to_bytes()),
-           ("register", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
+           ("enrol", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
            ("auth/start", AuthStart("alice", [1] * 1024, [1] * 1024).to_bytes())]  # too many entries
     for step, body in bad:
         with pytest.raises(MessageError):
@@ -259,7 +259,7 @@ def test_service_refuses_bad_input_without_state_change(client, service):
     with pytest.raises(SessionError):
         service.handle("auth/finish", AuthFinish(1).to_bytes(), None)
     with pytest.raises(SessionError):
-        service.handle("register", good, object())
+        service.handle("enrol", good, object())
     start = service.handle("auth/start", start_bytes, None)
     with pytest.raises(MessageError):
         service.handle("auth/finish", b"junk", start.state)
@@ -272,9 +272,9 @@ def test_service_verifies_tp_signatures_from_pem(client):
     tp = TrustedParty(TOY)
     service = Im2020Service(open_store("sqlite://"), params=TOY, tp_public_key=tp.public_key_pem())
     with pytest.raises(MessageError, match="signed"):
-        service.handle("register", client.enrol(face(15)).to_bytes(), None)
-    signed = client.enrol_signed(tp.enroll(client.tp_request(face(15))))
-    service.handle("register", signed.to_bytes(), None)
+        service.handle("enrol", client.enrol(face(15)).to_bytes(), None)
+    signed = client.enrol_signed(tp.enrol(client.tp_request(face(15))))
+    service.handle("enrol", signed.to_bytes(), None)
     assert service.server.store.ids("im2020") == ["alice"]
 
 
@@ -344,7 +344,7 @@ def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
     server = Server(open_store("sqlite://"), TOY, tp_public_key=tp.public_key)
     photo = demo_data.enrolled_photo().read_bytes()
     req = TPImageRequest.from_bytes(client.tp_image_request(photo).to_bytes())
-    server.enrol(client.enrol_signed(tp.enroll_image(req)))
+    server.enrol(client.enrol_signed(tp.enrol_image(req)))
     probe = quantize(backend.embed(next(iter(demo_data.altered_copies(demo_data.enrolled_photo()).values()))))
     assert run(client, server, probe)[0].accepted
     impostor = quantize(backend.embed(demo_data.impostor_photos()["cameraman"]))
@@ -352,9 +352,9 @@ def test_tp_embeds_the_face_image_itself(client, backend, tmp_path):
     noise = tmp_path / "noise.png"
     Image.fromarray(np.random.default_rng(1).integers(0, 255, (120, 120), dtype=np.uint8)).save(noise)
     with pytest.raises(ProtocolError, match="no usable face"):
-        tp.enroll_image(client.tp_image_request(noise.read_bytes()))
+        tp.enrol_image(client.tp_image_request(noise.read_bytes()))
     with pytest.raises(ProtocolError, match="no face embedder"):
-        TrustedParty(TOY).enroll_image(req)
+        TrustedParty(TOY).enrol_image(req)
 
 
 def test_cached_enrolment_follows_the_store(client):

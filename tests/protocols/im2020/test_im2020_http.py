@@ -99,9 +99,9 @@ def test_tampered_and_truncated_messages_are_400_without_state_change(http, stor
                 dataclasses.replace(msg, c_beta=[n + 1] + msg.c_beta[1:]),  # outside Z_N
                 dataclasses.replace(msg, c_a=[1 << bob.pk.k] + msg.c_a[1:]),  # a_1 outside M
                 dataclasses.replace(msg, c_a=msg.c_a[:-1], c_beta=msg.c_beta[:-1])]  # 127 entries
-    bad = [("register", good[:-3]), ("register", good + b"\x00"), ("register", start),
+    bad = [("enrol", good[:-3]), ("enrol", good + b"\x00"), ("enrol", start),
            ("auth/start", start[:200]), *(("auth/start", t.to_bytes()) for t in tampered),
-           ("register", EnrolRequest("bob", 15, 1, 48, [], []).to_bytes())]
+           ("enrol", EnrolRequest("bob", 15, 1, 48, [], []).to_bytes())]
     for step, body in bad:
         http.reset()
         with pytest.raises(RemoteMessageError) as e:
@@ -198,7 +198,7 @@ def _privface(*args, env):
                           text=True, timeout=180)
 
 
-def test_cli_serve_enroll_verify_revoke(tmp_path):
+def test_cli_serve_enrol_verify_revoke(tmp_path):
     port = _free_port()
     server = f"http://127.0.0.1:{port}"
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
@@ -288,7 +288,7 @@ def test_serve_options_reach_the_im2020_service(tmp_path):
     service = Im2020Service(open_store("sqlite://"), **_service_options(a, "im2020"))
     assert service.server.params.tau == 4000 and service.server.params.insecure_test_params
     with pytest.raises(MessageError, match="signed"):
-        service.handle("register", Client("erin", TOY).enrol(face(9)).to_bytes(), None)
+        service.handle("enrol", Client("erin", TOY).enrol(face(9)).to_bytes(), None)
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--security-bits", "128"])
     assert _service_options(a, "im2020")["params"].security_bits == 128
     a = build_parser().parse_args(["serve", "--protocol", "im2020", "--tp-public-key", str(tmp_path / "no.pem")])

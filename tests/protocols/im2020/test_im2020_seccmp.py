@@ -133,7 +133,7 @@ def test_service_step_order_and_bad_bodies(store):
     svc = Im2020Service(store, params=SECURE)
     client = Client("alice", SECURE, workers=1)
     enrolled = face(1)
-    svc.handle("register", client.enrol(enrolled).to_bytes(), None)
+    svc.handle("enrol", client.enrol(enrolled).to_bytes(), None)
     start = svc.handle("auth/start", client.auth_start(enrolled).to_bytes(), None)
     challenge = AuthChallenge.from_bytes(start.body)
     request, evaluator = client.compare_request(challenge)

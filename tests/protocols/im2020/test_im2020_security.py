@@ -85,7 +85,7 @@ def test_concurrent_registrations_of_one_new_subject_store_exactly_one(served):
         with served.http() as http:
             go.wait()
             try:
-                http.step("register", body)
+                http.step("enrol", body)
                 outcomes.append(body)
             except RemoteAlreadyEnrolledError as e:
                 outcomes.append(e.status)
@@ -124,12 +124,12 @@ WITH_TP = {"params": TOY, "tp_public_key": TP.public_key_pem()}
 
 def signed(client, seed, tp=TP):
     """The registration the TP signs for ``client``'s key and a face template, as the client sends it."""
-    return client.enrol_signed(tp.enroll(client.tp_request(face(seed)))).to_bytes()
+    return client.enrol_signed(tp.enrol(client.tp_request(face(seed)))).to_bytes()
 
 
 def register(served, body, admin=False):
     with served.http(admin) as http:
-        return http.step("register", body)
+        return http.step("enrol", body)
 
 
 def revoke(served, subject_id):

@@ -71,7 +71,8 @@ class KeyGenerator:
 
 @dataclass
 class Run:
-    """One identification: the verifier's bit and the bytes per phase."""
+    """One identification: the verifier's bit, the bytes per phase and the verifier–CS exchanges (``rounds``: the
+    query with its distances, then each Alg. 3 round)."""
 
     match: bool
     bytes: dict = field(default_factory=dict)
@@ -125,10 +126,9 @@ class CryptoMask:
         seconds = {"query": lap()}
         msg, d0 = self.cs.distances(q)
         wire.send("distances", msg.nbytes)
-        wire.rounds += 1
         seconds["distances"] = lap()
         d1 = self.verifier.shares(msg, self.cs.count)
         seconds["shares"] = lap()
         bit = reveal(*self._ot, d0, d1, self.ts, wire, self.batch)
         seconds["reveal"] = lap()
-        return Run(bit, dict(wire.bytes), seconds, wire.rounds)
+        return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)

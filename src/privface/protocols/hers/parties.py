@@ -40,7 +40,7 @@ class LocalServer:
         self.blocks: list = []
         self.ids: list[str] = []
 
-    def enroll(self, ids: list[str], templates) -> None:
+    def enrol(self, ids: list[str], templates) -> None:
         """ENC_DB over blocks of ``capacity`` templates; a partial last block stays partial (§3.2)."""
         x = np.asarray(templates)
         if x.ndim != 2 or x.shape[0] != len(ids):

@@ -10,10 +10,9 @@ IP_DB (Table 1): with z = T_β(y) = z⁺ − z⁻, ct⁺ = Σ_{j∈z⁺} C⁺_j 
 
 Precision (verified, not assumed): coefficient packing reads the decrypted polynomial's integer coefficients
 Δ·v + e mod q₀ exactly (no CKKS canonical-embedding rounding, which would cap exact integers near 2^45 in
-double precision). SEAL's public-key encryption error is small: the worst |e| of a sum of 512 fresh
-encryptions measured 2^10.9 (std 2^8.9) over 8192 coefficients; tests assert ≤ 2^12 (``NOISE_BOUND``). The
-lift's β = 1365 (D = 2048, ``lift.py``) sums 1365: worst 2^11.5–2^11.7 (rms 2^9.6) over three runs; tests
-assert ≤ 2^12.5 (``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13. Δ = 2^14 > 2·2^12.5 rounds it away, and
+double precision). SEAL's public-key encryption error is small: tests assert that the worst |e| of a sum of 512
+fresh encryptions is ≤ 2^12 (``NOISE_BOUND``) and of the lift's β = 1365 sums (D = 2048, ``lift.py``) ≤ 2^12.5
+(``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13 (measured values: README). Δ = 2^14 > 2·2^12.5 rounds it away, and
 v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
 (the paper keeps 50 of a 61-bit slot with HEaaN): m = 7 / 6 / 5 for β = 63 / 127 / 341 at d = 512
 (p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —
@@ -42,9 +41,9 @@ from .transform import decode, encode, separate
 IDFACE_CKKS = HERS_CKKS
 NOISE_BITS = 14
 PAYLOAD_BITS = 44
-#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (measured 2^10.9, tests/protocols/idface/test_idface.py).
+#: Asserted bound on |e| of a sum of ≤ 512 fresh encryptions (tests/protocols/idface/test_idface.py).
 NOISE_BOUND = 1 << 12
-#: Asserted bound on |e| of a sum of 1365 fresh encryptions (β of the lift D = 2048; measured ≤ 2^11.7).
+#: Asserted bound on |e| of a sum of 1365 fresh encryptions (β of the lift D = 2048).
 LIFT_NOISE_BOUND = 5793  # ⌊2^12.5⌋
 
 

@@ -155,7 +155,7 @@ class Client:
         if keypair is None:
             keypair = generate_joye_libert_keypair(params.jl, insecure_test_params=params.insecure_test_params)
         self.pk, self._sk = keypair
-        if precompute:  # larger discrete-log tables (~0.3 s once): C3 about 10 % faster for a long-lived client
+        if precompute:  # larger discrete-log tables, made once: a faster C3 for a long-lived client
             self._sk.precompute(background=False)
 
     def prepare(self) -> int:
@@ -408,7 +408,7 @@ class TrustedParty:
     the registration expires ``validity`` seconds after signing, so that a server refuses a replayed one.
 
     ``embed`` (image bytes → float embedding, e.g. ``make_backend().embed`` wrapped by the caller) lets the
-    TP extract Γ from the face image itself (``enroll_image``); the protocol layer does not import faces/.
+    TP extract Γ from the face image itself (``enrol_image``); the protocol layer does not import faces/.
     """
 
     def __init__(self, params: Im2020Params = Im2020Params(), *, signing_key: ec.EllipticCurvePrivateKey | None = None,
@@ -437,11 +437,11 @@ class TrustedParty:
         if not lo <= norm <= hi:
             raise ProtocolError("the template does not look like a face embedding (norm out of range)")
 
-    def enroll(self, req: TPRequest) -> TPResponse:
+    def enrol(self, req: TPRequest) -> TPResponse:
         """§VII step 3: verify Γ, C = Enc(Γ, pk), σ = Sign(ID‖C‖pk‖serial‖expires)."""
         return self._encrypt_and_sign(req, req.template)
 
-    def enroll_image(self, req: TPImageRequest) -> TPResponse:
+    def enrol_image(self, req: TPImageRequest) -> TPResponse:
         """§VII step 3 from the image: Γ = ⌊scale · embed(image)⌋, then as ``enroll``."""
         if self._embed is None:
             raise ProtocolError("this trusted party has no face embedder; send the template (TPRequest)")
