@@ -114,7 +114,28 @@ def test_digits_and_external_product_match_oracle(b27, seed, s):
     G = B.digits(ct)
     assert np.array_equal(G, rlwe.gallery_digits(ob, ct).astype(np.uint64))
     R = residues(rng, (6, 2, 3, N), Q27[:-1])
-    assert np.array_equal(B.external_product(G, R), rlwe.external_product(ob, G.astype(np.uint32), R))
+    want = rlwe.external_product(ob, G.astype(np.uint32), R)
+    G32 = B.digits(ct, narrow=True)  # uint32 digits: the 32-bit product path
+    assert G32.dtype == np.uint32 and np.array_equal(G32, G)
+    assert np.array_equal(B.external_product(G, R), want) and np.array_equal(B.external_product(G32, R), want)
+
+
+@few
+@given(seed=seeds, bits=st.sampled_from([60, 62]), s=st.integers(1, 3))
+def test_external_product_large_primes_against_integers(seed, bits, s):
+    """60- and 62-bit primes (lazy and reducing accumulation): Σ_{c,j} G[c, j] ⊙ R[cL + j] with Python integers."""
+    n, L = 16, 2
+    ps = bfv.ntt_primes(bits, n, L)
+    B, rng = bfv.Basis(ps, n), np.random.default_rng(seed)
+    G = residues(rng, (s, 2, L, L, n), ps)
+    R = residues(rng, (2 * L, 2, L, n), ps)
+    got = B.external_product(G, R)
+    for si in range(s):
+        for o in range(2):
+            for li, p in enumerate(ps):
+                want = [sum(int(G[si, c, j, li, k]) * int(R[c * L + j, o, li, k]) for c in range(2) for j in range(L))
+                        % p for k in range(n)]
+                assert [int(v) for v in got[si, o, li]] == want
 
 
 @few

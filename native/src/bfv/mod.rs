@@ -211,7 +211,16 @@ impl PyBasis {
             self.inner
                 .check(&gv, l, "external product digits")
                 .map_err(err)?;
-            let out = py.detach(|| pool::install(|| self.inner.external_product(&gv, &rv)));
+            let small = self.inner.moduli(false).iter().all(|&p| p < 1 << 31);
+            let out = py.detach(|| {
+                pool::install(|| {
+                    if small {
+                        self.inner.external_product32(&gv, &rv)
+                    } else {
+                        self.inner.external_product(&gv, &rv)
+                    }
+                })
+            });
             return array(py, vec![s, 2, l, n], out);
         }
         let g = g

@@ -208,6 +208,50 @@ impl Basis {
         out
     }
 
+    /// `external_product` for uint32 digits when every data prime is below 2^31: 32×32-bit Shoup products in
+    /// 64-bit lanes (w' = ⌊w·2^32/p⌋), which the compiler vectorises, summed lazily below 4L·p < 2^64.
+    pub fn external_product32(&self, g: &[u32], r: &[u64]) -> Vec<u64> {
+        let (l, n) = (self.l, self.n);
+        let s = g.len() / (2 * l * l * n);
+        let rp: Vec<u64> = r
+            .chunks(n)
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let p = self.m(i % l).p;
+                c.iter().map(move |&w| (w << 32) / p)
+            })
+            .collect();
+        let mut out = vec![0u64; s * 2 * l * n];
+        out.par_chunks_mut(2 * l * n)
+            .enumerate()
+            .for_each(|(si, o)| {
+                let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
+                let (o0, o1) = o.split_at_mut(l * n);
+                for li in 0..l {
+                    let m = self.m(li);
+                    let p = m.p;
+                    let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
+                    for cj in 0..2 * l {
+                        let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
+                        let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
+                        let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
+                        let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
+                        for k in 0..n {
+                            let x = gd[k] as u64;
+                            let q0 = (x * wp0[k]) >> 32;
+                            let q1 = (x * wp1[k]) >> 32;
+                            a0[k] += (x * w0[k]).wrapping_sub(q0 * p);
+                            a1[k] += (x * w1[k]).wrapping_sub(q1 * p);
+                        }
+                    }
+                    for v in a0.iter_mut().chain(a1.iter_mut()) {
+                        *v = m.reduce(*v);
+                    }
+                }
+            });
+        out
+    }
+
     /// SwKeyGen(s, s') with the caller's randomness: a (L, L+1, N) uniform residues mod qP, e (L, N) small.
     /// Returns K (L, 2, L+1, N), NTT form over qP.
     pub fn swkeygen(&self, s: &[i64], s_new: &[i64], a: &[u64], e: &[i64]) -> Res<Vec<u64>> {
