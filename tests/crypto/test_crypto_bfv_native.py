@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from privface.crypto import rlwe, seal_arrays, seal_io
 from privface.crypto.lattice import BFV, LatticeParams, generate_lattice_keypair
 from privface.crypto.native import ext
-from privface.crypto.ntt import RNSNTT, _root
+from privface.crypto.ntt import _root
 
 bfv = ext.bfv
 N = 4096
@@ -229,7 +229,8 @@ def test_uniform_from_seed_is_deterministic_and_in_range(seed):
     u = B.uniform(seed, 3, key=True)
     assert u.shape == (3, 3, N) and np.array_equal(u, B.uniform(seed, 3, key=True))
     assert all(np.all(u[:, li] < p) for li, p in enumerate(ps))
-    assert not np.array_equal(u[0], u[1]) and not np.array_equal(u, B.uniform(bytes([seed[0] ^ 1]) + seed[1:], 3, key=True))
+    other = B.uniform(bytes([seed[0] ^ 1]) + seed[1:], 3, key=True)
+    assert not np.array_equal(u[0], u[1]) and not np.array_equal(u, other)
     # roughly uniform: the mean of 4096 residues mod a 60-bit p is p/2 within 6 standard deviations
     mean = u[:, 0].astype(np.float64).mean() / ps[0]
     assert abs(mean - 0.5) < 6 * (1 / 12 / (3 * N)) ** 0.5
