@@ -11,12 +11,13 @@ pub struct NttTable {
     pub m: Modulus,
     pub n: usize,
     pub psi: u64,
-    log_n: u32,
     /// ψ^{brv(k)} and its Shoup companion.
     fwd: Vec<(u64, u64)>,
     /// ψ^{−brv(k)}, Shoup.
     inv: Vec<(u64, u64)>,
     n_inv: (u64, u64),
+    /// The pairs (i, brv(i)) with i < brv(i): the bit-reversal permutation as swaps.
+    swaps: Vec<(u32, u32)>,
 }
 
 #[inline(always)]
@@ -54,14 +55,20 @@ impl NttTable {
             y = m.mul(y, psi_inv);
         }
         let ni = m.inv(n as u64 % p);
+        let swaps = (0..n)
+            .filter_map(|i| {
+                let j = brv(i, log_n);
+                (i < j).then_some((i as u32, j as u32))
+            })
+            .collect();
         Ok(NttTable {
             m,
             n,
             psi,
-            log_n,
             fwd,
             inv,
             n_inv: (ni, m.shoup(ni)),
+            swaps,
         })
     }
 
@@ -133,11 +140,8 @@ impl NttTable {
     }
 
     fn bit_reverse(&self, a: &mut [u64]) {
-        for i in 0..self.n {
-            let j = brv(i, self.log_n);
-            if i < j {
-                a.swap(i, j);
-            }
+        for &(i, j) in &self.swaps {
+            a.swap(i as usize, j as usize);
         }
     }
 }
