@@ -38,6 +38,7 @@ test: install
 .PHONY: lint
 # import contracts ([tool.importlinter]); ruff over src, tests and fuzz; mypy over the packages in [tool.mypy] files
 lint: install
+	$(CARGO) fmt --manifest-path native/Cargo.toml --check
 	$(CARGO) clippy --quiet --manifest-path native/Cargo.toml --all-targets -- -D warnings
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check src tests fuzz

@@ -24,7 +24,11 @@ fn main() {
     let mut named: Vec<(String, PathBuf)> = files
         .into_iter()
         .map(|p| {
-            let rel = p.strip_prefix(&root).expect("under the crate").to_string_lossy().replace('\\', "/");
+            let rel = p
+                .strip_prefix(&root)
+                .expect("under the crate")
+                .to_string_lossy()
+                .replace('\\', "/");
             (rel, p)
         })
         .collect();

@@ -137,7 +137,7 @@ pub fn is_prime(n: u64) -> bool {
         return false;
     }
     for sp in [2u64, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
-        if n % sp == 0 {
+        if n.is_multiple_of(sp) {
             return n == sp;
         }
     }
@@ -190,7 +190,7 @@ pub fn ntt_primes(bits: u32, n: u64, count: usize) -> Vec<u64> {
 /// Python oracle picks it (g = 2, 3, … until g^{(p−1)/2n} has order exactly 2n).
 pub fn primitive_root_2n(m: &Modulus, n: u64) -> Option<u64> {
     let p = m.p;
-    if (p - 1) % (2 * n) != 0 {
+    if !(p - 1).is_multiple_of(2 * n) {
         return None;
     }
     for g in 2..(1u64 << 16) {

@@ -277,8 +277,8 @@ class Evaluator:
                 and isinstance(message.ot, OTResponse)):
             raise CryptoError("evaluator: expected a GarblerMessage")
         c = self.circuit
-        if (message.garbled.digest != c.digest() or len(message.garbled.tables) != c.and_count
-                or len(message.garbled.half_tables) != c.half_count):
+        if (message.garbled.digest != c.digest() or message.garbled.table_count != c.and_count
+                or message.garbled.half_count != c.half_count):
             raise CryptoError("evaluator: the garbled circuit is not the agreed circuit")
         if len(message.garbler_labels) != len(c.garbler_inputs) + len(c.constants):
             raise CryptoError("evaluator: wrong number of garbler labels")

@@ -10,6 +10,10 @@
   (S&P 2013) that ZRE15 uses, proven tweakable circular-correlation robust by Guo–Katz–Wang–Yu (S&P 2020).
 * Output: the garbler keeps the decoding (both output labels); the evaluator returns the labels it got
   and learns nothing; a returned label that is neither valid label is an `OutputLabelError`.
+
+The garbling and evaluation loops run in the native core (native/src/garble.rs, through ``native.ext``);
+this module builds the circuits, draws the randomness (R, the inputs' 0-labels, the AES key) and checks
+every message before the native code sees it.
 """
 from __future__ import annotations
 
@@ -21,12 +25,10 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
 from ..errors import CryptoError
+from .native import ext
 
 LABEL_BYTES = 16
-_MASK = (1 << 128) - 1
 OPS = ("XOR", "AND", "INV", "GAND")
 """GAND = a ∧ b where a is a garbler input wire: a generator half-gate (ZRE15 §3.1), one ciphertext."""
 
@@ -67,6 +69,12 @@ class Circuit:
     def flat(self) -> tuple[tuple[int, int, int, int], ...]:
         """(op index in OPS, a, b, out) per gate: the garbling loops read plain ints, not Gate attributes."""
         return tuple((OPS.index(g.op), g.a, g.b, g.out) for g in self.gates)
+
+    @functools.cached_property
+    def native(self):
+        """The circuit as the native core holds it (built once; circuits are immutable)."""
+        return ext.Circuit(self.n_wires, list(self.flat), list(self.garbler_inputs), list(self.evaluator_inputs),
+                           [w for w, _ in self.constants], list(self.outputs))
 
     def digest(self) -> bytes:
         """SHA-256 of the circuit: both parties check they garble and evaluate the same one."""
@@ -260,73 +268,104 @@ class CircuitBuilder:
 # --- garbling ---------------------------------------------------------------------------------
 
 
-def _double(x: int) -> int:
-    """σ(x) = 2·x in GF(2^128) mod x^128 + x^7 + x^2 + x + 1."""
-    return ((x << 1) & _MASK) ^ (0x87 if x >> 127 else 0)
-
-
-def _hash_blocks(aes, sig: list[int], tweaks: list[int]) -> int:
-    """H(x_i, j_i) = π(σ(x_i) ⊕ j_i) ⊕ σ(x_i), π = AES-128 (ECB only batches blocks), for several blocks given
-    sig = [σ(x_i)] and tweaks = [j_i], with one AES call and one int ↔ bytes conversion each way: the results
-    packed little-endian, block i in bits 128·i … 128·i + 127 (the loops below unpack them)."""
-    x = 0
-    for i in range(len(sig) - 1, -1, -1):
-        x = (x << 128) | (sig[i] ^ tweaks[i])
-    enc = int.from_bytes(aes.update(x.to_bytes(16 * len(sig), "little")), "little")
-    s = 0
-    for i in range(len(sig) - 1, -1, -1):
-        s = (s << 128) | sig[i]
-    return enc ^ s
-
-
 def _label(x: int) -> bytes:
     return x.to_bytes(LABEL_BYTES, "little")
 
 
-@dataclass(frozen=True)
 class GarbledCircuit:
     """What the evaluator receives: circuit digest, public AES key, two ciphertexts per AND gate and one per
     generator half-gate (GAND). Encoding: digest (32) ‖ key (16) ‖ n u32 ‖ n × (T_G ‖ T_E), then, only when
-    there are half-gates, h u32 ‖ h × T."""
+    there are half-gates, h u32 ‖ h × T. Immutable; ``tables`` / ``half_tables`` are the tables one by one,
+    ``table_bytes`` / ``half_bytes`` the same concatenated (what the native evaluation reads)."""
 
+    __slots__ = ("digest", "key", "table_bytes", "half_bytes")
     digest: bytes
     key: bytes
-    tables: tuple[tuple[bytes, bytes], ...]
-    half_tables: tuple[bytes, ...] = ()
+    table_bytes: bytes
+    half_bytes: bytes
+
+    def __init__(self, digest: bytes, key: bytes, tables: Sequence[tuple[bytes, bytes]] = (),
+                 half_tables: Sequence[bytes] = ()) -> None:
+        self._set(digest, key, b"".join(a + b for a, b in tables), b"".join(half_tables))
+
+    def _set(self, digest: bytes, key: bytes, table_bytes: bytes, half_bytes: bytes) -> None:
+        for name, value in (("digest", digest), ("key", key), ("table_bytes", table_bytes), ("half_bytes", half_bytes)):
+            object.__setattr__(self, name, bytes(value))
+
+    @classmethod
+    def _of(cls, digest: bytes, key: bytes, table_bytes: bytes, half_bytes: bytes) -> GarbledCircuit:
+        gc = cls.__new__(cls)
+        gc._set(digest, key, table_bytes, half_bytes)
+        return gc
+
+    def __setattr__(self, name, value):
+        raise AttributeError("GarbledCircuit is immutable")
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, GarbledCircuit):
+            return NotImplemented
+        return (self.digest, self.key, self.table_bytes, self.half_bytes) == (
+            other.digest, other.key, other.table_bytes, other.half_bytes)
+
+    def __hash__(self) -> int:
+        return hash((self.digest, self.key, self.table_bytes, self.half_bytes))
+
+    def __repr__(self) -> str:
+        return f"GarbledCircuit({self.table_count} AND tables, {self.half_count} half-gate tables)"
+
+    @property
+    def table_count(self) -> int:
+        return len(self.table_bytes) // (2 * LABEL_BYTES)
+
+    @property
+    def half_count(self) -> int:
+        return len(self.half_bytes) // LABEL_BYTES
+
+    @property
+    def tables(self) -> tuple[tuple[bytes, bytes], ...]:
+        t = self.table_bytes
+        return tuple((t[i:i + 16], t[i + 16:i + 32]) for i in range(0, len(t), 32))
+
+    @property
+    def half_tables(self) -> tuple[bytes, ...]:
+        h = self.half_bytes
+        return tuple(h[i:i + 16] for i in range(0, len(h), 16))
 
     def to_bytes(self) -> bytes:
-        out = self.digest + self.key + struct.pack(">I", len(self.tables)) + b"".join(a + b for a, b in self.tables)
-        if self.half_tables:
-            out += struct.pack(">I", len(self.half_tables)) + b"".join(self.half_tables)
+        out = self.digest + self.key + struct.pack(">I", self.table_count) + self.table_bytes
+        if self.half_bytes:
+            out += struct.pack(">I", self.half_count) + self.half_bytes
         return out
 
     @classmethod
     def from_bytes(cls, data: bytes) -> GarbledCircuit:
         if not isinstance(data, (bytes, bytearray)) or len(data) < 52:
             raise CryptoError("garbled circuit: shorter than its header")
+        data = bytes(data)
         (n,) = struct.unpack_from(">I", data, 48)
         end = 52 + 32 * n
-        half: tuple[bytes, ...] = ()
+        half = b""
         if len(data) > end + 4:
             (h,) = struct.unpack_from(">I", data, end)
             if h == 0 or len(data) != end + 4 + 16 * h:
                 raise CryptoError(f"garbled circuit: {h} half-gate tables need {end + 4 + 16 * h} bytes, "
                                   f"got {len(data)}")
-            half = tuple(bytes(data[i:i + 16]) for i in range(end + 4, len(data), 16))
+            half = data[end + 4:]
         elif len(data) != end:
             raise CryptoError(f"garbled circuit: {n} tables need {end} bytes, got {len(data)}")
-        tables = tuple((bytes(data[52 + 32 * i:68 + 32 * i]), bytes(data[68 + 32 * i:84 + 32 * i])) for i in range(n))
-        return cls(bytes(data[:32]), bytes(data[32:48]), tables, half)
+        return cls._of(data[:32], data[32:48], data[52:end], half)
 
 
 class Garbling:
-    """The garbler's secrets for one garbled circuit: the offset R (lsb 1) and every wire's 0-label."""
+    """The garbler's secrets for one garbled circuit: the offset R (lsb 1) and every wire's 0-label (16 bytes
+    each, little-endian, wire by wire)."""
 
-    def __init__(self, circuit: Circuit, R: int, zero: list[int]) -> None:
+    def __init__(self, circuit: Circuit, R: int, zero: bytes) -> None:
         self.circuit, self._R, self._zero = circuit, R, zero
 
     def label(self, wire: int, bit: int) -> bytes:
-        return _label(self._zero[wire] ^ (self._R if bit else 0))
+        zero = self._zero[LABEL_BYTES * wire:LABEL_BYTES * (wire + 1)]
+        return _label(int.from_bytes(zero, "little") ^ self._R) if bit else zero
 
     def garbler_labels(self, garbler_bits: Sequence[int]) -> list[bytes]:
         """Active labels of the garbler's inputs followed by those of the constants."""
@@ -354,55 +393,26 @@ class Garbling:
         return tuple(bits)
 
 
-_HALF_TWEAK = 1 << 96
-"""Tweaks of generator half-gates: _HALF_TWEAK + h, never equal to an AND gate's 2t or 2t + 1."""
-
-
 def garble(circuit: Circuit, garbler_bits: Sequence[int] | None = None) -> tuple[GarbledCircuit, Garbling]:
     """Garble with free-XOR and half-gates (ZRE15 Fig. 2); fresh R, labels and AES key each call. A circuit
     with generator half-gates (GAND) needs the garbler's input bits: T = H(B₀) ⊕ H(B₁) ⊕ a·R and the
     0-label H(B₀) ⊕ lsb(B₀)·T (ZRE15 §3.1), so the evaluator's H(B_b) ⊕ lsb(B_b)·T is the label of a ∧ b."""
-    known = {}
     if circuit.half_count:
         if garbler_bits is None:
             raise CryptoError("garble: a circuit with generator half-gates needs the garbler's input bits")
         check_bits(garbler_bits, len(circuit.garbler_inputs), "garbler input")
-        known = dict(zip(circuit.garbler_inputs, garbler_bits))
+    n_inputs = len(circuit.garbler_inputs) + len(circuit.evaluator_inputs) + len(circuit.constants)
     R = secrets.randbits(128) | 1  # lsb(R) = 1: the point-and-permute bit of a label is its lsb
-    zero = [0] * circuit.n_wires
-    for w in (*circuit.garbler_inputs, *circuit.evaluator_inputs, *(w for w, _ in circuit.constants)):
-        zero[w] = secrets.randbits(128)
-    key = secrets.token_bytes(16)
-    aes, tables, j = Cipher(algorithms.AES(key), modes.ECB()).encryptor(), [], 0
-    half: list[bytes] = []
-    sR = _double(R)  # σ is linear: σ(A ⊕ R) = σ(A) ⊕ σ(R)
-    for op, a, b, out in circuit.flat:
-        if op == 0:  # XOR
-            zero[out] = zero[a] ^ zero[b]
-        elif op == 2:  # INV
-            zero[out] = zero[a] ^ R
-        elif op == 3:  # GAND: generator half-gate, a known to the garbler
-            B0, t = zero[b], _HALF_TWEAK + len(half)
-            sB = _double(B0)
-            h = _hash_blocks(aes, [sB, sB ^ sR], [t, t])
-            hB0 = h & _MASK
-            T = hB0 ^ (h >> 128) ^ (R if known[a] else 0)
-            zero[out] = hB0 ^ (T if B0 & 1 else 0)
-            half.append(_label(T))
-        else:
-            A0, B0 = zero[a], zero[b]
-            pa, pb = A0 & 1, B0 & 1
-            sA, sB = _double(A0), _double(B0)
-            h = _hash_blocks(aes, [sA, sA ^ sR, sB, sB ^ sR], [j, j, j + 1, j + 1])
-            hA0, hA1, hB0, hB1 = h & _MASK, (h >> 128) & _MASK, (h >> 256) & _MASK, h >> 384
-            TG = hA0 ^ hA1 ^ (R if pb else 0)  # generator half: a ∧ p_b
-            WG = hA0 ^ (TG if pa else 0)
-            TE = hB0 ^ hB1 ^ A0  # evaluator half: a ∧ (b ⊕ p_b)
-            WE = hB0 ^ ((TE ^ A0) if pb else 0)
-            zero[out] = WG ^ WE
-            tables.append((_label(TG), _label(TE)))
-            j += 2
-    return GarbledCircuit(circuit.digest(), key, tuple(tables), tuple(half)), Garbling(circuit, R, zero)
+    return garble_with(circuit, garbler_bits, R, secrets.token_bytes(LABEL_BYTES * n_inputs), secrets.token_bytes(16))
+
+
+def garble_with(circuit: Circuit, garbler_bits: Sequence[int] | None, R: int, input_zero: bytes,
+                key: bytes) -> tuple[GarbledCircuit, Garbling]:
+    """``garble`` with given randomness: offset R (odd), the 0-labels of the inputs (garbler inputs,
+    evaluator inputs, constants; 16 bytes each) and the AES key. Only ``garble`` and tests call it."""
+    bits = bytes(garbler_bits) if circuit.half_count and garbler_bits is not None else b""
+    tables, half, zero = ext.garble_circuit(circuit.native, bits, _label(R), input_zero, key)
+    return GarbledCircuit._of(circuit.digest(), key, tables, half), Garbling(circuit, R, zero)
 
 
 def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[bytes],
@@ -411,34 +421,14 @@ def evaluate(circuit: Circuit, gc: GarbledCircuit, garbler_labels: Sequence[byte
     output labels, which only the garbler can decode. A circuit/size mismatch is a CryptoError."""
     if gc.digest != circuit.digest():
         raise CryptoError("garbled circuit: it was garbled from a different circuit")
-    if len(gc.tables) != circuit.and_count or len(gc.half_tables) != circuit.half_count:
+    if gc.table_count != circuit.and_count or gc.half_count != circuit.half_count:
         raise CryptoError(f"garbled circuit: {circuit.and_count} AND tables and {circuit.half_count} half-gate "
-                          f"tables expected, got {len(gc.tables)} and {len(gc.half_tables)}")
+                          f"tables expected, got {gc.table_count} and {gc.half_count}")
     fixed = (*circuit.garbler_inputs, *(w for w, _ in circuit.constants))
     for labels, wires, what in ((garbler_labels, fixed, "garbler"),
                                 (evaluator_labels, circuit.evaluator_inputs, "evaluator")):
         if len(labels) != len(wires) or any(not isinstance(x, bytes) or len(x) != LABEL_BYTES for x in labels):
             raise CryptoError(f"garbled circuit: expected {len(wires)} {what} labels of {LABEL_BYTES} bytes")
-    W = [0] * circuit.n_wires
-    for w, x in zip((*fixed, *circuit.evaluator_inputs), (*garbler_labels, *evaluator_labels)):
-        W[w] = int.from_bytes(x, "little")
-    aes, t, hi = Cipher(algorithms.AES(gc.key), modes.ECB()).encryptor(), 0, 0
-    tables = gc.tables
-    for op, a, b, out in circuit.flat:
-        if op == 0:  # XOR
-            W[out] = W[a] ^ W[b]
-        elif op == 2:  # INV
-            W[out] = W[a]  # the garbler flipped the meaning (0-label ⊕ R)
-        elif op == 3:  # GAND
-            Wb = W[b]
-            h = _hash_blocks(aes, [_double(Wb)], [_HALF_TWEAK + hi])
-            W[out] = h ^ (int.from_bytes(gc.half_tables[hi], "little") if Wb & 1 else 0)
-            hi += 1
-        else:
-            Wa, Wb = W[a], W[b]
-            tg, te = tables[t]
-            h = _hash_blocks(aes, [_double(Wa), _double(Wb)], [2 * t, 2 * t + 1])
-            W[out] = (h & _MASK) ^ (int.from_bytes(tg, "little") if Wa & 1 else 0) ^ (h >> 128) ^ (
-                (int.from_bytes(te, "little") ^ Wa) if Wb & 1 else 0)
-            t += 1
-    return [_label(W[w]) for w in circuit.outputs]
+    out = ext.evaluate_circuit(circuit.native, gc.key, gc.table_bytes, gc.half_bytes, b"".join(garbler_labels),
+                               b"".join(evaluator_labels))
+    return [out[i:i + LABEL_BYTES] for i in range(0, len(out), LABEL_BYTES)]

@@ -8,10 +8,11 @@ KeyGen: primes p ≡ 1 (mod 2^k) and q ≡ 3 (mod 4) of equal length, N = pq, an
 
 Dec: with p' = (p − 1)/2^k, g = y^p' mod p has order exactly 2^k (y is a non-residue mod p), and
 c^p' = g^m (mod p) because x^(2^k·p') = x^(p−1) = 1. m is the discrete logarithm of c^p' to the base g
-in the cyclic group of order 2^k, by Pohlig–Hellman split in halves (``_dlog``): the low half from
-h^(2^(n/2)), then the high half from h·g^(−low) (one multiplication per byte of low, from precomputed
-tables), down to w-bit pieces (w = ⌈k/16⌉, at least 8) read from a 2^w-entry table — about
-(k/2)·log₂(k/w) squarings mod p instead of the k²/2 of the bit-by-bit algorithm in the paper.
+in the cyclic group of order 2^k, by Pohlig–Hellman split in halves (``_dlog``, in the native core:
+native/src/jl.rs): the low half from h^(2^(n/2)), then the high half from h·g^(−low) (one multiplication
+per byte of low, from precomputed tables), down to w-bit pieces (w = ⌈k/16⌉, at least 8) read from a
+2^w-entry table — about (k/2)·log₂(k/w) squarings mod p instead of the k²/2 of the bit-by-bit algorithm in
+the paper.
 ``decrypt_many`` runs the c^p' and the logarithms of many ciphertexts on several threads; the owner's
 ``encrypt_many`` batches encryption (fixed-base tables for y, one squaring mod q — see its docstring).
 
@@ -56,6 +57,7 @@ from gmpy2 import mpz
 from ..errors import CryptoError
 from ._ciphertext import GroupCiphertext, GroupPrivateKey, GroupPublicKey
 from ._format import fingerprint
+from .native import ext
 from .numbers import as_int, check_modulus_bits, crt, random_below_many, random_prime, random_unit, security_bits
 from .parallel import gil_held, thread_map
 
@@ -290,7 +292,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
         the base g (``_dlog``)."""
         h = gmpy2.powmod(self._own(c), self.p_prime, self.p)  # = g^m
-        return self._dlog([h], self.public_key.k, self._dlog_tables or self._tables())[0]
+        return self._dlog([h], self._dlog_tables or self._tables())[0]
 
     def decrypt_many(self, cs, workers: int | None = None) -> list[int]:
         """[Dec(c) for c in cs]: the c^p' mod p (gmpy2.powmod_base_list) and the discrete logs on ``workers``
@@ -310,7 +312,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         return self._decrypt_values(vals, workers, check=True)
 
     def _decrypt_values(self, values: list, workers: int | None, check: bool) -> list[int]:
-        k, p, q, pp = self.public_key.k, self.p, self.q, self.p_prime
+        p, q, pp = self.p, self.q, self.p_prime
         tables = self._dlog_tables or self._tables()
 
         def run(chunk):
@@ -321,7 +323,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
                 for i, (h, lq) in enumerate(zip(hs, lqs)):
                     if h == 0 or lq == 0:  # h = 0 iff p | c; (c/q) = 0 iff q | c
                         raise CryptoError(f"Joye-Libert ciphertext {start + i} is not a unit of Z_N")
-            ms = self._dlog(hs, k, tables)
+            ms = self._dlog(hs, tables)
             if check:
                 for i, (m, lq) in enumerate(zip(ms, lqs)):
                     if lq != (-1 if m & 1 else 1):
@@ -331,7 +333,7 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         return thread_map(run, list(enumerate(values)), workers, chunk=8)
 
     def _tables(self):
-        """(w, leaf table, correction tables) for ``_dlog``, built on first use with w = ⌈k/16⌉ (at least 8)."""
+        """(w, native tables) for ``_dlog``, built on first use with w = ⌈k/16⌉ (at least 8)."""
         if self._dlog_tables is None:
             k = self.public_key.k
             self._dlog_tables = self._build_tables(min(k, max(8, -(-k // 16))))
@@ -356,50 +358,23 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
             build()
 
     def _build_tables(self, w: int):
-        """The leaf table maps (g^(2^(k−w)))^i ↦ i for i < 2^w; for every inner node size n of ``_dlog``'s
-        recursion, T_n[j][v] = g_n^(−v·2^(8j)) with g_n = g^(2^(k−n)), so that g_n^(−lo) costs one
-        multiplication per byte of lo."""
-        k, p = self.public_key.k, self.p
-        base = gmpy2.powmod(self._g, mpz(1) << (k - w), p)  # order 2^w
-        leaf, t = {}, mpz(1)
-        for i in range(1 << w):
-            leaf[int(t)] = i
-            t = t * base % p
-        inner, todo = {}, [k]
-        while todo:
-            n = todo.pop()
-            if n <= w or n in inner:
-                continue
-            g_n_inv = gmpy2.invert(gmpy2.powmod(self._g, mpz(1) << (k - n), p), p)
-            inner[n] = fixed_base_table(g_n_inv, n // 2, p)
-            todo += [n // 2, n - n // 2]
-        return w, leaf, inner
+        """The native tables (native/src/jl.rs): the leaf table maps (g^(2^(k−w)))^i ↦ i for i < 2^w; for every
+        inner node size n of the recursion, T_n[j][v] = g_n^(−v·2^(8j)) with g_n = g^(2^(k−n)), so that
+        g_n^(−lo) costs one multiplication per byte of lo. Built with the GIL released."""
+        size = (int(self.p).bit_length() + 7) // 8
+        return w, ext.JLDlog(int(self.p).to_bytes(size, "big"), int(self._g).to_bytes(size, "big"),
+                             self.public_key.k, w)
 
-    def _dlog(self, hs: list, n: int, tables) -> list[int]:
-        """[m mod 2^n for h in hs] with h = g_n^m, g_n = g^(2^(k−n)) of order 2^n (Pohlig–Hellman in halves).
-
-        With m = lo + 2^n1·hi: h^(2^n2) = g_n1^lo gives lo, then h·g_n^(−lo) = g_n2^hi gives hi. One recursion
-        for the whole list: a node's squarings h^(2^n2) in one ``powmod_base_list`` (GIL released in pool
-        threads, so another thread's exponentiations go on), its corrections in one loop with the GIL held.
-        """
-        p = self.p
-        w, leaf, inner = tables
-        if n <= w:  # h = (g^(2^(k−w)))^(m·2^(w−n))
-            return [leaf[int(h)] >> (w - n) for h in hs]
-        n1 = n // 2
-        n2 = n - n1
-        los = self._dlog(gmpy2.powmod_base_list(hs, mpz(1) << n2, p), n1, tables)
-        rows = inner[n]
-        ts = []
-        with gil_held():
-            for h, lo in zip(hs, los):
-                for row in rows:
-                    if lo & 255:
-                        h = h * row[lo & 255] % p
-                    lo >>= 8
-                ts.append(h)
-        his = self._dlog(ts, n2, tables)
-        return [lo + (hi << n1) for lo, hi in zip(los, his)]
+    def _dlog(self, hs: list, tables) -> list[int]:
+        """[m for h in hs] with h = g^m, 0 ≤ m < 2^k: the native Pohlig–Hellman recursion (module docstring),
+        the GIL released."""
+        size = (int(self.p).bit_length() + 7) // 8
+        m_bytes = (self.public_key.k + 7) // 8
+        try:
+            out = tables[1].dlog(b"".join(int(h).to_bytes(size, "big") for h in hs))
+        except ValueError as e:  # h outside <g>: only for a value that is no ciphertext (p | c)
+            raise CryptoError(f"Joye-Libert decryption: {e}") from None
+        return [int.from_bytes(out[i:i + m_bytes], "little") for i in range(0, len(out), m_bytes)]
 
 
 def fixed_base_table(base, bits: int, modulus) -> list[list]:

@@ -107,17 +107,32 @@ class OTGroup:
 
     # group operations in the notation of the module docstring (multiplicative)
     def base(self, k) -> mpz:
-        return gmpy2.powmod(self.g, k, self.p)
+        """g^k: from a fixed-base table of g (built once per group) for exponents of up to EXPONENT_BITS."""
+        if not 0 <= k < 1 << EXPONENT_BITS:
+            return gmpy2.powmod(self.g, k, self.p)
+        if self.gid not in _G_TABLES:
+            _G_TABLES[self.gid] = _comb_table(self.g, EXPONENT_BITS, 8, self.p)
+        return _comb_pow(_G_TABLES[self.gid], k, 8, self.p)
 
     def power(self, y, k) -> mpz:
         return gmpy2.powmod(y, k, self.p)
+
+    def power_many(self, y, ks) -> list:
+        """[y^k for k in ks] for one base: a fixed-base table of y (5-bit windows) when there are enough
+        exponents to pay for it."""
+        if len(ks) < 8 or any(not 0 <= k < 1 << EXPONENT_BITS for k in ks):
+            return [self.power(y, k) for k in ks]
+        table = _comb_table(mpz(y), EXPONENT_BITS, 5, self.p)
+        return [_comb_pow(table, k, 5, self.p) for k in ks]
 
     def mul(self, a, b) -> mpz:
         return a * b % self.p
 
     def powers(self, ys, k, what: str) -> list:
-        """[y^k for y in ys], each y checked to be in G first."""
-        return [self.power(self.check(y, f"{what}_{j}"), k) for j, y in enumerate(ys)]
+        """[y^k for y in ys], each y checked to be in G first; the exponentiations on two threads (gmpy2
+        releases the GIL)."""
+        checked = [self.check(y, f"{what}_{j}") for j, y in enumerate(ys)]
+        return thread_map(lambda chunk: gmpy2.powmod_base_list(chunk, k, self.p), checked, 2)
 
     @staticmethod
     def many(fn, items) -> list:
@@ -191,6 +206,10 @@ class EdwardsGroup:
         """[y^k for y in ys]; ``power`` checks membership."""
         return self.many(lambda y: self.power(y, k), ys)
 
+    def power_many(self, y, ks) -> list:
+        """[y^k for k in ks]."""
+        return self.many(lambda k: self.power(y, k), ks)
+
     @staticmethod
     def many(fn, items) -> list:
         """[fn(x) for x in items] on two threads (libsodium runs outside the GIL: cffi releases it)."""
@@ -208,6 +227,30 @@ Group = OTGroup | EdwardsGroup  # the groups a transfer can run in (same methods
 GROUPS = {g.gid: g for g in (MODP_2048, MODP_3072, ED25519)}
 
 _C_CACHE: dict[int, mpz] = {}
+_G_TABLES: dict[int, list[list[mpz]]] = {}
+
+
+def _comb_table(base: mpz, bits: int, w: int, p: mpz) -> list[list[mpz]]:
+    """T[j][v] = base^(v·2^(w·j)) mod p for j < ⌈bits/w⌉, v < 2^w (``_comb_pow``)."""
+    rows, b = [], base
+    for _ in range(-(-bits // w)):
+        row, t = [mpz(1)], mpz(1)
+        for _ in range((1 << w) - 1):
+            t = t * b % p
+            row.append(t)
+        rows.append(row)
+        b = t * b % p  # base^(2^(w·(j+1)))
+    return rows
+
+
+def _comb_pow(table: list[list[mpz]], e: int, w: int, p: mpz) -> mpz:
+    """base^e mod p for 0 ≤ e < 2^(w·len(table)): one multiplication per non-zero w-bit digit of e."""
+    acc, mask = mpz(1), (1 << w) - 1
+    for row in table:
+        if e & mask:
+            acc = acc * row[e & mask] % p
+        e >>= w
+    return acc
 
 
 def _nothing_up_my_sleeve(group: OTGroup) -> mpz:
@@ -331,7 +374,7 @@ class OTReceiver:
         g, R, m = self.group, self.group.check(response.R, "R"), response.message_bytes
         if any(len(e) != m for pair in response.ciphertexts for e in pair):
             raise CryptoError("OT: the response's messages differ in length")
-        keys = g.many(lambda k: g.power(R, k), self._k)
+        keys = g.power_many(R, self._k)
         out = [_xor(pair[c], _pad(g, j, c, pk0, R, key, m))
                for j, (pair, c, pk0, key) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, keys))]
         self._k = None  # single use: the exponents are the receiver's only secret

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from ...crypto import catalano_fiore as cf
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, inverse_square
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
-from ...crypto.ot import OTRequest
+from ...crypto.ot import ED25519, OTRequest
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...templates.quantize import quantize
@@ -46,6 +46,11 @@ from .messages import (
     TPResponse,
 )
 from .params import Im2020Params
+
+OT_GROUP = ED25519
+"""The secure-comparison mode's OT group (§VII Fig. 8 inputs by OT): the Naor–Pinkas OT of ``crypto.ot`` on
+edwards25519 (128-bit, as gsm Π3) — scalar multiplications instead of 2048-bit MODP exponentiations, and the
+same group at both parameter sets (MODP-2048 would hold the 128-bit set to 112 bits)."""
 
 PROTOCOL = "im2020"
 SWAP_TRIES = 16  # compare-and-swap rounds before a write that keeps losing to concurrent ones gives up
@@ -214,7 +219,7 @@ class Client:
             raise ProtocolError(f"the comparison width must be 64 or k = {self.pk.k}, got {w}")
         if s_star is None:
             s_star = self.blinded_score(challenge)
-        evaluator = Evaluator.im2020(w, s_star % (1 << w))
+        evaluator = Evaluator.im2020(w, s_star % (1 << w), group=OT_GROUP)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
     @staticmethod
@@ -367,7 +372,7 @@ class Server:
             raise ProtocolError("this server runs the basic mode: there is no comparison step")
         w = self.params.circuit_bits
         garbler = Garbler.im2020(w, inverse_square(session.randomizers.r0, w),
-                                 session.randomizers.r1 % (1 << w), self.params.tau)
+                                 session.randomizers.r1 % (1 << w), self.params.tau, group=OT_GROUP)
         try:
             reply = garbler.respond(OTRequest.from_bytes(msg.ot_request))
         except CryptoError as e:
