@@ -71,9 +71,7 @@ impl PyBasis {
 
     fn exact(shape: &[usize], want: &[usize], what: &str) -> PyResult<()> {
         if shape != want {
-            return Err(err(format!(
-                "{what}: expected shape {want:?}, got {shape:?}"
-            )));
+            return Err(err(format!("{what}: expected shape {want:?}, got {shape:?}")));
         }
         Ok(())
     }
@@ -83,15 +81,8 @@ impl PyBasis {
 impl PyBasis {
     #[new]
     #[pyo3(signature = (data_moduli, n, special=None))]
-    fn new(
-        py: Python<'_>,
-        data_moduli: Vec<u64>,
-        n: usize,
-        special: Option<u64>,
-    ) -> PyResult<Self> {
-        let inner = py
-            .detach(|| rns::Basis::new(&data_moduli, special, n))
-            .map_err(err)?;
+    fn new(py: Python<'_>, data_moduli: Vec<u64>, n: usize, special: Option<u64>) -> PyResult<Self> {
+        let inner = py.detach(|| rns::Basis::new(&data_moduli, special, n)).map_err(err)?;
         Ok(PyBasis { inner })
     }
 
@@ -113,12 +104,7 @@ impl PyBasis {
 
     /// Forward negacyclic NTT of residues (..., limbs, N), natural order.
     #[pyo3(signature = (a, key=false))]
-    fn forward<'py>(
-        &self,
-        py: Python<'py>,
-        a: PyReadonlyArrayDyn<'py, u64>,
-        key: bool,
-    ) -> Out<'py> {
+    fn forward<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, key: bool) -> Out<'py> {
         let (v, limbs) = self.checked(&a, key, "forward NTT")?;
         let mut v = v.into_owned();
         py.detach(|| pool::install(|| self.inner.forward(&mut v, limbs)));
@@ -126,12 +112,7 @@ impl PyBasis {
     }
 
     #[pyo3(signature = (a, key=false))]
-    fn inverse<'py>(
-        &self,
-        py: Python<'py>,
-        a: PyReadonlyArrayDyn<'py, u64>,
-        key: bool,
-    ) -> Out<'py> {
+    fn inverse<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, key: bool) -> Out<'py> {
         let (v, limbs) = self.checked(&a, key, "inverse NTT")?;
         let mut v = v.into_owned();
         py.detach(|| pool::install(|| self.inner.inverse(&mut v, limbs)));
@@ -171,15 +152,10 @@ impl PyBasis {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (l, n) = (self.inner.l, self.inner.n);
         if ct.ndim() != 4 || ct.shape()[1] != 2 {
-            return Err(err(format!(
-                "digits: expected (S, 2, {l}, {n}), got {:?}",
-                ct.shape()
-            )));
+            return Err(err(format!("digits: expected (S, 2, {l}, {n}), got {:?}", ct.shape())));
         }
         if narrow && self.inner.moduli(false).iter().any(|&p| p >= 1 << 32) {
-            return Err(err(
-                "digits: narrow (uint32) needs every data prime below 2^32".into(),
-            ));
+            return Err(err("digits: narrow (uint32) needs every data prime below 2^32".into()));
         }
         let (v, _) = self.checked(&ct, false, "digits")?;
         let shape = vec![ct.shape()[0], 2, l, l, n];
@@ -208,9 +184,7 @@ impl PyBasis {
             let s = g.shape().first().copied().unwrap_or(0);
             Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
             let gv = flat(&g);
-            self.inner
-                .check(&gv, l, "external product digits")
-                .map_err(err)?;
+            self.inner.check(&gv, l, "external product digits").map_err(err)?;
             let small = self.inner.moduli(false).iter().all(|&p| p < 1 << 31);
             let out = py.detach(|| {
                 pool::install(|| {
@@ -265,9 +239,7 @@ impl PyBasis {
         let (l, n) = (self.inner.l, self.inner.n);
         let sh = ct.shape();
         if sh.len() < 3 || sh[sh.len() - 3] != 2 {
-            return Err(err(format!(
-                "key switching: expected (..., 2, {l}, {n}), got {sh:?}"
-            )));
+            return Err(err(format!("key switching: expected (..., 2, {l}, {n}), got {sh:?}")));
         }
         Self::exact(k.shape(), &[l, 2, l + 1, n], "switching key")?;
         let (cv, _) = self.checked(&ct, false, "key switching")?;
@@ -281,19 +253,10 @@ impl PyBasis {
     /// Modulus switching by the last of the first `limbs` data primes: (..., limbs, N) → (..., limbs − 1, N),
     /// ⌊x/q_{limbs−1}⌉ (coefficient form).
     #[pyo3(signature = (x, limbs=None))]
-    fn rescale<'py>(
-        &self,
-        py: Python<'py>,
-        x: PyReadonlyArrayDyn<'py, u64>,
-        limbs: Option<usize>,
-    ) -> Out<'py> {
+    fn rescale<'py>(&self, py: Python<'py>, x: PyReadonlyArrayDyn<'py, u64>, limbs: Option<usize>) -> Out<'py> {
         let limbs = limbs.unwrap_or(self.inner.l);
         let sh = x.shape();
-        if limbs > self.inner.l
-            || sh.len() < 2
-            || sh[sh.len() - 2] != limbs
-            || sh[sh.len() - 1] != self.inner.n
-        {
+        if limbs > self.inner.l || sh.len() < 2 || sh[sh.len() - 2] != limbs || sh[sh.len() - 1] != self.inner.n {
             return Err(err(format!(
                 "rescale: expected (..., {limbs}, {}), got {sh:?}",
                 self.inner.n
@@ -312,12 +275,7 @@ impl PyBasis {
 
     /// Modulus switching to t: x residues (..., L', M) over the first L' data primes (limb axis −2) →
     /// (⌊t·x/Q⌉ mod t (..., M), fractional part of t·x/Q (..., M)).
-    fn scale_round<'py>(
-        &self,
-        py: Python<'py>,
-        x: PyReadonlyArrayDyn<'py, u64>,
-        t: u64,
-    ) -> Rounded<'py> {
+    fn scale_round<'py>(&self, py: Python<'py>, x: PyReadonlyArrayDyn<'py, u64>, t: u64) -> Rounded<'py> {
         let sh = x.shape().to_vec();
         if sh.len() < 2 || sh[sh.len() - 2] == 0 || sh[sh.len() - 2] > self.inner.l || t < 2 {
             return Err(err(format!(
@@ -345,14 +303,7 @@ impl PyBasis {
     /// Uniform residues (count, limbs, cols) mod the data (or key) primes, expanded from a 32-byte seed
     /// (ChaCha20; cols: N by default): the same seed always gives the same polynomials.
     #[pyo3(signature = (seed, count, key=false, cols=None))]
-    fn uniform<'py>(
-        &self,
-        py: Python<'py>,
-        seed: &[u8],
-        count: usize,
-        key: bool,
-        cols: Option<usize>,
-    ) -> Out<'py> {
+    fn uniform<'py>(&self, py: Python<'py>, seed: &[u8], count: usize, key: bool, cols: Option<usize>) -> Out<'py> {
         let seed: [u8; 32] = seed
             .try_into()
             .map_err(|_| err("uniform: the seed must be 32 bytes".into()))?;

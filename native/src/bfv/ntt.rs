@@ -35,14 +35,10 @@ impl NttTable {
             return Err(format!("NTT: N = {n} is not a power of two ≥ 2"));
         }
         if !(3..1u64 << super::arith::MAX_BITS).contains(&p) || !super::arith::is_prime(p) {
-            return Err(format!(
-                "NTT: {p} is not a prime below 2^{}",
-                super::arith::MAX_BITS
-            ));
+            return Err(format!("NTT: {p} is not a prime below 2^{}", super::arith::MAX_BITS));
         }
         let m = Modulus::new(p);
-        let psi = primitive_root_2n(&m, n as u64)
-            .ok_or_else(|| format!("NTT: {p} is not ≡ 1 (mod {})", 2 * n))?;
+        let psi = primitive_root_2n(&m, n as u64).ok_or_else(|| format!("NTT: {p} is not ≡ 1 (mod {})", 2 * n))?;
         let psi_inv = m.inv(psi);
         let log_n = n.trailing_zeros();
         let (mut fwd, mut inv) = (vec![(0, 0); n], vec![(0, 0); n]);

@@ -19,9 +19,7 @@ pub fn set_threads(n: usize) -> Result<(), String> {
                 .map_err(|e| e.to_string())?,
         ))
     };
-    *POOL
-        .write()
-        .map_err(|_| "thread pool lock poisoned".to_string())? = pool;
+    *POOL.write().map_err(|_| "thread pool lock poisoned".to_string())? = pool;
     Ok(())
 }
 

@@ -38,10 +38,7 @@ impl Basis {
                 return Err(format!("RNS basis: prime {p} repeated"));
             }
         }
-        let tables = all
-            .iter()
-            .map(|&p| NttTable::new(p, n))
-            .collect::<Res<Vec<_>>>()?;
+        let tables = all.iter().map(|&p| NttTable::new(p, n)).collect::<Res<Vec<_>>>()?;
         Ok(Basis {
             n,
             tables,
@@ -51,10 +48,7 @@ impl Basis {
     }
 
     pub fn moduli(&self, key: bool) -> Vec<u64> {
-        self.tables[..self.limbs(key)]
-            .iter()
-            .map(|t| t.m.p)
-            .collect()
+        self.tables[..self.limbs(key)].iter().map(|t| t.m.p).collect()
     }
 
     pub fn limbs(&self, key: bool) -> usize {
@@ -123,11 +117,7 @@ impl Basis {
 
     /// Ciphertexts (B, 2, L, N) in coefficient form → NTT of their digits (B, 2, L digits, L, N), stored
     /// through `conv` (u64, or u32 when every data prime is below 2^32: a third of the memory of u64).
-    pub fn digits<T: Copy + Default + Send>(
-        &self,
-        ct: &[u64],
-        conv: impl Fn(u64) -> T + Sync,
-    ) -> Vec<T> {
+    pub fn digits<T: Copy + Default + Send>(&self, ct: &[u64], conv: impl Fn(u64) -> T + Sync) -> Vec<T> {
         let (l, n) = (self.l, self.n);
         let mut out = vec![T::default(); ct.len() * l];
         // one chunk per (ciphertext, component, digit): l limbs of n
@@ -166,45 +156,41 @@ impl Basis {
             })
             .collect();
         let mut out = vec![0u64; s * 2 * l * n];
-        out.par_chunks_mut(2 * l * n)
-            .enumerate()
-            .for_each(|(si, o)| {
-                let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
-                let (o0, o1) = o.split_at_mut(l * n);
-                for li in 0..l {
-                    let m = self.m(li);
-                    let p = m.p;
-                    // 2L lazy terms below 2p each: sum without reduction when 4Lp < 2^64
-                    let lazy = (p as u128) * 4 * (l as u128) < 1u128 << 64;
-                    let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
-                    for cj in 0..2 * l {
-                        let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
-                        let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
-                        let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
-                        let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
-                        let terms = gd.iter().zip(w0.iter().zip(wp0)).zip(w1.iter().zip(wp1));
-                        for ((x0, x1), ((&x, (&u0, &up0)), (&u1, &up1))) in
-                            a0.iter_mut().zip(a1.iter_mut()).zip(terms)
-                        {
-                            let x: u64 = x.into();
-                            let v0 = super::arith::mul_shoup_lazy(x, u0, up0, p);
-                            let v1 = super::arith::mul_shoup_lazy(x, u1, up1, p);
-                            if lazy {
-                                *x0 += v0;
-                                *x1 += v1;
-                            } else {
-                                *x0 = m.add(*x0, if v0 >= p { v0 - p } else { v0 });
-                                *x1 = m.add(*x1, if v1 >= p { v1 - p } else { v1 });
-                            }
-                        }
-                    }
-                    if lazy {
-                        for v in a0.iter_mut().chain(a1.iter_mut()) {
-                            *v = m.reduce(*v);
+        out.par_chunks_mut(2 * l * n).enumerate().for_each(|(si, o)| {
+            let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
+            let (o0, o1) = o.split_at_mut(l * n);
+            for li in 0..l {
+                let m = self.m(li);
+                let p = m.p;
+                // 2L lazy terms below 2p each: sum without reduction when 4Lp < 2^64
+                let lazy = (p as u128) * 4 * (l as u128) < 1u128 << 64;
+                let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
+                for cj in 0..2 * l {
+                    let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
+                    let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
+                    let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
+                    let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
+                    let terms = gd.iter().zip(w0.iter().zip(wp0)).zip(w1.iter().zip(wp1));
+                    for ((x0, x1), ((&x, (&u0, &up0)), (&u1, &up1))) in a0.iter_mut().zip(a1.iter_mut()).zip(terms) {
+                        let x: u64 = x.into();
+                        let v0 = super::arith::mul_shoup_lazy(x, u0, up0, p);
+                        let v1 = super::arith::mul_shoup_lazy(x, u1, up1, p);
+                        if lazy {
+                            *x0 += v0;
+                            *x1 += v1;
+                        } else {
+                            *x0 = m.add(*x0, if v0 >= p { v0 - p } else { v0 });
+                            *x1 = m.add(*x1, if v1 >= p { v1 - p } else { v1 });
                         }
                     }
                 }
-            });
+                if lazy {
+                    for v in a0.iter_mut().chain(a1.iter_mut()) {
+                        *v = m.reduce(*v);
+                    }
+                }
+            }
+        });
         out
     }
 
@@ -222,33 +208,31 @@ impl Basis {
             })
             .collect();
         let mut out = vec![0u64; s * 2 * l * n];
-        out.par_chunks_mut(2 * l * n)
-            .enumerate()
-            .for_each(|(si, o)| {
-                let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
-                let (o0, o1) = o.split_at_mut(l * n);
-                for li in 0..l {
-                    let m = self.m(li);
-                    let p = m.p;
-                    let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
-                    for cj in 0..2 * l {
-                        let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
-                        let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
-                        let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
-                        let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
-                        for k in 0..n {
-                            let x = gd[k] as u64;
-                            let q0 = (x * wp0[k]) >> 32;
-                            let q1 = (x * wp1[k]) >> 32;
-                            a0[k] += (x * w0[k]).wrapping_sub(q0 * p);
-                            a1[k] += (x * w1[k]).wrapping_sub(q1 * p);
-                        }
-                    }
-                    for v in a0.iter_mut().chain(a1.iter_mut()) {
-                        *v = m.reduce(*v);
+        out.par_chunks_mut(2 * l * n).enumerate().for_each(|(si, o)| {
+            let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
+            let (o0, o1) = o.split_at_mut(l * n);
+            for li in 0..l {
+                let m = self.m(li);
+                let p = m.p;
+                let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
+                for cj in 0..2 * l {
+                    let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
+                    let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
+                    let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
+                    let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
+                    for k in 0..n {
+                        let x = gd[k] as u64;
+                        let q0 = (x * wp0[k]) >> 32;
+                        let q1 = (x * wp1[k]) >> 32;
+                        a0[k] += (x * w0[k]).wrapping_sub(q0 * p);
+                        a1[k] += (x * w1[k]).wrapping_sub(q1 * p);
                     }
                 }
-            });
+                for v in a0.iter_mut().chain(a1.iter_mut()) {
+                    *v = m.reduce(*v);
+                }
+            }
+        });
         out
     }
 
@@ -265,27 +249,25 @@ impl Basis {
         self.forward(&mut sk_new, kl);
         let pp = self.tables[l].m.p;
         let mut out = vec![0u64; l * 2 * kl * n];
-        out.par_chunks_mut(2 * kl * n)
-            .enumerate()
-            .for_each(|(j, kj)| {
-                let (k0, k1) = kj.split_at_mut(kl * n);
-                let aj = &a[j * kl * n..(j + 1) * kl * n];
-                k1.copy_from_slice(aj);
-                let mut ej = self.reduce_signed(&e[j * n..(j + 1) * n], kl);
-                for i in 0..kl {
-                    let m = self.m(i);
-                    let limb = &mut ej[i * n..(i + 1) * n];
-                    self.tables[i].forward(limb);
-                    let pg = if i == j { m.reduce(pp) } else { 0 };
-                    for k in 0..n {
-                        let mut v = m.sub(limb[k], m.mul(aj[i * n + k], sk_new[i * n + k]));
-                        if pg != 0 {
-                            v = m.add(v, m.mul(pg, sk[i * n + k]));
-                        }
-                        k0[i * n + k] = v;
+        out.par_chunks_mut(2 * kl * n).enumerate().for_each(|(j, kj)| {
+            let (k0, k1) = kj.split_at_mut(kl * n);
+            let aj = &a[j * kl * n..(j + 1) * kl * n];
+            k1.copy_from_slice(aj);
+            let mut ej = self.reduce_signed(&e[j * n..(j + 1) * n], kl);
+            for i in 0..kl {
+                let m = self.m(i);
+                let limb = &mut ej[i * n..(i + 1) * n];
+                self.tables[i].forward(limb);
+                let pg = if i == j { m.reduce(pp) } else { 0 };
+                for k in 0..n {
+                    let mut v = m.sub(limb[k], m.mul(aj[i * n + k], sk_new[i * n + k]));
+                    if pg != 0 {
+                        v = m.add(v, m.mul(pg, sk[i * n + k]));
                     }
+                    k0[i * n + k] = v;
                 }
-            });
+            }
+        });
         Ok(out)
     }
 
@@ -297,9 +279,7 @@ impl Basis {
         let (l, n, kl) = (self.l, self.n, self.l + 1);
         let mut out = vec![0u64; ct.len()];
         let pm = self.tables[l].m;
-        let p_inv: Vec<u64> = (0..l)
-            .map(|i| self.m(i).inv(self.m(i).reduce(pm.p)))
-            .collect();
+        let p_inv: Vec<u64> = (0..l).map(|i| self.m(i).inv(self.m(i).reduce(pm.p))).collect();
         out.par_chunks_mut(2 * l * n)
             .zip(ct.par_chunks(2 * l * n))
             .for_each(|(o, c)| {
@@ -314,8 +294,7 @@ impl Basis {
                         }
                         self.tables[i].forward(&mut d);
                         for oc in 0..2 {
-                            let kk =
-                                &k[((j * 2 + oc) * kl + i) * n..((j * 2 + oc) * kl + i + 1) * n];
+                            let kk = &k[((j * 2 + oc) * kl + i) * n..((j * 2 + oc) * kl + i + 1) * n];
                             let a = &mut acc[(oc * kl + i) * n..(oc * kl + i + 1) * n];
                             for t in 0..n {
                                 a[t] = m.add(a[t], m.mul(d[t], kk[t]));
@@ -386,12 +365,7 @@ impl Basis {
                         } else {
                             m.reduce(v)
                         };
-                        o[i * n + t] = super::arith::mul_shoup(
-                            m.sub(xs[i * n + t], r),
-                            inv[i].0,
-                            inv[i].1,
-                            m.p,
-                        );
+                        o[i * n + t] = super::arith::mul_shoup(m.sub(xs[i * n + t], r), inv[i].0, inv[i].1, m.p);
                     }
                 }
             });
@@ -400,13 +374,7 @@ impl Basis {
 
     /// ⌊t·x/Q⌉ mod t for x given by residues (B, L', M) over the first L' primes (Q their product), limb axis −2;
     /// also the fractional part of t·x/Q in [0, 1). t < 2^64.
-    pub fn scale_round(
-        &self,
-        x: &[u64],
-        limbs: usize,
-        m_len: usize,
-        t: u64,
-    ) -> (Vec<u64>, Vec<f64>) {
+    pub fn scale_round(&self, x: &[u64], limbs: usize, m_len: usize, t: u64) -> (Vec<u64>, Vec<f64>) {
         let qhat_inv: Vec<u64> = (0..limbs)
             .map(|i| {
                 let m = self.m(i);
@@ -433,11 +401,7 @@ impl Basis {
                         let m = self.m(i);
                         let y = m.mul(xs[i * m_len + k], qhat_inv[i]);
                         let (q, r) = m.divrem128(y as u128 * t as u128);
-                        acc = if pow2 {
-                            (acc + q) & tmask
-                        } else {
-                            (acc + q) % t as u128
-                        };
+                        acc = if pow2 { (acc + q) & tmask } else { (acc + q) % t as u128 };
                         fr += r as f64 * inv_p[i];
                     }
                     let fl = fr.floor();
