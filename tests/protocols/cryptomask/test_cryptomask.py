@@ -236,3 +236,20 @@ def test_rounds_do_not_grow_with_the_gallery():
         rounds.append(run.rounds)
         assert run.bytes["distances"] == 5 * cm.cs.ciphertexts * (cm.cs.n + cm.cs.delta)
     assert rounds[0] == rounds[1] > 1
+
+
+def test_digits_on_the_fly_give_the_same_shares_in_a_third_of_the_memory():
+    """CloudServer(precompute=False) keeps the ciphertexts, not their digits: d_0 + d_1 are the inner products."""
+    rng = np.random.default_rng(6)
+    x, y = unit(rng, 100, 128), unit(rng, 1, 128)[0]
+    sizes = []
+    for pre in (True, False):
+        cm = CryptoMask(128, insecure_test_params=True, precompute_digits=pre)
+        cm.enrol(x[:40])
+        cm.enrol(x[40:])  # the merge into the last ciphertext (Alg. 1 line 7)
+        msg, d0 = cm.cs.distances(cm.verifier.query(y))
+        d = (d0 + cm.verifier.shares(msg, cm.cs.count)) % (1 << 20)
+        d = np.where(d >= 1 << 19, d - (1 << 20), d)
+        assert np.array_equal(d, encoding.quantize(x) @ encoding.quantize(y))
+        sizes.append(cm.cs.storage_bytes)
+    assert sizes[0] > 2.5 * sizes[1]

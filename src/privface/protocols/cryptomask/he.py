@@ -179,13 +179,15 @@ def merge_last(basis: Basis, last: np.ndarray, ct: np.ndarray) -> np.ndarray:
 
 
 class CloudServer:
-    """The CS: the gallery as NTT digits, blocks of (k, 2, L, L, N) uint32 as uploaded (no copying on growth),
-    the last ciphertext in coefficient form for
-    merging (Alg. 1 line 7), ``ind``, and k_sw once the KG has sent it (Alg. 2 line 1)."""
+    """The CS: the gallery in blocks as uploaded (no copying on growth) — NTT digits (k, 2, L, L, N), or with
+    ``precompute=False`` the ciphertexts (k, 2, L, N) themselves, a third of the memory, their digits computed at
+    every query instead — the last ciphertext in coefficient form for merging (Alg. 1 line 7), ``ind``, and k_sw
+    once the KG has sent it (Alg. 2 line 1)."""
 
-    def __init__(self, public, dim: int, *, workers: int | None = None) -> None:
+    def __init__(self, public, dim: int, *, workers: int | None = None, precompute: bool = True) -> None:
         """``workers``: kept for callers; the native core's threads are set by ``ext.bfv.set_threads``."""
         self.public, self.basis, self.dim, self.workers = public, basis_of(public), dim, workers
+        self.precompute = precompute
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
         self._chunks: list[np.ndarray] = []
@@ -215,10 +217,10 @@ class CloudServer:
                                 "the CS's state")
         if up.merge:
             self.last = merge_last(self.basis, self.last, cts[0])
-            self.blocks[-1][-1] = self._digits_of(self.last[None])[0]
+            self.blocks[-1][-1] = self._stored(self.last[None])[0]
             cts = cts[1:]
         if len(cts):
-            self.blocks.append(self._digits_of(cts))
+            self.blocks.append(self._stored(cts))
             self.last = cts[-1]
         self.ind, self.count = up.ind, self.count + up.count
 
@@ -230,9 +232,15 @@ class CloudServer:
         L, n = self.basis.L, self.n
         for i, blk in enumerate(blocks):
             blk = check_residues(blk, (len(blk), 2, L, n), self.basis, f"gallery block {i}")
-            self.blocks.append(self._digits_of(blk))
+            self.blocks.append(self._stored(blk))
             self.last = blk[-1]
         self.count, self.ind = count, count % self.delta
+
+    def _stored(self, cts: np.ndarray) -> np.ndarray:
+        """What a block keeps of ciphertexts (k, 2, L, N): their digits, or themselves (``precompute``)."""
+        if self.precompute:
+            return self._digits_of(cts)
+        return cts.astype(np.uint32 if self.basis.narrow else np.uint64)
 
     def _digits_of(self, cts: np.ndarray) -> np.ndarray:
         """NTT digits of ciphertexts (k, 2, L, N) (uint32 when the primes allow, as the block stores them)."""
@@ -283,7 +291,8 @@ class CloudServer:
         for block in self.blocks:
             first, last = max(lo, at), min(hi, at + block.shape[0])
             for i in range(first, last, CHUNK):
-                yield block[i - at:min(last, i + CHUNK) - at]
+                part = block[i - at:min(last, i + CHUNK) - at]
+                yield part if self.precompute else self._digits_of(part)
             at += block.shape[0]
 
     def _masks(self, shape) -> tuple[np.ndarray, np.ndarray]:
