@@ -199,33 +199,34 @@ impl Basis {
     pub fn external_product32(&self, g: &[u32], r: &[u64]) -> Vec<u64> {
         let (l, n) = (self.l, self.n);
         let s = g.len() / (2 * l * l * n);
-        let rp: Vec<u64> = r
+        let r32: Vec<u32> = r.iter().map(|&w| w as u32).collect();
+        let rp: Vec<u32> = r
             .chunks(n)
             .enumerate()
             .flat_map(|(i, c)| {
                 let p = self.m(i % l).p;
-                c.iter().map(move |&w| (w << 32) / p)
+                c.iter().map(move |&w| ((w << 32) / p) as u32)
             })
             .collect();
+        let avx2 = avx2();
         let mut out = vec![0u64; s * 2 * l * n];
         out.par_chunks_mut(2 * l * n).enumerate().for_each(|(si, o)| {
             let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
             let (o0, o1) = o.split_at_mut(l * n);
             for li in 0..l {
                 let m = self.m(li);
-                let p = m.p;
+                let p = m.p as u32;
                 let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
                 for cj in 0..2 * l {
                     let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
                     let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
-                    let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
-                    let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
-                    for k in 0..n {
-                        let x = gd[k] as u64;
-                        let q0 = (x * wp0[k]) >> 32;
-                        let q1 = (x * wp1[k]) >> 32;
-                        a0[k] += (x * w0[k]).wrapping_sub(q0 * p);
-                        a1[k] += (x * w1[k]).wrapping_sub(q1 * p);
+                    let w = [&r32[r0 * n..(r0 + 1) * n], &r32[r1 * n..(r1 + 1) * n]];
+                    let wp = [&rp[r0 * n..(r0 + 1) * n], &rp[r1 * n..(r1 + 1) * n]];
+                    if avx2 {
+                        // SAFETY: the CPU supports AVX2 (checked at run time).
+                        unsafe { shoup_acc32_avx2(a0, a1, gd, w, wp, p) }
+                    } else {
+                        shoup_acc32(a0, a1, gd, w, wp, p)
                     }
                 }
                 for v in a0.iter_mut().chain(a1.iter_mut()) {
@@ -457,4 +458,43 @@ impl Basis {
         });
         out
     }
+}
+
+fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// a_o[k] += x·w_o[k] mod p in [0, 2p) (Shoup with 32-bit w' = ⌊w·2^32/p⌋), x = g[k] < 2^32, p < 2^31: every
+/// product is of two 32-bit values, so the compiler vectorises the loop.
+#[inline(always)]
+fn shoup_acc32(a0: &mut [u64], a1: &mut [u64], g: &[u32], w: [&[u32]; 2], wp: [&[u32]; 2], p: u32) {
+    let p = p as u64;
+    let n = g.len();
+    let (a0, a1) = (&mut a0[..n], &mut a1[..n]);
+    let (w0, w1, wp0, wp1) = (&w[0][..n], &w[1][..n], &wp[0][..n], &wp[1][..n]);
+    for k in 0..n {
+        let x = g[k] as u64;
+        let q0 = (x * wp0[k] as u64) >> 32;
+        let q1 = (x * wp1[k] as u64) >> 32;
+        a0[k] += (x * w0[k] as u64).wrapping_sub(q0 * p);
+        a1[k] += (x * w1[k] as u64).wrapping_sub(q1 * p);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn shoup_acc32_avx2(a0: &mut [u64], a1: &mut [u64], g: &[u32], w: [&[u32]; 2], wp: [&[u32]; 2], p: u32) {
+    shoup_acc32(a0, a1, g, w, wp, p)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn shoup_acc32_avx2(a0: &mut [u64], a1: &mut [u64], g: &[u32], w: [&[u32]; 2], wp: [&[u32]; 2], p: u32) {
+    shoup_acc32(a0, a1, g, w, wp, p)
 }
