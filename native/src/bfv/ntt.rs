@@ -18,6 +18,15 @@ pub struct NttTable {
     n_inv: (u64, u64),
     /// The pairs (i, brv(i)) with i < brv(i): the bit-reversal permutation as swaps.
     swaps: Vec<(u32, u32)>,
+    /// For p < 2^30 (4p < 2^32): the same twiddles with 32-bit Shoup companions ⌊w·2^32/p⌋, so the butterflies
+    /// run on 32-bit lanes (AVX2 when the CPU has it).
+    small: Option<Small>,
+}
+
+struct Small {
+    fwd: Vec<(u32, u32)>,
+    inv: Vec<(u32, u32)>,
+    n_inv: (u32, u32),
 }
 
 #[inline(always)]
@@ -65,11 +74,44 @@ impl NttTable {
             inv,
             n_inv: (ni, m.shoup(ni)),
             swaps,
-        })
+            small: None,
+        }
+        .with_small())
+    }
+
+    fn with_small(mut self) -> Self {
+        let p = self.m.p;
+        if p < 1 << 30 {
+            let s32 = |&(w, _): &(u64, u64)| (w as u32, ((w << 32) / p) as u32);
+            self.small = Some(Small {
+                fwd: self.fwd.iter().map(s32).collect(),
+                inv: self.inv.iter().map(s32).collect(),
+                n_inv: s32(&self.n_inv),
+            });
+        }
+        self
     }
 
     /// In place: coefficients in [0, p) → NTT values in [0, p), natural order.
     pub fn forward(&self, a: &mut [u64]) {
+        if let Some(sm) = &self.small {
+            let mut b: Vec<u32> = a.iter().map(|&x| x as u32).collect();
+            if super::rns::avx2() {
+                // SAFETY: the CPU supports AVX2 (checked at run time).
+                unsafe { forward32_avx2(&mut b, &sm.fwd, self.m.p as u32) }
+            } else {
+                forward32(&mut b, &sm.fwd, self.m.p as u32)
+            }
+            for (x, &y) in a.iter_mut().zip(&b) {
+                *x = y as u64;
+            }
+            self.bit_reverse(a);
+            return;
+        }
+        self.forward64(a);
+    }
+
+    fn forward64(&self, a: &mut [u64]) {
         let (n, p) = (self.n, self.m.p);
         let two_p = 2 * p;
         let mut t = n;
@@ -107,6 +149,19 @@ impl NttTable {
     /// In place: NTT values in [0, p), natural order → coefficients in [0, p).
     pub fn inverse(&self, a: &mut [u64]) {
         self.bit_reverse(a);
+        if let Some(sm) = &self.small {
+            let mut b: Vec<u32> = a.iter().map(|&x| x as u32).collect();
+            if super::rns::avx2() {
+                // SAFETY: the CPU supports AVX2 (checked at run time).
+                unsafe { inverse32_avx2(&mut b, &sm.inv, sm.n_inv, self.m.p as u32) }
+            } else {
+                inverse32(&mut b, &sm.inv, sm.n_inv, self.m.p as u32)
+            }
+            for (x, &y) in a.iter_mut().zip(&b) {
+                *x = y as u64;
+            }
+            return;
+        }
         let (n, p) = (self.n, self.m.p);
         let two_p = 2 * p;
         let mut t = 1;
@@ -140,6 +195,93 @@ impl NttTable {
             a.swap(i as usize, j as usize);
         }
     }
+}
+
+#[inline(always)]
+fn shoup32(x: u32, w: u32, wp: u32, p: u32) -> u32 {
+    let q = ((x as u64 * wp as u64) >> 32) as u32;
+    x.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
+}
+
+/// The forward transform of `NttTable::forward64` on 32-bit lanes (p < 2^30), output in bit-reversed order.
+#[inline(always)]
+fn forward32(a: &mut [u32], tw: &[(u32, u32)], p: u32) {
+    let n = a.len();
+    let two_p = 2 * p;
+    let (mut t, mut m) = (n, 1);
+    while m < n {
+        t >>= 1;
+        for i in 0..m {
+            let (w, wp) = tw[m + i];
+            let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let u = if *x >= two_p { *x - two_p } else { *x };
+                let v = shoup32(*y, w, wp, p);
+                *x = u + v;
+                *y = u + two_p - v;
+            }
+        }
+        m <<= 1;
+    }
+    for x in a.iter_mut() {
+        let mut v = *x;
+        if v >= two_p {
+            v -= two_p;
+        }
+        if v >= p {
+            v -= p;
+        }
+        *x = v;
+    }
+}
+
+/// The inverse transform on 32-bit lanes, input in bit-reversed order.
+#[inline(always)]
+fn inverse32(a: &mut [u32], tw: &[(u32, u32)], n_inv: (u32, u32), p: u32) {
+    let n = a.len();
+    let two_p = 2 * p;
+    let (mut t, mut m) = (1, n);
+    while m > 1 {
+        let h = m >> 1;
+        for i in 0..h {
+            let (w, wp) = tw[h + i];
+            let (lo, hi) = a[2 * i * t..2 * i * t + 2 * t].split_at_mut(t);
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (u, v) = (*x, *y);
+                let s = u + v;
+                *x = if s >= two_p { s - two_p } else { s };
+                *y = shoup32(u + two_p - v, w, wp, p);
+            }
+        }
+        t <<= 1;
+        m = h;
+    }
+    for x in a.iter_mut() {
+        let v = shoup32(*x, n_inv.0, n_inv.1, p);
+        *x = if v >= p { v - p } else { v };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn forward32_avx2(a: &mut [u32], tw: &[(u32, u32)], p: u32) {
+    forward32(a, tw, p)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn forward32_avx2(a: &mut [u32], tw: &[(u32, u32)], p: u32) {
+    forward32(a, tw, p)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn inverse32_avx2(a: &mut [u32], tw: &[(u32, u32)], n_inv: (u32, u32), p: u32) {
+    inverse32(a, tw, n_inv, p)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn inverse32_avx2(a: &mut [u32], tw: &[(u32, u32)], n_inv: (u32, u32), p: u32) {
+    inverse32(a, tw, n_inv, p)
 }
 
 #[cfg(test)]

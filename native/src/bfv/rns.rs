@@ -460,7 +460,7 @@ impl Basis {
     }
 }
 
-fn avx2() -> bool {
+pub fn avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2")
