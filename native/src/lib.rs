@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+pub mod bfv;
 pub mod garble;
 pub mod jl;
 
@@ -19,5 +20,6 @@ fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOURCE_HASH", SOURCE_HASH)?;
     jl::register(m)?;
     garble::register(m)?;
+    bfv::register(m)?;
     Ok(())
 }

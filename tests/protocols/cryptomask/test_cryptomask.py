@@ -60,7 +60,8 @@ def test_key_switching_decrypts_under_the_verifier_key():
     pub_v, sec_v = generate_lattice_keypair(CM_BFV_TOY, insecure_test_params=True)
     from privface.protocols.cryptomask.he import basis_of
 
-    b = basis_of(pub)
+    nb = basis_of(pub)
+    b = rlwe.RNSBasis(nb.q, nb.P, nb.n)  # the numpy oracle of the native core
     s = rlwe.secret_coefficients(b, pub.seal_context, pub.evaluator, sec._secret_key)
     sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
     assert not np.array_equal(s, sv)
@@ -221,3 +222,34 @@ def test_other_dimensions_end_to_end(d):
     probe = x[11] + 0.2 * rng.standard_normal(d) / np.sqrt(d)
     for b, expect in ((probe / np.linalg.norm(probe), True), (unit(rng, 1, d)[0], False)):
         assert cm.identify(b).match == bool((A @ encoding.quantize(b)).max() >= cm.ts) == expect
+
+
+def test_rounds_do_not_grow_with_the_gallery():
+    """Alg. 3 in one batch in process: the same number of verifier–CS round trips at 31 and at 400 templates, and
+    the modulus-switched distances cost 5 bytes per coefficient (N of c'_1 and δ of c'_0 per ciphertext)."""
+    rng = np.random.default_rng(5)
+    cm = CryptoMask(128, insecure_test_params=True)
+    rounds = []
+    for n in (31, 369):
+        cm.enrol(unit(rng, n, 128))
+        run = cm.identify(unit(rng, 1, 128)[0])
+        rounds.append(run.rounds)
+        assert run.bytes["distances"] == 5 * cm.cs.ciphertexts * (cm.cs.n + cm.cs.delta)
+    assert rounds[0] == rounds[1] > 1
+
+
+def test_digits_on_the_fly_give_the_same_shares_in_a_third_of_the_memory():
+    """CloudServer(precompute=False) keeps the ciphertexts, not their digits: d_0 + d_1 are the inner products."""
+    rng = np.random.default_rng(6)
+    x, y = unit(rng, 100, 128), unit(rng, 1, 128)[0]
+    sizes = []
+    for pre in (True, False):
+        cm = CryptoMask(128, insecure_test_params=True, precompute_digits=pre)
+        cm.enrol(x[:40])
+        cm.enrol(x[40:])  # the merge into the last ciphertext (Alg. 1 line 7)
+        msg, d0 = cm.cs.distances(cm.verifier.query(y))
+        d = (d0 + cm.verifier.shares(msg, cm.cs.count)) % (1 << 20)
+        d = np.where(d >= 1 << 19, d - (1 << 20), d)
+        assert np.array_equal(d, encoding.quantize(x) @ encoding.quantize(y))
+        sizes.append(cm.cs.storage_bytes)
+    assert sizes[0] > 2.5 * sizes[1]

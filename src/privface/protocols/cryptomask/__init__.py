@@ -7,7 +7,7 @@ final comparison) on IKNP OT extension, so the verifier learns one bit: whether 
 """
 from .encoding import SCALE_BITS, rows_per_poly
 from .he import CloudServer, DataProvider, VerifierHE
-from .params import CM_BFV, T_BITS
+from .params import CM_BFV, MARGIN_BITS, T_BITS, WIRE_BITS
 from .parties import LEAKAGE, THREAT_MODEL, CryptoMask, KeyGenerator, Run
 
 DESCRIPTION = {
@@ -29,12 +29,18 @@ DESCRIPTION = {
     "parameters": {"poly_modulus_degree": CM_BFV.poly_modulus_degree,
                    "coeff_modulus_bits": list(CM_BFV.coeff_modulus_bits),
                    "plain_modulus": CM_BFV.plain_modulus, "scale_bits": SCALE_BITS, "ring_bits": T_BITS,
-                   "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128)},
+                   "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128),
+                   "security": "128-bit classical (HE standard, Albrecht et al. 2018, Tab. 1: log qP ≤ 109 at "
+                               "N = 4096, ternary secret); qP = 27 + 27 + 27 data bits + a 28-bit special prime",
+                   "wire_modulus_bits": WIRE_BITS, "mask_margin_bits": MARGIN_BITS,
+                   "communication": "distances modulus-switched to q' = 2^40 before they leave the CS "
+                                    "(5 bytes per coefficient: c'_1 whole, c'_0 at the δ positions); "
+                                    "Alg. 3 in one batch in process (round trips independent of the gallery)"},
     "steps": ["setup (KG: keys, k_sw to CS; IKNP base OTs)", "enrol (Alg. 1, merge indicator)",
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "
               "the verifier: identify --protocol cryptomask"],
-    "not_yet": ["§4.5 variant (query under pk_v)", "§4.5 ciphertext compression"],
+    "not_yet": ["§4.5 variant (query under pk_v)", "seeded c_1 (c'_1 is a product, not a fresh uniform polynomial)"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

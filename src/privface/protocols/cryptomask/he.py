@@ -4,67 +4,79 @@ Parties (§3.1): the Key Generator (KG, trusted: (pk, sk) of the database and (p
 k_sw = SwKeyGen(sk, sk_v)), Data Providers (DP: encrypt face vectors under pk), the Cloud Server (CS: stores
 the encrypted gallery) and the Verifier (encrypts its query under pk, decrypts under sk_v).
 
-How Alg. 2 is realised (SEAL does keys and encryptions; ``crypto.rlwe`` the array arithmetic):
+How Alg. 2 is realised (SEAL does keys and encryptions; the native core, ``crypto.native``'s ``bfv.Basis``, the
+polynomial arithmetic, with the math of ``crypto.rlwe``, which stays as its test oracle):
 
 * Eval.Mul(ct, ct_i): the query is a *gadget* encryption of π(b) under pk (2L BFV encryptions of zero from
   SEAL with b·g_j added, ``rlwe.gadget_rows``), and the product with each gallery ciphertext ct_i = Enc(π(A_i))
   is the RNS external product — a ciphertext×ciphertext product that needs no tensoring or relinearisation,
   so one product per gallery ciphertext is a handful of pointwise products in the NTT domain. The CS
-  precomputes the NTT of each ciphertext's RNS digits at enrolment (storage: 3× a ciphertext).
+  precomputes the NTT of each ciphertext's RNS digits at enrolment (storage: 3× a ciphertext), or with
+  ``precompute=False`` keeps the ciphertexts and computes the digits per query.
 * Switching(k_sw, ·) is linear in what it preserves (c_0 + c_1·s), so the CS switches the 2L query rows to
   sk_v once per query instead of every product: Σ digit·Switch(row) decrypts under sk_v to the same
   π(A_i)·π(b) (plus the switching noise times the digits). Every c'_i the verifier receives is under pk_v.
 * Masking (lines 6–8): the CS adds a uniform u ∈ R_q to c_0 — Δ·r_i for a uniform r_i ∈ R_t plus a uniform
   term below Δ — so the verifier's decrypted phase is uniform and hides the product's noise as well. The
   verifier only needs coefficient k·d − 1 of c_0 (its shares, line 14), so the CS sends those δ values
-  (and c_1 whole); the other coefficients of π(A_i)·π(b), cross-correlations of gallery and query, never leave
-  the CS. Shares: the verifier's d_1 = ⌊t·phase/q⌉, the CS's d_0 = −⌊t·u/q⌉ (mod t); they add up to the
+  (and c_1 whole), both modulus-switched to q' = 2^WIRE_BITS (``params``); the other coefficients of
+  π(A_i)·π(b), cross-correlations of gallery and query, never leave the CS. Shares: the verifier's d_1 = ⌊t·phase/q⌉, the CS's d_0 = −⌊t·u/q⌉ (mod t); they add up to the
   inner product unless t·u/q lies within the (≤ 2^-14) noise of a rounding point, so the CS re-draws the
   ≈ 2^-9 fraction of u that come within 2^-10 of one (``MARGIN_BITS``).
 """
 from __future__ import annotations
 
-import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import tenseal.sealapi as sealapi
 
 from ...crypto import rlwe, seal_arrays, seal_io
-from ...crypto.parallel import parallel_map
+from ...crypto.native import ext
 from ...errors import ProtocolError, TemplateError
 from . import encoding
-from .params import MARGIN_BITS
+from .params import MARGIN_BITS, WIRE_BITS, WIRE_BYTES
 
-CHUNK = 64  # gallery ciphertexts per vectorised step
+CHUNK = 256  # gallery ciphertexts per native call (bounds the uint64 temporaries)
 
 
-def basis_of(public) -> rlwe.RNSBasis:
+class Basis:
+    """The RNS basis of one cryptomask BFV context: data primes ``q`` (L of them), special prime ``P``, degree
+    ``n``, and ``native``, the native core's ``bfv.Basis`` over them (NTTs, products, key switching)."""
+
+    def __init__(self, q, P: int, n: int) -> None:
+        self.q, self.P, self.n = tuple(int(p) for p in q), int(P), int(n)
+        self.L, self.key = len(self.q), self.q + (self.P,)
+        self.qv = np.array(self.q, dtype=np.uint64)[:, None]
+        self.native = ext.bfv.Basis(list(self.q), self.n, self.P)
+        self.narrow = max(self.q) < 1 << 32  # digits and wire residues fit uint32
+
+    def reduce_signed(self, v: np.ndarray) -> np.ndarray:
+        """Signed integers (..., N) → residues (..., L, N) mod each data prime."""
+        return np.mod(np.asarray(v, dtype=np.int64)[..., None, :], self.qv.astype(np.int64)).astype(np.uint64)
+
+
+def basis_of(public) -> Basis:
     mods = [m.value() for m in public.seal_context.key_context_data().parms().coeff_modulus()]
     return _basis(tuple(mods), public.params.poly_modulus_degree)
 
 
-@functools.lru_cache(maxsize=4)
-def _basis(mods: tuple, n: int) -> rlwe.RNSBasis:
-    return rlwe.RNSBasis(mods[:-1], mods[-1], n)
+_BASES: dict[tuple, Basis] = {}
 
 
-@functools.lru_cache(maxsize=8)
-def _functional(mods: tuple, n: int, d: int) -> np.ndarray:
-    return _basis(mods, n).ntt.coefficient_functional(encoding.positions(n, d))
+def _basis(mods: tuple, n: int) -> Basis:
+    if (mods, n) not in _BASES:
+        _BASES[(mods, n)] = Basis(mods[:-1], mods[-1], n)
+    return _BASES[(mods, n)]
 
 
-def functional(basis: rlwe.RNSBasis, d: int) -> np.ndarray:
-    """W (L, δ, N): reads coefficients k·d − 1 from NTT form (``RNSNTT.coefficient_functional``)."""
-    return _functional(basis.key, basis.n, d)
+def seed() -> bytes:
+    """32 bytes from the OS for the native core's uniform polynomials."""
+    return os.urandom(32)
 
 
-@functools.lru_cache(maxsize=8)
-def _functional_parts(mods: tuple, n: int, d: int) -> np.ndarray:
-    return rlwe.functional_parts(_functional(mods, n, d))
-
-
-def check_residues(x, shape: tuple, basis: rlwe.RNSBasis, what: str, limb_axis: int = -2) -> np.ndarray:
+def check_residues(x, shape: tuple, basis: Basis, what: str, limb_axis: int = -2) -> np.ndarray:
     """An incoming array of residues: exact shape, unsigned integers, each below its prime."""
     if not isinstance(x, np.ndarray) or x.dtype not in (np.uint32, np.uint64) or x.shape != shape:
         raise ProtocolError(f"{what}: expected residues of shape {shape}, got "
@@ -103,14 +115,30 @@ class Query:
 
 @dataclass(frozen=True)
 class Distances:
-    """CS → verifier (Alg. 2 line 11): c_1 of every c'_i (s, L, N) and the masked c_0 read at the δ positions."""
+    """CS → verifier (Alg. 2 line 11), modulus-switched to q' = 2^WIRE_BITS: c_1 of every c'_i (s, N) and the
+    masked c_0 read at the δ positions (s, δ), uint64 below q', WIRE_BYTES bytes each on the wire."""
 
     c1: np.ndarray
     c0: np.ndarray
 
     @property
     def nbytes(self) -> int:
-        return 4 * (self.c1.size + self.c0.size)
+        return WIRE_BYTES * (self.c1.size + self.c0.size)
+
+
+def to_wire(x: np.ndarray) -> bytes:
+    """Values below 2^WIRE_BITS as WIRE_BYTES little-endian bytes each."""
+    return np.ascontiguousarray(x, dtype="<u8").view(np.uint8).reshape(-1, 8)[:, :WIRE_BYTES].tobytes()
+
+
+def from_wire(buf: bytes, shape: tuple) -> np.ndarray:
+    """The inverse of ``to_wire`` (every WIRE_BYTES-byte string is a value below 2^WIRE_BITS)."""
+    count = int(np.prod(shape))
+    if len(buf) != WIRE_BYTES * count:
+        raise ProtocolError(f"expected {WIRE_BYTES * count} bytes of residues, got {len(buf)}")
+    out = np.zeros((count, 8), dtype=np.uint8)
+    out[:, :WIRE_BYTES] = np.frombuffer(buf, dtype=np.uint8).reshape(count, WIRE_BYTES)
+    return out.view("<u8").reshape(shape).astype(np.uint64)
 
 
 class DataProvider:
@@ -146,19 +174,21 @@ class DataProvider:
         return Upload(np.stack(cts).astype(np.uint32), bool(first), new_ind, V.shape[0])
 
 
-def merge_last(basis: rlwe.RNSBasis, last: np.ndarray, ct: np.ndarray) -> np.ndarray:
+def merge_last(basis: Basis, last: np.ndarray, ct: np.ndarray) -> np.ndarray:
     """Alg. 1 line 7: ct_la ← ct_la + ct_0 (coefficient form, mod q); ct_0 has zeros in the ``ind`` used rows."""
     return ((last.astype(np.uint64) + ct) % basis.qv).astype(last.dtype)
 
 
 class CloudServer:
-    """The CS: the gallery as NTT digits, blocks of (k, 2, L, L, N) uint32 as uploaded (no copying on growth),
-    the last ciphertext in coefficient form for
-    merging (Alg. 1 line 7), ``ind``, and k_sw once the KG has sent it (Alg. 2 line 1)."""
+    """The CS: the gallery in blocks as uploaded (no copying on growth) — NTT digits (k, 2, L, L, N), or with
+    ``precompute=False`` the ciphertexts (k, 2, L, N) themselves, a third of the memory, their digits computed at
+    every query instead — the last ciphertext in coefficient form for merging (Alg. 1 line 7), ``ind``, and k_sw
+    once the KG has sent it (Alg. 2 line 1)."""
 
-    def __init__(self, public, dim: int, *, workers: int | None = None) -> None:
-        """``workers`` threads compute NTT digits (numpy releases the GIL; None: one per core)."""
+    def __init__(self, public, dim: int, *, workers: int | None = None, precompute: bool = True) -> None:
+        """``workers``: kept for callers; the native core's threads are set by ``ext.bfv.set_threads``."""
         self.public, self.basis, self.dim, self.workers = public, basis_of(public), dim, workers
+        self.precompute = precompute
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
         self._chunks: list[np.ndarray] = []
@@ -188,10 +218,10 @@ class CloudServer:
                                 "the CS's state")
         if up.merge:
             self.last = merge_last(self.basis, self.last, cts[0])
-            self.blocks[-1][-1] = rlwe.gallery_digits(self.basis, self.last[None])[0]
+            self.blocks[-1][-1] = self._stored(self.last[None])[0]
             cts = cts[1:]
         if len(cts):
-            self.blocks.append(self._digits_of(cts))
+            self.blocks.append(self._stored(cts))
             self.last = cts[-1]
         self.ind, self.count = up.ind, self.count + up.count
 
@@ -203,14 +233,21 @@ class CloudServer:
         L, n = self.basis.L, self.n
         for i, blk in enumerate(blocks):
             blk = check_residues(blk, (len(blk), 2, L, n), self.basis, f"gallery block {i}")
-            self.blocks.append(self._digits_of(blk))
+            self.blocks.append(self._stored(blk))
             self.last = blk[-1]
         self.count, self.ind = count, count % self.delta
 
+    def _stored(self, cts: np.ndarray) -> np.ndarray:
+        """What a block keeps of ciphertexts (k, 2, L, N): their digits, or themselves (``precompute``)."""
+        if self.precompute:
+            return self._digits_of(cts)
+        return cts.astype(np.uint32 if self.basis.narrow else np.uint64)
+
     def _digits_of(self, cts: np.ndarray) -> np.ndarray:
-        """NTT digits of ciphertexts (k, 2, L, N), 16 at a time on ``workers`` threads."""
-        chunks = [cts[i:i + 16] for i in range(0, len(cts), 16)]
-        return np.concatenate(parallel_map(lambda c: rlwe.gallery_digits(self.basis, c), chunks, self.workers))
+        """NTT digits of ciphertexts (k, 2, L, N) (uint32 when the primes allow, as the block stores them)."""
+        b = self.basis
+        return np.concatenate([b.native.digits(cts[i:i + CHUNK].astype(np.uint64), narrow=b.narrow)
+                               for i in range(0, len(cts), CHUNK)])
 
     def set_switching_key(self, K: np.ndarray) -> None:
         if K.shape != (self.basis.L, 2, self.basis.L + 1, self.n):
@@ -227,7 +264,7 @@ class CloudServer:
             raise ProtocolError("the CS needs k_sw from the KG and an enrolled gallery")
         b = self.basis
         rows = check_residues(query.rows, (2 * b.L, 2, b.L, self.n), b, "query")
-        return b.ntt.forward(rlwe.switch(b, rows, self._ksk))
+        return b.native.forward(b.native.switch(rows, self._ksk))
 
     def distances_of(self, R: np.ndarray, lo: int, hi: int) -> tuple[Distances, np.ndarray]:
         """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the switched rows R: their (c_1, masked c_0)
@@ -235,18 +272,18 @@ class CloudServer:
         if not 0 <= lo < hi <= self.ciphertexts:
             raise ProtocolError(f"ciphertexts {lo}…{hi} are not in the gallery's {self.ciphertexts}")
         L, n, b = self.basis.L, self.n, self.basis
-        W = _functional_parts(b.key, b.n, self.dim)
-        c1 = np.empty((hi - lo, L, n), dtype=np.uint32)
+        pos = encoding.positions(n, self.dim).tolist()
+        c1 = np.empty((hi - lo, n), dtype=np.uint64)
         c0 = np.empty((hi - lo, L, self.delta), dtype=np.uint64)
         at = 0
         for digits in self._digits(lo, hi):
-            out = rlwe.external_product(b, digits, R)
+            out = b.native.external_product(digits, R)
             k = out.shape[0]
-            c1[at:at + k] = out[:, 1]
-            c0[at:at + k] = rlwe.matmul_mod(out[:, 0], W, b.q)
+            c1[at:at + k] = b.native.scale_round(b.native.inverse(np.ascontiguousarray(out[:, 1])), 1 << WIRE_BITS)[0]
+            c0[at:at + k] = b.native.extract(np.ascontiguousarray(out[:, 0]), pos)
             at += k
         u, share = self._masks(c0.shape)
-        c0 = ((c0 + u) % np.array(b.q, dtype=np.uint64)[:, None]).astype(np.uint32)
+        c0 = b.native.scale_round((c0 + u) % b.qv, 1 << WIRE_BITS)[0]  # modulus switching q → q' (params)
         return Distances(c1, c0), share.reshape(-1)[:self.count - lo * self.delta]
 
     def _digits(self, lo: int, hi: int):
@@ -255,21 +292,24 @@ class CloudServer:
         for block in self.blocks:
             first, last = max(lo, at), min(hi, at + block.shape[0])
             for i in range(first, last, CHUNK):
-                yield block[i - at:min(last, i + CHUNK) - at]
+                part = block[i - at:min(last, i + CHUNK) - at]
+                yield part if self.precompute else self._digits_of(part)
             at += block.shape[0]
 
     def _masks(self, shape) -> tuple[np.ndarray, np.ndarray]:
         """u uniform mod q (limb axis −2) away from the rounding points, and d_0 = −⌊t·u/q⌉ mod t."""
         b = self.basis
-        u = rlwe.uniform(shape, b.q)
+        s, L, m = shape
+        u = b.native.uniform(seed(), s, cols=m)
         while True:
-            whole, frac = rlwe.scaled_round(b, np.moveaxis(u, -2, -1), self.t)
+            whole, frac = b.native.scale_round(u, self.t)
             bad = np.abs(frac - 0.5) < 2.0 ** -MARGIN_BITS
             if not bad.any():
                 break
-            fresh = rlwe.uniform(shape, b.q)
-            u = np.where(bad[..., None, :], fresh, u)
-        return u, (-(whole + (frac >= 0.5))) % self.t
+            fresh = b.native.uniform(seed(), s, cols=m)
+            u = np.where(bad[:, None, :], fresh, u)
+        # native rounding: ⌊t·u/q⌉ mod t (the fraction is never ½ after the re-draws)
+        return u, (-whole.astype(np.int64)) % self.t
 
 
 class VerifierHE:
@@ -281,8 +321,11 @@ class VerifierHE:
         self.delta = encoding.rows_per_poly(self.n, dim)
         b = self.basis
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
-        Sv = b.ntt.forward(b.reduce_signed(sv))
-        self._Z = rlwe.functional_parts(functional(b, dim) * Sv[:, None, :] % b.qv[:, :, None])  # W ⊙ NTT(s_v)
+        # c'_1·s_v exactly: |coefficients| < N·2^WIRE_BITS < p/2 for one 61-bit NTT prime p
+        self._lift = ext.bfv.Basis(ext.bfv.ntt_primes(61, self.n, 1), self.n)
+        self._p = self._lift.moduli()[0]
+        self._Sv = self._lift.forward(np.mod(sv[None, :], self._p).astype(np.uint64))
+        self._pos = encoding.positions(self.n, dim).tolist()
 
     def query(self, b_vec) -> Query:
         b = encoding.quantize(b_vec)
@@ -299,12 +342,26 @@ class VerifierHE:
 
     def shares(self, msg: Distances, count: int) -> np.ndarray:
         """d_1 = ⌊t·(c_0 + c_1·s_v)/q⌉ at the δ positions of every c'_i, first ``count`` entries (int64 mod t)."""
-        b, L = self.basis, self.basis.L
         s = -(-count // self.delta)
-        c1 = check_residues(msg.c1, (s, L, self.n), b, "distances c_1")
-        c0 = check_residues(msg.c0, (s, L, self.delta), b, "distances c_0")
-        ph = np.empty_like(c0)
-        for lo in range(0, s, CHUNK):
-            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + rlwe.matmul_mod(c1[lo:lo + CHUNK], self._Z, b.q)) % b.qv
-        whole, frac = rlwe.scaled_round(b, np.moveaxis(ph, -2, -1), self.t)
-        return ((whole + (frac >= 0.5)) % self.t).reshape(-1)[:count]
+        c1 = _wire_residues(msg.c1, (s, self.n), "distances c_1")
+        c0 = _wire_residues(msg.c0, (s, self.delta), "distances c_0")
+        mask, p = np.uint64((1 << WIRE_BITS) - 1), np.uint64(self._p)
+        ph = np.empty((s, self.delta), dtype=np.uint64)
+        for lo in range(0, s, CHUNK):  # phase mod q' at the δ positions: c'_0 + (c'_1 · s_v), one inverse NTT
+            x = self._lift.forward(np.ascontiguousarray(c1[lo:lo + CHUNK, None, :], dtype=np.uint64))
+            v = self._lift.extract(self._lift.mul(x, self._Sv), self._pos)[:, 0]
+            v = np.where(v > p // np.uint64(2), v - p, v)  # centred lift, then mod 2^WIRE_BITS (two's complement)
+            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + v) & mask
+        t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
+        d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
+        return (d1 % np.uint64(self.t)).astype(np.int64).reshape(-1)[:count]
+
+
+def _wire_residues(x, shape: tuple, what: str) -> np.ndarray:
+    """An incoming modulus-switched array: exact shape, unsigned integers below q' = 2^WIRE_BITS."""
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.uint32, np.uint64) or x.shape != shape:
+        raise ProtocolError(f"{what}: expected residues of shape {shape}, got "
+                            f"{getattr(x, 'shape', None)} {getattr(x, 'dtype', type(x).__name__)}")
+    if x.size and int(x.max()) >> WIRE_BITS:
+        raise ProtocolError(f"{what}: a residue is not below 2^{WIRE_BITS}")
+    return x

@@ -19,3 +19,10 @@ T_BITS = 20
 SUM_BITS = 32
 #: CS re-draws a mask whose rounding point lies within 2^-MARGIN_BITS of ½ (module docstring of ``he``).
 MARGIN_BITS = 10
+#: Modulus switching before the distances leave the CS (seed 001 §4.3's 2Nq bits, q → q' = 2^WIRE_BITS): every
+#: c'_i is sent as ⌊q'·c/q⌉ mod q'. The verifier's extra phase error Σ_i s_i·ε_i + ε_0 (|ε| ≤ ½, s ternary) has
+#: standard deviation ≈ √(2N/3/12) ≈ 15 at N = 4096, so even 10σ is t·150/q' = 2^-12.8 of a plaintext step at
+#: q' = 2^40: inside the 2^-MARGIN_BITS margin the masks keep from every rounding point. 5 bytes per residue
+#: instead of 4·L = 12.
+WIRE_BITS = 40
+WIRE_BYTES = 5

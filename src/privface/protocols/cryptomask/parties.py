@@ -17,7 +17,7 @@ from ...crypto.lattice import generate_lattice_keypair
 from ...crypto.millionaire import Wire
 from ...errors import ProtocolError
 from . import encoding
-from .he import CloudServer, DataProvider, VerifierHE, basis_of
+from .he import CloudServer, DataProvider, VerifierHE, basis_of, seed
 from .params import CM_BFV, CM_BFV_TOY
 from .reveal import reveal, setup_ot
 
@@ -66,7 +66,7 @@ class KeyGenerator:
         b = basis_of(self.public)
         s = rlwe.secret_coefficients(b, self.public.seal_context, self.public.evaluator, self._secret._secret_key)
         sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
-        return rlwe.swkeygen(b, s, sv)
+        return b.native.swkeygen(s, sv, b.native.uniform(seed(), b.L, key=True), rlwe.cbd((b.L, b.n)))
 
 
 @dataclass
@@ -77,7 +77,7 @@ class Run:
     match: bool
     bytes: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
-    rounds: int = 0
+    rounds: int = 0  # verifier–CS round trips: the query and its distances, then Alg. 3's
 
     @property
     def comm_bytes(self) -> int:
@@ -87,12 +87,16 @@ class Run:
 class CryptoMask:
     """KG + CS + one verifier, in process. ``tau`` is the cosine threshold the verifier uses."""
 
-    def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False) -> None:
+    def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False,
+                 batch: int | None = None, precompute_digits: bool = True) -> None:
+        """``batch``: Alg. 3 entries per batch (None: the whole gallery in one, a constant number of rounds);
+        ``precompute_digits``: the CS keeps the gallery's NTT digits (3× the ciphertexts) or computes them per
+        query (``he.CloudServer``)."""
         if not -1.0 < tau < 1.0:
             raise ProtocolError("tau must be a cosine in (−1, 1)")
-        self.dim, self.tau = dim, tau
+        self.dim, self.tau, self.batch = dim, tau, batch
         self.kg = KeyGenerator(insecure_test_params=insecure_test_params)
-        self.cs = CloudServer(self.kg.public, dim)
+        self.cs = CloudServer(self.kg.public, dim, precompute=precompute_digits)
         self.setup_wire = Wire()
         pub_v, sec_v = self.kg.verifier_keys("verifier")
         self.verifier = VerifierHE(self.kg.public, pub_v, sec_v, dim)
@@ -127,6 +131,6 @@ class CryptoMask:
         seconds["distances"] = lap()
         d1 = self.verifier.shares(msg, self.cs.count)
         seconds["shares"] = lap()
-        bit = reveal(*self._ot, d0, d1, self.ts, wire)
+        bit = reveal(*self._ot, d0, d1, self.ts, wire, self.batch)
         seconds["reveal"] = lap()
         return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)

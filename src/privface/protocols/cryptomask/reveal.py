@@ -84,9 +84,12 @@ def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch:
 
 
 def reveal(S: IKNPSender, R: IKNPReceiver, d0: np.ndarray, d1: np.ndarray, ts: int, wire: Wire,
-           batch: int = BATCH) -> bool:
-    """Alg. 3 in process: the verifier's and the CS's generators against each other; the verifier's bit."""
+           batch: int | None = BATCH) -> bool:
+    """Alg. 3 in process: the verifier's and the CS's generators against each other; the verifier's bit.
+    ``batch`` None: every entry in one batch, so the round trips (``wire.rounds``) do not grow with the gallery."""
     if d0.shape != d1.shape or d0.ndim != 1 or d0.size == 0:
         raise ProtocolError("result revealing needs two equal, non-empty share vectors")
+    if batch is None:
+        batch = -(-d0.size // 64) * 64
     bit, _ = run_pair(reveal_verifier(R, d1, ts, wire, batch), reveal_cs(S, d0, wire, batch), "Alg. 3", wire)
     return bit

@@ -41,11 +41,12 @@ from .messages import (
     RevealRound,
     Started,
 )
+from .params import WIRE_BYTES
 from .reveal import reveal_cs
 
 PROTOCOL = "cryptomask"
 CHUNK_BYTES = 3 << 20
-"""Residue bytes per ``DistanceChunk`` at most (real parameters: 63 ciphertexts of 49 524 B)."""
+"""Residue bytes per ``DistanceChunk`` at most (modulus-switched: WIRE_BYTES per coefficient, N + δ per ciphertext)."""
 REVEAL_BATCH = 1 << 12
 """Alg. 3 entries per batch over HTTP: the verifier's largest message (its ROTs) is 528 B per entry, 2.1 MiB."""
 MAX_SESSIONS, MAX_PER_CALLER = 8, 2
@@ -72,7 +73,7 @@ class TooManySessions(ProtocolError):
 
 def chunk_ciphertexts(basis, delta: int) -> int:
     """Ciphertexts per ``DistanceChunk`` so that c_1 and c_0 stay under ``CHUNK_BYTES``."""
-    return max(1, CHUNK_BYTES // (4 * basis.L * (basis.n + delta)))
+    return max(1, CHUNK_BYTES // (WIRE_BYTES * (basis.n + delta)))
 
 
 @dataclass
@@ -198,8 +199,7 @@ class CloudServerRole:
             s.next_chunk += 1
             if hi == self.cs.ciphertexts:
                 s.rows, s.d0 = None, [np.concatenate(s.d0)]  # all sent: only d_0 stays
-        return DistanceChunk(req.session, req.index, np.ascontiguousarray(msg.c1, dtype="<u4").tobytes(),
-                             np.ascontiguousarray(msg.c0, dtype="<u4").tobytes())
+        return DistanceChunk(req.session, req.index, he.to_wire(msg.c1), he.to_wire(msg.c0))
 
     def ot(self, body, caller: str | None = None) -> OTReady:
         msg = read_message(OTSetup, body)

@@ -14,7 +14,7 @@ from ...crypto.exchange import Party, Wire
 from ...crypto.otext import IKNPReceiver
 from ...errors import CryptoError, ProtocolError
 from ...protocols.common import read_message
-from ...protocols.cryptomask.he import Distances
+from ...protocols.cryptomask.he import Distances, from_wire
 from ...protocols.cryptomask.messages import (
     DistanceChunk,
     DistanceRequest,
@@ -26,6 +26,7 @@ from ...protocols.cryptomask.messages import (
     RevealRound,
     Started,
 )
+from ...protocols.cryptomask.params import WIRE_BYTES
 from ...protocols.cryptomask.parties import threshold
 from ...protocols.cryptomask.reveal import reveal_verifier
 from ...protocols.cryptomask.server import PROTOCOL
@@ -104,18 +105,17 @@ class VerifierClient(ServiceClient):
         steps (its sessions expire when idle) and at most one chunk of ciphertexts is held. → (d_1, seconds of
         decryption)."""
         info, v = self.info, self._verifier
-        L, n, delta, s = v.basis.L, v.n, v.delta, info.ciphertexts
+        n, delta, s = v.n, v.delta, info.ciphertexts
         d1, spent = [], 0.0
         for i in range(-(-s // info.chunk)):
             lo, hi = i * info.chunk, min(s, (i + 1) * info.chunk)
             got = read_message(DistanceChunk, self.step("identify/distances", DistanceRequest(sid, i).to_bytes()))
-            if (got.session != sid or got.index != i or len(got.c1) != 4 * (hi - lo) * L * n
-                    or len(got.c0) != 4 * (hi - lo) * L * delta):
+            if (got.session != sid or got.index != i or len(got.c1) != WIRE_BYTES * (hi - lo) * n
+                    or len(got.c0) != WIRE_BYTES * (hi - lo) * delta):
                 raise ProtocolError(f"DistanceChunk {i}: another session, index or size")
             wire.send("distances", len(got.c1) + len(got.c0))
             t = time.perf_counter()
-            c1 = np.frombuffer(got.c1, "<u4").reshape(hi - lo, L, n)
-            c0 = np.frombuffer(got.c0, "<u4").reshape(hi - lo, L, delta)
+            c1, c0 = from_wire(got.c1, (hi - lo, n)), from_wire(got.c0, (hi - lo, delta))
             d1.append(v.shares(Distances(c1, c0), min(info.n, hi * delta) - lo * delta))
             spent += time.perf_counter() - t
         return np.concatenate(d1), spent

@@ -1,0 +1,372 @@
+//! BFV in RNS form for cryptomask (seed 001 §2.2, §2.4, §4.3): the polynomial hot loops behind
+//! `privface.crypto` — negacyclic NTTs, pointwise and external products, key switching, modulus switching and
+//! coefficient extraction — for primes up to 62 bits at N = 4096 (or any power of two). Python passes uint64
+//! arrays (C order, limb axis −2 as in `crypto.rlwe`) and keeps the protocol logic; every call validates its
+//! shapes and residues, then releases the GIL and runs on the `set_threads` pool.
+
+pub mod arith;
+pub mod ntt;
+pub mod pool;
+pub mod rns;
+
+use std::borrow::Cow;
+
+use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+type Out<'py> = PyResult<Bound<'py, PyArrayDyn<u64>>>;
+type Rounded<'py> = PyResult<(Bound<'py, PyArrayDyn<u64>>, Bound<'py, PyArrayDyn<f64>>)>;
+
+fn err(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+fn flat<'a, T: numpy::Element + Copy>(a: &'a PyReadonlyArrayDyn<'_, T>) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}
+
+fn array<'py>(py: Python<'py>, shape: Vec<usize>, v: Vec<u64>) -> Out<'py> {
+    Ok(ArrayD::from_shape_vec(IxDyn(&shape), v)
+        .map_err(|e| err(e.to_string()))?
+        .into_pyarray(py))
+}
+
+/// The RNS basis q_0…q_{L−1} (data primes) and optionally a special prime P (key basis qP), degree N.
+#[pyclass(frozen, name = "Basis", module = "privface_native.bfv")]
+pub struct PyBasis {
+    inner: rns::Basis,
+}
+
+impl PyBasis {
+    /// Shape (…, limbs, N) with limbs = L (key = False) or L + 1 (key = True); returns (leading, limbs).
+    fn lead(&self, shape: &[usize], tail: usize, key: bool, what: &str) -> PyResult<usize> {
+        let limbs = self.inner.limbs(key);
+        if key && !self.inner.special {
+            return Err(err(format!("{what}: this basis has no special prime")));
+        }
+        if shape.len() < 2 || shape[shape.len() - 2] != limbs || shape[shape.len() - 1] != tail {
+            return Err(err(format!(
+                "{what}: expected shape (..., {limbs}, {tail}), got {shape:?}"
+            )));
+        }
+        Ok(limbs)
+    }
+
+    fn checked<'a>(
+        &self,
+        a: &'a PyReadonlyArrayDyn<'_, u64>,
+        key: bool,
+        what: &str,
+    ) -> PyResult<(Cow<'a, [u64]>, usize)> {
+        let limbs = self.lead(a.shape(), self.inner.n, key, what)?;
+        let v = flat(a);
+        self.inner.check(&v, limbs, what).map_err(err)?;
+        Ok((v, limbs))
+    }
+
+    fn exact(shape: &[usize], want: &[usize], what: &str) -> PyResult<()> {
+        if shape != want {
+            return Err(err(format!("{what}: expected shape {want:?}, got {shape:?}")));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyBasis {
+    #[new]
+    #[pyo3(signature = (data_moduli, n, special=None))]
+    fn new(py: Python<'_>, data_moduli: Vec<u64>, n: usize, special: Option<u64>) -> PyResult<Self> {
+        let inner = py.detach(|| rns::Basis::new(&data_moduli, special, n)).map_err(err)?;
+        Ok(PyBasis { inner })
+    }
+
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.n
+    }
+
+    /// Data primes (key = False) or data primes then P (key = True).
+    #[pyo3(signature = (key=false))]
+    fn moduli(&self, key: bool) -> Vec<u64> {
+        self.inner.moduli(key)
+    }
+
+    /// The primitive 2N-th roots ψ used per prime (NTT(a)_k = a(ψ^{2k+1})).
+    fn roots(&self) -> Vec<u64> {
+        self.inner.tables.iter().map(|t| t.psi).collect()
+    }
+
+    /// Forward negacyclic NTT of residues (..., limbs, N), natural order.
+    #[pyo3(signature = (a, key=false))]
+    fn forward<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, key: bool) -> Out<'py> {
+        let (v, limbs) = self.checked(&a, key, "forward NTT")?;
+        let mut v = v.into_owned();
+        py.detach(|| pool::install(|| self.inner.forward(&mut v, limbs)));
+        array(py, a.shape().to_vec(), v)
+    }
+
+    #[pyo3(signature = (a, key=false))]
+    fn inverse<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>, key: bool) -> Out<'py> {
+        let (v, limbs) = self.checked(&a, key, "inverse NTT")?;
+        let mut v = v.into_owned();
+        py.detach(|| pool::install(|| self.inner.inverse(&mut v, limbs)));
+        array(py, a.shape().to_vec(), v)
+    }
+
+    /// Pointwise product a ⊙ b mod each prime: a (..., limbs, N), b of a's shape or one (limbs, N) broadcast.
+    #[pyo3(signature = (a, b, key=false))]
+    fn mul<'py>(
+        &self,
+        py: Python<'py>,
+        a: PyReadonlyArrayDyn<'py, u64>,
+        b: PyReadonlyArrayDyn<'py, u64>,
+        key: bool,
+    ) -> Out<'py> {
+        if b.shape() != a.shape() && b.shape() != &a.shape()[a.ndim().saturating_sub(2)..] {
+            return Err(err(format!(
+                "pointwise product: shapes {:?} and {:?}",
+                a.shape(),
+                b.shape()
+            )));
+        }
+        let (x, limbs) = self.checked(&a, key, "pointwise product")?;
+        let (y, _) = self.checked(&b, key, "pointwise product")?;
+        let v = py.detach(|| pool::install(|| self.inner.mul(&x, &y, limbs)));
+        array(py, a.shape().to_vec(), v)
+    }
+
+    /// Ciphertexts (S, 2, L, N) coefficient form → NTT of their RNS digits (S, 2, L, L, N), uint64, or uint32
+    /// with `narrow` (every data prime below 2^32).
+    #[pyo3(signature = (ct, narrow=false))]
+    fn digits<'py>(
+        &self,
+        py: Python<'py>,
+        ct: PyReadonlyArrayDyn<'py, u64>,
+        narrow: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (l, n) = (self.inner.l, self.inner.n);
+        if ct.ndim() != 4 || ct.shape()[1] != 2 {
+            return Err(err(format!("digits: expected (S, 2, {l}, {n}), got {:?}", ct.shape())));
+        }
+        if narrow && self.inner.moduli(false).iter().any(|&p| p >= 1 << 32) {
+            return Err(err("digits: narrow (uint32) needs every data prime below 2^32".into()));
+        }
+        let (v, _) = self.checked(&ct, false, "digits")?;
+        let shape = vec![ct.shape()[0], 2, l, l, n];
+        if narrow {
+            let out = py.detach(|| pool::install(|| self.inner.digits(&v, |x| x as u32)));
+            let a = ArrayD::from_shape_vec(IxDyn(&shape), out).map_err(|e| err(e.to_string()))?;
+            Ok(a.into_pyarray(py).into_any())
+        } else {
+            let out = py.detach(|| pool::install(|| self.inner.digits(&v, |x| x)));
+            Ok(array(py, shape, out)?.into_any())
+        }
+    }
+
+    /// External product Σ_{c,j} G[s, c, j] ⊙ R[cL + j]: G (S, 2, L, L, N) digits (uint32 or uint64),
+    /// R (2L, 2, L, N), NTT form. Returns (S, 2, L, N).
+    fn external_product<'py>(
+        &self,
+        py: Python<'py>,
+        g: &Bound<'py, PyAny>,
+        r: PyReadonlyArrayDyn<'py, u64>,
+    ) -> Out<'py> {
+        let (l, n) = (self.inner.l, self.inner.n);
+        Self::exact(r.shape(), &[2 * l, 2, l, n], "external product rows")?;
+        let (rv, _) = self.checked(&r, false, "external product rows")?;
+        if let Ok(g) = g.extract::<PyReadonlyArrayDyn<'py, u32>>() {
+            let s = g.shape().first().copied().unwrap_or(0);
+            Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
+            let gv = flat(&g);
+            self.inner.check(&gv, l, "external product digits").map_err(err)?;
+            let small = self.inner.moduli(false).iter().all(|&p| p < 1 << 31);
+            let out = py.detach(|| {
+                pool::install(|| {
+                    if small {
+                        self.inner.external_product32(&gv, &rv)
+                    } else {
+                        self.inner.external_product(&gv, &rv)
+                    }
+                })
+            });
+            return array(py, vec![s, 2, l, n], out);
+        }
+        let g = g
+            .extract::<PyReadonlyArrayDyn<'py, u64>>()
+            .map_err(|_| err("external product digits: a uint32 or uint64 array".into()))?;
+        let s = g.shape().first().copied().unwrap_or(0);
+        Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
+        let (gv, _) = self.checked(&g, false, "external product digits")?;
+        let out = py.detach(|| pool::install(|| self.inner.external_product(&gv, &rv)));
+        array(py, vec![s, 2, l, n], out)
+    }
+
+    /// SwKeyGen(s, s') with randomness a (L, L+1, N) uniform mod qP and e (L, N) small: K (L, 2, L+1, N).
+    fn swkeygen<'py>(
+        &self,
+        py: Python<'py>,
+        s: PyReadonlyArrayDyn<'py, i64>,
+        s_new: PyReadonlyArrayDyn<'py, i64>,
+        a: PyReadonlyArrayDyn<'py, u64>,
+        e: PyReadonlyArrayDyn<'py, i64>,
+    ) -> Out<'py> {
+        let (l, n) = (self.inner.l, self.inner.n);
+        Self::exact(s.shape(), &[n], "SwKeyGen s")?;
+        Self::exact(s_new.shape(), &[n], "SwKeyGen s'")?;
+        Self::exact(a.shape(), &[l, l + 1, n], "SwKeyGen a")?;
+        Self::exact(e.shape(), &[l, n], "SwKeyGen e")?;
+        let (av, _) = self.checked(&a, true, "SwKeyGen a")?;
+        let (sv, snv, ev) = (flat(&s), flat(&s_new), flat(&e));
+        let out = py
+            .detach(|| pool::install(|| self.inner.swkeygen(&sv, &snv, &av, &ev)))
+            .map_err(err)?;
+        array(py, vec![l, 2, l + 1, n], out)
+    }
+
+    /// Switching(ct, K): (..., 2, L, N) coefficient form under s → under s'.
+    fn switch<'py>(
+        &self,
+        py: Python<'py>,
+        ct: PyReadonlyArrayDyn<'py, u64>,
+        k: PyReadonlyArrayDyn<'py, u64>,
+    ) -> Out<'py> {
+        let (l, n) = (self.inner.l, self.inner.n);
+        let sh = ct.shape();
+        if sh.len() < 3 || sh[sh.len() - 3] != 2 {
+            return Err(err(format!("key switching: expected (..., 2, {l}, {n}), got {sh:?}")));
+        }
+        Self::exact(k.shape(), &[l, 2, l + 1, n], "switching key")?;
+        let (cv, _) = self.checked(&ct, false, "key switching")?;
+        let (kv, _) = self.checked(&k, true, "switching key")?;
+        let out = py
+            .detach(|| pool::install(|| self.inner.switch(&cv, &kv)))
+            .map_err(err)?;
+        array(py, sh.to_vec(), out)
+    }
+
+    /// Modulus switching by the last of the first `limbs` data primes: (..., limbs, N) → (..., limbs − 1, N),
+    /// ⌊x/q_{limbs−1}⌉ (coefficient form).
+    #[pyo3(signature = (x, limbs=None))]
+    fn rescale<'py>(&self, py: Python<'py>, x: PyReadonlyArrayDyn<'py, u64>, limbs: Option<usize>) -> Out<'py> {
+        let limbs = limbs.unwrap_or(self.inner.l);
+        let sh = x.shape();
+        if limbs > self.inner.l || sh.len() < 2 || sh[sh.len() - 2] != limbs || sh[sh.len() - 1] != self.inner.n {
+            return Err(err(format!(
+                "rescale: expected (..., {limbs}, {}), got {sh:?}",
+                self.inner.n
+            )));
+        }
+        let v = flat(&x);
+        self.inner.check(&v, limbs, "rescale").map_err(err)?;
+        let out = py
+            .detach(|| pool::install(|| self.inner.rescale(&v, limbs)))
+            .map_err(err)?;
+        let mut shape = sh.to_vec();
+        let k = shape.len() - 2;
+        shape[k] = limbs - 1;
+        array(py, shape, out)
+    }
+
+    /// Modulus switching to t: x residues (..., L', M) over the first L' data primes (limb axis −2) →
+    /// (⌊t·x/Q⌉ mod t (..., M), fractional part of t·x/Q (..., M)).
+    fn scale_round<'py>(&self, py: Python<'py>, x: PyReadonlyArrayDyn<'py, u64>, t: u64) -> Rounded<'py> {
+        let sh = x.shape().to_vec();
+        if sh.len() < 2 || sh[sh.len() - 2] == 0 || sh[sh.len() - 2] > self.inner.l || t < 2 {
+            return Err(err(format!(
+                "scale_round: expected (..., L' ≤ {}, M) and t ≥ 2, got {sh:?}",
+                self.inner.l
+            )));
+        }
+        let (limbs, m) = (sh[sh.len() - 2], sh[sh.len() - 1]);
+        let v = flat(&x);
+        let bad = v
+            .chunks(m.max(1))
+            .enumerate()
+            .any(|(i, c)| c.iter().any(|&y| y >= self.inner.tables[i % limbs].m.p));
+        if bad {
+            return Err(err("scale_round: a residue is not below its prime".into()));
+        }
+        let (w, f) = py.detach(|| pool::install(|| self.inner.scale_round(&v, limbs, m, t)));
+        let shape: Vec<usize> = sh[..sh.len() - 2].iter().copied().chain([m]).collect();
+        let f = ArrayD::from_shape_vec(IxDyn(&shape), f)
+            .map_err(|e| err(e.to_string()))?
+            .into_pyarray(py);
+        Ok((array(py, shape, w)?, f))
+    }
+
+    /// Uniform residues (count, limbs, cols) mod the data (or key) primes, expanded from a 32-byte seed
+    /// (ChaCha20; cols: N by default): the same seed always gives the same polynomials.
+    #[pyo3(signature = (seed, count, key=false, cols=None))]
+    fn uniform<'py>(&self, py: Python<'py>, seed: &[u8], count: usize, key: bool, cols: Option<usize>) -> Out<'py> {
+        let seed: [u8; 32] = seed
+            .try_into()
+            .map_err(|_| err("uniform: the seed must be 32 bytes".into()))?;
+        if key && !self.inner.special {
+            return Err(err("uniform: this basis has no special prime".into()));
+        }
+        let limbs = self.inner.limbs(key);
+        let cols = cols.unwrap_or(self.inner.n);
+        let out = py.detach(|| pool::install(|| self.inner.uniform(seed, count, limbs, cols)));
+        array(py, vec![count, limbs, cols], out)
+    }
+
+    /// Coefficients at `positions` of polynomials given in NTT form (..., limbs, N) → (..., limbs, k).
+    #[pyo3(signature = (a, positions, key=false))]
+    fn extract<'py>(
+        &self,
+        py: Python<'py>,
+        a: PyReadonlyArrayDyn<'py, u64>,
+        positions: Vec<usize>,
+        key: bool,
+    ) -> Out<'py> {
+        if positions.iter().any(|&p| p >= self.inner.n) {
+            return Err(err("extract: a position is not below N".into()));
+        }
+        let (v, limbs) = self.checked(&a, key, "extract")?;
+        let out = py.detach(|| pool::install(|| self.inner.extract(&v, limbs, &positions)));
+        let mut shape = a.shape().to_vec();
+        let k = shape.len() - 1;
+        shape[k] = positions.len();
+        array(py, shape, out)
+    }
+}
+
+/// The `count` largest primes ≡ 1 (mod 2n) below 2^bits, decreasing.
+#[pyfunction]
+fn ntt_primes(bits: u32, n: u64, count: usize) -> PyResult<Vec<u64>> {
+    if !(20..=arith::MAX_BITS).contains(&bits) || !n.is_power_of_two() {
+        return Err(err(format!(
+            "ntt_primes: bits in [20, {}] and n a power of two",
+            arith::MAX_BITS
+        )));
+    }
+    Ok(arith::ntt_primes(bits, n, count))
+}
+
+/// Threads for every BFV operation from now on (0: one per core).
+#[pyfunction]
+fn set_threads(n: usize) -> PyResult<()> {
+    pool::set_threads(n).map_err(err)
+}
+
+#[pyfunction]
+fn threads() -> usize {
+    pool::threads()
+}
+
+/// Adds the submodule `bfv` to the extension module.
+pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    let m = PyModule::new(parent.py(), "bfv")?;
+    m.add_class::<PyBasis>()?;
+    m.add_function(wrap_pyfunction!(ntt_primes, &m)?)?;
+    m.add_function(wrap_pyfunction!(set_threads, &m)?)?;
+    m.add_function(wrap_pyfunction!(threads, &m)?)?;
+    parent.add_submodule(&m)?;
+    Ok(())
+}

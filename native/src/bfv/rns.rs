@@ -1,0 +1,500 @@
+//! BFV ciphertext arithmetic over an RNS basis (seed 001 §2.2 BFV, §2.4 key switching, §4.3 Alg. 2):
+//! batched NTTs, pointwise products, RNS gadget digits and the external product, SwKeyGen / Switching with a
+//! special prime P, modulus switching (dropping a prime, or scaling to a small modulus t with rounding) and
+//! coefficient extraction. Shapes follow the Python code it replaces: a polynomial is (L, N) residues, a
+//! ciphertext (2, L, N), all flat row-major slices here.
+//!
+//! Gadget (RNS): digit_j(c) = [c]_{q_j}, g_j = (q/q_j)·[(q/q_j)^{-1}]_{q_j}, Σ_j digit_j(c)·g_j ≡ c (mod q).
+//! SwKeyGen(s, s'): K_j = (−a_j·s' + e_j + P·g_j·s, a_j) mod qP, NTT form. Switching(c, K) =
+//! (c_0, 0) + ⌊(Σ_j digit_j(c_1)·K_j)/P⌉ mod q. Hand-written: no maintained Rust crate exposes key switching
+//! between two unrelated secret keys or SEAL's RNS layout.
+
+use rand_chacha::ChaCha20Rng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use super::arith::Modulus;
+use super::ntt::NttTable;
+
+pub struct Basis {
+    pub n: usize,
+    /// NTT tables of q_0..q_{L−1}, then P (if any): the key basis qP.
+    pub tables: Vec<NttTable>,
+    pub l: usize,
+    pub special: bool,
+}
+
+pub type Res<T> = Result<T, String>;
+
+impl Basis {
+    pub fn new(data: &[u64], special: Option<u64>, n: usize) -> Res<Self> {
+        if data.is_empty() {
+            return Err("RNS basis: at least one data prime".into());
+        }
+        let mut all: Vec<u64> = data.to_vec();
+        all.extend(special);
+        for (i, &p) in all.iter().enumerate() {
+            if all[..i].contains(&p) {
+                return Err(format!("RNS basis: prime {p} repeated"));
+            }
+        }
+        let tables = all.iter().map(|&p| NttTable::new(p, n)).collect::<Res<Vec<_>>>()?;
+        Ok(Basis {
+            n,
+            tables,
+            l: data.len(),
+            special: special.is_some(),
+        })
+    }
+
+    pub fn moduli(&self, key: bool) -> Vec<u64> {
+        self.tables[..self.limbs(key)].iter().map(|t| t.m.p).collect()
+    }
+
+    pub fn limbs(&self, key: bool) -> usize {
+        if key { self.l + 1 } else { self.l }
+    }
+
+    fn m(&self, i: usize) -> &Modulus {
+        &self.tables[i].m
+    }
+
+    /// Every residue of (…, L', N) data below its prime (L' = limbs over the first primes).
+    pub fn check<T: Copy + Into<u64> + Sync>(&self, a: &[T], limbs: usize, what: &str) -> Res<()> {
+        let n = self.n;
+        let bad = a.par_chunks(n).enumerate().any(|(i, c)| {
+            let p = self.tables[i % limbs].m.p;
+            c.iter().any(|&x| x.into() >= p)
+        });
+        if bad {
+            Err(format!("{what}: a residue is not below its prime"))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn forward(&self, a: &mut [u64], limbs: usize) {
+        a.par_chunks_mut(self.n)
+            .enumerate()
+            .for_each(|(i, c)| self.tables[i % limbs].forward(c));
+    }
+
+    pub fn inverse(&self, a: &mut [u64], limbs: usize) {
+        a.par_chunks_mut(self.n)
+            .enumerate()
+            .for_each(|(i, c)| self.tables[i % limbs].inverse(c));
+    }
+
+    /// a ⊙ b limb by limb; b has a's shape or is one (limbs, N) polynomial broadcast over a's leading axes.
+    pub fn mul(&self, a: &[u64], b: &[u64], limbs: usize) -> Vec<u64> {
+        let n = self.n;
+        let mut out = vec![0u64; a.len()];
+        out.par_chunks_mut(n)
+            .zip(a.par_chunks(n))
+            .enumerate()
+            .for_each(|(i, (o, x))| {
+                let m = self.m(i % limbs);
+                let y = if b.len() == a.len() {
+                    &b[i * n..(i + 1) * n]
+                } else {
+                    &b[(i % limbs) * n..(i % limbs + 1) * n]
+                };
+                for k in 0..n {
+                    o[k] = m.mul(x[k], y[k]);
+                }
+            });
+        out
+    }
+
+    /// Signed integers (N,) → residues (limbs, N).
+    pub fn reduce_signed(&self, v: &[i64], limbs: usize) -> Vec<u64> {
+        let mut out = Vec::with_capacity(limbs * self.n);
+        for i in 0..limbs {
+            out.extend(v.iter().map(|&x| self.m(i).from_i64(x)));
+        }
+        out
+    }
+
+    /// Ciphertexts (B, 2, L, N) in coefficient form → NTT of their digits (B, 2, L digits, L, N), stored
+    /// through `conv` (u64, or u32 when every data prime is below 2^32: a third of the memory of u64).
+    pub fn digits<T: Copy + Default + Send>(&self, ct: &[u64], conv: impl Fn(u64) -> T + Sync) -> Vec<T> {
+        let (l, n) = (self.l, self.n);
+        let mut out = vec![T::default(); ct.len() * l];
+        // one chunk per (ciphertext, component, digit): l limbs of n
+        out.par_chunks_mut(l * n).enumerate().for_each_init(
+            || vec![0u64; n],
+            |limb, (idx, chunk)| {
+                let (poly, j) = (idx / l, idx % l);
+                let src = &ct[(poly * l + j) * n..(poly * l + j + 1) * n];
+                for (i, dst) in chunk.chunks_mut(n).enumerate() {
+                    let m = self.m(i);
+                    for (d, &x) in limb.iter_mut().zip(src) {
+                        *d = if x < m.p { x } else { m.reduce(x) };
+                    }
+                    self.tables[i].forward(limb);
+                    for (d, &x) in dst.iter_mut().zip(limb.iter()) {
+                        *d = conv(x);
+                    }
+                }
+            },
+        );
+        out
+    }
+
+    /// Σ_{c,j} G[s, c, j] ⊙ R[cL + j] in NTT form: G (S, 2, L, L, N) gallery digits, R (2L, 2, L, N) rows.
+    /// Returns (S, 2, L, N).
+    pub fn external_product<T: Copy + Into<u64> + Sync>(&self, g: &[T], r: &[u64]) -> Vec<u64> {
+        let (l, n) = (self.l, self.n);
+        let s = g.len() / (2 * l * l * n);
+        // Shoup companions of the rows, fixed for the whole gallery
+        let rp: Vec<u64> = r
+            .par_chunks(n)
+            .enumerate()
+            .flat_map_iter(|(i, c)| {
+                let m = *self.m(i % l);
+                c.iter().map(move |&w| m.shoup(w))
+            })
+            .collect();
+        let mut out = vec![0u64; s * 2 * l * n];
+        out.par_chunks_mut(2 * l * n).enumerate().for_each(|(si, o)| {
+            let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
+            let (o0, o1) = o.split_at_mut(l * n);
+            for li in 0..l {
+                let m = self.m(li);
+                let p = m.p;
+                // 2L lazy terms below 2p each: sum without reduction when 4Lp < 2^64
+                let lazy = (p as u128) * 4 * (l as u128) < 1u128 << 64;
+                let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
+                for cj in 0..2 * l {
+                    let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
+                    let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
+                    let (w0, wp0) = (&r[r0 * n..(r0 + 1) * n], &rp[r0 * n..(r0 + 1) * n]);
+                    let (w1, wp1) = (&r[r1 * n..(r1 + 1) * n], &rp[r1 * n..(r1 + 1) * n]);
+                    let terms = gd.iter().zip(w0.iter().zip(wp0)).zip(w1.iter().zip(wp1));
+                    for ((x0, x1), ((&x, (&u0, &up0)), (&u1, &up1))) in a0.iter_mut().zip(a1.iter_mut()).zip(terms) {
+                        let x: u64 = x.into();
+                        let v0 = super::arith::mul_shoup_lazy(x, u0, up0, p);
+                        let v1 = super::arith::mul_shoup_lazy(x, u1, up1, p);
+                        if lazy {
+                            *x0 += v0;
+                            *x1 += v1;
+                        } else {
+                            *x0 = m.add(*x0, if v0 >= p { v0 - p } else { v0 });
+                            *x1 = m.add(*x1, if v1 >= p { v1 - p } else { v1 });
+                        }
+                    }
+                }
+                if lazy {
+                    for v in a0.iter_mut().chain(a1.iter_mut()) {
+                        *v = m.reduce(*v);
+                    }
+                }
+            }
+        });
+        out
+    }
+
+    /// `external_product` for uint32 digits when every data prime is below 2^31: 32×32-bit Shoup products in
+    /// 64-bit lanes (w' = ⌊w·2^32/p⌋), which the compiler vectorises, summed lazily below 4L·p < 2^64.
+    pub fn external_product32(&self, g: &[u32], r: &[u64]) -> Vec<u64> {
+        let (l, n) = (self.l, self.n);
+        let s = g.len() / (2 * l * l * n);
+        let r32: Vec<u32> = r.iter().map(|&w| w as u32).collect();
+        let rp: Vec<u32> = r
+            .chunks(n)
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let p = self.m(i % l).p;
+                c.iter().map(move |&w| ((w << 32) / p) as u32)
+            })
+            .collect();
+        let avx2 = avx2();
+        let mut out = vec![0u64; s * 2 * l * n];
+        out.par_chunks_mut(2 * l * n).enumerate().for_each(|(si, o)| {
+            let gs = &g[si * 2 * l * l * n..(si + 1) * 2 * l * l * n];
+            let (o0, o1) = o.split_at_mut(l * n);
+            for li in 0..l {
+                let m = self.m(li);
+                let p = m.p as u32;
+                let (a0, a1) = (&mut o0[li * n..(li + 1) * n], &mut o1[li * n..(li + 1) * n]);
+                for cj in 0..2 * l {
+                    let gd = &gs[(cj * l + li) * n..(cj * l + li + 1) * n];
+                    let (r0, r1) = ((cj * 2) * l + li, (cj * 2 + 1) * l + li);
+                    let w = [&r32[r0 * n..(r0 + 1) * n], &r32[r1 * n..(r1 + 1) * n]];
+                    let wp = [&rp[r0 * n..(r0 + 1) * n], &rp[r1 * n..(r1 + 1) * n]];
+                    if avx2 {
+                        // SAFETY: the CPU supports AVX2 (checked at run time).
+                        unsafe { shoup_acc32_avx2(a0, a1, gd, w, wp, p) }
+                    } else {
+                        shoup_acc32(a0, a1, gd, w, wp, p)
+                    }
+                }
+                for v in a0.iter_mut().chain(a1.iter_mut()) {
+                    *v = m.reduce(*v);
+                }
+            }
+        });
+        out
+    }
+
+    /// SwKeyGen(s, s') with the caller's randomness: a (L, L+1, N) uniform residues mod qP, e (L, N) small.
+    /// Returns K (L, 2, L+1, N), NTT form over qP.
+    pub fn swkeygen(&self, s: &[i64], s_new: &[i64], a: &[u64], e: &[i64]) -> Res<Vec<u64>> {
+        if !self.special {
+            return Err("key switching needs a special prime".into());
+        }
+        let (l, n, kl) = (self.l, self.n, self.l + 1);
+        let mut sk = self.reduce_signed(s, kl);
+        let mut sk_new = self.reduce_signed(s_new, kl);
+        self.forward(&mut sk, kl);
+        self.forward(&mut sk_new, kl);
+        let pp = self.tables[l].m.p;
+        let mut out = vec![0u64; l * 2 * kl * n];
+        out.par_chunks_mut(2 * kl * n).enumerate().for_each(|(j, kj)| {
+            let (k0, k1) = kj.split_at_mut(kl * n);
+            let aj = &a[j * kl * n..(j + 1) * kl * n];
+            k1.copy_from_slice(aj);
+            let mut ej = self.reduce_signed(&e[j * n..(j + 1) * n], kl);
+            for i in 0..kl {
+                let m = self.m(i);
+                let limb = &mut ej[i * n..(i + 1) * n];
+                self.tables[i].forward(limb);
+                let pg = if i == j { m.reduce(pp) } else { 0 };
+                for k in 0..n {
+                    let mut v = m.sub(limb[k], m.mul(aj[i * n + k], sk_new[i * n + k]));
+                    if pg != 0 {
+                        v = m.add(v, m.mul(pg, sk[i * n + k]));
+                    }
+                    k0[i * n + k] = v;
+                }
+            }
+        });
+        Ok(out)
+    }
+
+    /// Switching(ct, K): ciphertexts (B, 2, L, N) in coefficient form → the same under the new key.
+    pub fn switch(&self, ct: &[u64], k: &[u64]) -> Res<Vec<u64>> {
+        if !self.special {
+            return Err("key switching needs a special prime".into());
+        }
+        let (l, n, kl) = (self.l, self.n, self.l + 1);
+        let mut out = vec![0u64; ct.len()];
+        let pm = self.tables[l].m;
+        let p_inv: Vec<u64> = (0..l).map(|i| self.m(i).inv(self.m(i).reduce(pm.p))).collect();
+        out.par_chunks_mut(2 * l * n)
+            .zip(ct.par_chunks(2 * l * n))
+            .for_each(|(o, c)| {
+                let c1 = &c[l * n..];
+                let mut acc = vec![0u64; 2 * kl * n];
+                let mut d = vec![0u64; n];
+                for j in 0..l {
+                    for i in 0..kl {
+                        let m = self.m(i);
+                        for (x, &y) in d.iter_mut().zip(&c1[j * n..(j + 1) * n]) {
+                            *x = if y < m.p { y } else { m.reduce(y) };
+                        }
+                        self.tables[i].forward(&mut d);
+                        for oc in 0..2 {
+                            let kk = &k[((j * 2 + oc) * kl + i) * n..((j * 2 + oc) * kl + i + 1) * n];
+                            let a = &mut acc[(oc * kl + i) * n..(oc * kl + i + 1) * n];
+                            for t in 0..n {
+                                a[t] = m.add(a[t], m.mul(d[t], kk[t]));
+                            }
+                        }
+                    }
+                }
+                for (i, limb) in acc.chunks_mut(n).enumerate() {
+                    self.tables[i % kl].inverse(limb);
+                }
+                let half = pm.p / 2;
+                for oc in 0..2 {
+                    let pl = &acc[(oc * kl + l) * n..(oc * kl + l + 1) * n];
+                    for i in 0..l {
+                        let m = self.m(i);
+                        let (pi, pip) = (p_inv[i], m.shoup(p_inv[i]));
+                        let src = &acc[(oc * kl + i) * n..(oc * kl + i + 1) * n];
+                        let dst = &mut o[(oc * l + i) * n..(oc * l + i + 1) * n];
+                        for t in 0..n {
+                            // ⌊x/P⌉ = (x − [x]_P)/P with [x]_P centred
+                            let v = pl[t];
+                            let vr = if v > half {
+                                m.sub(0, m.reduce(pm.p - v))
+                            } else {
+                                m.reduce(v)
+                            };
+                            let low = m.sub(src[t], vr);
+                            let mut r = super::arith::mul_shoup(low, pi, pip, m.p);
+                            if oc == 0 {
+                                r = m.add(r, c[i * n + t]);
+                            }
+                            dst[t] = r;
+                        }
+                    }
+                }
+            });
+        Ok(out)
+    }
+
+    /// Modulus switching by the last data prime: (B, L, N) coefficient residues of x mod q_0…q_{L−1} →
+    /// (B, L−1, N) residues of ⌊x/q_{L−1}⌉ mod q_0…q_{L−2}.
+    pub fn rescale(&self, x: &[u64], limbs: usize) -> Res<Vec<u64>> {
+        if limbs < 2 {
+            return Err("rescale: needs at least two primes".into());
+        }
+        let n = self.n;
+        let last = *self.m(limbs - 1);
+        let inv: Vec<(u64, u64)> = (0..limbs - 1)
+            .map(|i| {
+                let m = self.m(i);
+                let v = m.inv(m.reduce(last.p));
+                (v, m.shoup(v))
+            })
+            .collect();
+        let mut out = vec![0u64; x.len() / limbs * (limbs - 1)];
+        out.par_chunks_mut((limbs - 1) * n)
+            .zip(x.par_chunks(limbs * n))
+            .for_each(|(o, xs)| {
+                let xl = &xs[(limbs - 1) * n..];
+                let half = last.p / 2;
+                for i in 0..limbs - 1 {
+                    let m = self.m(i);
+                    for t in 0..n {
+                        let v = xl[t];
+                        // centred remainder r ∈ (−P/2, P/2], as a residue mod q_i
+                        let r = if v > half {
+                            m.sub(0, m.reduce(last.p - v))
+                        } else {
+                            m.reduce(v)
+                        };
+                        o[i * n + t] = super::arith::mul_shoup(m.sub(xs[i * n + t], r), inv[i].0, inv[i].1, m.p);
+                    }
+                }
+            });
+        Ok(out)
+    }
+
+    /// ⌊t·x/Q⌉ mod t for x given by residues (B, L', M) over the first L' primes (Q their product), limb axis −2;
+    /// also the fractional part of t·x/Q in [0, 1). t < 2^64.
+    pub fn scale_round(&self, x: &[u64], limbs: usize, m_len: usize, t: u64) -> (Vec<u64>, Vec<f64>) {
+        let qhat_inv: Vec<u64> = (0..limbs)
+            .map(|i| {
+                let m = self.m(i);
+                let prod = (0..limbs)
+                    .filter(|&k| k != i)
+                    .fold(1u64, |acc, k| m.mul(acc, m.reduce(self.m(k).p)));
+                m.inv(prod)
+            })
+            .collect();
+        let b = x.len() / (limbs * m_len);
+        let (pow2, tmask) = (t.is_power_of_two(), t as u128 - 1);
+        let inv_p: Vec<f64> = (0..limbs).map(|i| 1.0 / self.m(i).p as f64).collect();
+        let mut whole = vec![0u64; b * m_len];
+        let mut frac = vec![0f64; b * m_len];
+        whole
+            .par_chunks_mut(m_len)
+            .zip(frac.par_chunks_mut(m_len))
+            .enumerate()
+            .for_each(|(bi, (w, f))| {
+                let xs = &x[bi * limbs * m_len..(bi + 1) * limbs * m_len];
+                for k in 0..m_len {
+                    let (mut acc, mut fr) = (0u128, 0f64);
+                    for i in 0..limbs {
+                        let m = self.m(i);
+                        let y = m.mul(xs[i * m_len + k], qhat_inv[i]);
+                        let (q, r) = m.divrem128(y as u128 * t as u128);
+                        acc = if pow2 { (acc + q) & tmask } else { (acc + q) % t as u128 };
+                        fr += r as f64 * inv_p[i];
+                    }
+                    let fl = fr.floor();
+                    let fpart = fr - fl;
+                    let mut v = acc + fl as u128 + u128::from(fpart >= 0.5);
+                    v = if pow2 { v & tmask } else { v % t as u128 };
+                    w[k] = v as u64;
+                    f[k] = fpart;
+                }
+            });
+        (whole, frac)
+    }
+
+    /// NTT form (B, L', N) → coefficients at `positions`, (B, L', k).
+    pub fn extract(&self, a: &[u64], limbs: usize, positions: &[usize]) -> Vec<u64> {
+        let n = self.n;
+        let k = positions.len();
+        let mut out = vec![0u64; a.len() / n * k];
+        out.par_chunks_mut(k)
+            .zip(a.par_chunks(n))
+            .enumerate()
+            .for_each(|(i, (o, c))| {
+                let mut tmp = c.to_vec();
+                self.tables[i % limbs].inverse(&mut tmp);
+                for (d, &pos) in o.iter_mut().zip(positions) {
+                    *d = tmp[pos];
+                }
+            });
+        out
+    }
+
+    /// Uniform residues (count, limbs, cols) expanded from a 32-byte seed: ChaCha20 with stream i for the i-th
+    /// (polynomial, limb) row, rejection sampling of words masked to the prime's bit length. The same seed gives
+    /// the same polynomials, so a uniform polynomial can travel as its seed (seed 001 §4.5's communication).
+    pub fn uniform(&self, seed: [u8; 32], count: usize, limbs: usize, cols: usize) -> Vec<u64> {
+        let mut out = vec![0u64; count * limbs * cols];
+        if cols == 0 {
+            return out;
+        }
+        out.par_chunks_mut(cols).enumerate().for_each(|(i, row)| {
+            let p = self.tables[i % limbs].m.p;
+            let mask = u64::MAX >> p.leading_zeros();
+            let mut rng = ChaCha20Rng::from_seed(seed);
+            rng.set_stream(i as u64);
+            for x in row.iter_mut() {
+                *x = loop {
+                    let v = rng.next_u64() & mask;
+                    if v < p {
+                        break v;
+                    }
+                };
+            }
+        });
+        out
+    }
+}
+
+pub fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// a_o[k] += x·w_o[k] mod p in [0, 2p) (Shoup with 32-bit w' = ⌊w·2^32/p⌋), x = g[k] < 2^32, p < 2^31: every
+/// product is of two 32-bit values, so the compiler vectorises the loop.
+#[inline(always)]
+fn shoup_acc32(a0: &mut [u64], a1: &mut [u64], g: &[u32], w: [&[u32]; 2], wp: [&[u32]; 2], p: u32) {
+    let p = p as u64;
+    let n = g.len();
+    let (a0, a1) = (&mut a0[..n], &mut a1[..n]);
+    let (w0, w1, wp0, wp1) = (&w[0][..n], &w[1][..n], &wp[0][..n], &wp[1][..n]);
+    for k in 0..n {
+        let x = g[k] as u64;
+        let q0 = (x * wp0[k] as u64) >> 32;
+        let q1 = (x * wp1[k] as u64) >> 32;
+        a0[k] += (x * w0[k] as u64).wrapping_sub(q0 * p);
+        a1[k] += (x * w1[k] as u64).wrapping_sub(q1 * p);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn shoup_acc32_avx2(a0: &mut [u64], a1: &mut [u64], g: &[u32], w: [&[u32]; 2], wp: [&[u32]; 2], p: u32) {
+    shoup_acc32(a0, a1, g, w, wp, p)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn shoup_acc32_avx2(a0: &mut [u64], a1: &mut [u64], g: &[u32], w: [&[u32]; 2], wp: [&[u32]; 2], p: u32) {
+    shoup_acc32(a0, a1, g, w, wp, p)
+}
