@@ -16,13 +16,13 @@ polynomial arithmetic, with the math of ``crypto.rlwe``, which stays as its test
 * Switching(k_sw, ·) is linear in what it preserves (c_0 + c_1·s), so the CS switches the 2L query rows to
   sk_v once per query instead of every product: Σ digit·Switch(row) decrypts under sk_v to the same
   π(A_i)·π(b) (plus the switching noise times the digits). Every c'_i the verifier receives is under pk_v.
-* Masking (lines 6–8): the CS adds a uniform u ∈ R_q to c_0 — Δ·r_i for a uniform r_i ∈ R_t plus a uniform
-  term below Δ — so the verifier's decrypted phase is uniform and hides the product's noise as well. The
-  verifier only needs coefficient k·d − 1 of c_0 (its shares, line 14), so the CS sends those δ values
-  (and c_1 whole), both modulus-switched to q' = 2^WIRE_BITS (``params``); the other coefficients of
-  π(A_i)·π(b), cross-correlations of gallery and query, never leave the CS. Shares: the verifier's
-  d_1 = ⌊t·phase/q⌉, the CS's d_0 = −⌊t·u/q⌉ (mod t); they add up to the inner product unless t·u/q lies within the (≤ 2^-14) noise of a rounding point, so the CS re-draws the
-  ≈ 2^-9 fraction of u that come within 2^-10 of one (``MARGIN_BITS``).
+* Masking (lines 6–8): the CS adds a uniform u ∈ R_q to c_0 — Δ·r_i for a uniform r_i ∈ R_t plus a uniform term below
+  Δ — so the verifier's decrypted phase is uniform and hides the product's noise as well. The verifier only needs
+  coefficient k·d − 1 of c_0 (its shares, line 14), so the CS sends those δ values (and c_1 whole), both
+  modulus-switched to q' = 2^WIRE_BITS (``params``); the other coefficients of π(A_i)·π(b), cross-correlations of
+  gallery and query, never leave the CS. Shares: the verifier's d_1 = ⌊t·phase/q⌉, the CS's d_0 = −⌊t·u/q⌉ (mod t);
+  they add up to the inner product unless t·u/q lies within the (≤ 2^-14) noise of a rounding point, so the CS
+  re-draws the ≈ 2^-9 fraction of u that come within 2^-10 of one (``MARGIN_BITS``).
 """
 from __future__ import annotations
 
