@@ -13,11 +13,9 @@ served by `privface serve` and never fetched from elsewhere:
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-from .dlib_onnx import cache_dir, cached_model_path
+from .dlib_onnx import cache_dir, cached_model_path, write_atomically
 from .mmod_onnx import cached_model_paths as mmod_model_paths
 from .models import model_path
 
@@ -34,15 +32,7 @@ def frontal_detector_path() -> Path:
     target = cache_dir() / f"dlib_frontal_hog_{dlib.__version__}.svm"
     if target.is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        dlib.get_frontal_face_detector().save(tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomically(target, lambda tmp: dlib.get_frontal_face_detector().save(tmp))
     return target
 
 

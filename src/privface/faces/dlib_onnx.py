@@ -447,16 +447,22 @@ def cached_model_path(dat_path: str | os.PathLike | None = None) -> Path:
     target = cache_dir() / f"dlib_resnet128_{_sha256(dat)}_c{CONVERTER_VERSION}.onnx"
     if target.is_file():
         return target
+    write_atomically(target, lambda tmp: convert(dat, tmp))
+    return target
+
+
+def write_atomically(target: Path, write) -> None:
+    """``write(tmp)`` into a temporary file beside ``target``, then renamed onto it: a cache file is whole or
+    absent, even when two processes fill the cache at once or one is killed half-way."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
-        convert(dat, tmp)
+        write(tmp)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return target
 
 
 #: intra-op threads for sessions created without an explicit `threads` (worker pools set 1).

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ModelError
-from .dlib_onnx import _L, OPSET, _con, _Layer, _Node, _read_details, _Reader, _sha256, cache_dir
+from .dlib_onnx import _L, OPSET, _con, _Layer, _Node, _read_details, _Reader, _sha256, cache_dir, write_atomically
 from .models import model_path
 
 CONVERTER_VERSION = 1
@@ -184,15 +183,6 @@ def cached_model_paths(dat_path: str | os.PathLike | None = None) -> tuple[Path,
     import onnx
 
     layers, meta = read_dat(dat)
-    onnx_path.parent.mkdir(parents=True, exist_ok=True)
-    for target, write in ((onnx_path, lambda p: onnx.save(build_model(layers), p)),
-                          (meta_path, lambda p: Path(p).write_text(json.dumps(meta)))):
-        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-        os.close(fd)
-        try:
-            write(tmp)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    write_atomically(onnx_path, lambda p: onnx.save(build_model(layers), p))
+    write_atomically(meta_path, lambda p: Path(p).write_text(json.dumps(meta)))
     return onnx_path, meta_path
