@@ -24,7 +24,8 @@ def test_bench_kolberg_rows_through_the_parties():
     assert by[("ntru", 512)]["template_bytes"] == 12 + 5 + 2 * 2 * 1024  # 1536 LSSC bits = 2 blocks of uint16
     assert by[("ntru", 128)]["key_bytes"] < 3_000 < by[("bfv", 128)]["key_bytes"] < by[("ckks", 128)]["key_bytes"]
     # no dimension-dependent keys (sizes differ by a few bytes of zstd output only)
-    assert abs(by[("ckks", 512)]["key_bytes"] - by[("ckks", 128)]["key_bytes"]) < 1_000
+    # SEAL serializes keys zstd-compressed: sizes vary by a few kB between fresh keys, whatever the dimension
+    assert abs(by[("ckks", 512)]["key_bytes"] - by[("ckks", 128)]["key_bytes"]) < 0.01 * by[("ckks", 128)]["key_bytes"]
 
 
 def test_bench_kolberg_filters_and_table():
