@@ -43,6 +43,21 @@ def test_load_rgb_rejects_bad_input(bad, message):
         load_rgb(bad)
 
 
+def test_exif_orientation_is_applied_to_encoded_images_only(hopper):
+    """A phone JPEG rotated by EXIF (orientation 6: turn 90° clockwise to view) loads upright, as in a browser."""
+    upright = Image.open(hopper).convert("RGB")
+    stored = upright.transpose(Image.Transpose.ROTATE_90)  # what the camera wrote: the view turned 90° anticlockwise
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    stored.save(buf, "PNG", exif=exif)
+    loaded = load_rgb(buf.getvalue())
+    assert loaded.shape == np.asarray(upright).shape
+    assert np.array_equal(loaded, np.asarray(upright))
+    buf.seek(0)
+    assert load_rgb(Image.open(buf)).shape == np.asarray(stored).shape  # a PIL image is taken as it is
+
+
 def test_truncated_jpeg_is_a_clear_error(hopper):
     data = hopper.read_bytes()
     with pytest.raises(ImageError, match="corrupt|truncated|not an image"):

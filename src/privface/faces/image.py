@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from ..errors import ImageError
 
@@ -19,7 +19,8 @@ def load_rgb(image: ImageInput) -> np.ndarray:
     """Return the image as a C-contiguous H×W×3 uint8 RGB array.
 
     Accepts a file path, encoded bytes (JPEG, PNG, PGM, …), a PIL image, or an array that is H×W
-    (grey), H×W×1, H×W×3 (RGB) or H×W×4 (RGBA); float arrays must lie in [0, 1].
+    (grey), H×W×1, H×W×3 (RGB) or H×W×4 (RGBA); float arrays must lie in [0, 1]. An encoded image is
+    turned upright by its EXIF orientation, as browsers do; a PIL image or array is taken as it is.
     """
     if isinstance(image, np.ndarray):
         return _array_to_rgb(image)
@@ -41,7 +42,8 @@ def _open(src, name: str) -> np.ndarray:
             if im.width * im.height > MAX_PIXELS:
                 raise ImageError(f"{name}: {im.width}×{im.height} is larger than {MAX_PIXELS} pixels")
             im.load()
-            return _pil_to_rgb(im, name)
+            # a phone JPEG stores its rotation in EXIF; browsers apply it when they decode, so must we
+            return _pil_to_rgb(ImageOps.exif_transpose(im), name)
     except UnidentifiedImageError:
         raise ImageError(f"{name}: not an image (unknown or unsupported format)") from None
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
