@@ -27,7 +27,7 @@ if (existsSync("src/face/index.ts")) {
   const ort = "node_modules/onnxruntime-web/dist/";
   mkdirSync(out + "ort", { recursive: true });
   for (const f of readdirSync(ort)) {
-    if (/^ort-wasm-simd-threaded\.(jsep\.)?(wasm|mjs)$/.test(f)) cpSync(ort + f, out + "ort/" + f);
+    if (/^ort-wasm-simd-threaded\.(wasm|mjs)$/.test(f)) cpSync(ort + f, out + "ort/" + f);
   }
 } else {
   console.warn("web: src/face/index.ts is missing (the browser face pipeline is not merged): the page bundle is not built");

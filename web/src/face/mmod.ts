@@ -9,7 +9,7 @@
  *
  * Ported by hand (no maintained JavaScript library reproduces dlib's MMOD pipeline).
  */
-import * as ort from "onnxruntime-web";
+import * as ort from "onnxruntime-web/wasm";
 
 import type { RGBImage } from "./geometry.js";
 import { pyramidUp2 } from "./hog.js";

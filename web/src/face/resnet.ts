@@ -5,7 +5,7 @@
  * dlib's input normalisation itself ((pixel − mean RGB)/256), so the browser feeds raw chips as
  * the Python backend does.
  */
-import * as ort from "onnxruntime-web";
+import * as ort from "onnxruntime-web/wasm";
 
 import type { RGBImage } from "./geometry.js";
 
