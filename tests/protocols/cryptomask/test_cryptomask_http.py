@@ -310,6 +310,27 @@ def test_base_ot_response_is_checked_before_use(cs):
         assert cs["svc"].party._sessions[sid].round == 0
 
 
+@pytest.mark.parametrize("m", [1, 64, 1000, 5000])
+def test_every_alg3_round_fits_the_gallery_bound(m):
+    """``server.max_round_bytes`` (the reveal step's cap for a gallery of m entries) covers every message of Alg. 3 in
+    one batch, either way, framed with the largest head (the base-OT response)."""
+    from privface.protocols.cryptomask.messages import HEAD_LIMIT
+    from privface.protocols.cryptomask.server import max_round_bytes
+
+    rng = np.random.default_rng(m)
+    d0, d1 = _shares(rng, rng.integers(-1000, 1000, m))
+    S, R = setup_ot(Wire())
+    b = -(-m // 64) * 64
+    v, c = Party(reveal_verifier(R, d1, 500, Wire(), b), "v"), Party(reveal_cs(S, d0, Wire(), b), "c")
+    msg, sizes = v.start(), []
+    c.start()
+    while not v.done:
+        reply = c.step(msg)
+        sizes += [round_bytes(HEAD_LIMIT, [p.size for p in x]) for x in (msg, reply)]
+        msg = v.step(reply)
+    assert len(sizes) == 20 and max(sizes) <= max_round_bytes(m)
+
+
 def test_round_body_size_is_exact():
     parts = [bytes(5), bytes((3 << 20) + 7), b"", bytes(3 << 20)]
     length, frames = round_frames(RoundHead(bytes(16), 2, b"", [len(p) for p in parts]), parts)

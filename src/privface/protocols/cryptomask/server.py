@@ -57,8 +57,9 @@ ROUND_BYTES_PER_ENTRY, ROUND_BYTES_FIXED = 560, 1 << 20
 verifier's largest, its ROTs, is 528 B per entry; ``max_round_bytes``)."""
 MAX_SESSIONS, MAX_PER_CALLER = 8, 2
 """Identifications open at the CS at once (a session holds 1.2 MB of rows, then d_0: 8 B per template, 8 MB at
-2^20), and per caller (the service's client identity: API key id, else client address), so that one caller
-cannot hold every slot."""
+2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages and
+OT-extension keys, ≈ 1 kB per template at its peak, as in process), and per caller (the service's client identity:
+API key id, else client address), so that one caller cannot hold every slot."""
 IDLE_TTL, MAX_AGE = 120.0, 3600.0
 """A session ends ``IDLE_TTL`` s after its last successful step (a silent verifier frees its slot within two
 minutes; an honest one waits for one answer and its own work on it between steps; every distance chunk sent counts
