@@ -295,6 +295,25 @@ def test_streamed_bodies_are_bounded_by_the_callers_own_next_round(cs):
     assert s.round == 0 and not s.party.done and s.party.expect is not None
 
 
+def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
+    """The start's answer is computed chunk by chunk as it is sent: before its last chunk no round is accepted, and a
+    stream closed early (the verifier went away, or stalled past the service's send timeout) ends the session."""
+    from privface.errors import ProtocolError
+
+    role, caller = cs["svc"].party, "test:abandon"
+    with _client(cs) as v:
+        v._setup()
+        query = Query(v._verifier.query(cs["x"][1]).rows.astype("<u4").tobytes()).to_bytes()
+    frames = role.start(query, caller)
+    sid = read_message(Started, next(frames)[4:]).session
+    next(frames)  # chunk 0 of 7
+    assert role._sessions[sid].party is None
+    with pytest.raises(ProtocolError, match="read every distance chunk first"):
+        role.admit_round(RoundHead(sid, 0, b"x", []).to_bytes(), caller)
+    frames.close()
+    assert sid not in role._sessions
+
+
 def test_base_ot_response_is_checked_before_use(cs):
     """Round 0's base-OT response with 32-byte seeds: 400 before the base OTs are used up; the session is as it
     was."""
