@@ -50,25 +50,37 @@ class _Recorder:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        original = client_module.ServiceClient.step
+        original, original_exchange = client_module.ServiceClient.step, client_module.ServiceClient.exchange
 
-        def step(client, name: str, body: bytes) -> bytes:
+        def record(client, name: str, body: bytes) -> Role | None:
             role = self.by_url.get(client.base_url)
             if role is not None:
                 role.seeds[name].append(bytes(body))
                 if client.session is None:
                     role.flows.append([])
                 role.flows[-1].append((name, bytes(body)))
+            return role
+
+        def step(client, name: str, body: bytes) -> bytes:
+            role = record(client, name, body)
             answer = original(client, name, body)
             if role is not None:
                 role.responses.append(answer)
             return answer
 
+        def exchange(client, name: str, body, length=None):
+            """A streamed exchange (cryptomask): its request body recorded whole (a frame stream)."""
+            body = bytes(body) if isinstance(body, (bytes, bytearray)) else b"".join(body)
+            record(client, name, body)
+            return original_exchange(client, name, body)
+
         client_module.ServiceClient.step = step
+        client_module.ServiceClient.exchange = exchange
         try:
             yield
         finally:
             client_module.ServiceClient.step = original
+            client_module.ServiceClient.exchange = original_exchange
 
 
 @contextlib.contextmanager
@@ -206,8 +218,8 @@ def _ident_pair(root, rec, prefix: str, scheme: str, n: int, d: int) -> Iterator
 @contextlib.contextmanager
 def _cryptomask(root, rec) -> Iterator[list[Role]]:
     """The cryptomask CS over a toy gallery of 40 templates (3 ciphertexts, one per DistanceChunk so that every
-    frame but the query and the gallery info fits the corpus; Alg. 3 in batches of 64), seeded by the verifier's
-    identifications: one match, one not."""
+    frame but the query and the gallery info fits the corpus; Alg. 3 in one batch of 64), seeded by the verifier's
+    identifications: one match, one not (the start and reveal bodies are frame streams)."""
     from privface.scale import NpySource, enrol
     from privface.service.bindings.cryptomask import CryptoMaskService
     from privface.service.clients.cryptomask import VerifierClient

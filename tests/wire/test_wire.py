@@ -168,3 +168,39 @@ def test_kolberg_nonce_fields_are_capped():
     longer = raw[:-36] + (33).to_bytes(4, "big") + b"n" * 33
     with pytest.raises(WireError, match="exceeds"):
         km.VerifyRequest.from_bytes(longer)
+
+
+def test_frame_streams_are_read_one_bounded_frame_at_a_time():
+    """A frame stream (schema "stream"): u32 length | frame. A frame longer than the reader allows is refused from
+    its length alone (nothing more is read); a stream ending inside a length or a frame, or going on after the last
+    expected frame, is a WireError."""
+    import io
+
+    from privface.wire import FrameReader, framed, framed_size
+
+    a, b = m.AuthResult(True).to_bytes(), m.AuthFinish(2**700).to_bytes()
+    body = framed(a) + framed(b)
+    assert len(body) == framed_size(len(a)) + framed_size(len(b))
+    r = FrameReader(io.BytesIO(body).read)
+    assert r.frame(len(a)) == a and r.frame() == b and r.bytes == len(body)
+    r.end()
+    reads, src = [], io.BytesIO(framed(b"x" * 1000) + b"y" * 1000)
+
+    def counting(n):
+        reads.append(n)
+        return src.read(n)
+
+    with pytest.raises(WireError, match="exceeds the 999 allowed"):
+        FrameReader(counting).frame(999)
+    assert sum(reads) == 4  # only the length was read
+    with pytest.raises(WireError, match="exceeds"):
+        FrameReader(io.BytesIO((MAX_MESSAGE_BYTES + 1).to_bytes(4, "big")).read).frame(1 << 40)
+    for cut in (body[:2], body[:len(a)]):
+        with pytest.raises(WireError, match="truncated"):
+            FrameReader(io.BytesIO(cut).read).frame()
+    r = FrameReader(io.BytesIO(body).read)
+    r.frame()
+    with pytest.raises(WireError, match="after the last"):
+        r.end()
+    with pytest.raises(WireError):
+        framed(b"x" * (MAX_MESSAGE_BYTES + 1))

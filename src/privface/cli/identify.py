@@ -79,7 +79,7 @@ def _print_bit(out: dict, face_ms, as_json: bool) -> None:
         return
     print("match" if out["match"] else "no match")
     print("  ".join(f"{k} {v}" for k, v in out.items()
-                    if k not in ("match", "accepted", "id", "answer", "bytes_per_phase")))
+                    if k not in ("match", "accepted", "id", "answer", "bytes_per_phase", "exchanges")))
     print(out["answer"])
 
 

@@ -8,6 +8,12 @@ limit or subject locked out (limits.py, with Retry-After), 503 store unavailable
 else.
 Every error body is `{"error": "…", "type": "…"}`, never a traceback.
 
+A step may answer with a stream (``StepResult.stream``: pieces produced as the previous one is sent, each send
+given ``STREAM_SEND_TIMEOUT`` s), and a service may declare, in ``stream_heads`` (step → bytes), steps whose body is a
+frame stream (``wire.framed``) whose first frame, read alone, goes to ``svc.admit(step, frame, caller)`` before the
+rest is read: it answers the exact size the whole body may have for this caller (or refuses, 400), so a large
+body is buffered only when the service expects it.
+
 With ``keys`` (an ``ApiKeys``), every step needs ``Authorization: Bearer <key>``, checked before the body
 is read or a session touched, so a refused call changes nothing. ``/healthz``, ``/docs`` and
 ``/openapi.json`` stay open (no templates, keys or scores there); ``/metrics`` (Prometheus) needs the
@@ -15,19 +21,21 @@ is read or a session touched, so a refused call changes nothing. ``/healthz``, `
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
+from ..wire.codec import PREFIX_BYTES
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
 from .base import (
     AlreadyEnrolledError,
@@ -47,6 +55,8 @@ from .web import mount_web
 log = logging.getLogger("privface.service")
 OCTETS = "application/octet-stream"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+STREAM_SEND_TIMEOUT = 120.0
+"""Seconds a streamed response waits for the client to take one piece before it gives up (and closes the stream)."""
 UNLIMITED_SCOPES = frozenset({"internal", "admin"})
 """Keys of services and operators (kolberg DB → auth batches, key rotation) skip the per-client rate limit."""
 
@@ -222,7 +232,16 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                 sessions.check(protocol, sid, caller.id)
             else:
                 sessions.room(caller.id)
-            body = await _read(request, cap, f"{protocol}/{step} accepts at most {cap} bytes")
+            too_large = f"{protocol}/{step} accepts at most {cap} bytes"
+            heads = getattr(svc, "stream_heads", {})
+            if step in heads:
+                def admit(head: bytes) -> int:
+                    return int(svc.admit(step, head, caller) if getattr(svc, "takes_caller", False)
+                               else svc.admit(step, head))
+
+                body = await _read_framed(request, cap, heads[step], admit, declared, f"{protocol}/{step}")
+            else:
+                body = await _read(request, cap, too_large)
             attempt = None
             if lockout is not None and hasattr(svc, "attempt"):
                 peeked = sessions.peek(protocol, sid, caller.id) if sid is not None else None
@@ -237,10 +256,14 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             compute_ms = (time.perf_counter() - t0) * 1000
             if not isinstance(result, StepResult) or not isinstance(result.body, bytes):
                 raise TypeError(f"{protocol}.handle must return a StepResult with bytes")
+            if result.stream is not None and result.state is not None:
+                raise TypeError(f"{protocol}.handle: a streamed answer keeps no HTTP session")
             seen.update(subject=result.subject or seen.get("subject"), accepted=result.accepted,
                         decision=result.decision)
             # Server-Timing (W3C): the step's compute time, so clients can tell network from work.
             headers = {"server-timing": f"compute;dur={compute_ms:.3f}"}
+            if result.stream is not None:
+                return _Stream(result.stream, headers, f"{protocol}/{step}")
             if result.state is not None:
                 headers[SESSION_HEADER] = sessions.open(protocol, result.state, caller.id)
             return Response(result.body, media_type=OCTETS, headers=headers)
@@ -334,6 +357,65 @@ async def _read(request: Request, cap: int, message: str) -> bytes:
             raise _Refused(413, message)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _read_framed(request: Request, cap: int, head_limit: int, admit, declared: str | None, what: str) -> bytes:
+    """A frame-stream body (``stream_heads``): its first frame (413 past ``head_limit`` bytes), then ``admit(frame)``
+    (in a thread; it may refuse) → the body's allowed size, then the rest, refused with 413 as soon as the body
+    passes that size (or ``cap``) or the declared Content-Length does; 400 if the body ends inside the first frame."""
+    buf, chunks = bytearray(), request.stream().__aiter__()
+
+    async def fill(n: int, limit: int) -> bool:
+        while len(buf) < n:
+            try:
+                buf.extend(await chunks.__anext__())
+            except StopAsyncIteration:
+                return False
+            if len(buf) > limit:
+                raise _Refused(413, f"{what} accepts at most {limit} bytes here")
+        return True
+
+    if not await fill(PREFIX_BYTES, cap):
+        raise MessageError(f"{what}: the body ends before its first frame")
+    n = int.from_bytes(buf[:PREFIX_BYTES], "big")
+    if n > head_limit:
+        raise _Refused(413, f"{what}: a first frame of {n} bytes (at most {head_limit})")
+    if not await fill(PREFIX_BYTES + n, cap):
+        raise MessageError(f"{what}: the body ends inside its first frame")
+    allowed = min(cap, await run_in_threadpool(admit, bytes(buf[PREFIX_BYTES:PREFIX_BYTES + n])))
+    if declared is not None and int(declared) > allowed:
+        raise _Refused(413, f"{what} accepts {allowed} bytes for this message, not {declared}")
+    if len(buf) > allowed:
+        raise _Refused(413, f"{what} accepts at most {allowed} bytes here")
+    async for chunk in chunks:
+        buf.extend(chunk)
+        if len(buf) > allowed:
+            raise _Refused(413, f"{what} accepts at most {allowed} bytes here")
+    return bytes(buf)
+
+
+class _Stream(StreamingResponse):
+    """A streamed answer (``StepResult.stream``): each piece computed in a worker thread, then sent; a client that
+    takes none for ``STREAM_SEND_TIMEOUT`` s, or a piece that fails, ends the response early (the client sees a
+    truncated body). The pieces' iterator is closed in every case, so the service can drop what it was for."""
+
+    def __init__(self, pieces: Iterator[bytes], headers: dict, what: str) -> None:
+        super().__init__(pieces, media_type=OCTETS, headers=headers)
+        self._pieces, self._what = pieces, what
+
+    async def __call__(self, scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            async for piece in self.body_iterator:
+                await asyncio.wait_for(send({"type": "http.response.body", "body": piece, "more_body": True}),
+                                       STREAM_SEND_TIMEOUT)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception as e:  # the response has started: the stream can only end short
+            log.warning("%s: streamed answer ended early (%s)", self._what, type(e).__name__)
+        finally:
+            close = getattr(self._pieces, "close", None)
+            if close is not None:
+                await run_in_threadpool(close)
 
 
 __all__ = ["create_app", "status_of", "SESSION_HEADER", "MessageError", "DEFAULT_MAX_BODY"]

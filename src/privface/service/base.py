@@ -8,6 +8,7 @@ next step; the service keeps the state server-side until the flow ends or the se
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -72,6 +73,9 @@ class StepResult:
     subject: str | None = None
     accepted: bool | None = None
     decision: str | None = None
+    stream: Iterator[bytes] | None = None
+    """Instead of ``body``: the response's bytes piece by piece, each produced as the previous one is sent (so a
+    response may be larger than memory should hold at once); closed early if the client goes away or stalls."""
 
 
 class ProtocolService(Protocol):

@@ -2,17 +2,20 @@
 one step to the next, measures each step, and turns error answers into typed errors."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import select
 import ssl
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import PrivfaceError
+from ..errors import PrivfaceError, ProtocolError
+from ..wire import FrameReader, WireError
 from .base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
 from .sessions import SESSION_HEADER
 
@@ -98,6 +101,48 @@ class ServiceClient:
             raise error_of(r)
         return r.content
 
+    @contextlib.contextmanager
+    def exchange(self, step: str, body: bytes | Iterable[bytes], length: int | None = None) -> Iterator[FrameReader]:
+        """One step whose answer is a frame stream (``wire.framed``), read as it arrives: yields a ``FrameReader``
+        over the response body; on leaving, checks that nothing follows the frames read. ``body``: bytes, or pieces
+        sent as they are produced with ``length`` (their total) as Content-Length. One request/response pair, counted
+        in ``stats`` when it ends. No HTTP session (the protocol carries its own)."""
+        headers = {"content-type": OCTETS, **self._auth}
+        if not isinstance(body, (bytes, bytearray)):
+            if length is None:
+                raise ValueError("a body sent in pieces needs its length")
+            headers["content-length"] = str(length)
+        sent = len(body) if isinstance(body, (bytes, bytearray)) else length
+        t0, status, reader, timing = time.perf_counter(), 0, None, None
+        try:
+            with self._open("POST", f"/v1/{self.protocol}/{step}", body, headers) as r:
+                status, timing = r.status_code, server_seconds(r.headers.get("server-timing"))
+                if r.status_code >= 400:
+                    raise error_of(_Response(r.status_code, r.headers, r.read_all()))
+                reader = FrameReader(r.read)
+                try:
+                    yield reader
+                    reader.end()
+                except WireError as e:
+                    raise ProtocolError(f"{step}: malformed answer from the service: {e}") from None
+        finally:
+            self.stats.append(StepStats(step, sent, reader.bytes if reader else 0, time.perf_counter() - t0,
+                                        status, timing))
+
+    @contextlib.contextmanager
+    def _open(self, method: str, path: str, body, headers: dict):
+        try:
+            if isinstance(self._http, _Connection):
+                with self._http.open(method, path, content=body, headers=headers) as r:
+                    yield r
+            else:
+                with self._http.stream(method, path, content=body, headers=headers) as r:
+                    yield _HttpxStream(r)
+        except ssl.SSLError as e:
+            raise ServiceError(f"TLS with {self.base_url} failed: {e.reason or type(e).__name__}") from None
+        except (httpx.HTTPError, OSError, http.client.HTTPException) as e:
+            raise ServiceError(f"the exchange with {self.base_url} failed: {type(e).__name__}") from None
+
     def reset(self) -> None:
         """Forget the current session (start a new flow)."""
         self.session = None
@@ -138,6 +183,39 @@ class _Response:
         return json.loads(self.content)
 
 
+class _HttpxStream:
+    """An httpx streamed response with the ``read(n)`` of http.client's."""
+
+    def __init__(self, r: httpx.Response) -> None:
+        self.status_code, self.headers = r.status_code, {k.lower(): v for k, v in r.headers.items()}
+        self._r, self._it, self._buf = r, r.iter_raw(), b""
+
+    def read(self, n: int) -> bytes:
+        while not self._buf:
+            try:
+                self._buf = next(self._it)
+            except StopIteration:
+                return b""
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def read_all(self) -> bytes:
+        return self._buf + self._r.read()
+
+
+class _Raw:
+    """An http.client response being read (``read(n)``, ``read_all``), with lower-case headers."""
+
+    def __init__(self, r: http.client.HTTPResponse) -> None:
+        self.status_code, self.headers, self._r = r.status, {k.lower(): v for k, v in r.getheaders()}, r
+
+    def read(self, n: int) -> bytes:
+        return self._r.read1(n) if n else b""
+
+    def read_all(self) -> bytes:
+        return self._r.read()
+
+
 class _Connection:
     """One keep-alive HTTP/1.1 connection to ``base_url`` (http or https) with the ``request`` of
     httpx.Client; reopened when the server closed it meanwhile (idle timeout) or after an error."""
@@ -173,6 +251,26 @@ class _Connection:
         if r.will_close:
             self.close()
         return _Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+
+    @contextlib.contextmanager
+    def open(self, method: str, path: str, *, content, headers: dict) -> Iterator[_Raw]:
+        """``request`` with the answer read by the caller as it arrives; the connection is kept only if the
+        answer was read to its end."""
+        conn = self._conn
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            conn.close()
+            conn = None
+        if conn is None:
+            conn = self._conn = self._new()
+        try:
+            conn.request(method, self._prefix + path, body=content, headers=headers)
+            r = conn.getresponse()
+            yield _Raw(r)
+        except BaseException:
+            self.close()
+            raise
+        if r.will_close or not r.isclosed():
+            self.close()  # a server closing, or an answer not read to its end: the connection cannot be reused
 
     def close(self) -> None:
         if self._conn is not None:

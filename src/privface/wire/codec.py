@@ -3,6 +3,10 @@
 Frame: magic | version u8 | type id u16 | the message's fields in schema order. Decoding checks the
 frame, every length against its schema maximum, value ranges and patterns, and that the fields use up
 the input exactly; any violation is a ``WireError`` and nothing else.
+
+Frame stream (one HTTP body carrying several messages, schema "stream"): u32 big-endian length | frame, repeated.
+``framed`` writes one; ``FrameReader`` reads them one at a time from any ``read(n)`` (a socket-backed HTTP body
+included), each refused before it is read if its length passes the caller's bound, so a reader holds one frame.
 """
 from __future__ import annotations
 
@@ -215,6 +219,53 @@ def decode(data, expected: str | None = None) -> tuple[str, dict[str, Any]]:
     if r.pos != len(r.data):
         raise WireError(f"{name}: {len(r.data) - r.pos} trailing bytes after the last field")
     return name, values
+
+
+# ---------------------------------------------------------------- frame streams
+
+PREFIX_BYTES = 4
+
+
+def framed(frame: bytes) -> bytes:
+    """One frame of a frame stream: its u32 big-endian length, then the frame."""
+    if len(frame) > MAX_MESSAGE_BYTES:
+        raise WireError(f"frame of {len(frame)} bytes exceeds the message maximum {MAX_MESSAGE_BYTES}")
+    return struct.pack(">I", len(frame)) + frame
+
+
+def framed_size(frame_bytes: int) -> int:
+    """The bytes a frame of ``frame_bytes`` takes in a frame stream."""
+    return PREFIX_BYTES + frame_bytes
+
+
+class FrameReader:
+    """The frames of a frame stream from ``read(n)`` (returns at most n bytes, b"" at the end). ``frame(limit)``
+    → the next frame (WireError if its length passes ``limit`` or the message maximum — checked before it is read
+    — or if the stream ends inside it); ``end()`` checks that nothing follows. ``bytes``: bytes read so far."""
+
+    def __init__(self, read) -> None:
+        self._read, self.bytes = read, 0
+
+    def _exact(self, n: int, what: str) -> bytes:
+        parts, got = [], 0
+        while got < n:
+            b = self._read(n - got)
+            if not b:
+                raise WireError(f"frame stream truncated: {what} needs {n - got} more bytes")
+            parts.append(b)
+            got += len(b)
+        self.bytes += n
+        return b"".join(parts)
+
+    def frame(self, limit: int = MAX_MESSAGE_BYTES) -> bytes:
+        (n,) = struct.unpack(">I", self._exact(PREFIX_BYTES, "a frame length"))
+        if n > min(limit, MAX_MESSAGE_BYTES):
+            raise WireError(f"frame of {n} bytes exceeds the {min(limit, MAX_MESSAGE_BYTES)} allowed here")
+        return self._exact(n, "a frame")
+
+    def end(self) -> None:
+        if self._read(1):
+            raise WireError("frame stream: bytes after the last expected frame")
 
 
 class Message:

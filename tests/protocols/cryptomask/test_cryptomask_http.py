@@ -1,10 +1,13 @@
 """cryptomask (seed 001) as two parties: Alg. 3 split per party (CS = OT sender, verifier = OT receiver) against
 the frozen interleaved version, and the CS role over real loopback HTTP with the verifier as its client."""
+import contextlib
+
 import numpy as np
 import pytest
 
 from privface.crypto.exchange import Party
 from privface.crypto.millionaire import Wire
+from privface.crypto.otext import IKNPReceiver
 from privface.errors import CryptoError
 from privface.protocols.cryptomask.reveal import reveal, reveal_cs, reveal_verifier, setup_ot
 from tests.helpers import cm_reveal_interleaved as interleaved
@@ -56,10 +59,22 @@ def test_split_reveal_messages_are_checked_before_use():
 
 # ------------------------------------------------------------------------------------------------ over HTTP
 
+import io  # noqa: E402
+import socket  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
 import httpx  # noqa: E402
 
+from privface.protocols.common import read_message  # noqa: E402
 from privface.protocols.cryptomask import encoding  # noqa: E402
-from privface.protocols.cryptomask.messages import DistanceRequest, GalleryRequest, OTSetup, Query, RevealRound  # noqa: E402
+from privface.protocols.cryptomask.messages import (  # noqa: E402
+    GalleryRequest,
+    Query,
+    RoundHead,
+    Started,
+    round_bytes,
+    round_frames,
+)
 from privface.scale import NpySource, enrol, identify  # noqa: E402
 from privface.service.app import create_app  # noqa: E402
 from privface.service.auth import ApiKeys  # noqa: E402
@@ -68,9 +83,11 @@ from privface.service.client import RemoteMessageError, ServiceClient, ServiceEr
 from privface.service.clients.cryptomask import VerifierClient  # noqa: E402
 from privface.service.launch import serve_in_thread  # noqa: E402
 from privface.store.sqlite import SQLiteStore  # noqa: E402
+from privface.wire import FrameReader, framed  # noqa: E402
 
 OCTETS = {"content-type": "application/octet-stream"}
 D, N = 128, 400
+ROUNDS = 1 + 10  # the query with its distances, then Alg. 3 in one batch: ROTs, 3 tree levels, B2A; final: 4 + μ_0
 
 
 def _unit(n, seed):
@@ -83,22 +100,31 @@ def _near(x, seed, noise=0.3):
     return y / np.linalg.norm(y)
 
 
-@pytest.fixture(scope="module")
-def cs(tmp_path_factory):
-    """A toy gallery of 400 templates (27 ciphertexts), its CS over loopback HTTP with API keys; 4 ciphertexts per
-    DistanceChunk (7 chunks) and Alg. 3 batches of 128 entries (4 batches) so that every loop runs."""
-    root = tmp_path_factory.mktemp("cm-http")
-    x = _unit(N, 1)
+def _serve_gallery(root, x, **options):
+    """A toy gallery of ``x`` and its CS over loopback HTTP with API keys (a generator for a fixture)."""
     np.save(root / "faces.npy", x)
     gallery, keys_url = f"sqlite:///{root / 'gallery.db'}", f"sqlite:///{root / 'key.db'}"
     enrol(gallery, NpySource([str(root / "faces.npy")]), "cryptomask", key_store_url=keys_url,
           tau=0.5, insecure_test_params=True)
     with SQLiteStore(root / "cs.db") as store:
         keys = ApiKeys(store)
-        svc = CryptoMaskService(store, gallery_url=gallery, chunk=4, batch=128)
+        svc = CryptoMaskService(store, gallery_url=gallery, **options)
         with serve_in_thread(create_app(store, [svc], keys=keys)) as url:
-            yield dict(x=x, gallery=gallery, keys_url=keys_url, url=url, svc=svc, root=root,
+            yield dict(x=x, gallery=gallery, keys_url=keys_url, url=url, svc=svc, root=root, keys=keys,
                        verify=keys.create("verify")[1], enrol=keys.create("enrol")[1])
+
+
+@pytest.fixture(scope="module")
+def cs(tmp_path_factory):
+    """A toy gallery of 400 templates (27 ciphertexts), its CS over loopback HTTP with API keys; 4 ciphertexts per
+    DistanceChunk (7 chunks in the start's answer); Alg. 3 in one batch over every entry (the default)."""
+    yield from _serve_gallery(tmp_path_factory.mktemp("cm-http"), _unit(N, 1), chunk=4)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A toy gallery of 30 templates: 2 ciphertexts, one DistanceChunk."""
+    yield from _serve_gallery(tmp_path_factory.mktemp("cm-http-small"), _unit(30, 21), chunk=4)
 
 
 def _client(cs, **kw):
@@ -110,30 +136,78 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
     quantised plaintext decision; the bytes of the Alg. 3 phases equal the in-process run's."""
     x = cs["x"]
     with _client(cs) as v:
-        for y, expect in ((_near(x[123], 2), True), (_unit(1, 5)[0], False)):
+        for i, (y, expect) in enumerate(((_near(x[123], 2), True), (_unit(1, 5)[0], False))):
+            before = len(v.stats)
             got = v.identify(y)
             local = identify(y, cs["gallery"], key_store_url=cs["keys_url"])
             plain = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= round(0.5 * (1 << 16)))
             assert got["match"] == local["match"] == plain == expect
             assert got["comm_bytes"] == local["comm_bytes"] and got["n"] == N and got["ciphertexts"] == 27
-            assert got["rounds"] == 4 * 5 + 5  # per batch: ROTs, 3 tree levels, B2A; final: 4 + μ_0
+            assert got["rounds"] == len(v.stats) - before == ROUNDS + (i == 0)  # gallery: once per client
+            assert got["exchanges"] == {**({"gallery": 1} if i == 0 else {}), "identify/start": 1,
+                                        "identify/reveal": 10}
     assert len(cs["svc"].party) == 0  # every session ended with its last round
 
 
-def _begin(cs, http):
-    """gallery, start, every distance chunk, base OTs: (session id, the verifier's first Alg. 3 message)."""
-    from privface.crypto.otext import IKNPReceiver
-    from privface.protocols.common import read_message
-    from privface.protocols.cryptomask.messages import Started
+def test_exchanges_do_not_grow_with_the_gallery(cs, small):
+    """Issue 20: the HTTP request/response pairs of an identification are the same for 30 templates (1 distance
+    chunk) and 400 (7 chunks; the old flow took 1 + 7 + 1 + 25 for it): one start with every chunk in its streamed
+    answer, Alg. 3 in one batch, the base OTs riding on its round 0."""
+    runs = {}
+    for c in (small, cs):
+        with _client(c) as v:
+            got = v.identify(c["x"][7])
+            assert got["match"] and len(v.stats) == got["rounds"] == 1 + ROUNDS
+            assert all(s.status == 200 for s in v.stats)
+            runs[c["svc"].party.chunks] = (got["rounds"], got["exchanges"])
+    assert set(runs) == {1, 7} and runs[1] == runs[7]
 
+
+def _start(cs, http, seed=3):
+    """A valid start (its whole streamed answer read): (Started, the answer's frames after it)."""
     with _client(cs) as v:
         v._setup()
-        q = v._verifier.query(_near(cs["x"][5], 3))
-    started = read_message(Started, http.step("identify/start", Query(q.rows.astype("<u4").tobytes()).to_bytes()))
-    for i in range(7):
-        http.step("identify/distances", DistanceRequest(started.session, i).to_bytes())
-    http.step("identify/ot", OTSetup(started.session, IKNPReceiver().setup_response(started.ot_request)).to_bytes())
-    return started.session
+        q = v._verifier.query(_near(cs["x"][5], seed))
+    answer = FrameReader(io.BytesIO(http.step("identify/start", Query(q.rows.astype("<u4").tobytes()).to_bytes())).read)
+    started = read_message(Started, answer.frame())
+    chunks = []
+    with contextlib.suppress(Exception):
+        while True:
+            chunks.append(answer.frame())
+    return started, chunks
+
+
+def _round(sid, r, parts, ot=b""):
+    length, frames = round_frames(RoundHead(sid, r, ot, [len(p) for p in parts]), parts)
+    body = b"".join(frames)
+    assert len(body) == length
+    return body
+
+
+def _expected(cs, sid):
+    """The part sizes the CS's Alg. 3 side waits for in session ``sid`` (white box)."""
+    return [p.nbytes for p in cs["svc"].party._sessions[sid].party.expect]
+
+
+def _raw(url, head: bytes, body: bytes, timeout=20.0) -> tuple[int, bytes]:
+    """POST with hand-made headers over a plain socket (a lying Content-Length, a body cut short): (status, body)."""
+    u = urlsplit(url)
+    with socket.create_connection((u.hostname, u.port), timeout=timeout) as sock:
+        sock.sendall(head + body)
+        data = b""
+        while b"\r\n\r\n" not in data and (more := sock.recv(65536)):
+            data += more
+        top, _, rest = data.partition(b"\r\n\r\n")
+        length = next((int(h.split(b":")[1]) for h in top.split(b"\r\n") if h.lower().startswith(b"content-length")), 0)
+        while len(rest) < length and (more := sock.recv(65536)):
+            rest += more
+        return int(top.split(b" ", 2)[1]), rest
+
+
+def _post_head(url, key, path, length, chunked=False):
+    te = "transfer-encoding: chunked" if chunked else f"content-length: {length}"
+    return (f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\n"
+            f"authorization: Bearer {key}\r\n{te}\r\n\r\n").encode()
 
 
 def test_bad_messages_get_400_and_change_nothing(cs):
@@ -156,42 +230,132 @@ def test_bad_messages_get_400_and_change_nothing(cs):
         refused("identify/start", GalleryRequest().to_bytes())  # another message type
         refused("identify/start", b"\x00garbage")
         assert len(svc) == before  # no session opened
-        sid = _begin(cs, http)
-        s = svc._sessions[sid]
-        assert "out of order" in refused("identify/distances", DistanceRequest(sid, 0).to_bytes())  # all fetched
-        assert "out of order" in refused("identify/ot", OTSetup(sid, b"x").to_bytes())  # base OTs done already
-        assert "unknown" in refused("identify/reveal", RevealRound(bytes(16), 0, []).to_bytes())
-        assert "out of order" in refused("identify/reveal", RevealRound(sid, 1, []).to_bytes())
-        assert "parts" in refused("identify/reveal", RevealRound(sid, 0, [b"\x00" * 10]).to_bytes())
-        assert s.round == 0 and not s.party.done and len(svc) == before + 1  # the session is as it was
-        refused("identify/reveal", b"\x00" * (MAX_BODY := cs["svc"].max_body["identify/reveal"] + 1), 413)
-        assert MAX_BODY > 0 and s.round == 0
-
-
-def test_out_of_order_steps_and_a_session_that_continues(cs):
-    """A chunk asked out of order, the base OTs before the distances: 400, and the session then completes."""
-    from privface.crypto.otext import IKNPReceiver
-    from privface.protocols.common import read_message
-    from privface.protocols.cryptomask.messages import Started
-
-    with ServiceClient(cs["url"], "cryptomask", api_key=cs["verify"]) as http, _client(cs) as v:
-        v._setup()
-        q = v._verifier.query(cs["x"][9]).rows.astype("<u4").tobytes()
-        started = read_message(Started, http.step("identify/start", Query(q).to_bytes()))
+        started, chunks = _start(cs, http)
         sid = started.session
-        response = IKNPReceiver().setup_response(started.ot_request)
-        for step, body in (("identify/distances", DistanceRequest(sid, 3)), ("identify/ot", OTSetup(sid, response))):
-            with pytest.raises(RemoteMessageError, match="out of order"):
-                http.step(step, body.to_bytes())
-        for i in range(7):
-            http.step("identify/distances", DistanceRequest(sid, i).to_bytes())
-        from privface.crypto.ot import ED25519, OTRequest, OTSender
+        assert len(chunks) == 7
+        s = svc._sessions[sid]
+        want = _expected(cs, sid)
+        zeros = [bytes(n) for n in want]
+        ot = IKNPReceiver().setup_response(started.ot_request)
+        assert "unknown" in refused("identify/reveal", _round(bytes(16), 0, zeros, ot))
+        assert "out of order" in refused("identify/reveal", _round(sid, 1, zeros))
+        assert "expected" in refused("identify/reveal", _round(sid, 0, [b"\x00" * 10], ot))  # other part sizes
+        assert "round 0" in refused("identify/reveal", _round(sid, 0, zeros))  # no base-OT response
+        refused("identify/reveal", framed(b"\x00garbage"))  # a frame that is no RoundHead
+        assert "first frame of 6775154 bytes" in refused("identify/reveal", b"\x00garbage", 413)  # read as a length
+        refused("identify/reveal", b"\x00\x00")  # ends inside the length
+        refused("identify/reveal", _round(sid, 0, zeros, ot)[:-5])  # the last piece cut short
+        assert "accepts" in refused("identify/reveal", _round(sid, 0, zeros, ot) + framed(b"x"), 413)  # a byte too many
+        assert s.round == 0 and not s.party.done and len(svc) == before + 1  # the session is as it was
+        cap = cs["svc"].max_body["identify/reveal"]
+        refused("identify/reveal", b"\x00" * (cap + 1), 413)
+        assert s.round == 0
 
+
+def test_streamed_bodies_are_bounded_by_the_callers_own_next_round(cs):
+    """A caller with a valid key lying about sizes: the CS reads a round's head alone, checks it against the caller's
+    session, and then reads at most the exact size of that round — a Content-Length beyond it, or a chunked body
+    running past it, gets 413 without the rest being read; a head for no session gets 400 before the body is read;
+    a body cut short gets 400. None of them changes the session."""
+    svc, key = cs["svc"].party, cs["keys"].create("verify")[1]
+    with ServiceClient(cs["url"], "cryptomask", api_key=key) as http:
+        started, _ = _start(cs, http)
+    sid = started.session
+    want = _expected(cs, sid)
+    ot = IKNPReceiver().setup_response(started.ot_request)
+    body = _round(sid, 0, [bytes(n) for n in want], ot)
+    exact = len(body)
+    cap = cs["svc"].max_body["identify/reveal"]
+    assert exact <= cap < 16 << 20  # the step's cap comes from this gallery (400 entries), not the global one
+    path = "/v1/cryptomask/identify/reveal"
+    head = body[:4 + int.from_bytes(body[:4], "big")]
+    # a declared size over the step's cap: refused before anything is read
+    status, answer = _raw(cs["url"], _post_head(cs["url"], key, path, 1 << 40), b"")
+    assert status == 413
+    # a head for a session that is not the caller's, declaring the step's whole cap: 400 before the body is read
+    other = _round(bytes(16), 0, [bytes(n) for n in want], ot)
+    other_head = other[:4 + int.from_bytes(other[:4], "big")]
+    status, answer = _raw(cs["url"], _post_head(cs["url"], key, path, cap), other_head)
+    assert status == 400 and b"unknown cryptomask session" in answer
+    # a valid head declaring one byte more than its round: 413 (the head alone was read)
+    status, answer = _raw(cs["url"], _post_head(cs["url"], key, path, exact + 1), head)
+    assert status == 413 and str(exact).encode() in answer
+    # chunked, running 256 KiB past its round: 413 once it passes the exact size
+    extra = body + bytes(256 << 10)
+    chunks = b"".join(f"{len(extra[i:i + 65536]):x}\r\n".encode() + extra[i:i + 65536] + b"\r\n"
+                      for i in range(0, len(extra), 65536)) + b"0\r\n\r\n"
+    status, answer = _raw(cs["url"], _post_head(cs["url"], key, path, 0, chunked=True), chunks)
+    assert status == 413
+    # the exact size declared, the body cut short (chunked, ends early): 400
+    cut = body[:-100]
+    status, answer = _raw(cs["url"], _post_head(cs["url"], key, path, 0, chunked=True),
+                          f"{len(cut):x}\r\n".encode() + cut + b"\r\n0\r\n\r\n")
+    assert status == 400
+    s = svc._sessions[sid]
+    assert s.round == 0 and not s.party.done and s.party.expect is not None
+
+
+def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
+    """The start's answer is computed chunk by chunk as it is sent: before its last chunk no round is accepted, and a
+    stream closed early (the verifier went away, or stalled past the service's send timeout) ends the session."""
+    from privface.errors import ProtocolError
+
+    role, caller = cs["svc"].party, "test:abandon"
+    with _client(cs) as v:
+        v._setup()
+        query = Query(v._verifier.query(cs["x"][1]).rows.astype("<u4").tobytes()).to_bytes()
+    frames = role.start(query, caller)
+    sid = read_message(Started, next(frames)[4:]).session
+    next(frames)  # chunk 0 of 7
+    assert role._sessions[sid].party is None
+    with pytest.raises(ProtocolError, match="read every distance chunk first"):
+        role.admit_round(RoundHead(sid, 0, b"x", []).to_bytes(), caller)
+    frames.close()
+    assert sid not in role._sessions
+
+
+def test_base_ot_response_is_checked_before_use(cs):
+    """Round 0's base-OT response with 32-byte seeds: 400 before the base OTs are used up; the session is as it
+    was."""
+    from privface.crypto.ot import ED25519, OTRequest, OTSender
+
+    with ServiceClient(cs["url"], "cryptomask", api_key=cs["keys"].create("verify")[1]) as http:
+        started, _ = _start(cs, http, seed=9)
+        sid = started.session
+        zeros = [bytes(n) for n in _expected(cs, sid)]
         long_seeds = OTSender(ED25519).respond(OTRequest.from_bytes(started.ot_request), [(bytes(32), bytes(32))] * 128)
-        with pytest.raises(RemoteMessageError, match="16 bytes"):  # refused before the base OTs are used up
-            http.step("identify/ot", OTSetup(sid, long_seeds.to_bytes()).to_bytes())
-        http.step("identify/ot", OTSetup(sid, response).to_bytes())
-        assert cs["svc"].party._sessions[sid].party is not None
+        with pytest.raises(RemoteMessageError, match="16 bytes"):
+            http.step("identify/reveal", _round(sid, 0, zeros, long_seeds.to_bytes()))
+        assert cs["svc"].party._sessions[sid].round == 0
+
+
+@pytest.mark.parametrize("m", [1, 64, 1000, 5000])
+def test_every_alg3_round_fits_the_gallery_bound(m):
+    """``server.max_round_bytes`` (the reveal step's cap for a gallery of m entries) covers every message of Alg. 3 in
+    one batch, either way, framed with the largest head (the base-OT response)."""
+    from privface.protocols.cryptomask.messages import HEAD_LIMIT
+    from privface.protocols.cryptomask.server import max_round_bytes
+
+    rng = np.random.default_rng(m)
+    d0, d1 = _shares(rng, rng.integers(-1000, 1000, m))
+    S, R = setup_ot(Wire())
+    b = -(-m // 64) * 64
+    v, c = Party(reveal_verifier(R, d1, 500, Wire(), b), "v"), Party(reveal_cs(S, d0, Wire(), b), "c")
+    msg, sizes = v.start(), []
+    c.start()
+    while not v.done:
+        reply = c.step(msg)
+        sizes += [round_bytes(HEAD_LIMIT, [p.size for p in x]) for x in (msg, reply)]
+        msg = v.step(reply)
+    assert len(sizes) == 20 and max(sizes) <= max_round_bytes(m)
+
+
+def test_round_body_size_is_exact():
+    parts = [bytes(5), bytes((3 << 20) + 7), b"", bytes(3 << 20)]
+    length, frames = round_frames(RoundHead(bytes(16), 2, b"", [len(p) for p in parts]), parts)
+    body = b"".join(frames)
+    assert len(body) == length == round_bytes(len(RoundHead(bytes(16), 2, b"", [len(p) for p in parts]).to_bytes()),
+                                              [len(p) for p in parts])
 
 
 def test_unauthenticated_and_wrong_scope_are_refused(cs):

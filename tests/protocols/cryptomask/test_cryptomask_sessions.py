@@ -2,6 +2,7 @@
 (``server.IDLE_TTL`` after the last successful step), the absolute cap (``server.MAX_AGE``), and the share of open
 identifications per caller (``MAX_PER_CALLER``, 429) beside the CS's (``MAX_SESSIONS``, 503)."""
 import gc
+import io
 import weakref
 
 import httpx
@@ -10,7 +11,7 @@ import pytest
 
 from privface.protocols.common import read_message
 from privface.protocols.cryptomask import encoding, server
-from privface.protocols.cryptomask.messages import DistanceChunk, DistanceRequest, Query, Started
+from privface.protocols.cryptomask.messages import Query, RoundHead, Started
 from privface.scale import NpySource, enrol
 from privface.service.app import create_app
 from privface.service.auth import ApiKeys
@@ -19,6 +20,7 @@ from privface.service.client import ServiceClient, ServiceError
 from privface.service.clients.cryptomask import VerifierClient
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
+from privface.wire import FrameReader, framed
 
 D, N = 128, 40
 
@@ -75,17 +77,28 @@ class SlowVerifier(VerifierClient):
         self.clock.now += self.pause
         return super().step(step, body)
 
+    def exchange(self, step: str, body, length=None):
+        self.clock.now += self.pause
+        return super().exchange(step, body, length)
+
 
 def _http(cs, key=None):
     return ServiceClient(cs["url"], "cryptomask", api_key=key or cs["keys"].create("verify")[1])
 
 
 def _start(http, cs) -> bytes:
-    return read_message(Started, http.step("identify/start", cs["query"])).session
+    """A new identification, its streamed answer (Started, every distance chunk) read: its session id."""
+    answer = FrameReader(io.BytesIO(http.step("identify/start", cs["query"])).read)
+    return read_message(Started, answer.frame()).session
+
+
+def _head(sid: bytes, r: int = 0) -> bytes:
+    """A reveal body holding only a round's head (checked against the session before anything else)."""
+    return framed(RoundHead(sid, r, b"x" if r == 0 else b"", []).to_bytes())
 
 
 def test_an_active_identification_outlives_the_old_ttl_while_an_idle_one_expires(cs, role):
-    """A verifier stepping every IDLE_TTL − 1 s completes (16 steps: ≈ 1 900 s, past the former fixed 600 s) with
+    """A verifier stepping every IDLE_TTL − 1 s completes (12 exchanges: ≈ 1 400 s, past the former fixed 600 s) with
     the plaintext bit; a session started beside it and never stepped is gone after IDLE_TTL, its memory with it,
     and its next step hears "expired … start the identification again"."""
     key = cs["keys"].create("verify")[1]
@@ -102,21 +115,21 @@ def test_an_active_identification_outlives_the_old_ttl_while_an_idle_one_expires
         gc.collect()
         assert len(role) == 0 and ref() is None  # the idle session's rows and state are freed
         with pytest.raises(ServiceError) as e:
-            http.step("identify/distances", DistanceRequest(idle, 0).to_bytes())
+            http.step("identify/reveal", _head(idle))
         assert e.value.status == 400 and "expired (no step for 120 s)" in str(e.value)
         assert "start the identification again" in str(e.value)
         with pytest.raises(ServiceError, match="unknown cryptomask session"):
-            http.step("identify/distances", DistanceRequest(bytes(16), 0).to_bytes())
+            http.step("identify/reveal", _head(bytes(16)))
 
 
 def test_a_refused_step_does_not_keep_a_session_alive(cs, role):
-    """Only a successful step pushes the expiry: a chunk asked out of order every minute does not."""
+    """Only a successful step pushes the expiry: a round sent out of order every minute does not."""
     with _http(cs) as http:
         sid = _start(http, cs)
         for want in ("out of order", "expired"):
             cs["clock"].now += server.IDLE_TTL / 2
             with pytest.raises(ServiceError, match=want):
-                http.step("identify/distances", DistanceRequest(sid, 2).to_bytes())
+                http.step("identify/reveal", _head(sid, 2))
         assert len(role) == 0
 
 
@@ -168,15 +181,14 @@ def test_without_a_caller_only_the_global_cap_applies(cs, role):
 
 def test_a_session_answers_only_the_key_that_started_it(cs, role):
     """Issue 17 §4: the identification's session id (in the messages) was a bearer secret: any verify key that
-    saw it could fetch the distances or drive Alg. 3. Another key now hears "unknown session", and the owner's
-    identification goes on."""
+    saw it could fetch the distances or drive Alg. 3. Another key now hears "unknown session" (before its body is
+    read), and the owner's identification goes on."""
     owner, other = cs["keys"].create("verify")[1], cs["keys"].create("verify")[1]
     with _http(cs, owner) as http:
         sid = _start(http, cs)
-    body = DistanceRequest(sid, 0).to_bytes()
     with _http(cs, other) as thief, pytest.raises(ServiceError) as e:
-        thief.step("identify/distances", body)
+        thief.step("identify/reveal", _head(sid))
     assert e.value.status == 400 and "unknown cryptomask session" in str(e.value)
-    with _http(cs, owner) as http:
-        chunk = read_message(DistanceChunk, http.step("identify/distances", body))
-    assert chunk.index == 0 and chunk.session == sid
+    with _http(cs, owner) as http, pytest.raises(ServiceError) as e:
+        http.step("identify/reveal", _head(sid, 3))
+    assert "RoundHead 3 out of order (expected 0)" in str(e.value)  # the owner's session is there, unchanged

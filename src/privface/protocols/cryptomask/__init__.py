@@ -35,7 +35,9 @@ DESCRIPTION = {
                    "wire_modulus_bits": WIRE_BITS, "mask_margin_bits": MARGIN_BITS,
                    "communication": "distances modulus-switched to q' = 2^40 before they leave the CS "
                                     "(5 bytes per coefficient: c'_1 whole, c'_0 at the δ positions); "
-                                    "Alg. 3 in one batch in process (round trips independent of the gallery)"},
+                                    "Alg. 3 in one batch, in process and over HTTP (round trips independent "
+                                    "of the gallery; over HTTP 1 + 1 + 10 exchanges, large messages streamed "
+                                    "as frames)"},
     "steps": ["setup (KG: keys, k_sw to CS; IKNP base OTs)", "enrol (Alg. 1, merge indicator)",
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "

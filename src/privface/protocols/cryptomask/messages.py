@@ -1,19 +1,26 @@
 """The wire messages of CryptoMask's identification between the verifier and the CS (seed 001 Alg. 2–3).
 
-Verifier → CS, one HTTP step each (``service``), every CS message the answer to one verifier message:
-``GalleryRequest`` → ``GalleryInfo`` (pk, which the verifier checks against its key store's digest, and the
-layout); ``Query`` (Alg. 2 line 2: the gadget rows under pk) → ``Started`` (the CS's session and its IKNP
-base-OT request); ``DistanceRequest`` → ``DistanceChunk`` (Alg. 2 line 11: c_1 and the masked c_0 at the δ
-positions of ``chunk`` ciphertexts, so that each frame stays under 3 MiB); ``OTSetup`` → ``OTReady`` (the
-base-OT response); then ``RevealRound`` both ways (Alg. 3, ``reveal``: the parts of each party's message).
+Verifier → CS, one HTTP exchange per logical message whatever the gallery size (``service``); large messages travel
+as a frame stream (``wire.framed``: u32 length | frame, each frame under the message maximum), read frame by frame:
+
+* ``GalleryRequest`` → ``GalleryInfo`` (pk, which the verifier checks against its key store's digest, and the
+  layout);
+* ``Query`` (Alg. 2 line 2: the gadget rows under pk) → ``Started`` (the CS's session and its IKNP base-OT request),
+  then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked c_0 at the δ
+  positions of ``chunk`` ciphertexts, each frame under 3 MiB), computed as the response is sent;
+* Alg. 3's rounds (``reveal``), either way: a ``RoundHead`` (session, round, the sizes of the message's parts; in the
+  verifier's round 0 also its base-OT response, so the base OTs ride on the first round) then the parts, each cut
+  into ``RoundPiece`` frames of at most ``PIECE_BYTES`` (``round_frames``, ``read_round``).
 
 The CS receives no template and no score: pk ciphertexts, OT messages and random shares only.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...wire import Message
+from ...errors import ProtocolError
+from ...wire import FrameReader, Message, WireError, framed, framed_size
 
 
 @dataclass
@@ -56,15 +63,6 @@ class Started(Message):
 
 
 @dataclass
-class DistanceRequest(Message):
-    """Verifier → CS: chunk ``index`` of the distances (in order, from 0)."""
-
-    WIRE_NAME = "cryptomask.DistanceRequest"
-    session: bytes
-    index: int
-
-
-@dataclass
 class DistanceChunk(Message):
     """CS → verifier: ciphertexts [index·chunk, …) of Alg. 2's answer: ``c1`` (k, L, N) and ``c0`` (k, L, δ), both
     little-endian uint32 residues."""
@@ -77,31 +75,79 @@ class DistanceChunk(Message):
 
 
 @dataclass
-class OTSetup(Message):
-    """Verifier → CS: the IKNP base-OT response (the verifier is the base-OT sender)."""
+class RoundHead(Message):
+    """The head of one Alg. 3 message (``reveal``), either way: round ``round`` (from 0), the byte sizes of its parts
+    (their data follows in ``RoundPiece`` frames), and ``ot``: in the verifier's round 0 its IKNP base-OT response
+    (the verifier is the base-OT sender), else empty."""
 
-    WIRE_NAME = "cryptomask.OTSetup"
-    session: bytes
-    response: bytes
-
-
-@dataclass
-class OTReady(Message):
-    """CS → verifier: the base OTs are done; Alg. 3 may start."""
-
-    WIRE_NAME = "cryptomask.OTReady"
-    session: bytes
-
-
-@dataclass
-class RevealRound(Message):
-    """One message of Alg. 3 (``reveal``), either way: round ``round`` (from 0) and the message's parts."""
-
-    WIRE_NAME = "cryptomask.RevealRound"
+    WIRE_NAME = "cryptomask.RoundHead"
     session: bytes
     round: int
-    parts: list[bytes]
+    ot: bytes
+    sizes: list[int]
 
 
-__all__ = ["DistanceChunk", "DistanceRequest", "GalleryInfo", "GalleryRequest", "OTReady", "OTSetup", "Query",
-           "RevealRound", "Started"]
+@dataclass
+class RoundPiece(Message):
+    """Up to ``PIECE_BYTES`` of one part of an Alg. 3 message; a part of k bytes comes as ⌈k / PIECE_BYTES⌉ pieces,
+    all full but the last, parts in order (an empty part has none)."""
+
+    WIRE_NAME = "cryptomask.RoundPiece"
+    data: bytes
+
+
+PIECE_BYTES = 3 << 20
+HEAD_LIMIT = 1 << 19
+"""A ``RoundHead`` frame's bytes at most (the base-OT response: 128 · 2 points and seeds, ≈ 16 kB)."""
+_PIECE_OVERHEAD = framed_size(len(RoundPiece(b"").to_bytes()))
+
+
+def _pieces(size: int) -> list[int]:
+    return [min(PIECE_BYTES, size - lo) for lo in range(0, size, PIECE_BYTES)]
+
+
+def round_bytes(head_bytes: int, sizes) -> int:
+    """The exact body of a round whose head frame has ``head_bytes`` and whose parts have ``sizes`` bytes."""
+    return framed_size(head_bytes) + sum(_PIECE_OVERHEAD + n for s in sizes for n in _pieces(int(s)))
+
+
+def round_frames(head: RoundHead, parts) -> tuple[int, Iterator[bytes]]:
+    """(body bytes, the frames of the body: the head, then each part in pieces), encoded as they are sent."""
+    if head.sizes != [len(memoryview(p).cast("B")) for p in parts]:
+        raise ValueError("RoundHead sizes differ from the parts")
+    first = head.to_bytes()
+
+    def frames() -> Iterator[bytes]:
+        yield framed(first)
+        for p in parts:
+            view = memoryview(p).cast("B")
+            for lo in range(0, len(view), PIECE_BYTES):
+                yield framed(RoundPiece(bytes(view[lo:lo + PIECE_BYTES])).to_bytes())
+
+    return round_bytes(len(first), head.sizes), frames()
+
+
+def read_round(reader: FrameReader, head: RoundHead, sizes) -> list[bytes]:
+    """The parts after ``head`` (already read and checked) from ``reader``: exactly ``sizes`` (what the reader's party
+    expects, which ``head.sizes`` must equal), each piece exactly as ``round_frames`` cuts it; ProtocolError else."""
+    from ..common import read_message
+
+    if list(head.sizes) != [int(s) for s in sizes]:
+        raise ProtocolError(f"RoundHead: part sizes {list(head.sizes)[:8]} differ from the expected {list(sizes)[:8]}")
+    parts = []
+    for size in sizes:
+        out = bytearray()
+        for n in _pieces(int(size)):
+            try:
+                data = read_message(RoundPiece, reader.frame(_PIECE_OVERHEAD + n)).data
+            except WireError as e:
+                raise ProtocolError(f"RoundPiece: {e}") from None
+            if len(data) != n:
+                raise ProtocolError(f"RoundPiece: {len(data)} bytes, expected {n}")
+            out += data
+        parts.append(bytes(out))
+    return parts
+
+
+__all__ = ["DistanceChunk", "GalleryInfo", "GalleryRequest", "PIECE_BYTES", "Query", "RoundHead", "RoundPiece",
+           "Started", "read_round", "round_bytes", "round_frames"]

@@ -28,7 +28,8 @@ from ...errors import ProtocolError
 from .params import SUM_BITS, T_BITS
 
 BATCH = 1 << 15
-"""Entries per batch in process; over HTTP ``service.REVEAL_BATCH`` keeps every message under the frame."""
+"""Entries per batch for ``reveal``'s callers that bound memory (``scale.cryptomask_identify``); ``CryptoMask.identify``
+and the CS over HTTP use one batch over every entry (messages of ≈ 528 B per entry, streamed as frames)."""
 
 
 def setup_ot(wire: Wire) -> tuple[IKNPSender, IKNPReceiver]:

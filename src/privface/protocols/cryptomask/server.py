@@ -2,18 +2,21 @@
 CS's side of Alg. 3 (P_0, IKNP sender), one session per identification.
 
 The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, with its NTT digits, when the
-role starts. A session is created by a ``Query`` (its rows switched to sk_v, Alg. 2 line 4) and then goes through
-its steps in order: the distance chunks (0, 1, …; each computed when asked for, Alg. 2 lines 5–11, so a session
-holds the 1.2 MB of switched rows and the CS's shares d_0, not the distances), the base-OT response, the Alg. 3
-rounds (0, 1, …). Every message is decoded and checked (session,
-index or round, lengths, residues below their primes, the Alg. 3 parts against what ``reveal_cs`` waits for)
-before anything changes: a bad one is a ProtocolError and leaves the session as it was, so the verifier may
-send the right one. A session ends ``IDLE_TTL`` seconds after its last successful step, ``MAX_AGE`` seconds after it
+role starts. A session is created by a ``Query`` (its rows switched to sk_v, Alg. 2 line 4), whose answer is a frame
+stream: ``Started``, then every ``DistanceChunk`` computed as it is sent (Alg. 2 lines 5–11, so a session holds the
+1.2 MB of switched rows and the CS's shares d_0, not the distances). Then Alg. 3 in one batch over every entry, one
+exchange per round (``reveal``; round 0 also carries the base-OT response), so the exchanges of an identification
+do not depend on the gallery size. Every message is decoded and checked (session, round, part sizes against what
+``reveal_cs`` waits for, residues below their primes) before anything changes: a bad one is a ProtocolError and
+leaves the session as it was, so the verifier may send the right one; ``admit_round`` checks a round's head before
+its body is read, and gives the exact size the body must have. A distances stream that is not read to its end ends
+its session. A session ends ``IDLE_TTL`` seconds after its last successful step, ``MAX_AGE`` seconds after it
 started at the latest, or with its last Alg. 3 round; its rows, d_0 and Alg. 3 state are then dropped (at the next
 request). At most ``MAX_SESSIONS`` are open, at most ``MAX_PER_CALLER`` per caller. Nothing of a session is logged.
 """
 from __future__ import annotations
 
+import io
 import secrets
 import threading
 import time
@@ -24,22 +27,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...crypto.exchange import Party, Wire
+from ...crypto.exchange import Party, Wire, check
 from ...crypto.ot import OTResponse
 from ...crypto.otext import IKNPSender
 from ...errors import CryptoError, ProtocolError
+from ...wire import FrameReader, WireError, framed
 from ..common import read_message
 from . import he
 from .messages import (
+    HEAD_LIMIT,
     DistanceChunk,
-    DistanceRequest,
     GalleryInfo,
     GalleryRequest,
-    OTReady,
-    OTSetup,
     Query,
-    RevealRound,
+    RoundHead,
     Started,
+    read_round,
+    round_bytes,
+    round_frames,
 )
 from .params import WIRE_BYTES
 from .reveal import reveal_cs
@@ -47,17 +52,19 @@ from .reveal import reveal_cs
 PROTOCOL = "cryptomask"
 CHUNK_BYTES = 3 << 20
 """Residue bytes per ``DistanceChunk`` at most (modulus-switched: WIRE_BYTES per coefficient, N + δ per ciphertext)."""
-REVEAL_BATCH = 1 << 12
-"""Alg. 3 entries per batch over HTTP: the verifier's largest message (its ROTs) is 528 B per entry, 2.1 MiB."""
+ROUND_BYTES_PER_ENTRY, ROUND_BYTES_FIXED = 560, 1 << 20
+"""A bound on any Alg. 3 message for a batch of m entries: ``ROUND_BYTES_PER_ENTRY``·m + ``ROUND_BYTES_FIXED`` (the
+verifier's largest, its ROTs, is 528 B per entry; ``max_round_bytes``)."""
 MAX_SESSIONS, MAX_PER_CALLER = 8, 2
 """Identifications open at the CS at once (a session holds 1.2 MB of rows, then d_0: 8 B per template, 8 MB at
-2^20), and per caller (the service's client identity: API key id, else client address), so that one caller
-cannot hold every slot."""
+2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages and
+OT-extension keys, ≈ 1 kB per template at its peak, as in process), and per caller (the service's client identity:
+API key id, else client address), so that one caller cannot hold every slot."""
 IDLE_TTL, MAX_AGE = 120.0, 3600.0
 """A session ends ``IDLE_TTL`` s after its last successful step (a silent verifier frees its slot within two
-minutes; an honest one waits for one answer and one chunk's worth of its own work between steps) and ``MAX_AGE``
-s after it started whatever it does (2^20 over HTTP: 537 distance chunks and 1 285 reveal rounds, ≈ 90 s of
-compute in process, so an hour covers a heavily loaded machine). A step being computed never expires."""
+minutes; an honest one waits for one answer and its own work on it between steps; every distance chunk sent counts
+as a step) and ``MAX_AGE`` s after it started whatever it does (2^20: ≈ 90 s of compute in process, so an hour
+covers a heavily loaded machine). A step being computed never expires."""
 _ENDED = 64
 """Expired session ids remembered, so that their next step hears "expired" rather than "unknown"."""
 
@@ -71,6 +78,11 @@ class TooManySessions(ProtocolError):
         self.per_caller, self.retry_after = per_caller, retry_after
 
 
+def max_round_bytes(entries: int) -> int:
+    """A bound on the body of any Alg. 3 round (either way) for one batch of ``entries`` (``ROUND_BYTES_…``)."""
+    return ROUND_BYTES_PER_ENTRY * (-(-entries // 64) * 64) + ROUND_BYTES_FIXED
+
+
 def chunk_ciphertexts(basis, delta: int) -> int:
     """Ciphertexts per ``DistanceChunk`` so that c_1 and c_0 stay under ``CHUNK_BYTES``."""
     return max(1, CHUNK_BYTES // (WIRE_BYTES * (basis.n + delta)))
@@ -79,7 +91,7 @@ def chunk_ciphertexts(basis, delta: int) -> int:
 @dataclass
 class CSSession:
     """One identification at the CS: the switched query rows until every chunk is sent, the CS's shares d_0
-    (one array per chunk, then inside Alg. 3's CS side)."""
+    (one array per chunk, then inside Alg. 3's CS side, ``party``, started once every chunk is sent)."""
 
     rows: np.ndarray | None
     ot: IKNPSender
@@ -87,7 +99,6 @@ class CSSession:
     deadline: float  # MAX_AGE after the start
     caller: str | None = None
     d0: list = field(default_factory=list)
-    next_chunk: int = 0
     party: Party | None = None
     round: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -95,15 +106,21 @@ class CSSession:
 
 
 class CloudServerRole:
-    """The CS's steps, each bytes → message: ``gallery``, ``start`` (Query → Started), ``distances``, ``ot``,
-    ``reveal``. ``cs`` is a loaded ``he.CloudServer`` with k_sw; ``info`` what ``gallery`` answers."""
+    """The CS's steps: ``gallery`` (bytes → GalleryInfo), ``start`` (Query → a frame stream: Started, the distance
+    chunks), ``admit_round`` (a round's head → its body's exact size) and ``reveal`` (one Alg. 3 round → a frame
+    stream). ``cs`` is a loaded ``he.CloudServer`` with k_sw; ``info`` what ``gallery`` answers. ``batch``: Alg. 3
+    entries per batch (None: every entry in one, so the rounds do not grow with the gallery; tests set less)."""
 
     def __init__(self, cs: he.CloudServer, pk_bytes: bytes, *, insecure_test_params: bool, clock=time.monotonic,
-                 chunk: int | None = None, batch: int = REVEAL_BATCH) -> None:
-        self.cs, self.clock, self.batch = cs, clock, batch
+                 chunk: int | None = None, batch: int | None = None) -> None:
+        self.cs, self.clock = cs, clock
+        self.batch = batch or max(64, -(-cs.count // 64) * 64)
         self.chunk = chunk or chunk_ciphertexts(cs.basis, cs.delta)
-        self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, batch, insecure_test_params, pk_bytes)
+        self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, self.batch, insecure_test_params,
+                                pk_bytes)
         self.query_bytes = 4 * 2 * cs.basis.L * 2 * cs.basis.L * cs.n
+        self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
+        """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
         self._sessions: dict[bytes, CSSession] = {}
         self._ended: OrderedDict[bytes, str] = OrderedDict()  # expired id → why, the last _ENDED
         self._lock = threading.Lock()
@@ -133,14 +150,7 @@ class CloudServerRole:
         ``IDLE_TTL`` from now (at most its ``deadline``), one that raises leaves it as it was. Another caller's
         session is "unknown", as a made-up id is."""
         with self._lock:
-            self._expire()
-            s = self._sessions.get(sid)
-            if s is not None and s.caller != caller:
-                raise ProtocolError("unknown cryptomask session: start the identification again")
-            if s is None:
-                why = self._ended.get(sid)
-                raise ProtocolError(f"cryptomask session expired ({why}): start the identification again" if why
-                                    else "unknown cryptomask session: start the identification again")
+            s = self._lookup(sid, caller)
             s.busy += 1
         try:
             with s.lock:
@@ -167,9 +177,26 @@ class CloudServerRole:
         read_message(GalleryRequest, body)
         return self.info
 
-    def start(self, body, caller: str | None = None) -> Started:
+    def _lookup(self, sid: bytes, caller: str | None) -> CSSession:
+        """The live session ``sid`` of ``caller`` (with the role's lock held, expired ones dropped)."""
+        self._expire()
+        s = self._sessions.get(sid)
+        if s is not None and s.caller != caller:
+            s = None  # another caller's session is "unknown", as a made-up id is
+        if s is None:
+            why = self._ended.get(sid)
+            raise ProtocolError(f"cryptomask session expired ({why}): start the identification again" if why
+                                else "unknown cryptomask session: start the identification again")
+        return s
+
+    def _end(self, sid: bytes) -> None:
+        with self._lock:
+            self._sessions.pop(sid, None)
+
+    def start(self, body, caller: str | None = None) -> Iterator[bytes]:
         """Alg. 2 line 4: the query rows, checked and switched to sk_v, are kept in a new session of ``caller``
-        (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``)."""
+        (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``). → the answer's frames:
+        ``Started``, then each ``DistanceChunk`` (``_distances``), computed as the previous one is sent."""
         raw = read_message(Query, body).rows
         if len(raw) != self.query_bytes:
             raise ProtocolError(f"Query: {len(raw)} bytes of gadget rows, expected {self.query_bytes}")
@@ -184,53 +211,81 @@ class CloudServerRole:
             self._check_room(caller)  # again: others may have started meanwhile
             now = self.clock()
             self._sessions[sid] = CSSession(switched, ot, now + IDLE_TTL, now + MAX_AGE, caller)
-        return Started(sid, ot.setup_request())
+        return self._distances(sid, caller, framed(Started(sid, ot.setup_request()).to_bytes()))
 
-    def distances(self, body, caller: str | None = None) -> DistanceChunk:
-        """Alg. 2 lines 5–11 for the chunk's ciphertexts: (c_1, masked c_0) out, their d_0 kept."""
-        req = read_message(DistanceRequest, body)
-        with self._step(req.session, caller) as s:
-            if s.rows is None or req.index != s.next_chunk:
-                raise ProtocolError(f"DistanceRequest: chunk {req.index} out of order "
-                                    f"(next: {'none, all fetched' if s.rows is None else s.next_chunk})")
-            lo, hi = req.index * self.chunk, min(self.cs.ciphertexts, (req.index + 1) * self.chunk)
-            msg, d0 = self.cs.distances_of(s.rows, lo, hi)
-            s.d0.append(d0)
-            s.next_chunk += 1
-            if hi == self.cs.ciphertexts:
-                s.rows, s.d0 = None, [np.concatenate(s.d0)]  # all sent: only d_0 stays
-        return DistanceChunk(req.session, req.index, he.to_wire(msg.c1), he.to_wire(msg.c0))
+    def _distances(self, sid: bytes, caller: str | None, started: bytes) -> Iterator[bytes]:
+        """Alg. 2 lines 5–11 chunk by chunk, each a step of the session (its expiry pushed): (c_1, masked c_0) out,
+        d_0 kept; after the last, Alg. 3's CS side starts (it waits for the verifier's round 0). A stream closed
+        before its end (the verifier went away or stalled) ends the session."""
+        done = False
+        try:
+            yield started
+            for i in range(self.chunks):
+                with self._step(sid, caller) as s:
+                    lo, hi = i * self.chunk, min(self.cs.ciphertexts, (i + 1) * self.chunk)
+                    msg, d0 = self.cs.distances_of(s.rows, lo, hi)
+                    s.d0.append(d0)
+                    if hi == self.cs.ciphertexts:  # all sent: only d_0 stays, in Alg. 3's CS side
+                        s.rows, d0_all, s.d0 = None, np.concatenate(s.d0), []
+                        s.party = Party(reveal_cs(s.ot, d0_all, Wire(), self.batch), "Alg. 3 (verifier's message)")
+                        s.party.start()
+                chunk = DistanceChunk(sid, i, he.to_wire(msg.c1), he.to_wire(msg.c0)).to_bytes()
+                del msg
+                yield framed(chunk)
+            done = True
+        finally:
+            if not done:
+                self._end(sid)
 
-    def ot(self, body, caller: str | None = None) -> OTReady:
-        msg = read_message(OTSetup, body)
-        with self._step(msg.session, caller) as s:
-            if s.rows is not None or s.party is not None:
-                raise ProtocolError("OTSetup out of order: fetch every distance chunk first, once")
+    def admit_round(self, head_frame: bytes, caller: str | None = None) -> int:
+        """A round's head, checked against its session before the rest of the body is read (nothing changes):
+        → the exact size its body must have. ProtocolError for another caller's or an unknown session, a round out
+        of order, part sizes other than Alg. 3 waits for, or a base-OT response outside round 0."""
+        head = read_message(RoundHead, head_frame)
+        with self._lock:
+            s = self._lookup(head.session, caller)
+            self._check_head(s, head)
+        return round_bytes(len(head_frame), head.sizes)
+
+    def _check_head(self, s: CSSession, head: RoundHead) -> None:
+        if s.party is None or s.party.done:
+            raise ProtocolError("RoundHead out of order: read every distance chunk first")
+        if head.round != s.round:
+            raise ProtocolError(f"RoundHead {head.round} out of order (expected {s.round})")
+        if bool(head.ot) != (head.round == 0):
+            raise ProtocolError("RoundHead: the base-OT response comes with round 0, and only there")
+        sizes = [p.nbytes for p in s.party.expect]
+        if list(head.sizes) != sizes:
+            raise ProtocolError(f"RoundHead: {len(head.sizes)} parts of {sum(head.sizes)} bytes, expected "
+                                f"{len(sizes)} of {sum(sizes)}")
+
+    def reveal(self, body, caller: str | None = None) -> Iterator[bytes]:
+        """One Alg. 3 round: the verifier's message in (its head, then its parts in pieces; round 0 also finishes the
+        base OTs), the CS's out as frames; the session ends with μ_0."""
+        reader = FrameReader(io.BytesIO(body).read)
+        try:
+            head = read_message(RoundHead, reader.frame(HEAD_LIMIT))
+        except WireError as e:
+            raise ProtocolError(f"RoundHead: {e}") from None
+        with self._step(head.session, caller) as s:
+            self._check_head(s, head)
+            parts = read_round(reader, head, head.sizes)
             try:
-                if OTResponse.from_bytes(msg.response).message_bytes != 16:  # before the base OTs are used up
-                    raise ProtocolError("OTSetup: the base-OT seeds must be 16 bytes")
-                s.ot.setup_finish(msg.response)
-            except (CryptoError, ValueError) as e:
-                raise ProtocolError(f"OTSetup: {e}") from None
-            s.party = Party(reveal_cs(s.ot, s.d0[0], Wire(), self.batch), "Alg. 3 (verifier's message)")
-            s.party.start()
-        return OTReady(msg.session)
-
-    def reveal(self, body, caller: str | None = None) -> RevealRound:
-        """One Alg. 3 round: the verifier's parts in, the CS's parts out; the session ends with μ_0."""
-        msg = read_message(RevealRound, body)
-        with self._step(msg.session, caller) as s:
-            if s.party is None or s.party.done:
-                raise ProtocolError("RevealRound out of order: the base OTs first")
-            if msg.round != s.round:
-                raise ProtocolError(f"RevealRound {msg.round} out of order (expected {s.round})")
-            try:
-                out = s.party.step(msg.parts)  # parts checked before the CS side sees them
-            except CryptoError as e:
+                reader.end()
+            except WireError as e:
                 raise ProtocolError(str(e)) from None
+            try:
+                check(parts, s.party.expect, s.party.what)  # before the base OTs are used up
+                if head.round == 0:
+                    if OTResponse.from_bytes(head.ot).message_bytes != 16:
+                        raise ProtocolError("RoundHead: the base-OT seeds must be 16 bytes")
+                    s.ot.setup_finish(head.ot)
+                out = s.party.step(parts)
+            except (CryptoError, ValueError) as e:
+                raise ProtocolError(f"Alg. 3 round {head.round}: {e}") from None
             s.round += 1
             done = s.party.done
         if done:
-            with self._lock:
-                self._sessions.pop(msg.session, None)
-        return RevealRound(msg.session, msg.round, [p.tobytes() for p in out])
+            self._end(head.session)
+        reply = RoundHead(head.session, head.round, b"", [int(p.size) for p in out])
+        return round_frames(reply, out)[1]

@@ -1,36 +1,44 @@
 """Seed 001's Cloud Server as a ``privface.service.base.ProtocolService`` (protocol ``cryptomask``, role ``cs``) over a
 persisted gallery (``privface gallery enrol --scheme cryptomask``): it holds pk, k_sw and the gallery, never sk
 or sk_v. The verifier (``remote.VerifierClient``, ``privface identify --protocol cryptomask --server``) is its
-client. Steps (scope ``verify``), each one wire message in and one out, all without an HTTP session: the
-identification's own session id travels in the messages (``server``), so a bad message (400) leaves it usable.
+client. Steps (scope ``verify``), one HTTP exchange per logical message of the protocol, so an identification takes
+the same number of exchanges at every gallery size (1 + 1 + Alg. 3's 10 rounds, ``gallery`` once per client), all
+without an HTTP session: the identification's own session id travels in the messages (``server``), so a bad
+message (400) leaves it usable. Large bodies are frame streams (``wire.framed``), written and read frame by frame.
 A new identification beyond the caller's share (``server.MAX_PER_CALLER``) gets 429 with Retry-After, beyond the
 CS's (``server.MAX_SESSIONS``) 503, as the service answers too many requests from one client / too many sessions.
 
-    ``gallery``               GalleryRequest → GalleryInfo  (pk and layout)
-    ``identify/start``        Query → Started               (Alg. 2: distances computed, d_0 kept; base-OT request)
-    ``identify/distances``    DistanceRequest → DistanceChunk   (chunks 0, 1, … in order)
-    ``identify/ot``           OTSetup → OTReady
-    ``identify/reveal``       RevealRound → RevealRound     (Alg. 3, rounds 0, 1, …; the last carries μ_0)
+    ``gallery``           GalleryRequest → GalleryInfo    (pk and layout)
+    ``identify/start``    Query → Started, DistanceChunk 0, 1, …   (Alg. 2; one streamed response: each chunk
+                          computed while the previous one is sent; Started carries the base-OT request)
+    ``identify/reveal``   RoundHead, RoundPiece… → RoundHead, RoundPiece…   (Alg. 3 in one batch, rounds 0, 1, …;
+                          round 0's head carries the base-OT response; the last answer carries μ_0)
+
+Size limits come from the gallery the CS serves: ``identify/start`` exactly one query; ``identify/reveal`` the
+largest round this gallery's Alg. 3 has (``server.max_round_bytes``) — and before anything past its head is read,
+the head is checked against the caller's session (``stream_heads``/``admit``), which gives the exact size the body
+must have, so a caller with a valid key cannot make the CS buffer more than its own next round.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
+from ...protocols.cryptomask.messages import HEAD_LIMIT
 from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, TooManySessions
 from ...store.base import TemplateStore
-from ...wire import MAX_MESSAGE_BYTES, WireError
+from ...wire import WireError
 from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
 
-STEPS = {"gallery": "gallery", "identify/start": "start", "identify/distances": "distances", "identify/ot": "ot",
-         "identify/reveal": "reveal"}
+STEPS = {"gallery": "gallery", "identify/start": "start", "identify/reveal": "reveal"}
 SCOPES = {step: "verify" for step in STEPS}
 """The API-key scope each step needs (service/auth.py): a verifier identifies with ``verify``."""
 
 
 class CryptoMaskService:
     """Options: ``role`` ("cs"), ``gallery_url`` (the gallery store, required), ``gallery_name``; for tests
-    ``chunk`` (ciphertexts per DistanceChunk) and ``batch`` (Alg. 3 entries per batch, a multiple of 64)."""
+    ``chunk`` (ciphertexts per DistanceChunk) and ``batch`` (Alg. 3 entries per batch, a multiple of 64; default:
+    one batch over the whole gallery)."""
 
     name = PROTOCOL
     scopes = SCOPES
@@ -45,13 +53,24 @@ class CryptoMaskService:
         from ...scale.cryptomask_gallery import CMGallery
 
         gallery = CMGallery(gallery_url, gallery_name)  # GalleryError (exit 2) if damaged
-        options = {} if batch is None else {"batch": batch}
         self.role, self.store = role, store
         self.party = CloudServerRole(gallery.cloud_server(), gallery.pk_bytes,
-                                     insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk, **options)
+                                     insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
+                                     batch=batch)
         self.steps = self.first_steps = tuple(STEPS)
         self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
-                         "identify/distances": 1024, "identify/ot": 16384, "identify/reveal": MAX_MESSAGE_BYTES}
+                         "identify/reveal": self.party.round_limit}
+        self.stream_heads = {"identify/reveal": HEAD_LIMIT}
+        """Steps whose body is a frame stream checked by ``admit`` once its first frame (at most this many bytes) is
+        read (service/app.py)."""
+
+    def admit(self, step: str, head: bytes, caller: Caller | None = None) -> int:
+        """The exact body size of a round whose head frame is ``head`` (MessageError if the head does not fit the
+        caller's session); nothing changes."""
+        try:
+            return self.party.admit_round(head, caller and caller.id)
+        except (WireError, ProtocolError) as e:
+            raise MessageError(str(e)) from None
 
     def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
         if step not in STEPS:
@@ -65,4 +84,6 @@ class CryptoMaskService:
             raise LimitError(str(e), e.retry_after) if e.per_caller else SessionLimitError(str(e)) from None
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
             raise MessageError(str(e)) from None
-        return StepResult(reply.to_bytes())
+        if step == "gallery":
+            return StepResult(reply.to_bytes())
+        return StepResult(b"", stream=reply)
