@@ -1,4 +1,4 @@
-# privface — the only entry points: make install | demo | test | lint
+# privface — the only entry points: make install | demo | test | lint | docs
 VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
@@ -12,7 +12,7 @@ NATIVE_SRC := native/build.rs native/Cargo.toml native/Cargo.lock native/pyproje
               $(shell find native/src -type f 2>/dev/null)
 NATIVE_STAMP := $(VENV)/.privface-native-installed
 
-.PHONY: install native demo test lint clean
+.PHONY: install native demo test lint docs clean
 
 install: $(STAMP) $(NATIVE_STAMP) web
 
@@ -33,7 +33,7 @@ $(WEBAPP): $(WEB_DEPS) $(shell find web/src web/test web/static -type f 2>/dev/n
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
 demo: install
@@ -62,6 +62,11 @@ lint: install
 	$(VENV)/bin/ruff check src tests fuzz
 	$(VENV)/bin/mypy
 
+# The documentation site (mkdocs.yml, docs/) into site/; --strict: any warning (a broken link, an unknown generated
+# block, a docstring mkdocstrings cannot read) fails the build. Generated pages run the code (docs/hooks/generate.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) build dist native/target src/*.egg-info .pytest_cache .ruff_cache .mypy_cache \
+	rm -rf $(VENV) build dist site native/target src/*.egg-info .pytest_cache .ruff_cache .mypy_cache \
 		web/node_modules web/dist-test src/privface/service/webapp

@@ -1,5 +1,5 @@
 """`privface bench load` (issue 8 §5): concurrent full im2020 authentications against a `privface serve` child
-process over loopback HTTP (API keys on). Toy keys here; the README figure is the 112-bit run."""
+process over loopback HTTP (API keys on). Toy keys here; the figure in docs/lab-notes.md is the 112-bit run."""
 import json
 
 from privface.bench.load import KEYS, bench_load

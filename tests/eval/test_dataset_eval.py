@@ -1,7 +1,7 @@
 """Accuracy on the real datasets (slow: CI runs them with --runslow).
 
-The bounds are regression guards set just above what this pipeline measures (see the README's
-accuracy table). ORL: all 400 images of the corrected copy (40 Olivetti subjects) at or below seed 000's
+The bounds are regression guards set just above what this pipeline measures (see the accuracy
+table in docs/lab-notes.md). ORL: all 400 images of the corrected copy (40 Olivetti subjects) at or below seed 000's
 0.37 % EER; LFW-grey: the 10-fold accuracy measured on this greyscale copy.
 """
 import json

@@ -1,6 +1,6 @@
 """Encrypted 1:N identification on LFW vs plaintext (issue 7 goal: idface rank-1 loss ≤ 1 percentage
 point — met at d = 128 with the tight-frame lift into D = 2048, the eval's default; without it T_85/T_85
-loses ~9 points, see the README).
+loses ~9 points, see docs/protocols/idface.md).
 
 Slow (CI runs it with --runslow): a fixed seeded subset of LFW's evaluation part — the whole gallery (one image
 of each of its 1 370 identities with ≥ 2 images) and a seeded 2 000 mated + 2 000 non-mated probes — through the
@@ -38,7 +38,8 @@ def test_lfw_split(idface):
 
 
 def test_idface_keeps_the_transformed_answer_and_its_measured_rank1(idface):
-    """Regression guard at the measured level (README: lifted to D = 2048, rank-1 0.8965 vs plaintext 0.897)."""
+    """Regression guard at the measured level (docs/protocols/idface.md: lifted to D = 2048, rank-1 0.8965 vs
+    plaintext 0.897)."""
     assert idface["centring"].startswith("shipped (orl") and (idface["alpha"], idface["beta"]) == (1365, 1365)
     assert (idface["lift"], idface["lift_seed"]) == (2048, 3)
     assert idface["rank1_plaintext"] >= 0.88, idface["rank1_plaintext"]
@@ -60,7 +61,7 @@ def test_idface_loses_at_most_one_point_of_rank1(idface):
 
 
 def test_idface_unlifted_loses_several_points(data_root):
-    """Why the lift is the default for d = 128 (README: T_85/T_85 rank-1 0.803, 9.4 points lost)."""
+    """Why the lift is the default for d = 128 (docs/protocols/idface.md: T_85/T_85 rank-1 0.803, 9.4 points lost)."""
     raw = lfw(data_root, "--protocol", "idface", "--lift", "0")
     assert raw["lift"] is None and (raw["alpha"], raw["beta"]) == (85, 85) and raw["mismatches_transformed"] == 0
     assert 5 <= raw["accuracy_loss_pp"] <= 11, raw["accuracy_loss_pp"]

@@ -109,7 +109,7 @@ def bench_schemes(schemes: list[str], n: int, dim: int, *, threads: int | None =
 def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, repeat: int = 5,
                    insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False,
                    threads: int | None = None) -> dict:
-    """One JSON row (README: `privface bench identify`)."""
+    """One JSON row (docs/protocols/idface.md: `privface bench identify`)."""
     if scheme not in SCHEMES:
         raise PrivfaceError(f"--scheme must be one of {SCHEMES}")
     if n < 1 or dim < 1 or repeat < 1 or (threads is not None and threads < 1):

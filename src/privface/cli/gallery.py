@@ -23,7 +23,7 @@ def cmd_gallery_enrol(a) -> int:
               file=sys.stderr)
     source = open_source(a.inputs, lambda: make_backend(**backend_spec(a)))
     centring, lift = a.centring, a.lift
-    if a.scheme.startswith("idface"):  # the eval's defaults: centred and, for d = 128, lifted (README accuracy)
+    if a.scheme.startswith("idface"):  # the eval's defaults: centred and, for d = 128, lifted (accuracy: docs)
         from ..eval.identify_eval import DEFAULT_LIFT
 
         centring = centring or "shipped"

@@ -134,7 +134,7 @@ def _shutdown(signum, frame):
 
 
 def _serve_ops_args(s) -> None:
-    """Limits and operations of `privface serve` (issue 8 §2, §6; README "Running the service")."""
+    """Limits and operations of `privface serve` (issue 8 §2, §6; docs/operations.md "Running the service")."""
     s.add_argument("--config", metavar="TOML", help="read serve options from this TOML file (keys: option names); "
                    "$PRIVFACE_<OPTION> overrides it, the command line overrides both")
     s.add_argument("--log-format", default="json", choices=["json", "text"], help="stderr log lines (default json)")

@@ -1,4 +1,4 @@
-"""Crypto core: schemes only, no protocol logic (DESIGN.md). This part is the additively homomorphic half:
+"""Crypto core: schemes only, no protocol logic (docs/architecture.md). This part is the additively homomorphic half:
 
 * ``paillier`` — Paillier (seed 004 §2.1) with CRT decryption, owner encryption and r^N pools;
 * ``joye_libert`` — Joye–Libert LHE over Z_{2^k} (the base scheme of seed 000), ``JL_112`` / ``JL_128``;

@@ -41,7 +41,7 @@ from .garble import (
 )
 from .ot import MODP_2048, OTGroup, OTReceiver, OTRequest, OTResponse, OTSender
 
-#: Who learns what, as data for the protocols that use this comparison (DESIGN.md).
+#: Who learns what, as data for the protocols that use this comparison (docs/architecture.md).
 SECURITY = {
     "garbler": "honest-but-curious (the server)",
     "evaluator": "malicious (the client): OT secure against a malicious receiver, garbler keeps the decoding",

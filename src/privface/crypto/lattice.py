@@ -52,7 +52,7 @@ _SEC_LEVELS = ((256, sealapi.SEC_LEVEL_TYPE.TC256), (192, sealapi.SEC_LEVEL_TYPE
 #: Largest ‖x‖₂ a CKKS template/probe may have (keeps Δ²·‖a − b‖² far below the last prime).
 CKKS_MAX_NORM = 4.0
 #: Documented absolute error bound of a decrypted CKKS distance (‖x‖ ≤ 4, d ≤ 4094, CKKS_128), with a margin over
-#: the worst error measured (README). ``flood`` scales its noise by it.
+#: the worst error measured (docs/crypto.md). ``flood`` scales its noise by it.
 CKKS_DISTANCE_ERROR = 2.0 ** -34
 
 

@@ -38,7 +38,7 @@ from .embed import embed_paths
 PROTOCOLS = ("idface", "hers")
 CENTRINGS = ("shipped", "gallery", "none")
 #: idface's default lift dimension D per template dimension d (``lift`` = 0 turns it off): d = 128 (dlib)
-#: meets the ≤ 1 point rank-1 goal on LFW only lifted (README).
+#: meets the ≤ 1 point rank-1 goal on LFW only lifted (docs/protocols/idface.md).
 DEFAULT_LIFT = {128: 2048}
 FPIR_TARGETS = (1e-2, 1e-3)
 
@@ -188,7 +188,7 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
                             beta: int | None = None, centring: str = "shipped", lift: int | None = None, cache=True,
                             workers: int | None = None, probes: int | None = None, progress: bool = False,
                             insecure_test_params: bool = False, seed: int = 0) -> dict:
-    """One JSON object (README: `privface eval --protocol idface|hers`). ``probes``: a seeded sample of at most
+    """One JSON object (docs: `privface eval --protocol idface|hers`). ``probes``: a seeded sample of at most
     that many mated and that many non-mated probes instead of all. ``lift``: idface's lift dimension D, None
     for ``DEFAULT_LIFT`` of the template dimension, 0 for none."""
     from ..protocols.hers import LocalServer

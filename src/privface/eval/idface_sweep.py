@@ -1,4 +1,4 @@
-"""Plaintext sweep behind the README's idface LFW tables: rank-1 of ⟨T_α(x), T_β(y)⟩ (the answer the encrypted
+"""Plaintext sweep behind the docs' idface LFW tables: rank-1 of ⟨T_α(x), T_β(y)⟩ (the answer the encrypted
 IDFace run returns exactly, ``mismatches_transformed`` = 0) for centrings × (α, β), and the tight-frame lift.
 
 ``python -m privface.eval.idface_sweep [--probes 2000 | --probes 0] [--lift D …] [--pairs α,β …]`` — the same

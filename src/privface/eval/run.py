@@ -48,7 +48,7 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
              workers: int | None = None, progress: bool = False, report: str | Path | None = None,
              pairs: int | None = None, protocol_params=None, checkpoint: str | Path | None = "auto",
              variant: str = "pi1") -> dict:
-    """Verification figures for `ds` under backend `spec`; keys as documented in the README.
+    """Verification figures for `ds` under backend `spec`; keys as documented in docs/cli.md (JSON keys).
 
     protocol "plain" scores the quantized templates in the clear; "im2020" runs every pair (or a
     sample of ``pairs`` of them, half genuine) through the encrypted protocol (``im2020_eval``) and

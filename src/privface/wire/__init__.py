@@ -1,4 +1,4 @@
-"""One versioned binary codec for every protocol message (DESIGN.md "wire/").
+"""One versioned binary codec for every protocol message (docs/architecture.md, "The wire format").
 
 The format is defined by the language-neutral ``schema.json`` next to this file; ``codec`` encodes and
 decodes by reading it. Protocol messages are dataclasses deriving from ``Message``.

@@ -26,7 +26,7 @@ from ...templates.fixed_norm import zeta
 
 VARIANTS = ("pi1", "pi2", "pi3")
 PAILLIER_BITS = 3072
-"""§9: "a security level analogous to 3072 bit RSA" (128-bit, DESIGN.md ≥ 112)."""
+"""§9: "a security level analogous to 3072 bit RSA" (128-bit, docs/architecture.md: ≥ 112)."""
 TOY_PAILLIER_BITS = 1024
 """Tests only (``insecure_test_params``)."""
 LAMBDA = 40

@@ -7,7 +7,7 @@ noise.
 
 Precision (``HERS_ERROR``). The decrypted score approximates ⟨x, ŷ⟩ with ŷ_j = round(2^20·y_j)/2^20 (|y_j − ŷ_j|
 ≤ 2^−21, so |⟨x, y⟩ − ⟨x, ŷ⟩| ≤ 2^−21·‖x‖₁ ≤ 2^−21·√d); the CKKS error (fresh noise ≈ 2^16 in a slot at scale
-Δ_x, weighted by Δ_y·y_j) adds about 2^−19 (the measured worst case is in the README). ``HERS_ERROR`` = 2^−16
+Δ_x, weighted by Δ_y·y_j) adds about 2^−19 (measured worst case: docs, idface page). ``HERS_ERROR`` = 2^−16
 is the bound the tests assert (decisions closer than that to τ or to the runner-up may differ from plaintext).
 """
 from __future__ import annotations

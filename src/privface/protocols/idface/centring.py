@@ -3,7 +3,7 @@
 Seed 003 §4.1 assumes templates spread over the hypersphere S^{d−1}, so that the top-α components and their
 signs differ between faces. dlib's ResNet-128 embeddings do not: they share a common offset μ (‖μ‖ ≈ 1.31
 for embeddings of norm ≈ 1.5, measured on ORL), so the α largest |x_i| and their signs nearly coincide for
-every face and ⟨T_α(x), T_β(y)⟩ hardly separates identities (LFW/ORL figures in the README). Subtracting a
+every face and ⟨T_α(x), T_β(y)⟩ hardly separates identities (LFW/ORL figures in docs/protocols/idface.md). Subtracting a
 mean estimated from data disjoint from the gallery and the probes, then renormalising, restores the spread.
 
 The mean is fixed before anything is encrypted (T_α runs inside ENC_DB), the same for enrolment and

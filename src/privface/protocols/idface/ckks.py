@@ -12,7 +12,7 @@ Precision (verified, not assumed): coefficient packing reads the decrypted polyn
 Δ·v + e mod q₀ exactly (no CKKS canonical-embedding rounding, which would cap exact integers near 2^45 in
 double precision). SEAL's public-key encryption error is small: tests assert that the worst |e| of a sum of 512
 fresh encryptions is ≤ 2^12 (``NOISE_BOUND``) and of the lift's β = 1365 sums (D = 2048, ``lift.py``) ≤ 2^12.5
-(``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13 (measured values: README). Δ = 2^14 > 2·2^12.5 rounds it away, and
+(``LIFT_NOISE_BOUND``), still below Δ/2 = 2^13 (measured: docs, idface page). Δ = 2^14 > 2·2^12.5 rounds it away, and
 v < p^m ≤ 2^44 keeps Δ·v + e < 2^58 < q₀/2. So 44 payload bits
 (the paper keeps 50 of a 61-bit slot with HEaaN): m = 7 / 6 / 5 for β = 63 / 127 / 341 at d = 512
 (p = 64 / 128 / 342) and 11 / 8 / 6 for β = 15 / 31 / 85 at d = 128, over n = 8192 coefficients —

@@ -2,7 +2,7 @@
 
 **Our addition, not seed 003.** Seed 003 §4.1 bounds the error of ⟨T_α(x), T_β(y)⟩ against cos θ for templates
 spread over S^{d−1}, and its < 1 % losses are for 512-D AdaFace templates. At d = 128 (dlib-resnet128) the
-ternary transform keeps too few signs: centred LFW templates lose ~7–9 points of rank-1 (README). Lifting the
+ternary transform keeps too few signs: centred LFW templates lose ~7–9 points of rank-1 (docs, idface page). Lifting the
 (centred) template into D > d dimensions before T_α spreads its energy over D coordinates, so the sign pattern
 of the α = ⌊2D/3⌋ largest keeps far more of the angle: the quantisation error of the ternary transform is spread
 over D coordinates. Inner products — hence the plaintext cosine and the identities' geometry — are preserved

@@ -4,7 +4,7 @@ Parameter sets (``IDFaceParams``): d = 512 — α = 341 and β ∈ {63, 127, 341
 same ratios: α = ⌊128·341/512⌋ = 85 (≈ 2d/3) and β = 2^{k−2} − 1 for the paper's 2^k − 1 (63 → 15, 127 → 31)
 plus β = α = 85, so p = β + 1 keeps a whole number of bits as at d = 512. D = 1024 / 2048 — the dimensions of
 the tight-frame lift (``lift.py``, our addition for 128-D embeddings): α = ⌊2D/3⌋ = 682 / 1365, β ∈ {α, 511 /
-1023, 341 / 682}, chosen by the LFW sweep (``eval/idface_sweep.py``, README); the default β is α (the most
+1023, 341 / 682}, chosen by the LFW sweep (``eval/idface_sweep.py``, docs: idface page); the default β is α (the most
 accurate; the lift exists for accuracy).
 
 Base p. ct⁺ = ⟨z⁺, x⁺⟩ + ⟨z⁻, x⁻⟩ and ct⁻ = ⟨z⁺, x⁻⟩ + ⟨z⁻, x⁺⟩ are counts of at most min(α, β) positions,
