@@ -18,7 +18,7 @@ Alg. 1 produced them, and ``CloudServer.load`` recomputes the digits once per pr
 blocks only). Why: a third of the storage (seed 001 Table 1 compares memory), enrolment computes no NTT, and the
 merge of Alg. 1 line 7 is one addition on the stored form. The price is load time — the NTT of every ciphertext,
 far more than reading it — paid once by a long-lived CS and split over Ray actors; a one-shot ``privface identify``
-pays it every time (README, cryptomask galleries, has the figures).
+pays it every time (docs/protocols/cryptomask.md, "Persisted galleries and Ray", has the figures).
 
 **Alg. 1 and crash safety.** Templates fill ciphertexts δ at a time and blocks C ciphertexts at a time, in order,
 so every block but the last is full. An enrolment call appends a *batch* (a source's ids): the DP encrypts with

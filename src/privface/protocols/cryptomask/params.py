@@ -5,7 +5,7 @@ Z_{2^20} that Alg. 3's shares live in, §3.3). log q = 109 is the HE standard's 
 security at N = 4096 with a ternary secret (Albrecht et al. 2018, Tab. 1; SEAL's ``CoeffModulus.MaxBitCount``),
 the same total as the paper's 60 + 49. The primes stay below 2^28 so the numpy arithmetic (``crypto.rlwe``) is
 exact in uint64; the noise after the external product and key switching stays far below Δ/2 = q/2t ≈ 2^60
-(the tests decrypt every distance exactly; measured noise: README).
+(the tests decrypt every distance exactly; measured noise: docs/protocols/cryptomask.md).
 """
 from __future__ import annotations
 
