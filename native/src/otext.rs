@@ -136,27 +136,27 @@ fn ctr_fill(aes: &Aes128, pos: u64, row: &mut [u8]) {
     }
 }
 
-const MASKS: [(u32, u64); 6] = [
-    (32, 0x0000_0000_FFFF_FFFF),
-    (16, 0x0000_FFFF_0000_FFFF),
-    (8, 0x00FF_00FF_00FF_00FF),
-    (4, 0x0F0F_0F0F_0F0F_0F0F),
-    (2, 0x3333_3333_3333_3333),
-    (1, 0x5555_5555_5555_5555),
-];
-
-/// One 64 × 64 bit block (word r = row r, bit c = column c) transposed in place.
-fn transpose64(w: &mut [u64; 64]) {
-    for (j, mask) in MASKS {
-        let j = j as usize;
-        for r in 0..64 {
-            if r & j == 0 {
-                let t = ((w[r] >> j) ^ w[r + j]) & mask;
-                w[r] ^= t << j;
-                w[r + j] ^= t;
-            }
+/// One masked swap round of the 64 × 64 transpose: rows r and r + J (r with bit J clear) exchange their
+/// J-bit groups selected by `mask`.
+#[inline(always)]
+fn swap_round<const J: usize>(w: &mut [u64; 64], mask: u64) {
+    for base in (0..64).step_by(2 * J) {
+        for r in base..base + J {
+            let t = ((w[r] >> J) ^ w[r + J]) & mask;
+            w[r] ^= t << J;
+            w[r + J] ^= t;
         }
     }
+}
+
+/// One 64 × 64 bit block (word r = row r, bit c = column c) transposed in place (Hacker's Delight §7-3).
+fn transpose64(w: &mut [u64; 64]) {
+    swap_round::<32>(w, 0x0000_0000_FFFF_FFFF);
+    swap_round::<16>(w, 0x0000_FFFF_0000_FFFF);
+    swap_round::<8>(w, 0x00FF_00FF_00FF_00FF);
+    swap_round::<4>(w, 0x0F0F_0F0F_0F0F_0F0F);
+    swap_round::<2>(w, 0x3333_3333_3333_3333);
+    swap_round::<1>(w, 0x5555_5555_5555_5555);
 }
 
 /// Column blocks per tile: one 64-byte cache line of every row, read once (rows nb bytes apart, often a
