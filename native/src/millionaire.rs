@@ -1,4 +1,4 @@
-//! The per-entry steps of CrypTFlow2's millionaires' protocol (Rathee et al., CCS 2020, §3 Π_MILL — seed 001
+//! The per-entry steps of CrypTFlow2's millionaires' protocol (Rathee et al., CCS 2020, Π_MILL — seed 001
 //! §2.6 / Alg. 3), of its Beaver bit triples and of ABY's B2A (Demmler et al., NDSS 2015, §III-C), over the
 //! random-OT keys of `otext` — the hot loops of privface/crypto/millionaire.py, which keeps the message order,
 //! the randomness and the tweak bookkeeping.

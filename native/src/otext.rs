@@ -6,7 +6,7 @@
 //! * The κ × m bit matrix transposed to m rows of κ bits, in 64 × 64 blocks (Hacker's Delight §7-3, the same
 //!   six masked swap rounds as before), bits LSB first.
 //! * H = TCCR(x, j) = π(π(x) ⊕ j) ⊕ π(x), π fixed-key AES-128, j as 8 little-endian bytes then 8 zero bytes
-//!   (Guo–Katz–Wang–Yu, S&P 2020, §7.4).
+//!   (Guo–Katz–Wang–Yu, S&P 2020).
 //!
 //! The outputs are byte for byte those of the numpy implementation (tests/helpers/otext_oracle.py), hence
 //! the same wire bytes.
