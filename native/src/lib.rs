@@ -11,6 +11,8 @@ use pyo3::prelude::*;
 pub mod bfv;
 pub mod garble;
 pub mod jl;
+pub mod millionaire;
+pub mod otext;
 
 /// SHA-256 of the crate's sources at build time (see build.rs); the Python wrapper compares it.
 pub const SOURCE_HASH: &str = env!("PRIVFACE_NATIVE_SOURCE_HASH");
@@ -21,5 +23,7 @@ fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     jl::register(m)?;
     garble::register(m)?;
     bfv::register(m)?;
+    otext::register(m)?;
+    millionaire::register(m)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! The thread-count knob: every parallel BFV operation runs on this rayon pool (default: rayon's global pool,
-//! one thread per core; `set_threads(1)` gives the single-threaded setting of seed 001 §5).
+//! The thread-count knob: every parallel BFV operation, and every parallel IKNP or millionaires' step
+//! (`otext`, `millionaire`), runs on this rayon pool (default: rayon's global pool, one thread per core or
+//! RAYON_NUM_THREADS; `set_threads(1)` gives the single-threaded setting of seed 001 §5).
 
 use std::sync::{Arc, RwLock};
 

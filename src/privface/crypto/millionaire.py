@@ -18,6 +18,11 @@ generators over ``exchange.Chan`` (``yield from``), R speaking first. Rounds of 
 R → S the ROT messages u (comparison bits and every tree level's triples); S → R the masked OT messages and
 the triples' corrections; then per tree level R's openings (e, f) → S's openings. B2A: R → S u, S → R D.
 ``millionaire``, ``drelu_shares`` and ``b2a`` run both sides against each other in process (tests).
+
+The generators keep the message order, the random bits and the tweak bookkeeping; every per-entry step (the
+2^w masked leaf messages and their decoding, the triples from the ROT keys, B2A) is one native call over the
+whole batch (native/src/millionaire.rs), releasing the GIL. The numpy steps they replaced are the test oracle
+(tests/helpers/millionaire_oracle.py): the same keys and random bits give the same messages, byte for byte.
 """
 from __future__ import annotations
 
@@ -27,7 +32,8 @@ import numpy as np
 
 from ..errors import CryptoError
 from .exchange import Chan, Part, Wire, bits_part, pack, run_pair, unpack
-from .otext import KAPPA, IKNPReceiver, IKNPSender, tccr
+from .native import ext
+from .otext import KAPPA, IKNPReceiver, IKNPSender
 
 BLOCK_BITS = 4
 MASK32 = np.uint64(0xFFFFFFFF)
@@ -38,10 +44,6 @@ __all__ = ["BLOCK_BITS", "MASK32", "Tweaks", "Wire", "b2a", "b2a_R", "b2a_S", "d
 
 def random_bits(n: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(os.urandom((n + 7) // 8), dtype=np.uint8))[:n]
-
-
-def _bits(k: np.ndarray) -> np.ndarray:
-    return k[..., 0] & np.uint8(1)
 
 
 def u_part(m: int) -> Part:
@@ -60,6 +62,12 @@ class Tweaks:
         out = np.arange(self.next, self.next + n, dtype=np.uint64)
         self.next += n
         return out
+
+    def skip(self, n: int) -> int:
+        """The first of n fresh tweaks (``take(n)`` as its start only)."""
+        first = self.next
+        self.next += n
+        return first
 
 
 def _widths(ell: int) -> list[int]:
@@ -116,7 +124,6 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
     choice = ((x_R[:, None] >> np.arange(ell, dtype=np.uint64)[None]) & np.uint64(1)).astype(np.uint8)
     u, kr = R.extend(choice.ravel())
     ch.send(phase, u)
-    kr = kr.reshape(m, ell, 16)
     pending = []
     for n in sizes:  # the triples' ROTs (R's random a_R, b_R as choices)
         b, a = random_bits(n), random_bits(n)
@@ -124,20 +131,15 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
         ch.send(phase, u_t)
         pending.append((a, b, k_t))
     parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes], phase=phase)
-    lt, eq, rows, p = [], [], np.arange(m), 0
-    for w, ct in zip(widths, parts):
-        tw = tweaks.take(m << w).reshape(m, 1 << w)
-        two = unpack(ct, m * (2 << w)).reshape(m, 1 << w, 2)
-        xj = ((x_R >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
-        kx = np.bitwise_xor.reduce(kr[:, p:p + w], axis=1)
-        got = (two[rows, xj, 0] | (two[rows, xj, 1] << 1)) ^ (tccr(kx, tw[rows, xj])[..., 0] & 3)
-        lt.append(got & 1)
-        eq.append(got >> 1)
+    lt, eq, p, x_R = [], [], 0, np.ascontiguousarray(x_R)
+    for w, ct in zip(widths, parts):  # R's block value selects one message; its key is ⊕_t K_{t, x_t}
+        got_lt, got_eq = ext.mill_leaf_recv(kr, ell, p, w, x_R, np.ascontiguousarray(ct), tweaks.skip(m << w))
+        lt.append(got_lt)
+        eq.append(got_eq)
         p += w
     triples = []
     for (a, b, k_t), e, n in zip(pending, parts[len(widths):], sizes):
-        c = (a & b) ^ _bits(k_t[:n]) ^ _bits(k_t[n:]) ^ (a & unpack(e, n))
-        triples.append((a, b, c))
+        triples.append((a, b, ext.triples_recv(k_t, a, b, unpack(e, n))))
     for (a, b, c), n in zip(triples, sizes):  # one round per level: R's (e, f), then S's
         x, y = _tree_inputs(lt, eq)
         e_R, f_R = x ^ a, y ^ b
@@ -150,12 +152,11 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
 
 def b2a_R(R: IKNPReceiver, b_R: np.ndarray, ch: Chan, phase: str):
     """R's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
+    b_R = np.ascontiguousarray(b_R, dtype=np.uint8)
     u, kr = R.extend(b_R)
     ch.send(phase, u)
     (D,) = yield from ch.recv(Part(4 * b_R.size), phase=phase)
-    rc = kr[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)
-    y = (rc + b_R.astype(np.uint64) * D.view("<u4").astype(np.uint64)) & MASK32
-    return (b_R.astype(np.uint64) - 2 * y) & MASK32
+    return ext.b2a_recv(kr, b_R, np.ascontiguousarray(D))
 
 
 def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
@@ -175,29 +176,21 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
     sizes = _levels(len(widths), m)
     us = yield from ch.recv(u_part(m * ell), *[u_part(2 * n) for n in sizes], phase=phase)
     k0, k1 = S.extend(us[0].reshape(KAPPA, -1), m * ell)
-    k0, k1 = k0.reshape(m, ell, 16), k1.reshape(m, ell, 16)
-    lt, eq, p = [], [], 0
+    lt, eq, p, y_S = [], [], 0, np.ascontiguousarray(y_S)
     for w in widths:  # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]), masked by TCCR(⊕_t K_{t, v_t})
-        v = np.arange(1 << w)
-        tw = tweaks.take(m << w).reshape(m, 1 << w)
-        key = np.stack([k0[:, p], k1[:, p]], axis=1)  # key[:, v] = ⊕_t K_{t, v_t}, doubled one bit at a time
-        for t in range(1, w):
-            key = np.concatenate([key ^ k0[:, None, p + t], key ^ k1[:, None, p + t]], axis=1)
-        yj = ((y_S >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
+        first = tweaks.skip(m << w)
         ls, es = random_bits(m), random_bits(m)
-        msg = (ls[:, None] ^ (v[None] < yj[:, None])) | ((es[:, None] ^ (v[None] == yj[:, None])) << 1)
-        ct = (msg ^ (tccr(key, tw)[..., 0] & 3)).astype(np.uint8)
-        ch.send(phase, pack(np.stack([ct & 1, ct >> 1], axis=-1)))
+        ch.send(phase, ext.mill_leaf_send(k0, k1, ell, p, w, y_S, ls, es, first))
         lt.append(ls)
         eq.append(es)
         p += w
     triples = []
-    for u_t, n in zip(us[1:], sizes):
+    for u_t, n in zip(us[1:], sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
         t0, t1 = S.extend(u_t.reshape(KAPPA, -1), 2 * n)
-        x0, x1, y0, y1 = _bits(t0[:n]), _bits(t1[:n]), _bits(t0[n:]), _bits(t1[n:])
-        a, b = x0 ^ x1, random_bits(n)
-        ch.send(phase, pack(y0 ^ y1 ^ b))
-        triples.append((a, b, (a & b) ^ x0 ^ y0))
+        b = random_bits(n)
+        a, c, corr = ext.triples_send(t0, t1, b)
+        ch.send(phase, pack(corr))
+        triples.append((a, b, c))
     for (a, b, c), n in zip(triples, sizes):
         e_R, f_R = yield from ch.recv(bits_part(n), bits_part(n), phase=phase)
         x, y = _tree_inputs(lt, eq)
@@ -210,13 +203,12 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
 
 def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
     """S's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
+    b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
     (u,) = yield from ch.recv(u_part(b_S.size), phase=phase)
     k0, k1 = S.extend(u.reshape(KAPPA, -1), b_S.size)
-    r0 = k0[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)
-    r1 = k1[:, :4].copy().view("<u4")[:, 0].astype(np.uint64)
-    D = (r0 - r1 + b_S.astype(np.uint64)) & MASK32
-    ch.send(phase, D.astype("<u4").view(np.uint8))
-    return (b_S.astype(np.uint64) - 2 * ((-r0) & MASK32)) & MASK32
+    D, share = ext.b2a_send(k0, k1, b_S)  # D = r0 − r1 + b_S, S's share b_S − 2·(−r0) (mod 2^32)
+    ch.send(phase, D)
+    return share
 
 
 def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str, tweaks: Tweaks):

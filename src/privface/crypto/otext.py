@@ -1,5 +1,6 @@
 """IKNP oblivious-transfer extension (Ishai–Kilian–Nissim–Petrank, CRYPTO 2003 — seed 001 ref. [18]),
-semi-honest, vectorised with numpy, on top of the base OT of ``ot`` (edwards25519).
+semi-honest, on top of the base OT of ``ot`` (edwards25519); the extension itself runs in the native core
+(native/src/otext.rs, through ``native.ext``).
 
 No maintained OT-extension package exists on PyPI (``oblivious`` and ``otc`` offer base OT only), so this
 module extends κ = 128 base OTs to millions of random OTs:
@@ -13,67 +14,38 @@ module extends κ = 128 base OTs to millions of random OTs:
   correlation-robust hash TCCR(x, j) = π(π(x) ⊕ j) ⊕ π(x), π fixed-key AES-128 (Guo–Katz–Wang–Yu, S&P 2020).
   The tweak j is a global counter, never reused between calls.
 
-Both parties run in one process here; the bytes that would travel are returned as arrays and counted.
+Python keeps the base OTs, Δ, the counters and the checks; the PRG expansion, the bit-matrix transpose and
+the hashing are native calls that release the GIL. The numpy implementation they replaced is the test oracle
+(tests/helpers/otext_oracle.py): same seeds, Δ, choices and counters give the same bytes.
 """
 from __future__ import annotations
 
 import hashlib
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from ..errors import CryptoError
+from .native import ext
 from .ot import ED25519, OTReceiver, OTRequest, OTResponse, OTSender
 
 KAPPA = 128
 _FIXED_KEY = hashlib.shake_256(b"privface/otext/tccr/v1").digest(16)
-
-
-def _perm(x: np.ndarray) -> np.ndarray:
-    """π: fixed-key AES-128 on every 16-byte row of x (uint8, (..., 16))."""
-    enc = Cipher(algorithms.AES(_FIXED_KEY), modes.ECB()).encryptor()
-    src = np.ascontiguousarray(x)
-    out = np.empty(src.size + 15, dtype=np.uint8)
-    n = enc.update_into(src.data.cast("B"), out.data)
-    return out[:n].reshape(x.shape)
+"""π's key; native/src/otext.rs holds the same 16 bytes (``ext.tccr_key()``, compared by the tests)."""
 
 
 def tccr(x: np.ndarray, tweak: np.ndarray) -> np.ndarray:
     """TCCR(x, tweak) for rows x (..., 16) uint8 and integer tweaks (...) (< 2^64)."""
-    px = _perm(x)
-    tw = np.zeros(x.shape, dtype=np.uint8)
-    tw[..., :8] = np.ascontiguousarray(tweak, dtype="<u8")[..., None].view(np.uint8).reshape(tweak.shape + (8,))
-    return _perm(px ^ tw) ^ px
-
-
-class _Streams:
-    """κ AES-CTR streams G(k_i), each continuing where the last call stopped."""
-
-    def __init__(self, seeds: list[bytes]) -> None:
-        self._enc = [Cipher(algorithms.AES(k), modes.CTR(bytes(16))).encryptor() for k in seeds]
-
-    def take(self, nbytes: int) -> np.ndarray:
-        zero = bytes(nbytes)
-        return np.stack([np.frombuffer(e.update(zero), dtype=np.uint8) for e in self._enc])
-
-
-_MASKS = {j: np.uint64(sum(1 << c for c in range(64) if not c & j)) for j in (32, 16, 8, 4, 2, 1)}
+    x = np.ascontiguousarray(x, dtype=np.uint8)
+    if x.shape[-1:] != (16,):
+        raise CryptoError("TCCR: rows must be 16 bytes")
+    tw = np.ascontiguousarray(np.broadcast_to(np.asarray(tweak, dtype=np.uint64), x.shape[:-1]))
+    return ext.tccr_hash(x, tw).reshape(x.shape)
 
 
 def _transpose(rows: np.ndarray, m: int) -> np.ndarray:
     """κ rows of m bits (κ, nb), nb a multiple of 8 → m rows of κ bits (m, 16); bits LSB-first
-    (``bitorder="little"``). Each 64×64 bit block (64 uint64 words) is transposed in place by six masked
-    swap rounds (Hacker's Delight §7-3), vectorised over all blocks."""
-    k, nb = rows.shape
-    W = np.ascontiguousarray(rows).view("<u8").copy()  # (κ, nb/8): word r of block c = row r, columns 64c..
-    for j in (32, 16, 8, 4, 2, 1):
-        V = W.reshape(k // (2 * j), 2, j, -1)
-        a, b = V[:, 0], V[:, 1]
-        t = ((a >> np.uint64(j)) ^ b) & _MASKS[j]
-        a ^= t << np.uint64(j)
-        b ^= t
-    out = W.reshape(k // 64, 64, -1).transpose(2, 1, 0).reshape(-1, k // 64)
-    return np.ascontiguousarray(out).view(np.uint8)[:m]
+    (``bitorder="little"``), by 64×64 bit blocks (Hacker's Delight §7-3)."""
+    return ext.bit_transpose(np.ascontiguousarray(rows, dtype=np.uint8), m)
 
 
 class IKNPSender:
@@ -83,7 +55,7 @@ class IKNPSender:
         self._delta_bits = np.unpackbits(np.frombuffer(_random(16), dtype=np.uint8), bitorder="little")
         self.delta = np.packbits(self._delta_bits, bitorder="little")
         self._base = OTReceiver([int(b) for b in self._delta_bits], ED25519)
-        self._streams: _Streams | None = None
+        self._core = None  # the native extension sender, after setup
         self.counter = 0
 
     def setup_request(self) -> bytes:
@@ -93,20 +65,18 @@ class IKNPSender:
         seeds = self._base.receive(OTResponse.from_bytes(response))
         if any(len(k) != 16 for k in seeds):
             raise CryptoError("IKNP: base-OT seeds must be 16 bytes")
-        self._streams = _Streams(seeds)
+        self._core = ext.IknpSender(self.delta.tobytes(), b"".join(seeds))
 
     def extend(self, u: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The receiver's u (κ, 8·⌈m/64⌉) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, 16)."""
-        if self._streams is None:
+        if self._core is None:
             raise CryptoError("IKNP: setup first")
         nb = -(-m // 64) * 8
         if not isinstance(u, np.ndarray) or u.dtype != np.uint8 or u.shape != (KAPPA, nb):
             raise CryptoError(f"IKNP: u must be uint8 ({KAPPA}, {nb})")
-        q = self._streams.take(nb) ^ (u * self._delta_bits[:, None].astype(np.uint8))
-        q = _transpose(q, m)
-        tweak = np.arange(self.counter, self.counter + m, dtype=np.uint64)
+        k0, k1 = self._core.extend(np.ascontiguousarray(u), m, self.counter)
         self.counter += m
-        return tccr(q, tweak), tccr(q ^ self.delta, tweak)
+        return k0, k1
 
 
 class IKNPReceiver:
@@ -114,8 +84,7 @@ class IKNPReceiver:
 
     def __init__(self) -> None:
         self._seeds = [(_random(16), _random(16)) for _ in range(KAPPA)]
-        self._s0 = _Streams([a for a, _ in self._seeds])
-        self._s1 = _Streams([b for _, b in self._seeds])
+        self._core = ext.IknpReceiver(b"".join(a for a, _ in self._seeds), b"".join(b for _, b in self._seeds))
         self.counter = 0
 
     def setup_response(self, request: bytes) -> bytes:
@@ -123,16 +92,10 @@ class IKNPReceiver:
 
     def extend(self, choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Choice bits r (m,) → (u to send (κ, 8·⌈m/64⌉) uint8, H(j, t_j) (m, 16))."""
-        r = np.asarray(choices, dtype=np.uint8).ravel()
-        m = r.size
-        nb = -(-m // 64) * 8  # whole 64-bit words for the transpose
-        t = self._s0.take(nb)
-        packed = np.zeros(nb, dtype=np.uint8)
-        packed[:(m + 7) // 8] = np.packbits(r, bitorder="little")
-        u = t ^ self._s1.take(nb) ^ packed[None, :]
-        tweak = np.arange(self.counter, self.counter + m, dtype=np.uint64)
-        self.counter += m
-        return u, tccr(_transpose(t, m), tweak)
+        r = np.ascontiguousarray(np.asarray(choices, dtype=np.uint8).ravel())
+        u, kr = self._core.extend(r, self.counter)
+        self.counter += r.size
+        return u, kr
 
 
 def _random(n: int) -> bytes:
