@@ -200,7 +200,8 @@ def comparison(outcomes: list[Outcome]) -> list[dict]:
         reused = _get(res, job, reuse) if reuse else None
         if v == "pi3" and _get(res, job, "pi3_total_bytes") is not None:
             reused = _get(res, job, "pi3_total_bytes") - _get(res, job, "pi3_m1_bytes")
-        add("gsm", f"gsm Π{v[-1]}", "1:1", ms(_get(res, job, f"{v}_ms")), "matching phase, m1 received (ℓ = 128, m = 16)",
+        add("gsm", f"gsm Π{v[-1]}", "1:1", ms(_get(res, job, f"{v}_ms")),
+            "matching phase, m1 received (ℓ = 128, m = 16)",
             _get(res, job, f"{v}_total_bytes"),
             "m1 + the session's messages" + (f"; {reused} B with m1 reused" if reused is not None else ""),
             _get(res, job, f"{v}_m1_bytes"), "m1, kept on the user's device (none at the provider)",
@@ -217,7 +218,8 @@ def comparison(outcomes: list[Outcome]) -> list[dict]:
             _security(cat["kolberg"], scheme), "kolberg",
             "; ".join(x for x in (_leakage({"modes": cat["kolberg"]["modes"]}, scheme), _leakage(cat["kolberg"]))
                       if x),
-            lambda ds, s=f"kolberg-{scheme}": _pair_accuracy(res, ds, s), ["bench.kolberg", f"eval.orl.kolberg-{scheme}"])
+            lambda ds, s=f"kolberg-{scheme}": _pair_accuracy(res, ds, s),
+            ["bench.kolberg", f"eval.orl.kolberg-{scheme}"])
     for scheme, label, desc, sec_scheme in (("hers", "HERS (CKKS)", "hers", "ckks"),
                                             ("idface-ckks", "IDFace CKKS", "idface", "ckks"),
                                             ("idface-paillier", "IDFace Paillier", "idface", "paillier"),

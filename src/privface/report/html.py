@@ -96,8 +96,9 @@ def ratio(x) -> str:
 def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     """Cells are HTML already (escaped by the caller)."""
     th = "".join(f"<th>{h}</th>" for h in head)
-    body = "\n".join("<tr>" + "".join(rows_cell for rows_cell in r) + "</tr>" for r in rows)
-    return f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>\n{body}\n</tbody></table></div>'
+    body = "\n".join("<tr>" + "".join(r) + "</tr>" for r in rows)
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>\n{body}\n'
+            "</tbody></table></div>")
 
 
 def td(x, cls: str = "") -> str:
@@ -179,6 +180,13 @@ def _jobs(jobs: list[dict]) -> str:
     return _table(["job", "status", "wall time", "command (same library call and arguments)", "note"], rows, "jobs")
 
 
+def _counts(jobs: list[dict]) -> str:
+    counts: dict[str, int] = {}
+    for j in jobs:
+        counts[j["status"]] = counts.get(j["status"], 0) + 1
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+
+
 def render(data: dict) -> str:
     m = data["machine"]
     nav = "".join(f'<li><a href="#paper-{esc(s["paper"])}">Seed {esc(s["seed"])}: '
@@ -196,6 +204,7 @@ def render(data: dict) -> str:
 <style>{CSS}</style></head>
 <body><main>
 <h1>{esc(data['title'])} <span class="muted">({esc(data['mode'])})</span></h1>
+<p id="status" class="muted">{len(data['jobs'])} jobs: {_counts(data['jobs'])}</p>
 <dl class="kv" id="machine">
 <dt>generated</dt><dd>{esc(data['generated'])}, {esc(num(data['wall_seconds'], 's'))} wall time</dd>
 <dt>commit</dt><dd><code>{esc(data['commit'])}</code></dd>

@@ -130,7 +130,7 @@ QUICK_PAIRS = {"plain": None, "im2020": 200, "im2020-sc": 10, "gsm-pi1": 100, "g
 FULL_PAIRS = {"plain": None, "im2020": None, "im2020-sc": 2000, "gsm-pi1": 2000, "gsm-pi2": 2000, "gsm-pi3": 500,
               "kolberg-ckks": 1000, "kolberg-bfv": 2000, "kolberg-ntru": 4000}
 QUICK_PROBES = 60
-LFW_SAMPLE_PER_CLASS = {"quick": 12, "full": None, "tiny": 2}  # same and different pairs per LFW fold
+LFW_SAMPLE_PER_CLASS = {"quick": 5, "full": None, "tiny": 2}  # same and different pairs per LFW fold
 
 
 def _eval_jobs(mode: str) -> list[Job]:
