@@ -200,6 +200,7 @@ def render(data: dict) -> str:
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>{esc(data['title'])} — {esc(data['mode'])}</title>
 <style>{CSS}</style></head>
 <body><main>
