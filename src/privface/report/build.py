@@ -232,7 +232,14 @@ def comparison(outcomes: list[Outcome]) -> list[dict]:
             (r["storage_bytes"] / n) if n and r.get("storage_bytes") else None, f"gallery storage / N (N = {n})",
             _security(cat[desc], sec_scheme), scheme,
             _leakage(cat[desc], sec_scheme if desc == "idface" else None),
-            lambda ds, s=scheme: _ident_accuracy(res, ds, s), [f"bench.identify.{scheme}.n{n}", f"eval.orl.{scheme}"])
+            lambda ds, s=scheme: _ident_accuracy(res, ds, s),
+            [f"bench.identify.{scheme}.n{n}", f"eval.orl.{scheme}", f"eval.lfw.{scheme}"])
+    commands = {o.job.id: o.job.command for o in outcomes}
+    for row in rows:
+        if row["protocol"] != "cryptomask" and any(j.startswith("eval.orl.") for j in row["jobs"]):
+            row["jobs"] += [j.replace("eval.orl.", "eval.lfw.") for j in row["jobs"] if j.startswith("eval.orl.")]
+        row["jobs"] = [j for j in dict.fromkeys(row["jobs"]) if j in commands]
+        row["commands"] = [commands[j] for j in row["jobs"]]
     return rows
 
 

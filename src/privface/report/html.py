@@ -154,7 +154,8 @@ def _comparison(rows: list[dict]) -> str:
     out = []
     for r in rows:
         out.append([
-            td(f"<b>{esc(r['label'])}</b>"), td(esc(r["task"])),
+            td(f"<b>{esc(r['label'])}</b><br><span class='muted'>jobs: {esc(', '.join(r['jobs']) or 'none ran')}"
+               "</span>"), td(esc(r["task"])),
             td(f"{esc(human_seconds(r['latency_s']))}<br><span class='muted'>{esc(r['latency_note'])}</span>"),
             td(f"{esc(human_bytes(r['bytes']))}<br><span class='muted'>{esc(r['bytes_note'])}</span>"),
             td(f"{esc(human_bytes(r['storage_bytes_per_identity']))}<br>"
