@@ -243,6 +243,19 @@ def comparison(outcomes: list[Outcome]) -> list[dict]:
     return rows
 
 
+def baseline(outcomes: list[Outcome]) -> dict:
+    """The plaintext eval of each dataset: EER over all its pairs (and LFW's 10-fold accuracy)."""
+    res = _results(outcomes)
+    out = {}
+    for ds in ("orl", "lfw"):
+        r = res.get(f"eval.{ds}.plain")
+        if isinstance(r, dict):
+            out[ds] = {"dataset": r.get("dataset"), "eer": r.get("eer"), "auc": r.get("auc"),
+                       "pairs": (r.get("genuine_pairs") or 0) + (r.get("impostor_pairs") or 0),
+                       "accuracy_10fold": r.get("accuracy_10fold"), "job": f"eval.{ds}.plain"}
+    return out
+
+
 def make_plots(outcomes: list[Outcome], out: Path) -> list[dict]:
     res = _results(outcomes)
     made = []
@@ -308,6 +321,7 @@ def build(outcomes: list[Outcome], out: Path, *, mode: str, commit: str, started
         "wall_seconds": round(time.time() - started, 1),
         "data": data_note,
         "papers": paper_sections(outcomes),
+        "baseline": baseline(outcomes),
         "comparison": comparison(outcomes),
         "plots": plots_made,
         "jobs": [o.to_json() for o in outcomes],

@@ -107,7 +107,15 @@ def td(x, cls: str = "") -> str:
 
 def _paper_section(sec: dict) -> str:
     rows = []
+    last_paper = last_ours = None
     for r in sec["rows"]:
+        ours_setting = esc(r["our_setting"] or "not compared (no equivalent measurement)") + (
+            f"<br><code>{esc(r['command'])}</code>" if r.get("command") else "")
+        paper_setting = esc(r["paper_setting"])
+        shown_paper = paper_setting if paper_setting != last_paper else "<span class='muted'>as above</span>"
+        shown_ours = ours_setting if ours_setting != last_ours or not r.get("command") else (
+            "<span class='muted'>as above</span>")
+        last_paper, last_ours = paper_setting, ours_setting
         measured = r["ours"] is not None
         ours = num(r["ours"], r["unit"]) + (" <span class='muted'>(extrapolated)</span>" if r["extrapolated_from"]
                                              else "")
@@ -115,10 +123,9 @@ def _paper_section(sec: dict) -> str:
             td(esc(r["quantity"]), "wide"),
             td(esc(num(r["paper_value"], r["unit"])), "num"),
             td(f"{esc(r['where'])}<br><span class='muted'>quoted: “{esc(r['quote'])}”</span>"),
-            td(esc(r["paper_setting"]), "wide"),
+            td(shown_paper, "wide"),
             td(ours if measured else "—", "num"),
-            td(esc(r["our_setting"] or "not compared (no equivalent measurement)")
-               + (f"<br><code>{esc(r['command'])}</code>" if r.get("command") else ""), "wide"),
+            td(shown_ours, "wide"),
             td(esc(ratio(r["ratio"])), "num"),
         ])
     table = _table(["quantity", "paper", "where in the paper", "paper's setting", "ours now", "our setting / command",
@@ -133,21 +140,37 @@ def _accuracy(a: dict | None) -> str:
     if not a:
         return "—"
     if "eer_plaintext" in a:
-        s = f"EER plain {pct(a['eer_plaintext'])}, on the protocol's templates {pct(a['eer_protocol_templates'])}"
+        s = f"<b>{a.get('mismatches')} of {a.get('pairs')}</b> decisions differ from plaintext"
+        s += (f"; on these pairs EER plain {pct(a['eer_plaintext'])}, protocol templates "
+              f"{pct(a['eer_protocol_templates'])}")
         if a.get("accuracy_10fold") is not None:
             s += f"; 10-fold acc. {pct(a['accuracy_10fold'])}"
-        if a.get("mismatches") is not None:
-            s += f"; {a['mismatches']} of {a.get('pairs')} decisions differ from plaintext"
     elif "rank1_plaintext" in a:
-        s = (f"rank-1 plain {pct(a['rank1_plaintext'])}, encrypted {pct(a['rank1_encrypted'])}; "
-             f"{a.get('mismatches')} of {a.get('probes')} answers differ")
+        s = (f"<b>{a.get('mismatches')} of {a.get('probes')}</b> answers differ from plaintext; rank-1 plain "
+             f"{pct(a['rank1_plaintext'])}, encrypted {pct(a['rank1_encrypted'])}")
     else:
-        s = (f"TPIR plain {pct(a['tpir_plaintext'])} / encrypted {pct(a['tpir_encrypted'])} at FPIR plain "
-             f"{pct(a['fpir_plaintext'])} / encrypted {pct(a['fpir_encrypted'])}; "
-             f"{a.get('mismatches')} of {a.get('probes')} bits differ")
+        s = (f"<b>{a.get('mismatches')} of {a.get('probes')}</b> bits differ from plaintext; mated detected plain "
+             f"{pct(a['tpir_plaintext'])} / encrypted {pct(a['tpir_encrypted'])}, non-mated plain "
+             f"{pct(a['fpir_plaintext'])} / encrypted {pct(a['fpir_encrypted'])}")
     if a.get("dataset") and a["dataset"] not in ("orl", "lfw"):
         s += f" <span class='muted'>[{esc(a['dataset'])}: a sample]</span>"
     return s
+
+
+def _baseline(b: dict) -> str:
+    parts = []
+    for ds in ("orl", "lfw"):
+        r = b.get(ds)
+        if not r:
+            parts.append(f"{ds.upper()}: not run")
+            continue
+        s = f"{esc(r['dataset'])}: EER {pct(r['eer'])} over {num(r['pairs'])} pairs"
+        if r.get("accuracy_10fold") is not None:
+            s += f", 10-fold accuracy {pct(r['accuracy_10fold'])}"
+        if r["dataset"] not in ("orl", "lfw"):
+            s += " <span class='muted'>(a sample)</span>"
+        parts.append(s)
+    return "; ".join(parts)
 
 
 def _comparison(rows: list[dict]) -> str:
@@ -226,6 +249,8 @@ often security levels — read the two settings before the ratio.</p>
 <p class="muted">Latency and bytes measured now on this machine (1:1 at the protocols' default parameters,
 1:N at the largest gallery measured); security bits and leakage from the protocol catalogue
 (<code>privface protocols</code>); accuracy from <code>privface eval</code> against the plaintext baseline.</p>
+<p id="baseline"><b>Plaintext baseline</b> (dlib ResNet-128, float templates):
+{_baseline(data.get('baseline') or {})}</p>
 {_comparison(data['comparison'])}</section>
 <section id="plots"><h2>Plots</h2>{figures or "<p>No plot: no job produced data for one.</p>"}</section>
 {''.join(_paper_section(s) for s in data['papers'])}

@@ -6,6 +6,8 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+IDENTIFY_COLORS = {"plain": "#444444", "hers": "#1f77b4", "idface-ckks": "#2ca02c", "idface-paillier": "#d62728",
+                   "cryptomask": "#9467bd"}
 IDENTIFY_LABELS = {"plain": "plaintext", "hers": "HERS (CKKS)", "idface-ckks": "IDFace CKKS",
                    "idface-paillier": "IDFace Paillier", "cryptomask": "CryptoMask (BFV)"}
 
@@ -28,9 +30,10 @@ def identify_scaling(series: dict[str, list[tuple[int, float, float]]], path: Pa
         if not points:
             continue
         ns = [p[0] for p in points]
-        ax_t.plot(ns, [p[1] for p in points], "o-", ms=4, label=IDENTIFY_LABELS.get(scheme, scheme))
+        style = {"color": IDENTIFY_COLORS.get(scheme), "label": IDENTIFY_LABELS.get(scheme, scheme)}
+        ax_t.plot(ns, [p[1] for p in points], "o-", ms=4, **style)
         if scheme != "plain":
-            ax_b.plot(ns, [max(p[2], 1) for p in points], "o-", ms=4, label=IDENTIFY_LABELS.get(scheme, scheme))
+            ax_b.plot(ns, [max(p[2], 1) for p in points], "o-", ms=4, **style)
     for ax, ylabel, title in ((ax_t, "seconds per identification", "Identification time"),
                               (ax_b, "bytes per identification", "Identification traffic")):
         ax.set_xscale("log", base=2)
@@ -78,7 +81,9 @@ def roc(curve: dict | None, points: list[tuple[str, float, float]], title: str, 
         ax.plot(far, tar, lw=1.5, color="black", label="plaintext (float distances)")
     markers = "osD^v<>phX*"
     for k, (label, far_, tar_) in enumerate(points):
-        ax.plot([max(far_, 1e-5)], [tar_], markers[k % len(markers)], ms=6, label=label, alpha=0.85)
+        edge = " [FAR 0: at the left edge]" if far_ < 1e-5 else ""
+        ax.plot([max(far_, 1e-5)], [tar_], markers[k % len(markers)], ms=6, label=label + edge, alpha=0.85,
+                clip_on=False)
     ax.set_xscale("log")
     ax.set_xlim(1e-5, 1)
     ax.set_ylim(min([0.8] + [p[2] - 0.02 for p in points]), 1.005)
