@@ -23,7 +23,11 @@ def cmd_report(a) -> int:
 
 def register(sub) -> None:
     """report."""
-    s = sub.add_parser("report", help="run the evals and benches; write index.html, report.json and plots")
+    s = sub.add_parser("report", help="run the evals and benches; write index.html, report.json and plots",
+                       description="Run the evals and benches (the same library calls as `privface bench …` and "
+                                   "`privface eval …`), then write DIR/index.html, DIR/report.json and PNG plots. "
+                                   "Each job's result is cached in DIR/cache by job, arguments and commit; a failed "
+                                   "job is shown on the page and makes the exit status 1.")
     s.add_argument("--out", required=True, metavar="DIR", help="output folder (results cached in DIR/cache)")
     s.add_argument("--quick", action="store_true", help="small galleries and samples, minutes (default)")
     s.add_argument("--full", action="store_true", help="the reference run: galleries to 2^20, all pairs (hours)")

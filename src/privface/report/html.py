@@ -139,6 +139,8 @@ def _paper_section(sec: dict) -> str:
 def _accuracy(a: dict | None) -> str:
     if not a:
         return "—"
+    if "note" in a:
+        return f"<span class='muted'>{esc(a['note'])}</span>"
     if "eer_plaintext" in a:
         s = f"<b>{a.get('mismatches')} of {a.get('pairs')}</b> decisions differ from plaintext"
         s += (f"; on these pairs EER plain {pct(a['eer_plaintext'])}, protocol templates "
