@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import html as htmllib
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,17 @@ def test_every_ours_names_a_planned_job():
         if "ours" in row:
             job = row["ours"]["job"]
             assert job in ids or any(i.startswith(job + ".n") for i in ids), job
+
+
+PAPERS_DIR = Path(os.environ.get("PRIVFACE_PAPERS", "/work/shared/papers"))
+
+
+@pytest.mark.skipif(not PAPERS_DIR.is_dir(), reason="the papers' text copies are not here ($PRIVFACE_PAPERS)")
+def test_every_quote_is_in_its_paper():
+    data = papers.load()
+    texts = {name: (PAPERS_DIR / p["file"]).read_text() for name, p in data["papers"].items()}
+    missing = [(r["paper"], r["quote"]) for r in data["rows"] if r["quote"] not in texts[r["paper"]]]
+    assert not missing
 
 
 @pytest.mark.parametrize("bad", [{"quote": "12.5"}, {"unit": "furlong"}, {"where": ""}])
