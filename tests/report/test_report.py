@@ -69,6 +69,8 @@ def test_resolve_takes_the_largest_gallery_and_scales():
     res = {"bench.identify.x.n256": {"identify_s": 1.0}, "bench.identify.x.n512": {"identify_s": 3.0}}
     got = papers.resolve(row, res)
     assert got["value"] == 6.0 and got["extrapolated_from"] == 512 and got["job"] == "bench.identify.x.n512"
+    res["bench.identify.x.n512"].update(blocks=1, templates_per_block=300)  # 1024 needs 4 blocks of 300
+    assert papers.resolve(row, res)["value"] == 12.0
 
 
 def _outcome(job_id, result, status="ok"):

@@ -100,7 +100,8 @@ def paper_sections(outcomes: list[Outcome]) -> list[dict]:
                 job_id = ours["job"]
                 setting = _fmt_setting(job_id, results.get(job_id))
                 if ours["extrapolated_from"]:
-                    setting += f"; scaled linearly from N = {ours['extrapolated_from']} to {row['ours']['n']}"
+                    setting += (f"; extrapolated from N = {ours['extrapolated_from']} to {row['ours']['n']} "
+                                f"({ours['scaled_by']})")
                 out.update(ours=ours["value"], job=job_id, our_setting=setting,
                            command=jobs[job_id].command if job_id in jobs else None,
                            extrapolated_from=ours["extrapolated_from"],

@@ -109,8 +109,21 @@ def resolve(row: dict, results: dict[str, object]) -> dict | None:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return None
     value = convert(float(value), ours["unit"], row["unit"])
-    out = {"value": value, "job": job, "field": ours["field"], "n": n_ours, "extrapolated_from": None}
+    out = {"value": value, "job": job, "field": ours["field"], "n": n_ours, "extrapolated_from": None,
+           "scaled_by": None}
     if ours.get("n") and n_ours and n_ours != ours["n"]:
-        out["value"] = value * ours["n"] / n_ours
-        out["extrapolated_from"] = n_ours
+        factor, how = scale_factor(result, n_ours, ours["n"])
+        out["value"] = value * factor
+        out["extrapolated_from"], out["scaled_by"] = n_ours, how
     return out
+
+
+def scale_factor(result: dict, n_ours: int, n_paper: int) -> tuple[float, str]:
+    """How a `bench identify` figure at gallery size n_ours grows to n_paper: by whole blocks (hers, idface: time,
+    storage and enrolment are per block of ``templates_per_block``) or ciphertexts (cryptomask: δ templates each),
+    else linearly in N."""
+    for count, per in (("blocks", "templates_per_block"), ("ciphertexts", "templates_per_ciphertext")):
+        if result.get(count) and result.get(per):
+            need = -(-n_paper // int(result[per]))
+            return need / int(result[count]), f"{count}: {result[count]} → {need} of {result[per]} templates"
+    return n_paper / n_ours, "linearly in N"
