@@ -98,7 +98,14 @@ def paper_sections(outcomes: list[Outcome]) -> list[dict]:
                    "extrapolated_from": None}
             if ours is not None:
                 job_id = ours["job"]
-                setting = _fmt_setting(job_id, results.get(job_id))
+                result = results.get(job_id)
+                if isinstance(result, list):  # bench kolberg: the row of the scheme and dimension compared
+                    sel = row["ours"].get("select", {})
+                    r = next((x for x in result if all(x.get(k) == v for k, v in sel.items())), {})
+                    setting = (f"{str(r.get('scheme', '')).upper()}, d = {r.get('dim')}, {r.get('security_bits')}-bit, "
+                               f"median of {jobs[job_id].args.get('repeat') if job_id in jobs else '?'}")
+                else:
+                    setting = _fmt_setting(job_id, result)
                 if ours["extrapolated_from"]:
                     setting += (f"; extrapolated from N = {ours['extrapolated_from']} to {row['ours']['n']} "
                                 f"({ours['scaled_by']})")
