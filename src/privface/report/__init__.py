@@ -48,6 +48,7 @@ def run_report(out: str | os.PathLike, *, mode: str = "quick", fresh: bool = Fal
     outcomes = jobs.run_jobs(plan, out / "cache", commit, fresh=fresh, progress=progress, data_available=available)
     data = build.build(outcomes, out, mode=mode, commit=commit, started=started, load_start=load_start,
                        data_note=note)
-    jobs.write_atomically(out / "report.json", html.write_json(data))
-    jobs.write_atomically(out / "index.html", html.render(data))
+    # the page and its data are for reading (0644, as the PNGs); the cache stays the owner's (0600)
+    jobs.write_atomically(out / "report.json", html.write_json(data), 0o644)
+    jobs.write_atomically(out / "index.html", html.render(data), 0o644)
     return data

@@ -205,10 +205,12 @@ class Outcome:
                 "note": self.note, "result": self.result}
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it); ``mode``: its permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
