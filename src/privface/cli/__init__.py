@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..errors import PrivfaceError
-from . import bench, faces, gallery, identify, keys, serve, verification
+from . import bench, faces, gallery, identify, keys, report, serve, verification
 from . import eval as eval_cmd
 
 __all__ = ["build_parser", "main"]
@@ -16,6 +16,7 @@ REGISTER = (
     faces.register,  # embed, compare
     eval_cmd.register,  # eval
     bench.register,  # bench
+    report.register,  # report
     faces.register_tools,  # protocols, train-pca
     serve.register,  # serve
     keys.register,  # keys, certs
