@@ -5,18 +5,17 @@ horizontally on the phone, nothing is requested from another origin and the cons
 screenshots are written under a temporary folder (PRIVFACE_SCREENSHOTS to keep them elsewhere)."""
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
 import subprocess
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+
+from tests.helpers.static_server import serve
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,21 +24,10 @@ NODE_MODULES = ROOT / "web" / "node_modules"
 VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def served(site: Path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

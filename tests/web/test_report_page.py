@@ -2,16 +2,14 @@
 error, and at phone width nothing but the tables' own scroll boxes is wider than the screen."""
 from __future__ import annotations
 
-import functools
-import http.server
 import os
-import threading
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from privface.report import build, html, jobs
+from tests.helpers.static_server import serve
 
 from .browser import ROOT, run
 
@@ -43,15 +41,8 @@ def site(tmp_path_factory):
                        data_note="PRIVFACE_DATA is not set: no dataset evaluation ran.")
     (out / "index.html").write_text(html.render(data))
     (out / "report.json").write_text(html.write_json(data))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(root) as url:
+        yield url
 
 
 @pytest.mark.parametrize("name,viewport", [("desktop", None), ("mobile", MOBILE)])

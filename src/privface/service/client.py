@@ -234,13 +234,18 @@ class _Connection:
         self._prefix = u.path.rstrip("/")
         self._conn: http.client.HTTPConnection | None = None
 
-    def request(self, method: str, path: str, *, content: bytes | None, headers: dict) -> _Response:
+    def _connection(self) -> http.client.HTTPConnection:
+        """The kept connection, or a new one if there is none or the server closed it while idle."""
         conn = self._conn
         if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
             conn.close()  # readable while idle: the server closed it (or sent something unasked)
             conn = None
         if conn is None:
             conn = self._conn = self._new()
+        return conn
+
+    def request(self, method: str, path: str, *, content: bytes | None, headers: dict) -> _Response:
+        conn = self._connection()
         try:
             conn.request(method, self._prefix + path, body=content, headers=headers)
             r = conn.getresponse()
@@ -256,12 +261,7 @@ class _Connection:
     def open(self, method: str, path: str, *, content, headers: dict) -> Iterator[_Raw]:
         """``request`` with the answer read by the caller as it arrives; the connection is kept only if the
         answer was read to its end."""
-        conn = self._conn
-        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
-            conn.close()
-            conn = None
-        if conn is None:
-            conn = self._conn = self._new()
+        conn = self._connection()
         try:
             conn.request(method, self._prefix + path, body=content, headers=headers)
             r = conn.getresponse()
