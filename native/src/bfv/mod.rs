@@ -8,6 +8,7 @@ pub mod arith;
 pub mod ntt;
 pub mod pool;
 pub mod rns;
+pub mod verifier_key;
 
 use std::borrow::Cow;
 
@@ -360,10 +361,213 @@ fn threads() -> usize {
     pool::threads()
 }
 
+type Out32<'py> = PyResult<Bound<'py, PyArrayDyn<u32>>>;
+type Pair64<'py> = PyResult<(Bound<'py, PyArrayDyn<u64>>, Bound<'py, PyArrayDyn<u64>>)>;
+
+fn array32<'py>(py: Python<'py>, shape: Vec<usize>, v: Vec<u32>) -> Out32<'py> {
+    Ok(ArrayD::from_shape_vec(IxDyn(&shape), v)
+        .map_err(|e| err(e.to_string()))?
+        .into_pyarray(py))
+}
+
+fn seed32(seed: &[u8], what: &str) -> PyResult<[u8; 32]> {
+    seed.try_into()
+        .map_err(|_| err(format!("{what}: the seed must be 32 bytes")))
+}
+
+/// Seed 001 §4.5's product with the gallery under the verifier's key over Q = q₀q₁q₂P (``verifier_key``).
+#[pyclass(frozen, name = "VerifierKeyProduct", module = "privface_native.bfv")]
+pub struct PyVerifierKeyProduct {
+    inner: verifier_key::Product,
+}
+
+impl PyVerifierKeyProduct {
+    fn shape(&self, got: &[usize], tail: &[usize], what: &str) -> PyResult<usize> {
+        let n = self.inner.n;
+        let mut want: Vec<usize> = tail.to_vec();
+        want.push(n);
+        if got.len() != want.len() + 1 || got[1..] != want[..] {
+            return Err(err(format!(
+                "{what}: expected (k, {}), got {got:?}",
+                want.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        Ok(got[0])
+    }
+
+    fn below<T: Copy + Into<u64> + Sync>(&self, v: &[T], what: &str) -> PyResult<()> {
+        let n = self.inner.n;
+        let limbs = verifier_key::LIMBS;
+        let bad = v
+            .chunks(n)
+            .enumerate()
+            .any(|(i, c)| c.iter().any(|&x| x.into() >= self.inner.p[i % limbs]));
+        if bad {
+            Err(err(format!("{what}: a residue is not below its prime")))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[pymethods]
+impl PyVerifierKeyProduct {
+    /// Primes q₀, q₁ (the gallery's p₁), q₂, P (each below 2^30, ≡ 1 mod 2N) and N.
+    #[new]
+    fn new(moduli: Vec<u64>, n: usize) -> PyResult<Self> {
+        Ok(PyVerifierKeyProduct {
+            inner: verifier_key::Product::new(&moduli, n).map_err(err)?,
+        })
+    }
+
+    fn moduli(&self) -> Vec<u64> {
+        self.inner.p.to_vec()
+    }
+
+    /// Gallery ciphertexts (k, 2, 2, N) mod q₀, q₁ under s_v → the stored form (k, 2, 4, N), uint32.
+    fn lift<'py>(&self, py: Python<'py>, ct: PyReadonlyArrayDyn<'py, u64>) -> Out32<'py> {
+        let k = self.shape(ct.shape(), &[2, 2], "lift")?;
+        let v = flat(&ct);
+        let (q0, q1) = (self.inner.p[0], self.inner.p[1]);
+        let n = self.inner.n;
+        if v.chunks(n)
+            .enumerate()
+            .any(|(i, c)| c.iter().any(|&x| x >= if i % 2 == 0 { q0 } else { q1 }))
+        {
+            return Err(err("lift: a residue is not below its prime".into()));
+        }
+        let out = py.detach(|| pool::install(|| self.inner.lift(&v)));
+        array32(py, vec![k, 2, verifier_key::LIMBS, n], out)
+    }
+
+    /// The verifier's rows' b-halves (3, 4, N) for its secret s (N,) and message m (N,) (small integers).
+    fn encrypt_rows<'py>(
+        &self,
+        py: Python<'py>,
+        s: PyReadonlyArrayDyn<'py, i64>,
+        m: PyReadonlyArrayDyn<'py, i64>,
+        seed_a: &[u8],
+        seed_e: &[u8],
+    ) -> Out32<'py> {
+        let n = self.inner.n;
+        Self::exact1(s.shape(), n, "rows: s")?;
+        Self::exact1(m.shape(), n, "rows: m")?;
+        let (sa, se) = (seed32(seed_a, "rows")?, seed32(seed_e, "rows")?);
+        let (sv, mv) = (flat(&s), flat(&m));
+        let out = py.detach(|| self.inner.encrypt_rows(&sv, &mv, sa, se));
+        array32(py, vec![verifier_key::ROWS, verifier_key::LIMBS, n], out)
+    }
+
+    /// Rows (3, 2, 4, N) from the b-halves (3, 4, N) as received (checked) and the uniform halves' seed.
+    fn rows<'py>(&self, py: Python<'py>, b: PyReadonlyArrayDyn<'py, u32>, seed_a: &[u8]) -> Out32<'py> {
+        let n = self.inner.n;
+        if b.shape() != [verifier_key::ROWS, verifier_key::LIMBS, n] {
+            return Err(err(format!(
+                "rows: expected ({}, {}, {n}), got {:?}",
+                verifier_key::ROWS,
+                verifier_key::LIMBS,
+                b.shape()
+            )));
+        }
+        let v = flat(&b);
+        self.below(&v, "rows")?;
+        let sa = seed32(seed_a, "rows")?;
+        let out = py.detach(|| self.inner.rows(&v, sa));
+        array32(py, vec![verifier_key::ROWS, 2, verifier_key::LIMBS, n], out)
+    }
+
+    /// ĉ₀·R₀ + ĉ₁·R₁ in coefficient form (k, 2, 4, N) (the oracle tests' view of the product).
+    fn product<'py>(
+        &self,
+        py: Python<'py>,
+        g: PyReadonlyArrayDyn<'py, u32>,
+        rows: PyReadonlyArrayDyn<'py, u32>,
+    ) -> Out<'py> {
+        let k = self.shape(g.shape(), &[2, verifier_key::LIMBS], "product: gallery")?;
+        self.rows_shape(rows.shape())?;
+        let (gv, rv) = (flat(&g), flat(&rows));
+        self.below(&gv, "product: gallery")?;
+        self.below(&rv, "product: rows")?;
+        let out = py.detach(|| pool::install(|| self.inner.product(&gv, &rv)));
+        array(py, vec![k, 2, verifier_key::LIMBS, self.inner.n], out)
+    }
+
+    /// Alg. 2 lines 5–11 under the verifier's key for gallery (k, 2, 4, N) (as ``lift`` made it) and rows
+    /// (3, 2, 4, N): (c₁ (k, N), c₀ at ``positions`` (k, δ)) modulus-switched to 2^``wire_bits``, re-randomised
+    /// from ``seed`` (ChaCha20 stream ``offset`` + i for ciphertext i).
+    #[allow(clippy::too_many_arguments)]
+    fn distances<'py>(
+        &self,
+        py: Python<'py>,
+        g: PyReadonlyArrayDyn<'py, u32>,
+        rows: PyReadonlyArrayDyn<'py, u32>,
+        positions: Vec<usize>,
+        seed: &[u8],
+        offset: u64,
+        wire_bits: u32,
+    ) -> Pair64<'py> {
+        let n = self.inner.n;
+        let k = self.shape(g.shape(), &[2, verifier_key::LIMBS], "distances: gallery")?;
+        self.rows_shape(rows.shape())?;
+        if positions.iter().any(|&p| p >= n) || !(8..=56).contains(&wire_bits) {
+            return Err(err("distances: positions below N and 8 ≤ wire_bits ≤ 56".into()));
+        }
+        let sd = seed32(seed, "distances")?;
+        let (gv, rv) = (flat(&g), flat(&rows));
+        self.below(&rv, "distances: rows")?;
+        let d = positions.len();
+        let (c1, c0) =
+            py.detach(|| pool::install(|| self.inner.distances(&gv, &rv, &positions, sd, offset, wire_bits)));
+        Ok((array(py, vec![k, n], c1)?, array(py, vec![k, d], c0)?))
+    }
+
+    /// Test helper: coefficient residues (..., 4, N) → NTT form (this module's order), uint32.
+    fn forward<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>) -> Out32<'py> {
+        let v = flat(&a);
+        let sh = a.shape().to_vec();
+        if sh.len() < 2 || sh[sh.len() - 1] != self.inner.n || sh[sh.len() - 2] != verifier_key::LIMBS {
+            return Err(err(format!("forward: expected (..., 4, {}), got {sh:?}", self.inner.n)));
+        }
+        self.below(&v, "forward")?;
+        let out = py.detach(|| self.inner.forward(&v));
+        array32(py, sh, out)
+    }
+
+    /// Test helper: NTT form (..., 4, N) → coefficient residues, uint64.
+    fn inverse<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u32>) -> Out<'py> {
+        let v = flat(&a);
+        let sh = a.shape().to_vec();
+        if sh.len() < 2 || sh[sh.len() - 1] != self.inner.n || sh[sh.len() - 2] != verifier_key::LIMBS {
+            return Err(err(format!("inverse: expected (..., 4, {}), got {sh:?}", self.inner.n)));
+        }
+        self.below(&v, "inverse")?;
+        let out = py.detach(|| self.inner.inverse(&v));
+        array(py, sh, out)
+    }
+}
+
+impl PyVerifierKeyProduct {
+    fn exact1(got: &[usize], n: usize, what: &str) -> PyResult<()> {
+        if got != [n] {
+            return Err(err(format!("{what}: expected ({n},), got {got:?}")));
+        }
+        Ok(())
+    }
+
+    fn rows_shape(&self, got: &[usize]) -> PyResult<()> {
+        let want = [verifier_key::ROWS, 2, verifier_key::LIMBS, self.inner.n];
+        if got != want {
+            return Err(err(format!("rows: expected {want:?}, got {got:?}")));
+        }
+        Ok(())
+    }
+}
+
 /// Adds the submodule `bfv` to the extension module.
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "bfv")?;
     m.add_class::<PyBasis>()?;
+    m.add_class::<PyVerifierKeyProduct>()?;
     m.add_function(wrap_pyfunction!(ntt_primes, &m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, &m)?)?;
     m.add_function(wrap_pyfunction!(threads, &m)?)?;

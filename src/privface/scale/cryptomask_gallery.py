@@ -12,13 +12,14 @@ Two stores, as for hers / idface-ckks (``scale.gallery``), every key prefixed by
 * the **key store** (``--key-store``), protocol ``gallery-key``: the KG's ``sk``, the verifier's ``pk_v`` and
   ``sk_v``, ``meta`` (τ, SHA-256 of pk). The gallery store never holds sk or sk_v.
 
-**Storage: ciphertexts (1×), digits at load.** The CS of ``protocols.cryptomask.he`` keeps the NTT of every
-ciphertext's RNS digits (3× a ciphertext) for Alg. 2's external product. The store keeps the ciphertexts as
-Alg. 1 produced them, and ``CloudServer.load`` recomputes the digits once per process (or per Ray actor, for its
-blocks only). Why: a third of the storage (seed 001 Table 1 compares memory), enrolment computes no NTT, and the
-merge of Alg. 1 line 7 is one addition on the stored form. The price is load time — the NTT of every ciphertext,
-far more than reading it — paid once by a long-lived CS and split over Ray actors; a one-shot ``privface identify``
-pays it every time (docs/protocols/cryptomask.md, "Persisted galleries and Ray", has the figures).
+**Storage: ciphertexts (1×), switched at load.** The CS of ``protocols.cryptomask.he`` keeps the gallery under the
+verifier's key, lifted over Q in NTT form (seed 001 §4.5; 4/3 of a ciphertext). The store keeps the ciphertexts
+under pk as Alg. 1 produced them, and ``CloudServer.load`` switches and lifts them once per process (or per Ray
+actor, for its blocks only). Why: the store does not depend on which verifier's k_sw the CS holds, enrolment
+computes no NTT, and the merge of Alg. 1 line 7 is one addition on the stored form. The price is load time — a key
+switch per ciphertext, far more than reading it — paid once by a long-lived CS and split over Ray actors; a
+one-shot ``privface identify`` pays it every time (docs/protocols/cryptomask.md, "Persisted galleries and Ray", has
+the figures).
 
 **Alg. 1 and crash safety.** Templates fill ciphertexts δ at a time and blocks C ciphertexts at a time, in order,
 so every block but the last is full. An enrolment call appends a *batch* (a source's ids): the DP encrypts with

@@ -2,7 +2,7 @@
 
 The split: Alg. 2's CS part — switch the query rows to sk_v, one external product per gallery ciphertext, mask,
 and the CS's shares d_0 — runs where the blocks are (``CSShard``: in this process, or one Ray actor per
-contiguous range of blocks, each loading its blocks and computing their NTT digits once). The driver
+contiguous range of blocks, each loading its blocks and switching them to the verifier's key once). The driver
 concatenates the shards' (c_1, masked c_0 at the δ positions, d_0) in block order, which is exactly what one CS
 holding every block sends (every block but the last is full, so each shard's entries are whole ciphertexts),
 and runs the verifier (sk_v: Alg. 2 lines 12–15) and Alg. 3 between the CS side and the verifier. Each shard

@@ -186,11 +186,15 @@ def test_messages_are_validated(toy):
         toy.enrol(unit(np.random.default_rng(10), 3, 128))
     q = toy.verifier.query(unit(np.random.default_rng(9), 1, 128)[0])
     bad = q.rows.copy()
-    bad[0, 0, 0, 0] = toy.cs.basis.q[0]
+    bad[0, 0, 0] = toy.cs.basis.q[0]
+    with pytest.raises(ProtocolError, match="prime"):
+        toy.cs.distances(Query(bad, q.seed))
     with pytest.raises(ProtocolError):
-        toy.cs.distances(Query(bad))
+        toy.cs.distances(Query(q.rows[:-1], q.seed))
     with pytest.raises(ProtocolError):
-        toy.cs.distances(Query(q.rows[:-1]))
+        toy.cs.distances(Query(q.rows, q.seed[:-1]))
+    with pytest.raises(ProtocolError):
+        Query.from_bytes(q.to_bytes()[:-4], n)
     msg, _ = toy.cs.distances(q)
     with pytest.raises(ProtocolError):
         toy.verifier.shares(Distances(msg.c1.astype(np.int64), msg.c0), toy.cs.count)
@@ -238,18 +242,19 @@ def test_rounds_do_not_grow_with_the_gallery():
     assert rounds[0] == rounds[1] > 1
 
 
-def test_digits_on_the_fly_give_the_same_shares_in_a_third_of_the_memory():
-    """CloudServer(precompute=False) keeps the ciphertexts, not their digits: d_0 + d_1 are the inner products."""
+def test_lift_on_the_fly_gives_the_same_shares_in_half_the_memory():
+    """CloudServer(precompute=False) keeps the p₁ ciphertexts, not their lift over Q (§4.5): d_0 + d_1 are the inner
+    products either way."""
     rng = np.random.default_rng(6)
     x, y = unit(rng, 100, 128), unit(rng, 1, 128)[0]
     sizes = []
     for pre in (True, False):
-        cm = CryptoMask(128, insecure_test_params=True, precompute_digits=pre)
+        cm = CryptoMask(128, insecure_test_params=True, precompute=pre)
         cm.enrol(x[:40])
         cm.enrol(x[40:])  # the merge into the last ciphertext (Alg. 1 line 7)
         msg, d0 = cm.cs.distances(cm.verifier.query(y))
         d = (d0 + cm.verifier.shares(msg, cm.cs.count)) % (1 << 20)
         d = np.where(d >= 1 << 19, d - (1 << 20), d)
         assert np.array_equal(d, encoding.quantize(x) @ encoding.quantize(y))
-        sizes.append(cm.cs.storage_bytes)
-    assert sizes[0] > 2.5 * sizes[1]
+        sizes.append(sum(b.nbytes for b in cm.cs.blocks))
+    assert sizes[0] == 2 * sizes[1]

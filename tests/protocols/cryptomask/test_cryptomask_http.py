@@ -168,7 +168,7 @@ def _start(cs, http, seed=3):
     with _client(cs) as v:
         v._setup()
         q = v._verifier.query(_near(cs["x"][5], seed))
-    answer = FrameReader(io.BytesIO(http.step("identify/start", Query(q.rows.astype("<u4").tobytes()).to_bytes())).read)
+    answer = FrameReader(io.BytesIO(http.step("identify/start", Query(q.to_bytes()).to_bytes())).read)
     started = read_message(Started, answer.frame())
     chunks = []
     with contextlib.suppress(Exception):
@@ -222,11 +222,11 @@ def test_bad_messages_get_400_and_change_nothing(cs):
         before = len(svc)
         with _client(cs) as v:
             v._setup()
-            rows = v._verifier.query(x[0]).rows.astype("<u4")
-        bad = rows.copy()
+            q = v._verifier.query(x[0])
+        bad = q.rows.copy()
         bad.reshape(-1)[0] = cs["svc"].party.cs.basis.q[0]  # a residue not below its prime
-        assert "prime" in refused("identify/start", Query(bad.tobytes()).to_bytes())
-        assert "bytes of gadget rows" in refused("identify/start", Query(rows.tobytes()[:-4]).to_bytes())
+        assert "prime" in refused("identify/start", Query(type(q)(bad, q.seed).to_bytes()).to_bytes())
+        assert "bytes of query rows" in refused("identify/start", Query(q.to_bytes()[:-4]).to_bytes())
         refused("identify/start", GalleryRequest().to_bytes())  # another message type
         refused("identify/start", b"\x00garbage")
         assert len(svc) == before  # no session opened
@@ -303,7 +303,7 @@ def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
     role, caller = cs["svc"].party, "test:abandon"
     with _client(cs) as v:
         v._setup()
-        query = Query(v._verifier.query(cs["x"][1]).rows.astype("<u4").tobytes()).to_bytes()
+        query = Query(v._verifier.query(cs["x"][1]).to_bytes()).to_bytes()
     frames = role.start(query, caller)
     sid = read_message(Started, next(frames)[4:]).session
     next(frames)  # chunk 0 of 7

@@ -54,7 +54,7 @@ def cs(tmp_path_factory):
             key = keys.create("verify")[1]
             with VerifierClient(url, keys_url, api_key=key) as v:
                 v._setup()
-                query = Query(v._verifier.query(x[0]).rows.astype("<u4").tobytes()).to_bytes()
+                query = Query(v._verifier.query(x[0]).to_bytes()).to_bytes()
             yield dict(x=x, url=url, svc=svc, keys=keys, keys_url=keys_url, clock=clock, query=query)
 
 

@@ -1,28 +1,27 @@
-"""CryptoMask's homomorphic part: enrolment (seed 001 Alg. 1) and secure distance computation (Alg. 2).
+"""CryptoMask's homomorphic part: enrolment (seed 001 Alg. 1) and secure distance computation (Alg. 2) with §4.5's
+option of keeping the gallery under the verifier's key.
 
 Parties (§3.1): the Key Generator (KG, trusted: (pk, sk) of the database and (pk_v, sk_v) of the verifier,
 k_sw = SwKeyGen(sk, sk_v)), Data Providers (DP: encrypt face vectors under pk), the Cloud Server (CS: stores
-the encrypted gallery) and the Verifier (encrypts its query under pk, decrypts under sk_v).
+the encrypted gallery) and the Verifier (decrypts under sk_v).
 
-How Alg. 2 is realised (SEAL does keys and encryptions; the native core, ``crypto.native``'s ``bfv.Basis``, the
-polynomial arithmetic, with the math of ``crypto.rlwe``, which stays as its test oracle):
+How Alg. 2 is realised (SEAL does the DPs' encryptions and the keys; the native core, ``crypto.native``, the
+polynomial arithmetic; ``crypto.rlwe`` stays its test oracle):
 
-* Eval.Mul(ct, ct_i): the query is a *gadget* encryption of π(b) under pk (2L BFV encryptions of zero from
-  SEAL with b·g_j added, ``rlwe.gadget_rows``), and the product with each gallery ciphertext ct_i = Enc(π(A_i))
-  is the RNS external product — a ciphertext×ciphertext product that needs no tensoring or relinearisation,
-  so one product per gallery ciphertext is a handful of pointwise products in the NTT domain. The CS
-  precomputes the NTT of each ciphertext's RNS digits at enrolment (storage: 3× a ciphertext), or with
-  ``precompute=False`` keeps the ciphertexts and computes the digits per query.
-* Switching(k_sw, ·) is linear in what it preserves (c_0 + c_1·s), so the CS switches the 2L query rows to
-  sk_v once per query instead of every product: Σ digit·Switch(row) decrypts under sk_v to the same
-  π(A_i)·π(b) (plus the switching noise times the digits). Every c'_i the verifier receives is under pk_v.
-* Masking (lines 6–8): the CS adds a uniform u ∈ R_q to c_0 — Δ·r_i for a uniform r_i ∈ R_t plus a uniform term below
-  Δ — so the verifier's decrypted phase is uniform and hides the product's noise as well. The verifier only needs
-  coefficient k·d − 1 of c_0 (its shares, line 14), so the CS sends those δ values (and c_1 whole), both
-  modulus-switched to q' = 2^WIRE_BITS (``params``); the other coefficients of π(A_i)·π(b), cross-correlations of
-  gallery and query, never leave the CS. Shares: the verifier's d_1 = ⌊t·phase/q⌉, the CS's d_0 = −⌊t·u/q⌉ (mod t);
-  they add up to the inner product unless t·u/q lies within the (≤ 2^-14) noise of a rounding point, so the CS
-  re-draws the ≈ 2^-9 fraction of u that come within 2^-10 of one (``MARGIN_BITS``).
+* §4.5, once per gallery ciphertext: the CS switches ct_i = Enc_pk(π(A_i)) to sk_v with k_sw and drops it to the
+  modulus p₁ = q₀q₁ (``bfv.Basis.switch``, ``rescale``), then keeps it lifted over Q = q₀q₁q₂P in NTT form
+  (``bfv.VerifierKeyProduct.lift``; storage: 4/3 of a ciphertext), or with ``precompute=False`` the p₁ ciphertext
+  (2/3 of one) lifted at every query. Enrolment stays under pk, as in Alg. 1.
+* Eval.Mul(ct, ct_i) without key switching: the query is three symmetric RLWE rows under sk_v at Q, their uniform
+  halves sent as a 32-byte seed: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) (p₂ = q₂P). ĉ₀·R₀ + ĉ₁·R₁
+  encrypts π(A_i)·π(b) at the scale Q/t (the derivation is in the native module ``bfv/verifier_key.rs``): two
+  pointwise products per limb and ciphertext.
+* Masking (lines 6–8): the CS adds u·Z + (e₀, e₁) for a fresh ternary u, so c_1 is an RLWE sample the verifier
+  cannot strip, modulus-switches to q' = 2^WIRE_BITS (``params``) and adds a uniform u' mod q' to the δ values of
+  c_0 the verifier needs (its shares, line 14); the other coefficients, cross-correlations of gallery and query,
+  never leave the CS. Shares: the verifier's d_1 = ⌊t·phase/q'⌉, the CS's d_0 = −⌊t·u'/q'⌉ (mod t); they add up to
+  the inner product unless t·u'/q' lies within the (≤ 2^-12) noise of a rounding point, so the CS re-draws the
+  ≈ 2^-9 fraction of u' that come within 2^-10 of one (``MARGIN_BITS``).
 """
 from __future__ import annotations
 
@@ -38,7 +37,8 @@ from ...errors import ProtocolError, TemplateError
 from . import encoding
 from .params import MARGIN_BITS, WIRE_BITS, WIRE_BYTES
 
-CHUNK = 256  # gallery ciphertexts per native call (bounds the uint64 temporaries)
+CHUNK = 256  # gallery ciphertexts per native call (bounds the temporaries)
+ROWS, LIMBS = 3, 4  # §4.5's query rows R₀, R₁, Z; limbs of Q = q₀q₁q₂P
 
 
 class Basis:
@@ -51,6 +51,7 @@ class Basis:
         self.qv = np.array(self.q, dtype=np.uint64)[:, None]
         self.native = ext.bfv.Basis(list(self.q), self.n, self.P)
         self.narrow = max(self.q) < 1 << 32  # digits and wire residues fit uint32
+        self.product = ext.bfv.VerifierKeyProduct(list(self.key), self.n) if self.L == 3 else None
 
     def reduce_signed(self, v: np.ndarray) -> np.ndarray:
         """Signed integers (..., N) → residues (..., L, N) mod each data prime."""
@@ -104,13 +105,27 @@ class Upload:
 
 @dataclass(frozen=True)
 class Query:
-    """Verifier → CS (Alg. 2 line 2): the gadget encryption of π(b) under pk, (2L, 2, L, N) coefficient form."""
+    """Verifier → CS (Alg. 2 line 2, §4.5): the b-halves (3, 4, N) of R₀, R₁, Z in NTT form (uint32) and the 32-byte
+    seed of their uniform halves."""
 
     rows: np.ndarray
+    seed: bytes
 
     @property
     def nbytes(self) -> int:
-        return 4 * self.rows.size
+        return 4 * self.rows.size + len(self.seed)
+
+    def to_bytes(self) -> bytes:
+        return self.seed + np.ascontiguousarray(self.rows, dtype="<u4").tobytes()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, n: int) -> Query:
+        """The wire form (seed, then the b-halves as little-endian uint32); its residues are checked by the CS."""
+        want = 32 + 4 * ROWS * LIMBS * n
+        if len(raw) != want:
+            raise ProtocolError(f"Query: {len(raw)} bytes of query rows, expected {want}")
+        rows = np.frombuffer(raw, dtype="<u4", offset=32).reshape(ROWS, LIMBS, n).astype(np.uint32)
+        return cls(rows, bytes(raw[:32]))
 
 
 @dataclass(frozen=True)
@@ -180,29 +195,32 @@ def merge_last(basis: Basis, last: np.ndarray, ct: np.ndarray) -> np.ndarray:
 
 
 class CloudServer:
-    """The CS: the gallery in blocks as uploaded (no copying on growth) — NTT digits (k, 2, L, L, N), or with
-    ``precompute=False`` the ciphertexts (k, 2, L, N) themselves, a third of the memory, their digits computed at
-    every query instead — the last ciphertext in coefficient form for merging (Alg. 1 line 7), ``ind``, and k_sw
-    once the KG has sent it (Alg. 2 line 1)."""
+    """The CS: the gallery in blocks (no copying on growth) under the verifier's key (§4.5) — lifted over Q in NTT
+    form (k, 2, 4, N), or with ``precompute=False`` at p₁ in coefficient form (k, 2, 2, N), half the memory, lifted
+    at every query — the last ciphertext under pk in coefficient form for merging (Alg. 1 line 7), ``ind``, and
+    k_sw once the KG has sent it (Alg. 2 line 1). Blocks that arrive before k_sw wait under pk (``_pending``)."""
 
     def __init__(self, public, dim: int, *, workers: int | None = None, precompute: bool = True) -> None:
         """``workers``: kept for callers; the native core's threads are set by ``ext.bfv.set_threads``."""
         self.public, self.basis, self.dim, self.workers = public, basis_of(public), dim, workers
+        if self.basis.product is None:
+            raise ProtocolError("cryptomask needs three data primes and a special prime (params.CM_BFV)")
         self.precompute = precompute
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
-        self._chunks: list[np.ndarray] = []
         self.blocks: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []
         self.last: np.ndarray | None = None
         self.ind, self.count, self._ksk = 0, 0, None
 
     @property
     def storage_bytes(self) -> int:
-        return int(sum(b.nbytes for b in self.blocks) + (self.last.nbytes if self.last is not None else 0))
+        return int(sum(b.nbytes for b in self.blocks + self._pending)
+                   + (self.last.nbytes if self.last is not None else 0))
 
     @property
     def ciphertexts(self) -> int:
-        return sum(b.shape[0] for b in self.blocks)
+        return sum(b.shape[0] for b in self.blocks + self._pending)
 
     def receive(self, up: Upload) -> None:
         """Alg. 1 line 7: check, merge the first ciphertext into the last one if asked, store the rest."""
@@ -218,102 +236,121 @@ class CloudServer:
                                 "the CS's state")
         if up.merge:
             self.last = merge_last(self.basis, self.last, cts[0])
-            self.blocks[-1][-1] = self._stored(self.last[None])[0]
+            if self._pending:
+                self._pending[-1][-1] = self.last
+            else:
+                self.blocks[-1][-1] = self._stored(self.last[None])[0]
             cts = cts[1:]
         if len(cts):
-            self.blocks.append(self._stored(cts))
-            self.last = cts[-1]
+            self._keep(cts)
+            self.last = cts[-1].astype(np.uint32)
         self.ind, self.count = up.ind, self.count + up.count
 
     def load(self, blocks: list[np.ndarray], count: int) -> None:
-        """A persisted gallery (``scale.cryptomask_gallery``): ``blocks`` of ciphertexts (k, 2, L, N) in coefficient
-        form as Alg. 1 left them, ``count`` templates. The NTT digits are computed here, once per process."""
+        """A persisted gallery (``scale.cryptomask_gallery``): ``blocks`` of ciphertexts (k, 2, L, N) under pk in
+        coefficient form as Alg. 1 left them, ``count`` templates. They are switched to sk_v here (or when k_sw
+        arrives), once per process."""
         if self.count or not blocks or not 0 < count <= sum(len(b) for b in blocks) * self.delta:
             raise ProtocolError("load: an empty CS, at least one block and a count that fits it")
         L, n = self.basis.L, self.n
         for i, blk in enumerate(blocks):
             blk = check_residues(blk, (len(blk), 2, L, n), self.basis, f"gallery block {i}")
-            self.blocks.append(self._stored(blk))
-            self.last = blk[-1]
+            self._keep(blk)
+            self.last = blk[-1].astype(np.uint32)
         self.count, self.ind = count, count % self.delta
 
-    def _stored(self, cts: np.ndarray) -> np.ndarray:
-        """What a block keeps of ciphertexts (k, 2, L, N): their digits, or themselves (``precompute``)."""
-        if self.precompute:
-            return self._digits_of(cts)
-        return cts.astype(np.uint32 if self.basis.narrow else np.uint64)
+    def _keep(self, cts: np.ndarray) -> None:
+        if self._ksk is None:
+            self._pending.append(cts.astype(np.uint32))
+        else:
+            self.blocks.append(self._stored(cts))
 
-    def _digits_of(self, cts: np.ndarray) -> np.ndarray:
-        """NTT digits of ciphertexts (k, 2, L, N) (uint32 when the primes allow, as the block stores them)."""
+    def _stored(self, cts: np.ndarray) -> np.ndarray:
+        """§4.5 for ciphertexts (k, 2, L, N) under pk: switched to sk_v, dropped to p₁, lifted (``precompute``)."""
         b = self.basis
-        return np.concatenate([b.native.digits(cts[i:i + CHUNK].astype(np.uint64), narrow=b.narrow)
-                               for i in range(0, len(cts), CHUNK)])
+        parts = []
+        for i in range(0, len(cts), CHUNK):
+            c = b.native.switch(np.ascontiguousarray(cts[i:i + CHUNK], dtype=np.uint64), self._ksk)
+            low = b.native.rescale(c, limbs=b.L)  # mod q₀q₁, (k, 2, 2, N)
+            parts.append(b.product.lift(low) if self.precompute else low.astype(np.uint32))
+        return np.concatenate(parts)
 
     def set_switching_key(self, K: np.ndarray) -> None:
+        """k_sw (Alg. 2 line 1): the gallery that waited under pk is switched to sk_v now."""
         if K.shape != (self.basis.L, 2, self.basis.L + 1, self.n):
             raise ProtocolError("switching key has the wrong shape")
         self._ksk = K
+        pending, self._pending = self._pending, []
+        for blk in pending:
+            self.blocks.append(self._stored(blk))
 
     def distances(self, query: Query) -> tuple[Distances, np.ndarray]:
         """Alg. 2 lines 4–11: (message to the verifier, the CS's shares d_0 (m,) int64 mod t)."""
-        return self.distances_of(self.switch_query(query), 0, self.ciphertexts)
+        return self.distances_of(self.prepare(query), 0, self.ciphertexts)
 
-    def switch_query(self, query: Query) -> np.ndarray:
-        """Alg. 2 line 4, once per query: the checked gadget rows switched to sk_v, (2L, 2, L, N) in NTT form."""
+    def prepare(self, query: Query) -> np.ndarray:
+        """The checked query rows with their uniform halves, (3, 2, 4, N) in NTT form, once per query."""
         if self._ksk is None or not self.count:
             raise ProtocolError("the CS needs k_sw from the KG and an enrolled gallery")
-        b = self.basis
-        rows = check_residues(query.rows, (2 * b.L, 2, b.L, self.n), b, "query")
-        return b.native.forward(b.native.switch(rows, self._ksk))
+        if not isinstance(query, Query) or not isinstance(query.seed, bytes) or len(query.seed) != 32:
+            raise ProtocolError("query: rows and a 32-byte seed")
+        if (not isinstance(query.rows, np.ndarray) or query.rows.dtype != np.uint32
+                or query.rows.shape != (ROWS, LIMBS, self.n)):
+            raise ProtocolError(f"query: expected rows ({ROWS}, {LIMBS}, {self.n}) uint32")
+        try:
+            return self.basis.product.rows(query.rows, query.seed)
+        except ValueError as e:
+            raise ProtocolError(f"query: {e}") from None
 
     def distances_of(self, R: np.ndarray, lo: int, hi: int) -> tuple[Distances, np.ndarray]:
-        """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the switched rows R: their (c_1, masked c_0)
+        """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the prepared rows R: their (c_1, masked c_0)
         and the CS's shares of their entries (those below ``count``). Over HTTP the CS answers chunk by chunk."""
         if not 0 <= lo < hi <= self.ciphertexts:
             raise ProtocolError(f"ciphertexts {lo}…{hi} are not in the gallery's {self.ciphertexts}")
-        L, n, b = self.basis.L, self.n, self.basis
-        pos = encoding.positions(n, self.dim).tolist()
-        c1 = np.empty((hi - lo, n), dtype=np.uint64)
-        c0 = np.empty((hi - lo, L, self.delta), dtype=np.uint64)
+        pos = encoding.positions(self.n, self.dim).tolist()
+        pr, key = self.basis.product, seed()
+        c1 = np.empty((hi - lo, self.n), dtype=np.uint64)
+        c0 = np.empty((hi - lo, self.delta), dtype=np.uint64)
         at = 0
-        for digits in self._digits(lo, hi):
-            out = b.native.external_product(digits, R)
-            k = out.shape[0]
-            c1[at:at + k] = b.native.scale_round(b.native.inverse(np.ascontiguousarray(out[:, 1])), 1 << WIRE_BITS)[0]
-            c0[at:at + k] = b.native.extract(np.ascontiguousarray(out[:, 0]), pos)
+        for part in self._parts(lo, hi):
+            g = part if self.precompute else pr.lift(part.astype(np.uint64))
+            k = len(g)
+            c1[at:at + k], c0[at:at + k] = pr.distances(g, R, pos, key, at, WIRE_BITS)
             at += k
         u, share = self._masks(c0.shape)
-        c0 = b.native.scale_round((c0 + u) % b.qv, 1 << WIRE_BITS)[0]  # modulus switching q → q' (params)
+        c0 = (c0 + u) & np.uint64((1 << WIRE_BITS) - 1)
         return Distances(c1, c0), share.reshape(-1)[:self.count - lo * self.delta]
 
-    def _digits(self, lo: int, hi: int):
-        """The NTT digits of ciphertexts lo … hi − 1 across the blocks, at most ``CHUNK`` at a time."""
+    def _parts(self, lo: int, hi: int):
+        """The stored ciphertexts lo … hi − 1 across the blocks, at most ``CHUNK`` at a time."""
+        if self._pending:
+            raise ProtocolError("the CS needs k_sw from the KG before it can answer")
         at = 0
         for block in self.blocks:
             first, last = max(lo, at), min(hi, at + block.shape[0])
             for i in range(first, last, CHUNK):
-                part = block[i - at:min(last, i + CHUNK) - at]
-                yield part if self.precompute else self._digits_of(part)
+                yield block[i - at:min(last, i + CHUNK) - at]
             at += block.shape[0]
 
     def _masks(self, shape) -> tuple[np.ndarray, np.ndarray]:
-        """u uniform mod q (limb axis −2) away from the rounding points, and d_0 = −⌊t·u/q⌉ mod t."""
-        b = self.basis
-        s, L, m = shape
-        u = b.native.uniform(seed(), s, cols=m)
+        """u' uniform mod q' = 2^WIRE_BITS away from the rounding points, and d_0 = −⌊t·u'/q'⌉ mod t."""
+        t_bits = int(self.t).bit_length() - 1
+        shift = WIRE_BITS - t_bits
+        low, half = (1 << shift) - 1, 1 << (shift - 1)
+        top = np.uint64(64 - WIRE_BITS)
+        u = np.frombuffer(os.urandom(8 * int(np.prod(shape))), dtype=np.uint64).reshape(shape) >> top
         while True:
-            whole, frac = b.native.scale_round(u, self.t)
-            bad = np.abs(frac - 0.5) < 2.0 ** -MARGIN_BITS
+            bad = np.abs((u & np.uint64(low)).astype(np.int64) - half) < (1 << (shift - MARGIN_BITS))
             if not bad.any():
                 break
-            fresh = b.native.uniform(seed(), s, cols=m)
-            u = np.where(bad[:, None, :], fresh, u)
-        # native rounding: ⌊t·u/q⌉ mod t (the fraction is never ½ after the re-draws)
-        return u, (-whole.astype(np.int64)) % self.t
+            fresh = np.frombuffer(os.urandom(8 * int(bad.sum())), dtype=np.uint64) >> top
+            u[bad] = fresh
+        whole = ((u + np.uint64(half)) >> np.uint64(shift)).astype(np.int64)
+        return u, (-whole) % self.t
 
 
 class VerifierHE:
-    """The verifier's HE side: pk (database) to encrypt the query, sk_v to read its shares (Alg. 2 lines 12–15)."""
+    """The verifier's HE side: sk_v to encrypt its query rows (§4.5) and to read its shares (Alg. 2 lines 12–15)."""
 
     def __init__(self, public, public_v, secret_v, dim: int) -> None:
         self.public, self.basis, self.dim = public, basis_of(public), dim
@@ -321,37 +358,34 @@ class VerifierHE:
         self.delta = encoding.rows_per_poly(self.n, dim)
         b = self.basis
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
-        # c'_1·s_v exactly: |coefficients| < N·2^WIRE_BITS < p/2 for one 61-bit NTT prime p
-        self._lift = ext.bfv.Basis(ext.bfv.ntt_primes(61, self.n, 1), self.n)
-        self._p = self._lift.moduli()[0]
-        self._Sv = self._lift.forward(np.mod(sv[None, :], self._p).astype(np.uint64))
-        self._pos = encoding.positions(self.n, dim).tolist()
+        self._sv = sv.astype(np.int64)
+        # (c'_1·s_v) at position j = Σ_i c'_1[i]·T[N − 1 − j + i] with T = reversed (−s_v, s_v) (negacyclic): one
+        # float64 matrix product per chunk, exact as every partial sum is below N·2^WIRE_BITS ≤ 2^53
+        T = np.concatenate([-self._sv, self._sv])[::-1]
+        self._S = np.stack([T[self.n - 1 - j:2 * self.n - 1 - j] for j in encoding.positions(self.n, dim)],
+                           axis=1).astype(np.float64)
+        if self.n << WIRE_BITS > 1 << 53:
+            raise ProtocolError("the verifier's float64 product needs N·2^WIRE_BITS ≤ 2^53")
 
     def query(self, b_vec) -> Query:
+        """§4.5's rows R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) under sk_v, uniform halves as a seed."""
         b = encoding.quantize(b_vec)
         if b.shape != (self.dim,):
             raise TemplateError(f"query must be one {self.dim}-dimensional vector")
-        L = self.basis.L
-        zeros = []
-        for _ in range(2 * L):
-            ct = sealapi.Ciphertext()
-            self.public.encryptor.encrypt_zero(ct)
-            zeros.append(seal_arrays.ciphertext_to_array(ct))
-        rows = rlwe.gadget_rows(self.basis, np.stack(zeros), encoding.encode_query(b, self.n))
-        return Query(rows.astype(np.uint32))
+        key = seed()
+        rows = self.basis.product.encrypt_rows(self._sv, encoding.encode_query(b, self.n), key, seed())
+        return Query(rows, key)
 
     def shares(self, msg: Distances, count: int) -> np.ndarray:
         """d_1 = ⌊t·(c_0 + c_1·s_v)/q⌉ at the δ positions of every c'_i, first ``count`` entries (int64 mod t)."""
         s = -(-count // self.delta)
         c1 = _wire_residues(msg.c1, (s, self.n), "distances c_1")
         c0 = _wire_residues(msg.c0, (s, self.delta), "distances c_0")
-        mask, p = np.uint64((1 << WIRE_BITS) - 1), np.uint64(self._p)
+        mask = np.uint64((1 << WIRE_BITS) - 1)
         ph = np.empty((s, self.delta), dtype=np.uint64)
-        for lo in range(0, s, CHUNK):  # phase mod q' at the δ positions: c'_0 + (c'_1 · s_v), one inverse NTT
-            x = self._lift.forward(np.ascontiguousarray(c1[lo:lo + CHUNK, None, :], dtype=np.uint64))
-            v = self._lift.extract(self._lift.mul(x, self._Sv), self._pos)[:, 0]
-            v = np.where(v > p // np.uint64(2), v - p, v)  # centred lift, then mod 2^WIRE_BITS (two's complement)
-            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + v) & mask
+        for lo in range(0, s, CHUNK):  # phase mod q' at the δ positions: c'_0 + c'_1·s_v
+            v = (c1[lo:lo + CHUNK].astype(np.float64) @ self._S).astype(np.int64)
+            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + v.view(np.uint64)) & mask  # two's complement mod 2^WIRE_BITS
         t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
         d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
         return (d1 % np.uint64(self.t)).astype(np.int64).reshape(-1)[:count]

@@ -5,8 +5,8 @@ as a frame stream (``wire.framed``: u32 length | frame, each frame under the mes
 
 * ``GalleryRequest`` → ``GalleryInfo`` (pk, which the verifier checks against its key store's digest, and the
   layout);
-* ``Query`` (Alg. 2 line 2: the gadget rows under pk) → ``Started`` (the CS's session and its IKNP base-OT request),
-  then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked c_0 at the δ
+* ``Query`` (Alg. 2 line 2, §4.5: the query rows under sk_v) → ``Started`` (the CS's session and its IKNP base-OT
+  request), then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked c_0 at the δ
   positions of ``chunk`` ciphertexts, each frame under 3 MiB), computed as the response is sent;
 * Alg. 3's rounds (``reveal``), either way: a ``RoundHead`` (session, round, the sizes of the message's parts; in the
   verifier's round 0 also its base-OT response, so the base OTs ride on the first round) then the parts, each cut
@@ -47,7 +47,8 @@ class GalleryInfo(Message):
 
 @dataclass
 class Query(Message):
-    """Verifier → CS (Alg. 2 line 2): the gadget rows (2L, 2, L, N) as little-endian uint32."""
+    """Verifier → CS (Alg. 2 line 2, §4.5): ``he.Query.to_bytes``, the 32-byte seed of the rows' uniform halves, then
+    their b-halves (3, 4, N) in NTT form as little-endian uint32."""
 
     WIRE_NAME = "cryptomask.Query"
     rows: bytes

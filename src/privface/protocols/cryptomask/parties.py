@@ -88,15 +88,15 @@ class CryptoMask:
     """KG + CS + one verifier, in process. ``tau`` is the cosine threshold the verifier uses."""
 
     def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False,
-                 batch: int | None = None, precompute_digits: bool = True) -> None:
+                 batch: int | None = None, precompute: bool = True) -> None:
         """``batch``: Alg. 3 entries per batch (None: the whole gallery in one, a constant number of rounds);
-        ``precompute_digits``: the CS keeps the gallery's NTT digits (3× the ciphertexts) or computes them per
-        query (``he.CloudServer``)."""
+        ``precompute``: the CS keeps the gallery lifted over Q in NTT form, or at p₁ and lifts it per query
+        (``he.CloudServer``)."""
         if not -1.0 < tau < 1.0:
             raise ProtocolError("tau must be a cosine in (−1, 1)")
         self.dim, self.tau, self.batch = dim, tau, batch
         self.kg = KeyGenerator(insecure_test_params=insecure_test_params)
-        self.cs = CloudServer(self.kg.public, dim, precompute=precompute_digits)
+        self.cs = CloudServer(self.kg.public, dim, precompute=precompute)
         self.setup_wire = Wire()
         pub_v, sec_v = self.kg.verifier_keys("verifier")
         self.verifier = VerifierHE(self.kg.public, pub_v, sec_v, dim)

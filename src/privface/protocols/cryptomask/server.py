@@ -1,10 +1,10 @@
 """The Cloud Server of seed 001 (§3.1) as a long-lived role over a persisted gallery: Alg. 2's CS part and the
 CS's side of Alg. 3 (P_0, IKNP sender), one session per identification.
 
-The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, with its NTT digits, when the
-role starts. A session is created by a ``Query`` (its rows switched to sk_v, Alg. 2 line 4), whose answer is a frame
-stream: ``Started``, then every ``DistanceChunk`` computed as it is sent (Alg. 2 lines 5–11, so a session holds the
-1.2 MB of switched rows and the CS's shares d_0, not the distances). Then Alg. 3 in one batch over every entry, one
+The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, switched to sk_v (§4.5), when the
+role starts. A session is created by a ``Query`` (§4.5's three rows under sk_v, Alg. 2 line 2), whose answer is a
+frame stream: ``Started``, then every ``DistanceChunk`` computed as it is sent (Alg. 2 lines 5–11, so a session holds
+the 0.4 MB of query rows and the CS's shares d_0, not the distances). Then Alg. 3 in one batch over every entry, one
 exchange per round (``reveal``; round 0 also carries the base-OT response), so the exchanges of an identification
 do not depend on the gallery size. Every message is decoded and checked (session, round, part sizes against what
 ``reveal_cs`` waits for, residues below their primes) before anything changes: a bad one is a ProtocolError and
@@ -90,7 +90,7 @@ def chunk_ciphertexts(basis, delta: int) -> int:
 
 @dataclass
 class CSSession:
-    """One identification at the CS: the switched query rows until every chunk is sent, the CS's shares d_0
+    """One identification at the CS: the query rows until every chunk is sent, the CS's shares d_0
     (one array per chunk, then inside Alg. 3's CS side, ``party``, started once every chunk is sent)."""
 
     rows: np.ndarray | None
@@ -118,7 +118,7 @@ class CloudServerRole:
         self.chunk = chunk or chunk_ciphertexts(cs.basis, cs.delta)
         self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, self.batch, insecure_test_params,
                                 pk_bytes)
-        self.query_bytes = 4 * 2 * cs.basis.L * 2 * cs.basis.L * cs.n
+        self.query_bytes = 32 + 4 * he.ROWS * he.LIMBS * cs.n
         self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
         """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
         self._sessions: dict[bytes, CSSession] = {}
@@ -194,17 +194,13 @@ class CloudServerRole:
             self._sessions.pop(sid, None)
 
     def start(self, body, caller: str | None = None) -> Iterator[bytes]:
-        """Alg. 2 line 4: the query rows, checked and switched to sk_v, are kept in a new session of ``caller``
+        """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``
         (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``). → the answer's frames:
         ``Started``, then each ``DistanceChunk`` (``_distances``), computed as the previous one is sent."""
-        raw = read_message(Query, body).rows
-        if len(raw) != self.query_bytes:
-            raise ProtocolError(f"Query: {len(raw)} bytes of gadget rows, expected {self.query_bytes}")
-        b = self.cs.basis
-        rows = np.frombuffer(raw, dtype="<u4").reshape(2 * b.L, 2, b.L, self.cs.n)
+        query = he.Query.from_bytes(read_message(Query, body).rows, self.cs.n)
         with self._lock:
-            self._check_room(caller)  # before the costly key switch
-        switched = self.cs.switch_query(he.Query(rows.astype(np.uint32)))  # checks residues < primes
+            self._check_room(caller)
+        switched = self.cs.prepare(query)  # checks residues < primes
         ot = IKNPSender()
         sid = secrets.token_bytes(16)
         with self._lock:

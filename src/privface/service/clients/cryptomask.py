@@ -69,7 +69,7 @@ class VerifierClient(ServiceClient):
         info, v, wire = self.info, self._verifier, Wire()
         x = np.asarray(embedding, dtype=np.float64).reshape(-1)
         q = v.query(x / np.linalg.norm(x))
-        rows = q.rows.astype("<u4").tobytes()
+        rows = q.to_bytes()
         wire.send("query", len(rows))
         with self.exchange("identify/start", Query(rows).to_bytes()) as answer:
             try:

@@ -1,0 +1,646 @@
+//! Seed 001 §4.5: the gallery kept under the verifier's key, so a query needs no key switching and one
+//! product per gallery ciphertext is two pointwise products per limb instead of Alg. 2's 2L digit products.
+//!
+//! The CS switches each gallery ciphertext to s_v once (``rns::Basis::switch``) and drops it to the modulus
+//! p₁ = q₀q₁ (``rescale``): ĉ = (ĉ₀, ĉ₁) with ĉ₀ + ĉ₁·s_v = (p₁/t)·π(A) + e mod p₁. ``lift`` stores it centred over
+//! Q = q₀q₁q₂P (p₂ = q₂P) in NTT form. The verifier's query is three symmetric RLWE rows under s_v at Q, their
+//! uniform halves expanded from a seed: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v) and Z = Enc(0). Then
+//! ĉ₀·R₀ + ĉ₁·R₁ decrypts to p₂·π(b)·(ĉ₀ + ĉ₁s_v) = (Q/t)·π(A)π(b) + p₂·π(b)·e (mod Q, as Q·π(b)·k ≡ 0): the
+//! product at the scale Q/t with noise p₂·π(b)·e, a ≈ 2^-19 step. The CS adds Z·u + (e₀, e₁) for a fresh ternary
+//! u per ciphertext, so the c₁ the verifier receives is an RLWE sample it cannot strip (it knows the rows'
+//! uniform halves), then modulus-switches to q' = 2^w (``distances``).
+//!
+//! NTTs are tfhe-ntt's (Zama's maintained AVX2 transforms; their evaluation order is internal, so NTT-form data
+//! never leaves this module except as opaque stored or sent polynomials made by the same transform).
+
+use aes::Aes128;
+use aes::cipher::generic_array::GenericArray;
+use aes::cipher::{BlockEncrypt, KeyInit};
+use rand_chacha::ChaCha20Rng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rayon::prelude::*;
+use tfhe_ntt::prime32::Plan;
+
+use super::arith::{Modulus, mul_shoup};
+
+/// Limbs of Q: q₀, q₁ (p₁, the gallery's modulus), q₂, P.
+pub const LIMBS: usize = 4;
+/// Query rows: R₀, R₁, Z.
+pub const ROWS: usize = 3;
+/// Centred binomial η for the errors (σ = √(η/2) ≈ 3.24, SEAL's σ = 3.2).
+const ETA: u32 = 21;
+
+pub type Res<T> = Result<T, String>;
+
+pub struct Product {
+    pub n: usize,
+    pub p: [u64; LIMBS],
+    m: [Modulus; LIMBS],
+    plans: Vec<Plan>,
+    /// q₀^{-1} mod q₁ (Shoup): CRT of the gallery's two limbs.
+    q0_inv: (u64, u64),
+    /// p₂ mod p_i.
+    p2: [u64; LIMBS],
+    /// 32-bit Shoup pairs: N^{-1} mod p_l; P^{-1} mod q₀,q₁,q₂; q₂^{-1} mod q₀,q₁; q₀^{-1} mod q₁.
+    ninv: [(u32, u32); LIMBS],
+    pinv: [(u32, u32); 3],
+    q2inv: [(u32, u32); 2],
+    q0inv32: (u32, u32),
+}
+
+impl Product {
+    pub fn new(p: &[u64], n: usize) -> Res<Self> {
+        if p.len() != LIMBS {
+            return Err(format!(
+                "verifier-key product: {LIMBS} primes (q0, q1, q2, P), got {}",
+                p.len()
+            ));
+        }
+        let p: [u64; LIMBS] = [p[0], p[1], p[2], p[3]];
+        for (i, &x) in p.iter().enumerate() {
+            if x >= 1 << 30 || p[..i].contains(&x) || !super::arith::is_prime(x) {
+                return Err(format!("verifier-key product: {x} is not a new prime below 2^30"));
+            }
+        }
+        let plans = p
+            .iter()
+            .map(|&x| Plan::try_new(n, x as u32).ok_or_else(|| format!("NTT: no plan for N = {n}, p = {x}")))
+            .collect::<Res<Vec<_>>>()?;
+        let m = p.map(Modulus::new);
+        let shoup = |i: usize, v: u64| (v, m[i].shoup(v));
+        let q0_inv = shoup(1, m[1].inv(p[0] % p[1]));
+        let p2 = std::array::from_fn(|i| m[i].mul(p[2] % p[i], p[3] % p[i]));
+        let s32 = |i: usize, v: u64| (v as u32, ((v << 32) / p[i]) as u32);
+        let ninv = std::array::from_fn(|i| s32(i, m[i].inv(n as u64 % p[i])));
+        let pinv = std::array::from_fn(|i| s32(i, m[i].inv(p[3] % p[i])));
+        let q2inv = std::array::from_fn(|i| s32(i, m[i].inv(p[2] % p[i])));
+        let q0inv32 = s32(1, m[1].inv(p[0] % p[1]));
+        Ok(Product {
+            n,
+            p,
+            m,
+            plans,
+            q0_inv,
+            p2,
+            ninv,
+            pinv,
+            q2inv,
+            q0inv32,
+        })
+    }
+
+    /// Small signed integers (|x| < p_l) → NTT form mod p_l.
+    fn fwd_signed(&self, v: &[i64], l: usize, out: &mut [u32]) {
+        let p = self.p[l] as i64;
+        for (o, &x) in out.iter_mut().zip(v) {
+            *o = small_mod(x, p) as u32;
+        }
+        self.plans[l].fwd(out);
+    }
+
+    /// Gallery ciphertexts (k, 2, 2, N) mod q₀, q₁ (coefficient form) → centred over Q, NTT form (k, 2, 4, N).
+    pub fn lift(&self, ct: &[u64]) -> Vec<u32> {
+        let n = self.n;
+        let (q0, q1) = (self.p[0], self.p[1]);
+        let p1 = q0 * q1;
+        let p1_mod = [self.m[2].reduce(p1), self.m[3].reduce(p1)];
+        let mut out = vec![0u32; ct.len() * 2];
+        out.par_chunks_mut(LIMBS * n)
+            .zip(ct.par_chunks(2 * n))
+            .for_each(|(o, c)| {
+                let (a0, a1) = c.split_at(n);
+                for j in 0..n {
+                    let (x0, x1) = (a0[j], a1[j]);
+                    let d = mul_shoup(self.m[1].sub(x1, x0 % q1), self.q0_inv.0, self.q0_inv.1, q1);
+                    let x = x0 + q0 * d; // in [0, p₁)
+                    o[j] = x0 as u32;
+                    o[n + j] = x1 as u32;
+                    for (i, l) in [2usize, 3].into_iter().enumerate() {
+                        let r = self.m[l].reduce(x);
+                        // centred: x − p₁ when x > p₁/2
+                        o[l * n + j] = if x > p1 / 2 { self.m[l].sub(r, p1_mod[i]) } else { r } as u32;
+                    }
+                }
+                for (l, limb) in o.chunks_mut(n).enumerate() {
+                    self.plans[l].fwd(limb);
+                }
+            });
+        out
+    }
+
+    /// Coefficient residues (…, 4, N) → NTT form.
+    pub fn forward(&self, a: &[u64]) -> Vec<u32> {
+        let n = self.n;
+        let mut out: Vec<u32> = a.iter().map(|&x| x as u32).collect();
+        for (i, c) in out.chunks_mut(n).enumerate() {
+            self.plans[i % LIMBS].fwd(c);
+        }
+        out
+    }
+
+    /// NTT form (…, 4, N) → coefficient residues.
+    pub fn inverse(&self, a: &[u32]) -> Vec<u64> {
+        let n = self.n;
+        let mut out = Vec::with_capacity(a.len());
+        let mut t = vec![0u32; n];
+        for (i, c) in a.chunks(n).enumerate() {
+            let l = i % LIMBS;
+            t.copy_from_slice(c);
+            self.plans[l].inv(&mut t);
+            let v = self.m[l].inv(n as u64 % self.p[l]);
+            let vp = self.m[l].shoup(v);
+            out.extend(t.iter().map(|&x| mul_shoup(x as u64, v, vp, self.p[l])));
+        }
+        out
+    }
+
+    /// Uniform polynomials (count, 4, N) in NTT form from a 32-byte seed: ChaCha20, stream 4r + l for row r,
+    /// limb l, rejection sampling below p_l. The same seed gives the same rows on both sides.
+    pub fn uniform(&self, seed: [u8; 32], count: usize) -> Vec<u32> {
+        let n = self.n;
+        let mut out = vec![0u32; count * LIMBS * n];
+        out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+            let p = self.p[i % LIMBS];
+            let mask = u64::MAX >> p.leading_zeros();
+            let mut rng = ChaCha20Rng::from_seed(seed);
+            rng.set_stream(i as u64);
+            for x in row.iter_mut() {
+                *x = loop {
+                    let v = rng.next_u64() & mask;
+                    if v < p {
+                        break v as u32;
+                    }
+                };
+            }
+        });
+        out
+    }
+
+    /// The verifier's rows (seed 001 §4.5): b-halves (3, 4, N) in NTT form of R₀ = Enc(p₂·m), R₁ = Enc(p₂·m·s),
+    /// Z = Enc(0) under s, with uniform halves from `seed_a` and errors from `seed_e`.
+    pub fn encrypt_rows(&self, s: &[i64], msg: &[i64], seed_a: [u8; 32], seed_e: [u8; 32]) -> Vec<u32> {
+        let n = self.n;
+        let a = self.uniform(seed_a, ROWS);
+        let mut e = vec![0i64; ROWS * n];
+        let mut rng = ChaCha20Rng::from_seed(seed_e);
+        for x in e.iter_mut() {
+            *x = cbd(&mut rng, ETA) as i64;
+        }
+        let mut out = vec![0u32; ROWS * LIMBS * n];
+        let (mut sh, mut mh, mut eh) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+        for l in 0..LIMBS {
+            let md = &self.m[l];
+            self.fwd_signed(s, l, &mut sh);
+            self.fwd_signed(msg, l, &mut mh);
+            for r in 0..ROWS {
+                self.fwd_signed(&e[r * n..(r + 1) * n], l, &mut eh);
+                let ar = &a[(r * LIMBS + l) * n..(r * LIMBS + l + 1) * n];
+                let o = &mut out[(r * LIMBS + l) * n..(r * LIMBS + l + 1) * n];
+                for j in 0..n {
+                    let (sj, mj) = (sh[j] as u64, mh[j] as u64);
+                    let mut v = md.sub(eh[j] as u64, md.mul(ar[j] as u64, sj));
+                    let m = match r {
+                        0 => md.mul(self.p2[l], mj),
+                        1 => md.mul(self.p2[l], md.mul(mj, sj)),
+                        _ => 0,
+                    };
+                    v = md.add(v, m);
+                    o[j] = v as u32;
+                }
+            }
+        }
+        out
+    }
+
+    /// The rows (3, 2, 4, N): b-halves as sent, uniform halves from the seed.
+    pub fn rows(&self, b: &[u32], seed_a: [u8; 32]) -> Vec<u32> {
+        let n = self.n;
+        let a = self.uniform(seed_a, ROWS);
+        let mut out = Vec::with_capacity(2 * b.len());
+        for r in 0..ROWS {
+            out.extend_from_slice(&b[r * LIMBS * n..(r + 1) * LIMBS * n]);
+            out.extend_from_slice(&a[r * LIMBS * n..(r + 1) * LIMBS * n]);
+        }
+        out
+    }
+
+    /// ĉ₀·R₀ + ĉ₁·R₁ (+ û·Z) for one ciphertext, limb by limb, inverse NTT without the factor N^{-1}:
+    /// acc (2, 4, N) coefficient residues times N.
+    #[inline(always)]
+    fn product_one(&self, g: &[u32], rows: &[Shouped], uh: Option<&[u32]>, acc: &mut [u32]) {
+        let n = self.n;
+        let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+        for l in 0..LIMBS {
+            let p = self.p[l] as u32;
+            let g0 = &g[l * n..(l + 1) * n];
+            let g1 = &g[(LIMBS + l) * n..(LIMBS + l + 1) * n];
+            let row = |r: usize, h: usize| rows[(r * 2 + h) * LIMBS + l].slice(n);
+            let (o0, o1) = (&mut acc0[l * n..(l + 1) * n], &mut acc1[l * n..(l + 1) * n]);
+            let u = uh.map(|u| &u[l * n..(l + 1) * n]);
+            mac3(
+                o0,
+                o1,
+                g0,
+                g1,
+                u,
+                [row(0, 0), row(1, 0), row(2, 0)],
+                [row(0, 1), row(1, 1), row(2, 1)],
+                p,
+            );
+            self.plans[l].inv(o0);
+            self.plans[l].inv(o1);
+        }
+    }
+
+    /// Modulus switching Q → 2^w of m coefficients given as limbs x (4, m) of N·c (the unnormalised inverse NTT),
+    /// plus the errors e: exact rescaling by P then q₂ (RNS, ⌊x/p⌉ with the centred remainder), CRT of the two
+    /// limbs left into [0, p₁), and ⌊2^w·x/p₁⌉ in float64 (its error, below 2^-12, adds to the rounding's ½).
+    #[inline(always)]
+    fn to_wire(&self, x: &mut [u32], m: usize, e: &[i32], out: &mut [u64], w: u32) {
+        let p: [u32; LIMBS] = self.p.map(|v| v as u32);
+        let (lo, hi) = x.split_at_mut(2 * m);
+        let (x01, (x2, x3)) = (lo, hi.split_at_mut(m));
+        let (x0, x1) = x01.split_at_mut(m);
+        // normalise (× N^{-1}) and add e
+        for (l, xs) in [&mut *x0, &mut *x1, &mut *x2, &mut *x3].into_iter().enumerate() {
+            let (ni, nip, pl) = (self.ninv[l].0, self.ninv[l].1, p[l]);
+            for (v, &ej) in xs.iter_mut().zip(e) {
+                let y = red1(shoup32(*v, ni, nip, pl), pl) as i32 + ej;
+                *v = (if y < 0 {
+                    y + pl as i32
+                } else if y >= pl as i32 {
+                    y - pl as i32
+                } else {
+                    y
+                }) as u32;
+            }
+        }
+        // ⌊x/P⌉ over q₀, q₁, q₂, then ⌊x/q₂⌉ over q₀, q₁
+        drop_limb(&mut [&mut *x0, &mut *x1, &mut *x2], x3, p[3], &self.pinv, &p);
+        drop_limb(&mut [&mut *x0, &mut *x1], x2, p[2], &self.q2inv, &p);
+        let q0 = p[0] as u64;
+        let scale = (1u64 << w) as f64 / (q0 * p[1] as u64) as f64;
+        let mask = (1u64 << w) - 1;
+        let (qi, qip) = self.q0inv32;
+        for ((o, &a), &b) in out.iter_mut().zip(x0.iter()).zip(x1.iter()) {
+            let am = red1(a, p[1]); // a < q₀ < 2q₁
+            let diff = if b >= am { b - am } else { b + p[1] - am };
+            let dlt = red1(shoup32(diff, qi, qip, p[1]), p[1]) as u64;
+            let v = a as u64 + q0 * dlt; // in [0, q₀q₁)
+            *o = ((v as f64 * scale + 0.5) as i64 as u64) & mask;
+        }
+    }
+
+    /// One ciphertext of ``distances``: its u, e from AES-128-CTR(seed) at block (stream, j).
+    #[inline(always)]
+    fn one(&self, job: &Job, stream: u64, gs: &[u32], sc: &mut Scratch, o1: &mut [u64], o0: &mut [u64]) {
+        let n = self.n;
+        let d = job.positions.len();
+        ctr_words(job.aes, stream, &mut sc.words);
+        let (uw, ew) = sc.words.split_at(n / 32);
+        for (c, &v) in sc.u.chunks_mut(32).zip(uw) {
+            for (j, x) in c.iter_mut().enumerate() {
+                *x = ((v >> (2 * j)) & 1) as i64 - ((v >> (2 * j + 1)) & 1) as i64;
+            }
+        }
+        for (x, &v) in sc.e.iter_mut().zip(ew) {
+            *x = cbd_word(v, ETA);
+        }
+        for l in 0..LIMBS {
+            self.fwd_signed(&sc.u, l, &mut sc.uh[l * n..(l + 1) * n]);
+        }
+        self.product_one(gs, job.sh, Some(&sc.uh), &mut sc.acc);
+        let (a0, a1) = sc.acc.split_at_mut(LIMBS * n);
+        self.to_wire(a1, n, &sc.e[..n], o1, job.w);
+        for (l, v) in sc.c0.chunks_mut(d.max(1)).enumerate() {
+            for (x, &pos) in v.iter_mut().zip(job.positions) {
+                *x = a0[l * n + pos];
+            }
+        }
+        self.to_wire(&mut sc.c0, d, &sc.e[n..n + d], o0, job.w);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn one_avx2(&self, job: &Job, stream: u64, gs: &[u32], sc: &mut Scratch, o1: &mut [u64], o0: &mut [u64]) {
+        self.one(job, stream, gs, sc, o1, o0)
+    }
+
+    /// Test path: ĉ₀·R₀ + ĉ₁·R₁ for gallery (k, 2, 4, N) and rows (3, 2, 4, N), coefficient form (k, 2, 4, N).
+    pub fn product(&self, g: &[u32], rows: &[u32]) -> Vec<u64> {
+        let n = self.n;
+        let sh = shouped(self, rows);
+        let ninv: Vec<(u64, u64)> = (0..LIMBS)
+            .map(|l| {
+                let v = self.m[l].inv(n as u64 % self.p[l]);
+                (v, self.m[l].shoup(v))
+            })
+            .collect();
+        let mut out = vec![0u64; g.len()];
+        out.par_chunks_mut(2 * LIMBS * n)
+            .zip(g.par_chunks(2 * LIMBS * n))
+            .for_each(|(o, gs)| {
+                let mut acc = vec![0u32; 2 * LIMBS * n];
+                self.product_one(gs, &sh, None, &mut acc);
+                for (i, (d, &x)) in o.iter_mut().zip(&acc).enumerate() {
+                    let l = (i / n) % LIMBS;
+                    *d = mul_shoup(x as u64, ninv[l].0, ninv[l].1, self.p[l]);
+                }
+            });
+        out
+    }
+
+    /// Alg. 2 lines 5–11 under the verifier's key: for gallery ciphertexts (k, 2, 4, N) and the rows (3, 2, 4, N),
+    /// c = ĉ₀·R₀ + ĉ₁·R₁ + u·Z + (e₀, e₁) with u, e from AES-128-CTR (key: `seed`'s first 16 bytes, blocks
+    /// (`offset` + i, j) for ciphertext i), switched to
+    /// q' = 2^w: (c₁ (k, N), c₀ at `positions` (k, δ)), values below 2^w.
+    pub fn distances(
+        &self,
+        g: &[u32],
+        rows: &[u32],
+        positions: &[usize],
+        seed: [u8; 32],
+        offset: u64,
+        w: u32,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let n = self.n;
+        let k = g.len() / (2 * LIMBS * n);
+        let d = positions.len();
+        let sh = shouped(self, rows);
+        let mut c1 = vec![0u64; k * n];
+        let mut c0 = vec![0u64; k * d];
+        let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
+        let job = Job {
+            sh: &sh,
+            positions,
+            aes: &aes,
+            w,
+        };
+        c1.par_chunks_mut(n)
+            .zip(c0.par_chunks_mut(d.max(1)))
+            .zip(g.par_chunks(2 * LIMBS * n))
+            .enumerate()
+            .for_each_init(
+                || Scratch::new(n, d),
+                |sc, (i, ((o1, o0), gs))| {
+                    #[cfg(target_arch = "x86_64")]
+                    if super::rns::avx2() {
+                        // SAFETY: the CPU supports AVX2 (checked at run time).
+                        unsafe { self.one_avx2(&job, offset + i as u64, gs, sc, o1, o0) };
+                        return;
+                    }
+                    self.one(&job, offset + i as u64, gs, sc, o1, o0)
+                },
+            );
+        (c1, c0)
+    }
+}
+
+struct Job<'a> {
+    sh: &'a [Shouped],
+    positions: &'a [usize],
+    aes: &'a Aes128,
+    w: u32,
+}
+
+/// Per-thread buffers of ``distances``.
+struct Scratch {
+    acc: Vec<u32>,
+    uh: Vec<u32>,
+    u: Vec<i64>,
+    e: Vec<i32>,
+    c0: Vec<u32>,
+    words: Vec<u64>,
+}
+
+impl Scratch {
+    fn new(n: usize, d: usize) -> Self {
+        Scratch {
+            acc: vec![0; 2 * LIMBS * n],
+            uh: vec![0; LIMBS * n],
+            u: vec![0; n],
+            e: vec![0; n + d],
+            c0: vec![0; LIMBS * d.max(1)],
+            // n/32 words for u (two bits a coefficient), one word per error
+            words: vec![0; n / 32 + n + d + 1],
+        }
+    }
+}
+
+/// AES-128-CTR words: block (stream, j) for j = 0, 1, …, two little-endian words a block.
+#[inline(always)]
+fn ctr_words(aes: &Aes128, stream: u64, out: &mut [u64]) {
+    let mut blocks = [GenericArray::default(); 8];
+    let mut j = 0u128;
+    for chunk in out.chunks_mut(16) {
+        let need = chunk.len().div_ceil(2);
+        for (k, b) in blocks[..need].iter_mut().enumerate() {
+            b.copy_from_slice(&(((stream as u128) << 64) | (j + k as u128)).to_le_bytes());
+        }
+        j += need as u128;
+        aes.encrypt_blocks(&mut blocks[..need]);
+        for (i, x) in chunk.iter_mut().enumerate() {
+            let b = &blocks[i / 2];
+            let off = 8 * (i % 2);
+            *x = u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"));
+        }
+    }
+}
+
+/// A row polynomial (u32, NTT form) with its 32-bit Shoup companions ⌊w·2^32/p⌋.
+struct Shouped {
+    w: Vec<u32>,
+    wp: Vec<u32>,
+}
+
+impl Shouped {
+    fn slice(&self, n: usize) -> (&[u32], &[u32]) {
+        (&self.w[..n], &self.wp[..n])
+    }
+}
+
+fn shouped(pr: &Product, rows: &[u32]) -> Vec<Shouped> {
+    rows.chunks(pr.n)
+        .enumerate()
+        .map(|(i, c)| {
+            let p = pr.p[i % LIMBS];
+            Shouped {
+                w: c.to_vec(),
+                wp: c.iter().map(|&w| (((w as u64) << 32) / p) as u32).collect(),
+            }
+        })
+        .collect()
+}
+
+#[inline(always)]
+fn shoup32(x: u32, w: u32, wp: u32, p: u32) -> u32 {
+    let q = ((x as u64 * wp as u64) >> 32) as u32;
+    x.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
+}
+
+#[inline(always)]
+fn red1(x: u32, p: u32) -> u32 {
+    if x >= p { x - p } else { x }
+}
+
+/// x_l ← (x_l − [r]_centred)·r_p^{-1} mod p_l for the kept limbs, r the dropped limb's residues mod its prime rp:
+/// the RNS form of ⌊x/rp⌉.
+#[inline(always)]
+fn drop_limb(kept: &mut [&mut [u32]], r: &[u32], rp: u32, inv: &[(u32, u32)], p: &[u32; LIMBS]) {
+    let half = rp / 2;
+    for (l, xs) in kept.iter_mut().enumerate() {
+        let pl = p[l];
+        let rp_mod = rp % pl;
+        let (wi, wip) = inv[l];
+        for (v, &rv) in xs.iter_mut().zip(r) {
+            // [r]_centred mod p_l: r mod p_l (r < 4p_l), minus rp when r > rp/2
+            let mut t = rv;
+            for _ in 0..3 {
+                t = red1(t, pl);
+            }
+            let neg = if rv > half { rp_mod } else { 0 };
+            t = if t >= neg { t - neg } else { t + pl - neg };
+            let dlt = if *v >= t { *v - t } else { *v + pl - t };
+            *v = red1(shoup32(dlt, wi, wip, pl), pl);
+        }
+    }
+}
+
+/// x mod p for |x| < p.
+#[inline(always)]
+fn small_mod(x: i64, p: i64) -> u64 {
+    (if x < 0 { x + p } else { x }) as u64
+}
+
+/// A centred binomial sample: popcount of η random bits minus popcount of η more.
+#[inline(always)]
+fn cbd(rng: &mut ChaCha20Rng, eta: u32) -> i32 {
+    cbd_word(rng.next_u64(), eta)
+}
+
+#[inline(always)]
+fn cbd_word(v: u64, eta: u32) -> i32 {
+    let m = (1u64 << eta) - 1;
+    (v & m).count_ones() as i32 - ((v >> 32) & m).count_ones() as i32
+}
+
+type Pair<'a> = (&'a [u32], &'a [u32]);
+
+/// o0 += g0·b₀ + g1·b₁ + u·b_z and o1 likewise with the uniform halves, mod p (p < 2^30): Shoup products in
+/// [0, 2p), summed below 6p < 2^32 and reduced once; 32×32-bit products, so the loop vectorises.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn mac3_body(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], u: &[u32], b: [Pair; 3], a: [Pair; 3], p: u32) {
+    let n = o0.len();
+    let (g0, g1, u) = (&g0[..n], &g1[..n], &u[..n]);
+    let sh = |x: u32, w: u32, wp: u32| -> u32 {
+        let q = ((x as u64 * wp as u64) >> 32) as u32;
+        x.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
+    };
+    let red = |mut s: u32| -> u32 {
+        if s >= 4 * p {
+            s -= 4 * p;
+        }
+        if s >= 2 * p {
+            s -= 2 * p;
+        }
+        if s >= p {
+            s -= p;
+        }
+        s
+    };
+    let (b0, b0p, b1, b1p, bz, bzp) = (
+        &b[0].0[..n],
+        &b[0].1[..n],
+        &b[1].0[..n],
+        &b[1].1[..n],
+        &b[2].0[..n],
+        &b[2].1[..n],
+    );
+    let (a0, a0p, a1, a1p, az, azp) = (
+        &a[0].0[..n],
+        &a[0].1[..n],
+        &a[1].0[..n],
+        &a[1].1[..n],
+        &a[2].0[..n],
+        &a[2].1[..n],
+    );
+    for j in 0..n {
+        let (x0, x1, xu) = (g0[j], g1[j], u[j]);
+        o0[j] = red(sh(x0, b0[j], b0p[j]) + sh(x1, b1[j], b1p[j]) + sh(xu, bz[j], bzp[j]));
+        o1[j] = red(sh(x0, a0[j], a0p[j]) + sh(x1, a1[j], a1p[j]) + sh(xu, az[j], azp[j]));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn mac3_avx2(
+    o0: &mut [u32],
+    o1: &mut [u32],
+    g0: &[u32],
+    g1: &[u32],
+    u: &[u32],
+    b: [Pair; 3],
+    a: [Pair; 3],
+    p: u32,
+) {
+    mac3_body(o0, o1, g0, g1, u, b, a, p)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mac3(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], u: Option<&[u32]>, b: [Pair; 3], a: [Pair; 3], p: u32) {
+    let zeros;
+    let u = match u {
+        Some(u) => u,
+        None => {
+            zeros = vec![0u32; o0.len()];
+            &zeros
+        }
+    };
+    #[cfg(target_arch = "x86_64")]
+    if super::rns::avx2() {
+        // SAFETY: the CPU supports AVX2 (checked at run time).
+        unsafe { mac3_avx2(o0, o1, g0, g1, u, b, a, p) };
+        return;
+    }
+    mac3_body(o0, o1, g0, g1, u, b, a, p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn primes(n: usize) -> Vec<u64> {
+        let mut p = super::super::arith::ntt_primes(27, n as u64, 3);
+        p.extend(super::super::arith::ntt_primes(28, n as u64, 1));
+        p
+    }
+
+    /// Encrypt under s, multiply by a gallery ciphertext of a known message, decrypt: the product's phase.
+    #[test]
+    fn rows_decrypt_and_product_scales() {
+        let n = 64;
+        let pr = Product::new(&primes(n), n).unwrap();
+        let mut rng = ChaCha20Rng::from_seed([7; 32]);
+        let s: Vec<i64> = (0..n).map(|_| cbd(&mut rng, 1) as i64).collect();
+        let m: Vec<i64> = (0..n).map(|i| (i as i64 % 5) - 2).collect();
+        let b = pr.encrypt_rows(&s, &m, [1; 32], [2; 32]);
+        let rows = pr.rows(&b, [1; 32]);
+        // b + a·s = e + message, limb 0 (p₂ ≡ 0 mod q₂, P)
+        let mut sh = vec![0u32; n];
+        pr.fwd_signed(&s, 0, &mut sh);
+        let m0 = &pr.m[0];
+        let mut ph: Vec<u32> = (0..n)
+            .map(|j| m0.add(rows[j] as u64, m0.mul(rows[LIMBS * n + j] as u64, sh[j] as u64)) as u32)
+            .collect();
+        pr.plans[0].inv(&mut ph);
+        let ninv = m0.inv(n as u64);
+        for (j, &v) in ph.iter().enumerate() {
+            let v = m0.mul(v as u64, ninv);
+            let want = m0.mul(pr.p2[0], m0.from_i64(m[j]));
+            let diff = m0.sub(v, want);
+            assert!(diff < 50 || diff > pr.p[0] - 50, "row 0 noise too large at {j}");
+        }
+    }
+}

@@ -1,0 +1,131 @@
+"""The native §4.5 product (native/src/bfv/verifier_key.rs) against Python integers as the oracle: the transform,
+the centred lift from p₁ = q₀q₁ to Q = q₀q₁q₂P, the verifier's rows, ĉ₀·R₀ + ĉ₁·R₁, and ``distances`` decrypted
+at q' = 2^40 to (p₁/t-scaled) products — on random inputs at a small N, and on SEAL's cryptomask primes."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privface.crypto.native import ext
+
+bfv = ext.bfv
+few = settings(max_examples=6, deadline=None)
+seeds = st.integers(0, 2**32 - 1)
+
+
+def primes(n):
+    return bfv.ntt_primes(27, n, 3) + bfv.ntt_primes(28, n, 1)
+
+
+def negacyclic(a, b):
+    """Exact integer negacyclic product of two integer sequences."""
+    n = len(a)
+    out = [0] * n
+    for i, x in enumerate(a):
+        if x:
+            for j, y in enumerate(b):
+                if i + j < n:
+                    out[i + j] += x * y
+                else:
+                    out[i + j - n] -= x * y
+    return out
+
+
+def crt(res, mods):
+    """Residues (L,) → the integer in [0, Π mods)."""
+    Q = 1
+    for p in mods:
+        Q *= p
+    return sum(int(r) * (Q // p) * pow(Q // p, -1, p) for r, p in zip(res, mods)) % Q
+
+
+@pytest.fixture(scope="module")
+def small():
+    n = 64
+    return bfv.VerifierKeyProduct(primes(n), n), primes(n), n
+
+
+@few
+@given(seeds)
+def test_transform_products_and_lift_match_integers(small, seed):
+    pr, p, n = small
+    rng = np.random.default_rng(seed)
+    a = np.stack([rng.integers(0, q, n) for q in p]).astype(np.uint64)
+    assert np.array_equal(pr.inverse(pr.forward(a)), a)
+    low = np.stack([rng.integers(0, p[0], (1, 2, n)), rng.integers(0, p[1], (1, 2, n))], axis=2).astype(np.uint64)
+    g = pr.lift(low)
+    back = pr.inverse(g)
+    p1 = p[0] * p[1]
+    for h in range(2):
+        for j in range(n):
+            x = crt(low[0, h, :, j], p[:2])
+            x = x - p1 if x > p1 // 2 else x  # centred
+            assert [int(back[0, h, li, j]) for li in range(4)] == [x % q for q in p]
+    rows = pr.rows(pr.forward(np.stack([a, a[:, ::-1], a]).astype(np.uint64)).astype(np.uint32), os.urandom(32))
+    out = pr.product(g, rows)
+    rc = pr.inverse(rows)  # (3, 2, 4, n) coefficient form
+    for li, q in enumerate(p):
+        c = [[int(v) for v in back[0, h, li]] for h in range(2)]
+        for half in range(2):
+            want = [(x + y) % q for x, y in zip(negacyclic(c[0], [int(v) for v in rc[0, half, li]]),
+                                                 negacyclic(c[1], [int(v) for v in rc[1, half, li]]))]
+            assert [int(v) for v in out[0, half, li]] == want
+
+
+@few
+@given(seeds)
+def test_rows_decrypt_and_distances_carry_the_product(small, seed):
+    """Rows under s decrypt to p₂·m, p₂·m·s, 0 plus small errors; a gallery ciphertext of A at p₁ times the rows,
+    re-randomised and switched to 2^40, decrypts to round(2^40·(A·m mod t)/t) within a small error."""
+    pr, p, n = small
+    rng = np.random.default_rng(seed)
+    t, w = 1 << 20, 40
+    s = rng.integers(-1, 2, n).astype(np.int64)
+    m = np.zeros(n, np.int64)
+    m[:8] = rng.integers(-255, 256, 8)
+    key = os.urandom(32)
+    rows = pr.rows(pr.encrypt_rows(s, m, key, os.urandom(32)), key)
+    rc = pr.inverse(rows)
+    Q = p[0] * p[1] * p[2] * p[3]
+    p2, p1 = p[2] * p[3], p[0] * p[1]
+    ms = negacyclic([int(v) for v in m], [int(v) for v in s])
+    for r, msg in enumerate(([p2 * int(v) for v in m], [p2 * v for v in ms], [0] * n)):
+        b = [crt(rc[r, 0, :, j], p) for j in range(n)]
+        a = [crt(rc[r, 1, :, j], p) for j in range(n)]
+        ph = [(x + y) % Q for x, y in zip(b, negacyclic(a, [int(v) for v in s]))]
+        err = [((v - mm + Q // 2) % Q) - Q // 2 for v, mm in zip(ph, msg)]
+        assert max(abs(e) for e in err) < 64
+    # a gallery ciphertext under s at p₁: ĉ₀ = −ĉ₁·s + round(p₁·A/t) + e
+    A = rng.integers(-255, 256, n)
+    c1 = [int(v) for v in rng.integers(0, p1, n)]
+    c0 = [(x + round(p1 * int(a) / t) + int(e)) % p1
+          for x, a, e in zip(negacyclic([-v for v in c1], [int(v) for v in s]), A, rng.integers(-3, 4, n))]
+    low = np.array([[[[v % q for v in c] for q in p[:2]] for c in (c0, c1)]], dtype=np.uint64)
+    pos = list(range(n))
+    d1, d0 = pr.distances(pr.lift(low), rows, pos, os.urandom(32), 0, w)
+    phase = [(int(x) + y) % (1 << w) for x, y in zip(d0[0], negacyclic([int(v) for v in d1[0]], [int(v) for v in s]))]
+    prod = negacyclic([int(v) for v in A], [int(v) for v in m])
+    for j in pos:
+        want = ((prod[j] % t) << w) // t
+        diff = ((phase[j] - want + (1 << (w - 1))) % (1 << w)) - (1 << (w - 1))
+        assert abs(diff) < 1 << (w - 20 - 12), (j, diff)  # below 2^-12 of a plaintext step
+
+
+def test_bad_inputs_are_errors(small):
+    pr, p, n = small
+    with pytest.raises(ValueError):
+        bfv.VerifierKeyProduct(p[:3], n)
+    with pytest.raises(ValueError):
+        bfv.VerifierKeyProduct([p[0], p[0], p[2], p[3]], n)
+    with pytest.raises(ValueError, match="prime"):
+        pr.rows(np.full((3, 4, n), p[0], np.uint32), os.urandom(32))
+    with pytest.raises(ValueError):
+        pr.rows(np.zeros((3, 4, n), np.uint32), b"short")
+    with pytest.raises(ValueError, match="prime"):
+        pr.lift(np.full((1, 2, 2, n), p[1], np.uint64))
+    with pytest.raises(ValueError):
+        pr.distances(np.zeros((1, 2, 4, n), np.uint32), np.zeros((3, 2, 4, n), np.uint32), [n], os.urandom(32), 0, 40)
