@@ -1,6 +1,6 @@
 """The native BFV core (native/src/bfv) against the numpy/Python code it replaces, kept here as the oracle:
-NTTs, pointwise and external products, SwKeyGen/Switching, modulus switching, scaled rounding and coefficient
-extraction on random inputs; 60-bit primes against Python integers; SEAL decrypts natively switched ciphertexts."""
+NTTs, pointwise products, SwKeyGen/Switching and modulus switching on random inputs; 60-bit primes against Python
+integers; SEAL decrypts natively switched ciphertexts. (§4.5's product: test_crypto_verifier_key_native.py.)"""
 from __future__ import annotations
 
 import os
@@ -101,41 +101,6 @@ def test_inputs_are_validated(b27):
         B.forward(a)
     with pytest.raises(ValueError, match="expected shape"):
         B.forward(np.zeros((4, N), np.uint64))
-    with pytest.raises(ValueError):
-        B.external_product(np.zeros((1, 2, 3, 3, N), np.uint64), np.zeros((5, 2, 3, N), np.uint64))
-
-
-@few
-@given(seed=seeds, s=st.integers(1, 5))
-def test_digits_and_external_product_match_oracle(b27, seed, s):
-    B, ob = b27
-    rng = np.random.default_rng(seed)
-    ct = residues(rng, (s, 2, 3, N), Q27[:-1])
-    G = B.digits(ct)
-    assert np.array_equal(G, rlwe.gallery_digits(ob, ct).astype(np.uint64))
-    R = residues(rng, (6, 2, 3, N), Q27[:-1])
-    want = rlwe.external_product(ob, G.astype(np.uint32), R)
-    G32 = B.digits(ct, narrow=True)  # uint32 digits: the 32-bit product path
-    assert G32.dtype == np.uint32 and np.array_equal(G32, G)
-    assert np.array_equal(B.external_product(G, R), want) and np.array_equal(B.external_product(G32, R), want)
-
-
-@few
-@given(seed=seeds, bits=st.sampled_from([60, 62]), s=st.integers(1, 3))
-def test_external_product_large_primes_against_integers(seed, bits, s):
-    """60- and 62-bit primes (lazy and reducing accumulation): Σ_{c,j} G[c, j] ⊙ R[cL + j] with Python integers."""
-    n, L = 16, 2
-    ps = bfv.ntt_primes(bits, n, L)
-    B, rng = bfv.Basis(ps, n), np.random.default_rng(seed)
-    G = residues(rng, (s, 2, L, L, n), ps)
-    R = residues(rng, (2 * L, 2, L, n), ps)
-    got = B.external_product(G, R)
-    for si in range(s):
-        for o in range(2):
-            for li, p in enumerate(ps):
-                want = [sum(int(G[si, c, j, li, k]) * int(R[c * L + j, o, li, k]) for c in range(2) for j in range(L))
-                        % p for k in range(n)]
-                assert [int(v) for v in got[si, o, li]] == want
 
 
 @few
@@ -180,45 +145,6 @@ def crt(res, ps):
     for p in ps:
         Q *= p
     return sum(r * (Q // p) * pow(Q // p, -1, p) for r, p in zip(res, ps)) % Q
-
-
-@few
-@given(seed=seeds)
-def test_scale_round_matches_oracle(b27, seed):
-    B, ob = b27
-    x = residues(np.random.default_rng(seed), (5, 3, 32), Q27[:-1])
-    whole, frac = rlwe.scaled_round(ob, np.moveaxis(x, -2, -1), 1 << 20)
-    got, f = B.scale_round(x, 1 << 20)
-    ok = np.abs(frac - 0.5) > 1e-9  # exact ties may round either way in floating point
-    assert np.array_equal(got[ok], ((whole + (frac >= 0.5)) % (1 << 20))[ok].astype(np.uint64))
-    assert np.allclose(f, frac, atol=1e-9)
-
-
-@few
-@given(seed=seeds, bits=st.sampled_from([40, 60]), t_bits=st.sampled_from([20, 32, 40]))
-def test_scale_round_60bit_against_integers(seed, bits, t_bits):
-    ps, t = bfv.ntt_primes(bits, 16, 2), 1 << t_bits
-    B, rng = bfv.Basis(ps, 16), np.random.default_rng(seed)
-    x = residues(rng, (2, 16), ps)
-    got, _ = B.scale_round(x, t)
-    Q = ps[0] * ps[1]
-    for k in range(16):
-        v = crt([int(x[0, k]), int(x[1, k])], ps)
-        assert int(got[k]) == ((2 * t * v + Q) // (2 * Q)) % t
-
-
-@few
-@given(seed=seeds)
-def test_extract_matches_coefficient_functional(b27, seed):
-    B, ob = b27
-    rng = np.random.default_rng(seed)
-    a = residues(rng, (4, 3, N), Q27[:-1])
-    pos = sorted(rng.choice(N, 7, replace=False).tolist())
-    W = ob.ntt.coefficient_functional(pos)
-    fa = B.forward(a)
-    want = rlwe.matmul_mod(fa, rlwe.functional_parts(W), ob.q)
-    assert np.array_equal(B.extract(fa, pos), want)
-    assert np.array_equal(want, a[:, :, pos])
 
 
 @few

@@ -1,6 +1,7 @@
-//! BFV in RNS form for cryptomask (seed 001 §2.2, §2.4, §4.3): the polynomial hot loops behind
-//! `privface.crypto` — negacyclic NTTs, pointwise and external products, key switching, modulus switching and
-//! coefficient extraction — for primes up to 62 bits at N = 4096 (or any power of two). Python passes uint64
+//! BFV in RNS form for cryptomask (seed 001 §2.2, §2.4, §4.3, §4.5): the polynomial hot loops behind
+//! `privface.crypto` — negacyclic NTTs, pointwise products, key switching and modulus switching for primes up to
+//! 62 bits at N = 4096 (or any power of two), and §4.5's product with the gallery under the verifier's key
+//! (`verifier_key`). Python passes uint64
 //! arrays (C order, limb axis −2 as in `crypto.rlwe`) and keeps the protocol logic; every call validates its
 //! shapes and residues, then releases the GIL and runs on the `set_threads` pool.
 
@@ -18,7 +19,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 type Out<'py> = PyResult<Bound<'py, PyArrayDyn<u64>>>;
-type Rounded<'py> = PyResult<(Bound<'py, PyArrayDyn<u64>>, Bound<'py, PyArrayDyn<f64>>)>;
 
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -142,72 +142,6 @@ impl PyBasis {
         array(py, a.shape().to_vec(), v)
     }
 
-    /// Ciphertexts (S, 2, L, N) coefficient form → NTT of their RNS digits (S, 2, L, L, N), uint64, or uint32
-    /// with `narrow` (every data prime below 2^32).
-    #[pyo3(signature = (ct, narrow=false))]
-    fn digits<'py>(
-        &self,
-        py: Python<'py>,
-        ct: PyReadonlyArrayDyn<'py, u64>,
-        narrow: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (l, n) = (self.inner.l, self.inner.n);
-        if ct.ndim() != 4 || ct.shape()[1] != 2 {
-            return Err(err(format!("digits: expected (S, 2, {l}, {n}), got {:?}", ct.shape())));
-        }
-        if narrow && self.inner.moduli(false).iter().any(|&p| p >= 1 << 32) {
-            return Err(err("digits: narrow (uint32) needs every data prime below 2^32".into()));
-        }
-        let (v, _) = self.checked(&ct, false, "digits")?;
-        let shape = vec![ct.shape()[0], 2, l, l, n];
-        if narrow {
-            let out = py.detach(|| pool::install(|| self.inner.digits(&v, |x| x as u32)));
-            let a = ArrayD::from_shape_vec(IxDyn(&shape), out).map_err(|e| err(e.to_string()))?;
-            Ok(a.into_pyarray(py).into_any())
-        } else {
-            let out = py.detach(|| pool::install(|| self.inner.digits(&v, |x| x)));
-            Ok(array(py, shape, out)?.into_any())
-        }
-    }
-
-    /// External product Σ_{c,j} G[s, c, j] ⊙ R[cL + j]: G (S, 2, L, L, N) digits (uint32 or uint64),
-    /// R (2L, 2, L, N), NTT form. Returns (S, 2, L, N).
-    fn external_product<'py>(
-        &self,
-        py: Python<'py>,
-        g: &Bound<'py, PyAny>,
-        r: PyReadonlyArrayDyn<'py, u64>,
-    ) -> Out<'py> {
-        let (l, n) = (self.inner.l, self.inner.n);
-        Self::exact(r.shape(), &[2 * l, 2, l, n], "external product rows")?;
-        let (rv, _) = self.checked(&r, false, "external product rows")?;
-        if let Ok(g) = g.extract::<PyReadonlyArrayDyn<'py, u32>>() {
-            let s = g.shape().first().copied().unwrap_or(0);
-            Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
-            let gv = flat(&g);
-            self.inner.check(&gv, l, "external product digits").map_err(err)?;
-            let small = self.inner.moduli(false).iter().all(|&p| p < 1 << 31);
-            let out = py.detach(|| {
-                pool::install(|| {
-                    if small {
-                        self.inner.external_product32(&gv, &rv)
-                    } else {
-                        self.inner.external_product(&gv, &rv)
-                    }
-                })
-            });
-            return array(py, vec![s, 2, l, n], out);
-        }
-        let g = g
-            .extract::<PyReadonlyArrayDyn<'py, u64>>()
-            .map_err(|_| err("external product digits: a uint32 or uint64 array".into()))?;
-        let s = g.shape().first().copied().unwrap_or(0);
-        Self::exact(g.shape(), &[s, 2, l, l, n], "external product digits")?;
-        let (gv, _) = self.checked(&g, false, "external product digits")?;
-        let out = py.detach(|| pool::install(|| self.inner.external_product(&gv, &rv)));
-        array(py, vec![s, 2, l, n], out)
-    }
-
     /// SwKeyGen(s, s') with randomness a (L, L+1, N) uniform mod qP and e (L, N) small: K (L, 2, L+1, N).
     fn swkeygen<'py>(
         &self,
@@ -274,33 +208,6 @@ impl PyBasis {
         array(py, shape, out)
     }
 
-    /// Modulus switching to t: x residues (..., L', M) over the first L' data primes (limb axis −2) →
-    /// (⌊t·x/Q⌉ mod t (..., M), fractional part of t·x/Q (..., M)).
-    fn scale_round<'py>(&self, py: Python<'py>, x: PyReadonlyArrayDyn<'py, u64>, t: u64) -> Rounded<'py> {
-        let sh = x.shape().to_vec();
-        if sh.len() < 2 || sh[sh.len() - 2] == 0 || sh[sh.len() - 2] > self.inner.l || t < 2 {
-            return Err(err(format!(
-                "scale_round: expected (..., L' ≤ {}, M) and t ≥ 2, got {sh:?}",
-                self.inner.l
-            )));
-        }
-        let (limbs, m) = (sh[sh.len() - 2], sh[sh.len() - 1]);
-        let v = flat(&x);
-        let bad = v
-            .chunks(m.max(1))
-            .enumerate()
-            .any(|(i, c)| c.iter().any(|&y| y >= self.inner.tables[i % limbs].m.p));
-        if bad {
-            return Err(err("scale_round: a residue is not below its prime".into()));
-        }
-        let (w, f) = py.detach(|| pool::install(|| self.inner.scale_round(&v, limbs, m, t)));
-        let shape: Vec<usize> = sh[..sh.len() - 2].iter().copied().chain([m]).collect();
-        let f = ArrayD::from_shape_vec(IxDyn(&shape), f)
-            .map_err(|e| err(e.to_string()))?
-            .into_pyarray(py);
-        Ok((array(py, shape, w)?, f))
-    }
-
     /// Uniform residues (count, limbs, cols) mod the data (or key) primes, expanded from a 32-byte seed
     /// (ChaCha20; cols: N by default): the same seed always gives the same polynomials.
     #[pyo3(signature = (seed, count, key=false, cols=None))]
@@ -315,26 +222,6 @@ impl PyBasis {
         let cols = cols.unwrap_or(self.inner.n);
         let out = py.detach(|| pool::install(|| self.inner.uniform(seed, count, limbs, cols)));
         array(py, vec![count, limbs, cols], out)
-    }
-
-    /// Coefficients at `positions` of polynomials given in NTT form (..., limbs, N) → (..., limbs, k).
-    #[pyo3(signature = (a, positions, key=false))]
-    fn extract<'py>(
-        &self,
-        py: Python<'py>,
-        a: PyReadonlyArrayDyn<'py, u64>,
-        positions: Vec<usize>,
-        key: bool,
-    ) -> Out<'py> {
-        if positions.iter().any(|&p| p >= self.inner.n) {
-            return Err(err("extract: a position is not below N".into()));
-        }
-        let (v, limbs) = self.checked(&a, key, "extract")?;
-        let out = py.detach(|| pool::install(|| self.inner.extract(&v, limbs, &positions)));
-        let mut shape = a.shape().to_vec();
-        let k = shape.len() - 1;
-        shape[k] = positions.len();
-        array(py, shape, out)
     }
 }
 

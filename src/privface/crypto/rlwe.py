@@ -1,5 +1,5 @@
 """RLWE arithmetic on SEAL BFV ciphertexts held as RNS arrays: key switching between two secret keys
-(seed 001 §2.4, SwKeyGen / Switching), the RNS-gadget external product, and coefficient read-out.
+(seed 001 §2.4, SwKeyGen / Switching) and coefficient read-out — the test oracle of the native core's ``bfv``.
 
 SEAL generates the keys and does every encryption; ``tenseal.sealapi`` exposes no key switching between two
 different secret keys (only relinearisation and Galois keys, whose key-switching keys it builds internally), so
@@ -12,10 +12,7 @@ SwKeyGen and Switching are implemented here over numpy arrays, with SEAL's decom
   σ ≈ 3.24 as SEAL's default); P·g_j·s is P·s in limb j and 0 in every other limb.
 * Switching(c, K): (c_0, 0) + ⌊(Σ_j digit_j(c_1)·K_j)/P⌉ mod q decrypts under s' to c_0 + c_1·s + e_ks.
 
-The external product c ⊡ G(m) of a ciphertext c = (c_0, c_1) with a gadget encryption G(m) (2L rows: row j
-encrypts m·g_j, row L+j encrypts m·g_j·s) is Σ_j digit_j(c_0)·row_j + digit_j(c_1)·row_{L+j}, an encryption of
-m·(c_0 + c_1·s): the message times c's phase, with noise Σ digit·e (digits < q_j) + m·e_c. Randomness: ``secrets``
-(os.urandom); uniform residues by rejection sampling.
+Randomness: ``secrets`` (os.urandom); uniform residues by rejection sampling.
 """
 from __future__ import annotations
 
@@ -128,34 +125,6 @@ def switch(basis: RNSBasis, ct: np.ndarray, K: np.ndarray) -> np.ndarray:
     return out
 
 
-def gadget_rows(basis: RNSBasis, zeros: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """G(m): 2L encryptions of zero (2L, 2, L, N), coefficient form; row j gets m·g_j added to c_0, row L+j
-    to c_1 (m·g_j is [m]_{q_j} in limb j and 0 elsewhere). ``m`` signed integers (N,)."""
-    L = basis.L
-    if zeros.shape != (2 * L, 2, L, basis.n):
-        raise CryptoError(f"gadget encryption needs {2 * L} encryptions of zero, got {zeros.shape}")
-    rows = zeros.copy()
-    mr = basis.reduce_signed(m)
-    for j in range(L):
-        for c in range(2):
-            rows[c * L + j, c, j] = (rows[c * L + j, c, j] + mr[j]) % basis.q[j]
-    return rows
-
-
-def gallery_digits(basis: RNSBasis, ct: np.ndarray) -> np.ndarray:
-    """(..., 2, L, N) coefficient ciphertexts → NTT of their digits (..., 2, L digits, L, N) as uint32."""
-    return basis.ntt.forward(basis.digits(ct, basis.q)).astype(np.uint32)
-
-
-def external_product(basis: RNSBasis, G: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Σ_{c,j} G[..., c, j] ⊙ R[cL + j] in NTT form: G (S, 2, L, L, N) uint32 gallery digits, R (2L, 2, L, N)
-    uint64, the NTT of the (switched) gadget rows. Returns (S, 2, L, N) uint64 (6 products < 2^57, reduced once)."""
-    L = basis.L
-    out = np.einsum("scjln,cjoln->soln", G, R.reshape(2, L, 2, L, basis.n))
-    out %= basis.qv
-    return out
-
-
 def functional_parts(W: np.ndarray) -> np.ndarray:
     """W (L, k, N) residues < 2^30 → (L, N, 3k) float64: its 10-bit parts (shifts 20, 10, 0), for ``matmul_mod``."""
     parts = [((W >> np.uint64(sh)) & np.uint64(1023)) for sh in (20, 10, 0)]
@@ -176,12 +145,3 @@ def matmul_mod(x: np.ndarray, parts: np.ndarray, moduli) -> np.ndarray:
     return out
 
 
-def scaled_round(basis: RNSBasis, x: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """t·x/q for residues x (..., L) of x ∈ [0, q): (integer part mod t as int64, fraction in [0, 1))."""
-    y = x * basis.qhat_inv % np.array(basis.q, dtype=np.uint64)
-    num = y * np.uint64(t)  # < 2^28 · t ≤ 2^60
-    q = np.array(basis.q, dtype=np.uint64)
-    whole = (num // q).sum(axis=-1)
-    frac = ((num % q).astype(np.float64) / q.astype(np.float64)).sum(axis=-1)
-    fl = np.floor(frac)
-    return ((whole + fl.astype(np.uint64)) % np.uint64(t)).astype(np.int64), frac - fl

@@ -1,7 +1,7 @@
 """cryptomask — CryptoMask (seed 001): BFV coefficient encoding with a d-coefficient buffer (§4.1), enrolment
-with the merge indicator (Alg. 1), encrypted query with one ciphertext product per gallery ciphertext, masking
-and key switching to the verifier's key (Alg. 2), and secure result revealing (Alg. 3: comparison, B2A, sum,
-final comparison) on IKNP OT extension, so the verifier learns one bit: whether some enrolled face matches.
+with the merge indicator (Alg. 1), the gallery kept under the verifier's key (§4.5) so one ciphertext product per
+gallery ciphertext needs no key switching, masking (Alg. 2), and secure result revealing (Alg. 3: comparison, B2A,
+sum, final comparison) on IKNP OT extension, so the verifier learns one bit: whether some enrolled face matches.
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
@@ -17,9 +17,9 @@ DESCRIPTION = {
     "task": "1:N identification, 1-bit answer",
     "parties": ["KeyGenerator", "DataProvider", "CloudServer", "Verifier"],
     "threat_model": THREAT_MODEL,
-    "modes": {"alg2-keyswitch": {"status": "implemented", "params": CM_BFV.name,
-                                 "packing": "δ = ⌈(N − d)/d⌉ templates per ciphertext (§4.1)", "leakage": LEAKAGE},
-              "sec4.5-query-under-pk_v": {"status": "not implemented", "leakage": LEAKAGE}},
+    "modes": {"sec4.5-gallery-under-sk_v": {"status": "implemented", "params": CM_BFV.name,
+                                            "packing": "δ = ⌈(N − d)/d⌉ templates per ciphertext (§4.1)",
+                                            "leakage": LEAKAGE}},
     "leakage": LEAKAGE,
     "security_levels": [{"scheme": "bfv", "params": CM_BFV.name, "security_bits": CM_BFV.security_bits,
                          "estimate": "HE standard table (SEAL CoeffModulus.MaxBitCount): log q = 109 at N = 4096"},
@@ -32,6 +32,11 @@ DESCRIPTION = {
                    "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128),
                    "security": "128-bit classical (HE standard, Albrecht et al. 2018, Tab. 1: log qP ≤ 109 at "
                                "N = 4096, ternary secret); qP = 27 + 27 + 27 data bits + a 28-bit special prime",
+                   "gallery_modulus_bits": 54, "query_modulus_bits": 109,
+                   "sec4.5": "gallery switched to sk_v once and kept at p₁ = q₀q₁ (54 bits), lifted over "
+                             "Q = q₀q₁q₂P (109 bits); query: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) "
+                             "under sk_v at Q, uniform halves from a 32-byte seed; every answer re-randomised "
+                             "with u·Z + e",
                    "wire_modulus_bits": WIRE_BITS, "mask_margin_bits": MARGIN_BITS,
                    "communication": "distances modulus-switched to q' = 2^40 before they leave the CS "
                                     "(5 bytes per coefficient: c'_1 whole, c'_0 at the δ positions); "
@@ -42,7 +47,8 @@ DESCRIPTION = {
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "
               "the verifier: identify --protocol cryptomask"],
-    "not_yet": ["§4.5 variant (query under pk_v)", "seeded c_1 (c'_1 is a product, not a fresh uniform polynomial)"],
+    "not_yet": ["packing many ciphertexts' distances into one before they leave the CS (PackLWEs)",
+                "seeded c_1 (c'_1 is a product, not a fresh uniform polynomial)"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

@@ -28,7 +28,9 @@ THREAT_MODEL = {
     "data_providers": "honest: encrypt their own face vectors under pk",
 }
 LEAKAGE = {
-    "cloud_server": ["gallery size and dimension", "that a query happened (its ciphertexts are IND-CPA under pk)"],
+    "cloud_server": ["gallery size and dimension",
+                     "that a query happened (its rows are RLWE ciphertexts under sk_v; R₁ encrypts a multiple of "
+                     "sk_v, so this rests on circular security, as RGSW does)"],
     "verifier": ["the 1-bit answer (some enrolled face has cosine ≥ τ)", "gallery size (number of ciphertexts)"],
     "key_generator": ["nothing after setup (it sees no ciphertext)"],
 }
