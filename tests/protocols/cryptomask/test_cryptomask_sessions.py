@@ -179,6 +179,22 @@ def test_without_a_caller_only_the_global_cap_applies(cs, role):
     assert not e.value.per_caller
 
 
+def test_a_large_gallery_admits_fewer_identifications(cs, role, monkeypatch):
+    """The cap follows the memory an identification's Alg. 3 rounds hold (``SESSION_MEMORY``): with room for one,
+    the second start is refused before any work, and the first one's expiry lets the next in."""
+    party = role
+    monkeypatch.setattr(server, "SESSION_MEMORY", 3 * party.round_limit)
+    small = server.CloudServerRole(party.cs, party.info.public_context, insecure_test_params=True, batch=64,
+                                   clock=cs["clock"])
+    assert (small.max_sessions, small.max_per_caller) == (1, 1)
+    small.start(cs["query"])
+    with pytest.raises(server.TooManySessions):
+        small.start(cs["query"])
+    cs["clock"].now += server.IDLE_TTL + 1
+    small.start(cs["query"])
+    assert len(small) == 1
+
+
 def test_a_session_answers_only_the_key_that_started_it(cs, role):
     """Issue 17 §4: the identification's session id (in the messages) was a bearer secret: any verify key that
     saw it could fetch the distances or drive Alg. 3. Another key now hears "unknown session" (before its body is

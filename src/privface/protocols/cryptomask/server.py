@@ -12,7 +12,8 @@ leaves the session as it was, so the verifier may send the right one; ``admit_ro
 its body is read, and gives the exact size the body must have. A distances stream that is not read to its end ends
 its session. A session ends ``IDLE_TTL`` seconds after its last successful step, ``MAX_AGE`` seconds after it
 started at the latest, or with its last Alg. 3 round; its rows, d_0 and Alg. 3 state are then dropped (at the next
-request). At most ``MAX_SESSIONS`` are open, at most ``MAX_PER_CALLER`` per caller. Nothing of a session is logged.
+request). At most ``MAX_SESSIONS`` are open (fewer for a large gallery: ``SESSION_MEMORY``), at most
+``MAX_PER_CALLER`` per caller. Nothing of a session is logged.
 """
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ MAX_SESSIONS, MAX_PER_CALLER = 8, 2
 2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages and
 OT-extension keys, ≈ 1 kB per template at its peak, as in process), and per caller (the service's client identity:
 API key id, else client address), so that one caller cannot hold every slot."""
+SESSION_MEMORY = 4 << 30
+"""Bytes the open identifications' Alg. 3 rounds may hold together: a round being computed holds its body and its
+answer, ≈ 2·``max_round_bytes`` (≈ 1.1 GB at 2^20 in one batch), so a large gallery admits fewer than
+``MAX_SESSIONS`` at once (3 at 2^20) and a key holder cannot make the CS buffer 8 such rounds."""
 IDLE_TTL, MAX_AGE = 120.0, 3600.0
 """A session ends ``IDLE_TTL`` s after its last successful step (a silent verifier frees its slot within two
 minutes; an honest one waits for one answer and its own work on it between steps; every distance chunk sent counts
@@ -121,6 +126,8 @@ class CloudServerRole:
         self.query_bytes = 32 + 4 * he.ROWS * he.LIMBS * cs.n
         self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
         """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
+        self.max_sessions = max(1, min(MAX_SESSIONS, SESSION_MEMORY // (2 * self.round_limit)))
+        self.max_per_caller = min(MAX_PER_CALLER, self.max_sessions)
         self._sessions: dict[bytes, CSSession] = {}
         self._ended: OrderedDict[bytes, str] = OrderedDict()  # expired id → why, the last _ENDED
         self._lock = threading.Lock()
@@ -165,11 +172,11 @@ class CloudServerRole:
         self._expire()
         now = self.clock()
         mine = [] if caller is None else [s for s in self._sessions.values() if s.caller == caller]
-        if len(mine) >= MAX_PER_CALLER:
+        if len(mine) >= self.max_per_caller:
             raise TooManySessions(f"this client already has {len(mine)} cryptomask identifications open; finish "
                                   "one or retry later", per_caller=True,
                                   retry_after=min(s.expires for s in mine) - now)
-        if len(self._sessions) >= MAX_SESSIONS:
+        if len(self._sessions) >= self.max_sessions:
             raise TooManySessions("the CS has too many identifications open; try again later", per_caller=False,
                                   retry_after=min(s.expires for s in self._sessions.values()) - now)
 
