@@ -264,6 +264,7 @@ try:
         single, sharded = identify(y, url), identify(y, url, ray="auto", workers=2)
         assert single["match"] is sharded["match"] is want and sharded["shards"] == 2, (single, sharded)
         assert sharded["id"] is None and single["comm_bytes"] == sharded["comm_bytes"]
+        assert single["rounds"] == sharded["rounds"] == 11  # the query, then Alg. 3 in one batch
     db = sqlite3.connect(url[len("sqlite:///"):])  # a damaged block in the second shard: a GalleryError, no actor left
     key = "default.block.000003.g000000.part.0000"
     rec = bytearray(db.execute("SELECT record FROM records WHERE subject_id=?", (key,)).fetchone()[0])

@@ -28,8 +28,9 @@ from ...errors import ProtocolError
 from .params import SUM_BITS, T_BITS
 
 BATCH = 1 << 15
-"""Entries per batch for ``reveal``'s callers that bound memory (``scale.cryptomask_identify``); ``CryptoMask.identify``
-and the CS over HTTP use one batch over every entry (messages of ≈ 528 B per entry, streamed as frames)."""
+"""Entries per batch when a caller bounds Alg. 3's memory; ``CryptoMask.identify``, ``identify --gallery`` and the CS
+over HTTP use one batch over every entry (messages of ≈ 528 B per entry, streamed as frames over HTTP), so their
+rounds do not grow with the gallery."""
 
 
 def setup_ot(wire: Wire) -> tuple[IKNPSender, IKNPReceiver]:
