@@ -2,7 +2,9 @@
 whose first frame is checked by the service (``stream_heads``/``admit``) before the rest is read, and a stalled
 client dropped after ``STREAM_SEND_TIMEOUT`` — over real loopback HTTP with a test-only service."""
 import asyncio
+import logging
 import threading
+import time
 
 import pytest
 
@@ -106,5 +108,23 @@ def test_a_client_that_stops_reading_is_dropped(monkeypatch):
     async def receive():
         await asyncio.sleep(3600)
 
-    asyncio.run(app_module._Stream(pieces(), {}, "test")({"type": "http"}, receive, send))
-    assert closed.is_set() and sent[0] == "http.response.start" and len(sent) == 4
+    stream, ended = app_module._Stream(pieces(), {}, "test"), []
+    stream.ended = ended.append
+    asyncio.run(stream({"type": "http"}, receive, send))
+    assert closed.is_set() and sent[0] == "http.response.start" and len(sent) == 4 and ended == [False]
+
+
+def test_a_stream_is_audited_when_it_ends_with_its_outcome(served, caplog):
+    """The audit record of a streamed step is written when the stream ends, with the whole duration; a stream cut
+    short is recorded as refused with error StreamEnded, not as a 200 that was never delivered."""
+    url, svc = served
+    caplog.set_level(logging.INFO, logger="privface.audit")
+    with ServiceClient(url, "streamer") as http:
+        with http.exchange("pieces", bytes([5])) as answer:
+            [answer.frame(1024) for _ in range(5)]
+    assert svc.closed.wait(5)
+    deadline = time.monotonic() + 5
+    while not [r for r in caplog.records if r.name == "privface.audit"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    fields = [r.fields for r in caplog.records if r.name == "privface.audit"]
+    assert fields and fields[-1]["status"] == 200 and fields[-1]["decision"] == "allowed" and not fields[-1]["error"]

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -183,19 +183,29 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         response = await _run_step(protocol, step, request, seen)
         known = protocol in by_name and step in by_name[protocol].steps
         labels = (protocol, step) if known else ("unknown", "unknown")
-        seconds = time.perf_counter() - t0
-        metrics.requests.labels(*labels, str(response.status_code)).inc()
-        metrics.latency.labels(*labels).observe(seconds)
-        accepted = seen.get("accepted")
-        if accepted is not None:
-            metrics.attempts.labels(protocol, "accepted" if accepted else "rejected").inc()
-        ok = response.status_code < 400
-        key = seen.get("key")
-        audit(party=key.key_id if key else None, party_name=key.name if key else None,
-              client=request.client.host if request.client else None, protocol=protocol[:64], step=step[:64],
-              subject=seen.get("subject"), status=response.status_code, error=seen.get("error"),
-              decision=("refused" if not ok else (seen.get("decision") or "allowed") if accepted is None
-                        else "accepted" if accepted else "rejected"), ms=round(seconds * 1000, 3))
+
+        def record(ended: bool = True) -> None:
+            """Metrics and the audit record, once the answer is complete (a stream: when it ended, or was cut)."""
+            seconds = time.perf_counter() - t0
+            if not ended:
+                seen["error"] = "StreamEnded"
+            metrics.requests.labels(*labels, str(response.status_code) if ended else "cut").inc()
+            metrics.latency.labels(*labels).observe(seconds)
+            accepted = seen.get("accepted")
+            if accepted is not None:
+                metrics.attempts.labels(protocol, "accepted" if accepted else "rejected").inc()
+            ok = response.status_code < 400 and ended
+            key = seen.get("key")
+            audit(party=key.key_id if key else None, party_name=key.name if key else None,
+                  client=request.client.host if request.client else None, protocol=protocol[:64], step=step[:64],
+                  subject=seen.get("subject"), status=response.status_code, error=seen.get("error"),
+                  decision=("refused" if not ok else (seen.get("decision") or "allowed") if accepted is None
+                            else "accepted" if accepted else "rejected"), ms=round(seconds * 1000, 3))
+
+        if isinstance(response, _Stream):
+            response.ended = record
+        else:
+            record()
         return response
 
     async def _run_step(protocol: str, step: str, request: Request, seen: dict) -> Response:
@@ -402,20 +412,26 @@ class _Stream(StreamingResponse):
     def __init__(self, pieces: Iterator[bytes], headers: dict, what: str) -> None:
         super().__init__(pieces, media_type=OCTETS, headers=headers)
         self._pieces, self._what = pieces, what
+        self.ended: Callable[[bool], None] | None = None
+        """Called once the stream is over, with whether it was sent whole (the step's metrics and audit record)."""
 
     async def __call__(self, scope, receive, send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        whole = False
         try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             async for piece in self.body_iterator:
                 await asyncio.wait_for(send({"type": "http.response.body", "body": piece, "more_body": True}),
                                        STREAM_SEND_TIMEOUT)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+            whole = True
         except Exception as e:  # the response has started: the stream can only end short
             log.warning("%s: streamed answer ended early (%s)", self._what, type(e).__name__)
         finally:
             close = getattr(self._pieces, "close", None)
             if close is not None:
                 await run_in_threadpool(close)
+            if self.ended is not None:
+                self.ended(whole)
 
 
 __all__ = ["create_app", "status_of", "SESSION_HEADER", "MessageError", "DEFAULT_MAX_BODY"]
