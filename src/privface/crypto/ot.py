@@ -345,15 +345,53 @@ class OTResponse:
         return cls(group, R, pairs)
 
 
-class OTReceiver:
-    """Holds the choice bits σ_j and the secret exponents k_j of one batch; `receive` works once."""
+class ReceiverRandomness:
+    """The receiver's choice-independent part of up to ``count`` transfers, made ahead of time (an off-line
+    phase: the choice bits are not needed yet): per transfer a fresh k_j, g^{k_j} and C / g^{k_j}, so that
+    PK_{j,0} for either choice is a selection once σ_j is known. Single use: ``take`` hands the values to one
+    `OTReceiver` and forgets them. The transfers are those of the module docstring unchanged — the same
+    uniform k_j, only computed earlier."""
 
-    def __init__(self, choices: Sequence[int], group: Group = MODP_2048) -> None:
+    def __init__(self, count: int, group: Group = MODP_2048) -> None:
+        _check_count(count, "a batch")
+        C = group.C
+
+        def one(k):
+            y = group.base(k)
+            return k, y, group.div(C, y)
+
+        self.group = group
+        self._items: list | None = group.many(one, [group.random_exponent() for _ in range(count)])
+
+    def __len__(self) -> int:
+        return 0 if self._items is None else len(self._items)
+
+    def take(self, n: int) -> list:
+        """The first n transfers' (k, g^k, C/g^k); the rest are discarded (never reused)."""
+        if self._items is None or n > len(self._items):
+            raise CryptoError(f"OT: precomputed randomness for {n} transfers is not available")
+        items, self._items = self._items[:n], None
+        return items
+
+
+class OTReceiver:
+    """Holds the choice bits σ_j and the secret exponents k_j of one batch; `receive` works once.
+    ``precomputed``: a `ReceiverRandomness` of the same group for at least as many transfers (consumed)."""
+
+    def __init__(self, choices: Sequence[int], group: Group = MODP_2048, *,
+                 precomputed: ReceiverRandomness | None = None) -> None:
         if any(c not in (0, 1) or isinstance(c, bool) for c in choices):
             raise CryptoError("OT: choice bits must be the integers 0 or 1")
         _check_count(len(choices), "a batch")
         self.group, self._choices = group, tuple(choices)
-        self._k: list | None = [group.random_exponent() for _ in choices]
+        if precomputed is not None:
+            if precomputed.group != group:
+                raise CryptoError("OT: the precomputed randomness is for another group")
+            items = precomputed.take(len(choices))
+            self._k: list | None = [k for k, _, _ in items]
+            self._pk0 = tuple(y if c == 0 else cy for (_, y, cy), c in zip(items, self._choices))
+            return
+        self._k = [group.random_exponent() for _ in choices]
         C = group.C
         pk_sigma = group.many(group.base, self._k)
         self._pk0 = tuple(y if c == 0 else group.div(C, y) for y, c in zip(pk_sigma, self._choices))
@@ -402,8 +440,10 @@ class OTSender:
         C, r = g.C, g.random_exponent()
         R, Cr = g.base(r), g.power(C, r)
         keys0 = g.powers(pk0s, r, "PK_j,0")  # each PK_{j,0} checked to be in G: a bad one refuses the request
-        pairs = []
-        for j, (pk0, k0, (m0, m1)) in enumerate(zip(pk0s, keys0, messages)):
+
+        def pair(j):
+            pk0, k0, (m0, m1) = pk0s[j], keys0[j], messages[j]
             k1 = g.div(Cr, k0)  # PK_{j,1}^r = C^r / PK_{j,0}^r: one exponentiation per transfer
-            pairs.append((_xor(m0, _pad(g, j, 0, pk0, R, k0, m)), _xor(m1, _pad(g, j, 1, pk0, R, k1, m))))
-        return OTResponse(g, R, tuple(pairs))
+            return _xor(m0, _pad(g, j, 0, pk0, R, k0, m)), _xor(m1, _pad(g, j, 1, pk0, R, k1, m))
+
+        return OTResponse(g, R, tuple(g.many(pair, range(len(pk0s)))))  # edwards25519: on two threads
