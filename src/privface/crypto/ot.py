@@ -11,6 +11,9 @@ group of RFC 3526 — the prime-order subgroup of quadratic residues of a safe p
   E_{j,i} = m_{j,i} ⊕ H(j, i, PK_{j,0}, R, PK_{j,i}^r).
 * Receiver: m_{j,σ} = E_{j,σ} ⊕ H(j, σ, PK_{j,0}, R, R^{k_j}).
 
+On edwards25519 the key K enters H as its Montgomery u-coordinate (``EdwardsGroup.key_encoding``), which
+lets the receiver compute its keys with the X25519 ladder (``EdwardsGroup.shared_keys``).
+
 A malicious receiver cannot know the logarithms of both PK_{j,0} and PK_{j,1} (their product is C), so
 (CDH, random oracle H = SHAKE-256) it learns at most one message per transfer; the receiver's choice is
 hidden perfectly (PK_{j,0} is uniform in G either way). Exponents are 256-bit (≥ 2·security bits, the
@@ -141,6 +144,14 @@ class OTGroup:
     def div(self, a, b) -> mpz:
         return a * gmpy2.invert(b, self.p) % self.p
 
+    def key_encoding(self, key) -> bytes:
+        """What the pad hashes of a key K = PK^r."""
+        return self.encode(key)
+
+    def shared_keys(self, R, ks) -> list[bytes]:
+        """The receiver's ``key_encoding``(R^{k_j}) for each k_j."""
+        return [self.encode(y) for y in self.power_many(R, ks)]
+
 
 def _group(gid: int, name: str, hex_digits: str, security_bits: int) -> OTGroup:
     return OTGroup(gid, name, mpz(hex_digits, 16), mpz(2), security_bits)
@@ -221,6 +232,32 @@ class EdwardsGroup:
     def div(self, a, b) -> bytes:
         return nacl.crypto_core_ed25519_sub(a, b)
 
+    def key_encoding(self, key) -> bytes:
+        """What the pad hashes of a key K = PK^r: the Montgomery u-coordinate of K (birationally equivalent
+        curve25519, u = (1 + y)/(1 − y), RFC 7748 §4.1), 32 bytes little-endian. u(K) = u(−K) and K is
+        known exactly up to its sign from u(K), so knowing u(K) is as hard as knowing K (CDH)."""
+        return _u_coordinate(key)
+
+    def shared_keys(self, R, ks) -> list[bytes]:
+        """The receiver's ``key_encoding``(R^{k_j}) for each k_j, R already checked to be in the group: by the
+        X25519 ladder (``crypto_scalarmult``, RFC 7748 §5) on u(R) with a scalar s_j = 8·c_j, c_j ≡ ±k_j/8
+        (mod ℓ) in [2^251, 2^252) — which X25519's clamping leaves unchanged, so the ladder returns
+        u(±k_j·R) = u(R^{k_j}). The k_j stay uniform mod ℓ (the request's PK_{j,0} hides σ_j as before); only
+        for the ≈ 2^−126 of k_j with neither sign in range does a full ``power`` run. The ladder needs no
+        subgroup check per call (``power`` repeats one for R each time), about a third of its cost."""
+        u_R = _u_coordinate(R)
+
+        def one(k):
+            s = _x25519_scalar(k)
+            if s is None:
+                return _u_coordinate(self.power(R, k))
+            try:
+                return nacl.crypto_scalarmult(s, u_R)
+            except (RuntimeError, ValueError, TypeError) as e:  # libsodium: an all-zero (small-order) result
+                raise CryptoError(f"OT: a key is not an element of the {self.name} group ({e})") from None
+
+        return self.many(one, ks)
+
 
 ED25519 = EdwardsGroup()
 Group = OTGroup | EdwardsGroup  # the groups a transfer can run in (same methods, written multiplicatively)
@@ -261,11 +298,36 @@ def _nothing_up_my_sleeve(group: OTGroup) -> mpz:
     return _C_CACHE[group.gid]
 
 
-def _pad(group: Group, j: int, i: int, pk0, R, key, length: int) -> bytes:
-    """H(j, i, PK_{j,0}, R, K) expanded to `length` bytes (SHAKE-256 as the random oracle)."""
+_P25519 = (1 << 255) - 19
+_ELL = (1 << 252) + 27742317777372353535851937790883648493  # the order ℓ of edwards25519's prime subgroup
+_INV8 = pow(8, -1, _ELL)
+
+
+def _u_coordinate(point: bytes) -> bytes:
+    """u = (1 + y)/(1 − y) mod 2^255 − 19 of an edwards25519 encoding (y: its low 255 bits), 32 bytes LE."""
+    y = int.from_bytes(point, "little") & ((1 << 255) - 1)
+    if y % _P25519 == 1:  # the neutral element, never a key (libsodium refuses it as a result)
+        raise CryptoError("OT: a key is the neutral element")
+    return int((1 + y) * gmpy2.invert(1 - y, _P25519) % _P25519).to_bytes(32, "little")
+
+
+def _x25519_scalar(k: bytes) -> bytes | None:
+    """s = 8·c with c ≡ ±k/8 (mod ℓ) and 2^251 ≤ c < 2^252, as 32 bytes LE (unchanged by X25519's
+    clamping), or None when neither sign fits (probability ≈ 2^−126)."""
+    m = int.from_bytes(k, "little") * _INV8 % _ELL
+    for c in (m, _ELL - m):
+        if 1 << 251 <= c < 1 << 252:
+            return (8 * c).to_bytes(32, "little")
+    return None
+
+
+def _pad(group: Group, j: int, i: int, pk0, R, key, length: int, *, key_bytes: bytes | None = None) -> bytes:
+    """H(j, i, PK_{j,0}, R, K) expanded to `length` bytes (SHAKE-256 as the random oracle); K as the group's
+    ``key_encoding`` (``key_bytes``: already encoded)."""
     h = hashlib.shake_256(_DOMAIN + b"/pad/" + struct.pack(">BIB", group.gid, j, i))
-    for y in (pk0, R, key):
-        h.update(group.encode(y))
+    h.update(group.encode(pk0))
+    h.update(group.encode(R))
+    h.update(key_bytes if key_bytes is not None else group.key_encoding(key))
     return h.digest(length)
 
 
@@ -412,8 +474,8 @@ class OTReceiver:
         g, R, m = self.group, self.group.check(response.R, "R"), response.message_bytes
         if any(len(e) != m for pair in response.ciphertexts for e in pair):
             raise CryptoError("OT: the response's messages differ in length")
-        keys = g.power_many(R, self._k)
-        out = [_xor(pair[c], _pad(g, j, c, pk0, R, key, m))
+        keys = g.shared_keys(R, self._k)
+        out = [_xor(pair[c], _pad(g, j, c, pk0, R, None, m, key_bytes=key))
                for j, (pair, c, pk0, key) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, keys))]
         self._k = None  # single use: the exponents are the receiver's only secret
         return out

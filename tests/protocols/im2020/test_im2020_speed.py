@@ -84,3 +84,15 @@ def test_client_prepare_comparison_feeds_one_comparison(tmp_path):
             finish = client.compare_finish(evaluator, CompareChallenge.from_bytes(garbled.to_bytes()))
             assert server.compare_finish(csession, finish).accepted
     assert not Client("bob", Im2020Params.toy(), workers=1).prepare_comparison()  # basic mode: nothing to make
+
+
+def test_edwards_receiver_keys_by_the_x25519_ladder_equal_the_senders():
+    """u(R^k) by the ladder (and by the fallback for a k with neither sign in range) = u of libsodium's R^k."""
+    from privface.crypto.ot import _ELL, _u_coordinate, _x25519_scalar
+
+    R = ED25519.base(ED25519.random_exponent())
+    ks = [ED25519.random_exponent() for _ in range(32)] + [(8).to_bytes(32, "little"),
+                                                          (_ELL - 8).to_bytes(32, "little")]
+    assert _x25519_scalar(ks[-1]) is None and _x25519_scalar(ks[-2]) is None
+    assert ED25519.shared_keys(R, ks) == [ED25519.key_encoding(ED25519.power(R, k)) for k in ks]
+    assert all(len(_u_coordinate(ED25519.power(R, k))) == 32 for k in ks[:2])
