@@ -226,8 +226,9 @@ class Client:
 
     def compare_request(self, challenge: AuthChallenge, s_star: int | None = None) -> tuple[CompareRequest, Evaluator]:
         """Secure-comparison mode (§VII Fig. 8): decrypt s*, then as GC evaluator with input s* mod 2^w
-        ask by OT for the labels of its bits (``s_star``: an already decrypted s*). Returns the message and the
-        evaluator (this attempt's state)."""
+        ask by OT for the labels of its bits (``s_star``: an already decrypted s*), with the OT randomness
+        ``prepare_comparison`` made ahead of time when there is one (then used up). Returns the message and
+        the evaluator (this attempt's state)."""
         w = challenge.compare_bits
         if w not in (64, int(self.pk.k)):
             raise ProtocolError(f"the comparison width must be 64 or k = {self.pk.k}, got {w}")
