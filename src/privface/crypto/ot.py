@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import struct
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -423,17 +424,21 @@ class ReceiverRandomness:
             return k, y, group.div(C, y)
 
         self.group = group
+        self._lock = threading.Lock()
         self._items: list | None = group.many(one, [group.random_exponent() for _ in range(count)])
 
     def __len__(self) -> int:
-        return 0 if self._items is None else len(self._items)
+        items = self._items
+        return 0 if items is None else len(items)
 
     def take(self, n: int) -> list:
-        """The first n transfers' (k, g^k, C/g^k); the rest are discarded (never reused)."""
-        if self._items is None or n > len(self._items):
+        """The first n transfers' (k, g^k, C/g^k); the rest are discarded. Atomic: of two concurrent takes
+        one fails, so no k_j ever serves two requests (reused, two PK_{j,0} would tell whether σ_j changed)."""
+        with self._lock:
+            items, self._items = self._items, None
+        if items is None or n > len(items):
             raise CryptoError(f"OT: precomputed randomness for {n} transfers is not available")
-        items, self._items = self._items[:n], None
-        return items
+        return items[:n]
 
 
 class OTReceiver:

@@ -96,3 +96,23 @@ def test_edwards_receiver_keys_by_the_x25519_ladder_equal_the_senders():
     assert _x25519_scalar(ks[-1]) is None and _x25519_scalar(ks[-2]) is None
     assert ED25519.shared_keys(R, ks) == [ED25519.key_encoding(ED25519.power(R, k)) for k in ks]
     assert all(len(_u_coordinate(ED25519.power(R, k))) == 32 for k in ks[:2])
+
+
+def test_precomputed_randomness_serves_one_taker_among_concurrent_ones():
+    import threading
+
+    pool, got, barrier = ReceiverRandomness(4, ED25519), [], threading.Barrier(8)
+
+    def take():
+        barrier.wait()
+        try:
+            got.append(pool.take(1))
+        except CryptoError:
+            pass
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 1 and len(pool) == 0

@@ -161,6 +161,7 @@ class Client:
             keypair = generate_joye_libert_keypair(params.jl, insecure_test_params=params.insecure_test_params)
         self.pk, self._sk = keypair
         self._ot_pool: ReceiverRandomness | None = None  # ``prepare``: the next comparison's OT randomness
+        self._ot_lock = threading.Lock()
         if precompute:  # larger discrete-log tables, made once: a faster C3 for a long-lived client
             self._sk.precompute(background=False)
 
@@ -180,7 +181,9 @@ class Client:
         True if it was made now."""
         if self.params.mode != "secure-comparison" or len(self._ot_pool or ()) >= self.params.jl.k:
             return False
-        self._ot_pool = ReceiverRandomness(self.params.jl.k, OT_GROUP)
+        pool = ReceiverRandomness(self.params.jl.k, OT_GROUP)
+        with self._ot_lock:
+            self._ot_pool = pool
         return True
 
     def _pk_fields(self) -> dict:
@@ -234,7 +237,8 @@ class Client:
             raise ProtocolError(f"the comparison width must be 64 or k = {self.pk.k}, got {w}")
         if s_star is None:
             s_star = self.blinded_score(challenge)
-        pool, self._ot_pool = self._ot_pool, None  # single use, whether or not it fits
+        with self._ot_lock:  # single use, whether or not it fits; one caller only
+            pool, self._ot_pool = self._ot_pool, None
         evaluator = Evaluator.im2020(w, s_star % (1 << w), group=OT_GROUP,
                                      precomputed=pool if pool is not None and len(pool) >= w else None)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
