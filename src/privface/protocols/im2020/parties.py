@@ -177,8 +177,9 @@ class Client:
 
     def prepare_comparison(self) -> bool:
         """In the secure-comparison mode, make the OT receiver's randomness of the next comparison ahead of
-        time (``ot.ReceiverRandomness`` for k bits, used by one ``compare_request`` and then dropped);
-        True if it was made now."""
+        time (``ot.ReceiverRandomness`` for k bits, used by one ``compare_request`` and then dropped) — a
+        preprocessing phase, as §VII splits its 2PC into preprocessing and online phases; True if it was
+        made now."""
         if self.params.mode != "secure-comparison" or len(self._ot_pool or ()) >= self.params.jl.k:
             return False
         pool = ReceiverRandomness(self.params.jl.k, OT_GROUP)
