@@ -36,11 +36,12 @@ def gc_compare_rows(median_ms, row, k: int = 64, repeat: int = 5) -> list[dict]:
     bench.crypto so that all rows share one timing rule and one shape."""
     circuit = compare.im2020_circuit(k, range_check=True)
     gcs = []
-    garble_ms = median_ms(lambda: gcs.append(garble.garble(circuit)), repeat)
+    gbits = [secrets.randbelow(2) for _ in circuit.garbler_inputs]  # its generator half-gates need them
+    garble_ms = median_ms(lambda: gcs.append(garble.garble(circuit, gbits)), repeat)
     gc, garbling = gcs[-1]
     bits = [secrets.randbelow(2) for _ in circuit.evaluator_inputs]
     own = [pair[b] for pair, b in zip(garbling.evaluator_label_pairs(), bits)]
-    glabels = garbling.garbler_labels([secrets.randbelow(2) for _ in circuit.garbler_inputs])
+    glabels = garbling.garbler_labels(gbits)
     evaluate_ms = median_ms(lambda: garble.evaluate(circuit, gc, glabels, own), repeat)
     ot_bytes = []
 

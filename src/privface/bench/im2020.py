@@ -125,11 +125,15 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
 
 def _time_offline(client: Client, probe, t: dict, pool: bool) -> None:
     """After an attempt: C2 without precomputed randomness (c2_full, result discarded), then — with the
-    pool — refill it for the next attempt (c2_offline)."""
+    pool — refill it for the next attempt: the OT receiver's randomness of the secure-comparison mode
+    (s3_offline), then C2's (c2_offline)."""
     t0 = time.perf_counter()
     client.auth_start(probe).to_bytes()
     t["c2_full"].append(time.perf_counter() - t0)
     if pool:
+        t0 = time.perf_counter()
+        if client.prepare_comparison():
+            t["s3_offline"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         client.prepare()
         t["c2_offline"].append(time.perf_counter() - t0)
@@ -149,7 +153,8 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
     ``compare_bits``; then total_ms = C2 + S1 + C3 + S3 (+ auth/start's network)."""
     enrolled, probe, c1 = _templates(params, face)
     client = Client("bench", params, workers=workers, precompute=True)  # a long-lived client: tables built once
-    t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network", "s3", "s2_fin", "c2_full", "c2_offline")}
+    t = {k: [] for k in ("c1", "c2", "s1", "c3", "s2", "network", "s3", "s2_fin", "c2_full", "c2_offline",
+                         "s3_offline")}
     run = {"in-process": _run_in_process, "http": _run_http}[transport]
     enrol_bytes, sizes, accepted = run(params, client, enrolled, probe, repeat, c1, t, pool)
     med = {k: round(statistics.median(v) * 1000, 3) if v else None for k, v in t.items()}
@@ -182,7 +187,8 @@ def bench_level(params: Im2020Params, *, repeat: int = 10, workers: int | None =
         "loadavg_1min": round(os.getloadavg()[0], 2),
     }
     if secure:
-        row.update(s3_compare_ms=med["s3"], compare_bytes=sum(sizes[2:]), compare_bits=params.circuit_bits)
+        row.update(s3_compare_ms=med["s3"], compare_bytes=sum(sizes[2:]), compare_bits=params.circuit_bits,
+                   s3_offline_ms=med["s3_offline"])
     return row
 
 

@@ -11,6 +11,9 @@ group of RFC 3526 — the prime-order subgroup of quadratic residues of a safe p
   E_{j,i} = m_{j,i} ⊕ H(j, i, PK_{j,0}, R, PK_{j,i}^r).
 * Receiver: m_{j,σ} = E_{j,σ} ⊕ H(j, σ, PK_{j,0}, R, R^{k_j}).
 
+On edwards25519 the key K enters H as its Montgomery u-coordinate (``EdwardsGroup.key_encoding``), which
+lets the receiver compute its keys with the X25519 ladder (``EdwardsGroup.shared_keys``).
+
 A malicious receiver cannot know the logarithms of both PK_{j,0} and PK_{j,1} (their product is C), so
 (CDH, random oracle H = SHAKE-256) it learns at most one message per transfer; the receiver's choice is
 hidden perfectly (PK_{j,0} is uniform in G either way). Exponents are 256-bit (≥ 2·security bits, the
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import struct
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -141,6 +145,14 @@ class OTGroup:
     def div(self, a, b) -> mpz:
         return a * gmpy2.invert(b, self.p) % self.p
 
+    def key_encoding(self, key) -> bytes:
+        """What the pad hashes of a key K = PK^r."""
+        return self.encode(key)
+
+    def shared_keys(self, R, ks) -> list[bytes]:
+        """The receiver's ``key_encoding``(R^{k_j}) for each k_j."""
+        return [self.encode(y) for y in self.power_many(R, ks)]
+
 
 def _group(gid: int, name: str, hex_digits: str, security_bits: int) -> OTGroup:
     return OTGroup(gid, name, mpz(hex_digits, 16), mpz(2), security_bits)
@@ -221,6 +233,32 @@ class EdwardsGroup:
     def div(self, a, b) -> bytes:
         return nacl.crypto_core_ed25519_sub(a, b)
 
+    def key_encoding(self, key) -> bytes:
+        """What the pad hashes of a key K = PK^r: the Montgomery u-coordinate of K (birationally equivalent
+        curve25519, u = (1 + y)/(1 − y), RFC 7748 §4.1), 32 bytes little-endian. u(K) = u(−K) and K is
+        known exactly up to its sign from u(K), so knowing u(K) is as hard as knowing K (CDH)."""
+        return _u_coordinate(key)
+
+    def shared_keys(self, R, ks) -> list[bytes]:
+        """The receiver's ``key_encoding``(R^{k_j}) for each k_j, R already checked to be in the group: by the
+        X25519 ladder (``crypto_scalarmult``, RFC 7748 §5) on u(R) with a scalar s_j = 8·c_j, c_j ≡ ±k_j/8
+        (mod ℓ) in [2^251, 2^252) — which X25519's clamping leaves unchanged, so the ladder returns
+        u(±k_j·R) = u(R^{k_j}). The k_j stay uniform mod ℓ (the request's PK_{j,0} hides σ_j as before); only
+        for the ≈ 2^−126 of k_j with neither sign in range does a full ``power`` run. The ladder needs no
+        subgroup check per call (``power`` repeats one for R each time), about a third of its cost."""
+        u_R = _u_coordinate(R)
+
+        def one(k):
+            s = _x25519_scalar(k)
+            if s is None:
+                return _u_coordinate(self.power(R, k))
+            try:
+                return nacl.crypto_scalarmult(s, u_R)
+            except (RuntimeError, ValueError, TypeError) as e:  # libsodium: an all-zero (small-order) result
+                raise CryptoError(f"OT: a key is not an element of the {self.name} group ({e})") from None
+
+        return self.many(one, ks)
+
 
 ED25519 = EdwardsGroup()
 Group = OTGroup | EdwardsGroup  # the groups a transfer can run in (same methods, written multiplicatively)
@@ -261,11 +299,36 @@ def _nothing_up_my_sleeve(group: OTGroup) -> mpz:
     return _C_CACHE[group.gid]
 
 
-def _pad(group: Group, j: int, i: int, pk0, R, key, length: int) -> bytes:
-    """H(j, i, PK_{j,0}, R, K) expanded to `length` bytes (SHAKE-256 as the random oracle)."""
+_P25519 = (1 << 255) - 19
+_ELL = (1 << 252) + 27742317777372353535851937790883648493  # the order ℓ of edwards25519's prime subgroup
+_INV8 = pow(8, -1, _ELL)
+
+
+def _u_coordinate(point: bytes) -> bytes:
+    """u = (1 + y)/(1 − y) mod 2^255 − 19 of an edwards25519 encoding (y: its low 255 bits), 32 bytes LE."""
+    y = int.from_bytes(point, "little") & ((1 << 255) - 1)
+    if y % _P25519 == 1:  # the neutral element, never a key (libsodium refuses it as a result)
+        raise CryptoError("OT: a key is the neutral element")
+    return int((1 + y) * gmpy2.invert(1 - y, _P25519) % _P25519).to_bytes(32, "little")
+
+
+def _x25519_scalar(k: bytes) -> bytes | None:
+    """s = 8·c with c ≡ ±k/8 (mod ℓ) and 2^251 ≤ c < 2^252, as 32 bytes LE (unchanged by X25519's
+    clamping), or None when neither sign fits (probability ≈ 2^−126)."""
+    m = int.from_bytes(k, "little") * _INV8 % _ELL
+    for c in (m, _ELL - m):
+        if 1 << 251 <= c < 1 << 252:
+            return (8 * c).to_bytes(32, "little")
+    return None
+
+
+def _pad(group: Group, j: int, i: int, pk0, R, key, length: int, *, key_bytes: bytes | None = None) -> bytes:
+    """H(j, i, PK_{j,0}, R, K) expanded to `length` bytes (SHAKE-256 as the random oracle); K as the group's
+    ``key_encoding`` (``key_bytes``: already encoded)."""
     h = hashlib.shake_256(_DOMAIN + b"/pad/" + struct.pack(">BIB", group.gid, j, i))
-    for y in (pk0, R, key):
-        h.update(group.encode(y))
+    h.update(group.encode(pk0))
+    h.update(group.encode(R))
+    h.update(key_bytes if key_bytes is not None else group.key_encoding(key))
     return h.digest(length)
 
 
@@ -345,15 +408,57 @@ class OTResponse:
         return cls(group, R, pairs)
 
 
-class OTReceiver:
-    """Holds the choice bits σ_j and the secret exponents k_j of one batch; `receive` works once."""
+class ReceiverRandomness:
+    """The receiver's choice-independent part of up to ``count`` transfers, made ahead of time (an off-line
+    phase: the choice bits are not needed yet): per transfer a fresh k_j, g^{k_j} and C / g^{k_j}, so that
+    PK_{j,0} for either choice is a selection once σ_j is known. Single use: ``take`` hands the values to one
+    `OTReceiver` and forgets them. The transfers are those of the module docstring unchanged — the same
+    uniform k_j, only computed earlier."""
 
-    def __init__(self, choices: Sequence[int], group: Group = MODP_2048) -> None:
+    def __init__(self, count: int, group: Group = MODP_2048) -> None:
+        _check_count(count, "a batch")
+        C = group.C
+
+        def one(k):
+            y = group.base(k)
+            return k, y, group.div(C, y)
+
+        self.group = group
+        self._lock = threading.Lock()
+        self._items: list | None = group.many(one, [group.random_exponent() for _ in range(count)])
+
+    def __len__(self) -> int:
+        items = self._items
+        return 0 if items is None else len(items)
+
+    def take(self, n: int) -> list:
+        """The first n transfers' (k, g^k, C/g^k); the rest are discarded. Atomic: of two concurrent takes
+        one fails, so no k_j ever serves two requests (reused, two PK_{j,0} would tell whether σ_j changed)."""
+        with self._lock:
+            items, self._items = self._items, None
+        if items is None or n > len(items):
+            raise CryptoError(f"OT: precomputed randomness for {n} transfers is not available")
+        return items[:n]
+
+
+class OTReceiver:
+    """Holds the choice bits σ_j and the secret exponents k_j of one batch; `receive` works once.
+    ``precomputed``: a `ReceiverRandomness` of the same group for at least as many transfers (consumed)."""
+
+    def __init__(self, choices: Sequence[int], group: Group = MODP_2048, *,
+                 precomputed: ReceiverRandomness | None = None) -> None:
         if any(c not in (0, 1) or isinstance(c, bool) for c in choices):
             raise CryptoError("OT: choice bits must be the integers 0 or 1")
         _check_count(len(choices), "a batch")
         self.group, self._choices = group, tuple(choices)
-        self._k: list | None = [group.random_exponent() for _ in choices]
+        if precomputed is not None:
+            if precomputed.group != group:
+                raise CryptoError("OT: the precomputed randomness is for another group")
+            items = precomputed.take(len(choices))
+            self._k: list | None = [k for k, _, _ in items]
+            self._pk0 = tuple(y if c == 0 else cy for (_, y, cy), c in zip(items, self._choices))
+            return
+        self._k = [group.random_exponent() for _ in choices]
         C = group.C
         pk_sigma = group.many(group.base, self._k)
         self._pk0 = tuple(y if c == 0 else group.div(C, y) for y, c in zip(pk_sigma, self._choices))
@@ -374,8 +479,8 @@ class OTReceiver:
         g, R, m = self.group, self.group.check(response.R, "R"), response.message_bytes
         if any(len(e) != m for pair in response.ciphertexts for e in pair):
             raise CryptoError("OT: the response's messages differ in length")
-        keys = g.power_many(R, self._k)
-        out = [_xor(pair[c], _pad(g, j, c, pk0, R, key, m))
+        keys = g.shared_keys(R, self._k)
+        out = [_xor(pair[c], _pad(g, j, c, pk0, R, None, m, key_bytes=key))
                for j, (pair, c, pk0, key) in enumerate(zip(response.ciphertexts, self._choices, self._pk0, keys))]
         self._k = None  # single use: the exponents are the receiver's only secret
         return out
@@ -402,8 +507,10 @@ class OTSender:
         C, r = g.C, g.random_exponent()
         R, Cr = g.base(r), g.power(C, r)
         keys0 = g.powers(pk0s, r, "PK_j,0")  # each PK_{j,0} checked to be in G: a bad one refuses the request
-        pairs = []
-        for j, (pk0, k0, (m0, m1)) in enumerate(zip(pk0s, keys0, messages)):
+
+        def pair(j):
+            pk0, k0, (m0, m1) = pk0s[j], keys0[j], messages[j]
             k1 = g.div(Cr, k0)  # PK_{j,1}^r = C^r / PK_{j,0}^r: one exponentiation per transfer
-            pairs.append((_xor(m0, _pad(g, j, 0, pk0, R, k0, m)), _xor(m1, _pad(g, j, 1, pk0, R, k1, m))))
-        return OTResponse(g, R, tuple(pairs))
+            return _xor(m0, _pad(g, j, 0, pk0, R, k0, m)), _xor(m1, _pad(g, j, 1, pk0, R, k1, m))
+
+        return OTResponse(g, R, tuple(g.many(pair, range(len(pk0s)))))  # edwards25519: on two threads

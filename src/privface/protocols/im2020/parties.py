@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from ...crypto import catalano_fiore as cf
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, inverse_square
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
-from ...crypto.ot import ED25519, OTRequest
+from ...crypto.ot import ED25519, OTRequest, ReceiverRandomness
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...store.base import TemplateStore
 from ...templates.quantize import quantize
@@ -160,14 +160,32 @@ class Client:
         if keypair is None:
             keypair = generate_joye_libert_keypair(params.jl, insecure_test_params=params.insecure_test_params)
         self.pk, self._sk = keypair
+        self._ot_pool: ReceiverRandomness | None = None  # ``prepare``: the next comparison's OT randomness
+        self._ot_lock = threading.Lock()
         if precompute:  # larger discrete-log tables, made once: a faster C3 for a long-lived client
             self._sk.precompute(background=False)
 
     def prepare(self) -> int:
         """Precompute the encryption randomness of the next C′ (``precompute_randomness``: k values
         x^(2^k) mod p) — for a long-lived client, off the critical path, e.g. right after an
-        authentication. The next ``auth_start`` then only multiplies in y^m. Returns how many were made."""
+        authentication. The next ``auth_start`` then only multiplies in y^m. In the secure-comparison mode
+        also the OT receiver's randomness of the next comparison (§VII Fig. 8 inputs by OT: k_j, g^{k_j},
+        C/g^{k_j} for each bit of s*, ``prepare_comparison``), which needs no s* yet. Returns how many JL
+        values were made."""
+        self.prepare_comparison()
         return self._sk.precompute_randomness(self.params.dims, self.workers)
+
+    def prepare_comparison(self) -> bool:
+        """In the secure-comparison mode, make the OT receiver's randomness of the next comparison ahead of
+        time (``ot.ReceiverRandomness`` for k bits, used by one ``compare_request`` and then dropped) — a
+        preprocessing phase, as §VII splits its 2PC into preprocessing and online phases; True if it was
+        made now."""
+        if self.params.mode != "secure-comparison" or len(self._ot_pool or ()) >= self.params.jl.k:
+            return False
+        pool = ReceiverRandomness(self.params.jl.k, OT_GROUP)
+        with self._ot_lock:
+            self._ot_pool = pool
+        return True
 
     def _pk_fields(self) -> dict:
         return {"pk_n": int(self.pk.n), "pk_y": int(self.pk.y), "pk_k": int(self.pk.k)}
@@ -212,14 +230,18 @@ class Client:
 
     def compare_request(self, challenge: AuthChallenge, s_star: int | None = None) -> tuple[CompareRequest, Evaluator]:
         """Secure-comparison mode (§VII Fig. 8): decrypt s*, then as GC evaluator with input s* mod 2^w
-        ask by OT for the labels of its bits (``s_star``: an already decrypted s*). Returns the message and the
-        evaluator (this attempt's state)."""
+        ask by OT for the labels of its bits (``s_star``: an already decrypted s*), with the OT randomness
+        ``prepare_comparison`` made ahead of time when there is one (then used up). Returns the message and
+        the evaluator (this attempt's state)."""
         w = challenge.compare_bits
         if w not in (64, int(self.pk.k)):
             raise ProtocolError(f"the comparison width must be 64 or k = {self.pk.k}, got {w}")
         if s_star is None:
             s_star = self.blinded_score(challenge)
-        evaluator = Evaluator.im2020(w, s_star % (1 << w), group=OT_GROUP)
+        with self._ot_lock:  # single use, whether or not it fits; one caller only
+            pool, self._ot_pool = self._ot_pool, None
+        evaluator = Evaluator.im2020(w, s_star % (1 << w), group=OT_GROUP,
+                                     precomputed=pool if pool is not None and len(pool) >= w else None)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
     @staticmethod
