@@ -162,6 +162,69 @@ mod x86 {
         k
     }
 
+    /// TCCR by AES-NI, 8 rows in flight, π(x) kept in registers: out_i = π(π(x_i ⊕ xor) ⊕ j) ⊕ π(x_i ⊕ xor),
+    /// j = tweak0 + i in the low 8 bytes; x and out hold the same whole number of blocks.
+    #[target_feature(enable = "aes,sse2")]
+    pub(super) fn tccr_aesni(rk: &[[u8; 16]; 11], x: &[u8], xor: u128, out: &mut [u8], tweak0: u64) {
+        assert_eq!(x.len(), out.len());
+        let k = keys128(rk);
+        let xr = _mm_set_epi64x((xor >> 64) as u64 as i64, xor as u64 as i64);
+        let mut tw = tweak0;
+        let mut xs = x.chunks_exact(128);
+        let mut os = out.chunks_exact_mut(128);
+        for (xc, oc) in (&mut xs).zip(&mut os) {
+            let (src, dst): (*const __m128i, *mut __m128i) = (xc.as_ptr().cast(), oc.as_mut_ptr().cast());
+            let mut p = [_mm_setzero_si128(); 8];
+            for (i, v) in p.iter_mut().enumerate() {
+                // SAFETY: `xc` is 128 bytes: block i at src + i is in bounds; loadu needs no alignment.
+                let xi = unsafe { _mm_loadu_si128(src.add(i)) };
+                *v = _mm_xor_si128(_mm_xor_si128(xi, xr), k[0]);
+            }
+            for rkey in &k[1..10] {
+                for v in p.iter_mut() {
+                    *v = _mm_aesenc_si128(*v, *rkey);
+                }
+            }
+            let mut s = [_mm_setzero_si128(); 8];
+            for (i, (v, q)) in s.iter_mut().zip(p.iter_mut()).enumerate() {
+                *q = _mm_aesenclast_si128(*q, k[10]);
+                let j = _mm_set_epi64x(0, tw.wrapping_add(i as u64) as i64);
+                *v = _mm_xor_si128(_mm_xor_si128(*q, j), k[0]);
+            }
+            tw = tw.wrapping_add(8);
+            for rkey in &k[1..10] {
+                for v in s.iter_mut() {
+                    *v = _mm_aesenc_si128(*v, *rkey);
+                }
+            }
+            for (i, (v, q)) in s.iter().zip(p.iter()).enumerate() {
+                let h = _mm_xor_si128(_mm_aesenclast_si128(*v, k[10]), *q);
+                // SAFETY: `oc` is 128 bytes: block i at dst + i is in bounds; storeu needs no alignment.
+                unsafe { _mm_storeu_si128(dst.add(i), h) };
+            }
+        }
+        for (xc, oc) in xs
+            .remainder()
+            .chunks_exact(16)
+            .zip(os.into_remainder().chunks_exact_mut(16))
+        {
+            // SAFETY: `xc` and `oc` are one 16-byte block each; loadu/storeu need no alignment.
+            let xi = unsafe { _mm_loadu_si128(xc.as_ptr().cast()) };
+            let mut q = _mm_xor_si128(_mm_xor_si128(xi, xr), k[0]);
+            for rkey in &k[1..10] {
+                q = _mm_aesenc_si128(q, *rkey);
+            }
+            q = _mm_aesenclast_si128(q, k[10]);
+            let mut v = _mm_xor_si128(_mm_xor_si128(q, _mm_set_epi64x(0, tw as i64)), k[0]);
+            tw = tw.wrapping_add(1);
+            for rkey in &k[1..10] {
+                v = _mm_aesenc_si128(v, *rkey);
+            }
+            // SAFETY: as above.
+            unsafe { _mm_storeu_si128(oc.as_mut_ptr().cast(), _mm_xor_si128(_mm_aesenclast_si128(v, k[10]), q)) };
+        }
+    }
+
     /// AES-NI, 8 blocks in flight; `buf` holds whole blocks.
     #[inline]
     #[target_feature(enable = "aes,sse2")]
@@ -217,7 +280,13 @@ fn load16(b: &[u8]) -> u128 {
 /// out_i ← TCCR(x_i ⊕ xor, tweak0 + i) for the rows of x (n × 16 bytes, u128 little-endian), LANES at a time:
 /// π(x) into a scratch buffer, then π(π(x) ⊕ j) in place in `out`, then ⊕ π(x).
 fn tccr_to(aes: &Prp, x: &[u8], xor: u128, out: &mut [u8], tweak0: u64) {
-    debug_assert_eq!(x.len(), out.len());
+    assert_eq!(x.len(), out.len());
+    #[cfg(target_arch = "x86_64")]
+    if aes.kind == Unit::AesNi {
+        // SAFETY: `kind` records the CPU features detected in `Prp::new`.
+        unsafe { x86::tccr_aesni(&aes.rk, x, xor, out, tweak0) };
+        return;
+    }
     let mut px = [0u8; 16 * LANES];
     for (c, (xc, oc)) in x.chunks(16 * LANES).zip(out.chunks_mut(16 * LANES)).enumerate() {
         let p = &mut px[..xc.len()];
@@ -813,6 +882,31 @@ mod tests {
             let mut got = data.clone();
             prp.clone().with_unit(kind).encrypt(&mut got);
             assert_eq!(got, want, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn tccr_kernel_matches_the_portable_tccr() {
+        let x: Vec<u8> = (0..16 * 77).map(|i| (i * 131 % 256) as u8).collect();
+        let d = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128;
+        let want: Vec<u8> = x
+            .chunks(16)
+            .enumerate()
+            .flat_map(|(i, r)| {
+                let mut q = [u128::from_le_bytes(r.try_into().unwrap()) ^ d];
+                tccr_rows(&tccr_cipher(), &mut q, |_| u64::MAX - 3 + i as u64);
+                q[0].to_le_bytes()
+            })
+            .collect();
+        let prp = Prp::new(&TCCR_KEY);
+        let mut got = vec![0u8; x.len()];
+        tccr_to(&prp, &x, d, &mut got, u64::MAX - 3);
+        assert_eq!(got, want);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut got = vec![0u8; x.len()];
+            tccr_to(&prp.with_unit(Unit::Soft), &x, d, &mut got, u64::MAX - 3);
+            assert_eq!(got, want);
         }
     }
 
