@@ -17,7 +17,7 @@ use aes::cipher::generic_array::GenericArray;
 use aes::cipher::inout::InOutBuf;
 use aes::cipher::{BlockEncrypt, KeyInit};
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArrayDyn};
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -649,15 +649,32 @@ impl Sender {
     /// q_i = G(k_i^{Δ_i}) ⊕ Δ_i·u_i transposed; tweaks counter + j. Per task of TILE_COLS OTs: the κ × TB
     /// tile of q generated in place, transposed, hashed straight into the outputs.
     pub fn extend(&mut self, u: &[u8], m: usize, counter: u64) -> Result<(Vec<u8>, Vec<u8>), String> {
+        let (mut h0, mut h1) = (vec![0u8; 16 * m], vec![0u8; 16 * m]);
+        self.extend_into(u, m, counter, &mut h0, &mut h1)?;
+        Ok((h0, h1))
+    }
+
+    /// `extend` into caller-provided outputs of m × 16 bytes each (the Python wrapper passes numpy's
+    /// buffers, which numpy backs with huge pages: the page faults of fresh 16·m-byte vectors cost about as
+    /// much as the extension itself at m = 2^22).
+    pub fn extend_into(
+        &mut self,
+        u: &[u8],
+        m: usize,
+        counter: u64,
+        h0: &mut [u8],
+        h1: &mut [u8],
+    ) -> Result<(), String> {
         let nb = row_bytes(m);
         if u.len() != KAPPA * nb {
             return Err(format!("IKNP: u must be {KAPPA} × {nb} bytes"));
         }
+        if h0.len() != 16 * m || h1.len() != 16 * m {
+            return Err(format!("IKNP: the outputs must be {m} × 16 bytes"));
+        }
         let aes = Prp::new(&TCCR_KEY);
         let (delta, d128) = (self.delta, u128::from_le_bytes(self.delta));
         let streams = &self.streams;
-        let mut h0 = vec![0u8; 16 * m];
-        let mut h1 = vec![0u8; 16 * m];
         h0.par_chunks_mut(16 * TILE_COLS)
             .zip(h1.par_chunks_mut(16 * TILE_COLS))
             .enumerate()
@@ -677,7 +694,7 @@ impl Sender {
                 tccr_to(&aes, &s.cols[..16 * n], d128, o1, tweak);
             });
         self.streams.pos += nb as u64;
-        Ok((h0, h1))
+        Ok(())
     }
 }
 
@@ -700,11 +717,22 @@ impl Receiver {
     /// transposed and hashed straight into the output.
     pub fn extend(&mut self, choices: &[u8], counter: u64) -> (Vec<u8>, Vec<u8>) {
         let m = choices.len();
+        let (mut u, mut kr) = (vec![0u8; KAPPA * row_bytes(m)], vec![0u8; 16 * m]);
+        self.extend_into(choices, counter, &mut u, &mut kr)
+            .expect("outputs sized for the choices");
+        (u, kr)
+    }
+
+    /// `extend` into caller-provided outputs: u of κ × row_bytes(m) bytes, kr of m × 16 (see
+    /// `Sender::extend_into`).
+    pub fn extend_into(&mut self, choices: &[u8], counter: u64, u: &mut [u8], kr: &mut [u8]) -> Result<(), String> {
+        let m = choices.len();
         let nb = row_bytes(m);
+        if u.len() != KAPPA * nb || kr.len() != 16 * m {
+            return Err(format!("IKNP: the outputs must be {KAPPA} × {nb} and {m} × 16 bytes"));
+        }
         let aes = Prp::new(&TCCR_KEY);
         let (s0, s1) = (&self.s0, &self.s1);
-        let mut u = vec![0u8; KAPPA * nb];
-        let mut kr = vec![0u8; 16 * m];
         let uo = RowsOut {
             ptr: u.as_mut_ptr(),
             nb,
@@ -741,7 +769,7 @@ impl Receiver {
             });
         self.s0.pos += nb as u64;
         self.s1.pos += nb as u64;
-        (u, kr)
+        Ok(())
     }
 }
 
@@ -754,6 +782,12 @@ fn err(e: String) -> PyErr {
 pub fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArrayDyn<'_, T>, what: &str) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| err(format!("{what}: expected a C-contiguous array")))
+}
+
+/// A fresh C-contiguous array's data, writable.
+fn slice_mut<'a>(a: &'a mut numpy::PyReadwriteArray2<'_, u8>) -> PyResult<&'a mut [u8]> {
+    a.as_slice_mut()
+        .map_err(|_| err("expected a C-contiguous array".to_string()))
 }
 
 pub fn rows16<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PyArray2<u8>>> {
@@ -789,10 +823,17 @@ impl PyIknpSender {
     ) -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
         let u = contiguous(&u, "IKNP u")?;
         let inner = &mut self.inner;
-        let (k0, k1) = py
-            .detach(|| pool::install(|| inner.extend(u, m, counter)))
-            .map_err(err)?;
-        Ok((rows16(py, k0)?, rows16(py, k1)?))
+        let (k0, k1) = (
+            PyArray2::<u8>::zeros(py, [m, 16], false),
+            PyArray2::<u8>::zeros(py, [m, 16], false),
+        );
+        {
+            let (mut w0, mut w1) = (k0.readwrite(), k1.readwrite());
+            let (h0, h1) = (slice_mut(&mut w0)?, slice_mut(&mut w1)?);
+            py.detach(|| pool::install(|| inner.extend_into(u, m, counter, h0, h1)))
+                .map_err(err)?;
+        }
+        Ok((k0, k1))
     }
 }
 
@@ -822,11 +863,17 @@ impl PyIknpReceiver {
         let r = contiguous(&choices, "IKNP choices")?;
         let nb = row_bytes(r.len());
         let inner = &mut self.inner;
-        let (u, kr) = py.detach(|| pool::install(|| inner.extend(r, counter)));
-        let u = Array2::from_shape_vec((KAPPA, nb), u)
-            .map_err(|e| err(e.to_string()))?
-            .into_pyarray(py);
-        Ok((u, rows16(py, kr)?))
+        let (u, kr) = (
+            PyArray2::<u8>::zeros(py, [KAPPA, nb], false),
+            PyArray2::<u8>::zeros(py, [r.len(), 16], false),
+        );
+        {
+            let (mut wu, mut wk) = (u.readwrite(), kr.readwrite());
+            let (us, ks) = (slice_mut(&mut wu)?, slice_mut(&mut wk)?);
+            py.detach(|| pool::install(|| inner.extend_into(r, counter, us, ks)))
+                .map_err(err)?;
+        }
+        Ok((u, kr))
     }
 }
 
