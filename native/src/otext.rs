@@ -1044,7 +1044,7 @@ mod tests {
             .enumerate()
             .flat_map(|(i, r)| {
                 let mut q = [u128::from_le_bytes(r.try_into().unwrap()) ^ d];
-                tccr_rows(&tccr_cipher(), &mut q, |_| u64::MAX - 3 + i as u64);
+                tccr_rows(&tccr_cipher(), &mut q, |_| (u64::MAX - 3).wrapping_add(i as u64));
                 q[0].to_le_bytes()
             })
             .collect();
