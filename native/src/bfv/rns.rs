@@ -259,21 +259,26 @@ impl Basis {
         if cols == 0 {
             return out;
         }
-        out.par_chunks_mut(cols).enumerate().for_each(|(i, row)| {
-            let p = self.tables[i % limbs].m.p;
-            let mask = u64::MAX >> p.leading_zeros();
-            let mut rng = ChaCha20Rng::from_seed(seed);
-            rng.set_stream(i as u64);
-            for x in row.iter_mut() {
-                *x = loop {
-                    let v = rng.next_u64() & mask;
-                    if v < p {
-                        break v;
-                    }
-                };
-            }
-        });
+        out.par_chunks_mut(cols)
+            .enumerate()
+            .for_each(|(i, row)| uniform_row(seed, i as u64, self.tables[i % limbs].m.p, row, |v| v));
         out
+    }
+}
+
+/// Row `stream` of the seed's uniform polynomials: ChaCha20(seed) on that stream, words masked to p's bit length,
+/// rejected unless below p, stored through `conv`.
+pub fn uniform_row<T>(seed: [u8; 32], stream: u64, p: u64, row: &mut [T], conv: impl Fn(u64) -> T) {
+    let mask = u64::MAX >> p.leading_zeros();
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    rng.set_stream(stream);
+    for x in row.iter_mut() {
+        *x = loop {
+            let v = rng.next_u64() & mask;
+            if v < p {
+                break conv(v);
+            }
+        };
     }
 }
 

@@ -159,20 +159,9 @@ impl Product {
     pub fn uniform(&self, seed: [u8; 32], count: usize) -> Vec<u32> {
         let n = self.n;
         let mut out = vec![0u32; count * LIMBS * n];
-        out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-            let p = self.p[i % LIMBS];
-            let mask = u64::MAX >> p.leading_zeros();
-            let mut rng = ChaCha20Rng::from_seed(seed);
-            rng.set_stream(i as u64);
-            for x in row.iter_mut() {
-                *x = loop {
-                    let v = rng.next_u64() & mask;
-                    if v < p {
-                        break v as u32;
-                    }
-                };
-            }
-        });
+        out.par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, row)| super::rns::uniform_row(seed, i as u64, self.p[i % LIMBS], row, |v| v as u32));
         out
     }
 
