@@ -41,11 +41,13 @@ demo: install
 
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
 	@command -v $(CARGO) >/dev/null || { echo "make install: the native core needs a Rust toolchain (cargo): https://rustup.rs"; exit 1; }
+	native/install-deps
 	$(PY) -m pip install --quiet ./native
 	touch $(NATIVE_STAMP)
 
 # The extension alone, rebuilt and reinstalled into the venv (as make install does when native/ changes).
 native:
+	native/install-deps
 	$(PY) -m pip install --quiet --force-reinstall --no-deps ./native
 	touch $(NATIVE_STAMP)
 

@@ -12,6 +12,7 @@ pub mod bfv;
 pub mod garble;
 pub mod jl;
 pub mod millionaire;
+pub mod modexp;
 pub mod otext;
 
 /// SHA-256 of the crate's sources at build time (see build.rs); the Python wrapper compares it.
@@ -25,5 +26,6 @@ fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bfv::register(m)?;
     otext::register(m)?;
     millionaire::register(m)?;
+    modexp::register(m)?;
     Ok(())
 }

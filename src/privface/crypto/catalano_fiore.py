@@ -27,7 +27,8 @@ import gmpy2
 
 from ..errors import CryptoError
 from .lhe import LHECiphertext, LHEPrivateKey, LHEPublicKey
-from .numbers import as_int, batch_invert, centered, multiexp, random_below_many
+from .native import ext
+from .numbers import as_int, batch_invert, centered, random_below_many
 from .parallel import default_workers, parallel_map, run_chunks
 
 _CIPHERTEXT_TYPES: set[type] = set()
@@ -224,6 +225,10 @@ def esed(C: Sequence[Level1], C2: Sequence[Level1]) -> Level2:
     return Level2(alpha, tuple((beta, None) for _, beta in diffs))
 
 
+ALPHA = 0.28
+"""esed_scaled's α multi-exponentiation over k bases, as a fraction of k column exponentiations (modexp.rs)."""
+
+
 def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | None = None, *,
                 plus: int = 0, check=None) -> Level2:
     """cmult2_square(r, esed(C, C2)) ⊞ Enc(plus) computed directly in the base scheme's group (BlindESED,
@@ -264,31 +269,39 @@ def esed_scaled(C: Sequence[Level1], C2: Sequence[Level1], r, workers: int | Non
     r = int(r) % space
     r2 = r * r % space
     jobs = [("alpha", None)] + [("col", i) for i in range(len(beta_bar))]
+    mod = ext.MontModulus(int(X).to_bytes((int(X).bit_length() + 7) // 8, "big"))
+    size, e_bytes = mod.size, (int(space).bit_length() + 7) // 8
+
+    def pack(values, width=size) -> bytes:
+        return b"".join(int(v).to_bytes(width, "big") for v in values)
+
+    def unpack(data: bytes) -> list:
+        return [gmpy2.mpz(int.from_bytes(data[i:i + size], "big")) for i in range(0, len(data), size)]
 
     def run(chunk):
         out = []
         cols = [i for kind, i in chunk if kind == "col"]
         if any(kind == "alpha" for kind, _ in chunk):
-            e = [2 * a * r2 % space for a in a_bar]
+            e = pack((2 * a * r2 % space for a in a_bar), e_bytes)
             fresh = pk.encrypt(sum(a * a for a in a_bar) * r2 + as_int(plus, "constant"))
-            # no gil_held here: powmod_base_list takes the GIL between bases, so holding it would stall the
-            # column threads
-            out.append(fresh.value * multiexp(beta_bar, e, X, window=5) % X)
+            out.append(fresh.value * unpack(mod.multiexp(pack(beta_bar), e, e_bytes))[0] % X)
         # β'_i is checked just before its column's exponentiation, eight at a time: a check holds the GIL
-        # (Jacobi symbol), and short bursts let the α thread's Python run in between
+        # (Jacobi symbol), and short bursts let the other threads' Python run in between
+        r_bytes = r.to_bytes(max(1, (r.bit_length() + 7) // 8), "big")
         for j in range(0, len(cols), 8):
             part = cols[j:j + 8]
             for i in part:
                 _check_one(check, i, pairs[i][1].beta.value)
-            out += gmpy2.powmod_base_list([beta_bar[i] for i in part], r, X)
+            out += unpack(mod.pow_many(pack(beta_bar[i] for i in part), r_bytes))
         return out
 
-    # The α multi-exponentiation (Python-level multiplications) costs about as much as 0.37·k column
-    # exponentiations, a check 0.2 of one: the α thread takes fewer columns so all threads end together.
+    # The α multi-exponentiation costs about as much as ALPHA·k column exponentiations, a check 0.2 of one:
+    # the α thread takes fewer columns so all threads end together. Both run in the native core (modexp.rs,
+    # OpenSSL's Montgomery arithmetic, variable-time: r and the e_i are this attempt's, used once).
     w = default_workers(workers)
     n = len(beta_bar)
     col = 1.2 if check is not None else 1.0
-    head = 1 + max(0, min(n, round(((col + 0.37) * n / w - 0.37 * n) / col))) if w > 1 else len(jobs)
+    head = 1 + max(0, min(n, round(((col + ALPHA) * n / w - ALPHA * n) / col))) if w > 1 else len(jobs)
     rest = jobs[head:]
     step = -(-len(rest) // max(1, w - 1)) if rest else 1
     values = run_chunks(run, [jobs[:head]] + [rest[i:i + step] for i in range(0, len(rest), step)])
