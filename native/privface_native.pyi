@@ -17,6 +17,9 @@ def garble_circuit(circuit: Circuit, garbler_bits: bytes, r: bytes, input_zero: 
 def evaluate_circuit(circuit: Circuit, key: bytes, tables: bytes, half_tables: bytes, fixed: bytes,
                      own: bytes) -> bytes: ...
 
+# ot.rs (the Naor–Pinkas sender's keys on edwards25519)
+def ot_sender_keys(r: bytes, rc: bytes, pk0s: bytes) -> bytes: ...
+
 # otext.rs (IKNP OT extension, TCCR, bit transpose)
 class IknpSender:
     def __init__(self, delta: bytes, seeds: bytes) -> None: ...

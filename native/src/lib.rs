@@ -13,6 +13,7 @@ pub mod garble;
 pub mod jl;
 pub mod millionaire;
 pub mod modexp;
+pub mod ot;
 pub mod otext;
 
 /// SHA-256 of the crate's sources at build time (see build.rs); the Python wrapper compares it.
@@ -24,6 +25,7 @@ fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     jl::register(m)?;
     garble::register(m)?;
     bfv::register(m)?;
+    ot::register(m)?;
     otext::register(m)?;
     millionaire::register(m)?;
     modexp::register(m)?;

@@ -5,10 +5,24 @@ import subprocess
 import warnings
 
 import gmpy2
+import nacl.bindings as nacl
 import pytest
 from gmpy2 import mpz
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from privface.crypto.ot import ED25519, GROUPS, MODP_2048, MODP_3072, OTReceiver, OTRequest, OTResponse, OTSender, _pad
+from privface.crypto.ot import (
+    ED25519,
+    GROUPS,
+    MODP_2048,
+    MODP_3072,
+    OTReceiver,
+    OTRequest,
+    OTResponse,
+    OTSender,
+    _pad,
+    _u_coordinate,
+)
 from privface.errors import CryptoError
 
 
@@ -184,3 +198,27 @@ def test_edwards_request_is_refused_by_a_modp_sender_and_vice_versa():
         OTSender(MODP_2048).respond(OTReceiver([0], ED25519).request(), _pairs(1))
     with pytest.raises(CryptoError, match="group"):
         OTSender(ED25519).respond(OTReceiver([0], MODP_2048).request(), _pairs(1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(count=st.integers(1, 40))
+def test_edwards_native_sender_keys_equal_libsodium(count):
+    """native/src/ot.rs against the sender's libsodium computation (its oracle): u(PK^r), u(C^r / PK^r)."""
+    receiver = OTReceiver([secrets.randbelow(2) for _ in range(count)], ED25519)
+    pk0s = receiver.request().pk0
+    r = ED25519.random_exponent()
+    Cr = ED25519.power(ED25519.C, r)
+    want = []
+    for pk0 in pk0s:
+        k0 = ED25519.power(pk0, r)
+        want.append((_u_coordinate(k0), _u_coordinate(ED25519.div(Cr, k0))))
+    assert ED25519.sender_keys(pk0s, r, Cr) == want
+
+
+def test_edwards_sender_refuses_a_point_with_a_small_order_component():
+    """P + T with T of order 2 is on the curve and canonical but outside the prime-order subgroup."""
+    order2 = bytes([0xEC]) + b"\xff" * 30 + b"\x7f"  # (0, −1)
+    mixed = nacl.crypto_core_ed25519_add(ED25519.base(ED25519.random_exponent()), order2)
+    good = OTReceiver([0], ED25519).request().pk0[0]
+    with pytest.raises(CryptoError, match="PK_j,0 1 is not an element"):
+        OTSender(ED25519).respond(OTRequest(ED25519, (good, mixed)), _pairs(2))

@@ -34,6 +34,7 @@ import nacl.bindings as nacl
 from gmpy2 import mpz
 
 from ..errors import CryptoError
+from .native import ext
 from .parallel import thread_map
 
 EXPONENT_BITS = 256
@@ -153,6 +154,12 @@ class OTGroup:
         """The receiver's ``key_encoding``(R^{k_j}) for each k_j."""
         return [self.encode(y) for y in self.power_many(R, ks)]
 
+    def sender_keys(self, pk0s, r, Cr) -> list[tuple[bytes, bytes]]:
+        """The sender's (``key_encoding``(PK_{j,0}^r), ``key_encoding``(PK_{j,1}^r)) per transfer, with
+        PK_{j,1}^r = C^r / PK_{j,0}^r (one exponentiation per transfer); each PK_{j,0} is checked first."""
+        keys0 = self.powers(pk0s, r, "PK_j,0")
+        return [(self.key_encoding(k0), self.key_encoding(self.div(Cr, k0))) for k0 in keys0]
+
 
 def _group(gid: int, name: str, hex_digits: str, security_bits: int) -> OTGroup:
     return OTGroup(gid, name, mpz(hex_digits, 16), mpz(2), security_bits)
@@ -258,6 +265,22 @@ class EdwardsGroup:
                 raise CryptoError(f"OT: a key is not an element of the {self.name} group ({e})") from None
 
         return self.many(one, ks)
+
+    def sender_keys(self, pk0s, r, Cr) -> list[tuple[bytes, bytes]]:
+        """As ``OTGroup.sender_keys``, in the native core (native/src/ot.rs: curve25519-dalek on rayon's
+        threads) with the checks of ``power`` on every PK_{j,0}: canonical, on the curve, not of small order,
+        in the prime-order subgroup; a key that is the neutral element is refused as ``key_encoding`` does."""
+        try:
+            out = ext.ot_sender_keys(bytes(r), bytes(Cr), b"".join(bytes(self.check_length(y)) for y in pk0s))
+        except ValueError as e:
+            raise CryptoError(str(e)) from None
+        return [(out[i:i + 32], out[i + 32:i + 64]) for i in range(0, len(out), 64)]
+
+    @staticmethod
+    def check_length(y) -> bytes:
+        if not isinstance(y, (bytes, bytearray)) or len(y) != 32:
+            raise CryptoError("OT: a point is not 32 bytes")
+        return bytes(y)
 
 
 ED25519 = EdwardsGroup()
@@ -506,11 +529,8 @@ class OTSender:
         pk0s = request.pk0
         C, r = g.C, g.random_exponent()
         R, Cr = g.base(r), g.power(C, r)
-        keys0 = g.powers(pk0s, r, "PK_j,0")  # each PK_{j,0} checked to be in G: a bad one refuses the request
-
-        def pair(j):
-            pk0, k0, (m0, m1) = pk0s[j], keys0[j], messages[j]
-            k1 = g.div(Cr, k0)  # PK_{j,1}^r = C^r / PK_{j,0}^r: one exponentiation per transfer
-            return _xor(m0, _pad(g, j, 0, pk0, R, k0, m)), _xor(m1, _pad(g, j, 1, pk0, R, k1, m))
-
-        return OTResponse(g, R, tuple(g.many(pair, range(len(pk0s)))))  # edwards25519: on two threads
+        keys = g.sender_keys(pk0s, r, Cr)  # each PK_{j,0} checked to be in G: a bad one refuses the request
+        return OTResponse(g, R, tuple(
+            (_xor(m0, _pad(g, j, 0, pk0, R, None, m, key_bytes=k0)),
+             _xor(m1, _pad(g, j, 1, pk0, R, None, m, key_bytes=k1)))
+            for j, (pk0, (k0, k1), (m0, m1)) in enumerate(zip(pk0s, keys, messages))))
