@@ -230,7 +230,7 @@ def test_other_dimensions_end_to_end(d):
 
 def test_rounds_do_not_grow_with_the_gallery():
     """Alg. 3 in one batch in process: the same number of verifier–CS round trips at 31 and at 400 templates, and
-    the modulus-switched distances cost 5 bytes per coefficient (N of c'_1 and δ of c'_0 per ciphertext)."""
+    the modulus-switched distances cost 4 bytes per coefficient (N of c'_1 and δ of c'_0 per ciphertext)."""
     rng = np.random.default_rng(5)
     cm = CryptoMask(128, insecure_test_params=True)
     rounds = []
@@ -238,7 +238,7 @@ def test_rounds_do_not_grow_with_the_gallery():
         cm.enrol(unit(rng, n, 128))
         run = cm.identify(unit(rng, 1, 128)[0])
         rounds.append(run.rounds)
-        assert run.bytes["distances"] == 5 * cm.cs.ciphertexts * (cm.cs.n + cm.cs.delta)
+        assert run.bytes["distances"] == 4 * cm.cs.ciphertexts * (cm.cs.n + cm.cs.delta)
     assert rounds[0] == rounds[1] > 1
 
 

@@ -38,8 +38,8 @@ DESCRIPTION = {
                              "under sk_v at Q, uniform halves from a 32-byte seed; every answer re-randomised "
                              "with u·Z + e",
                    "wire_modulus_bits": WIRE_BITS, "mask_margin_bits": MARGIN_BITS,
-                   "communication": "distances modulus-switched to q' = 2^40 before they leave the CS "
-                                    "(5 bytes per coefficient: c'_1 whole, c'_0 at the δ positions); "
+                   "communication": "distances modulus-switched to q' = 2^32 before they leave the CS "
+                                    "(4 bytes per coefficient: c'_1 whole, c'_0 at the δ positions); "
                                     "Alg. 3 in one batch, in process and over HTTP (round trips independent "
                                     "of the gallery; over HTTP 1 + 1 + 10 exchanges, large messages streamed "
                                     "as frames)"},

@@ -20,8 +20,8 @@ polynomial arithmetic; ``crypto.rlwe`` stays its test oracle):
   cannot strip, modulus-switches to q' = 2^WIRE_BITS (``params``) and adds a uniform u' mod q' to the δ values of
   c_0 the verifier needs (its shares, line 14); the other coefficients, cross-correlations of gallery and query,
   never leave the CS. Shares: the verifier's d_1 = ⌊t·phase/q'⌉, the CS's d_0 = −⌊t·u'/q'⌉ (mod t); they add up to
-  the inner product unless t·u'/q' lies within the (≤ 2^-12) noise of a rounding point, so the CS re-draws the
-  ≈ 2^-9 fraction of u' that come within 2^-10 of one (``MARGIN_BITS``).
+  the inner product unless t·u'/q' lies within the noise (≤ 10σ ≈ 2^-4.8 of a step at q' = 2^32) of a rounding
+  point, so the CS re-draws the 1/8 of u' that come within 2^-4 of one (``MARGIN_BITS``).
 """
 from __future__ import annotations
 

@@ -18,12 +18,13 @@ CM_BFV_TOY = LatticeParams("bfv-2048-cryptomask-toy", BFV, 2048, (27, 27, 27, 28
 T_BITS = 20
 #: B2A/sum ring: 2^32 > any gallery size, so the sum of the match bits never wraps (Alg. 3 line 6).
 SUM_BITS = 32
-#: CS re-draws a mask whose rounding point lies within 2^-MARGIN_BITS of ½ (module docstring of ``he``).
-MARGIN_BITS = 10
+#: CS re-draws a mask whose rounding point lies within 2^-MARGIN_BITS of ½ (module docstring of ``he``): a fraction
+#: 2^(1 − MARGIN_BITS) = 1/8 of the masks is drawn again.
+MARGIN_BITS = 4
 #: Modulus switching before the distances leave the CS (seed 001 §4.3's 2Nq bits, q → q' = 2^WIRE_BITS): every
 #: c'_i is sent as ⌊q'·c/q⌉ mod q'. The verifier's extra phase error Σ_i s_i·ε_i + ε_0 (|ε| ≤ ½, s ternary) has
-#: standard deviation ≈ √(2N/3/12) ≈ 15 at N = 4096, so even 10σ is t·150/q' = 2^-12.8 of a plaintext step at
-#: q' = 2^40: inside the 2^-MARGIN_BITS margin the masks keep from every rounding point. 5 bytes per residue
-#: instead of 4·L = 12.
-WIRE_BITS = 40
-WIRE_BYTES = 5
+#: standard deviation ≈ √(2N/3/12) ≈ 15 at N = 4096, a plaintext step is q'/t = 2^12, so the 2^-MARGIN_BITS margin
+#: the masks keep from every rounding point (256) is 17σ, and the HE noise before the switch adds ≈ 2^-19 of a step.
+#: 4 bytes per residue instead of 4·L = 12 (and 5 at q' = 2^40 before).
+WIRE_BITS = 32
+WIRE_BYTES = 4
