@@ -61,7 +61,8 @@ DESCRIPTION = {
         "packing": "seed 004 §4 with the compact ternary layout (crypto/packing.py); n, d per variant",
         "signature": "Ed25519 over the first message m1 (provider → device → terminal), with expiry",
         "ip_max": "ζ² (Cauchy–Schwarz for norm-ζ templates)",
-        "ot": "Naor–Pinkas two-message OT on edwards25519 (libsodium): CDH, SHAKE-256 as a random oracle",
+        "ot": "Naor–Pinkas two-message OT on edwards25519 (libsodium; the sender's keys on curve25519-dalek): CDH, "
+              "SHAKE-256 as a random oracle",
         "garbling": "free-XOR + half-gates, generator half-gates for a·IP (a is the terminal's): AES-128 as an "
                     "ideal permutation",
         "device_randomness": "Π_en-Enc r = h^s mod N, s of ⌈|N|/2⌉ bits: DJN10 §4.2 short-exponent assumption "
