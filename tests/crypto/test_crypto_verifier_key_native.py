@@ -1,6 +1,7 @@
 """The native §4.5 product (native/src/bfv/verifier_key.rs) against Python integers as the oracle: the transform,
-the centred lift from p₁ = q₀q₁ to Q = q₀q₁q₂P, the verifier's rows, ĉ₀·R₀ + ĉ₁·R₁, and ``distances`` decrypted
-at q' = 2^40 to (p₁/t-scaled) products — on random inputs at a small N, and on SEAL's cryptomask primes."""
+the centred lift from p₁ = q₀q₁ to Q = q₀q₁q₂P, the verifier's rows, ĉ₀·R₀ + ĉ₁·R₁, PackLWEs (``pack``: the trace
+of its items, decrypted with Python integers) and ``packed_distances`` decrypted at q' = 2^40 to the products —
+on random inputs at a small N, and on SEAL's cryptomask primes."""
 from __future__ import annotations
 
 import os
@@ -99,20 +100,60 @@ def test_rows_decrypt_and_distances_carry_the_product(small, seed):
         ph = [(x + y) % Q for x, y in zip(b, negacyclic(a, [int(v) for v in s]))]
         err = [((v - mm + Q // 2) % Q) - Q // 2 for v, mm in zip(ph, msg)]
         assert max(abs(e) for e in err) < 64
-    # a gallery ciphertext under s at p₁: ĉ₀ = −ĉ₁·s + round(p₁·A/t) + e
-    A = rng.integers(-255, 256, n)
-    c1 = [int(v) for v in rng.integers(0, p1, n)]
-    c0 = [(x + round(p1 * int(a) / t) + int(e)) % p1
-          for x, a, e in zip(negacyclic([-v for v in c1], [int(v) for v in s]), A, rng.integers(-3, 4, n))]
-    low = np.array([[[[v % q for v in c] for q in p[:2]] for c in (c0, c1)]], dtype=np.uint64)
-    pos = list(range(n))
-    d1, d0 = pr.distances(pr.lift(low), rows, pos, os.urandom(32), 0, w)
-    phase = [(int(x) + y) % (1 << w) for x, y in zip(d0[0], negacyclic([int(v) for v in d1[0]], [int(v) for v in s]))]
-    prod = negacyclic([int(v) for v in A], [int(v) for v in m])
-    for j in pos:
-        want = ((prod[j] % t) << w) // t
-        diff = ((phase[j] - want + (1 << (w - 1))) % (1 << w)) - (1 << (w - 1))
-        assert abs(diff) < 1 << (w - 20 - 12), (j, diff)  # below 2^-12 of a plaintext step
+    # gallery ciphertexts under s at p₁: ĉ₀ = −ĉ₁·s + round(p₁·A/t) + e, eleven of them: two packs of d = 8 (the
+    # second padded); coefficient m·d + r of pack g carries coefficient m·d + d − 1 of A_{g·d+r}·m
+    d, k = 8, 11
+    As = rng.integers(-255, 256, (k, n))
+    low = []
+    for A in As:
+        c1 = [int(v) for v in rng.integers(0, p1, n)]
+        c0 = [(x + round(p1 * int(a) / t) + int(e)) % p1
+              for x, a, e in zip(negacyclic([-v for v in c1], [int(v) for v in s]), A, rng.integers(-3, 4, n))]
+        low.append([[[v % q for v in c] for q in p[:2]] for c in (c0, c1)])
+    keys = pr.galois_keys(s, d, os.urandom(32), os.urandom(32))
+    d1, d0 = pr.packed_distances(pr.lift(np.array(low, dtype=np.uint64)), rows, keys, d, os.urandom(32), 0, w)
+    assert d1.shape == d0.shape == (2, n)
+    for g in range(2):
+        c1s = negacyclic([int(v) for v in d1[g]], [int(v) for v in s])
+        phase = [(int(x) + y) % (1 << w) for x, y in zip(d0[g], c1s)]
+        for r in range(d):
+            prod = negacyclic([int(v) for v in As[g * d + r]], [int(v) for v in m]) if g * d + r < k else [0] * n
+            for mm in range(n // d):
+                want = ((prod[mm * d + d - 1] % t) << w) // t
+                got = phase[mm * d + r]
+                diff = ((got - want + (1 << (w - 1))) % (1 << w)) - (1 << (w - 1))
+                assert abs(diff) < 1 << (w - 20 - 12), (g, r, mm, diff)  # below 2^-12 of a plaintext step
+
+
+@few
+@given(seeds, st.sampled_from([2, 4, 16]))
+def test_pack_is_the_trace_of_the_items(small, seed, d):
+    """PackLWEs on RLWE ciphertexts at q₀q₁ of random plaintexts M_r (every coefficient random, so nothing but
+    the trace can cancel the rest): coefficient m·d + r of the pack decrypts to d·M_r[m·d] (mod t)."""
+    pr, p, n = small
+    rng = np.random.default_rng(seed)
+    t, q = 1 << 20, p[0] * p[1]
+    s = [int(v) for v in rng.integers(-1, 2, n)]
+    keys = pr.galois_keys(np.array(s, np.int64), d, os.urandom(32), os.urandom(32))
+    M = rng.integers(0, t, (2 * d, n))
+    items = []
+    for msg in M:
+        c1 = [int(v) for v in rng.integers(0, q, n)]
+        c0 = [(x + (q // t) * int(a) + int(e)) % q
+              for x, a, e in zip(negacyclic([-v for v in c1], s), msg, rng.integers(-3, 4, n))]
+        items.append([[[v % pi for v in c] for pi in p[:2]] for c in (c0, c1)])
+    packs = pr.pack(np.array(items, dtype=np.uint32), d, keys)
+    assert packs.shape == (2, 2, 2, n)
+    for g in range(2):
+        c0 = [crt(packs[g, 0, :, j], p[:2]) for j in range(n)]
+        c1 = [crt(packs[g, 1, :, j], p[:2]) for j in range(n)]
+        phase = [(x + y) % q for x, y in zip(c0, negacyclic(c1, s))]
+        got = [((v * t + q // 2) // q) % t for v in phase]
+        want = [0] * n
+        for r in range(d):
+            for mm in range(n // d):
+                want[mm * d + r] = d * int(M[g * d + r, mm * d]) % t
+        assert got == want
 
 
 def test_bad_inputs_are_errors(small):
@@ -127,5 +168,16 @@ def test_bad_inputs_are_errors(small):
         pr.rows(np.zeros((3, 4, n), np.uint32), b"short")
     with pytest.raises(ValueError, match="prime"):
         pr.lift(np.full((1, 2, 2, n), p[1], np.uint64))
-    with pytest.raises(ValueError):
-        pr.distances(np.zeros((1, 2, 4, n), np.uint32), np.zeros((3, 2, 4, n), np.uint32), [n], os.urandom(32), 0, 40)
+    keys = pr.galois_keys(np.zeros(n, np.int64), 8, os.urandom(32), os.urandom(32))
+    g, rows = np.zeros((1, 2, 4, n), np.uint32), np.zeros((3, 2, 4, n), np.uint32)
+    for d in (3, 1, n):  # not a power of two in [2, N/2]
+        with pytest.raises(ValueError, match="power of two"):
+            pr.packed_distances(g, rows, keys, d, os.urandom(32), 0, 32)
+    with pytest.raises(ValueError, match="Galois keys"):
+        pr.packed_distances(g, rows, keys[:-1], 8, os.urandom(32), 0, 32)
+    with pytest.raises(ValueError, match="prime"):
+        pr.packed_distances(g, rows, np.full_like(keys, p[0]), 8, os.urandom(32), 0, 32)
+    with pytest.raises(ValueError, match="ternary"):
+        pr.galois_keys(np.full(n, 2, np.int64), 8, os.urandom(32), os.urandom(32))
+    with pytest.raises(ValueError, match="prime"):
+        pr.pack(np.full((8, 2, 2, n), p[0], np.uint32), 8, keys)

@@ -151,15 +151,16 @@ def drelu_shares(S, R, z_S, z_R, ell: int, wire: Wire, phase: str, tweaks: Tweak
             (((z_R >> msb) & np.uint64(1)).astype(np.uint8) ^ c_R))
 
 
-def reveal(S, R, d0, d1, ts: int, wire: Wire, batch: int = 1 << 15) -> bool:
-    """The interleaved ``reveal`` of commit 82dc56b (Alg. 3, both parties in one function)."""
+def reveal(S, R, d0, d1, ts: int, wire: Wire, batch: int = 1 << 15, ell: int = 20) -> bool:
+    """The interleaved ``reveal`` of commit 82dc56b (Alg. 3, both parties in one function), the comparison in the
+    ring 2^ell (20 then; ``params.COMPARE_BITS`` now)."""
     t = 1 << 20
     tweaks = Tweaks()
     sum_S = sum_R = np.uint64(0)
     for lo in range(0, d0.size, batch):
         z_S = d0[lo:lo + batch].astype(np.uint64)
         z_R = np.mod(d1[lo:lo + batch] - ts, t).astype(np.uint64)
-        b_S, b_R = drelu_shares(S, R, z_S, z_R, 20, wire, "compare", tweaks)
+        b_S, b_R = drelu_shares(S, R, z_S, z_R, ell, wire, "compare", tweaks)
         a_S, a_R = b2a(S, R, b_S, b_R, wire, "b2a")
         sum_S = (sum_S + a_S.sum(dtype=np.uint64)) & MASK32
         sum_R = (sum_R + a_R.sum(dtype=np.uint64)) & MASK32

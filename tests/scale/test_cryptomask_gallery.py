@@ -104,7 +104,8 @@ def test_enrol_identify_equals_in_process_cryptomask_and_secrets_stay_apart(tmp_
     assert np.array_equal(_inner_products(url, probes[0], keys), encoding.quantize(x) @ encoding.quantize(probes[0]))
     g_rec, k_rec = _records(f"{tmp_path}/g.db"), _records(f"{tmp_path}/k.db")
     assert set(k_rec) == {"default.sk", "default.pk_v", "default.sk_v", "default.meta"}
-    assert {k for k in g_rec if not k.startswith("default.block.")} == {"default.meta", "default.pk", "default.ksw"}
+    assert {k for k in g_rec if not k.startswith("default.block.")} == {"default.meta", "default.pk", "default.ksw",
+                                                                          "default.galois"}
     for secret in (k_rec["default.sk"], k_rec["default.sk_v"]):
         assert not any(secret[-48:] in bytes(r) for r in g_rec.values())
     with pytest.raises(GalleryError, match="key store"):  # the default key store is not this gallery's
@@ -255,7 +256,7 @@ try:
         q = ver.query(y)
         parts = ray.get([s.distances.remote(q) for s in shards])
         d0 = np.concatenate([p[2] for p in parts])
-        d1 = ver.shares(Distances(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])), g.n)
+        d1 = np.concatenate([ver.shares(Distances(p[0], p[1]), len(p[2])) for p in parts])
         d = (d0 + d1) % t
         assert np.array_equal(np.where(d >= t // 2, d - t, d), encoding.quantize(x) @ encoding.quantize(y))
     for s in shards:
@@ -263,7 +264,8 @@ try:
     for y, want in ((y_match, True), (y_none, False)):
         single, sharded = identify(y, url), identify(y, url, ray="auto", workers=2)
         assert single["match"] is sharded["match"] is want and sharded["shards"] == 2, (single, sharded)
-        assert sharded["id"] is None and single["comm_bytes"] == sharded["comm_bytes"]
+        assert sharded["id"] is None  # each shard packs its own: at most one more pack (2·N·4 bytes) per shard
+        assert 0 <= sharded["comm_bytes"] - single["comm_bytes"] <= 2 * 2048 * 4 * (sharded["shards"] - 1)
         assert single["rounds"] == sharded["rounds"] == 11  # the query, then Alg. 3 in one batch
     db = sqlite3.connect(url[len("sqlite:///"):])  # a damaged block in the second shard: a GalleryError, no actor left
     key = "default.block.000003.g000000.part.0000"

@@ -7,6 +7,7 @@
 
 pub mod arith;
 pub mod ntt;
+pub mod pack;
 pub mod pool;
 pub mod rns;
 pub mod verifier_key;
@@ -379,16 +380,70 @@ impl PyVerifierKeyProduct {
         array(py, vec![k, 2, verifier_key::LIMBS, self.inner.n], out)
     }
 
-    /// Alg. 2 lines 5–11 under the verifier's key for gallery (k, 2, 4, N) (as ``lift`` made it) and rows
-    /// (3, 2, 4, N): (c₁ (k, N), c₀ at ``positions`` (k, δ)) modulus-switched to 2^``wire_bits``, re-randomised
-    /// from ``seed`` (ChaCha20 stream ``offset`` + i for ciphertext i).
+    /// Galois keys (levels, 2, 2, 3, N) over q₀, q₁, P of the secret s (N,) for packing groups of d ciphertexts.
+    fn galois_keys<'py>(
+        &self,
+        py: Python<'py>,
+        s: PyReadonlyArrayDyn<'py, i64>,
+        d: usize,
+        seed_a: &[u8],
+        seed_e: &[u8],
+    ) -> Out32<'py> {
+        let n = self.inner.n;
+        Self::exact1(s.shape(), n, "galois_keys: s")?;
+        let lv = pack::levels(n, d).map_err(err)?;
+        let (sa, se) = (seed32(seed_a, "galois_keys")?, seed32(seed_e, "galois_keys")?);
+        let sv = flat(&s);
+        if sv.iter().any(|&x| x.abs() > 1) {
+            return Err(err("galois_keys: s must be ternary".into()));
+        }
+        let out = py.detach(|| self.inner.galois_keys(&sv, d, sa, se)).map_err(err)?;
+        array32(py, vec![lv, pack::DIGITS, 2, pack::KEY.len(), n], out)
+    }
+
+    /// Test path: PackLWEs of items (G·d, 2, 2, N) (coefficient residues mod q₀, q₁) → (G, 2, 2, N).
+    fn pack<'py>(
+        &self,
+        py: Python<'py>,
+        items: PyReadonlyArrayDyn<'py, u32>,
+        d: usize,
+        keys: PyReadonlyArrayDyn<'py, u32>,
+    ) -> Out32<'py> {
+        let n = self.inner.n;
+        let lv = pack::levels(n, d).map_err(err)?;
+        self.keys_shape(keys.shape(), lv)?;
+        let sh = items.shape();
+        if sh.len() != 4 || sh[1..] != [2, pack::DATA, n] || sh[0] % d != 0 || sh[0] == 0 {
+            return Err(err(format!("pack: expected (G·{d}, 2, 2, {n}), got {sh:?}")));
+        }
+        let (kv, mut iv) = (flat(&keys), flat(&items).into_owned());
+        self.keys_below(&kv, "pack: Galois keys")?;
+        let p = self.inner.p;
+        if iv
+            .chunks(n)
+            .enumerate()
+            .any(|(i, c)| c.iter().any(|&x| x as u64 >= p[i % pack::DATA]))
+        {
+            return Err(err("pack: a residue is not below its prime".into()));
+        }
+        py.detach(|| pool::install(|| self.inner.pack(&mut iv, d, &kv)))
+            .map_err(err)?;
+        let g = sh[0] / d;
+        let item = 2 * pack::DATA * n;
+        let out: Vec<u32> = iv.chunks(d * item).flat_map(|c| c[..item].to_vec()).collect();
+        array32(py, vec![g, 2, pack::DATA, n], out)
+    }
+
+    /// Alg. 2 lines 5–11 with PackLWEs: gallery (k, 2, 4, N), rows (3, 2, 4, N), Galois keys for groups of d →
+    /// (c₁ (G, N), c₀ (G, N)) at 2^``wire_bits``, G = ⌈k/d⌉; the entry of ciphertext g·d + r, row m, at m·d + r.
     #[allow(clippy::too_many_arguments)]
-    fn distances<'py>(
+    fn packed_distances<'py>(
         &self,
         py: Python<'py>,
         g: PyReadonlyArrayDyn<'py, u32>,
         rows: PyReadonlyArrayDyn<'py, u32>,
-        positions: Vec<usize>,
+        keys: PyReadonlyArrayDyn<'py, u32>,
+        d: usize,
         seed: &[u8],
         offset: u64,
         wire_bits: u32,
@@ -396,16 +451,20 @@ impl PyVerifierKeyProduct {
         let n = self.inner.n;
         let k = self.shape(g.shape(), &[2, verifier_key::LIMBS], "distances: gallery")?;
         self.rows_shape(rows.shape())?;
-        if positions.iter().any(|&p| p >= n) || !(8..=56).contains(&wire_bits) {
-            return Err(err("distances: positions below N and 8 ≤ wire_bits ≤ 56".into()));
+        let lv = pack::levels(n, d).map_err(err)?;
+        self.keys_shape(keys.shape(), lv)?;
+        if k == 0 || !(8..=56).contains(&wire_bits) {
+            return Err(err("distances: at least one ciphertext and 8 ≤ wire_bits ≤ 56".into()));
         }
         let sd = seed32(seed, "distances")?;
-        let (gv, rv) = (flat(&g), flat(&rows));
+        let (gv, rv, kv) = (flat(&g), flat(&rows), flat(&keys));
         self.below(&rv, "distances: rows")?;
-        let d = positions.len();
-        let (c1, c0) =
-            py.detach(|| pool::install(|| self.inner.distances(&gv, &rv, &positions, sd, offset, wire_bits)));
-        Ok((array(py, vec![k, n], c1)?, array(py, vec![k, d], c0)?))
+        self.keys_below(&kv, "distances: Galois keys")?;
+        let (c1, c0) = py
+            .detach(|| pool::install(|| self.inner.packed_distances(&gv, &rv, &kv, d, sd, offset, wire_bits)))
+            .map_err(err)?;
+        let groups = k.div_ceil(d);
+        Ok((array(py, vec![groups, n], c1)?, array(py, vec![groups, n], c0)?))
     }
 
     /// Test helper: coefficient residues (..., 4, N) → NTT form (this module's order), uint32.
@@ -437,6 +496,26 @@ impl PyVerifierKeyProduct {
     fn exact1(got: &[usize], n: usize, what: &str) -> PyResult<()> {
         if got != [n] {
             return Err(err(format!("{what}: expected ({n},), got {got:?}")));
+        }
+        Ok(())
+    }
+
+    fn keys_shape(&self, got: &[usize], levels: usize) -> PyResult<()> {
+        let want = [levels, pack::DIGITS, 2, pack::KEY.len(), self.inner.n];
+        if got != want {
+            return Err(err(format!("Galois keys: expected {want:?}, got {got:?}")));
+        }
+        Ok(())
+    }
+
+    fn keys_below(&self, v: &[u32], what: &str) -> PyResult<()> {
+        let (n, p) = (self.inner.n, self.inner.p);
+        let bad = v
+            .chunks(n)
+            .enumerate()
+            .any(|(i, c)| c.iter().any(|&x| x as u64 >= p[pack::KEY[i % pack::KEY.len()]]));
+        if bad {
+            return Err(err(format!("{what}: a residue is not below its prime")));
         }
         Ok(())
     }

@@ -14,8 +14,8 @@
 //! never leaves this module except as opaque stored or sent polynomials made by the same transform).
 
 use aes::Aes128;
+use aes::cipher::BlockEncrypt;
 use aes::cipher::generic_array::GenericArray;
-use aes::cipher::{BlockEncrypt, KeyInit};
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -28,24 +28,24 @@ pub const LIMBS: usize = 4;
 /// Query rows: R₀, R₁, Z.
 pub const ROWS: usize = 3;
 /// Centred binomial η for the errors (σ = √(η/2) ≈ 3.24, SEAL's σ = 3.2).
-const ETA: u32 = 21;
+pub(super) const ETA: u32 = 21;
 
 pub type Res<T> = Result<T, String>;
 
 pub struct Product {
     pub n: usize,
     pub p: [u64; LIMBS],
-    m: [Modulus; LIMBS],
-    plans: Vec<Plan>,
+    pub(super) m: [Modulus; LIMBS],
+    pub(super) plans: Vec<Plan>,
     /// q₀^{-1} mod q₁ (Shoup): CRT of the gallery's two limbs.
     q0_inv: (u64, u64),
     /// p₂ mod p_i.
     p2: [u64; LIMBS],
     /// 32-bit Shoup pairs: N^{-1} mod p_l; P^{-1} mod q₀,q₁,q₂; q₂^{-1} mod q₀,q₁; q₀^{-1} mod q₁.
-    ninv: [(u32, u32); LIMBS],
-    pinv: [(u32, u32); 3],
-    q2inv: [(u32, u32); 2],
-    q0inv32: (u32, u32),
+    pub(super) ninv: [(u32, u32); LIMBS],
+    pub(super) pinv: [(u32, u32); 3],
+    pub(super) q2inv: [(u32, u32); 2],
+    pub(super) q0inv32: (u32, u32),
 }
 
 impl Product {
@@ -90,7 +90,7 @@ impl Product {
     }
 
     /// Small signed integers (|x| < p_l) → NTT form mod p_l.
-    fn fwd_signed(&self, v: &[i64], l: usize, out: &mut [u32]) {
+    pub(super) fn fwd_signed(&self, v: &[i64], l: usize, out: &mut [u32]) {
         let p = self.p[l] as i64;
         for (o, &x) in out.iter_mut().zip(v) {
             *o = small_mod(x, p) as u32;
@@ -216,7 +216,7 @@ impl Product {
     /// ĉ₀·R₀ + ĉ₁·R₁ (+ û·Z) for one ciphertext, limb by limb, inverse NTT without the factor N^{-1}:
     /// acc (2, 4, N) coefficient residues times N.
     #[inline(always)]
-    fn product_one(&self, g: &[u32], rows: &[Shouped], uh: Option<&[u32]>, acc: &mut [u32]) {
+    pub(super) fn product_one(&self, g: &[u32], rows: &[Shouped], uh: Option<&[u32]>, acc: &mut [u32]) {
         let n = self.n;
         let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
         for l in 0..LIMBS {
@@ -245,7 +245,7 @@ impl Product {
     /// plus the errors e: exact rescaling by P then q₂ (RNS, ⌊x/p⌉ with the centred remainder), CRT of the two
     /// limbs left into [0, p₁), and ⌊2^w·x/p₁⌉ in float64 (its error, below 2^-12, adds to the rounding's ½).
     #[inline(always)]
-    fn to_wire(&self, x: &mut [u32], m: usize, e: &[i32], out: &mut [u64], w: u32) {
+    pub(super) fn to_wire(&self, x: &mut [u32], m: usize, e: &[i32], out: &mut [u64], w: u32) {
         let p: [u32; LIMBS] = self.p.map(|v| v as u32);
         let (lo, hi) = x.split_at_mut(2 * m);
         let (x01, (x2, x3)) = (lo, hi.split_at_mut(m));
@@ -280,41 +280,6 @@ impl Product {
         }
     }
 
-    /// One ciphertext of ``distances``: its u, e from AES-128-CTR(seed) at block (stream, j).
-    #[inline(always)]
-    fn one(&self, job: &Job, stream: u64, gs: &[u32], sc: &mut Scratch, o1: &mut [u64], o0: &mut [u64]) {
-        let n = self.n;
-        let d = job.positions.len();
-        ctr_words(job.aes, stream, &mut sc.words);
-        let (uw, ew) = sc.words.split_at(n / 32);
-        for (c, &v) in sc.u.chunks_mut(32).zip(uw) {
-            for (j, x) in c.iter_mut().enumerate() {
-                *x = ((v >> (2 * j)) & 1) as i64 - ((v >> (2 * j + 1)) & 1) as i64;
-            }
-        }
-        for (x, &v) in sc.e.iter_mut().zip(ew) {
-            *x = cbd_word(v, ETA);
-        }
-        for l in 0..LIMBS {
-            self.fwd_signed(&sc.u, l, &mut sc.uh[l * n..(l + 1) * n]);
-        }
-        self.product_one(gs, job.sh, Some(&sc.uh), &mut sc.acc);
-        let (a0, a1) = sc.acc.split_at_mut(LIMBS * n);
-        self.to_wire(a1, n, &sc.e[..n], o1, job.w);
-        for (l, v) in sc.c0.chunks_mut(d.max(1)).enumerate() {
-            for (x, &pos) in v.iter_mut().zip(job.positions) {
-                *x = a0[l * n + pos];
-            }
-        }
-        self.to_wire(&mut sc.c0, d, &sc.e[n..n + d], o0, job.w);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn one_avx2(&self, job: &Job, stream: u64, gs: &[u32], sc: &mut Scratch, o1: &mut [u64], o0: &mut [u64]) {
-        self.one(job, stream, gs, sc, o1, o0)
-    }
-
     /// Test path: ĉ₀·R₀ + ĉ₁·R₁ for gallery (k, 2, 4, N) and rows (3, 2, 4, N), coefficient form (k, 2, 4, N).
     pub fn product(&self, g: &[u32], rows: &[u32]) -> Vec<u64> {
         let n = self.n;
@@ -338,87 +303,11 @@ impl Product {
             });
         out
     }
-
-    /// Alg. 2 lines 5–11 under the verifier's key: for gallery ciphertexts (k, 2, 4, N) and the rows (3, 2, 4, N),
-    /// c = ĉ₀·R₀ + ĉ₁·R₁ + u·Z + (e₀, e₁) with u, e from AES-128-CTR (key: `seed`'s first 16 bytes, blocks
-    /// (`offset` + i, j) for ciphertext i), switched to
-    /// q' = 2^w: (c₁ (k, N), c₀ at `positions` (k, δ)), values below 2^w.
-    pub fn distances(
-        &self,
-        g: &[u32],
-        rows: &[u32],
-        positions: &[usize],
-        seed: [u8; 32],
-        offset: u64,
-        w: u32,
-    ) -> (Vec<u64>, Vec<u64>) {
-        let n = self.n;
-        let k = g.len() / (2 * LIMBS * n);
-        let d = positions.len();
-        let sh = shouped(self, rows);
-        let mut c1 = vec![0u64; k * n];
-        let mut c0 = vec![0u64; k * d];
-        let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
-        let job = Job {
-            sh: &sh,
-            positions,
-            aes: &aes,
-            w,
-        };
-        c1.par_chunks_mut(n)
-            .zip(c0.par_chunks_mut(d.max(1)))
-            .zip(g.par_chunks(2 * LIMBS * n))
-            .enumerate()
-            .for_each_init(
-                || Scratch::new(n, d),
-                |sc, (i, ((o1, o0), gs))| {
-                    #[cfg(target_arch = "x86_64")]
-                    if super::rns::avx2() {
-                        // SAFETY: the CPU supports AVX2 (checked at run time).
-                        unsafe { self.one_avx2(&job, offset + i as u64, gs, sc, o1, o0) };
-                        return;
-                    }
-                    self.one(&job, offset + i as u64, gs, sc, o1, o0)
-                },
-            );
-        (c1, c0)
-    }
-}
-
-struct Job<'a> {
-    sh: &'a [Shouped],
-    positions: &'a [usize],
-    aes: &'a Aes128,
-    w: u32,
-}
-
-/// Per-thread buffers of ``distances``.
-struct Scratch {
-    acc: Vec<u32>,
-    uh: Vec<u32>,
-    u: Vec<i64>,
-    e: Vec<i32>,
-    c0: Vec<u32>,
-    words: Vec<u64>,
-}
-
-impl Scratch {
-    fn new(n: usize, d: usize) -> Self {
-        Scratch {
-            acc: vec![0; 2 * LIMBS * n],
-            uh: vec![0; LIMBS * n],
-            u: vec![0; n],
-            e: vec![0; n + d],
-            c0: vec![0; LIMBS * d.max(1)],
-            // n/32 words for u (two bits a coefficient), one word per error
-            words: vec![0; n / 32 + n + d + 1],
-        }
-    }
 }
 
 /// AES-128-CTR words: block (stream, j) for j = 0, 1, …, two little-endian words a block.
 #[inline(always)]
-fn ctr_words(aes: &Aes128, stream: u64, out: &mut [u64]) {
+pub(super) fn ctr_words(aes: &Aes128, stream: u64, out: &mut [u64]) {
     let mut blocks = [GenericArray::default(); 8];
     let mut j = 0u128;
     for chunk in out.chunks_mut(16) {
@@ -437,18 +326,18 @@ fn ctr_words(aes: &Aes128, stream: u64, out: &mut [u64]) {
 }
 
 /// A row polynomial (u32, NTT form) with its 32-bit Shoup companions ⌊w·2^32/p⌋.
-struct Shouped {
-    w: Vec<u32>,
-    wp: Vec<u32>,
+pub(super) struct Shouped {
+    pub(super) w: Vec<u32>,
+    pub(super) wp: Vec<u32>,
 }
 
 impl Shouped {
-    fn slice(&self, n: usize) -> (&[u32], &[u32]) {
+    pub(super) fn slice(&self, n: usize) -> (&[u32], &[u32]) {
         (&self.w[..n], &self.wp[..n])
     }
 }
 
-fn shouped(pr: &Product, rows: &[u32]) -> Vec<Shouped> {
+pub(super) fn shouped(pr: &Product, rows: &[u32]) -> Vec<Shouped> {
     rows.chunks(pr.n)
         .enumerate()
         .map(|(i, c)| {
@@ -462,20 +351,20 @@ fn shouped(pr: &Product, rows: &[u32]) -> Vec<Shouped> {
 }
 
 #[inline(always)]
-fn shoup32(x: u32, w: u32, wp: u32, p: u32) -> u32 {
+pub(super) fn shoup32(x: u32, w: u32, wp: u32, p: u32) -> u32 {
     let q = ((x as u64 * wp as u64) >> 32) as u32;
     x.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
 }
 
 #[inline(always)]
-fn red1(x: u32, p: u32) -> u32 {
+pub(super) fn red1(x: u32, p: u32) -> u32 {
     if x >= p { x - p } else { x }
 }
 
 /// x_l ← (x_l − [r]_centred)·r_p^{-1} mod p_l for the kept limbs, r the dropped limb's residues mod its prime rp:
 /// the RNS form of ⌊x/rp⌉.
 #[inline(always)]
-fn drop_limb(kept: &mut [&mut [u32]], r: &[u32], rp: u32, inv: &[(u32, u32)], p: &[u32; LIMBS]) {
+pub(super) fn drop_limb(kept: &mut [&mut [u32]], r: &[u32], rp: u32, inv: &[(u32, u32)], p: &[u32; LIMBS]) {
     let half = rp / 2;
     for (l, xs) in kept.iter_mut().enumerate() {
         let pl = p[l];
@@ -497,18 +386,18 @@ fn drop_limb(kept: &mut [&mut [u32]], r: &[u32], rp: u32, inv: &[(u32, u32)], p:
 
 /// x mod p for |x| < p.
 #[inline(always)]
-fn small_mod(x: i64, p: i64) -> u64 {
+pub(super) fn small_mod(x: i64, p: i64) -> u64 {
     (if x < 0 { x + p } else { x }) as u64
 }
 
 /// A centred binomial sample: popcount of η random bits minus popcount of η more.
 #[inline(always)]
-fn cbd(rng: &mut ChaCha20Rng, eta: u32) -> i32 {
+pub(super) fn cbd(rng: &mut ChaCha20Rng, eta: u32) -> i32 {
     cbd_word(rng.next_u64(), eta)
 }
 
 #[inline(always)]
-fn cbd_word(v: u64, eta: u32) -> i32 {
+pub(super) fn cbd_word(v: u64, eta: u32) -> i32 {
     let m = (1u64 << eta) - 1;
     (v & m).count_ones() as i32 - ((v >> 32) & m).count_ones() as i32
 }

@@ -5,10 +5,11 @@ Two stores, as for hers / idface-ckks (``scale.gallery``), every key prefixed by
 * the **gallery store** (the CS's, ``--gallery URL``), protocol ``gallery``: ``meta`` (scheme ``cryptomask``, d,
   δ, ciphertexts per block, the enrolment batches, the SHA-256 of k_sw), ``pk`` (the database's public BFV
   context, which the DPs encrypt under), ``ksw`` (k_sw = SwKeyGen(sk, sk_v), Alg. 2 line 1: the CS's switching
-  key, uint64 (L, 2, L+1, N)) and, per block b, ``block.BBBBBB.gGGGGGG.part.PPPP`` (≤ 32 MiB pieces of the
-  block's BFV ciphertexts, (k, 2, L, N) uint32 in coefficient form, generation G) then ``block.BBBBBB``, the
-  commit record: count, shape, SHA-256, generation, Alg. 1's merge indicator ``ind`` (rows used in the block's
-  last ciphertext, 0 = full) and the ids per ciphertext row.
+  key, uint64 (L, 2, L+1, N)), ``galois`` (the Galois keys under sk_v with which the CS packs the distances,
+  uint32 (log₂ D, 2, 2, 3, N), ``protocols.cryptomask.he``) and, per block b, ``block.BBBBBB.gGGGGGG.part.PPPP``
+  (≤ 32 MiB pieces of the block's BFV ciphertexts, (k, 2, L, N) uint32 in coefficient form, generation G) then
+  ``block.BBBBBB``, the commit record: count, shape, SHA-256, generation, Alg. 1's merge indicator ``ind`` (rows
+  used in the block's last ciphertext, 0 = full) and the ids per ciphertext row.
 * the **key store** (``--key-store``), protocol ``gallery-key``: the KG's ``sk``, the verifier's ``pk_v`` and
   ``sk_v``, ``meta`` (τ, SHA-256 of pk). The gallery store never holds sk or sk_v.
 
@@ -43,7 +44,15 @@ import numpy as np
 from ..crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ..errors import CryptoError, PrivfaceError, ProtocolError
 from ..protocols.cryptomask import encoding
-from ..protocols.cryptomask.he import CloudServer, DataProvider, VerifierHE, basis_of, merge_last
+from ..protocols.cryptomask.he import (
+    CloudServer,
+    DataProvider,
+    VerifierHE,
+    basis_of,
+    galois_moduli,
+    galois_shape,
+    merge_last,
+)
 from ..protocols.cryptomask.params import CM_BFV, CM_BFV_TOY
 from ..protocols.cryptomask.parties import KeyGenerator
 from ..store import open_store
@@ -118,6 +127,20 @@ def _ksw(raw: bytes | None, meta: dict, basis) -> np.ndarray:
     if np.any(K >= np.array(basis.key, dtype=np.uint64)[:, None]):
         raise GalleryError("the gallery's switching key k_sw is damaged (a residue is not below its prime)")
     return K
+
+
+def _galois(raw: bytes | None, meta: dict, basis) -> np.ndarray:
+    if "galois_sha256" not in meta:
+        raise GalleryError("the gallery was made before the CS packed its distances and has no Galois keys: "
+                           "re-create it (`privface gallery enrol` into a new --gallery)")
+    shape = galois_shape(basis.n, meta["dim"])
+    if (raw is None or len(raw) != 4 * int(np.prod(shape))
+            or hashlib.sha256(raw).hexdigest() != meta["galois_sha256"]):
+        raise GalleryError("the gallery's Galois keys are missing or damaged")
+    G = np.frombuffer(raw, dtype=np.uint32).reshape(shape)
+    if np.any(G >= np.array(galois_moduli(basis), dtype=np.uint32)[:, None]):
+        raise GalleryError("the gallery's Galois keys are damaged (a residue is not below its prime)")
+    return G
 
 
 def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
@@ -233,6 +256,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             kg = KeyGenerator(insecure_test_params=insecure_test_params)
             pub_v, sec_v = kg.verifier_keys("verifier")
             K = np.ascontiguousarray(kg.switching_key("verifier"), dtype=np.uint64)
+            GK = np.ascontiguousarray(kg.galois_keys("verifier", dim), dtype=np.uint32)
             pk = kg.public.to_bytes()
             with open_store(key_store_url) as keys:  # secrets first: a gallery never exists without its keys
                 keys.put(KEY, record_key(name, "sk"), kg.secret_bytes())
@@ -242,9 +266,11 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 keys.put(KEY, record_key(name, "meta"), json.dumps(meta_k).encode())
             local.put(LOCAL, record_key(name, "pk"), pk)
             local.put(LOCAL, record_key(name, "ksw"), K.tobytes())
+            local.put(LOCAL, record_key(name, "galois"), GK.tobytes())
             meta = {"version": VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
                     "insecure_test_params": insecure_test_params, "delta": delta, "cts_per_block": CTS_PER_BLOCK,
-                    "ksw_sha256": hashlib.sha256(K.tobytes()).hexdigest(), "batches": [], "n": 0}
+                    "ksw_sha256": hashlib.sha256(K.tobytes()).hexdigest(),
+                    "galois_sha256": hashlib.sha256(GK.tobytes()).hexdigest(), "batches": [], "n": 0}
             pub = kg.public
         else:
             meta = read_json(raw, "gallery meta")
@@ -305,7 +331,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 bar.close()
     nblocks = -(-count // cap)
     stored = 4 * 2 * basis.L * basis.n * -(-count // delta)
-    public_bytes = len(pk) + 8 * basis.L * 2 * (basis.L + 1) * basis.n  # pk + k_sw, once per gallery
+    public_bytes = (len(pk) + 8 * basis.L * 2 * (basis.L + 1) * basis.n  # pk + k_sw + Galois keys, once per gallery
+                    + 4 * int(np.prod(galois_shape(basis.n, dim))))
     return CMEnrolReport(SCHEME, count, len(ids) - skipped, skipped, dim, delta, count % delta, nblocks, written,
                          cap, stored, round(stored / max(count, 1), 1), public_bytes,
                          round(time.perf_counter() - t0, 3))
@@ -324,6 +351,7 @@ class CMGallery:
             self.public = _public(self.pk_bytes, self.meta)
             self.basis = basis_of(self.public)
             self.ksw = _ksw(local.get(LOCAL, record_key(name, "ksw")), self.meta, self.basis)
+            self.galois = _galois(local.get(LOCAL, record_key(name, "galois")), self.meta, self.basis)
             self.n, self.dim, self.delta = self.meta["n"], self.meta["dim"], self.meta["delta"]
             self.capacity = self.delta * self.meta["cts_per_block"]
             self.nblocks = -(-self.n // self.capacity)
@@ -355,7 +383,7 @@ class CMGallery:
         cs = CloudServer(self.public, self.dim)
         try:
             cs.load(self.load_blocks(indices), sum(self.block_count(b) for b in indices))
-            cs.set_switching_key(self.ksw)
+            cs.set_switching_key(self.ksw, self.galois)
         except ProtocolError as e:
             raise GalleryError(f"the gallery is damaged ({e})") from None
         return cs

@@ -2,10 +2,11 @@
 
 The split: Alg. 2's CS part — switch the query rows to sk_v, one external product per gallery ciphertext, mask,
 and the CS's shares d_0 — runs where the blocks are (``CSShard``: in this process, or one Ray actor per
-contiguous range of blocks, each loading its blocks and switching them to the verifier's key once). The driver
-concatenates the shards' (c_1, masked c_0 at the δ positions, d_0) in block order, which is exactly what one CS
-holding every block sends (every block but the last is full, so each shard's entries are whole ciphertexts),
-and runs the verifier (sk_v: Alg. 2 lines 12–15) and Alg. 3 between the CS side and the verifier. Each shard
+contiguous range of blocks, each loading its blocks and switching them to the verifier's key once). Each shard
+packs its own ciphertexts (every block but the last is full, so each shard's entries are whole ciphertexts; a
+shard that does not end on a pack boundary sends one more, partly empty pack than one CS would). The driver runs
+the verifier (sk_v: Alg. 2 lines 12–15) on each shard's packs, concatenates the shares in block order, and runs
+Alg. 3 between the CS side and the verifier. Each shard
 draws its own masks, so d_0 and d_1 differ run to run, but d_0 + d_1 = ⟨a_i, b⟩ exactly, and the bit with them.
 Shards never see sk_v, and the driver's CS side of Alg. 3 sees only d_0 — as the paper's single CS does.
 
@@ -75,10 +76,15 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
         if ray is not None:
             for s in shards:
                 rt.kill(s)
-    msg = Distances(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     d0 = np.concatenate([p[2] for p in parts])
-    wire.send("distances", msg.nbytes)
-    d1 = verifier_he.shares(msg, gallery.n)
+    d1 = []
+    for c1, c0, d0_shard in parts:
+        msg = Distances(c1, c0)
+        wire.send("distances", msg.nbytes)
+        d1.append(verifier_he.shares(msg, len(d0_shard)))
+    d1 = np.concatenate(d1)
+    if len(d1) != gallery.n:
+        raise GalleryError("the shards' entries do not add up to the gallery's")
     shares_s, t = time.perf_counter() - t, time.perf_counter()
     bit = reveal(*ot, d0, d1, threshold(tau), wire, None)  # one batch: the rounds do not grow with the gallery
     reveal_s = time.perf_counter() - t

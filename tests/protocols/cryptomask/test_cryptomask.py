@@ -29,10 +29,13 @@ def negacyclic(a, b, n):
 
 @pytest.mark.parametrize("d", [128, 100, 512])
 def test_encoding_puts_inner_products_at_kd_minus_1(d):
-    """§2.2/§4.1: coefficient k·d − 1 of π(A)·π(b) is ⟨A[k], b⟩ for all δ rows, also when d ∤ N − d."""
+    """§2.2/§4.1: coefficient k·D − 1 of π(A)·π(b) is ⟨A[k], b⟩ for all δ rows, D = d rounded up to a power of two
+    (d = 100 rides on D = 128)."""
     n, rng = 4096, np.random.default_rng(d)
-    delta = encoding.rows_per_poly(n, d)
-    assert delta == -(-(n - d) // d) and delta * d <= n - 1
+    delta, D = encoding.rows_per_poly(n, d), encoding.stride(d)
+    assert D == {128: 128, 100: 128, 512: 512}[d]
+    assert delta == -(-(n - D) // D) and delta * D <= n - 1
+    assert np.array_equal(encoding.positions(n, d), np.arange(1, delta + 1) * D - 1)
     A, b = rng.integers(-300, 300, (delta, d)), rng.integers(-300, 300, d)
     prod = negacyclic(np.mod(encoding.encode_matrix(A, n, 1 << 20).astype(np.int64) + (1 << 19), 1 << 20) - (1 << 19),
                       encoding.encode_query(b, n), n)
@@ -230,7 +233,8 @@ def test_other_dimensions_end_to_end(d):
 
 def test_rounds_do_not_grow_with_the_gallery():
     """Alg. 3 in one batch in process: the same number of verifier–CS round trips at 31 and at 400 templates, and
-    the modulus-switched distances cost 4 bytes per coefficient (N of c'_1 and δ of c'_0 per ciphertext)."""
+    the modulus-switched distances cost 4 bytes per coefficient (N of c'_1 and N of c'_0 per pack of 128
+    ciphertexts)."""
     rng = np.random.default_rng(5)
     cm = CryptoMask(128, insecure_test_params=True)
     rounds = []
@@ -238,7 +242,7 @@ def test_rounds_do_not_grow_with_the_gallery():
         cm.enrol(unit(rng, n, 128))
         run = cm.identify(unit(rng, 1, 128)[0])
         rounds.append(run.rounds)
-        assert run.bytes["distances"] == 4 * cm.cs.ciphertexts * (cm.cs.n + cm.cs.delta)
+        assert run.bytes["distances"] == 4 * -(-cm.cs.ciphertexts // 128) * 2 * cm.cs.n  # one pack per 128
     assert rounds[0] == rounds[1] > 1
 
 

@@ -9,6 +9,7 @@ from privface.crypto.exchange import Party
 from privface.crypto.millionaire import Wire
 from privface.crypto.otext import IKNPReceiver
 from privface.errors import CryptoError
+from privface.protocols.cryptomask.params import COMPARE_BITS, TS_BOUND
 from privface.protocols.cryptomask.reveal import reveal, reveal_cs, reveal_verifier, setup_ot
 from tests.helpers import cm_reveal_interleaved as interleaved
 
@@ -23,11 +24,11 @@ def test_split_reveal_equals_interleaved_and_plaintext(m, batch):
     """Per-party Alg. 3: the same bit as the interleaved code and as plaintext [max d ≥ ts], and the same bytes
     per phase, for any batch size (a multiple of 64); a true and a false answer, and ts exactly at the maximum."""
     rng = np.random.default_rng(m + batch)
-    d = rng.integers(-(1 << 18), 1 << 18, m)
-    for ts in (int(d.max()), int(d.max()) + 1, int(np.median(d))):
+    d = rng.integers(-68_500, 68_500, m)  # inner products of unit vectors at 2^8 (params.COMPARE_BITS)
+    for ts in (int(d.max()), int(d.max()) + 1, int(np.median(d)), -TS_BOUND, TS_BOUND):
         d0, d1 = _shares(rng, d)
         w_old, w_new = Wire(), Wire()
-        old = interleaved.reveal(*setup_ot(Wire()), d0, d1, ts, w_old)
+        old = interleaved.reveal(*setup_ot(Wire()), d0, d1, ts, w_old, ell=COMPARE_BITS)
         new = reveal(*setup_ot(Wire()), d0, d1, ts, w_new, batch=batch)
         assert new == old == bool((d >= ts).any())
         assert dict(w_new.bytes) == dict(w_old.bytes)
@@ -86,7 +87,7 @@ from privface.store.sqlite import SQLiteStore  # noqa: E402
 from privface.wire import FrameReader, framed  # noqa: E402
 
 OCTETS = {"content-type": "application/octet-stream"}
-D, N = 128, 400
+D, N = 128, 2000
 ROUNDS = 1 + 10  # the query with its distances, then Alg. 3 in one batch: ROTs, 3 tree levels, B2A; final: 4 + μ_0
 
 
@@ -116,9 +117,9 @@ def _serve_gallery(root, x, **options):
 
 @pytest.fixture(scope="module")
 def cs(tmp_path_factory):
-    """A toy gallery of 400 templates (27 ciphertexts), its CS over loopback HTTP with API keys; 4 ciphertexts per
-    DistanceChunk (7 chunks in the start's answer); Alg. 3 in one batch over every entry (the default)."""
-    yield from _serve_gallery(tmp_path_factory.mktemp("cm-http"), _unit(N, 1), chunk=4)
+    """A toy gallery of 2000 templates (134 ciphertexts, 2 packs of 128), its CS over loopback HTTP with API keys; one
+    pack per DistanceChunk; Alg. 3 in one batch over every entry (the default)."""
+    yield from _serve_gallery(tmp_path_factory.mktemp("cm-http"), _unit(N, 1), chunk=1)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +143,7 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
             local = identify(y, cs["gallery"], key_store_url=cs["keys_url"])
             plain = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= round(0.5 * (1 << 16)))
             assert got["match"] == local["match"] == plain == expect
-            assert got["comm_bytes"] == local["comm_bytes"] and got["n"] == N and got["ciphertexts"] == 27
+            assert got["comm_bytes"] == local["comm_bytes"] and got["n"] == N and got["ciphertexts"] == 134
             assert got["rounds"] == len(v.stats) - before == ROUNDS + (i == 0)  # gallery: once per client
             assert got["exchanges"] == {**({"gallery": 1} if i == 0 else {}), "identify/start": 1,
                                         "identify/reveal": 10}
@@ -151,7 +152,7 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
 
 def test_exchanges_do_not_grow_with_the_gallery(cs, small):
     """Issue 20: the HTTP request/response pairs of an identification are the same for 30 templates (1 distance
-    chunk) and 400 (7 chunks; the old flow took 1 + 7 + 1 + 25 for it): one start with every chunk in its streamed
+    chunk) and 2000 (2 chunks): one start with every chunk in its streamed
     answer, Alg. 3 in one batch, the base OTs riding on its round 0."""
     runs = {}
     for c in (small, cs):
@@ -160,7 +161,7 @@ def test_exchanges_do_not_grow_with_the_gallery(cs, small):
             assert got["match"] and len(v.stats) == got["rounds"] == 1 + ROUNDS
             assert all(s.status == 200 for s in v.stats)
             runs[c["svc"].party.chunks] = (got["rounds"], got["exchanges"])
-    assert set(runs) == {1, 7} and runs[1] == runs[7]
+    assert set(runs) == {1, 2} and runs[1] == runs[2]
 
 
 def _start(cs, http, seed=3):
@@ -232,7 +233,7 @@ def test_bad_messages_get_400_and_change_nothing(cs):
         assert len(svc) == before  # no session opened
         started, chunks = _start(cs, http)
         sid = started.session
-        assert len(chunks) == 7
+        assert len(chunks) == 2
         s = svc._sessions[sid]
         want = _expected(cs, sid)
         zeros = [bytes(n) for n in want]
@@ -266,7 +267,7 @@ def test_streamed_bodies_are_bounded_by_the_callers_own_next_round(cs):
     body = _round(sid, 0, [bytes(n) for n in want], ot)
     exact = len(body)
     cap = cs["svc"].max_body["identify/reveal"]
-    assert exact <= cap < 16 << 20  # the step's cap comes from this gallery (400 entries), not the global one
+    assert exact <= cap < 16 << 20  # the step's cap comes from this gallery (2000 entries), not the global one
     path = "/v1/cryptomask/identify/reveal"
     head = body[:4 + int.from_bytes(body[:4], "big")]
     # a declared size over the step's cap: refused before anything is read
@@ -306,7 +307,7 @@ def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
         query = Query(v._verifier.query(cs["x"][1]).to_bytes()).to_bytes()
     frames = role.start(query, caller)
     sid = read_message(Started, next(frames)[4:]).session
-    next(frames)  # chunk 0 of 7
+    next(frames)  # chunk 0 of 2
     assert role._sessions[sid].party is None
     with pytest.raises(ProtocolError, match="read every distance chunk first"):
         role.admit_round(RoundHead(sid, 0, b"x", []).to_bytes(), caller)

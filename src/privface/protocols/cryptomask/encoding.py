@@ -5,6 +5,9 @@
   π(b) = Σ_j b[j]·X^j, so coefficient (k+1)·d − 1 of π(A)·π(b) is ⟨A[k], b⟩.
 * §4.1: δ = ⌈(N − d)/d⌉ rows per polynomial leave the top d coefficients as a buffer, so no product term that
   matters wraps around X^N = −1 (δ·d ≤ N − 1 for every d, so the wrapped terms land below position d − 1).
+* Rows take D = ``stride(d)`` coefficients, d rounded up to a power of two (zeros appended to every vector leave
+  the inner products as they are), so the products sit at k·D − 1 and the CS can pack the distances of D
+  ciphertexts into one (``he``, PackLWEs over the subring Z[X^D]). For d = 128, D = d.
 """
 from __future__ import annotations
 
@@ -17,16 +20,22 @@ from ...errors import TemplateError
 SCALE_BITS = 8
 
 
+def stride(d: int) -> int:
+    """D: the coefficients per row, d rounded up to a power of two."""
+    return 1 << max(0, int(d) - 1).bit_length()
+
+
 def rows_per_poly(n: int, d: int) -> int:
-    """δ = ⌈(N − d)/d⌉ (§4.1)."""
+    """δ = ⌈(N − D)/D⌉ = N/D − 1 (§4.1 with the stride D)."""
     if not 1 <= d < n // 2:
         raise TemplateError(f"dimension must be in [1, {n // 2}), got {d}")
-    return -(-(n - d) // d)
+    D = stride(d)
+    return -(-(n - D) // D)
 
 
 def positions(n: int, d: int) -> np.ndarray:
-    """The coefficients k·d − 1, k = 1..δ, that hold the δ inner products (Alg. 2 lines 7, 14)."""
-    return np.arange(1, rows_per_poly(n, d) + 1) * d - 1
+    """The coefficients k·D − 1, k = 1..δ, that hold the δ inner products (Alg. 2 lines 7, 14)."""
+    return np.arange(1, rows_per_poly(n, d) + 1) * stride(d) - 1
 
 
 def quantize(x) -> np.ndarray:
@@ -45,8 +54,10 @@ def encode_matrix(A: np.ndarray, n: int, t: int) -> np.ndarray:
     rows, d = A.shape
     if rows > rows_per_poly(n, d):
         raise TemplateError(f"at most δ = {rows_per_poly(n, d)} rows per polynomial, got {rows}")
+    padded = np.zeros((rows, stride(d)), dtype=np.int64)
+    padded[:, :d] = A
     out = np.zeros(n, dtype=np.int64)
-    out[:rows * d] = A[:, ::-1].ravel()
+    out[:padded.size] = padded[:, ::-1].ravel()
     return np.mod(out, t).astype(np.uint64)
 
 

@@ -16,12 +16,17 @@ polynomial arithmetic; ``crypto.rlwe`` stays its test oracle):
   halves sent as a 32-byte seed: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) (p₂ = q₂P). ĉ₀·R₀ + ĉ₁·R₁
   encrypts π(A_i)·π(b) at the scale Q/t (the derivation is in the native module ``bfv/verifier_key.rs``): two
   pointwise products per limb and ciphertext.
-* Masking (lines 6–8): the CS adds u·Z + (e₀, e₁) for a fresh ternary u, so c_1 is an RLWE sample the verifier
-  cannot strip, modulus-switches to q' = 2^WIRE_BITS (``params``) and adds a uniform u' mod q' to the δ values of
-  c_0 the verifier needs (its shares, line 14); the other coefficients, cross-correlations of gallery and query,
-  never leave the CS. Shares: the verifier's d_1 = ⌊t·phase/q'⌉, the CS's d_0 = −⌊t·u'/q'⌉ (mod t); they add up to
-  the inner product unless t·u'/q' lies within the noise (≤ 10σ ≈ 2^-4.8 of a step at q' = 2^32) of a rounding
-  point, so the CS re-draws the 1/8 of u' that come within 2^-4 of one (``MARGIN_BITS``).
+* Packing (§4.3's "send only what the verifier needs"): the products of D = ``encoding.stride(d)`` consecutive
+  gallery ciphertexts, dropped to q₀q₁, become one ciphertext holding all their δ·D inner products (PackLWEs,
+  Chen, Dai, Kim and Song 2021, Alg. 2; native module ``bfv/pack.rs``) with log₂ D Galois keys under sk_v that the
+  KG issues with k_sw. The other coefficients, cross-correlations of gallery and query, are cancelled by the
+  packing's trace and never leave the CS. Entry (ciphertext g·D + r, row m) sits at coefficient m·D + r of pack g.
+* Masking (lines 6–8): the CS adds u·Z + (e₀, e₁) to every pack for a fresh ternary u, so c_1 is an RLWE sample
+  the verifier cannot strip, modulus-switches to q' = 2^WIRE_BITS (``params``) and adds a uniform u' mod q' to
+  every coefficient of c_0 (the verifier's shares, line 14). Shares: the verifier's d_1 = ⌊t·phase/q'⌉, the CS's
+  d_0 = −⌊t·u'/q'⌉ (mod t); they add up to the inner product unless t·u'/q' lies within the noise (≤ 10σ ≈ 2^-4.8
+  of a step at q' = 2^32) of a rounding point, so the CS re-draws the 1/8 of u' that come within 2^-4 of one
+  (``MARGIN_BITS``).
 """
 from __future__ import annotations
 
@@ -130,8 +135,8 @@ class Query:
 
 @dataclass(frozen=True)
 class Distances:
-    """CS → verifier (Alg. 2 line 11), modulus-switched to q' = 2^WIRE_BITS: c_1 of every c'_i (s, N) and the
-    masked c_0 read at the δ positions (s, δ), uint64 below q', WIRE_BYTES bytes each on the wire."""
+    """CS → verifier (Alg. 2 line 11), modulus-switched to q' = 2^WIRE_BITS: c_1 (G, N) and the masked c_0 (G, N)
+    of every pack (``packs``), uint64 below q', WIRE_BYTES bytes each on the wire."""
 
     c1: np.ndarray
     c0: np.ndarray
@@ -154,6 +159,28 @@ def from_wire(buf: bytes, shape: tuple) -> np.ndarray:
     out = np.zeros((count, 8), dtype=np.uint8)
     out[:, :WIRE_BYTES] = np.frombuffer(buf, dtype=np.uint8).reshape(count, WIRE_BYTES)
     return out.view("<u8").reshape(shape).astype(np.uint64)
+
+
+def galois_shape(n: int, dim: int) -> tuple:
+    """The Galois keys' shape: (log₂ D, 2 digits, 2, 3 primes q₀, q₁, P, N)."""
+    return (encoding.stride(dim).bit_length() - 1, 2, 2, 3, n)
+
+
+def galois_moduli(basis: Basis) -> tuple:
+    """The primes of a Galois key's limbs: q₀, q₁, P."""
+    return basis.q[0], basis.q[1], basis.P
+
+
+def packs(ciphertexts: int, group: int) -> int:
+    """G: the packs that carry the distances of ``ciphertexts`` gallery ciphertexts, ``group`` = D per pack."""
+    return -(-ciphertexts // group)
+
+
+def entries(x: np.ndarray, group: int, delta: int) -> np.ndarray:
+    """Per-coefficient values of packs (G, N) → per entry in gallery order (G·D·δ,): the entry of ciphertext
+    g·D + r, row m is coefficient m·D + r of pack g."""
+    G, n = x.shape
+    return x.reshape(G, n // group, group).transpose(0, 2, 1)[:, :, :delta].reshape(-1)
 
 
 class DataProvider:
@@ -198,7 +225,8 @@ class CloudServer:
     """The CS: the gallery in blocks (no copying on growth) under the verifier's key (§4.5) — lifted over Q in NTT
     form (k, 2, 4, N), or with ``precompute=False`` at p₁ in coefficient form (k, 2, 2, N), half the memory, lifted
     at every query — the last ciphertext under pk in coefficient form for merging (Alg. 1 line 7), ``ind``, and
-    k_sw once the KG has sent it (Alg. 2 line 1). Blocks that arrive before k_sw wait under pk (``_pending``)."""
+    k_sw with the Galois keys once the KG has sent them (Alg. 2 line 1). Blocks that arrive before k_sw wait under
+    pk (``_pending``). ``group``: D, the gallery ciphertexts per pack."""
 
     def __init__(self, public, dim: int, *, workers: int | None = None, precompute: bool = True) -> None:
         """``workers``: kept for callers; the native core's threads are set by ``ext.bfv.set_threads``."""
@@ -208,10 +236,11 @@ class CloudServer:
         self.precompute = precompute
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
+        self.group = encoding.stride(dim)
         self.blocks: list[np.ndarray] = []
         self._pending: list[np.ndarray] = []
         self.last: np.ndarray | None = None
-        self.ind, self.count, self._ksk = 0, 0, None
+        self.ind, self.count, self._ksk, self._galois = 0, 0, None, None
 
     @property
     def storage_bytes(self) -> int:
@@ -275,10 +304,17 @@ class CloudServer:
             parts.append(b.product.lift(low) if self.precompute else low.astype(np.uint32))
         return np.concatenate(parts)
 
-    def set_switching_key(self, K: np.ndarray) -> None:
-        """k_sw (Alg. 2 line 1): the gallery that waited under pk is switched to sk_v now."""
+    def set_switching_key(self, K: np.ndarray, galois: np.ndarray) -> None:
+        """k_sw (Alg. 2 line 1) and the Galois keys under sk_v (``KeyGenerator.galois_keys``): the gallery that
+        waited under pk is switched to sk_v now."""
         if K.shape != (self.basis.L, 2, self.basis.L + 1, self.n):
             raise ProtocolError("switching key has the wrong shape")
+        shape = galois_shape(self.n, self.dim)
+        if not isinstance(galois, np.ndarray) or galois.dtype != np.uint32 or galois.shape != shape:
+            raise ProtocolError(f"Galois keys: expected {shape} uint32")
+        if np.any(galois >= np.array(galois_moduli(self.basis), dtype=np.uint32)[:, None]):
+            raise ProtocolError("Galois keys: a residue is not below its prime")
+        self._galois = np.ascontiguousarray(galois)
         self._ksk = K
         pending, self._pending = self._pending, []
         for blk in pending:
@@ -303,23 +339,27 @@ class CloudServer:
             raise ProtocolError(f"query: {e}") from None
 
     def distances_of(self, R: np.ndarray, lo: int, hi: int) -> tuple[Distances, np.ndarray]:
-        """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the prepared rows R: their (c_1, masked c_0)
-        and the CS's shares of their entries (those below ``count``). Over HTTP the CS answers chunk by chunk."""
-        if not 0 <= lo < hi <= self.ciphertexts:
-            raise ProtocolError(f"ciphertexts {lo}…{hi} are not in the gallery's {self.ciphertexts}")
-        pos = encoding.positions(self.n, self.dim).tolist()
-        pr, key = self.basis.product, seed()
-        c1 = np.empty((hi - lo, self.n), dtype=np.uint64)
-        c0 = np.empty((hi - lo, self.delta), dtype=np.uint64)
-        at = 0
-        for part in self._parts(lo, hi):
-            g = part if self.precompute else pr.lift(part.astype(np.uint64))
-            k = len(g)
-            c1[at:at + k], c0[at:at + k] = pr.distances(g, R, pos, key, at, WIRE_BITS)
-            at += k
+        """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the prepared rows R: their packs (c_1, masked
+        c_0) and the CS's shares of their entries (those below ``count``). lo is a multiple of ``group``, hi one or
+        the gallery's end. Over HTTP the CS answers chunk by chunk."""
+        g = self.group
+        if not 0 <= lo < hi <= self.ciphertexts or lo % g or (hi % g and hi != self.ciphertexts):
+            raise ProtocolError(f"ciphertexts {lo}…{hi}: not a range of whole packs of {g} in the gallery's "
+                                f"{self.ciphertexts}")
+        if self._galois is None:
+            raise ProtocolError("the CS needs k_sw and the Galois keys from the KG before it can answer")
+        pr, key, step = self.basis.product, seed(), max(CHUNK, g)
+        c1s, c0s = [], []
+        for a in range(lo, hi, step):
+            parts = [p if self.precompute else pr.lift(p.astype(np.uint64)) for p in self._parts(a, min(hi, a + step))]
+            gal = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            c1, c0 = pr.packed_distances(gal, R, self._galois, g, key, (a - lo) // g, WIRE_BITS)
+            c1s.append(c1)
+            c0s.append(c0)
+        c1, c0 = np.concatenate(c1s), np.concatenate(c0s)
         u, share = self._masks(c0.shape)
         c0 = (c0 + u) & np.uint64((1 << WIRE_BITS) - 1)
-        return Distances(c1, c0), share.reshape(-1)[:self.count - lo * self.delta]
+        return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta]
 
     def _parts(self, lo: int, hi: int):
         """The stored ciphertexts lo … hi − 1 across the blocks, at most ``CHUNK`` at a time."""
@@ -355,17 +395,14 @@ class VerifierHE:
     def __init__(self, public, public_v, secret_v, dim: int) -> None:
         self.public, self.basis, self.dim = public, basis_of(public), dim
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
-        self.delta = encoding.rows_per_poly(self.n, dim)
+        self.delta, self.group = encoding.rows_per_poly(self.n, dim), encoding.stride(dim)
         b = self.basis
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
         self._sv = sv.astype(np.int64)
-        # (c'_1·s_v) at position j = Σ_i c'_1[i]·T[N − 1 − j + i] with T = reversed (−s_v, s_v) (negacyclic): one
-        # float64 matrix product per chunk, exact as every partial sum is below N·2^WIRE_BITS ≤ 2^53
-        T = np.concatenate([-self._sv, self._sv])[::-1]
-        self._S = np.stack([T[self.n - 1 - j:2 * self.n - 1 - j] for j in encoding.positions(self.n, dim)],
-                           axis=1).astype(np.float64)
-        if self.n << WIRE_BITS > 1 << 53:
-            raise ProtocolError("the verifier's float64 product needs N·2^WIRE_BITS ≤ 2^53")
+        self._p = np.array(b.product.moduli(), dtype=np.uint64)[:, None]
+        self._s_hat = b.product.forward(np.mod(self._sv[None, :], self._p.astype(np.int64)).astype(np.uint64))
+        if self.n << WIRE_BITS > int(self._p[0, 0]) * int(self._p[1, 0]) // 2:
+            raise ProtocolError("the verifier's product needs N·2^WIRE_BITS ≤ q₀q₁/2")
 
     def query(self, b_vec) -> Query:
         """§4.5's rows R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) under sk_v, uniform halves as a seed."""
@@ -376,19 +413,31 @@ class VerifierHE:
         rows = self.basis.product.encrypt_rows(self._sv, encoding.encode_query(b, self.n), key, seed())
         return Query(rows, key)
 
+    def _c1_s(self, c1: np.ndarray) -> np.ndarray:
+        """c'_1·s_v mod q' for packs (G, N): the exact integer product (|·| < N·2^WIRE_BITS < q₀q₁/2) by NTT over
+        the four primes, read back from q₀ and q₁ (CRT)."""
+        pr, p = self.basis.product, self._p
+        x = pr.forward(np.ascontiguousarray(c1[:, None, :] % p))
+        y = pr.inverse(((x.astype(np.uint64) * self._s_hat) % p).astype(np.uint32))
+        q0, q1 = int(p[0, 0]), int(p[1, 0])
+        a, b = y[:, 0], y[:, 1]
+        dlt = ((b + np.uint64(q1) - a % np.uint64(q1)) % np.uint64(q1)) * np.uint64(pow(q0, -1, q1)) % np.uint64(q1)
+        v = (a + np.uint64(q0) * dlt).astype(np.int64)
+        v[v > (q0 * q1) // 2] -= q0 * q1
+        return v.view(np.uint64)
+
     def shares(self, msg: Distances, count: int) -> np.ndarray:
-        """d_1 = ⌊t·(c_0 + c_1·s_v)/q⌉ at the δ positions of every c'_i, first ``count`` entries (int64 mod t)."""
-        s = -(-count // self.delta)
+        """d_1 = ⌊t·(c_0 + c_1·s_v)/q'⌉ at every coefficient of the packs, first ``count`` entries (int64 mod t)."""
+        s = packs(-(-count // self.delta), self.group)
         c1 = _wire_residues(msg.c1, (s, self.n), "distances c_1")
-        c0 = _wire_residues(msg.c0, (s, self.delta), "distances c_0")
+        c0 = _wire_residues(msg.c0, (s, self.n), "distances c_0")
         mask = np.uint64((1 << WIRE_BITS) - 1)
-        ph = np.empty((s, self.delta), dtype=np.uint64)
-        for lo in range(0, s, CHUNK):  # phase mod q' at the δ positions: c'_0 + c'_1·s_v
-            v = (c1[lo:lo + CHUNK].astype(np.float64) @ self._S).astype(np.int64)
-            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + v.view(np.uint64)) & mask  # two's complement mod 2^WIRE_BITS
+        ph = np.empty((s, self.n), dtype=np.uint64)
+        for lo in range(0, s, CHUNK):  # phase mod q': c'_0 + c'_1·s_v
+            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + self._c1_s(c1[lo:lo + CHUNK].astype(np.uint64))) & mask
         t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
         d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
-        return (d1 % np.uint64(self.t)).astype(np.int64).reshape(-1)[:count]
+        return entries((d1 % np.uint64(self.t)).astype(np.int64), self.group, self.delta)[:count]
 
 
 def _wire_residues(x, shape: tuple, what: str) -> np.ndarray:

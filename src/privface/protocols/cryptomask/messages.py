@@ -6,8 +6,8 @@ as a frame stream (``wire.framed``: u32 length | frame, each frame under the mes
 * ``GalleryRequest`` → ``GalleryInfo`` (pk, which the verifier checks against its key store's digest, and the
   layout);
 * ``Query`` (Alg. 2 line 2, §4.5: the query rows under sk_v) → ``Started`` (the CS's session and its IKNP base-OT
-  request), then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked c_0 at the δ
-  positions of ``chunk`` ciphertexts, each frame under 3 MiB), computed as the response is sent;
+  request), then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked c_0 of
+  ``chunk`` packs, each frame under 3 MiB), computed as the response is sent;
 * Alg. 3's rounds (``reveal``), either way: a ``RoundHead`` (session, round, the sizes of the message's parts; in the
   verifier's round 0 also its base-OT response, so the base OTs ride on the first round) then the parts, each cut
   into ``RoundPiece`` frames of at most ``PIECE_BYTES`` (``round_frames``, ``read_round``).
@@ -65,8 +65,8 @@ class Started(Message):
 
 @dataclass
 class DistanceChunk(Message):
-    """CS → verifier: ciphertexts [index·chunk, …) of Alg. 2's answer: ``c1`` (k, L, N) and ``c0`` (k, L, δ), both
-    little-endian uint32 residues."""
+    """CS → verifier: packs [index·chunk, …) of Alg. 2's answer (``he.Distances``): ``c1`` (k, N) and ``c0`` (k, N),
+    both WIRE_BYTES little-endian bytes per value."""
 
     WIRE_NAME = "cryptomask.DistanceChunk"
     session: bytes

@@ -16,6 +16,11 @@ CM_BFV = LatticeParams("bfv-4096-cryptomask", BFV, 4096, (27, 27, 27, 28), plain
 #: Toy parameters for tests only (behind insecure_test_params): N = 2048 with the same prime sizes.
 CM_BFV_TOY = LatticeParams("bfv-2048-cryptomask-toy", BFV, 2048, (27, 27, 27, 28), plain_modulus=1 << 20)
 T_BITS = 20
+#: Alg. 3's comparison ring 2^COMPARE_BITS: the sign of z = d − ts read from its shares' low COMPARE_BITS bits (an
+#: 18-bit millionaires' comparison instead of 19) is exact while |z| < 2^(COMPARE_BITS − 1): |d| ≤ (2^8 + √d/2)² ≈
+#: 2^16.06 for unit vectors at d = 128 (``encoding.SCALE_BITS``) and the verifier's |ts| ≤ ``TS_BOUND``.
+COMPARE_BITS = 19
+TS_BOUND = 1 << 17
 #: B2A/sum ring: 2^32 > any gallery size, so the sum of the match bits never wraps (Alg. 3 line 6).
 SUM_BITS = 32
 #: CS re-draws a mask whose rounding point lies within 2^-MARGIN_BITS of ½ (module docstring of ``he``): a fraction

@@ -74,6 +74,16 @@ class KeyGenerator:
         sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
         return b.native.swkeygen(s, sv, b.native.uniform(seed(), b.L, key=True), rlwe.cbd((b.L, b.n)))
 
+    def galois_keys(self, name: str, dim: int) -> np.ndarray:
+        """The Galois keys under sk_v with which the CS packs the distances of d-dimensional templates (``he``),
+        for the CS only."""
+        if name not in self._verifiers:
+            raise ProtocolError(f"no keys issued to verifier {name!r}")
+        pub_v, sec_v = self._verifiers[name]
+        b = basis_of(self.public)
+        sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
+        return b.product.galois_keys(sv.astype(np.int64), encoding.stride(dim), seed(), seed())
+
 
 @dataclass
 class Run:
@@ -107,8 +117,9 @@ class CryptoMask:
         pub_v, sec_v = self.kg.verifier_keys("verifier")
         self.verifier = VerifierHE(self.kg.public, pub_v, sec_v, dim)
         K = self.kg.switching_key("verifier")  # the verifier's "setup" signal, KG → CS
-        self.setup_wire.send("setup", 4 * K.size)
-        self.cs.set_switching_key(K)
+        G = self.kg.galois_keys("verifier", dim)
+        self.setup_wire.send("setup", 4 * K.size + 4 * G.size)
+        self.cs.set_switching_key(K, G)
         self._ot = setup_ot(self.setup_wire)
         self.enrol_bytes = 0
 
@@ -134,8 +145,9 @@ class CryptoMask:
         seconds = {"query": lap(), "distances": 0.0, "shares": 0.0}
         cs, R = self.cs, self.cs.prepare(q)
         d0s, d1s = [], []
-        for lo in range(0, cs.ciphertexts, CHUNK):  # one message, read chunk by chunk as over HTTP
-            hi = min(cs.ciphertexts, lo + CHUNK)
+        step = max(CHUNK, cs.group)
+        for lo in range(0, cs.ciphertexts, step):  # one message, read chunk by chunk as over HTTP
+            hi = min(cs.ciphertexts, lo + step)
             msg, d0 = cs.distances_of(R, lo, hi)
             wire.send("distances", msg.nbytes)
             seconds["distances"] += lap()

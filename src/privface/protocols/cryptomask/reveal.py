@@ -3,9 +3,10 @@
 Input: additive shares d = d_0 + d_1 (mod t = 2^20) of every inner product, the verifier's threshold ts.
 
 1. Lines 2–3, per entry: [d ≥ ts]. The paper writes SC_lt(ts − d_1, d_0); over Z_{2^20} the two shares wrap,
-   so the comparison is the sign of z = d − ts (z_0 = d_0, z_1 = d_1 − ts), as CrypTFlow2's DReLU (ref. [26]):
-   MSB(z) = MSB(z_0) ⊕ MSB(z_1) ⊕ carry, the carry from one 19-bit millionaires' comparison
-   (``crypto.millionaire``). |d − ts| < 2^19 holds for unit vectors at 2^8 precision and |τ| ≤ 1.
+   so the comparison is the sign of z = d − ts (z_0 = d_0, z_1 = d_1 − ts), as CrypTFlow2's DReLU (ref. [26]),
+   read in the ring 2^COMPARE_BITS = 2^19 (the shares' low 19 bits): MSB(z) = MSB(z_0) ⊕ MSB(z_1) ⊕ carry, the
+   carry from one 18-bit millionaires' comparison (``crypto.millionaire``). |d − ts| < 2^18 holds for unit
+   vectors at 2^8 precision and |ts| ≤ 2^17 (``params.COMPARE_BITS``).
 2. Line 4: B2A of the match bits into Z_{2^32}; line 6: each party sums its shares locally (the count of
    matches, < 2^32).
 3. Line 7: [count ≥ 1] by the same DReLU on count − 1 over Z_{2^32}; line 8: the CS sends μ_0, the verifier
@@ -25,7 +26,7 @@ from ...crypto.exchange import Chan, Wire, bits_part, pack, run_pair, unpack
 from ...crypto.millionaire import MASK32, Tweaks, b2a_R, b2a_S, drelu_R, drelu_S
 from ...crypto.otext import IKNPReceiver, IKNPSender
 from ...errors import ProtocolError
-from .params import SUM_BITS, T_BITS
+from .params import COMPARE_BITS, SUM_BITS, T_BITS, TS_BOUND
 
 BATCH = 1 << 15
 """Entries per batch when a caller bounds Alg. 3's memory; ``CryptoMask.identify``, ``identify --gallery`` and the CS
@@ -55,7 +56,7 @@ def reveal_cs(S: IKNPSender, d0: np.ndarray, wire: Wire, batch: int = BATCH):
         raise ProtocolError("result revealing needs a non-empty share vector")
     ch, tweaks, total = Chan(wire), Tweaks(), np.uint64(0)
     for lo in range(0, d0.size, batch):
-        b = yield from drelu_S(S, d0[lo:lo + batch].astype(np.uint64), T_BITS, ch, "compare", tweaks)
+        b = yield from drelu_S(S, d0[lo:lo + batch].astype(np.uint64), COMPARE_BITS, ch, "compare", tweaks)
         a = yield from b2a_S(S, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
     mu = yield from drelu_S(S, np.array([(total - np.uint64(1)) & MASK32]), SUM_BITS, ch, "final", tweaks)
@@ -72,12 +73,12 @@ def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch:
     _check_batch(batch)
     if d1.ndim != 1 or d1.size == 0:
         raise ProtocolError("result revealing needs a non-empty share vector")
-    if not -(t // 2) < ts < t // 2:
-        raise ProtocolError(f"threshold must lie in (−2^{T_BITS - 1}, 2^{T_BITS - 1})")
+    if not -TS_BOUND <= ts <= TS_BOUND:
+        raise ProtocolError(f"threshold must lie in [−2^{TS_BOUND.bit_length() - 1}, 2^{TS_BOUND.bit_length() - 1}]")
     ch, tweaks, total = Chan(wire, count_received=count_received), Tweaks(), np.uint64(0)
     for lo in range(0, d1.size, batch):
         z = np.mod(d1[lo:lo + batch] - ts, t).astype(np.uint64)
-        b = yield from drelu_R(R, z, T_BITS, ch, "compare", tweaks)
+        b = yield from drelu_R(R, z, COMPARE_BITS, ch, "compare", tweaks)
         a = yield from b2a_R(R, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
     mu = yield from drelu_R(R, np.array([total]), SUM_BITS, ch, "final", tweaks)

@@ -88,9 +88,9 @@ def max_round_bytes(entries: int) -> int:
     return ROUND_BYTES_PER_ENTRY * (-(-entries // 64) * 64) + ROUND_BYTES_FIXED
 
 
-def chunk_ciphertexts(basis, delta: int) -> int:
-    """Ciphertexts per ``DistanceChunk`` so that c_1 and c_0 stay under ``CHUNK_BYTES``."""
-    return max(1, CHUNK_BYTES // (WIRE_BYTES * (basis.n + delta)))
+def chunk_packs(n: int) -> int:
+    """Packs per ``DistanceChunk`` so that c_1 and c_0 stay under ``CHUNK_BYTES``."""
+    return max(1, CHUNK_BYTES // (WIRE_BYTES * 2 * n))
 
 
 @dataclass
@@ -120,7 +120,7 @@ class CloudServerRole:
                  chunk: int | None = None, batch: int | None = None) -> None:
         self.cs, self.clock = cs, clock
         self.batch = batch or max(64, -(-cs.count // 64) * 64)
-        self.chunk = chunk or chunk_ciphertexts(cs.basis, cs.delta)
+        self.chunk = chunk or chunk_packs(cs.n)  # packs (of cs.group ciphertexts) per DistanceChunk
         self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, self.batch, insecure_test_params,
                                 pk_bytes)
         self.query_bytes = 32 + 4 * he.ROWS * he.LIMBS * cs.n
@@ -134,7 +134,7 @@ class CloudServerRole:
 
     @property
     def chunks(self) -> int:
-        return -(-self.cs.ciphertexts // self.chunk)
+        return -(-he.packs(self.cs.ciphertexts, self.cs.group) // self.chunk)
 
     def __len__(self) -> int:
         with self._lock:
@@ -225,7 +225,8 @@ class CloudServerRole:
             yield started
             for i in range(self.chunks):
                 with self._step(sid, caller) as s:
-                    lo, hi = i * self.chunk, min(self.cs.ciphertexts, (i + 1) * self.chunk)
+                    span = self.chunk * self.cs.group
+                    lo, hi = i * span, min(self.cs.ciphertexts, (i + 1) * span)
                     msg, d0 = self.cs.distances_of(s.rows, lo, hi)
                     s.d0.append(d0)
                     if hi == self.cs.ciphertexts:  # all sent: only d_0 stays, in Alg. 3's CS side

@@ -16,7 +16,7 @@ from ...crypto.exchange import Party, Wire
 from ...crypto.otext import IKNPReceiver
 from ...errors import CryptoError, ProtocolError
 from ...protocols.common import read_message
-from ...protocols.cryptomask.he import Distances, from_wire
+from ...protocols.cryptomask.he import Distances, from_wire, packs
 from ...protocols.cryptomask.messages import (
     HEAD_LIMIT,
     DistanceChunk,
@@ -118,22 +118,24 @@ class VerifierClient(ServiceClient):
         is read if longer than its chunk needs) decrypted to its shares d_1 as it arrives (residues checked in
         ``shares``), so that at most one chunk of ciphertexts is held. → (d_1, seconds of decryption)."""
         info, v = self.info, self._verifier
-        n, delta, s = v.n, v.delta, info.ciphertexts
+        n, delta, group = v.n, v.delta, v.group
+        total = packs(info.ciphertexts, group)
         d1, spent = [], 0.0
-        for i in range(-(-s // info.chunk)):
-            lo, hi = i * info.chunk, min(s, (i + 1) * info.chunk)
-            limit = WIRE_BYTES * (hi - lo) * (n + delta) + 64
+        for i in range(-(-total // info.chunk)):
+            lo, hi = i * info.chunk, min(total, (i + 1) * info.chunk)  # packs
+            limit = WIRE_BYTES * (hi - lo) * 2 * n + 64
             try:
                 got = read_message(DistanceChunk, answer.frame(limit))
             except WireError as e:
                 raise ProtocolError(f"DistanceChunk {i}: {e}") from None
             if (got.session != sid or got.index != i or len(got.c1) != WIRE_BYTES * (hi - lo) * n
-                    or len(got.c0) != WIRE_BYTES * (hi - lo) * delta):
+                    or len(got.c0) != WIRE_BYTES * (hi - lo) * n):
                 raise ProtocolError(f"DistanceChunk {i}: another session, index or size")
             wire.send("distances", len(got.c1) + len(got.c0))
             t = time.perf_counter()
-            c1, c0 = from_wire(got.c1, (hi - lo, n)), from_wire(got.c0, (hi - lo, delta))
+            c1, c0 = from_wire(got.c1, (hi - lo, n)), from_wire(got.c0, (hi - lo, n))
             del got
-            d1.append(v.shares(Distances(c1, c0), min(info.n, hi * delta) - lo * delta))
+            first = lo * group * delta
+            d1.append(v.shares(Distances(c1, c0), min(info.n, hi * group * delta) - first))
             spent += time.perf_counter() - t
         return np.concatenate(d1), spent

@@ -1,0 +1,513 @@
+//! PackLWEs (Chen, Dai, Kim and Song, "Efficient homomorphic conversion between (ring) LWE ciphertexts",
+//! ACNS 2021, Alg. 2) for cryptomask's distances: the d ciphertexts of a group, each holding its inner products at
+//! the coefficients k·d − 1 (seed 001 §2.2), become one ciphertext holding all of them, so the CS sends one
+//! (c₀, c₁) per d gallery ciphertexts instead of d c₁'s (§4.3's 2Nq bits per ciphertext).
+//!
+//! With d a power of two, S = Z[X^d] is the subring fixed by the automorphisms τ_k: X ↦ X^k with k ≡ 1 mod 2N/d, a
+//! group of order d = [R : S]. Each input is first multiplied by −d^{-1}·X^{N−d+1} = d^{-1}·X^{−(d−1)}, which moves
+//! its products to the coefficients m·d (its S-part). Level l = 1 … log₂ d merges item r with item r + d/2^l:
+//! ct ← (ct_r + X^{d/2^l}·ct_{r+d/2^l}) + τ_k(ct_r − X^{d/2^l}·ct_{r+d/2^l}) with k = 1 + (2N/d)·2^{l−1}, which maps
+//! X^{d/2^l} to −X^{d/2^l}. After log₂ d levels item r's S-part sits at the coefficients m·d + r, times d (undone by
+//! the d^{-1} above), and every other coefficient of every input (the cross-correlations of gallery and query)
+//! is gone: the levels together apply the trace of R over S.
+//!
+//! The packing runs at q₀q₁ (the products are dropped from Q by P and q₂ first): τ_k is applied to the coefficients
+//! and switched back from τ_k(s) to s with a Galois key over q₀q₁P, gadget digits [c]_{q₀} and [c]_{q₁}; the
+//! switching noise stays near 2^-20 of a plaintext step.
+//! Hand-written: no maintained Rust crate offers BFV automorphisms in SEAL's RNS layout.
+
+use aes::Aes128;
+use aes::cipher::KeyInit;
+use aes::cipher::generic_array::GenericArray;
+use rand_chacha::ChaCha20Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rayon::prelude::*;
+
+use super::verifier_key::{
+    ETA, LIMBS, Product, Res, Shouped, cbd, cbd_word, ctr_words, drop_limb, red1, shoup32, shouped,
+};
+
+/// Shoup rows of Galois keys (…, 3, N) over q₀, q₁, P.
+fn shouped_key(pr: &Product, keys: &[u32]) -> Vec<Shouped> {
+    keys.chunks(pr.n)
+        .enumerate()
+        .map(|(i, c)| {
+            let p = pr.p[KEY[i % KL]];
+            Shouped {
+                w: c.to_vec(),
+                wp: c.iter().map(|&w| (((w as u64) << 32) / p) as u32).collect(),
+            }
+        })
+        .collect()
+}
+
+/// Limbs of a ciphertext while it is packed: q₀, q₁ (P only inside the key switching).
+pub const DATA: usize = 2;
+/// Gadget digits of a Galois key: [c]_{q₀} and [c]_{q₁}.
+pub const DIGITS: usize = 2;
+/// Limbs of a Galois key: q₀, q₁, P (indices into the product's four primes).
+pub const KEY: [usize; 3] = [0, 1, 3];
+const KL: usize = KEY.len();
+/// u32 words of one packed-stage ciphertext (2, DATA, N) per coefficient.
+const CT: usize = 2 * DATA;
+
+/// log₂ d, the levels (and Galois keys) for groups of d ciphertexts.
+pub fn levels(n: usize, d: usize) -> Res<usize> {
+    if !d.is_power_of_two() || d < 2 || d > n / 2 {
+        return Err(format!(
+            "packing: the stride d must be a power of two in [2, N/2], got {d}"
+        ));
+    }
+    Ok(d.trailing_zeros() as usize)
+}
+
+/// The Galois element k of level l (1-based): 1 + (2N/d)·2^{l−1}.
+pub fn galois_element(n: usize, d: usize, l: usize) -> usize {
+    1 + ((2 * n / d) << (l - 1))
+}
+
+/// τ_k as a table: coefficient i moves to dest & (N − 1), negated when dest ≥ N (X^N = −1).
+fn galois_table(n: usize, k: usize) -> Vec<u32> {
+    (0..n).map(|i| ((i * k) & (2 * n - 1)) as u32).collect()
+}
+
+/// τ_k(a) mod p by its table.
+#[inline(always)]
+fn permute(a: &[u32], table: &[u32], p: u32, out: &mut [u32]) {
+    let n = a.len();
+    for (&x, &j) in a.iter().zip(table) {
+        let j = j as usize;
+        if j < n {
+            out[j] = x;
+        } else {
+            out[j - n] = red1(p - x, p);
+        }
+    }
+}
+
+impl Product {
+    fn p32(&self) -> [u32; LIMBS] {
+        self.p.map(|v| v as u32)
+    }
+
+    /// Galois keys (levels, DIGITS, 2, 3, N) over q₀, q₁, P in NTT form for the secret s (N small integers) and
+    /// stride d: K_j = (−a_j·s + e_j + P·g_j·τ_k(s), a_j), g_j the gadget of digit j (1 mod q_j, 0 mod the other).
+    pub fn galois_keys(&self, s: &[i64], d: usize, seed_a: [u8; 32], seed_e: [u8; 32]) -> Res<Vec<u32>> {
+        let n = self.n;
+        let lv = levels(n, d)?;
+        let a = self.uniform(seed_a, lv * DIGITS); // (·, 4, N): limbs 0, 1, 3 used
+        let mut rng = ChaCha20Rng::from_seed(seed_e);
+        let e: Vec<i64> = (0..lv * DIGITS * n).map(|_| cbd(&mut rng, ETA) as i64).collect();
+        let mut out = vec![0u32; lv * DIGITS * 2 * KL * n];
+        let (mut sh, mut th, mut eh) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+        let mut ts = vec![0i64; n];
+        for l in 0..lv {
+            let k = galois_element(n, d, l + 1);
+            for (i, &x) in s.iter().enumerate() {
+                let j = (i * k) % (2 * n);
+                if j < n { ts[j] = x } else { ts[j - n] = -x }
+            }
+            for (kl, &limb) in KEY.iter().enumerate() {
+                let md = &self.m[limb];
+                self.fwd_signed(s, limb, &mut sh);
+                self.fwd_signed(&ts, limb, &mut th);
+                let pg = md.reduce(self.p[3]);
+                for j in 0..DIGITS {
+                    let r = l * DIGITS + j;
+                    self.fwd_signed(&e[r * n..(r + 1) * n], limb, &mut eh);
+                    let ar = &a[(r * LIMBS + limb) * n..(r * LIMBS + limb + 1) * n];
+                    let base = ((r * 2) * KL + kl) * n;
+                    for t in 0..n {
+                        let mut v = md.sub(eh[t] as u64, md.mul(ar[t] as u64, sh[t] as u64));
+                        if limb == j {
+                            v = md.add(v, md.mul(pg, th[t] as u64));
+                        }
+                        out[base + t] = v as u32;
+                        out[base + KL * n + t] = ar[t];
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Key switching of τ_k(c)'s c₁ (DATA, N) coefficient form back to s: (k₀, k₁), each (DATA, N), with the key
+    /// `key` (DIGITS·2·3 Shoup rows): ⌊(Σ_j D_j·K_j)/P⌉ mod q₀q₁, D_j = [c]_{q_j}.
+    #[inline(always)]
+    fn switch(&self, c: &[u32], key: &[Shouped], dg: &mut [u32], accs: &mut [u32], k0: &mut [u32], k1: &mut [u32]) {
+        let n = self.n;
+        let p = self.p32();
+        let (x0, x1) = c.split_at(n);
+        let (d0, d1) = dg.split_at_mut(KL * n);
+        let (d00, r0) = d0.split_at_mut(n);
+        let (d01, d03) = r0.split_at_mut(n);
+        let (d10, r1) = d1.split_at_mut(n);
+        let (d11, d13) = r1.split_at_mut(n);
+        // digits below q_j < P, and each prime below twice any other
+        for t in 0..n {
+            let (a, b) = (x0[t], x1[t]);
+            d00[t] = a;
+            d01[t] = red1(a, p[1]);
+            d03[t] = a;
+            d10[t] = red1(b, p[0]);
+            d11[t] = b;
+            d13[t] = b;
+        }
+        for (i, row) in dg.chunks_mut(n).enumerate() {
+            self.plans[KEY[i % KL]].fwd(row);
+        }
+        for h in 0..2 {
+            for (kl, &l) in KEY.iter().enumerate() {
+                let pl = p[l];
+                let o = &mut accs[(h * KL + kl) * n..(h * KL + kl + 1) * n];
+                let (w0, wp0) = key[h * KL + kl].slice(n);
+                let (w1, wp1) = key[(2 + h) * KL + kl].slice(n);
+                let (a0, a1) = (&dg[kl * n..(kl + 1) * n], &dg[(KL + kl) * n..(KL + kl + 1) * n]);
+                for t in 0..n {
+                    let s = shoup32(a0[t], w0[t], wp0[t], pl) + shoup32(a1[t], w1[t], wp1[t], pl);
+                    o[t] = red1(red1(s, 2 * pl), pl);
+                }
+                self.plans[l].inv(o);
+                let (ni, nip) = self.ninv[l];
+                for v in o.iter_mut() {
+                    *v = red1(shoup32(*v, ni, nip, pl), pl);
+                }
+            }
+        }
+        for (h, out) in [k0, k1].into_iter().enumerate() {
+            let acc = &mut accs[h * KL * n..(h + 1) * KL * n];
+            let (kept, last) = acc.split_at_mut(DATA * n);
+            let (a0, a1) = kept.split_at_mut(n);
+            drop_limb(&mut [&mut *a0, &mut *a1], last, p[3], &self.pinv, &p);
+            out.copy_from_slice(kept);
+        }
+    }
+
+    /// One merge of level l: e ← (e + X^s·o) + τ_k(e − X^s·o), items (2, DATA, N) coefficient form.
+    #[inline(always)]
+    fn merge(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        let n = self.n;
+        let p = self.p32();
+        for (r, (ev, ov)) in e.chunks_mut(n).zip(o.chunks(n)).enumerate() {
+            let pl = p[r % DATA];
+            let b = &mut sc.b[r * n..(r + 1) * n];
+            // X^s·o: o_i at i + s, negated past N; a = e + X^s·o (in place), b = e − X^s·o
+            let (e_lo, e_hi) = ev.split_at_mut(s);
+            let (b_lo, b_hi) = b.split_at_mut(s);
+            let (o_lo, o_hi) = ov.split_at(n - s);
+            for ((y, d), &x) in e_hi.iter_mut().zip(b_hi.iter_mut()).zip(o_lo) {
+                let v = *y;
+                *y = red1(v + x, pl);
+                *d = red1(v + pl - x, pl);
+            }
+            for ((y, d), &x) in e_lo.iter_mut().zip(b_lo.iter_mut()).zip(o_hi) {
+                let v = *y;
+                *y = red1(v + pl - x, pl);
+                *d = red1(v + x, pl);
+            }
+            permute(b, perm, pl, &mut sc.tb[r * n..(r + 1) * n]);
+        }
+        let Scratch {
+            tb, digits, acc, kk, ..
+        } = sc;
+        let (k0, k1) = kk.split_at_mut(DATA * n);
+        self.switch(&tb[DATA * n..], key, digits, acc, k0, k1);
+        for (r, ev) in e.chunks_mut(n).enumerate() {
+            let pl = p[r % DATA];
+            let add: &[u32] = if r < DATA {
+                &k0[r * n..(r + 1) * n]
+            } else {
+                &k1[(r - DATA) * n..(r - DATA + 1) * n]
+            };
+            let t0: &[u32] = if r < DATA { &tb[r * n..(r + 1) * n] } else { &[] };
+            for (t, v) in ev.iter_mut().enumerate() {
+                let mut x = red1(*v + add[t], pl);
+                if r < DATA {
+                    x = red1(x + t0[t], pl);
+                }
+                *v = x;
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn merge_avx2(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        self.merge(e, o, s, perm, key, sc)
+    }
+
+    fn merge_fast(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx2() {
+            // SAFETY: the CPU supports AVX2 (checked at run time).
+            unsafe { self.merge_avx2(e, o, s, perm, key, sc) };
+            return;
+        }
+        self.merge(e, o, s, perm, key, sc)
+    }
+
+    /// PackLWEs over groups of d items (G·d, 2, DATA, N) coefficient form, in place: item g·d of each group ends
+    /// up holding the group's pack.
+    pub fn pack(&self, items: &mut [u32], d: usize, keys: &[u32]) -> Res<()> {
+        let n = self.n;
+        let lv = levels(n, d)?;
+        let item = CT * n;
+        if !items.len().is_multiple_of(d * item) || keys.len() != lv * DIGITS * 2 * KL * n {
+            return Err("packing: items (G·d, 2, 2, N) and keys (levels, 2, 2, 3, N)".into());
+        }
+        let sh = shouped_key(self, keys);
+        let tables: Vec<Vec<u32>> = (1..=lv).map(|l| galois_table(n, galois_element(n, d, l))).collect();
+        for group in items.chunks_mut(d * item) {
+            for l in 1..=lv {
+                let half = d >> l;
+                let (k, key) = (&tables[l - 1], &sh[(l - 1) * DIGITS * 2 * KL..l * DIGITS * 2 * KL]);
+                let (lo, hi) = group[..2 * half * item].split_at_mut(half * item);
+                lo.par_chunks_mut(item)
+                    .zip(hi.par_chunks(item))
+                    .for_each_init(|| Scratch::new(n), |sc, (e, o)| self.merge_fast(e, o, half, k, key, sc));
+                // the merged items now sit at 0 … half − 1
+            }
+        }
+        Ok(())
+    }
+
+    /// Alg. 2 lines 5–11 with packing: the gallery (k, 2, 4, N) times the rows (3, 2, 4, N) as ``distances`` does,
+    /// groups of d consecutive ciphertexts packed (a short last group padded with zeros), then per packed
+    /// ciphertext g: + u·Z + (e₀, e₁) with u, e from AES-128-CTR block (offset + g, j), switched to q' = 2^w:
+    /// (c₁ (G, N), c₀ (G, N)), the entry of gallery ciphertext g·d + r, row m at coefficient m·d + r.
+    #[allow(clippy::too_many_arguments)]
+    pub fn packed_distances(
+        &self,
+        g: &[u32],
+        rows: &[u32],
+        keys: &[u32],
+        d: usize,
+        seed: [u8; 32],
+        offset: u64,
+        w: u32,
+    ) -> Res<(Vec<u64>, Vec<u64>)> {
+        let n = self.n;
+        levels(n, d)?;
+        let k = g.len() / (2 * LIMBS * n);
+        let groups = k.div_ceil(d);
+        let item = CT * n;
+        let sh = shouped(self, rows);
+        // −d^{-1}·X^{N−d+1}: its factor per limb, and N·P per limb for the final lift of the pack over Q
+        let scale: Vec<(u32, u32)> = (0..DATA)
+            .map(|l| {
+                let v = self.m[l].sub(0, self.m[l].inv(d as u64 % self.p[l]));
+                (v as u32, ((v << 32) / self.p[l]) as u32)
+            })
+            .collect();
+        let np: Vec<(u32, u32)> = (0..DATA)
+            .map(|l| {
+                let v = self.m[l].mul(
+                    self.m[l].mul(n as u64 % self.p[l], self.p[3] % self.p[l]),
+                    self.p[2] % self.p[l],
+                );
+                (v as u32, ((v << 32) / self.p[l]) as u32)
+            })
+            .collect();
+        let shift = n - d + 1;
+        let mut items = vec![0u32; groups * d * item];
+        items[..k * item]
+            .par_chunks_mut(item)
+            .zip(g.par_chunks(2 * LIMBS * n))
+            .for_each_init(
+                || vec![0u32; 2 * LIMBS * n],
+                |acc, (out, gs)| self.prep_fast(gs, &sh, acc, out, &scale, shift),
+            );
+        self.pack(&mut items, d, keys)?;
+        let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
+        let mut c1 = vec![0u64; groups * n];
+        let mut c0 = vec![0u64; groups * n];
+        c1.par_chunks_mut(n)
+            .zip(c0.par_chunks_mut(n))
+            .zip(items.par_chunks(d * item))
+            .enumerate()
+            .for_each(|(gi, ((o1, o0), grp))| {
+                self.finish_fast(&grp[..item], &sh, &np, &aes, offset + gi as u64, w, o1, o0)
+            });
+        Ok((c1, c0))
+    }
+}
+
+impl Product {
+    /// One gallery ciphertext's product ĉ₀·R₀ + ĉ₁·R₁ (``product_one``), dropped from Q to q₀q₁ (by P, then q₂) and
+    /// multiplied by −d^{-1}·X^{N−d+1} (`scale`, `shift` = N − d + 1) into `out` (2, DATA, N).
+    #[inline(always)]
+    fn prep(&self, gs: &[u32], sh: &[Shouped], acc: &mut [u32], out: &mut [u32], scale: &[(u32, u32)], shift: usize) {
+        let n = self.n;
+        let p = self.p32();
+        self.product_one(gs, sh, None, acc);
+        for (h, x) in acc.chunks_mut(LIMBS * n).enumerate() {
+            for (l, limb) in x.chunks_mut(n).enumerate() {
+                let (ni, nip) = self.ninv[l];
+                for v in limb.iter_mut() {
+                    *v = red1(shoup32(*v, ni, nip, p[l]), p[l]);
+                }
+            }
+            let (kept, last) = x.split_at_mut(3 * n);
+            let (a01, a2) = kept.split_at_mut(2 * n);
+            let (a0, a1) = a01.split_at_mut(n);
+            drop_limb(&mut [&mut *a0, &mut *a1, &mut *a2], last, p[3], &self.pinv, &p);
+            drop_limb(&mut [&mut *a0, &mut *a1], a2, p[2], &self.q2inv, &p);
+            for l in 0..DATA {
+                let (c, cp, pl) = (scale[l].0, scale[l].1, p[l]);
+                let dst = &mut out[(h * DATA + l) * n..(h * DATA + l + 1) * n];
+                let (d_lo, d_hi) = dst.split_at_mut(shift);
+                let (s_lo, s_hi) = kept[l * n..(l + 1) * n].split_at(n - shift);
+                for (y, &v) in d_hi.iter_mut().zip(s_lo) {
+                    *y = red1(shoup32(v, c, cp, pl), pl);
+                }
+                for (y, &v) in d_lo.iter_mut().zip(s_hi) {
+                    *y = red1(pl - red1(shoup32(v, c, cp, pl), pl), pl);
+                }
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn prep_avx2(
+        &self,
+        gs: &[u32],
+        sh: &[Shouped],
+        acc: &mut [u32],
+        out: &mut [u32],
+        scale: &[(u32, u32)],
+        shift: usize,
+    ) {
+        self.prep(gs, sh, acc, out, scale, shift)
+    }
+
+    fn prep_fast(
+        &self,
+        gs: &[u32],
+        sh: &[Shouped],
+        acc: &mut [u32],
+        out: &mut [u32],
+        scale: &[(u32, u32)],
+        shift: usize,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx2() {
+            // SAFETY: the CPU supports AVX2 (checked at run time).
+            unsafe { self.prep_avx2(gs, sh, acc, out, scale, shift) };
+            return;
+        }
+        self.prep(gs, sh, acc, out, scale, shift)
+    }
+
+    /// One pack (2, DATA, N) at q₀q₁ → + u·Z + (e₀, e₁) over Q, switched to 2^w: its c₁ and c₀ (N each); u, e from
+    /// AES-128-CTR block (stream, j); `np` = N·P·q₂ mod q₀, q₁ (Shoup).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn finish(
+        &self,
+        packed: &[u32],
+        sh: &[Shouped],
+        np: &[(u32, u32)],
+        aes: &Aes128,
+        stream: u64,
+        w: u32,
+        o1: &mut [u64],
+        o0: &mut [u64],
+    ) {
+        let n = self.n;
+        let p = self.p32();
+        let mut words = vec![0u64; n / 32 + 2 * n + 1];
+        ctr_words(aes, stream, &mut words);
+        let (uw, ew) = words.split_at(n / 32);
+        let u: Vec<i64> = (0..n)
+            .map(|i| {
+                let v = uw[i / 32] >> (2 * (i % 32));
+                (v & 1) as i64 - ((v >> 1) & 1) as i64
+            })
+            .collect();
+        let e: Vec<i32> = ew[..2 * n].iter().map(|&v| cbd_word(v, ETA)).collect();
+        let mut acc = vec![0u32; 2 * LIMBS * n];
+        let mut uh = vec![0u32; n];
+        for l in 0..LIMBS {
+            self.fwd_signed(&u, l, &mut uh);
+            for h in 0..2 {
+                let (zw, zp) = sh[(2 * 2 + h) * LIMBS + l].slice(n);
+                let o = &mut acc[(h * LIMBS + l) * n..(h * LIMBS + l + 1) * n];
+                for t in 0..n {
+                    o[t] = red1(shoup32(uh[t], zw[t], zp[t], p[l]), p[l]);
+                }
+                self.plans[l].inv(o);
+                if l < DATA {
+                    // + N·P·q₂·pack (the inverse NTT above leaves its output times N)
+                    let (c, cp) = np[l];
+                    let src = &packed[(h * DATA + l) * n..(h * DATA + l + 1) * n];
+                    for (x, &y) in o.iter_mut().zip(src) {
+                        *x = red1(*x + red1(shoup32(y, c, cp, p[l]), p[l]), p[l]);
+                    }
+                }
+            }
+        }
+        let (a0, a1) = acc.split_at_mut(LIMBS * n);
+        self.to_wire(a1, n, &e[..n], o1, w);
+        self.to_wire(a0, n, &e[n..], o0, w);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn finish_avx2(
+        &self,
+        packed: &[u32],
+        sh: &[Shouped],
+        np: &[(u32, u32)],
+        aes: &Aes128,
+        stream: u64,
+        w: u32,
+        o1: &mut [u64],
+        o0: &mut [u64],
+    ) {
+        self.finish(packed, sh, np, aes, stream, w, o1, o0)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish_fast(
+        &self,
+        packed: &[u32],
+        sh: &[Shouped],
+        np: &[(u32, u32)],
+        aes: &Aes128,
+        stream: u64,
+        w: u32,
+        o1: &mut [u64],
+        o0: &mut [u64],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx2() {
+            // SAFETY: the CPU supports AVX2 (checked at run time).
+            unsafe { self.finish_avx2(packed, sh, np, aes, stream, w, o1, o0) };
+            return;
+        }
+        self.finish(packed, sh, np, aes, stream, w, o1, o0)
+    }
+}
+
+/// Per-thread buffers of a merge.
+struct Scratch {
+    b: Vec<u32>,
+    tb: Vec<u32>,
+    digits: Vec<u32>,
+    acc: Vec<u32>,
+    kk: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Self {
+        Scratch {
+            b: vec![0; CT * n],
+            tb: vec![0; CT * n],
+            digits: vec![0; DIGITS * KL * n],
+            acc: vec![0; 2 * KL * n],
+            kk: vec![0; 2 * DATA * n],
+        }
+    }
+}
