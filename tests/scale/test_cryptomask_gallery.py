@@ -8,6 +8,7 @@ to 4 (60 templates per block) and PART_BYTES to 64 KiB so a few hundred template
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -202,6 +203,9 @@ def _flip(rec):
     ("default.meta", lambda r: r.replace(b'"n": 90', b'"n": 91', 1), "meta.*damaged"),
     ("default.pk", lambda r: r[:100], "public key is damaged"),
     ("default.ksw", _flip, "k_sw"),
+    ("default.galois", _flip, "Galois keys"),
+    ("default.galois", lambda r: r[:-4], "Galois keys"),
+    ("default.meta", lambda r: re.sub(rb'"galois_sha256": "[0-9a-f]+", ', b"", r), "re-create it"),  # before packing
     ("default.block.000000.g000000.part.0001", _flip, "SHA-256"),
     ("default.block.000001", lambda r: r.replace(b'"ind": 0', b'"ind": 1'), "commit record does not match"),
     ("default.block.000001", lambda r: r.replace(b'"a.89"', b'1'), "commit record does not match"),

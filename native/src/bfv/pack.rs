@@ -21,6 +21,8 @@ use aes::cipher::KeyInit;
 use aes::cipher::generic_array::GenericArray;
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
+use std::cell::RefCell;
+
 use rayon::prelude::*;
 
 use super::verifier_key::{
@@ -264,7 +266,7 @@ impl Product {
                 let (lo, hi) = group[..2 * half * item].split_at_mut(half * item);
                 lo.par_chunks_mut(item)
                     .zip(hi.par_chunks(item))
-                    .for_each_init(|| Scratch::new(n), |sc, (e, o)| self.merge_fast(e, o, half, k, key, sc));
+                    .for_each(|(e, o)| with_scratch(n, |sc| self.merge_fast(e, o, half, k, key, sc)));
                 // the merged items now sit at 0 … half − 1
             }
         }
@@ -313,10 +315,7 @@ impl Product {
         items[..k * item]
             .par_chunks_mut(item)
             .zip(g.par_chunks(2 * LIMBS * n))
-            .for_each_init(
-                || vec![0u32; 2 * LIMBS * n],
-                |acc, (out, gs)| self.prep_fast(gs, &sh, acc, out, &scale, shift),
-            );
+            .for_each(|(out, gs)| with_scratch(n, |sc| self.prep_fast(gs, &sh, &mut sc.prod, out, &scale, shift)));
         self.pack(&mut items, d, keys)?;
         let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
         let mut c1 = vec![0u64; groups * n];
@@ -491,8 +490,25 @@ impl Product {
     }
 }
 
-/// Per-thread buffers of a merge.
+thread_local! {
+    /// This thread's buffers, kept across calls (a merge takes ≈ 400 KB; allocating them per merge cost page faults).
+    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
+}
+
+fn with_scratch<R>(n: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|s| s.n != n) {
+            *slot = Some(Scratch::new(n));
+        }
+        f(slot.as_mut().expect("scratch set above"))
+    })
+}
+
+/// Per-thread buffers of a merge and of a product.
 struct Scratch {
+    n: usize,
+    prod: Vec<u32>,
     b: Vec<u32>,
     tb: Vec<u32>,
     digits: Vec<u32>,
@@ -503,6 +519,8 @@ struct Scratch {
 impl Scratch {
     fn new(n: usize) -> Self {
         Scratch {
+            n,
+            prod: vec![0; 2 * LIMBS * n],
             b: vec![0; CT * n],
             tb: vec![0; CT * n],
             digits: vec![0; DIGITS * KL * n],

@@ -8,7 +8,7 @@ import pytest
 from privface.crypto.exchange import Party
 from privface.crypto.millionaire import Wire
 from privface.crypto.otext import IKNPReceiver
-from privface.errors import CryptoError
+from privface.errors import CryptoError, ProtocolError
 from privface.protocols.cryptomask.params import COMPARE_BITS, TS_BOUND
 from privface.protocols.cryptomask.reveal import reveal, reveal_cs, reveal_verifier, setup_ot
 from tests.helpers import cm_reveal_interleaved as interleaved
@@ -32,6 +32,13 @@ def test_split_reveal_equals_interleaved_and_plaintext(m, batch):
         new = reveal(*setup_ot(Wire()), d0, d1, ts, w_new, batch=batch)
         assert new == old == bool((d >= ts).any())
         assert dict(w_new.bytes) == dict(w_old.bytes)
+
+
+def test_a_threshold_outside_the_comparison_ring_is_refused():
+    """|ts| ≤ 2^17 keeps |d − ts| inside the ring 2^COMPARE_BITS's signed range: the verifier refuses more."""
+    for ts in (TS_BOUND + 1, -TS_BOUND - 1):
+        with pytest.raises(ProtocolError, match="threshold"):
+            next(reveal_verifier(IKNPReceiver(), np.zeros(64, np.int64), ts, Wire(), 64))
 
 
 def test_split_reveal_messages_are_checked_before_use():
@@ -299,8 +306,6 @@ def test_streamed_bodies_are_bounded_by_the_callers_own_next_round(cs):
 def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
     """The start's answer is computed chunk by chunk as it is sent: before its last chunk no round is accepted, and a
     stream closed early (the verifier went away, or stalled past the service's send timeout) ends the session."""
-    from privface.errors import ProtocolError
-
     role, caller = cs["svc"].party, "test:abandon"
     with _client(cs) as v:
         v._setup()

@@ -1,13 +1,14 @@
 """cryptomask — CryptoMask (seed 001): BFV coefficient encoding with a d-coefficient buffer (§4.1), enrolment
 with the merge indicator (Alg. 1), the gallery kept under the verifier's key (§4.5) so one ciphertext product per
-gallery ciphertext needs no key switching, masking (Alg. 2), and secure result revealing (Alg. 3: comparison, B2A,
+gallery ciphertext needs no key switching, the distances of 128 ciphertexts packed into one (PackLWEs), masking
+(Alg. 2), and secure result revealing (Alg. 3: comparison, B2A,
 sum, final comparison) on IKNP OT extension, so the verifier learns one bit: whether some enrolled face matches.
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
 from .encoding import SCALE_BITS, rows_per_poly
 from .he import CloudServer, DataProvider, VerifierHE
-from .params import CM_BFV, MARGIN_BITS, T_BITS, WIRE_BITS
+from .params import CM_BFV, COMPARE_BITS, MARGIN_BITS, T_BITS, WIRE_BITS
 from .parties import LEAKAGE, THREAT_MODEL, CryptoMask, KeyGenerator, Run
 
 DESCRIPTION = {
@@ -18,7 +19,9 @@ DESCRIPTION = {
     "parties": ["KeyGenerator", "DataProvider", "CloudServer", "Verifier"],
     "threat_model": THREAT_MODEL,
     "modes": {"sec4.5-gallery-under-sk_v": {"status": "implemented", "params": CM_BFV.name,
-                                            "packing": "δ = ⌈(N − d)/d⌉ templates per ciphertext (§4.1)",
+                                            "packing": "δ = ⌈(N − D)/D⌉ templates per ciphertext (§4.1, D = d "
+                                                       "rounded up to a power of two); the distances of D "
+                                                       "ciphertexts in one (PackLWEs)",
                                             "leakage": LEAKAGE}},
     "leakage": LEAKAGE,
     "security_levels": [{"scheme": "bfv", "params": CM_BFV.name, "security_bits": CM_BFV.security_bits,
@@ -29,6 +32,7 @@ DESCRIPTION = {
     "parameters": {"poly_modulus_degree": CM_BFV.poly_modulus_degree,
                    "coeff_modulus_bits": list(CM_BFV.coeff_modulus_bits),
                    "plain_modulus": CM_BFV.plain_modulus, "scale_bits": SCALE_BITS, "ring_bits": T_BITS,
+                   "compare_ring_bits": COMPARE_BITS,
                    "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128),
                    "security": "128-bit classical (HE standard, Albrecht et al. 2018, Tab. 1: log qP ≤ 109 at "
                                "N = 4096, ternary secret); qP = 27 + 27 + 27 data bits + a 28-bit special prime",
@@ -37,9 +41,14 @@ DESCRIPTION = {
                              "Q = q₀q₁q₂P (109 bits); query: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) "
                              "under sk_v at Q, uniform halves from a 32-byte seed; every answer re-randomised "
                              "with u·Z + e",
+                   "packing": "PackLWEs (Chen, Dai, Kim, Song 2021, Alg. 2) at q₀q₁ over the subring Z[X^D]: log₂ D "
+                              "Galois keys under sk_v (gadget digits [c]_{q₀}, [c]_{q₁}, special prime P) issued by "
+                              "the KG with k_sw, ≈ one key switch per gallery ciphertext, one (c₀, c₁) per D "
+                              "ciphertexts",
                    "wire_modulus_bits": WIRE_BITS, "mask_margin_bits": MARGIN_BITS,
-                   "communication": "distances modulus-switched to q' = 2^32 before they leave the CS "
-                                    "(4 bytes per coefficient: c'_1 whole, c'_0 at the δ positions); "
+                   "communication": "distances packed and modulus-switched to q' = 2^32 before they leave the "
+                                    "CS (4 bytes per coefficient: 32 KB per pack of D·δ = 3 968 templates at "
+                                    "d = 128); "
                                     "Alg. 3 in one batch, in process and over HTTP (round trips independent "
                                     "of the gallery; over HTTP 1 + 1 + 10 exchanges, large messages streamed "
                                     "as frames)"},
@@ -47,8 +56,7 @@ DESCRIPTION = {
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "
               "the verifier: identify --protocol cryptomask"],
-    "not_yet": ["packing many ciphertexts' distances into one before they leave the CS (PackLWEs)",
-                "seeded c_1 (c'_1 is a product, not a fresh uniform polynomial)"],
+    "not_yet": ["silent OT (Ferret) or SoftSpokenOT for Alg. 3: its IKNP random OTs are 95% of the bytes"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]
