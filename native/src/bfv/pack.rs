@@ -104,9 +104,8 @@ impl Product {
         let (mut sh, mut th, mut eh) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
         let mut ts = vec![0i64; n];
         for l in 0..lv {
-            let k = galois_element(n, d, l + 1);
-            for (i, &x) in s.iter().enumerate() {
-                let j = (i * k) % (2 * n);
+            for (&x, &j) in s.iter().zip(&galois_table(n, galois_element(n, d, l + 1))) {
+                let j = j as usize;
                 if j < n { ts[j] = x } else { ts[j - n] = -x }
             }
             for (kl, &limb) in KEY.iter().enumerate() {

@@ -6,9 +6,9 @@
 //! Q = q₀q₁q₂P (p₂ = q₂P) in NTT form. The verifier's query is three symmetric RLWE rows under s_v at Q, their
 //! uniform halves expanded from a seed: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v) and Z = Enc(0). Then
 //! ĉ₀·R₀ + ĉ₁·R₁ decrypts to p₂·π(b)·(ĉ₀ + ĉ₁s_v) = (Q/t)·π(A)π(b) + p₂·π(b)·e (mod Q, as Q·π(b)·k ≡ 0): the
-//! product at the scale Q/t with noise p₂·π(b)·e, a ≈ 2^-19 step. The CS adds Z·u + (e₀, e₁) for a fresh ternary
-//! u per ciphertext, so the c₁ the verifier receives is an RLWE sample it cannot strip (it knows the rows'
-//! uniform halves), then modulus-switches to q' = 2^w (``distances``).
+//! product at the scale Q/t with noise p₂·π(b)·e, a ≈ 2^-19 step. ``pack.rs`` packs the products, adds Z·u + (e₀,
+//! e₁) for a fresh ternary u per pack, so the c₁ the verifier receives is an RLWE sample it cannot strip (it knows
+//! the rows' uniform halves), and modulus-switches them to q' = 2^w.
 //!
 //! NTTs are tfhe-ntt's (Zama's maintained AVX2 transforms; their evaluation order is internal, so NTT-form data
 //! never leaves this module except as opaque stored or sent polynomials made by the same transform).

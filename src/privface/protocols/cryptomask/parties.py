@@ -64,25 +64,25 @@ class KeyGenerator:
         """The database secret key sk, for the KG's own key store (``scale.cryptomask_gallery``); never sent."""
         return self._secret.secret_to_bytes()
 
-    def switching_key(self, name: str) -> np.ndarray:
-        """k_sw = SwKeyGen(sk, sk_v) (Alg. 2 line 1), for the CS only."""
+    def _verifier_secret(self, name: str) -> np.ndarray:
+        """sk_v's coefficients for a verifier the KG issued keys to."""
         if name not in self._verifiers:
             raise ProtocolError(f"no keys issued to verifier {name!r}")
         pub_v, sec_v = self._verifiers[name]
+        return rlwe.secret_coefficients(basis_of(self.public), pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
+
+    def switching_key(self, name: str) -> np.ndarray:
+        """k_sw = SwKeyGen(sk, sk_v) (Alg. 2 line 1), for the CS only."""
+        sv = self._verifier_secret(name)
         b = basis_of(self.public)
         s = rlwe.secret_coefficients(b, self.public.seal_context, self.public.evaluator, self._secret._secret_key)
-        sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
         return b.native.swkeygen(s, sv, b.native.uniform(seed(), b.L, key=True), rlwe.cbd((b.L, b.n)))
 
     def galois_keys(self, name: str, dim: int) -> np.ndarray:
         """The Galois keys under sk_v with which the CS packs the distances of d-dimensional templates (``he``),
         for the CS only."""
-        if name not in self._verifiers:
-            raise ProtocolError(f"no keys issued to verifier {name!r}")
-        pub_v, sec_v = self._verifiers[name]
-        b = basis_of(self.public)
-        sv = rlwe.secret_coefficients(b, pub_v.seal_context, pub_v.evaluator, sec_v._secret_key)
-        return b.product.galois_keys(sv.astype(np.int64), encoding.stride(dim), seed(), seed())
+        sv = self._verifier_secret(name)
+        return basis_of(self.public).product.galois_keys(sv.astype(np.int64), encoding.stride(dim), seed(), seed())
 
 
 @dataclass
