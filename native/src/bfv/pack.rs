@@ -317,15 +317,19 @@ impl Product {
             .for_each(|(out, gs)| with_scratch(n, |sc| self.prep_fast(gs, &sh, &mut sc.prod, out, &scale, shift)));
         self.pack(&mut items, d, keys)?;
         let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
+        let job = Finish {
+            sh: &sh,
+            np: &np,
+            aes: &aes,
+            w,
+        };
         let mut c1 = vec![0u64; groups * n];
         let mut c0 = vec![0u64; groups * n];
         c1.par_chunks_mut(n)
             .zip(c0.par_chunks_mut(n))
             .zip(items.par_chunks(d * item))
             .enumerate()
-            .for_each(|(gi, ((o1, o0), grp))| {
-                self.finish_fast(&grp[..item], &sh, &np, &aes, offset + gi as u64, w, o1, o0)
-            });
+            .for_each(|(gi, ((o1, o0), grp))| self.finish_fast(&job, &grp[..item], offset + gi as u64, o1, o0));
         Ok((c1, c0))
     }
 }
@@ -398,24 +402,13 @@ impl Product {
     }
 
     /// One pack (2, DATA, N) at q₀q₁ → + u·Z + (e₀, e₁) over Q, switched to 2^w: its c₁ and c₀ (N each); u, e from
-    /// AES-128-CTR block (stream, j); `np` = N·P·q₂ mod q₀, q₁ (Shoup).
-    #[allow(clippy::too_many_arguments)]
+    /// AES-128-CTR block (stream, j).
     #[inline(always)]
-    fn finish(
-        &self,
-        packed: &[u32],
-        sh: &[Shouped],
-        np: &[(u32, u32)],
-        aes: &Aes128,
-        stream: u64,
-        w: u32,
-        o1: &mut [u64],
-        o0: &mut [u64],
-    ) {
+    fn finish(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
         let n = self.n;
         let p = self.p32();
         let mut words = vec![0u64; n / 32 + 2 * n + 1];
-        ctr_words(aes, stream, &mut words);
+        ctr_words(job.aes, stream, &mut words);
         let (uw, ew) = words.split_at(n / 32);
         let u: Vec<i64> = (0..n)
             .map(|i| {
@@ -429,7 +422,7 @@ impl Product {
         for l in 0..LIMBS {
             self.fwd_signed(&u, l, &mut uh);
             for h in 0..2 {
-                let (zw, zp) = sh[(2 * 2 + h) * LIMBS + l].slice(n);
+                let (zw, zp) = job.sh[(2 * 2 + h) * LIMBS + l].slice(n);
                 let o = &mut acc[(h * LIMBS + l) * n..(h * LIMBS + l + 1) * n];
                 for t in 0..n {
                     o[t] = red1(shoup32(uh[t], zw[t], zp[t], p[l]), p[l]);
@@ -437,7 +430,7 @@ impl Product {
                 self.plans[l].inv(o);
                 if l < DATA {
                     // + N·P·q₂·pack (the inverse NTT above leaves its output times N)
-                    let (c, cp) = np[l];
+                    let (c, cp) = job.np[l];
                     let src = &packed[(h * DATA + l) * n..(h * DATA + l + 1) * n];
                     for (x, &y) in o.iter_mut().zip(src) {
                         *x = red1(*x + red1(shoup32(y, c, cp, p[l]), p[l]), p[l]);
@@ -446,47 +439,34 @@ impl Product {
             }
         }
         let (a0, a1) = acc.split_at_mut(LIMBS * n);
-        self.to_wire(a1, n, &e[..n], o1, w);
-        self.to_wire(a0, n, &e[n..], o0, w);
+        self.to_wire(a1, n, &e[..n], o1, job.w);
+        self.to_wire(a0, n, &e[n..], o0, job.w);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn finish_avx2(
-        &self,
-        packed: &[u32],
-        sh: &[Shouped],
-        np: &[(u32, u32)],
-        aes: &Aes128,
-        stream: u64,
-        w: u32,
-        o1: &mut [u64],
-        o0: &mut [u64],
-    ) {
-        self.finish(packed, sh, np, aes, stream, w, o1, o0)
+    unsafe fn finish_avx2(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        self.finish(job, packed, stream, o1, o0)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn finish_fast(
-        &self,
-        packed: &[u32],
-        sh: &[Shouped],
-        np: &[(u32, u32)],
-        aes: &Aes128,
-        stream: u64,
-        w: u32,
-        o1: &mut [u64],
-        o0: &mut [u64],
-    ) {
+    fn finish_fast(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
-            unsafe { self.finish_avx2(packed, sh, np, aes, stream, w, o1, o0) };
+            unsafe { self.finish_avx2(job, packed, stream, o1, o0) };
             return;
         }
-        self.finish(packed, sh, np, aes, stream, w, o1, o0)
+        self.finish(job, packed, stream, o1, o0)
     }
+}
+
+/// What every pack's ``finish`` shares: the rows' Shoup form (Z among them), N·P·q₂ mod q₀, q₁ (Shoup), the
+/// AES-CTR key of u and e, and the wire's bits w.
+struct Finish<'a> {
+    sh: &'a [Shouped],
+    np: &'a [(u32, u32)],
+    aes: &'a Aes128,
+    w: u32,
 }
 
 thread_local! {
