@@ -1,17 +1,23 @@
 """The native §4.5 product (native/src/bfv/verifier_key.rs) against Python integers as the oracle: the transform,
 the centred lift from p₁ = q₀q₁ to Q = q₀q₁q₂P, the verifier's rows, ĉ₀·R₀ + ĉ₁·R₁, PackLWEs (``pack``: the trace
 of its items, decrypted with Python integers) and ``packed_distances`` decrypted at q' = 2^40 to the products —
-on random inputs at a small N, and on SEAL's cryptomask primes."""
+on random inputs at a small N, and on SEAL's cryptomask primes; SEAL decrypts a native pack of its own
+ciphertexts."""
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import tenseal.sealapi as sealapi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from privface.crypto import rlwe, seal_arrays, seal_io
+from privface.crypto.lattice import generate_lattice_keypair
 from privface.crypto.native import ext
+from privface.protocols.cryptomask.params import CM_BFV_TOY
 
 bfv = ext.bfv
 few = settings(max_examples=6, deadline=None)
@@ -181,3 +187,33 @@ def test_bad_inputs_are_errors(small):
         pr.galois_keys(np.full(n, 2, np.int64), 8, os.urandom(32), os.urandom(32))
     with pytest.raises(ValueError, match="prime"):
         pr.pack(np.full((8, 2, 2, n), p[0], np.uint32), 8, keys)
+
+
+def test_seal_decrypts_a_native_pack():
+    """SEAL encrypts 2·d plaintexts under pk_v and drops them to q₀q₁; the native PackLWEs packs each d of them
+    with Galois keys of SEAL's sk_v; SEAL's Decryptor with sk_v reads d·M_r[m·d] at coefficient m·d + r."""
+    pub, sec = generate_lattice_keypair(CM_BFV_TOY, insecure_test_params=True)
+    n, t, d = CM_BFV_TOY.poly_modulus_degree, CM_BFV_TOY.plain_modulus, 16
+    mods = [m.value() for m in pub.seal_context.key_context_data().parms().coeff_modulus()]
+    pr = bfv.VerifierKeyProduct(mods, n)
+    basis = SimpleNamespace(L=3, n=n, q=tuple(mods[:3]))  # what secret_coefficients reads
+    s = rlwe.secret_coefficients(basis, pub.seal_context, pub.evaluator, sec._secret_key).astype(np.int64)
+    keys = pr.galois_keys(s, d, os.urandom(32), os.urandom(32))
+    M = np.random.default_rng(4).integers(0, t, (2 * d, n)).astype(np.uint64)
+    low = pub.seal_context.first_context_data().next_context_data().parms_id()
+    items = []
+    for msg in M:
+        ct = sealapi.Ciphertext()
+        pub.encryptor.encrypt(seal_io.load_plaintext(pub.seal_context, (0, 0, 0, 0), msg, 1.0), ct)
+        pub.evaluator.mod_switch_to_next_inplace(ct)  # q₀q₁q₂ → q₀q₁
+        items.append(seal_arrays.ciphertext_to_array(ct))
+    packs = pr.pack(np.array(items, dtype=np.uint32), d, keys)
+    out = sealapi.Plaintext()
+    for g in range(2):
+        sealapi.Decryptor(pub.seal_context, sec._secret_key).decrypt(
+            seal_arrays.ciphertext_from_array(pub.seal_context, low, packs[g].astype(np.uint64), ntt_form=False), out)
+        got = seal_io.data_array(seal_io.save(out), out.coeff_count(), "pt")
+        want = np.zeros(n, dtype=np.uint64)
+        for r in range(d):
+            want[r::d] = (d * M[g * d + r, ::d]) % t
+        assert np.array_equal(np.pad(got, (0, n - len(got))), want)
