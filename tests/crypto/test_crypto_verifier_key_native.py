@@ -63,67 +63,82 @@ def test_transform_products_and_lift_match_integers(small, seed):
     rng = np.random.default_rng(seed)
     a = np.stack([rng.integers(0, q, n) for q in p]).astype(np.uint64)
     assert np.array_equal(pr.inverse(pr.forward(a)), a)
-    low = np.stack([rng.integers(0, p[0], (1, 2, n)), rng.integers(0, p[1], (1, 2, n))], axis=2).astype(np.uint64)
-    g = pr.lift(low)
+    low = np.stack([rng.integers(0, p[0], (2, 2, n)), rng.integers(0, p[1], (2, 2, n))], axis=2).astype(np.uint64)
+    g = pr.lift(low)  # two slices of one stack
     back = pr.inverse(g)
     p1 = p[0] * p[1]
-    for h in range(2):
-        for j in range(n):
-            x = crt(low[0, h, :, j], p[:2])
-            x = x - p1 if x > p1 // 2 else x  # centred
-            assert [int(back[0, h, li, j]) for li in range(4)] == [x % q for q in p]
-    rows = pr.rows(pr.forward(np.stack([a, a[:, ::-1], a]).astype(np.uint64)).astype(np.uint32), os.urandom(32))
-    out = pr.product(g, rows)
-    rc = pr.inverse(rows)  # (3, 2, 4, n) coefficient form
+    for sl in range(2):
+        for h in range(2):
+            for j in range(n):
+                x = crt(low[sl, h, :, j], p[:2])
+                x = x - p1 if x > p1 // 2 else x  # centred
+                assert [int(back[sl, h, li, j]) for li in range(4)] == [x % q for q in p]
+    b = np.stack([a, a[:, ::-1], np.roll(a, 1, axis=1), a, a[:, ::-1]]).astype(np.uint64)
+    rows = pr.rows(pr.forward(b).astype(np.uint32), os.urandom(32))
+    out = pr.product(g[None], rows)
+    rc = pr.inverse(rows)  # (5, 2, 4, n) coefficient form
     for li, q in enumerate(p):
-        c = [[int(v) for v in back[0, h, li]] for h in range(2)]
         for half in range(2):
-            want = [(x + y) % q for x, y in zip(negacyclic(c[0], [int(v) for v in rc[0, half, li]]),
-                                                 negacyclic(c[1], [int(v) for v in rc[1, half, li]]))]
+            want = [0] * n
+            for sl in range(2):  # Σ_σ ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ
+                c = [[int(v) for v in back[sl, h, li]] for h in range(2)]
+                for h in range(2):
+                    row = [int(v) for v in rc[2 * sl + h, half, li]]
+                    want = [(w + x) % q for w, x in zip(want, negacyclic(c[h], row))]
             assert [int(v) for v in out[0, half, li]] == want
 
 
 @few
 @given(seeds)
 def test_rows_decrypt_and_distances_carry_the_product(small, seed):
-    """Rows under s decrypt to p₂·m, p₂·m·s, 0 plus small errors; a gallery ciphertext of A at p₁ times the rows,
-    re-randomised and switched to 2^40, decrypts to round(2^40·(A·m mod t)/t) within a small error."""
+    """Rows under s decrypt to p₂·m_σ, p₂·m_σ·s per slice and 0 plus small errors; a gallery stack of two slices
+    A_σ at p₁ times the rows, re-randomised and switched to 2^40, decrypts to round(2^40·(Σ_σ A_σ·m_σ mod t)/t)
+    within a small error."""
     pr, p, n = small
     rng = np.random.default_rng(seed)
     t, w = 1 << 20, 40
     s = rng.integers(-1, 2, n).astype(np.int64)
-    m = np.zeros(n, np.int64)
-    m[:8] = rng.integers(-255, 256, 8)
+    m = np.zeros((2, n), np.int64)
+    m[:, :8] = rng.integers(-255, 256, (2, 8))
     key = os.urandom(32)
     rows = pr.rows(pr.encrypt_rows(s, m, key, os.urandom(32)), key)
     rc = pr.inverse(rows)
     Q = p[0] * p[1] * p[2] * p[3]
     p2, p1 = p[2] * p[3], p[0] * p[1]
-    ms = negacyclic([int(v) for v in m], [int(v) for v in s])
-    for r, msg in enumerate(([p2 * int(v) for v in m], [p2 * v for v in ms], [0] * n)):
+    msgs = []
+    for sl in range(2):
+        ms = negacyclic([int(v) for v in m[sl]], [int(v) for v in s])
+        msgs += [[p2 * int(v) for v in m[sl]], [p2 * v for v in ms]]
+    assert rows.shape == (5, 2, 4, n)
+    for r, msg in enumerate(msgs + [[0] * n]):
         b = [crt(rc[r, 0, :, j], p) for j in range(n)]
         a = [crt(rc[r, 1, :, j], p) for j in range(n)]
         ph = [(x + y) % Q for x, y in zip(b, negacyclic(a, [int(v) for v in s]))]
         err = [((v - mm + Q // 2) % Q) - Q // 2 for v, mm in zip(ph, msg)]
         assert max(abs(e) for e in err) < 64
-    # gallery ciphertexts under s at p₁: ĉ₀ = −ĉ₁·s + round(p₁·A/t) + e, eleven of them: two packs of d = 8 (the
-    # second padded); coefficient m·d + r of pack g carries coefficient m·d + d − 1 of A_{g·d+r}·m
+    # gallery stacks of two slices under s at p₁: ĉ₀ = −ĉ₁·s + round(p₁·A/t) + e, eleven of them: two packs of d = 8
+    # (the second padded); coefficient m·d + r of pack g carries coefficient m·d + d − 1 of Σ_σ A_{g·d+r,σ}·m_σ
     d, k = 8, 11
-    As = rng.integers(-255, 256, (k, n))
+    As = rng.integers(-255, 256, (k, 2, n))
     low = []
-    for A in As:
+    for A in As.reshape(2 * k, n):
         c1 = [int(v) for v in rng.integers(0, p1, n)]
         c0 = [(x + round(p1 * int(a) / t) + int(e)) % p1
               for x, a, e in zip(negacyclic([-v for v in c1], [int(v) for v in s]), A, rng.integers(-3, 4, n))]
         low.append([[[v % q for v in c] for q in p[:2]] for c in (c0, c1)])
     keys = pr.galois_keys(s, d, os.urandom(32), os.urandom(32))
-    d1, d0 = pr.packed_distances(pr.lift(np.array(low, dtype=np.uint64)), rows, keys, d, os.urandom(32), 0, w)
+    g = pr.lift(np.array(low, dtype=np.uint64)).reshape(k, 2, 2, 4, n)
+    d1, d0 = pr.packed_distances(g, rows, keys, d, os.urandom(32), 0, w)
     assert d1.shape == d0.shape == (2, n)
     for g in range(2):
         c1s = negacyclic([int(v) for v in d1[g]], [int(v) for v in s])
         phase = [(int(x) + y) % (1 << w) for x, y in zip(d0[g], c1s)]
         for r in range(d):
-            prod = negacyclic([int(v) for v in As[g * d + r]], [int(v) for v in m]) if g * d + r < k else [0] * n
+            prod = [0] * n
+            if g * d + r < k:
+                for sl in range(2):
+                    part = negacyclic([int(v) for v in As[g * d + r, sl]], [int(v) for v in m[sl]])
+                    prod = [x + y for x, y in zip(prod, part)]
             for mm in range(n // d):
                 want = ((prod[mm * d + d - 1] % t) << w) // t
                 got = phase[mm * d + r]
@@ -175,7 +190,11 @@ def test_bad_inputs_are_errors(small):
     with pytest.raises(ValueError, match="prime"):
         pr.lift(np.full((1, 2, 2, n), p[1], np.uint64))
     keys = pr.galois_keys(np.zeros(n, np.int64), 8, os.urandom(32), os.urandom(32))
-    g, rows = np.zeros((1, 2, 4, n), np.uint32), np.zeros((3, 2, 4, n), np.uint32)
+    g, rows = np.zeros((1, 1, 2, 4, n), np.uint32), np.zeros((3, 2, 4, n), np.uint32)
+    with pytest.raises(ValueError, match="2S"):
+        pr.rows(np.zeros((4, 4, n), np.uint32), os.urandom(32))
+    with pytest.raises(ValueError, match="gallery"):  # two slices' rows, one-slice stacks
+        pr.packed_distances(g, np.zeros((5, 2, 4, n), np.uint32), keys, 8, os.urandom(32), 0, 32)
     for d in (3, 1, n):  # not a power of two in [2, N/2]
         with pytest.raises(ValueError, match="power of two"):
             pr.packed_distances(g, rows, keys, d, os.urandom(32), 0, 32)

@@ -2,8 +2,9 @@
 indicator across calls, crash-safe resume, damaged records refused, secrets only in the key store, the 1-bit
 answer equal to the in-process ``CryptoMask`` and to the quantised plaintext decision, Ray shards identical.
 
-Toy BFV (N = 2048, insecure_test_params): δ = 15 templates per ciphertext at d = 128; CTS_PER_BLOCK is lowered
-to 4 (60 templates per block) and PART_BYTES to 64 KiB so a few hundred templates span several multi-piece blocks.
+Toy BFV (N = 2048, insecure_test_params): δ = 255 templates per stack of 16 slices at d = 128; CTS_PER_BLOCK is 4
+(1020 templates per block) and PART_BYTES is lowered to 64 KiB so a few thousand templates span several
+multi-piece blocks.
 """
 from __future__ import annotations
 
@@ -85,20 +86,20 @@ class _Stop(Exception):
 
 
 def test_enrol_identify_equals_in_process_cryptomask_and_secrets_stay_apart(tmp_path):
-    x = _unit(200, 1)  # 4 blocks: 60, 60, 60, 20 templates
+    x = _unit(3400, 1)  # 4 blocks: 1020, 1020, 1020, 340 templates
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"
     rep = enrol(url, NpySource([_npy(tmp_path, x, "emb")]), "cryptomask", key_store_url=keys,
                 tau=0.5, insecure_test_params=True)
-    assert (rep.n, rep.blocks, rep.delta, rep.ind) == (200, 4, 15, 200 % 15)
-    assert rep.storage_bytes == 14 * 2 * 3 * 2048 * 4
-    assert rep.storage_bytes_per_identity == round(rep.storage_bytes / 200, 1)
+    assert (rep.n, rep.blocks, rep.delta, rep.ind) == (3400, 4, 255, 3400 % 255)
+    assert rep.storage_bytes == 14 * 16 * 2 * 3 * 2048 * 4
+    assert rep.storage_bytes_per_identity == round(rep.storage_bytes / 3400, 1)
     cm = CryptoMask(D, tau=0.5, insecure_test_params=True)
     cm.enrol(x)
-    probes = [_near(x[7], 2), _near(x[190], 3), _unit(1, 4)[0], _unit(1, 5)[0]]
+    probes = [_near(x[7], 2), _near(x[3230], 3), _unit(1, 4)[0], _unit(1, 5)[0]]
     answers = []
     for y in probes:
         out = identify(y, url, key_store_url=keys)
-        assert out["id"] is None and out["scheme"] == "cryptomask" and out["n"] == 200
+        assert out["id"] is None and out["scheme"] == "cryptomask" and out["n"] == 3400
         assert out["match"] == cm.identify(y).match == _expected(x, y)
         answers.append(out["match"])
     assert answers == [True, True, False, False]
@@ -114,21 +115,21 @@ def test_enrol_identify_equals_in_process_cryptomask_and_secrets_stay_apart(tmp_
 
 
 def test_resume_after_interruption_mid_block_and_mid_rewrite(tmp_path, monkeypatch):
-    a, b = _unit(70, 6), _unit(130, 7)
+    a, b = _unit(1190, 6), _unit(2210, 7)
     url = f"sqlite:///{tmp_path}/g.db"
     src_a, src_b = NpySource([_npy(tmp_path, a, "a")]), NpySource([_npy(tmp_path, b, "b")])
-    with pytest.raises(_Stop):  # block 0 (60) committed, block 1 never written
-        enrol(url, _Failing(src_a, 65), "cryptomask", tau=0.5, insecure_test_params=True)
+    with pytest.raises(_Stop):  # block 0 (1020) committed, block 1 never written
+        enrol(url, _Failing(src_a, 1105), "cryptomask", tau=0.5, insecure_test_params=True)
     with pytest.raises(GalleryError, match="incomplete"):
         cg.CMGallery(url)
     block0 = _records(f"{tmp_path}/g.db")["default.block.000000"]
     with pytest.raises(GalleryError, match="interrupted"):  # other inputs wait until this batch is finished
         enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
     rep = enrol(url, src_a, "cryptomask", tau=0.5, insecure_test_params=True)
-    assert (rep.n, rep.added_now, rep.skipped, rep.ind) == (70, 10, 60, 10)
+    assert (rep.n, rep.added_now, rep.skipped, rep.ind) == (1190, 170, 1020, 170)
     assert _records(f"{tmp_path}/g.db")["default.block.000000"] == block0  # a full block is never rewritten
 
-    # batch b: the merge into block 1 (10 → 60 templates) crashes after its new pieces, before its commit record
+    # batch b: the merge into block 1 (170 → 1020 templates) crashes after its new pieces, before its commit record
     real_put = SQLiteStore.put
 
     def crash_on_commit(self, protocol, subject_id, record):
@@ -143,33 +144,33 @@ def test_resume_after_interruption_mid_block_and_mid_rewrite(tmp_path, monkeypat
     rec = _records(f"{tmp_path}/g.db")
     assert json.loads(rec["default.block.000001"])["gen"] == 0 and "default.block.000001.g000001.part.0000" in rec
     with pytest.raises(_Stop):  # then it crashes again after the rewrite and one more block
-        enrol(url, _Failing(src_b, 100), "cryptomask", tau=0.5, insecure_test_params=True)
+        enrol(url, _Failing(src_b, 1700), "cryptomask", tau=0.5, insecure_test_params=True)
     rec = _records(f"{tmp_path}/g.db")
     assert json.loads(rec["default.block.000001"])["gen"] == 1 and "default.block.000001.g000000.part.0000" not in rec
     rep = enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
-    assert (rep.n, rep.skipped, rep.added_now, rep.blocks) == (200, 50, 80, 4)
+    assert (rep.n, rep.skipped, rep.added_now, rep.blocks) == (3400, 850, 1360, 4)
     again = enrol(url, src_b, "cryptomask", tau=0.5, insecure_test_params=True)
     assert (again.added_now, again.blocks_written) == (0, 0)
     g = cg.CMGallery(url)
     assert g.ids() == src_a.ids + src_b.ids  # nothing lost, nothing twice
     x = np.vstack([a, b])
-    y = _near(a[65], 8)  # a template of the merged ciphertext that the crashed rewrite must not lose
+    y = _near(a[1105], 8)  # a template of the merged stack that the crashed rewrite must not lose
     assert np.array_equal(_inner_products(url, y), encoding.quantize(x) @ encoding.quantize(y))
     assert identify(y, url)["match"] is True
 
 
 def test_merge_indicator_across_enrol_calls(tmp_path):
-    a, b, c = _unit(70, 9), _unit(5, 10), _unit(20, 11)
+    a, b, c = _unit(1190, 9), _unit(85, 10), _unit(340, 11)
     url = f"sqlite:///{tmp_path}/g.db"
     reps = [enrol(url, NpySource([_npy(tmp_path, v, n)]), "cryptomask", tau=0.5, insecure_test_params=True)
             for v, n in ((a, "a"), (b, "b"), (c, "c"))]
-    assert [r.ind for r in reps] == [10, 0, 5] and [r.n for r in reps] == [70, 75, 95]
+    assert [r.ind for r in reps] == [170, 0, 85] and [r.n for r in reps] == [1190, 1275, 1615]
     rec = _records(f"{tmp_path}/g.db")
     c1 = json.loads(rec["default.block.000001"])
-    assert c1["ind"] == 35 % 15 and c1["shape"][0] == 3 and [len(r) for r in c1["ids"]] == [15, 15, 5]
-    assert c1["ids"][0][9:11] == ["a.69", "b.0"]  # b's first template went into a's last ciphertext (Alg. 1 line 7)
+    assert c1["ind"] == 595 % 255 and c1["shape"][:2] == [3, 16] and [len(r) for r in c1["ids"]] == [255, 255, 85]
+    assert c1["ids"][0][169:171] == ["a.1189", "b.0"]  # b's first template went into a's last stack (Alg. 1 line 7)
     meta = json.loads(rec["default.meta"])
-    assert [(bt["start"], bt["n"]) for bt in meta["batches"]] == [(0, 70), (70, 5), (75, 20)]
+    assert [(bt["start"], bt["n"]) for bt in meta["batches"]] == [(0, 1190), (1190, 85), (1275, 340)]
     x = np.vstack([a, b, c])
     y = _near(b[0], 12)
     assert np.array_equal(_inner_products(url, y), encoding.quantize(x) @ encoding.quantize(y))
@@ -199,8 +200,10 @@ def _flip(rec):
 
 @pytest.mark.parametrize("key, fn, match", [
     ("default.meta", lambda r: r[:-5], "meta.*damaged"),
-    ("default.meta", lambda r: r.replace(b'"delta": 15', b'"delta": 16'), "meta.*damaged"),
-    ("default.meta", lambda r: r.replace(b'"n": 90', b'"n": 91', 1), "meta.*damaged"),
+    ("default.meta", lambda r: r.replace(b'"delta": 255', b'"delta": 256'), "meta.*damaged"),
+    ("default.meta", lambda r: r.replace(b'"slices": 16', b'"slices": 8'), "meta.*damaged"),
+    ("default.meta", lambda r: r.replace(b'"slices": 16, ', b''), "before cryptomask cut"),  # one row per ciphertext
+    ("default.meta", lambda r: r.replace(b'"n": 1530', b'"n": 1531', 1), "meta.*damaged"),
     ("default.pk", lambda r: r[:100], "public key is damaged"),
     ("default.ksw", _flip, "k_sw"),
     ("default.galois", _flip, "Galois keys"),
@@ -208,12 +211,12 @@ def _flip(rec):
     ("default.meta", lambda r: re.sub(rb'"galois_sha256": "[0-9a-f]+", ', b"", r), "re-create it"),  # before packing
     ("default.block.000000.g000000.part.0001", _flip, "SHA-256"),
     ("default.block.000001", lambda r: r.replace(b'"ind": 0', b'"ind": 1'), "commit record does not match"),
-    ("default.block.000001", lambda r: r.replace(b'"a.89"', b'1'), "commit record does not match"),
+    ("default.block.000001", lambda r: r.replace(b'"a.1529"', b'1'), "commit record does not match"),
     ("default.block.000001", lambda r: b"{not json", "commit record is damaged"),
 ])
 def test_damaged_records_give_gallery_errors(tmp_path, key, fn, match):
     url = f"sqlite:///{tmp_path}/g.db"
-    x = _unit(90, 15)
+    x = _unit(1530, 15)
     enrol(url, NpySource([_npy(tmp_path, x, "a")]), "cryptomask", tau=0.5, insecure_test_params=True)
     _damage(f"{tmp_path}/g.db", key, fn)
     with pytest.raises(GalleryError, match=match):
@@ -245,7 +248,7 @@ from privface.scale.sharded import init_ray
 
 url, path = sys.argv[1], sys.argv[2]
 x = np.load(path)
-y_match = x[250] + 0.3 * np.random.default_rng(1).standard_normal(128) / np.sqrt(128)
+y_match = x[4250] + 0.3 * np.random.default_rng(1).standard_normal(128) / np.sqrt(128)
 y_match /= np.linalg.norm(y_match)
 y_none = np.random.default_rng(2).standard_normal(128)
 y_none /= np.linalg.norm(y_none)
@@ -294,7 +297,7 @@ def test_ray_sharded_bit_equals_single_process(tmp_path):
     import sys
 
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
-    x = _unit(290, 17)  # 5 blocks: 4 × 60 + 50 (the default CTS_PER_BLOCK is stored in meta, so the child sees 4)
+    x = _unit(4930, 17)  # 5 blocks: 4 × 1020 + 850
     url = f"sqlite:///{tmp_path}/g.db"
     enrol(url, NpySource([_npy(tmp_path, x, "emb")]), "cryptomask", tau=0.5, insecure_test_params=True)
     assert cg.CMGallery(url).nblocks == 5
@@ -349,12 +352,12 @@ def test_postgres_gallery_merges_across_enrol_calls_and_answers(tmp_path):
     """Alg. 1's rewrite of the last block (a new generation, then its commit) on PostgreSQL too."""
     import secrets
 
-    x = _unit(100, 21)
+    x = _unit(1700, 21)
     name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
-    enrol(PG_URL, NpySource([_npy(tmp_path, x[:40], "a")]), "cryptomask", key_store_url=keys,
+    enrol(PG_URL, NpySource([_npy(tmp_path, x[:680], "a")]), "cryptomask", key_store_url=keys,
           tau=0.5, insecure_test_params=True, name=name)
-    rep = enrol(PG_URL, NpySource([_npy(tmp_path, x[40:], "b")]), "cryptomask", key_store_url=keys,
+    rep = enrol(PG_URL, NpySource([_npy(tmp_path, x[680:], "b")]), "cryptomask", key_store_url=keys,
                 tau=0.5, insecure_test_params=True, name=name)
-    assert (rep.n, rep.ind) == (100, 100 % 15)
-    for y in (_near(x[3], 22), _near(x[95], 23), _unit(1, 24)[0]):
+    assert (rep.n, rep.ind) == (1700, 1700 % 255)
+    for y in (_near(x[3], 22), _near(x[1615], 23), _unit(1, 24)[0]):
         assert identify(y, PG_URL, key_store_url=keys, name=name)["match"] == _expected(x, y)

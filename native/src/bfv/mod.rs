@@ -328,7 +328,8 @@ impl PyVerifierKeyProduct {
         array32(py, vec![k, 2, verifier_key::LIMBS, n], out)
     }
 
-    /// The verifier's rows' b-halves (3, 4, N) for its secret s (N,) and message m (N,) (small integers).
+    /// The verifier's rows' b-halves (2S + 1, 4, N) for its secret s (N,) and the messages m (S, N) of its S slices
+    /// (small integers).
     fn encrypt_rows<'py>(
         &self,
         py: Python<'py>,
@@ -339,20 +340,23 @@ impl PyVerifierKeyProduct {
     ) -> Out32<'py> {
         let n = self.inner.n;
         Self::exact1(s.shape(), n, "rows: s")?;
-        Self::exact1(m.shape(), n, "rows: m")?;
+        let slices = m.shape().first().copied().unwrap_or(0);
+        if m.shape() != [slices, n] || slices == 0 {
+            return Err(err(format!("rows: messages (S, {n}) with S ≥ 1, got {:?}", m.shape())));
+        }
         let (sa, se) = (seed32(seed_a, "rows")?, seed32(seed_e, "rows")?);
         let (sv, mv) = (flat(&s), flat(&m));
         let out = py.detach(|| self.inner.encrypt_rows(&sv, &mv, sa, se));
-        array32(py, vec![verifier_key::ROWS, verifier_key::LIMBS, n], out)
+        array32(py, vec![verifier_key::rows_of(slices), verifier_key::LIMBS, n], out)
     }
 
-    /// Rows (3, 2, 4, N) from the b-halves (3, 4, N) as received (checked) and the uniform halves' seed.
+    /// Rows (2S + 1, 2, 4, N) from the b-halves (2S + 1, 4, N) as received (checked) and the uniform halves' seed.
     fn rows<'py>(&self, py: Python<'py>, b: PyReadonlyArrayDyn<'py, u32>, seed_a: &[u8]) -> Out32<'py> {
         let n = self.inner.n;
-        if b.shape() != [verifier_key::ROWS, verifier_key::LIMBS, n] {
+        let r = b.shape().first().copied().unwrap_or(0);
+        if b.shape() != [r, verifier_key::LIMBS, n] || r < 3 || r % 2 == 0 {
             return Err(err(format!(
-                "rows: expected ({}, {}, {n}), got {:?}",
-                verifier_key::ROWS,
+                "rows: expected (2S + 1, {}, {n}) with S ≥ 1, got {:?}",
                 verifier_key::LIMBS,
                 b.shape()
             )));
@@ -361,18 +365,19 @@ impl PyVerifierKeyProduct {
         self.below(&v, "rows")?;
         let sa = seed32(seed_a, "rows")?;
         let out = py.detach(|| self.inner.rows(&v, sa));
-        array32(py, vec![verifier_key::ROWS, 2, verifier_key::LIMBS, n], out)
+        array32(py, vec![r, 2, verifier_key::LIMBS, n], out)
     }
 
-    /// ĉ₀·R₀ + ĉ₁·R₁ in coefficient form (k, 2, 4, N) (the oracle tests' view of the product).
+    /// Σ_σ ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ in coefficient form (k, 2, 4, N) for gallery (k, S, 2, 4, N) and rows
+    /// (2S + 1, 2, 4, N) (the oracle tests' view of the product).
     fn product<'py>(
         &self,
         py: Python<'py>,
         g: PyReadonlyArrayDyn<'py, u32>,
         rows: PyReadonlyArrayDyn<'py, u32>,
     ) -> Out<'py> {
-        let k = self.shape(g.shape(), &[2, verifier_key::LIMBS], "product: gallery")?;
-        self.rows_shape(rows.shape())?;
+        let slices = self.rows_shape(rows.shape())?;
+        let k = self.shape(g.shape(), &[slices, 2, verifier_key::LIMBS], "product: gallery")?;
         let (gv, rv) = (flat(&g), flat(&rows));
         self.below(&gv, "product: gallery")?;
         self.below(&rv, "product: rows")?;
@@ -434,7 +439,7 @@ impl PyVerifierKeyProduct {
         array32(py, vec![g, 2, pack::DATA, n], out)
     }
 
-    /// Alg. 2 lines 5–11 with PackLWEs: gallery (k, 2, 4, N), rows (3, 2, 4, N), Galois keys for groups of d →
+    /// Alg. 2 lines 5–11 with PackLWEs: gallery (k, S, 2, 4, N), rows (2S + 1, 2, 4, N), Galois keys for groups of d →
     /// (c₁ (G, N), c₀ (G, N)) at 2^``wire_bits``, G = ⌈k/d⌉; the entry of ciphertext g·d + r, row m, at m·d + r.
     #[allow(clippy::too_many_arguments)]
     fn packed_distances<'py>(
@@ -449,8 +454,8 @@ impl PyVerifierKeyProduct {
         wire_bits: u32,
     ) -> Pair64<'py> {
         let n = self.inner.n;
-        let k = self.shape(g.shape(), &[2, verifier_key::LIMBS], "distances: gallery")?;
-        self.rows_shape(rows.shape())?;
+        let slices = self.rows_shape(rows.shape())?;
+        let k = self.shape(g.shape(), &[slices, 2, verifier_key::LIMBS], "distances: gallery")?;
         let lv = pack::levels(n, d).map_err(err)?;
         self.keys_shape(keys.shape(), lv)?;
         if k == 0 || !(8..=56).contains(&wire_bits) {
@@ -520,12 +525,18 @@ impl PyVerifierKeyProduct {
         Ok(())
     }
 
-    fn rows_shape(&self, got: &[usize]) -> PyResult<()> {
-        let want = [verifier_key::ROWS, 2, verifier_key::LIMBS, self.inner.n];
-        if got != want {
-            return Err(err(format!("rows: expected {want:?}, got {got:?}")));
+    /// Rows (2S + 1, 2, 4, N) → S.
+    fn rows_shape(&self, got: &[usize]) -> PyResult<usize> {
+        let r = got.first().copied().unwrap_or(0);
+        let want = [r, 2, verifier_key::LIMBS, self.inner.n];
+        if got != want || r < 3 || r % 2 == 0 {
+            return Err(err(format!(
+                "rows: expected (2S + 1, 2, {}, {}), got {got:?}",
+                verifier_key::LIMBS,
+                self.inner.n
+            )));
         }
-        Ok(())
+        Ok(r / 2)
     }
 }
 

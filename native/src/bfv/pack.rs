@@ -26,7 +26,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::verifier_key::{
-    ETA, LIMBS, Product, Res, Shouped, cbd, cbd_word, ctr_words, drop_limb, red1, shoup32, shouped,
+    ETA, LIMBS, Product, Res, Shouped, cbd, cbd_word, ctr_words, drop_limb, red1, shoup32, shouped, slices_of,
 };
 
 /// Shoup rows of Galois keys (…, 3, N) over q₀, q₁, P.
@@ -272,8 +272,8 @@ impl Product {
         Ok(())
     }
 
-    /// Alg. 2 lines 5–11 with packing: the gallery (k, 2, 4, N) times the rows (3, 2, 4, N) as ``distances`` does,
-    /// groups of d consecutive ciphertexts packed (a short last group padded with zeros), then per packed
+    /// Alg. 2 lines 5–11 with packing: the gallery (k, S, 2, 4, N) times the rows (2S + 1, 2, 4, N) as ``product``
+    /// does, groups of d consecutive ciphertexts packed (a short last group padded with zeros), then per packed
     /// ciphertext g: + u·Z + (e₀, e₁) with u, e from AES-128-CTR block (offset + g, j), switched to q' = 2^w:
     /// (c₁ (G, N), c₀ (G, N)), the entry of gallery ciphertext g·d + r, row m at coefficient m·d + r.
     #[allow(clippy::too_many_arguments)]
@@ -289,17 +289,26 @@ impl Product {
     ) -> Res<(Vec<u64>, Vec<u64>)> {
         let n = self.n;
         levels(n, d)?;
-        let k = g.len() / (2 * LIMBS * n);
+        let slices = slices_of(rows.len(), n);
+        let one = slices * 2 * LIMBS * n;
+        if slices == 0 || g.is_empty() || !g.len().is_multiple_of(one) {
+            return Err("distances: gallery (k, S, 2, 4, N) and rows (2S + 1, 2, 4, N)".into());
+        }
+        let k = g.len() / one;
         let groups = k.div_ceil(d);
         let item = CT * n;
         let sh = shouped(self, rows);
         // −d^{-1}·X^{N−d+1}: its factor per limb, and N·P per limb for the final lift of the pack over Q
-        let scale: Vec<(u32, u32)> = (0..DATA)
-            .map(|l| {
-                let v = self.m[l].sub(0, self.m[l].inv(d as u64 % self.p[l]));
-                (v as u32, ((v << 32) / self.p[l]) as u32)
-            })
-            .collect();
+        let prep = Prep {
+            sh: &sh,
+            scale: (0..DATA)
+                .map(|l| {
+                    let v = self.m[l].sub(0, self.m[l].inv(d as u64 % self.p[l]));
+                    (v as u32, ((v << 32) / self.p[l]) as u32)
+                })
+                .collect(),
+            shift: n - d + 1,
+        };
         let np: Vec<(u32, u32)> = (0..DATA)
             .map(|l| {
                 let v = self.m[l].mul(
@@ -309,16 +318,15 @@ impl Product {
                 (v as u32, ((v << 32) / self.p[l]) as u32)
             })
             .collect();
-        let shift = n - d + 1;
         let mut items = vec![0u32; groups * d * item];
         items[..k * item]
             .par_chunks_mut(item)
-            .zip(g.par_chunks(2 * LIMBS * n))
-            .for_each(|(out, gs)| with_scratch(n, |sc| self.prep_fast(gs, &sh, &mut sc.prod, out, &scale, shift)));
+            .zip(g.par_chunks(one))
+            .for_each(|(out, gs)| with_scratch(n, |sc| self.prep_fast(&prep, gs, &mut sc.prod, out)));
         self.pack(&mut items, d, keys)?;
         let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
         let job = Finish {
-            sh: &sh,
+            z: &sh[2 * slices * 2 * LIMBS..],
             np: &np,
             aes: &aes,
             w,
@@ -335,13 +343,14 @@ impl Product {
 }
 
 impl Product {
-    /// One gallery ciphertext's product ĉ₀·R₀ + ĉ₁·R₁ (``product_one``), dropped from Q to q₀q₁ (by P, then q₂) and
-    /// multiplied by −d^{-1}·X^{N−d+1} (`scale`, `shift` = N − d + 1) into `out` (2, DATA, N).
+    /// One gallery ciphertext's product (``product_one``), dropped from Q to q₀q₁ (by P, then q₂) and multiplied by
+    /// −d^{-1}·X^{N−d+1} (``Prep``) into `out` (2, DATA, N).
     #[inline(always)]
-    fn prep(&self, gs: &[u32], sh: &[Shouped], acc: &mut [u32], out: &mut [u32], scale: &[(u32, u32)], shift: usize) {
+    fn prep(&self, job: &Prep, gs: &[u32], acc: &mut [u32], out: &mut [u32]) {
         let n = self.n;
         let p = self.p32();
-        self.product_one(gs, sh, None, acc);
+        let (scale, shift) = (&job.scale, job.shift);
+        self.product_one(gs, job.sh, acc);
         for (h, x) in acc.chunks_mut(LIMBS * n).enumerate() {
             for (l, limb) in x.chunks_mut(n).enumerate() {
                 let (ni, nip) = self.ninv[l];
@@ -371,34 +380,18 @@ impl Product {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn prep_avx2(
-        &self,
-        gs: &[u32],
-        sh: &[Shouped],
-        acc: &mut [u32],
-        out: &mut [u32],
-        scale: &[(u32, u32)],
-        shift: usize,
-    ) {
-        self.prep(gs, sh, acc, out, scale, shift)
+    unsafe fn prep_avx2(&self, job: &Prep, gs: &[u32], acc: &mut [u32], out: &mut [u32]) {
+        self.prep(job, gs, acc, out)
     }
 
-    fn prep_fast(
-        &self,
-        gs: &[u32],
-        sh: &[Shouped],
-        acc: &mut [u32],
-        out: &mut [u32],
-        scale: &[(u32, u32)],
-        shift: usize,
-    ) {
+    fn prep_fast(&self, job: &Prep, gs: &[u32], acc: &mut [u32], out: &mut [u32]) {
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
-            unsafe { self.prep_avx2(gs, sh, acc, out, scale, shift) };
+            unsafe { self.prep_avx2(job, gs, acc, out) };
             return;
         }
-        self.prep(gs, sh, acc, out, scale, shift)
+        self.prep(job, gs, acc, out)
     }
 
     /// One pack (2, DATA, N) at q₀q₁ → + u·Z + (e₀, e₁) over Q, switched to 2^w: its c₁ and c₀ (N each); u, e from
@@ -422,7 +415,7 @@ impl Product {
         for l in 0..LIMBS {
             self.fwd_signed(&u, l, &mut uh);
             for h in 0..2 {
-                let (zw, zp) = job.sh[(2 * 2 + h) * LIMBS + l].slice(n);
+                let (zw, zp) = job.z[h * LIMBS + l].slice(n);
                 let o = &mut acc[(h * LIMBS + l) * n..(h * LIMBS + l + 1) * n];
                 for t in 0..n {
                     o[t] = red1(shoup32(uh[t], zw[t], zp[t], p[l]), p[l]);
@@ -460,10 +453,17 @@ impl Product {
     }
 }
 
-/// What every pack's ``finish`` shares: the rows' Shoup form (Z among them), N·P·q₂ mod q₀, q₁ (Shoup), the
-/// AES-CTR key of u and e, and the wire's bits w.
-struct Finish<'a> {
+/// What every product's ``prep`` shares: the rows' Shoup form, −d^{-1} mod q₀, q₁ (Shoup) and the shift N − d + 1.
+struct Prep<'a> {
     sh: &'a [Shouped],
+    scale: Vec<(u32, u32)>,
+    shift: usize,
+}
+
+/// What every pack's ``finish`` shares: Z's Shoup form, N·P·q₂ mod q₀, q₁ (Shoup), the AES-CTR key of u and e,
+/// and the wire's bits w.
+struct Finish<'a> {
+    z: &'a [Shouped],
     np: &'a [(u32, u32)],
     aes: &'a Aes128,
     w: u32,

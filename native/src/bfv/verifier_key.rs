@@ -3,12 +3,15 @@
 //!
 //! The CS switches each gallery ciphertext to s_v once (``rns::Basis::switch``) and drops it to the modulus
 //! p₁ = q₀q₁ (``rescale``): ĉ = (ĉ₀, ĉ₁) with ĉ₀ + ĉ₁·s_v = (p₁/t)·π(A) + e mod p₁. ``lift`` stores it centred over
-//! Q = q₀q₁q₂P (p₂ = q₂P) in NTT form. The verifier's query is three symmetric RLWE rows under s_v at Q, their
-//! uniform halves expanded from a seed: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v) and Z = Enc(0). Then
-//! ĉ₀·R₀ + ĉ₁·R₁ decrypts to p₂·π(b)·(ĉ₀ + ĉ₁s_v) = (Q/t)·π(A)π(b) + p₂·π(b)·e (mod Q, as Q·π(b)·k ≡ 0): the
-//! product at the scale Q/t with noise p₂·π(b)·e, a ≈ 2^-19 step. ``pack.rs`` packs the products, adds Z·u + (e₀,
-//! e₁) for a fresh ternary u per pack, so the c₁ the verifier receives is an RLWE sample it cannot strip (it knows
-//! the rows' uniform halves), and modulus-switches them to q' = 2^w.
+//! Q = q₀q₁q₂P (p₂ = q₂P) in NTT form. A gallery ciphertext is a stack of S slices, slice σ holding columns
+//! σ·d … σ·d + d − 1 of its templates (``encoding.slices``). The verifier's query is 2S + 1 symmetric RLWE rows
+//! under s_v at Q, their uniform halves expanded from a seed: R₀^σ = Enc(p₂·π(b_σ)), R₁^σ = Enc(p₂·π(b_σ)·s_v)
+//! for every slice and Z = Enc(0). Then ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ decrypts to p₂·π(b_σ)·(ĉ₀^σ + ĉ₁^σ·s_v) =
+//! (Q/t)·π(A_σ)π(b_σ) + p₂·π(b_σ)·e (mod Q, as Q·π(b_σ)·k ≡ 0): the product at the scale Q/t with noise
+//! p₂·π(b_σ)·e, a ≈ 2^-19 step. Summed over the slices (in NTT form, one inverse NTT per ciphertext) the
+//! coefficients k·d − 1 carry the whole inner products. ``pack.rs`` packs the products, adds Z·u + (e₀, e₁) for a
+//! fresh ternary u per pack, so the c₁ the verifier receives is an RLWE sample it cannot strip (it knows the rows'
+//! uniform halves), and modulus-switches them to q' = 2^w.
 //!
 //! NTTs are tfhe-ntt's (Zama's maintained AVX2 transforms; their evaluation order is internal, so NTT-form data
 //! never leaves this module except as opaque stored or sent polynomials made by the same transform).
@@ -25,8 +28,15 @@ use super::arith::{Modulus, mul_shoup};
 
 /// Limbs of Q: q₀, q₁ (p₁, the gallery's modulus), q₂, P.
 pub const LIMBS: usize = 4;
-/// Query rows: R₀, R₁, Z.
-pub const ROWS: usize = 3;
+/// Query rows of S slices: R₀^σ, R₁^σ for each, then Z.
+pub fn rows_of(slices: usize) -> usize {
+    2 * slices + 1
+}
+
+/// Slices S of rows.len() = (2S + 1)·2·LIMBS·N Shoup rows or (2S + 1)·2·LIMBS·N residues.
+pub fn slices_of(rows: usize, n: usize) -> usize {
+    (rows / (2 * LIMBS * n)).saturating_sub(1) / 2
+}
 /// Centred binomial η for the errors (σ = √(η/2) ≈ 3.24, SEAL's σ = 3.2).
 pub(super) const ETA: u32 = 21;
 
@@ -58,8 +68,8 @@ impl Product {
         }
         let p: [u64; LIMBS] = [p[0], p[1], p[2], p[3]];
         for (i, &x) in p.iter().enumerate() {
-            if x >= 1 << 30 || p[..i].contains(&x) || !super::arith::is_prime(x) {
-                return Err(format!("verifier-key product: {x} is not a new prime below 2^30"));
+            if x >= 1 << 29 || p[..i].contains(&x) || !super::arith::is_prime(x) {
+                return Err(format!("verifier-key product: {x} is not a new prime below 2^29"));
             }
         }
         let plans = p
@@ -165,33 +175,39 @@ impl Product {
         out
     }
 
-    /// The verifier's rows (seed 001 §4.5): b-halves (3, 4, N) in NTT form of R₀ = Enc(p₂·m), R₁ = Enc(p₂·m·s),
-    /// Z = Enc(0) under s, with uniform halves from `seed_a` and errors from `seed_e`.
+    /// The verifier's rows (seed 001 §4.5): b-halves (2S + 1, 4, N) in NTT form of R₀^σ = Enc(p₂·m_σ),
+    /// R₁^σ = Enc(p₂·m_σ·s) for the S messages `msg` (S·N) and Z = Enc(0) under s, with uniform halves from `seed_a`
+    /// and errors from `seed_e`.
     pub fn encrypt_rows(&self, s: &[i64], msg: &[i64], seed_a: [u8; 32], seed_e: [u8; 32]) -> Vec<u32> {
         let n = self.n;
-        let a = self.uniform(seed_a, ROWS);
-        let mut e = vec![0i64; ROWS * n];
+        let rows = rows_of(msg.len() / n);
+        let a = self.uniform(seed_a, rows);
+        let mut e = vec![0i64; rows * n];
         let mut rng = ChaCha20Rng::from_seed(seed_e);
         for x in e.iter_mut() {
             *x = cbd(&mut rng, ETA) as i64;
         }
-        let mut out = vec![0u32; ROWS * LIMBS * n];
+        let mut out = vec![0u32; rows * LIMBS * n];
         let (mut sh, mut mh, mut eh) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
         for l in 0..LIMBS {
             let md = &self.m[l];
             self.fwd_signed(s, l, &mut sh);
-            self.fwd_signed(msg, l, &mut mh);
-            for r in 0..ROWS {
+            for r in 0..rows {
+                if r < rows - 1 {
+                    self.fwd_signed(&msg[(r / 2) * n..(r / 2 + 1) * n], l, &mut mh);
+                }
                 self.fwd_signed(&e[r * n..(r + 1) * n], l, &mut eh);
                 let ar = &a[(r * LIMBS + l) * n..(r * LIMBS + l + 1) * n];
                 let o = &mut out[(r * LIMBS + l) * n..(r * LIMBS + l + 1) * n];
                 for j in 0..n {
                     let (sj, mj) = (sh[j] as u64, mh[j] as u64);
                     let mut v = md.sub(eh[j] as u64, md.mul(ar[j] as u64, sj));
-                    let m = match r {
-                        0 => md.mul(self.p2[l], mj),
-                        1 => md.mul(self.p2[l], md.mul(mj, sj)),
-                        _ => 0,
+                    let m = if r == rows - 1 {
+                        0
+                    } else if r % 2 == 0 {
+                        md.mul(self.p2[l], mj)
+                    } else {
+                        md.mul(self.p2[l], md.mul(mj, sj))
                     };
                     v = md.add(v, m);
                     o[j] = v as u32;
@@ -201,41 +217,45 @@ impl Product {
         out
     }
 
-    /// The rows (3, 2, 4, N): b-halves as sent, uniform halves from the seed.
+    /// The rows (2S + 1, 2, 4, N): b-halves as sent, uniform halves from the seed.
     pub fn rows(&self, b: &[u32], seed_a: [u8; 32]) -> Vec<u32> {
         let n = self.n;
-        let a = self.uniform(seed_a, ROWS);
+        let rows = b.len() / (LIMBS * n);
+        let a = self.uniform(seed_a, rows);
         let mut out = Vec::with_capacity(2 * b.len());
-        for r in 0..ROWS {
+        for r in 0..rows {
             out.extend_from_slice(&b[r * LIMBS * n..(r + 1) * LIMBS * n]);
             out.extend_from_slice(&a[r * LIMBS * n..(r + 1) * LIMBS * n]);
         }
         out
     }
 
-    /// ĉ₀·R₀ + ĉ₁·R₁ (+ û·Z) for one ciphertext, limb by limb, inverse NTT without the factor N^{-1}:
-    /// acc (2, 4, N) coefficient residues times N.
+    /// Σ_σ ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ for one gallery ciphertext of S slices (S, 2, 4, N), limb by limb, inverse NTT
+    /// without the factor N^{-1}: acc (2, 4, N) coefficient residues times N.
     #[inline(always)]
-    pub(super) fn product_one(&self, g: &[u32], rows: &[Shouped], uh: Option<&[u32]>, acc: &mut [u32]) {
+    pub(super) fn product_one(&self, g: &[u32], rows: &[Shouped], acc: &mut [u32]) {
         let n = self.n;
+        let slices = g.len() / (2 * LIMBS * n);
         let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
         for l in 0..LIMBS {
             let p = self.p[l] as u32;
-            let g0 = &g[l * n..(l + 1) * n];
-            let g1 = &g[(LIMBS + l) * n..(LIMBS + l + 1) * n];
             let row = |r: usize, h: usize| rows[(r * 2 + h) * LIMBS + l].slice(n);
             let (o0, o1) = (&mut acc0[l * n..(l + 1) * n], &mut acc1[l * n..(l + 1) * n]);
-            let u = uh.map(|u| &u[l * n..(l + 1) * n]);
-            mac3(
-                o0,
-                o1,
-                g0,
-                g1,
-                u,
-                [row(0, 0), row(1, 0), row(2, 0)],
-                [row(0, 1), row(1, 1), row(2, 1)],
-                p,
-            );
+            o0.fill(0);
+            o1.fill(0);
+            for (sl, gs) in g.chunks(2 * LIMBS * n).enumerate().take(slices) {
+                let g0 = &gs[l * n..(l + 1) * n];
+                let g1 = &gs[(LIMBS + l) * n..(LIMBS + l + 1) * n];
+                mac2(
+                    o0,
+                    o1,
+                    g0,
+                    g1,
+                    [row(2 * sl, 0), row(2 * sl + 1, 0)],
+                    [row(2 * sl, 1), row(2 * sl + 1, 1)],
+                    p,
+                );
+            }
             self.plans[l].inv(o0);
             self.plans[l].inv(o1);
         }
@@ -280,7 +300,8 @@ impl Product {
         }
     }
 
-    /// Test path: ĉ₀·R₀ + ĉ₁·R₁ for gallery (k, 2, 4, N) and rows (3, 2, 4, N), coefficient form (k, 2, 4, N).
+    /// Test path: Σ_σ ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ for gallery (k, S, 2, 4, N) and rows (2S + 1, 2, 4, N), coefficient
+    /// form (k, 2, 4, N).
     pub fn product(&self, g: &[u32], rows: &[u32]) -> Vec<u64> {
         let n = self.n;
         let sh = shouped(self, rows);
@@ -290,12 +311,13 @@ impl Product {
                 (v, self.m[l].shoup(v))
             })
             .collect();
-        let mut out = vec![0u64; g.len()];
+        let slices = slices_of(rows.len(), n);
+        let mut out = vec![0u64; g.len() / slices];
         out.par_chunks_mut(2 * LIMBS * n)
-            .zip(g.par_chunks(2 * LIMBS * n))
+            .zip(g.par_chunks(slices * 2 * LIMBS * n))
             .for_each(|(o, gs)| {
                 let mut acc = vec![0u32; 2 * LIMBS * n];
-                self.product_one(gs, &sh, None, &mut acc);
+                self.product_one(gs, &sh, &mut acc);
                 for (i, (d, &x)) in o.iter_mut().zip(&acc).enumerate() {
                     let l = (i / n) % LIMBS;
                     *d = mul_shoup(x as u64, ninv[l].0, ninv[l].1, self.p[l]);
@@ -404,13 +426,12 @@ pub(super) fn cbd_word(v: u64, eta: u32) -> i32 {
 
 type Pair<'a> = (&'a [u32], &'a [u32]);
 
-/// o0 += g0·b₀ + g1·b₁ + u·b_z and o1 likewise with the uniform halves, mod p (p < 2^30): Shoup products in
-/// [0, 2p), summed below 6p < 2^32 and reduced once; 32×32-bit products, so the loop vectorises.
-#[allow(clippy::too_many_arguments)]
+/// o0 += g0·b₀ + g1·b₁ and o1 likewise with the uniform halves, mod p (p < 2^29): Shoup products in [0, 2p), summed
+/// with o < p below 5p < 2^32 and reduced once; 32×32-bit products, so the loop vectorises.
 #[inline(always)]
-fn mac3_body(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], u: &[u32], b: [Pair; 3], a: [Pair; 3], p: u32) {
+fn mac2_body(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], b: [Pair; 2], a: [Pair; 2], p: u32) {
     let n = o0.len();
-    let (g0, g1, u) = (&g0[..n], &g1[..n], &u[..n]);
+    let (g0, g1) = (&g0[..n], &g1[..n]);
     let sh = |x: u32, w: u32, wp: u32| -> u32 {
         let q = ((x as u64 * wp as u64) >> 32) as u32;
         x.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
@@ -427,62 +448,29 @@ fn mac3_body(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], u: &[u32], 
         }
         s
     };
-    let (b0, b0p, b1, b1p, bz, bzp) = (
-        &b[0].0[..n],
-        &b[0].1[..n],
-        &b[1].0[..n],
-        &b[1].1[..n],
-        &b[2].0[..n],
-        &b[2].1[..n],
-    );
-    let (a0, a0p, a1, a1p, az, azp) = (
-        &a[0].0[..n],
-        &a[0].1[..n],
-        &a[1].0[..n],
-        &a[1].1[..n],
-        &a[2].0[..n],
-        &a[2].1[..n],
-    );
+    let (b0, b0p, b1, b1p) = (&b[0].0[..n], &b[0].1[..n], &b[1].0[..n], &b[1].1[..n]);
+    let (a0, a0p, a1, a1p) = (&a[0].0[..n], &a[0].1[..n], &a[1].0[..n], &a[1].1[..n]);
     for j in 0..n {
-        let (x0, x1, xu) = (g0[j], g1[j], u[j]);
-        o0[j] = red(sh(x0, b0[j], b0p[j]) + sh(x1, b1[j], b1p[j]) + sh(xu, bz[j], bzp[j]));
-        o1[j] = red(sh(x0, a0[j], a0p[j]) + sh(x1, a1[j], a1p[j]) + sh(xu, az[j], azp[j]));
+        let (x0, x1) = (g0[j], g1[j]);
+        o0[j] = red(o0[j] + sh(x0, b0[j], b0p[j]) + sh(x1, b1[j], b1p[j]));
+        o1[j] = red(o1[j] + sh(x0, a0[j], a0p[j]) + sh(x1, a1[j], a1p[j]));
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn mac3_avx2(
-    o0: &mut [u32],
-    o1: &mut [u32],
-    g0: &[u32],
-    g1: &[u32],
-    u: &[u32],
-    b: [Pair; 3],
-    a: [Pair; 3],
-    p: u32,
-) {
-    mac3_body(o0, o1, g0, g1, u, b, a, p)
+unsafe fn mac2_avx2(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], b: [Pair; 2], a: [Pair; 2], p: u32) {
+    mac2_body(o0, o1, g0, g1, b, a, p)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn mac3(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], u: Option<&[u32]>, b: [Pair; 3], a: [Pair; 3], p: u32) {
-    let zeros;
-    let u = match u {
-        Some(u) => u,
-        None => {
-            zeros = vec![0u32; o0.len()];
-            &zeros
-        }
-    };
+fn mac2(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], b: [Pair; 2], a: [Pair; 2], p: u32) {
     #[cfg(target_arch = "x86_64")]
     if super::rns::avx2() {
         // SAFETY: the CPU supports AVX2 (checked at run time).
-        unsafe { mac3_avx2(o0, o1, g0, g1, u, b, a, p) };
+        unsafe { mac2_avx2(o0, o1, g0, g1, b, a, p) };
         return;
     }
-    mac3_body(o0, o1, g0, g1, u, b, a, p)
+    mac2_body(o0, o1, g0, g1, b, a, p)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ Two stores, as for hers / idface-ckks (``scale.gallery``), every key prefixed by
   context, which the DPs encrypt under), ``ksw`` (k_sw = SwKeyGen(sk, sk_v), Alg. 2 line 1: the CS's switching
   key, uint64 (L, 2, L+1, N)), ``galois`` (the Galois keys under sk_v with which the CS packs the distances,
   uint32 (log₂ D, 2, 2, 3, N), ``protocols.cryptomask.he``) and, per block b, ``block.BBBBBB.gGGGGGG.part.PPPP``
-  (≤ 32 MiB pieces of the block's BFV ciphertexts, (k, 2, L, N) uint32 in coefficient form, generation G) then
+  (≤ 32 MiB pieces of the block's BFV ciphertexts, k stacks of S slices (k, S, 2, L, N) uint32 in coefficient
+  form, generation G; ``protocols.cryptomask.encoding``) then
   ``block.BBBBBB``, the commit record: count, shape, SHA-256, generation, Alg. 1's merge indicator ``ind`` (rows
   used in the block's last ciphertext, 0 = full) and the ids per ciphertext row.
 * the **key store** (``--key-store``), protocol ``gallery-key``: the KG's ``sk``, the verifier's ``pk_v`` and
@@ -76,7 +77,7 @@ from .layout import (
 from .sources import Source
 
 SCHEME = "cryptomask"
-CTS_PER_BLOCK = 64  # ciphertexts per block: 6.3 MB at N = 4096 (1984 templates at d = 128)
+CTS_PER_BLOCK = 4  # stacks per block: 6.3 MB at N = 4096 and d = 128 (16 slices, 2044 templates)
 
 
 def _params(insecure: bool):
@@ -86,6 +87,9 @@ def _params(insecure: bool):
 # ------------------------------------------------------------------------------------------ validation
 def _meta(raw: bytes | None, what: str) -> dict:
     meta = read_json(raw, what)
+    if isinstance(meta, dict) and meta.get("scheme") == SCHEME and "slices" not in meta:
+        raise GalleryError("the gallery was made before cryptomask cut templates into slices (one ciphertext per "
+                           "template row): re-create it (`privface gallery enrol` into a new --gallery)")
     try:
         ok = (meta["version"] == VERSION and meta["scheme"] == SCHEME
               and all(type(meta[k]) is int and meta[k] > 0 for k in ("dim", "delta", "cts_per_block", "n"))
@@ -93,7 +97,8 @@ def _meta(raw: bytes | None, what: str) -> dict:
               and isinstance(meta["batches"], list))
         if ok:
             n = _params(meta["insecure_test_params"]).poly_modulus_degree
-            ok = meta["delta"] == encoding.rows_per_poly(n, meta["dim"])
+            ok = (meta["delta"] == encoding.rows_per_poly(n, meta["dim"])
+                  and meta["slices"] == encoding.slices(meta["dim"]))
             at = 0
             for bt in meta["batches"]:
                 ok = (ok and type(bt["start"]) is int and bt["start"] == at and type(bt["n"]) is int and bt["n"] > 0
@@ -148,7 +153,8 @@ def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
     c = read_json(local.get(LOCAL, record_key(name, block_key(b))), f"block {b} commit record")
     delta, k = meta["delta"], -(-count // meta["delta"])
     rows = c.get("ids")
-    if (c.get("count") != count or c.get("dtype") != "uint32" or c.get("shape") != [k, 2, basis.L, basis.n]
+    shape = [k, meta["slices"], 2, basis.L, basis.n]
+    if (c.get("count") != count or c.get("dtype") != "uint32" or c.get("shape") != shape
             or c.get("ind") != count % delta or type(c.get("gen")) is not int or c.get("gen") < 0
             or type(c.get("parts")) is not int or c.get("parts") < 1 or not isinstance(c.get("sha256"), str)
             or not isinstance(rows, list) or len(rows) != k or [len(r) if isinstance(r, list) else -1 for r in rows]
@@ -268,7 +274,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             local.put(LOCAL, record_key(name, "ksw"), K.tobytes())
             local.put(LOCAL, record_key(name, "galois"), GK.tobytes())
             meta = {"version": VERSION, "scheme": SCHEME, "dim": dim, "beta": None,
-                    "insecure_test_params": insecure_test_params, "delta": delta, "cts_per_block": CTS_PER_BLOCK,
+                    "insecure_test_params": insecure_test_params, "delta": delta, "slices": encoding.slices(dim),
+                    "cts_per_block": CTS_PER_BLOCK,
                     "ksw_sha256": hashlib.sha256(K.tobytes()).hexdigest(),
                     "galois_sha256": hashlib.sha256(GK.tobytes()).hexdigest(), "batches": [], "n": 0}
             pub = kg.public
@@ -330,7 +337,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             if bar is not None:
                 bar.close()
     nblocks = -(-count // cap)
-    stored = 4 * 2 * basis.L * basis.n * -(-count // delta)
+    stored = 4 * encoding.slices(dim) * 2 * basis.L * basis.n * -(-count // delta)
     public_bytes = (len(pk) + 8 * basis.L * 2 * (basis.L + 1) * basis.n  # pk + k_sw + Galois keys, once per gallery
                     + 4 * int(np.prod(galois_shape(basis.n, dim))))
     return CMEnrolReport(SCHEME, count, len(ids) - skipped, skipped, dim, delta, count % delta, nblocks, written,

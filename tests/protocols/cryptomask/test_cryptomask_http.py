@@ -94,7 +94,7 @@ from privface.store.sqlite import SQLiteStore  # noqa: E402
 from privface.wire import FrameReader, framed  # noqa: E402
 
 OCTETS = {"content-type": "application/octet-stream"}
-D, N = 128, 2000
+D, N = 128, 2100
 ROUNDS = 1 + 10  # the query with its distances, then Alg. 3 in one batch: ROTs, 3 tree levels, B2A; final: 4 + μ_0
 
 
@@ -124,14 +124,14 @@ def _serve_gallery(root, x, **options):
 
 @pytest.fixture(scope="module")
 def cs(tmp_path_factory):
-    """A toy gallery of 2000 templates (134 ciphertexts, 2 packs of 128), its CS over loopback HTTP with API keys; one
+    """A toy gallery of 2100 templates (9 stacks of 255, 2 packs of 8), its CS over loopback HTTP with API keys; one
     pack per DistanceChunk; Alg. 3 in one batch over every entry (the default)."""
     yield from _serve_gallery(tmp_path_factory.mktemp("cm-http"), _unit(N, 1), chunk=1)
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    """A toy gallery of 30 templates: 2 ciphertexts, one DistanceChunk."""
+    """A toy gallery of 30 templates: 1 stack, one DistanceChunk."""
     yield from _serve_gallery(tmp_path_factory.mktemp("cm-http-small"), _unit(30, 21), chunk=4)
 
 
@@ -150,7 +150,7 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
             local = identify(y, cs["gallery"], key_store_url=cs["keys_url"])
             plain = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= round(0.5 * (1 << 16)))
             assert got["match"] == local["match"] == plain == expect
-            assert got["comm_bytes"] == local["comm_bytes"] and got["n"] == N and got["ciphertexts"] == 134
+            assert got["comm_bytes"] == local["comm_bytes"] and got["n"] == N and got["ciphertexts"] == 9
             assert got["rounds"] == len(v.stats) - before == ROUNDS + (i == 0)  # gallery: once per client
             assert got["exchanges"] == {**({"gallery": 1} if i == 0 else {}), "identify/start": 1,
                                         "identify/reveal": 10}
@@ -159,7 +159,7 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
 
 def test_exchanges_do_not_grow_with_the_gallery(cs, small):
     """Issue 20: the HTTP request/response pairs of an identification are the same for 30 templates (1 distance
-    chunk) and 2000 (2 chunks): one start with every chunk in its streamed
+    chunk) and 2100 (2 chunks): one start with every chunk in its streamed
     answer, Alg. 3 in one batch, the base OTs riding on its round 0."""
     runs = {}
     for c in (small, cs):

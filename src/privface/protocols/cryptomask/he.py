@@ -12,12 +12,15 @@ polynomial arithmetic; ``crypto.rlwe`` stays its test oracle):
   modulus p₁ = q₀q₁ (``bfv.Basis.switch``, ``rescale``), then keeps it lifted over Q = q₀q₁q₂P in NTT form
   (``bfv.VerifierKeyProduct.lift``; storage: 4/3 of a ciphertext), or with ``precompute=False`` the p₁ ciphertext
   (2/3 of one) lifted at every query. Enrolment stays under pk, as in Alg. 1.
-* Eval.Mul(ct, ct_i) without key switching: the query is three symmetric RLWE rows under sk_v at Q, their uniform
-  halves sent as a 32-byte seed: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) (p₂ = q₂P). ĉ₀·R₀ + ĉ₁·R₁
-  encrypts π(A_i)·π(b) at the scale Q/t (the derivation is in the native module ``bfv/verifier_key.rs``): two
-  pointwise products per limb and ciphertext.
+* Slices (``encoding``): a gallery ciphertext is a stack of S ciphertexts, one per slice of D columns, over the
+  same δ templates; every array of gallery ciphertexts has the axis S after the first.
+* Eval.Mul(ct, ct_i) without key switching: the query is 2S + 1 symmetric RLWE rows under sk_v at Q, their uniform
+  halves sent as a 32-byte seed: R₀^σ = Enc(p₂·π(b_σ)), R₁^σ = Enc(p₂·π(b_σ)·s_v) per slice and Z = Enc(0)
+  (p₂ = q₂P). Σ_σ ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ encrypts Σ_σ π(A_σ)·π(b_σ) at the scale Q/t (the derivation is in the
+  native module ``bfv/verifier_key.rs``): two pointwise products per limb and slice, summed before one inverse
+  transform per stack.
 * Packing (§4.3's "send only what the verifier needs"): the products of D = ``encoding.stride(d)`` consecutive
-  gallery ciphertexts, dropped to q₀q₁, become one ciphertext holding all their δ·D inner products (PackLWEs,
+  gallery stacks, dropped to q₀q₁, become one ciphertext holding all their δ·D inner products (PackLWEs,
   Chen, Dai, Kim and Song 2021, Alg. 2; native module ``bfv/pack.rs``) with log₂ D Galois keys under sk_v that the
   KG issues with k_sw. The other coefficients, cross-correlations of gallery and query, are cancelled by the
   packing's trace and never leave the CS. Entry (ciphertext g·D + r, row m) sits at coefficient m·D + r of pack g.
@@ -43,7 +46,12 @@ from . import encoding
 from .params import MARGIN_BITS, WIRE_BITS, WIRE_BYTES
 
 CHUNK = 256  # gallery ciphertexts per native call (bounds the temporaries)
-ROWS, LIMBS = 3, 4  # §4.5's query rows R₀, R₁, Z; limbs of Q = q₀q₁q₂P
+LIMBS = 4  # limbs of Q = q₀q₁q₂P
+
+
+def rows(dim: int) -> int:
+    """§4.5's query rows for templates of ``dim``: R₀^σ, R₁^σ per slice, then Z."""
+    return 2 * encoding.slices(dim) + 1
 
 
 class Basis:
@@ -95,7 +103,7 @@ def check_residues(x, shape: tuple, basis: Basis, what: str, limb_axis: int = -2
 
 @dataclass(frozen=True)
 class Upload:
-    """DP → CS (Alg. 1 line 6): ciphertexts (k, 2, L, N) in coefficient form; ``merge`` says the first one
+    """DP → CS (Alg. 1 line 6): ciphertexts (k, S, 2, L, N) in coefficient form; ``merge`` says the first one
     goes into the CS's last ciphertext; ``ind`` the occupied rows of the last ciphertext afterwards."""
 
     cts: np.ndarray
@@ -110,8 +118,8 @@ class Upload:
 
 @dataclass(frozen=True)
 class Query:
-    """Verifier → CS (Alg. 2 line 2, §4.5): the b-halves (3, 4, N) of R₀, R₁, Z in NTT form (uint32) and the 32-byte
-    seed of their uniform halves."""
+    """Verifier → CS (Alg. 2 line 2, §4.5): the b-halves (2S + 1, 4, N) of the rows R₀^σ, R₁^σ, Z in NTT form
+    (uint32) and the 32-byte seed of their uniform halves."""
 
     rows: np.ndarray
     seed: bytes
@@ -124,13 +132,18 @@ class Query:
         return self.seed + np.ascontiguousarray(self.rows, dtype="<u4").tobytes()
 
     @classmethod
-    def from_bytes(cls, raw: bytes, n: int) -> Query:
+    def from_bytes(cls, raw: bytes, n: int, dim: int) -> Query:
         """The wire form (seed, then the b-halves as little-endian uint32); its residues are checked by the CS."""
-        want = 32 + 4 * ROWS * LIMBS * n
+        want = query_bytes(n, dim)
         if len(raw) != want:
             raise ProtocolError(f"Query: {len(raw)} bytes of query rows, expected {want}")
-        rows = np.frombuffer(raw, dtype="<u4", offset=32).reshape(ROWS, LIMBS, n).astype(np.uint32)
-        return cls(rows, bytes(raw[:32]))
+        r = np.frombuffer(raw, dtype="<u4", offset=32).reshape(rows(dim), LIMBS, n).astype(np.uint32)
+        return cls(r, bytes(raw[:32]))
+
+
+def query_bytes(n: int, dim: int) -> int:
+    """A query's wire size: the seed and 2S + 1 rows of four limbs."""
+    return 32 + 4 * rows(dim) * LIMBS * n
 
 
 @dataclass(frozen=True)
@@ -191,11 +204,14 @@ class DataProvider:
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
 
     def _encrypt(self, A: np.ndarray) -> np.ndarray:
-        pt = seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0),
-                                     encoding.encode_matrix(A, self.n, self.t), 1.0)
-        ct = sealapi.Ciphertext()
-        self.public.encryptor.encrypt(pt, ct)
-        return seal_arrays.ciphertext_to_array(ct)
+        """One stack: Enc_pk(π(A_σ)) for every slice, (S, 2, L, N)."""
+        out = []
+        for poly in encoding.encode_matrix(A, self.n, self.t):
+            pt = seal_io.load_plaintext(self.public.seal_context, (0, 0, 0, 0), poly, 1.0)
+            ct = sealapi.Ciphertext()
+            self.public.encryptor.encrypt(pt, ct)
+            out.append(seal_arrays.ciphertext_to_array(ct))
+        return np.stack(out)
 
     def enrol(self, vectors, ind: int) -> Upload:
         """Alg. 1 lines 2–6 with ``ind`` = rows already used in the CS's last ciphertext (0: start a new one)."""
@@ -223,10 +239,10 @@ def merge_last(basis: Basis, last: np.ndarray, ct: np.ndarray) -> np.ndarray:
 
 class CloudServer:
     """The CS: the gallery in blocks (no copying on growth) under the verifier's key (§4.5) — lifted over Q in NTT
-    form (k, 2, 4, N), or with ``precompute=False`` at p₁ in coefficient form (k, 2, 2, N), half the memory, lifted
-    at every query — the last ciphertext under pk in coefficient form for merging (Alg. 1 line 7), ``ind``, and
+    form (k, S, 2, 4, N), or with ``precompute=False`` at p₁ in coefficient form (k, S, 2, 2, N), half the memory,
+    lifted at every query — the last stack under pk in coefficient form for merging (Alg. 1 line 7), ``ind``, and
     k_sw with the Galois keys once the KG has sent them (Alg. 2 line 1). Blocks that arrive before k_sw wait under
-    pk (``_pending``). ``group``: D, the gallery ciphertexts per pack."""
+    pk (``_pending``). ``group``: D, the gallery stacks per pack; ``slices``: S."""
 
     def __init__(self, public, dim: int, *, workers: int | None = None, precompute: bool = True) -> None:
         """``workers``: kept for callers; the native core's threads are set by ``ext.bfv.set_threads``."""
@@ -236,7 +252,7 @@ class CloudServer:
         self.precompute = precompute
         self.n, self.t = public.params.poly_modulus_degree, public.params.plain_modulus
         self.delta = encoding.rows_per_poly(self.n, dim)
-        self.group = encoding.stride(dim)
+        self.group, self.slices = encoding.stride(dim), encoding.slices(dim)
         self.blocks: list[np.ndarray] = []
         self._pending: list[np.ndarray] = []
         self.last: np.ndarray | None = None
@@ -254,9 +270,9 @@ class CloudServer:
     def receive(self, up: Upload) -> None:
         """Alg. 1 line 7: check, merge the first ciphertext into the last one if asked, store the rest."""
         L, n = self.basis.L, self.n
-        if not isinstance(up, Upload) or up.cts.ndim != 4:
-            raise ProtocolError("enrolment upload: expected ciphertexts (k, 2, L, N)")
-        cts = check_residues(up.cts, (up.cts.shape[0], 2, L, n), self.basis, "enrolment upload")
+        if not isinstance(up, Upload) or not isinstance(up.cts, np.ndarray) or up.cts.ndim != 5:
+            raise ProtocolError("enrolment upload: expected ciphertexts (k, S, 2, L, N)")
+        cts = check_residues(up.cts, (up.cts.shape[0], self.slices, 2, L, n), self.basis, "enrolment upload")
         first = min(self.delta - self.ind, up.count) if self.ind else 0
         expect = int(bool(first)) + -(-(up.count - first) // self.delta)
         if (up.merge != (self.ind > 0) or up.count < 1 or up.ind != (self.ind + up.count) % self.delta
@@ -276,14 +292,14 @@ class CloudServer:
         self.ind, self.count = up.ind, self.count + up.count
 
     def load(self, blocks: list[np.ndarray], count: int) -> None:
-        """A persisted gallery (``scale.cryptomask_gallery``): ``blocks`` of ciphertexts (k, 2, L, N) under pk in
+        """A persisted gallery (``scale.cryptomask_gallery``): ``blocks`` of ciphertexts (k, S, 2, L, N) under pk in
         coefficient form as Alg. 1 left them, ``count`` templates. They are switched to sk_v here (or when k_sw
         arrives), once per process."""
         if self.count or not blocks or not 0 < count <= sum(len(b) for b in blocks) * self.delta:
             raise ProtocolError("load: an empty CS, at least one block and a count that fits it")
         L, n = self.basis.L, self.n
         for i, blk in enumerate(blocks):
-            blk = check_residues(blk, (len(blk), 2, L, n), self.basis, f"gallery block {i}")
+            blk = check_residues(blk, (len(blk), self.slices, 2, L, n), self.basis, f"gallery block {i}")
             self._keep(blk)
             self.last = blk[-1].astype(np.uint32)
         self.count, self.ind = count, count % self.delta
@@ -295,14 +311,16 @@ class CloudServer:
             self.blocks.append(self._stored(cts))
 
     def _stored(self, cts: np.ndarray) -> np.ndarray:
-        """§4.5 for ciphertexts (k, 2, L, N) under pk: switched to sk_v, dropped to p₁, lifted (``precompute``)."""
-        b = self.basis
+        """§4.5 for ciphertexts (k, S, 2, L, N) under pk: switched to sk_v, dropped to p₁, lifted (``precompute``)."""
+        b, S = self.basis, self.slices
+        flat = cts.reshape((-1,) + cts.shape[2:])
         parts = []
-        for i in range(0, len(cts), CHUNK):
-            c = b.native.switch(np.ascontiguousarray(cts[i:i + CHUNK], dtype=np.uint64), self._ksk)
-            low = b.native.rescale(c, limbs=b.L)  # mod q₀q₁, (k, 2, 2, N)
+        for i in range(0, len(flat), CHUNK):
+            c = b.native.switch(np.ascontiguousarray(flat[i:i + CHUNK], dtype=np.uint64), self._ksk)
+            low = b.native.rescale(c, limbs=b.L)  # mod q₀q₁, (k·S, 2, 2, N)
             parts.append(b.product.lift(low) if self.precompute else low.astype(np.uint32))
-        return np.concatenate(parts)
+        out = np.concatenate(parts)
+        return out.reshape((len(cts), S) + out.shape[1:])
 
     def set_switching_key(self, K: np.ndarray, galois: np.ndarray) -> None:
         """k_sw (Alg. 2 line 1) and the Galois keys under sk_v (``KeyGenerator.galois_keys``): the gallery that
@@ -325,14 +343,14 @@ class CloudServer:
         return self.distances_of(self.prepare(query), 0, self.ciphertexts)
 
     def prepare(self, query: Query) -> np.ndarray:
-        """The checked query rows with their uniform halves, (3, 2, 4, N) in NTT form, once per query."""
+        """The checked query rows with their uniform halves, (2S + 1, 2, 4, N) in NTT form, once per query."""
         if self._ksk is None or not self.count:
             raise ProtocolError("the CS needs k_sw from the KG and an enrolled gallery")
         if not isinstance(query, Query) or not isinstance(query.seed, bytes) or len(query.seed) != 32:
             raise ProtocolError("query: rows and a 32-byte seed")
         if (not isinstance(query.rows, np.ndarray) or query.rows.dtype != np.uint32
-                or query.rows.shape != (ROWS, LIMBS, self.n)):
-            raise ProtocolError(f"query: expected rows ({ROWS}, {LIMBS}, {self.n}) uint32")
+                or query.rows.shape != (rows(self.dim), LIMBS, self.n)):
+            raise ProtocolError(f"query: expected rows ({rows(self.dim)}, {LIMBS}, {self.n}) uint32")
         try:
             return self.basis.product.rows(query.rows, query.seed)
         except ValueError as e:
@@ -351,7 +369,7 @@ class CloudServer:
         pr, key, step = self.basis.product, seed(), max(CHUNK, g)
         c1s, c0s = [], []
         for a in range(lo, hi, step):
-            parts = [p if self.precompute else pr.lift(p.astype(np.uint64)) for p in self._parts(a, min(hi, a + step))]
+            parts = [p if self.precompute else self._lift(p) for p in self._parts(a, min(hi, a + step))]
             gal = parts[0] if len(parts) == 1 else np.concatenate(parts)
             c1, c0 = pr.packed_distances(gal, R, self._galois, g, key, (a - lo) // g, WIRE_BITS)
             c1s.append(c1)
@@ -360,6 +378,11 @@ class CloudServer:
         u, share = self._masks(c0.shape)
         c0 = (c0 + u) & np.uint64((1 << WIRE_BITS) - 1)
         return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta]
+
+    def _lift(self, p: np.ndarray) -> np.ndarray:
+        """Stacks at p₁ (k, S, 2, 2, N) → lifted over Q (k, S, 2, 4, N) (``precompute=False``)."""
+        out = self.basis.product.lift(p.reshape((-1, 2, 2, self.n)).astype(np.uint64))
+        return out.reshape(p.shape[:2] + out.shape[1:])
 
     def _parts(self, lo: int, hi: int):
         """The stored ciphertexts lo … hi − 1 across the blocks, at most ``CHUNK`` at a time."""
@@ -405,7 +428,8 @@ class VerifierHE:
             raise ProtocolError("the verifier's product needs N·2^WIRE_BITS ≤ q₀q₁/2")
 
     def query(self, b_vec) -> Query:
-        """§4.5's rows R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) under sk_v, uniform halves as a seed."""
+        """§4.5's rows R₀^σ = Enc(p₂·π(b_σ)), R₁^σ = Enc(p₂·π(b_σ)·s_v), Z = Enc(0) under sk_v, uniform halves as a
+        seed."""
         b = encoding.quantize(b_vec)
         if b.shape != (self.dim,):
             raise TemplateError(f"query must be one {self.dim}-dimensional vector")

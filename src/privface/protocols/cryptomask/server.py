@@ -123,7 +123,7 @@ class CloudServerRole:
         self.chunk = chunk or chunk_packs(cs.n)  # packs (of cs.group ciphertexts) per DistanceChunk
         self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, self.batch, insecure_test_params,
                                 pk_bytes)
-        self.query_bytes = 32 + 4 * he.ROWS * he.LIMBS * cs.n
+        self.query_bytes = he.query_bytes(cs.n, cs.dim)
         self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
         """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
         self.max_sessions = max(1, min(MAX_SESSIONS, SESSION_MEMORY // (2 * self.round_limit)))
@@ -204,7 +204,7 @@ class CloudServerRole:
         """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``
         (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``). → the answer's frames:
         ``Started``, then each ``DistanceChunk`` (``_distances``), computed as the previous one is sent."""
-        query = he.Query.from_bytes(read_message(Query, body).rows, self.cs.n)
+        query = he.Query.from_bytes(read_message(Query, body).rows, self.cs.n, self.cs.dim)
         with self._lock:
             self._check_room(caller)
         switched = self.cs.prepare(query)  # checks residues < primes
