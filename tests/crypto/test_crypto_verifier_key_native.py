@@ -128,7 +128,7 @@ def test_rows_decrypt_and_distances_carry_the_product(small, seed):
         low.append([[[v % q for v in c] for q in p[:2]] for c in (c0, c1)])
     keys = pr.galois_keys(s, d, os.urandom(32), os.urandom(32))
     g = pr.lift(np.array(low, dtype=np.uint64)).reshape(k, 2, 2, 4, n)
-    d1, d0 = pr.packed_distances(g, rows, keys, d, os.urandom(32), 0, w)
+    d1, d0 = pr.packed_distances([g[:3], g[3:]], rows, keys, d, os.urandom(32), 0, w)  # two parts, one pack across
     assert d1.shape == d0.shape == (2, n)
     for g in range(2):
         c1s = negacyclic([int(v) for v in d1[g]], [int(v) for v in s])
@@ -194,14 +194,14 @@ def test_bad_inputs_are_errors(small):
     with pytest.raises(ValueError, match="2S"):
         pr.rows(np.zeros((4, 4, n), np.uint32), os.urandom(32))
     with pytest.raises(ValueError, match="gallery"):  # two slices' rows, one-slice stacks
-        pr.packed_distances(g, np.zeros((5, 2, 4, n), np.uint32), keys, 8, os.urandom(32), 0, 32)
+        pr.packed_distances([g], np.zeros((5, 2, 4, n), np.uint32), keys, 8, os.urandom(32), 0, 32)
     for d in (3, 1, n):  # not a power of two in [2, N/2]
         with pytest.raises(ValueError, match="power of two"):
-            pr.packed_distances(g, rows, keys, d, os.urandom(32), 0, 32)
+            pr.packed_distances([g], rows, keys, d, os.urandom(32), 0, 32)
     with pytest.raises(ValueError, match="Galois keys"):
-        pr.packed_distances(g, rows, keys[:-1], 8, os.urandom(32), 0, 32)
+        pr.packed_distances([g], rows, keys[:-1], 8, os.urandom(32), 0, 32)
     with pytest.raises(ValueError, match="prime"):
-        pr.packed_distances(g, rows, np.full_like(keys, p[0]), 8, os.urandom(32), 0, 32)
+        pr.packed_distances([g], rows, np.full_like(keys, p[0]), 8, os.urandom(32), 0, 32)
     with pytest.raises(ValueError, match="ternary"):
         pr.galois_keys(np.full(n, 2, np.int64), 8, os.urandom(32), os.urandom(32))
     with pytest.raises(ValueError, match="prime"):

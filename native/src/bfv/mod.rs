@@ -439,13 +439,14 @@ impl PyVerifierKeyProduct {
         array32(py, vec![g, 2, pack::DATA, n], out)
     }
 
-    /// Alg. 2 lines 5–11 with PackLWEs: gallery (k, S, 2, 4, N), rows (2S + 1, 2, 4, N), Galois keys for groups of d →
-    /// (c₁ (G, N), c₀ (G, N)) at 2^``wire_bits``, G = ⌈k/d⌉; the entry of ciphertext g·d + r, row m, at m·d + r.
+    /// Alg. 2 lines 5–11 with PackLWEs: the gallery as a list of arrays (k_i, S, 2, 4, N), read in order as one
+    /// (no copy: the CS keeps its gallery in blocks), rows (2S + 1, 2, 4, N), Galois keys for groups of d →
+    /// (c₁ (G, N), c₀ (G, N)) at 2^``wire_bits``, G = ⌈Σ k_i/d⌉; the entry of stack g·d + r, row m, at m·d + r.
     #[allow(clippy::too_many_arguments)]
     fn packed_distances<'py>(
         &self,
         py: Python<'py>,
-        g: PyReadonlyArrayDyn<'py, u32>,
+        g: Vec<PyReadonlyArrayDyn<'py, u32>>,
         rows: PyReadonlyArrayDyn<'py, u32>,
         keys: PyReadonlyArrayDyn<'py, u32>,
         d: usize,
@@ -455,18 +456,23 @@ impl PyVerifierKeyProduct {
     ) -> Pair64<'py> {
         let n = self.inner.n;
         let slices = self.rows_shape(rows.shape())?;
-        let k = self.shape(g.shape(), &[slices, 2, verifier_key::LIMBS], "distances: gallery")?;
+        let mut k = 0;
+        for part in &g {
+            k += self.shape(part.shape(), &[slices, 2, verifier_key::LIMBS], "distances: gallery")?;
+        }
         let lv = pack::levels(n, d).map_err(err)?;
         self.keys_shape(keys.shape(), lv)?;
         if k == 0 || !(8..=56).contains(&wire_bits) {
             return Err(err("distances: at least one ciphertext and 8 ≤ wire_bits ≤ 56".into()));
         }
         let sd = seed32(seed, "distances")?;
-        let (gv, rv, kv) = (flat(&g), flat(&rows), flat(&keys));
+        let gv: Vec<Cow<[u32]>> = g.iter().map(flat).collect();
+        let (rv, kv) = (flat(&rows), flat(&keys));
         self.below(&rv, "distances: rows")?;
         self.keys_below(&kv, "distances: Galois keys")?;
+        let parts: Vec<&[u32]> = gv.iter().map(|c| c.as_ref()).collect();
         let (c1, c0) = py
-            .detach(|| pool::install(|| self.inner.packed_distances(&gv, &rv, &kv, d, sd, offset, wire_bits)))
+            .detach(|| pool::install(|| self.inner.packed_distances(&parts, &rv, &kv, d, sd, offset, wire_bits)))
             .map_err(err)?;
         let groups = k.div_ceil(d);
         Ok((array(py, vec![groups, n], c1)?, array(py, vec![groups, n], c0)?))

@@ -272,14 +272,14 @@ impl Product {
         Ok(())
     }
 
-    /// Alg. 2 lines 5–11 with packing: the gallery (k, S, 2, 4, N) times the rows (2S + 1, 2, 4, N) as ``product``
-    /// does, groups of d consecutive ciphertexts packed (a short last group padded with zeros), then per packed
+    /// Alg. 2 lines 5–11 with packing: the gallery (k, S, 2, 4, N), given in consecutive parts, times the rows
+    /// (2S + 1, 2, 4, N) as ``product`` does, groups of d consecutive stacks packed (a short last group padded with zeros), then per packed
     /// ciphertext g: + u·Z + (e₀, e₁) with u, e from AES-128-CTR block (offset + g, j), switched to q' = 2^w:
     /// (c₁ (G, N), c₀ (G, N)), the entry of gallery ciphertext g·d + r, row m at coefficient m·d + r.
     #[allow(clippy::too_many_arguments)]
     pub fn packed_distances(
         &self,
-        g: &[u32],
+        g: &[&[u32]],
         rows: &[u32],
         keys: &[u32],
         d: usize,
@@ -291,10 +291,11 @@ impl Product {
         levels(n, d)?;
         let slices = slices_of(rows.len(), n);
         let one = slices * 2 * LIMBS * n;
-        if slices == 0 || g.is_empty() || !g.len().is_multiple_of(one) {
+        if slices == 0 || g.iter().all(|p| p.is_empty()) || g.iter().any(|p| !p.len().is_multiple_of(one)) {
             return Err("distances: gallery (k, S, 2, 4, N) and rows (2S + 1, 2, 4, N)".into());
         }
-        let k = g.len() / one;
+        let stacks: Vec<&[u32]> = g.iter().flat_map(|p| p.chunks(one)).collect();
+        let k = stacks.len();
         let groups = k.div_ceil(d);
         let item = CT * n;
         let sh = shouped(self, rows);
@@ -321,7 +322,7 @@ impl Product {
         let mut items = vec![0u32; groups * d * item];
         items[..k * item]
             .par_chunks_mut(item)
-            .zip(g.par_chunks(one))
+            .zip(stacks.par_iter())
             .for_each(|(out, gs)| with_scratch(n, |sc| self.prep_fast(&prep, gs, &mut sc.prod, out)));
         self.pack(&mut items, d, keys)?;
         let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));

@@ -1,12 +1,13 @@
 """cryptomask — CryptoMask (seed 001): BFV coefficient encoding with a d-coefficient buffer (§4.1), enrolment
 with the merge indicator (Alg. 1), the gallery kept under the verifier's key (§4.5) so one ciphertext product per
-gallery ciphertext needs no key switching, the distances of 128 ciphertexts packed into one (PackLWEs), masking
+gallery ciphertext needs no key switching, templates cut into slices of 8 columns whose products are summed before
+the distances of 8 stacks are packed into one ciphertext (PackLWEs), masking
 (Alg. 2), and secure result revealing (Alg. 3: comparison, B2A,
 sum, final comparison) on IKNP OT extension, so the verifier learns one bit: whether some enrolled face matches.
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
-from .encoding import SCALE_BITS, rows_per_poly
+from .encoding import SCALE_BITS, rows_per_poly, slices
 from .he import CloudServer, DataProvider, VerifierHE
 from .params import CM_BFV, COMPARE_BITS, MARGIN_BITS, T_BITS, WIRE_BITS
 from .parties import LEAKAGE, THREAT_MODEL, CryptoMask, KeyGenerator, Run
@@ -19,9 +20,9 @@ DESCRIPTION = {
     "parties": ["KeyGenerator", "DataProvider", "CloudServer", "Verifier"],
     "threat_model": THREAT_MODEL,
     "modes": {"sec4.5-gallery-under-sk_v": {"status": "implemented", "params": CM_BFV.name,
-                                            "packing": "δ = ⌈(N − D)/D⌉ templates per ciphertext (§4.1, D = d "
-                                                       "rounded up to a power of two); the distances of D "
-                                                       "ciphertexts in one (PackLWEs)",
+                                            "packing": "slices of D = 8 columns (d padded), one ciphertext "
+                                                       "per slice, δ = N/D − 1 templates per stack (§4.1); "
+                                                       "the distances of D stacks in one (PackLWEs)",
                                             "leakage": LEAKAGE}},
     "leakage": LEAKAGE,
     "security_levels": [{"scheme": "bfv", "params": CM_BFV.name, "security_bits": CM_BFV.security_bits,
@@ -34,20 +35,21 @@ DESCRIPTION = {
                    "plain_modulus": CM_BFV.plain_modulus, "scale_bits": SCALE_BITS, "ring_bits": T_BITS,
                    "compare_ring_bits": COMPARE_BITS,
                    "rows_per_ciphertext_d128": rows_per_poly(CM_BFV.poly_modulus_degree, 128),
+                   "slices_d128": slices(128),
                    "security": "128-bit classical (HE standard, Albrecht et al. 2018, Tab. 1: log qP ≤ 109 at "
                                "N = 4096, ternary secret); qP = 27 + 27 + 27 data bits + a 28-bit special prime",
                    "gallery_modulus_bits": 54, "query_modulus_bits": 109,
                    "sec4.5": "gallery switched to sk_v once and kept at p₁ = q₀q₁ (54 bits), lifted over "
-                             "Q = q₀q₁q₂P (109 bits); query: R₀ = Enc(p₂·π(b)), R₁ = Enc(p₂·π(b)·s_v), Z = Enc(0) "
-                             "under sk_v at Q, uniform halves from a 32-byte seed; every answer re-randomised "
-                             "with u·Z + e",
+                             "Q = q₀q₁q₂P (109 bits); query: R₀^σ = Enc(p₂·π(b_σ)), R₁^σ = Enc(p₂·π(b_σ)·s_v) "
+                             "per slice and Z = Enc(0) under sk_v at Q, uniform halves from a 32-byte seed; "
+                             "every answer re-randomised with u·Z + e",
                    "packing": "PackLWEs (Chen, Dai, Kim, Song 2021, Alg. 2) at q₀q₁ over the subring Z[X^D]: log₂ D "
                               "Galois keys under sk_v (gadget digits [c]_{q₀}, [c]_{q₁}, special prime P) issued by "
-                              "the KG with k_sw, ≈ one key switch per gallery ciphertext, one (c₀, c₁) per D "
-                              "ciphertexts",
+                              "the KG with k_sw, (D − 1)/D key switches per stack, one (c₀, c₁) per D "
+                              "stacks",
                    "wire_modulus_bits": WIRE_BITS, "mask_margin_bits": MARGIN_BITS,
                    "communication": "distances packed and modulus-switched to q' = 2^32 before they leave the "
-                                    "CS (4 bytes per coefficient: 32 KB per pack of D·δ = 3 968 templates at "
+                                    "CS (4 bytes per coefficient: 32 KB per pack of D·δ = 4 088 templates at "
                                     "d = 128); "
                                     "Alg. 3 in one batch, in process and over HTTP (round trips independent "
                                     "of the gallery; over HTTP 1 + 1 + 10 exchanges, large messages streamed "

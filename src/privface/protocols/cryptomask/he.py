@@ -370,8 +370,7 @@ class CloudServer:
         c1s, c0s = [], []
         for a in range(lo, hi, step):
             parts = [p if self.precompute else self._lift(p) for p in self._parts(a, min(hi, a + step))]
-            gal = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            c1, c0 = pr.packed_distances(gal, R, self._galois, g, key, (a - lo) // g, WIRE_BITS)
+            c1, c0 = pr.packed_distances(parts, R, self._galois, g, key, (a - lo) // g, WIRE_BITS)  # views, no copy
             c1s.append(c1)
             c0s.append(c0)
         c1, c0 = np.concatenate(c1s), np.concatenate(c0s)
