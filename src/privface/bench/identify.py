@@ -228,7 +228,7 @@ def _cryptomask(x, y, repeat, insecure, threads) -> dict:
             "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "enrol_bytes": cm.enrol_bytes, "seconds_per_phase": phases,
-            "ciphertexts": cm.cs.ciphertexts, "templates_per_ciphertext": cm.cs.delta,
+            "ciphertexts": cm.cs.ciphertexts, "slices": cm.cs.slices, "templates_per_ciphertext": cm.cs.delta,
             "rounds": run.rounds, "answer": run.match, "answer_equals_plaintext": run.match == expect}
 
 

@@ -45,7 +45,7 @@ from ...errors import ProtocolError, TemplateError
 from . import encoding
 from .params import MARGIN_BITS, WIRE_BITS, WIRE_BYTES
 
-CHUNK = 256  # gallery ciphertexts per native call (bounds the temporaries)
+CHUNK = 256  # gallery stacks per native call (bounds the temporaries)
 LIMBS = 4  # limbs of Q = q₀q₁q₂P
 
 

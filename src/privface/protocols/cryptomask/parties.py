@@ -22,8 +22,8 @@ from .params import CM_BFV, CM_BFV_TOY
 from .reveal import reveal, setup_ot
 
 CHUNK = 1024
-"""Gallery ciphertexts per distances piece in process (the verifier holds one piece's c'_1: 33 MB, not 1.1 GB at
-2^20)."""
+"""Gallery stacks per distances piece in process (the verifier decrypts one piece at a time: 128 packs of 4 088
+templates at d = 128)."""
 
 THREAT_MODEL = {
     "key_generator": "fully trusted (§3.2): generates every key, never online during identification",

@@ -52,13 +52,13 @@ from .reveal import reveal_cs
 
 PROTOCOL = "cryptomask"
 CHUNK_BYTES = 3 << 20
-"""Residue bytes per ``DistanceChunk`` at most (modulus-switched: WIRE_BYTES per coefficient, N + δ per ciphertext)."""
+"""Residue bytes per ``DistanceChunk`` at most (modulus-switched: WIRE_BYTES per coefficient, 2N per pack)."""
 ROUND_BYTES_PER_ENTRY, ROUND_BYTES_FIXED = 560, 1 << 20
 """A bound on any Alg. 3 message for a batch of m entries: ``ROUND_BYTES_PER_ENTRY``·m + ``ROUND_BYTES_FIXED`` (the
 verifier's largest, its ROTs, is 528 B per entry; ``max_round_bytes``)."""
 MAX_SESSIONS, MAX_PER_CALLER = 8, 2
-"""Identifications open at the CS at once (a session holds 1.2 MB of rows, then d_0: 8 B per template, 8 MB at
-2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages and
+"""Identifications open at the CS at once (a session holds 4.3 MB of rows at d = 128, then d_0: 8 B per template,
+8 MB at 2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages and
 OT-extension keys, ≈ 1 kB per template at its peak, as in process), and per caller (the service's client identity:
 API key id, else client address), so that one caller cannot hold every slot."""
 SESSION_MEMORY = 4 << 30
