@@ -300,7 +300,7 @@ impl PyVerifierKeyProduct {
 
 #[pymethods]
 impl PyVerifierKeyProduct {
-    /// Primes q₀, q₁ (the gallery's p₁), q₂, P (each below 2^30, ≡ 1 mod 2N) and N.
+    /// Primes q₀, q₁ (the gallery's p₁), q₂, P (each below 2^29, ≡ 1 mod 2N) and N.
     #[new]
     fn new(moduli: Vec<u64>, n: usize) -> PyResult<Self> {
         Ok(PyVerifierKeyProduct {

@@ -4,7 +4,7 @@
 Z_{2^20} that Alg. 3's shares live in, §3.3). log q = 109 is the HE standard's bound for 128-bit classical
 security at N = 4096 with a ternary secret (Albrecht et al. 2018, Tab. 1; SEAL's ``CoeffModulus.MaxBitCount``),
 the same total as the paper's 60 + 49. With §4.5 (``he``) the gallery sits at p₁ = q₀q₁ (54 bits) under sk_v and
-the query rows at Q = q₀q₁q₂P (109 bits): primes below 2^30 let the native core run its NTTs and products on
+the query rows at Q = q₀q₁q₂P (109 bits): primes below 2^29 let the native core run its NTTs and products on
 32-bit lanes; the noise stays far below a plaintext step (the tests decrypt every distance exactly; measured noise:
 docs/protocols/cryptomask.md).
 """
