@@ -15,6 +15,7 @@ pub mod millionaire;
 pub mod modexp;
 pub mod ot;
 pub mod otext;
+pub mod prp;
 
 /// SHA-256 of the crate's sources at build time (see build.rs); the Python wrapper compares it.
 pub const SOURCE_HASH: &str = env!("PRIVFACE_NATIVE_SOURCE_HASH");

@@ -4,154 +4,259 @@
 //! the randomness and the tweak bookkeeping.
 //!
 //! * 1-out-of-2^w OT from w random OTs: S masks message v with TCCR(⊕_t K_{t, v_t}, tweak0 + i·2^w + v)
-//!   (two bits: lt ⊕ [v < y_j], eq ⊕ [v = y_j]); R unmasks the one at its block value x_j.
+//!   (two bits: lt ⊕ [v < y_j], eq ⊕ [v = y_j]); R unmasks the one at its block value x_j. Both sides use
+//!   the keys of the comparison's m·ell OTs inside the extension's tasks (`otext::Sender::extend_with`):
+//!   S keeps only the packed messages, R only a two-bit mask per block and entry, never the 16-byte keys.
 //! * Bit triples from two ROTs per triple (bit 0 of each key); B2A from one ROT per bit (the key's first four
 //!   bytes read as a little-endian u32).
 //!
 //! Packed bits are LSB first (numpy's `bitorder="little"`); the outputs are byte for byte those of
 //! tests/helpers/millionaire_oracle.py.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArrayDyn};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rayon::prelude::*;
 
 use crate::bfv::pool;
-use crate::otext::{contiguous, read_row, tccr_cipher, tccr_rows};
-
-/// Entries per rayon task.
-const CHUNK: usize = 1024;
+use crate::otext::{KAPPA, PyIknpReceiver, PyIknpSender, Receiver, Sender, Shared, contiguous, read_row, row_bytes};
+use crate::prp::{Prp, TCCR_KEY, tccr_to, tccr_with};
 
 /// The largest block width (2^w keys per entry).
 pub const MAX_BLOCK_BITS: usize = 8;
 
-fn check_block(keys: usize, m: usize, ell: usize, p: usize, w: usize) -> Result<(), String> {
-    if !(1..=MAX_BLOCK_BITS).contains(&w) || p + w > ell || ell > 64 {
-        return Err(format!("millionaire: block {p}..{} outside 0..{ell}", p + w));
+/// (p, w) of every block of an ell-bit comparison, from the widths (each 1..=MAX_BLOCK_BITS, summing to ell).
+fn blocks(ell: usize, widths: &[usize]) -> Result<Vec<(usize, usize)>, String> {
+    if !(1..=64).contains(&ell) || widths.iter().sum::<usize>() != ell {
+        return Err(format!("millionaire: block widths {widths:?} do not split {ell} bits"));
     }
-    if keys != 16 * m * ell {
-        return Err(format!("millionaire: expected {m} × {ell} keys of 16 bytes"));
+    let mut p = 0;
+    let mut out = Vec::with_capacity(widths.len());
+    for &w in widths {
+        if !(1..=MAX_BLOCK_BITS).contains(&w) {
+            return Err(format!("millionaire: blocks of 1..={MAX_BLOCK_BITS} bits"));
+        }
+        out.push((p, w));
+        p += w;
     }
-    Ok(())
+    Ok(out)
 }
 
-/// S's masked 2^w messages of block bits p..p+w of every entry: ct[i, v] = (lt | eq << 1) ⊕ (TCCR(key) & 3),
-/// packed as bits (i, v, {lt, eq}).
-#[allow(clippy::too_many_arguments)]
-pub fn leaf_send(
-    k0: &[u8],
-    k1: &[u8],
+/// One task's entries: the first one's index and the task's keys, ell rows per entry from row 0.
+struct Task<'a> {
+    first: usize,
+    count: usize,
     ell: usize,
-    p: usize,
-    w: usize,
+    k0: &'a [u8],
+    k1: &'a [u8],
+}
+
+/// S's 2^w two-bit messages of block (p, w) of the task's entries: vals[k·2^w + v] = (lt | eq << 1) ⊕
+/// (TCCR(⊕_t K_{t, v_t}, tweak0 + i·2^w + v) & 3), lt = ls_i ⊕ [v < y_i], eq = es_i ⊕ [v = y_i], i = first + k.
+#[allow(clippy::too_many_arguments)]
+fn leaf_messages(
+    aes: &Prp,
+    t: &Task,
+    (p, w): (usize, usize),
     y: &[u64],
     ls: &[u8],
     es: &[u8],
     tweak0: u64,
-) -> Result<Vec<u8>, String> {
-    let m = y.len();
-    check_block(k0.len(), m, ell, p, w)?;
-    if k1.len() != k0.len() || ls.len() != m || es.len() != m {
-        return Err("millionaire: keys, inputs and random bits differ in length".into());
-    }
+    vals: &mut [u8],
+) {
     let n = 1usize << w;
-    let aes = tccr_cipher();
-    let mut ct = vec![0u8; m * n];
-    ct.par_chunks_mut(CHUNK * n).enumerate().for_each(|(c, out)| {
-        let mut key = vec![0u128; n];
-        for (k, o) in out.chunks_mut(n).enumerate() {
-            let i = c * CHUNK + k;
-            let row = i * ell + p;
-            key[0] = read_row(k0, row);
-            key[1] = read_row(k1, row);
-            for t in 1..w {
-                let (a, b) = (read_row(k0, row + t), read_row(k1, row + t));
-                let half = 1 << t;
-                for v in 0..half {
-                    key[half + v] = key[v] ^ b;
-                    key[v] ^= a;
-                }
-            }
-            let base = tweak0.wrapping_add((i as u64) << w);
-            tccr_rows(&aes, &mut key, |v| base.wrapping_add(v as u64));
-            let yj = ((y[i] >> p) & ((1 << w) - 1)) as usize;
-            for (v, o) in o.iter_mut().enumerate() {
-                let lt = (ls[i] & 1) ^ u8::from(v < yj);
-                let eq = (es[i] & 1) ^ u8::from(v == yj);
-                *o = (lt | eq << 1) ^ (key[v] as u8 & 3);
+    let mut keys = vec![0u8; 16 * n * t.count];
+    let mut key = [0u128; 1 << MAX_BLOCK_BITS];
+    for (k, kb) in keys.chunks_exact_mut(16 * n).enumerate() {
+        let row = k * t.ell + p;
+        key[0] = read_row(t.k0, row);
+        key[1] = read_row(t.k1, row);
+        for s in 1..w {
+            let (a, b) = (read_row(t.k0, row + s), read_row(t.k1, row + s));
+            let half = 1 << s;
+            for v in 0..half {
+                key[half + v] = key[v] ^ b;
+                key[v] ^= a;
             }
         }
+        for (d, v) in kb.chunks_exact_mut(16).zip(&key[..n]) {
+            d.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    let mut hashed = vec![0u8; keys.len()];
+    tccr_to(aes, &keys, 0, &mut hashed, tweak0.wrapping_add((t.first as u64) << w));
+    for (k, o) in vals.chunks_exact_mut(n).enumerate() {
+        let i = t.first + k;
+        let yj = ((y[i] >> p) & ((1 << w) - 1)) as usize;
+        for (v, o) in o.iter_mut().enumerate() {
+            let lt = (ls[i] & 1) ^ u8::from(v < yj);
+            let eq = (es[i] & 1) ^ u8::from(v == yj);
+            *o = (lt | eq << 1) ^ (hashed[16 * (k * n + v)] & 3);
+        }
+    }
+}
+
+/// R's masks of block (p, w) of the task's entries (keys K_{t, x_t} in `t.k0`): TCCR(⊕_t K_{t, x_t},
+/// tweak0 + i·2^w + x_i) & 3.
+fn leaf_masks(aes: &Prp, t: &Task, (p, w): (usize, usize), x: &[u64], tweak0: u64, out: &mut [u8]) {
+    let xs: Vec<u64> = (t.first..t.first + t.count)
+        .map(|i| (x[i] >> p) & ((1 << w) - 1))
+        .collect();
+    let mut keys = vec![0u8; 16 * t.count];
+    for (k, kb) in keys.chunks_exact_mut(16).enumerate() {
+        let row = k * t.ell + p;
+        kb.copy_from_slice(&(0..w).fold(0u128, |a, s| a ^ read_row(t.k0, row + s)).to_le_bytes());
+    }
+    let mut hashed = vec![0u8; keys.len()];
+    tccr_with(aes, &keys, 0, &mut hashed, |k| {
+        tweak0.wrapping_add((((t.first + k) as u64) << w) + xs[k])
     });
-    Ok(pack2(&ct))
+    for (o, h) in out.iter_mut().zip(hashed.chunks_exact(16)) {
+        *o = h[0] & 3;
+    }
 }
 
 /// Two-bit values packed four to a byte, LSB first.
-fn pack2(vals: &[u8]) -> Vec<u8> {
-    vals.par_chunks(4)
-        .map(|q| q.iter().enumerate().fold(0u8, |b, (k, &v)| b | v << (2 * k)))
-        .collect()
+fn pack2(vals: &[u8], out: &mut [u8]) {
+    for (b, q) in out.iter_mut().zip(vals.chunks(4)) {
+        *b = q.iter().enumerate().fold(0u8, |b, (k, &v)| b | v << (2 * k));
+    }
 }
 
-/// R's (lt, eq) shares of block bits p..p+w: the message at its block value x_j, unmasked by
-/// TCCR(⊕_t K_{t, x_t}).
-pub fn leaf_recv(
-    kr: &[u8],
+/// Bytes of a block's packed messages for m entries: 2 bits per message, 2^w messages per entry.
+fn ct_bytes(m: usize, w: usize) -> usize {
+    (2 * (m << w)).div_ceil(8)
+}
+
+/// The random bits and tweaks of S's blocks.
+pub struct LeafInputs<'a> {
+    pub y: &'a [u64],
+    pub ls: Vec<&'a [u8]>,
+    pub es: Vec<&'a [u8]>,
+    pub tweaks: Vec<u64>,
+}
+
+/// S's masked messages of every block of every entry (one packed buffer per block, bits (i, v, {lt, eq})),
+/// extending the m·ell random OTs on R's u (entry i's bit t is OT i·ell + t) in the same pass: the keys
+/// never reach memory.
+pub fn leaves_send(
+    sender: &mut Sender,
+    u: &[u8],
+    counter: u64,
     ell: usize,
-    p: usize,
-    w: usize,
-    x: &[u64],
-    ct: &[u8],
-    tweak0: u64,
-) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let m = x.len();
-    check_block(kr.len(), m, ell, p, w)?;
-    if ct.len() != (2 * (m << w)).div_ceil(8) {
-        return Err("millionaire: the masked messages have the wrong length".into());
+    widths: &[usize],
+    inp: &LeafInputs,
+) -> Result<Vec<Vec<u8>>, String> {
+    let m = inp.y.len();
+    let bl = blocks(ell, widths)?;
+    if inp.ls.len() != bl.len() || inp.es.len() != bl.len() || inp.tweaks.len() != bl.len() {
+        return Err("millionaire: one set of random bits and one tweak per block".into());
     }
-    let aes = tccr_cipher();
-    let mut got = vec![0u8; m];
-    got.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
-        let mut keys: Vec<u128> = Vec::with_capacity(out.len());
-        let mut xs: Vec<usize> = Vec::with_capacity(out.len());
-        for k in 0..out.len() {
-            let i = c * CHUNK + k;
-            let xj = ((x[i] >> p) & ((1 << w) - 1)) as usize;
-            let row = i * ell + p;
-            keys.push((0..w).fold(0u128, |a, t| a ^ read_row(kr, row + t)));
-            xs.push(xj);
+    if inp.ls.iter().chain(&inp.es).any(|b| b.len() != m) {
+        return Err("millionaire: inputs and random bits differ in length".into());
+    }
+    let mut cts: Vec<Vec<u8>> = bl.iter().map(|&(_, w)| vec![0u8; ct_bytes(m, w)]).collect();
+    let outs: Vec<Shared> = cts.iter_mut().map(|c| Shared::new(c)).collect();
+    let aes = Prp::new(&TCCR_KEY);
+    sender.extend_with(u, m * ell, counter, ell, |first, k0, k1| {
+        let t = Task {
+            first: first / ell,
+            count: k0.len() / 16 / ell,
+            ell,
+            k0,
+            k1,
+        };
+        let mut vals = Vec::new();
+        for (b, (&(p, w), out)) in bl.iter().zip(&outs).enumerate() {
+            vals.resize(t.count << w, 0);
+            leaf_messages(&aes, &t, (p, w), inp.y, inp.ls[b], inp.es[b], inp.tweaks[b], &mut vals);
+            // first is a multiple of 8 entries (whole groups of ell OTs start on a byte): a whole byte
+            let lo = (t.first << w) / 4;
+            let hi = ct_bytes(t.first + t.count, w);
+            // SAFETY: the tasks' entry ranges, hence these byte ranges, are disjoint.
+            pack2(&vals, unsafe { out.slice(lo, hi - lo) });
         }
-        let first = c * CHUNK;
-        tccr_rows(&aes, &mut keys, |k| {
-            tweak0.wrapping_add((((first + k) as u64) << w) + xs[k] as u64)
-        });
-        for (k, o) in out.iter_mut().enumerate() {
-            let bit = 2 * (((first + k) << w) + xs[k]);
-            let two = (ct[bit / 8] >> (bit % 8)) & 3; // bit is even: both bits in one byte
-            *o = two ^ (keys[k] as u8 & 3);
+    })?;
+    Ok(cts)
+}
+
+/// R's side of `leaves_send` before S answers: the extension on the bits of x (u into `u`) and, per block,
+/// the mask of the message at its block value (m bytes per block).
+pub fn leaves_recv(
+    receiver: &mut Receiver,
+    counter: u64,
+    ell: usize,
+    widths: &[usize],
+    x: &[u64],
+    tweaks: &[u64],
+    u: &mut [u8],
+) -> Result<Vec<Vec<u8>>, String> {
+    let m = x.len();
+    let bl = blocks(ell, widths)?;
+    if tweaks.len() != bl.len() {
+        return Err("millionaire: one tweak per block".into());
+    }
+    let choices: Vec<u8> = x
+        .iter()
+        .flat_map(|&xi| (0..ell).map(move |t| (xi >> t & 1) as u8))
+        .collect();
+    let mut masks: Vec<Vec<u8>> = bl.iter().map(|_| vec![0u8; m]).collect();
+    let outs: Vec<Shared> = masks.iter_mut().map(|c| Shared::new(c)).collect();
+    let aes = Prp::new(&TCCR_KEY);
+    receiver.extend_with(&choices, counter, ell, u, |first, k| {
+        let t = Task {
+            first: first / ell,
+            count: k.len() / 16 / ell,
+            ell,
+            k0: k,
+            k1: k,
+        };
+        for (b, (&pw, out)) in bl.iter().zip(&outs).enumerate() {
+            // SAFETY: the tasks' entry ranges are disjoint.
+            leaf_masks(&aes, &t, pw, x, tweaks[b], unsafe { out.slice(t.first, t.count) });
         }
-    });
+    })?;
+    Ok(masks)
+}
+
+/// R's (lt, eq) shares of block bits p..p+w: S's message at its block value x_i, unmasked.
+pub fn leaf_open(ct: &[u8], p: usize, w: usize, x: &[u64], mask: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let m = x.len();
+    if !(1..=MAX_BLOCK_BITS).contains(&w) || p + w > 64 || mask.len() != m || ct.len() != ct_bytes(m, w) {
+        return Err("millionaire: the masked messages or the masks have the wrong length".into());
+    }
+    let got: Vec<u8> = (0..m)
+        .map(|i| {
+            let bit = 2 * ((i << w) + ((x[i] >> p) & ((1 << w) - 1)) as usize);
+            ((ct[bit / 8] >> (bit % 8)) & 3) ^ mask[i] // bit is even: both bits in one byte
+        })
+        .collect();
     Ok((
         got.iter().map(|g| g & 1).collect(),
         got.iter().map(|g| g >> 1).collect(),
     ))
 }
 
-fn bit0(keys: &[u8], i: usize) -> u8 {
-    keys[16 * i] & 1
+/// The key width of `keys` holding n keys (their first `width` bytes each, at least `min` bytes).
+fn width(keys: usize, n: usize, min: usize) -> Option<usize> {
+    (n > 0 && keys.is_multiple_of(n) && (min..=16).contains(&(keys / n))).then(|| keys / n)
 }
 
 /// (a, c, the correction y0 ⊕ y1 ⊕ b) of every triple.
 pub type Triples = (Vec<u8>, Vec<u8>, Vec<u8>);
 
-/// S's triples from its ROT keys (t0, t1) of 2n OTs (x from the first n, y from the second) and its random b.
+/// S's triples from its ROT keys (t0, t1) of 2n OTs (x from the first n, y from the second; bit 0 of each
+/// key's first byte) and its random b.
 pub fn triples_send(t0: &[u8], t1: &[u8], b: &[u8]) -> Result<Triples, String> {
     let n = b.len();
-    if t0.len() != 32 * n || t1.len() != t0.len() {
-        return Err(format!("bit triples: expected 2 × {n} keys of 16 bytes"));
+    if n == 0 {
+        return Ok((vec![], vec![], vec![]));
     }
+    let k = width(t0.len(), 2 * n, 1).filter(|_| t1.len() == t0.len());
+    let k = k.ok_or_else(|| format!("bit triples: expected 2 × {n} keys of equal width"))?;
+    let bit = |t: &[u8], i: usize| t[k * i] & 1;
     let (mut a, mut c, mut e) = (vec![0u8; n], vec![0u8; n], vec![0u8; n]);
     for i in 0..n {
-        let (x0, x1, y0, y1) = (bit0(t0, i), bit0(t1, i), bit0(t0, n + i), bit0(t1, n + i));
+        let (x0, x1, y0, y1) = (bit(t0, i), bit(t1, i), bit(t0, n + i), bit(t1, n + i));
         a[i] = x0 ^ x1;
         e[i] = y0 ^ y1 ^ b[i];
         c[i] = (a[i] & b[i]) ^ x0 ^ y0;
@@ -162,28 +267,35 @@ pub fn triples_send(t0: &[u8], t1: &[u8], b: &[u8]) -> Result<Triples, String> {
 /// R's c = a·b ⊕ x_{b} ⊕ y_{a} ⊕ a·e from its ROT keys (2n OTs with choices b ‖ a) and S's correction e.
 pub fn triples_recv(kt: &[u8], a: &[u8], b: &[u8], e: &[u8]) -> Result<Vec<u8>, String> {
     let n = a.len();
-    if kt.len() != 32 * n || b.len() != n || e.len() != n {
-        return Err(format!("bit triples: expected 2 × {n} keys of 16 bytes and {n} bits"));
+    if b.len() != n || e.len() != n {
+        return Err(format!("bit triples: expected {n} bits each"));
     }
+    if n == 0 {
+        return Ok(vec![]);
+    }
+    let k = width(kt.len(), 2 * n, 1).ok_or_else(|| format!("bit triples: expected 2 × {n} keys"))?;
     Ok((0..n)
-        .map(|i| (a[i] & b[i]) ^ bit0(kt, i) ^ bit0(kt, n + i) ^ (a[i] & e[i]))
+        .map(|i| (a[i] & b[i]) ^ (kt[k * i] & 1) ^ (kt[k * (n + i)] & 1) ^ (a[i] & e[i]))
         .collect())
 }
 
-fn low32(keys: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes(keys[16 * i..16 * i + 4].try_into().expect("4 bytes"))
+fn low32(keys: &[u8], k: usize, i: usize) -> u32 {
+    u32::from_le_bytes(keys[k * i..k * i + 4].try_into().expect("4 bytes"))
 }
 
-/// S's B2A step: (D_i = r0 − r1 + b_S mod 2^32 as little-endian u32 bytes, its share b_S − 2·(−r0) mod 2^32).
+/// S's B2A step: (D_i = r0 − r1 + b_S mod 2^32 as little-endian u32 bytes, its share b_S − 2·(−r0) mod 2^32),
+/// r the keys' first four bytes.
 pub fn b2a_send(k0: &[u8], k1: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u64>), String> {
     let n = b.len();
-    if k0.len() != 16 * n || k1.len() != k0.len() {
-        return Err(format!("B2A: expected {n} keys of 16 bytes"));
+    if n == 0 {
+        return Ok((vec![], vec![]));
     }
+    let k = width(k0.len(), n, 4).filter(|_| k1.len() == k0.len());
+    let k = k.ok_or_else(|| format!("B2A: expected {n} keys of 4..=16 bytes"))?;
     let mut d = Vec::with_capacity(4 * n);
     let mut share = Vec::with_capacity(n);
     for (i, &bi) in b.iter().enumerate() {
-        let (r0, r1, bi) = (low32(k0, i), low32(k1, i), u32::from(bi));
+        let (r0, r1, bi) = (low32(k0, k, i), low32(k1, k, i), u32::from(bi));
         d.extend_from_slice(&r0.wrapping_sub(r1).wrapping_add(bi).to_le_bytes());
         share.push(u64::from(bi.wrapping_sub(r0.wrapping_neg().wrapping_mul(2))));
     }
@@ -193,14 +305,18 @@ pub fn b2a_send(k0: &[u8], k1: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u64>), S
 /// R's B2A step: its share b_R − 2·(rc + b_R·D) mod 2^32.
 pub fn b2a_recv(kr: &[u8], b: &[u8], d: &[u8]) -> Result<Vec<u64>, String> {
     let n = b.len();
-    if kr.len() != 16 * n || d.len() != 4 * n {
-        return Err(format!("B2A: expected {n} keys of 16 bytes and {n} words"));
+    if d.len() != 4 * n {
+        return Err(format!("B2A: expected {n} words"));
     }
+    if n == 0 {
+        return Ok(vec![]);
+    }
+    let k = width(kr.len(), n, 4).ok_or_else(|| format!("B2A: expected {n} keys of 4..=16 bytes"))?;
     Ok((0..n)
         .map(|i| {
             let di = u32::from_le_bytes(d[4 * i..4 * i + 4].try_into().expect("4 bytes"));
             let bi = u32::from(b[i]);
-            let y = low32(kr, i).wrapping_add(bi.wrapping_mul(di));
+            let y = low32(kr, k, i).wrapping_add(bi.wrapping_mul(di));
             u64::from(bi.wrapping_sub(y.wrapping_mul(2)))
         })
         .collect())
@@ -213,51 +329,81 @@ fn err(e: String) -> PyErr {
 
 type Bits<'py> = Bound<'py, PyArray1<u8>>;
 
-/// S's masked messages of one block (bytes to send, uint8): keys k0, k1 (m·ell, 16), inputs y (m,) uint64,
-/// random bits ls, es (m,) uint8, first tweak.
+/// S's masked messages of every block (one packed uint8 array per block) from R's u for the m·ell OTs
+/// (counter: their first tweak): inputs y (m,) uint64, the block widths, per block random bits ls, es (m,)
+/// uint8 and its first tweak.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-fn mill_leaf_send<'py>(
+fn mill_leaves_send<'py>(
     py: Python<'py>,
-    k0: PyReadonlyArrayDyn<'py, u8>,
-    k1: PyReadonlyArrayDyn<'py, u8>,
+    mut sender: PyRefMut<'py, PyIknpSender>,
+    u: PyReadonlyArrayDyn<'py, u8>,
+    counter: u64,
     ell: usize,
-    p: usize,
-    w: usize,
+    widths: Vec<usize>,
     y: PyReadonlyArrayDyn<'py, u64>,
-    ls: PyReadonlyArrayDyn<'py, u8>,
-    es: PyReadonlyArrayDyn<'py, u8>,
-    tweak0: u64,
-) -> PyResult<Bits<'py>> {
-    let (k0, k1) = (contiguous(&k0, "k0")?, contiguous(&k1, "k1")?);
-    let (y, ls, es) = (contiguous(&y, "y")?, contiguous(&ls, "ls")?, contiguous(&es, "es")?);
-    let out = py
-        .detach(|| pool::install(|| leaf_send(k0, k1, ell, p, w, y, ls, es, tweak0)))
+    ls: Vec<PyReadonlyArrayDyn<'py, u8>>,
+    es: Vec<PyReadonlyArrayDyn<'py, u8>>,
+    tweaks: Vec<u64>,
+) -> PyResult<Vec<Bits<'py>>> {
+    let (u, y) = (contiguous(&u, "u")?, contiguous(&y, "y")?);
+    let inp = LeafInputs {
+        y,
+        ls: ls.iter().map(|a| contiguous(a, "ls")).collect::<PyResult<_>>()?,
+        es: es.iter().map(|a| contiguous(a, "es")).collect::<PyResult<_>>()?,
+        tweaks,
+    };
+    let inner = &mut sender.inner;
+    let cts = py
+        .detach(|| pool::install(|| leaves_send(inner, u, counter, ell, &widths, &inp)))
         .map_err(err)?;
-    Ok(out.into_pyarray(py))
+    Ok(cts.into_iter().map(|c| c.into_pyarray(py)).collect())
 }
 
-/// R's (lt, eq) bits (m,) uint8 of one block: keys kr (m·ell, 16), inputs x (m,) uint64, S's packed ct.
+/// R's extension on the bits of x (m,) uint64 (counter: the first tweak of its m·ell OTs) → (u (κ,
+/// row_bytes(m·ell)) uint8, per block the masks (m,) uint8), for the block widths and their first tweaks.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn mill_leaf_recv<'py>(
+#[allow(clippy::type_complexity)]
+fn mill_leaves_recv<'py>(
     py: Python<'py>,
-    kr: PyReadonlyArrayDyn<'py, u8>,
+    mut receiver: PyRefMut<'py, PyIknpReceiver>,
+    counter: u64,
     ell: usize,
+    widths: Vec<usize>,
+    x: PyReadonlyArrayDyn<'py, u64>,
+    tweaks: Vec<u64>,
+) -> PyResult<(Bound<'py, PyArray2<u8>>, Vec<Bits<'py>>)> {
+    let x = contiguous(&x, "x")?;
+    let nb = row_bytes(x.len() * ell);
+    let u = PyArray2::<u8>::zeros(py, [KAPPA, nb], false);
+    let inner = &mut receiver.inner;
+    let masks = {
+        let mut w = u.readwrite();
+        let us = w
+            .as_slice_mut()
+            .map_err(|_| err("u: expected a C-contiguous array".into()))?;
+        py.detach(|| pool::install(|| leaves_recv(inner, counter, ell, &widths, x, &tweaks, us)))
+            .map_err(err)?
+    };
+    Ok((u, masks.into_iter().map(|c| c.into_pyarray(py)).collect()))
+}
+
+/// R's (lt, eq) bits (m,) uint8 of block bits p..p+w: S's packed messages ct, its inputs x, its masks.
+#[pyfunction]
+fn mill_leaf_open<'py>(
+    py: Python<'py>,
+    ct: PyReadonlyArrayDyn<'py, u8>,
     p: usize,
     w: usize,
     x: PyReadonlyArrayDyn<'py, u64>,
-    ct: PyReadonlyArrayDyn<'py, u8>,
-    tweak0: u64,
+    mask: PyReadonlyArrayDyn<'py, u8>,
 ) -> PyResult<(Bits<'py>, Bits<'py>)> {
-    let (kr, x, ct) = (contiguous(&kr, "kr")?, contiguous(&x, "x")?, contiguous(&ct, "ct")?);
-    let (lt, eq) = py
-        .detach(|| pool::install(|| leaf_recv(kr, ell, p, w, x, ct, tweak0)))
-        .map_err(err)?;
+    let (ct, x, mask) = (contiguous(&ct, "ct")?, contiguous(&x, "x")?, contiguous(&mask, "mask")?);
+    let (lt, eq) = py.detach(|| leaf_open(ct, p, w, x, mask)).map_err(err)?;
     Ok((lt.into_pyarray(py), eq.into_pyarray(py)))
 }
 
-/// S's bit triples: ROT keys t0, t1 (2n, 16), random b (n,) → (a, c, correction), each (n,) uint8.
+/// S's bit triples: ROT keys t0, t1 (2n, width ≥ 1), random b (n,) → (a, c, correction), each (n,) uint8.
 #[pyfunction(name = "triples_send")]
 fn py_triples_send<'py>(
     py: Python<'py>,
@@ -270,7 +416,7 @@ fn py_triples_send<'py>(
     Ok((a.into_pyarray(py), c.into_pyarray(py), e.into_pyarray(py)))
 }
 
-/// R's bit triples' c (n,) uint8: ROT keys kt (2n, 16) for choices b ‖ a, its a, b and S's correction e.
+/// R's bit triples' c (n,) uint8: ROT keys kt (2n, width ≥ 1) for choices b ‖ a, its a, b and S's correction e.
 #[pyfunction(name = "triples_recv")]
 fn py_triples_recv<'py>(
     py: Python<'py>,
@@ -285,7 +431,7 @@ fn py_triples_recv<'py>(
     Ok(c.into_pyarray(py))
 }
 
-/// S's B2A: ROT keys k0, k1 (n, 16), its bits (n,) uint8 → (D as 4n bytes uint8, its shares (n,) uint64).
+/// S's B2A: ROT keys k0, k1 (n, width ≥ 4), its bits (n,) uint8 → (D as 4n bytes uint8, its shares (n,) uint64).
 #[pyfunction(name = "b2a_send")]
 fn py_b2a_send<'py>(
     py: Python<'py>,
@@ -298,7 +444,7 @@ fn py_b2a_send<'py>(
     Ok((d.into_pyarray(py), s.into_pyarray(py)))
 }
 
-/// R's B2A: ROT keys kr (n, 16), its bits (n,) uint8, S's D (4n bytes) → its shares (n,) uint64.
+/// R's B2A: ROT keys kr (n, width ≥ 4), its bits (n,) uint8, S's D (4n bytes) → its shares (n,) uint64.
 #[pyfunction(name = "b2a_recv")]
 fn py_b2a_recv<'py>(
     py: Python<'py>,
@@ -312,8 +458,9 @@ fn py_b2a_recv<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(mill_leaf_send, m)?)?;
-    m.add_function(wrap_pyfunction!(mill_leaf_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(mill_leaves_send, m)?)?;
+    m.add_function(wrap_pyfunction!(mill_leaves_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(mill_leaf_open, m)?)?;
     m.add_function(wrap_pyfunction!(py_triples_send, m)?)?;
     m.add_function(wrap_pyfunction!(py_triples_recv, m)?)?;
     m.add_function(wrap_pyfunction!(py_b2a_send, m)?)?;
@@ -333,30 +480,50 @@ mod tests {
 
     #[test]
     fn the_receiver_unmasks_the_message_at_its_block_value() {
-        let (m, ell, w) = (37usize, 8usize, 4usize);
-        let (k0, k1) = (keys(m * ell, 3), keys(m * ell, 101));
-        let y: Vec<u64> = (0..m as u64).map(|i| i * 7 % 256).collect();
-        let x: Vec<u64> = (0..m as u64).map(|i| i * 11 % 256).collect();
-        // R's keys: K_{t, x_t}
-        let mut kr = vec![0u8; k0.len()];
-        for (i, xi) in x.iter().enumerate() {
-            for t in 0..ell {
-                let src = if xi >> t & 1 == 1 { &k1 } else { &k0 };
-                let o = 16 * (i * ell + t);
-                kr[o..o + 16].copy_from_slice(&src[o..o + 16]);
-            }
-        }
-        let ls: Vec<u8> = (0..m).map(|i| (i % 2) as u8).collect();
-        let es: Vec<u8> = (0..m).map(|i| (i / 3 % 2) as u8).collect();
-        for p in [0, 4] {
-            let ct = leaf_send(&k0, &k1, ell, p, w, &y, &ls, &es, 1 << 63).unwrap();
-            let (lt, eq) = leaf_recv(&kr, ell, p, w, &x, &ct, 1 << 63).unwrap();
+        let seeds0: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 1) as u8).collect();
+        let seeds1: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 13 + 5) as u8).collect();
+        let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+        let chosen: Vec<u8> = (0..KAPPA)
+            .flat_map(|i| {
+                let src = if delta[i / 8] >> (i % 8) & 1 == 1 {
+                    &seeds1
+                } else {
+                    &seeds0
+                };
+                src[16 * i..16 * i + 16].to_vec()
+            })
+            .collect();
+        let (mut s, mut r) = (
+            Sender::new(&delta, &chosen).unwrap(),
+            Receiver::new(&seeds0, &seeds1).unwrap(),
+        );
+        // several extension tasks (120 entries of 17 OTs each), the last one short
+        let (m, ell, widths) = (1000usize, 17usize, [4usize, 4, 4, 4, 1]);
+        let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
+        let x: Vec<u64> = (0..m as u64).map(|i| i * 104_729 % (1 << ell)).collect();
+        let ls: Vec<Vec<u8>> = (0..5).map(|b| (0..m).map(|i| ((i + b) % 2) as u8).collect()).collect();
+        let es: Vec<Vec<u8>> = (0..5)
+            .map(|b| (0..m).map(|i| ((i / 3 + b) % 2) as u8).collect())
+            .collect();
+        let tweaks: Vec<u64> = (0..5).map(|b| (1 << 63) + (b as u64) * (m as u64) * 16).collect();
+        let mut u = vec![0u8; KAPPA * row_bytes(m * ell)];
+        let masks = leaves_recv(&mut r, 3, ell, &widths, &x, &tweaks, &mut u).unwrap();
+        let inp = LeafInputs {
+            y: &y,
+            ls: ls.iter().map(|v| v.as_slice()).collect(),
+            es: es.iter().map(|v| v.as_slice()).collect(),
+            tweaks: tweaks.clone(),
+        };
+        let cts = leaves_send(&mut s, &u, 3, ell, &widths, &inp).unwrap();
+        for (b, (p, w)) in blocks(ell, &widths).unwrap().into_iter().enumerate() {
+            let (lt, eq) = leaf_open(&cts[b], p, w, &x, &masks[b]).unwrap();
             for i in 0..m {
-                let (xj, yj) = (x[i] >> p & 15, y[i] >> p & 15);
-                assert_eq!(lt[i] ^ ls[i], u8::from(xj < yj));
-                assert_eq!(eq[i] ^ es[i], u8::from(xj == yj));
+                let (xj, yj) = (x[i] >> p & ((1 << w) - 1), y[i] >> p & ((1 << w) - 1));
+                assert_eq!(lt[i] ^ ls[b][i], u8::from(xj < yj), "block {b} entry {i}");
+                assert_eq!(eq[i] ^ es[b][i], u8::from(xj == yj), "block {b} entry {i}");
             }
         }
+        assert!(blocks(17, &[4, 4, 4, 4]).is_err() && blocks(18, &[9, 9]).is_err());
     }
 
     #[test]

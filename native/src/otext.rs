@@ -11,11 +11,6 @@
 //! The outputs are byte for byte those of the numpy implementation (tests/helpers/otext_oracle.py), hence
 //! the same wire bytes.
 
-use aes::Aes128;
-use aes::cipher::consts::U16;
-use aes::cipher::generic_array::GenericArray;
-use aes::cipher::inout::InOutBuf;
-use aes::cipher::{BlockEncrypt, KeyInit};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
@@ -23,17 +18,10 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::bfv::pool;
+use crate::prp::{Prp, TCCR_KEY, ctr_fill, tccr_to, tccr_with};
 
 /// The security parameter κ: base OTs, rows of the IKNP matrix, bits per random-OT key.
 pub const KAPPA: usize = 128;
-
-/// π's fixed key: SHAKE-256("privface/otext/tccr/v1"), first 16 bytes (otext.py's `_FIXED_KEY`).
-pub const TCCR_KEY: [u8; 16] = [
-    0x1a, 0xf1, 0x05, 0x44, 0x20, 0xd5, 0x07, 0x8e, 0x2c, 0x17, 0xee, 0x56, 0x71, 0x33, 0xee, 0x10,
-];
-
-/// Blocks per batched AES call (the AES-NI backend pipelines 8 at a time; 64 blocks = 1 KiB stays in L1).
-const LANES: usize = 64;
 
 /// Rows per rayon task of `tccr`.
 const CHUNK: usize = 4096;
@@ -44,348 +32,18 @@ const TB: usize = 256;
 /// Columns (OTs) per extension task.
 const TILE_COLS: usize = 8 * TB;
 
-/// AES-128 encryption of whole 16-byte blocks in place: AES-NI with 8 blocks in flight (runtime-detected),
-/// else the `aes` crate. The round keys are expanded once (FIPS-197 §5.2; checked against the `aes` crate by
-/// the tests). The crate's own AES-NI backend costs a dispatch, a closure and block-type copies per call,
-/// which dominate the short calls of the per-tile CTR streams.
-#[derive(Clone)]
-pub struct Prp {
-    soft: Aes128,
-    #[cfg(target_arch = "x86_64")]
-    rk: [[u8; 16]; 11],
-    #[cfg(target_arch = "x86_64")]
-    kind: Unit,
-}
-
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Unit {
-    AesNi,
-    Soft,
-}
-
-impl Prp {
-    pub fn new(key: &[u8; 16]) -> Prp {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let kind = if std::arch::is_x86_feature_detected!("aes") {
-                Unit::AesNi
-            } else {
-                Unit::Soft
-            };
-            let rk = if kind == Unit::Soft {
-                [[0; 16]; 11]
-            } else {
-                // SAFETY: AES-NI (and SSE2, baseline) detected just above.
-                unsafe { x86::expand(key) }
-            };
-            Prp {
-                soft: Aes128::new(GenericArray::from_slice(key)),
-                rk,
-                kind,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        Prp {
-            soft: Aes128::new(GenericArray::from_slice(key)),
-        }
-    }
-
-    /// Every whole 16-byte block of `buf` encrypted in place (a trailing partial block is left alone).
-    #[inline]
-    pub fn encrypt(&self, buf: &mut [u8]) {
-        let n = buf.len() / 16 * 16;
-        let buf = &mut buf[..n];
-        #[cfg(target_arch = "x86_64")]
-        match self.kind {
-            // SAFETY: `kind` records the CPU features detected in `new`.
-            Unit::AesNi => unsafe { x86::encrypt_aesni(&self.rk, buf) },
-            Unit::Soft => encrypt_in_place(&self.soft, buf),
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        encrypt_in_place(&self.soft, buf);
-    }
-
-    #[cfg(all(test, target_arch = "x86_64"))]
-    fn with_unit(mut self, kind: Unit) -> Prp {
-        self.kind = kind;
-        self
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    macro_rules! round_key {
-        ($k:expr, $rcon:literal) => {{
-            let k = $k;
-            let t = _mm_shuffle_epi32::<0xff>(_mm_aeskeygenassist_si128::<$rcon>(k));
-            let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-            let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-            let k = _mm_xor_si128(k, _mm_slli_si128::<4>(k));
-            _mm_xor_si128(k, t)
-        }};
-    }
-
-    /// The 11 AES-128 round keys of `key`.
-    #[target_feature(enable = "aes,sse2")]
-    pub(super) fn expand(key: &[u8; 16]) -> [[u8; 16]; 11] {
-        // SAFETY: `key` is 16 readable bytes; loadu needs no alignment.
-        let k0 = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
-        let k1 = round_key!(k0, 0x01);
-        let k2 = round_key!(k1, 0x02);
-        let k3 = round_key!(k2, 0x04);
-        let k4 = round_key!(k3, 0x08);
-        let k5 = round_key!(k4, 0x10);
-        let k6 = round_key!(k5, 0x20);
-        let k7 = round_key!(k6, 0x40);
-        let k8 = round_key!(k7, 0x80);
-        let k9 = round_key!(k8, 0x1b);
-        let k10 = round_key!(k9, 0x36);
-        let mut rk = [[0u8; 16]; 11];
-        for (d, k) in rk.iter_mut().zip([k0, k1, k2, k3, k4, k5, k6, k7, k8, k9, k10]) {
-            // SAFETY: `d` is 16 writable bytes; storeu needs no alignment.
-            unsafe { _mm_storeu_si128(d.as_mut_ptr().cast(), k) };
-        }
-        rk
-    }
-
-    #[inline]
-    #[target_feature(enable = "aes,sse2")]
-    fn keys128(rk: &[[u8; 16]; 11]) -> [__m128i; 11] {
-        let mut k = [_mm_setzero_si128(); 11];
-        for (v, r) in k.iter_mut().zip(rk) {
-            // SAFETY: every round key is 16 readable bytes; loadu needs no alignment.
-            *v = unsafe { _mm_loadu_si128(r.as_ptr().cast()) };
-        }
-        k
-    }
-
-    /// TCCR by AES-NI, 8 rows in flight, π(x) kept in registers: out_i = π(π(x_i ⊕ xor) ⊕ j) ⊕ π(x_i ⊕ xor),
-    /// j = tweak0 + i in the low 8 bytes; x and out hold the same whole number of blocks.
-    #[target_feature(enable = "aes,sse2")]
-    pub(super) fn tccr_aesni(rk: &[[u8; 16]; 11], x: &[u8], xor: u128, out: &mut [u8], tweak0: u64) {
-        assert_eq!(x.len(), out.len());
-        let k = keys128(rk);
-        let xr = _mm_set_epi64x((xor >> 64) as u64 as i64, xor as u64 as i64);
-        let mut tw = tweak0;
-        let mut xs = x.chunks_exact(128);
-        let mut os = out.chunks_exact_mut(128);
-        for (xc, oc) in (&mut xs).zip(&mut os) {
-            let (src, dst): (*const __m128i, *mut __m128i) = (xc.as_ptr().cast(), oc.as_mut_ptr().cast());
-            let mut p = [_mm_setzero_si128(); 8];
-            for (i, v) in p.iter_mut().enumerate() {
-                // SAFETY: `xc` is 128 bytes: block i at src + i is in bounds; loadu needs no alignment.
-                let xi = unsafe { _mm_loadu_si128(src.add(i)) };
-                *v = _mm_xor_si128(_mm_xor_si128(xi, xr), k[0]);
-            }
-            for rkey in &k[1..10] {
-                for v in p.iter_mut() {
-                    *v = _mm_aesenc_si128(*v, *rkey);
-                }
-            }
-            let mut s = [_mm_setzero_si128(); 8];
-            for (i, (v, q)) in s.iter_mut().zip(p.iter_mut()).enumerate() {
-                *q = _mm_aesenclast_si128(*q, k[10]);
-                let j = _mm_set_epi64x(0, tw.wrapping_add(i as u64) as i64);
-                *v = _mm_xor_si128(_mm_xor_si128(*q, j), k[0]);
-            }
-            tw = tw.wrapping_add(8);
-            for rkey in &k[1..10] {
-                for v in s.iter_mut() {
-                    *v = _mm_aesenc_si128(*v, *rkey);
-                }
-            }
-            for (i, (v, q)) in s.iter().zip(p.iter()).enumerate() {
-                let h = _mm_xor_si128(_mm_aesenclast_si128(*v, k[10]), *q);
-                // SAFETY: `oc` is 128 bytes: block i at dst + i is in bounds; storeu needs no alignment.
-                unsafe { _mm_storeu_si128(dst.add(i), h) };
-            }
-        }
-        for (xc, oc) in xs
-            .remainder()
-            .chunks_exact(16)
-            .zip(os.into_remainder().chunks_exact_mut(16))
-        {
-            // SAFETY: `xc` and `oc` are one 16-byte block each; loadu/storeu need no alignment.
-            let xi = unsafe { _mm_loadu_si128(xc.as_ptr().cast()) };
-            let mut q = _mm_xor_si128(_mm_xor_si128(xi, xr), k[0]);
-            for rkey in &k[1..10] {
-                q = _mm_aesenc_si128(q, *rkey);
-            }
-            q = _mm_aesenclast_si128(q, k[10]);
-            let mut v = _mm_xor_si128(_mm_xor_si128(q, _mm_set_epi64x(0, tw as i64)), k[0]);
-            tw = tw.wrapping_add(1);
-            for rkey in &k[1..10] {
-                v = _mm_aesenc_si128(v, *rkey);
-            }
-            // SAFETY: as above.
-            unsafe { _mm_storeu_si128(oc.as_mut_ptr().cast(), _mm_xor_si128(_mm_aesenclast_si128(v, k[10]), q)) };
-        }
-    }
-
-    /// The counter block of `ctr` (16 big-endian bytes) as a register.
-    #[inline]
-    #[target_feature(enable = "sse2")]
-    fn ctr_block(ctr: u128) -> __m128i {
-        let le = ctr.swap_bytes();
-        _mm_set_epi64x((le >> 64) as u64 as i64, le as u64 as i64)
-    }
-
-    /// AES-CTR keystream blocks ctr, ctr + 1, … (128-bit big-endian counters) into `out` (whole blocks), 8
-    /// in flight, the counter blocks built in registers.
-    #[target_feature(enable = "aes,sse2")]
-    pub(super) fn ctr_aesni(rk: &[[u8; 16]; 11], ctr: u128, out: &mut [u8]) {
-        let k = keys128(rk);
-        let mut ctr = ctr;
-        let mut eight = out.chunks_exact_mut(128);
-        for c in &mut eight {
-            let p: *mut __m128i = c.as_mut_ptr().cast();
-            let mut x = [_mm_setzero_si128(); 8];
-            for (i, v) in x.iter_mut().enumerate() {
-                *v = _mm_xor_si128(ctr_block(ctr.wrapping_add(i as u128)), k[0]);
-            }
-            ctr = ctr.wrapping_add(8);
-            for rkey in &k[1..10] {
-                for v in x.iter_mut() {
-                    *v = _mm_aesenc_si128(*v, *rkey);
-                }
-            }
-            for (i, v) in x.iter().enumerate() {
-                // SAFETY: `c` is 128 bytes: block i at p + i is in bounds; storeu needs no alignment.
-                unsafe { _mm_storeu_si128(p.add(i), _mm_aesenclast_si128(*v, k[10])) };
-            }
-        }
-        for c in eight.into_remainder().chunks_exact_mut(16) {
-            let mut v = _mm_xor_si128(ctr_block(ctr), k[0]);
-            ctr = ctr.wrapping_add(1);
-            for rkey in &k[1..10] {
-                v = _mm_aesenc_si128(v, *rkey);
-            }
-            // SAFETY: `c` is one 16-byte block; storeu needs no alignment.
-            unsafe { _mm_storeu_si128(c.as_mut_ptr().cast(), _mm_aesenclast_si128(v, k[10])) };
-        }
-    }
-
-    /// AES-NI, 8 blocks in flight; `buf` holds whole blocks.
-    #[inline]
-    #[target_feature(enable = "aes,sse2")]
-    pub(super) fn encrypt_aesni(rk: &[[u8; 16]; 11], buf: &mut [u8]) {
-        let k = keys128(rk);
-        let mut eight = buf.chunks_exact_mut(128);
-        for c in &mut eight {
-            let p: *mut __m128i = c.as_mut_ptr().cast();
-            let mut x = [_mm_setzero_si128(); 8];
-            for (i, v) in x.iter_mut().enumerate() {
-                // SAFETY: `c` is 128 bytes: block i at p + i is in bounds; loadu needs no alignment.
-                *v = _mm_xor_si128(unsafe { _mm_loadu_si128(p.add(i)) }, k[0]);
-            }
-            for rkey in &k[1..10] {
-                for v in x.iter_mut() {
-                    *v = _mm_aesenc_si128(*v, *rkey);
-                }
-            }
-            for (i, v) in x.iter().enumerate() {
-                // SAFETY: as for the loads.
-                unsafe { _mm_storeu_si128(p.add(i), _mm_aesenclast_si128(*v, k[10])) };
-            }
-        }
-        for c in eight.into_remainder().chunks_exact_mut(16) {
-            let p: *mut __m128i = c.as_mut_ptr().cast();
-            // SAFETY: `c` is one 16-byte block; loadu/storeu need no alignment.
-            let mut v = _mm_xor_si128(unsafe { _mm_loadu_si128(p) }, k[0]);
-            for rkey in &k[1..10] {
-                v = _mm_aesenc_si128(v, *rkey);
-            }
-            // SAFETY: as above.
-            unsafe { _mm_storeu_si128(p, _mm_aesenclast_si128(v, k[10])) };
-        }
-    }
-}
-
-pub fn tccr_cipher() -> Aes128 {
-    Aes128::new(&TCCR_KEY.into())
-}
-
-/// Every whole 16-byte block of `buf` encrypted in place (one batched call: the backend pipelines them).
-#[inline]
-fn encrypt_in_place(aes: &Aes128, buf: &mut [u8]) {
-    let (blocks, _) = InOutBuf::from(buf).into_chunks::<U16>();
-    aes.encrypt_blocks_inout(blocks);
-}
-
-#[inline(always)]
-fn load16(b: &[u8]) -> u128 {
-    u128::from_le_bytes(b.try_into().expect("16 bytes"))
-}
-
-/// out_i ← TCCR(x_i ⊕ xor, tweak0 + i) for the rows of x (n × 16 bytes, u128 little-endian), LANES at a time:
-/// π(x) into a scratch buffer, then π(π(x) ⊕ j) in place in `out`, then ⊕ π(x).
-fn tccr_to(aes: &Prp, x: &[u8], xor: u128, out: &mut [u8], tweak0: u64) {
-    assert_eq!(x.len(), out.len());
-    #[cfg(target_arch = "x86_64")]
-    if aes.kind == Unit::AesNi {
-        // SAFETY: `kind` records the CPU features detected in `Prp::new`.
-        unsafe { x86::tccr_aesni(&aes.rk, x, xor, out, tweak0) };
-        return;
-    }
-    let mut px = [0u8; 16 * LANES];
-    for (c, (xc, oc)) in x.chunks(16 * LANES).zip(out.chunks_mut(16 * LANES)).enumerate() {
-        let p = &mut px[..xc.len()];
-        for (d, s) in p.chunks_exact_mut(16).zip(xc.chunks_exact(16)) {
-            d.copy_from_slice(&(load16(s) ^ xor).to_le_bytes());
-        }
-        aes.encrypt(p);
-        let tw = tweak0.wrapping_add((c * LANES) as u64);
-        for (i, (d, s)) in oc.chunks_exact_mut(16).zip(p.chunks_exact(16)).enumerate() {
-            d.copy_from_slice(&(load16(s) ^ u128::from(tw.wrapping_add(i as u64))).to_le_bytes());
-        }
-        aes.encrypt(oc);
-        for (d, s) in oc.chunks_exact_mut(16).zip(p.chunks_exact(16)) {
-            d.copy_from_slice(&(load16(d) ^ load16(s)).to_le_bytes());
-        }
-    }
-}
-
-/// x_i ← TCCR(x_i, tweak(i)) for every row (u128 read little-endian from its 16 bytes), LANES at a time.
-pub fn tccr_rows(aes: &Aes128, x: &mut [u128], tweak: impl Fn(usize) -> u64) {
-    let mut blocks = [GenericArray::default(); LANES];
-    let mut px = [0u128; LANES];
-    for (c, rows) in x.chunks_mut(LANES).enumerate() {
-        let n = rows.len();
-        for (b, r) in blocks.iter_mut().zip(rows.iter()) {
-            b.copy_from_slice(&r.to_le_bytes());
-        }
-        aes.encrypt_blocks(&mut blocks[..n]);
-        for i in 0..n {
-            px[i] = u128::from_le_bytes(blocks[i].into());
-            blocks[i].copy_from_slice(&(px[i] ^ u128::from(tweak(c * LANES + i))).to_le_bytes());
-        }
-        aes.encrypt_blocks(&mut blocks[..n]);
-        for i in 0..n {
-            rows[i] = u128::from_le_bytes(blocks[i].into()) ^ px[i];
-        }
-    }
-}
-
 pub fn read_row(data: &[u8], i: usize) -> u128 {
     u128::from_le_bytes(data[16 * i..16 * i + 16].try_into().expect("16 bytes"))
 }
 
 /// TCCR over n rows of 16 bytes with tweaks[i], in parallel.
 pub fn tccr(x: &[u8], tweaks: &[u64]) -> Vec<u8> {
-    let aes = tccr_cipher();
-    let mut out = x.to_vec();
+    let aes = Prp::new(&TCCR_KEY);
+    let mut out = vec![0u8; x.len()];
     out.par_chunks_mut(16 * CHUNK)
+        .zip(x.par_chunks(16 * CHUNK))
         .zip(tweaks.par_chunks(CHUNK))
-        .for_each(|(o, tw)| {
-            let mut rows: Vec<u128> = (0..tw.len()).map(|i| read_row(o, i)).collect();
-            tccr_rows(&aes, &mut rows, |i| tw[i]);
-            for (i, r) in rows.iter().enumerate() {
-                o[16 * i..16 * i + 16].copy_from_slice(&r.to_le_bytes());
-            }
-        });
+        .for_each(|((o, xs), tw)| tccr_with(&aes, xs, 0, o, |i| tw[i]));
     out
 }
 
@@ -423,45 +81,6 @@ impl Streams {
     /// Bytes off.. of stream i past the current position (without advancing it) into `row`.
     fn fill(&self, i: usize, off: usize, row: &mut [u8]) {
         ctr_fill(&self.keys[i], self.pos + off as u64, row);
-    }
-}
-
-/// Bytes pos.. of AES-CTR(key) with the all-zero initial counter block (a 128-bit big-endian counter): the
-/// counter blocks are written straight into `row` and encrypted in place, LANES at a time; an unaligned head
-/// and a partial tail go through one block each.
-fn ctr_fill(aes: &Prp, pos: u64, row: &mut [u8]) {
-    let mut ctr = u128::from(pos / 16);
-    let skip = (pos % 16) as usize;
-    let mut row = row;
-    if skip != 0 && !row.is_empty() {
-        let mut b = ctr.to_be_bytes();
-        aes.encrypt(&mut b);
-        let n = (16 - skip).min(row.len());
-        row[..n].copy_from_slice(&b[skip..skip + n]);
-        row = &mut row[n..];
-        ctr = ctr.wrapping_add(1);
-    }
-    let whole = row.len() / 16 * 16;
-    let (body, tail) = row.split_at_mut(whole);
-    #[cfg(target_arch = "x86_64")]
-    if aes.kind == Unit::AesNi {
-        // SAFETY: `kind` records the CPU features detected in `Prp::new`.
-        unsafe { x86::ctr_aesni(&aes.rk, ctr, body) };
-        ctr = ctr.wrapping_add((body.len() / 16) as u128);
-    }
-    #[cfg(target_arch = "x86_64")]
-    let body = if aes.kind == Unit::AesNi { &mut [][..] } else { body };
-    for chunk in body.chunks_mut(16 * LANES) {
-        for b in chunk.chunks_exact_mut(16) {
-            b.copy_from_slice(&ctr.to_be_bytes());
-            ctr = ctr.wrapping_add(1);
-        }
-        aes.encrypt(chunk);
-    }
-    if !tail.is_empty() {
-        let mut b = ctr.to_be_bytes();
-        aes.encrypt(&mut b);
-        tail.copy_from_slice(&b[..tail.len()]);
     }
 }
 
@@ -620,11 +239,14 @@ fn transpose_tile(tile: &[u8], out: &mut [u8], groups: usize) {
     transpose_tile_scalar(tile, out, groups);
 }
 
-/// The per-task scratch of an extension: a κ × TB tile of the matrix, another row, and its transpose.
+/// The per-task scratch of an extension: a κ × TB tile of the matrix, another row, its transpose and the
+/// task's hashed keys.
 struct Scratch {
     tile: Vec<u8>,
     row: Vec<u8>,
     cols: Vec<u8>,
+    h0: Vec<u8>,
+    h1: Vec<u8>,
 }
 
 impl Scratch {
@@ -633,7 +255,48 @@ impl Scratch {
             tile: vec![0; KAPPA * TB],
             row: vec![0; TB],
             cols: vec![0; 16 * TILE_COLS],
+            h0: vec![0; 16 * TILE_COLS],
+            h1: vec![0; 16 * TILE_COLS],
         }
+    }
+}
+
+/// OTs per extension task when every task must hold whole groups of `group` OTs starting on a byte: the
+/// largest multiple of 8·group that fits a tile.
+fn task_cols(group: usize) -> Result<usize, String> {
+    if group == 0 || 8 * group > TILE_COLS {
+        return Err(format!("IKNP: groups of 1..={} OTs", TILE_COLS / 8));
+    }
+    Ok(TILE_COLS / (8 * group) * 8 * group)
+}
+
+/// A buffer that the tasks of one parallel loop write at disjoint byte ranges.
+pub struct Shared {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a Shared is only used inside one parallel loop whose tasks write disjoint byte ranges (see `slice`)
+// of a buffer that outlives the loop and is not otherwise accessed meanwhile.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    pub fn new(buf: &mut [u8]) -> Shared {
+        Shared {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    /// Bytes off..off + n.
+    ///
+    /// # Safety
+    /// No other live slice overlaps these bytes (each task owns its own range).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice(&self, off: usize, n: usize) -> &mut [u8] {
+        assert!(off + n <= self.len, "Shared: bytes {off}..{} of {}", off + n, self.len);
+        // SAFETY: in bounds (asserted) and exclusive, by the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), n) }
     }
 }
 
@@ -659,25 +322,16 @@ pub fn row_bytes(m: usize) -> usize {
     m.div_ceil(64) * 8
 }
 
-/// The receiver's u, written by the extension tasks: each task writes bytes off..off + w of every row.
-struct RowsOut {
-    ptr: *mut u8,
-    nb: usize,
-}
-
-// SAFETY: a RowsOut is only shared between the tasks of one `Receiver::extend`, which write disjoint
-// byte ranges (see `row`) of a buffer that outlives them and is not otherwise accessed meanwhile.
-unsafe impl Sync for RowsOut {}
-
-impl RowsOut {
-    /// Bytes off..off + w of row r.
-    ///
-    /// # Safety
-    /// r < κ, off + w ≤ nb, and no other live slice overlaps these bytes (each task owns its own off range).
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn row(&self, r: usize, off: usize, w: usize) -> &mut [u8] {
-        // SAFETY: in bounds of the κ × nb buffer and exclusive, by the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r * self.nb + off), w) }
+/// The first `width` bytes of every 16-byte key into `out` (a byte loop: a copy call per key would cost more
+/// than the key).
+fn prefixes(keys: &[u8], width: usize, out: &mut [u8]) {
+    if width == 16 {
+        return out.copy_from_slice(keys);
+    }
+    for (d, k) in out.chunks_exact_mut(width).zip(keys.chunks_exact(16)) {
+        for (a, b) in d.iter_mut().zip(k) {
+            *a = *b;
+        }
     }
 }
 
@@ -697,41 +351,58 @@ impl Sender {
     }
 
     /// The receiver's u (κ rows of row_bytes(m)) → (H(j, q_j), H(j, q_j ⊕ Δ)), each m × 16 bytes, with
-    /// q_i = G(k_i^{Δ_i}) ⊕ Δ_i·u_i transposed; tweaks counter + j. Per task of TILE_COLS OTs: the κ × TB
-    /// tile of q generated in place, transposed, hashed straight into the outputs.
+    /// q_i = G(k_i^{Δ_i}) ⊕ Δ_i·u_i transposed; tweaks counter + j.
     pub fn extend(&mut self, u: &[u8], m: usize, counter: u64) -> Result<(Vec<u8>, Vec<u8>), String> {
         let (mut h0, mut h1) = (vec![0u8; 16 * m], vec![0u8; 16 * m]);
-        self.extend_into(u, m, counter, &mut h0, &mut h1)?;
+        self.extend_prefix(u, m, counter, 16, &mut h0, &mut h1)?;
         Ok((h0, h1))
     }
 
-    /// `extend` into caller-provided outputs of m × 16 bytes each (the Python wrapper passes numpy's
-    /// buffers, which numpy backs with huge pages: the page faults of fresh 16·m-byte vectors cost about as
-    /// much as the extension itself at m = 2^22).
-    pub fn extend_into(
+    /// `extend` keeping the first `width` bytes of every key (m × width bytes each) in caller-provided
+    /// outputs: the triples and B2A use one bit or one word of each key.
+    pub fn extend_prefix(
         &mut self,
         u: &[u8],
         m: usize,
         counter: u64,
+        width: usize,
         h0: &mut [u8],
         h1: &mut [u8],
     ) -> Result<(), String> {
+        if !(1..=16).contains(&width) || h0.len() != width * m || h1.len() != width * m {
+            return Err(format!("IKNP: the outputs must be {m} × {width} bytes, width ≤ 16"));
+        }
+        let (o0, o1) = (Shared::new(h0), Shared::new(h1));
+        self.extend_with(u, m, counter, 1, |first, k0, k1| {
+            let n = k0.len() / 16;
+            // SAFETY: the tasks' OT ranges first..first + n are disjoint.
+            let (d0, d1) = unsafe { (o0.slice(width * first, width * n), o1.slice(width * first, width * n)) };
+            prefixes(k0, width, d0);
+            prefixes(k1, width, d1);
+        })
+    }
+
+    /// The extension of m OTs in parallel tasks of whole groups of `group` OTs: each task's keys
+    /// (H(j, q_j), H(j, q_j ⊕ Δ)), n × 16 bytes each, go to `consume(first OT, keys0, keys1)` instead of
+    /// memory. Per task: the κ × n/8 tile of q generated in place, transposed, hashed into the scratch.
+    pub fn extend_with<F>(&mut self, u: &[u8], m: usize, counter: u64, group: usize, consume: F) -> Result<(), String>
+    where
+        F: Fn(usize, &[u8], &[u8]) + Sync,
+    {
         let nb = row_bytes(m);
         if u.len() != KAPPA * nb {
             return Err(format!("IKNP: u must be {KAPPA} × {nb} bytes"));
         }
-        if h0.len() != 16 * m || h1.len() != 16 * m {
-            return Err(format!("IKNP: the outputs must be {m} × 16 bytes"));
-        }
+        let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
         let (delta, d128) = (self.delta, u128::from_le_bytes(self.delta));
         let streams = &self.streams;
-        h0.par_chunks_mut(16 * TILE_COLS)
-            .zip(h1.par_chunks_mut(16 * TILE_COLS))
-            .enumerate()
-            .for_each_init(Scratch::new, |s, (t, (o0, o1))| {
-                let (off, n) = (t * TB, o0.len() / 16);
-                let w = TB.min(nb - off);
+        (0..m.div_ceil(cols))
+            .into_par_iter()
+            .for_each_init(Scratch::new, |s, t| {
+                let (first, off) = (t * cols, t * cols / 8);
+                let n = cols.min(m - first);
+                let w = n.div_ceil(8);
                 for r in 0..KAPPA {
                     let q = &mut s.tile[r * TB..r * TB + w];
                     streams.fill(r, off, q);
@@ -740,9 +411,11 @@ impl Sender {
                     }
                 }
                 transpose_tile(&s.tile, &mut s.cols, n.div_ceil(128));
-                let tweak = counter.wrapping_add((t * TILE_COLS) as u64);
-                tccr_to(&aes, &s.cols[..16 * n], 0, o0, tweak);
-                tccr_to(&aes, &s.cols[..16 * n], d128, o1, tweak);
+                let tweak = counter.wrapping_add(first as u64);
+                let (h0, h1) = (&mut s.h0[..16 * n], &mut s.h1[..16 * n]);
+                tccr_to(&aes, &s.cols[..16 * n], 0, h0, tweak);
+                tccr_to(&aes, &s.cols[..16 * n], d128, h1, tweak);
+                consume(first, h0, h1);
             });
         self.streams.pos += nb as u64;
         Ok(())
@@ -764,61 +437,100 @@ impl Receiver {
     }
 
     /// Choice bits r (m, nonzero = 1) → (u = G(k^0) ⊕ G(k^1) ⊕ r, κ rows of row_bytes(m); H(j, t_j), m × 16).
-    /// Per task of TILE_COLS OTs: the κ × TB tile of t = G(k^0) generated in place, its bytes of u written, t
-    /// transposed and hashed straight into the output.
     pub fn extend(&mut self, choices: &[u8], counter: u64) -> (Vec<u8>, Vec<u8>) {
         let m = choices.len();
         let (mut u, mut kr) = (vec![0u8; KAPPA * row_bytes(m)], vec![0u8; 16 * m]);
-        self.extend_into(choices, counter, &mut u, &mut kr)
+        self.extend_prefix(choices, counter, 16, &mut u, &mut kr)
             .expect("outputs sized for the choices");
         (u, kr)
     }
 
-    /// `extend` into caller-provided outputs: u of κ × row_bytes(m) bytes, kr of m × 16 (see
-    /// `Sender::extend_into`).
-    pub fn extend_into(&mut self, choices: &[u8], counter: u64, u: &mut [u8], kr: &mut [u8]) -> Result<(), String> {
+    /// `extend` into caller-provided outputs, keeping the first `width` bytes of every key: u of
+    /// κ × row_bytes(m) bytes, kr of m × width.
+    pub fn extend_prefix(
+        &mut self,
+        choices: &[u8],
+        counter: u64,
+        width: usize,
+        u: &mut [u8],
+        kr: &mut [u8],
+    ) -> Result<(), String> {
+        let m = choices.len();
+        if !(1..=16).contains(&width) || kr.len() != width * m {
+            return Err(format!(
+                "IKNP: the keys' output must be {m} × {width} bytes, width ≤ 16"
+            ));
+        }
+        let out = Shared::new(kr);
+        self.extend_with(choices, counter, 1, u, |first, k| {
+            let n = k.len() / 16;
+            // SAFETY: the tasks' OT ranges first..first + n are disjoint.
+            let d = unsafe { out.slice(width * first, width * n) };
+            prefixes(k, width, d);
+        })
+    }
+
+    /// The extension on the choices in parallel tasks of whole groups of `group` OTs: u written into `u`
+    /// (κ × row_bytes(m) bytes), each task's keys H(j, t_j) (n × 16 bytes) to `consume(first OT, keys)`.
+    /// Per task: the κ × n/8 tile of t = G(k^0) generated in place, its bytes of u written, t transposed and
+    /// hashed into the scratch.
+    pub fn extend_with<F>(
+        &mut self,
+        choices: &[u8],
+        counter: u64,
+        group: usize,
+        u: &mut [u8],
+        consume: F,
+    ) -> Result<(), String>
+    where
+        F: Fn(usize, &[u8]) + Sync,
+    {
         let m = choices.len();
         let nb = row_bytes(m);
-        if u.len() != KAPPA * nb || kr.len() != 16 * m {
-            return Err(format!("IKNP: the outputs must be {KAPPA} × {nb} and {m} × 16 bytes"));
+        if u.len() != KAPPA * nb {
+            return Err(format!("IKNP: u must be {KAPPA} × {nb} bytes"));
         }
+        let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
         let (s0, s1) = (&self.s0, &self.s1);
-        let uo = RowsOut {
-            ptr: u.as_mut_ptr(),
-            nb,
-        };
-        kr.par_chunks_mut(16 * TILE_COLS)
-            .enumerate()
-            .for_each_init(Scratch::new, |s, (t, o)| {
-                let (off, n) = (t * TB, o.len() / 16);
-                let w = TB.min(nb - off);
-                let mut packed = [0u8; TB];
-                for (p, c) in packed.iter_mut().zip(choices[8 * off..].chunks(8)) {
-                    *p = c.iter().enumerate().fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
+        let uo = Shared::new(u);
+        let tasks = m.div_ceil(cols);
+        (0..tasks).into_par_iter().for_each_init(Scratch::new, |s, t| {
+            let (first, off) = (t * cols, t * cols / 8);
+            let n = cols.min(m - first);
+            let w = n.div_ceil(8);
+            // the last task also writes u's padding up to whole 64-bit words (no choices: G(k^0) ⊕ G(k^1))
+            let wu = if t + 1 == tasks { nb - off } else { w };
+            let mut packed = [0u8; TB + 8];
+            for (p, c) in packed.iter_mut().zip(choices[first..first + n].chunks(8)) {
+                *p = c.iter().enumerate().fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
+            }
+            let mut pad = [0u8; 8];
+            for r in 0..KAPPA {
+                let ti = &mut s.tile[r * TB..r * TB + w];
+                s0.fill(r, off, ti);
+                let g1 = &mut s.row[..w];
+                s1.fill(r, off, g1);
+                // SAFETY: task t alone owns bytes off..off + wu of every row, in bounds of κ × nb.
+                let ui = unsafe { uo.slice(r * nb + off, wu) };
+                let (ti, g1, pk) = (&ti[..w], &g1[..w], &packed[..w]);
+                for k in 0..w {
+                    ui[k] = ti[k] ^ g1[k] ^ pk[k];
                 }
-                for r in 0..KAPPA {
-                    let ti = &mut s.tile[r * TB..r * TB + w];
-                    s0.fill(r, off, ti);
-                    let g1 = &mut s.row[..w];
-                    s1.fill(r, off, g1);
-                    // SAFETY: r < κ and off + w ≤ nb; task t alone owns bytes t·TB..t·TB + w of every row,
-                    // and `u` is not touched elsewhere until the parallel loop ends.
-                    let ui = unsafe { uo.row(r, off, w) };
-                    let (ti, g1, pk) = (&ti[..w], &g1[..w], &packed[..w]);
-                    for k in 0..w {
-                        ui[k] = ti[k] ^ g1[k] ^ pk[k];
+                if wu > w {
+                    let (p0, p1) = (&mut pad[..wu - w], &mut [0u8; 8][..wu - w]);
+                    s0.fill(r, off + w, p0);
+                    s1.fill(r, off + w, p1);
+                    for (k, (a, b)) in p0.iter().zip(p1.iter()).enumerate() {
+                        ui[w + k] = a ^ b;
                     }
                 }
-                transpose_tile(&s.tile, &mut s.cols, n.div_ceil(128));
-                tccr_to(
-                    &aes,
-                    &s.cols[..16 * n],
-                    0,
-                    o,
-                    counter.wrapping_add((t * TILE_COLS) as u64),
-                );
-            });
+            }
+            transpose_tile(&s.tile, &mut s.cols, n.div_ceil(128));
+            let h = &mut s.h0[..16 * n];
+            tccr_to(&aes, &s.cols[..16 * n], 0, h, counter.wrapping_add(first as u64));
+            consume(first, h);
+        });
         self.s0.pos += nb as u64;
         self.s1.pos += nb as u64;
         Ok(())
@@ -851,7 +563,7 @@ pub fn rows16<'py>(py: Python<'py>, v: Vec<u8>) -> PyResult<Bound<'py, PyArray2<
 
 #[pyclass(name = "IknpSender", module = "privface_native")]
 pub struct PyIknpSender {
-    inner: Sender,
+    pub(crate) inner: Sender,
 }
 
 #[pymethods]
@@ -864,7 +576,9 @@ impl PyIknpSender {
         })
     }
 
-    /// u (κ × row_bytes(m), uint8) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, 16) uint8, tweaks counter + j.
+    /// u (κ × row_bytes(m), uint8) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, width) uint8 (the keys' first
+    /// `width` bytes), tweaks counter + j.
+    #[pyo3(signature = (u, m, counter, width = 16))]
     #[allow(clippy::type_complexity)]
     fn extend<'py>(
         &mut self,
@@ -872,17 +586,18 @@ impl PyIknpSender {
         u: PyReadonlyArrayDyn<'py, u8>,
         m: usize,
         counter: u64,
+        width: usize,
     ) -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
         let u = contiguous(&u, "IKNP u")?;
         let inner = &mut self.inner;
         let (k0, k1) = (
-            PyArray2::<u8>::zeros(py, [m, 16], false),
-            PyArray2::<u8>::zeros(py, [m, 16], false),
+            PyArray2::<u8>::zeros(py, [m, width], false),
+            PyArray2::<u8>::zeros(py, [m, width], false),
         );
         {
             let (mut w0, mut w1) = (k0.readwrite(), k1.readwrite());
             let (h0, h1) = (slice_mut(&mut w0)?, slice_mut(&mut w1)?);
-            py.detach(|| pool::install(|| inner.extend_into(u, m, counter, h0, h1)))
+            py.detach(|| pool::install(|| inner.extend_prefix(u, m, counter, width, h0, h1)))
                 .map_err(err)?;
         }
         Ok((k0, k1))
@@ -891,7 +606,7 @@ impl PyIknpSender {
 
 #[pyclass(name = "IknpReceiver", module = "privface_native")]
 pub struct PyIknpReceiver {
-    inner: Receiver,
+    pub(crate) inner: Receiver,
 }
 
 #[pymethods]
@@ -904,25 +619,27 @@ impl PyIknpReceiver {
         })
     }
 
-    /// Choice bits (m,) uint8 → (u (κ, row_bytes(m)) uint8, H(j, t_j) (m, 16) uint8), tweaks counter + j.
+    /// Choice bits (m,) uint8 → (u (κ, row_bytes(m)) uint8, H(j, t_j) (m, width) uint8), tweaks counter + j.
+    #[pyo3(signature = (choices, counter, width = 16))]
     #[allow(clippy::type_complexity)]
     fn extend<'py>(
         &mut self,
         py: Python<'py>,
         choices: PyReadonlyArrayDyn<'py, u8>,
         counter: u64,
+        width: usize,
     ) -> PyResult<(Bound<'py, PyArray2<u8>>, Bound<'py, PyArray2<u8>>)> {
         let r = contiguous(&choices, "IKNP choices")?;
         let nb = row_bytes(r.len());
         let inner = &mut self.inner;
         let (u, kr) = (
             PyArray2::<u8>::zeros(py, [KAPPA, nb], false),
-            PyArray2::<u8>::zeros(py, [r.len(), 16], false),
+            PyArray2::<u8>::zeros(py, [r.len(), width], false),
         );
         {
             let (mut wu, mut wk) = (u.readwrite(), kr.readwrite());
             let (us, ks) = (slice_mut(&mut wu)?, slice_mut(&mut wk)?);
-            py.detach(|| pool::install(|| inner.extend_into(r, counter, us, ks)))
+            py.detach(|| pool::install(|| inner.extend_prefix(r, counter, width, us, ks)))
                 .map_err(err)?;
         }
         Ok((u, kr))
@@ -1014,74 +731,80 @@ mod tests {
         assert!(s.extend(&[0u8; 10], 5, 0).is_err());
     }
 
-    #[test]
-    fn prp_units_match_the_aes_crate() {
-        let key: [u8; 16] = core::array::from_fn(|i| (i * 29 + 3) as u8);
-        let data: Vec<u8> = (0..16 * 77 + 5).map(|i| (i * 131 % 256) as u8).collect();
-        let mut want = data.clone();
-        encrypt_in_place(&Aes128::new(GenericArray::from_slice(&key)), &mut want);
-        let prp = Prp::new(&key);
-        let mut got = data.clone();
-        prp.encrypt(&mut got);
-        assert_eq!(got, want);
-        #[cfg(target_arch = "x86_64")]
-        for kind in [Unit::AesNi, Unit::Soft] {
-            if kind == Unit::AesNi && !std::arch::is_x86_feature_detected!("aes") {
-                continue;
-            }
-            let mut got = data.clone();
-            prp.clone().with_unit(kind).encrypt(&mut got);
-            assert_eq!(got, want, "{kind:?}");
-        }
-    }
-
-    #[test]
-    fn tccr_kernel_matches_the_portable_tccr() {
-        let x: Vec<u8> = (0..16 * 77).map(|i| (i * 131 % 256) as u8).collect();
-        let d = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128;
-        let want: Vec<u8> = x
-            .chunks(16)
-            .enumerate()
-            .flat_map(|(i, r)| {
-                let mut q = [u128::from_le_bytes(r.try_into().unwrap()) ^ d];
-                tccr_rows(&tccr_cipher(), &mut q, |_| (u64::MAX - 3).wrapping_add(i as u64));
-                q[0].to_le_bytes()
+    /// A sender and a receiver on fixed seeds and Δ.
+    fn pair() -> (Sender, Receiver) {
+        let seeds0: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 1) as u8).collect();
+        let seeds1: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 13 + 5) as u8).collect();
+        let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+        let chosen: Vec<u8> = (0..KAPPA)
+            .flat_map(|i| {
+                let src = if delta[i / 8] >> (i % 8) & 1 == 1 {
+                    &seeds1
+                } else {
+                    &seeds0
+                };
+                src[16 * i..16 * i + 16].to_vec()
             })
             .collect();
-        let prp = Prp::new(&TCCR_KEY);
-        let mut got = vec![0u8; x.len()];
-        tccr_to(&prp, &x, d, &mut got, u64::MAX - 3);
-        assert_eq!(got, want);
-        #[cfg(target_arch = "x86_64")]
-        {
-            let mut got = vec![0u8; x.len()];
-            tccr_to(&prp.with_unit(Unit::Soft), &x, d, &mut got, u64::MAX - 3);
-            assert_eq!(got, want);
-        }
+        (
+            Sender::new(&delta, &chosen).unwrap(),
+            Receiver::new(&seeds0, &seeds1).unwrap(),
+        )
     }
 
     #[test]
-    fn ctr_kernel_matches_the_portable_ctr() {
-        let key: [u8; 16] = core::array::from_fn(|i| (i * 17 + 9) as u8);
-        let prp = Prp::new(&key);
-        for (pos, len) in [(0u64, 0usize), (8, 200), (0, 16 * 19), (u64::MAX - 100, 77)] {
-            let mut want = vec![0u8; len];
-            for (k, b) in want.iter_mut().enumerate() {
-                let i = pos % 16 + k as u64;
-                let mut blk = (u128::from(pos / 16) + u128::from(i / 16)).to_be_bytes();
-                encrypt_in_place(&Aes128::new(GenericArray::from_slice(&key)), &mut blk);
-                *b = blk[(i % 16) as usize];
-            }
-            let mut got = vec![0u8; len];
-            ctr_fill(&prp, pos, &mut got);
-            assert_eq!(got, want, "pos {pos} len {len}");
-            #[cfg(target_arch = "x86_64")]
-            {
-                let mut got = vec![0u8; len];
-                ctr_fill(&prp.clone().with_unit(Unit::Soft), pos, &mut got);
-                assert_eq!(got, want, "soft, pos {pos} len {len}");
+    fn tasks_of_whole_groups_give_the_same_u_and_keys() {
+        // several tasks, the last one short, m not a multiple of 8 or 64, streams not at a block boundary
+        for (group, m) in [
+            (17usize, 5 * 2040 + 13 * 17),
+            (31, 2 * 1984 + 31),
+            (1, 3 * 2048 + 5),
+            (64, 2048 + 64),
+        ] {
+            let choices: Vec<u8> = (0..m).map(|j| ((j * 5 + m) % 3 == 0) as u8).collect();
+            let ((mut s, mut r), (mut s2, mut r2)) = (pair(), pair());
+            let (u0, kr0) = r.extend(&choices[..7], 0);
+            s.extend(&u0, 7, 0).unwrap();
+            let (v0, _) = r2.extend(&choices[..7], 0);
+            s2.extend(&v0, 7, 0).unwrap();
+            assert_eq!(kr0.len(), 7 * 16);
+            let (u, kr) = r.extend(&choices, 7);
+            let (k0, k1) = s.extend(&u, m, 7).unwrap();
+            let mut u2 = vec![0u8; u.len()];
+            let mut got_r = vec![0u8; kr.len()];
+            let out = Shared::new(&mut got_r);
+            r2.extend_with(&choices, 7, group, &mut u2, |first, k| {
+                assert_eq!(first % group, 0);
+                assert!(k.len() / 16 % group == 0 || first + k.len() / 16 == m);
+                // SAFETY: disjoint task ranges.
+                unsafe { out.slice(16 * first, k.len()) }.copy_from_slice(k);
+            })
+            .unwrap();
+            assert_eq!(u2, u, "group {group}");
+            assert_eq!(got_r, kr, "group {group}");
+            let (mut g0, mut g1) = (vec![0u8; k0.len()], vec![0u8; k1.len()]);
+            let (o0, o1) = (Shared::new(&mut g0), Shared::new(&mut g1));
+            s2.extend_with(&u2, m, 7, group, |first, a, b| {
+                // SAFETY: disjoint task ranges.
+                unsafe { o0.slice(16 * first, a.len()) }.copy_from_slice(a);
+                unsafe { o1.slice(16 * first, b.len()) }.copy_from_slice(b);
+            })
+            .unwrap();
+            assert_eq!((g0, g1), (k0, k1), "group {group}");
+            let (mut p0, mut p1) = (vec![0u8; 4 * m], vec![0u8; 4 * m]);
+            let (w, _) = r.extend(&choices, 7 + m as u64);
+            s.extend_prefix(&w, m, 7 + m as u64, 4, &mut p0, &mut p1).unwrap();
+            let (w2, kk) = r2.extend(&choices, 7 + m as u64);
+            assert_eq!(w, w2);
+            let (q0, q1) = s2.extend(&w2, m, 7 + m as u64).unwrap();
+            for j in 0..m {
+                assert_eq!(p0[4 * j..4 * j + 4], q0[16 * j..16 * j + 4]);
+                assert_eq!(p1[4 * j..4 * j + 4], q1[16 * j..16 * j + 4]);
+                let want = if choices[j] == 1 { &q1 } else { &q0 };
+                assert_eq!(kk[16 * j..16 * j + 16], want[16 * j..16 * j + 16]);
             }
         }
+        assert!(task_cols(0).is_err() && task_cols(257).is_err());
     }
 
     #[test]

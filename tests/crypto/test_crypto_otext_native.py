@@ -82,40 +82,65 @@ def test_iknp_extend_equals_the_oracle_across_calls(data, ms):
     assert S.counter == oS.counter == R.counter == oR.counter == sum(ms)
 
 
-@settings(max_examples=40, deadline=None)
-@given(data=st.data(), m=st.integers(1, 200), ell=st.integers(1, 20), tweak0=st.integers(0, 2**63))
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), m=st.integers(1, 400), ell=st.integers(1, 20), tweak0=st.integers(0, 2**62))
 def test_leaf_messages_equal_the_oracle(data, m, ell, tweak0):
-    """S's masked 2^w messages of every block and R's decoding, against the oracle's numpy expressions."""
-    k0, k1 = rows(data, m * ell), rows(data, m * ell)
+    """S's masked 2^w messages of every block and R's decoding, extended and used in one native pass (several
+    extension tasks when m·ell > 2040), against the oracle's numpy expressions on the oracle IKNP's keys."""
+    (S, R), (oS, oR) = twins(data)
     y = np.array(data.draw(st.lists(st.integers(0, 2**ell - 1), min_size=m, max_size=m)), dtype=np.uint64)
     x = np.array(data.draw(st.lists(st.integers(0, 2**ell - 1), min_size=m, max_size=m)), dtype=np.uint64)
-    xb = ((x[:, None] >> np.arange(ell, dtype=np.uint64)[None]) & np.uint64(1)).astype(bool)
-    kr = np.where(xb.reshape(-1, 1), k1, k0)
+    xb = ((x[:, None] >> np.arange(ell, dtype=np.uint64)[None]) & np.uint64(1)).astype(np.uint8)
+    ou, kr = oR.extend(xb.ravel())
+    k0, k1 = oS.extend(ou, m * ell)
+    widths = oracle_mill._widths(ell)
+    firsts = [tweak0 + (m << 8) * i for i in range(len(widths))]
+    core_R, counter = R.reserve(m * ell)
+    u, masks = ext.mill_leaves_recv(core_R, counter, ell, widths, x, firsts)
+    assert u.tobytes() == ou.tobytes()
+    ls = [bits(data, m) for _ in widths]
+    es = [bits(data, m) for _ in widths]
+    core_S, counter = S.reserve(u, m * ell)
+    cts = ext.mill_leaves_send(core_S, u, counter, ell, widths, y, ls, es, firsts)
     K0, K1, KR, p = k0.reshape(m, ell, 16), k1.reshape(m, ell, 16), kr.reshape(m, ell, 16), 0
     rows_ = np.arange(m)
-    for w in oracle_mill._widths(ell):
-        ls, es = bits(data, m), bits(data, m)
+    for w, got, mask, l_, e_, first in zip(widths, cts, masks, ls, es, firsts):
         # the oracle's S step (millionaire_oracle.millionaire_S's loop body)
         v = np.arange(1 << w)
-        tw = np.arange(tweak0, tweak0 + (m << w), dtype=np.uint64).reshape(m, 1 << w)
+        tw = np.arange(first, first + (m << w), dtype=np.uint64).reshape(m, 1 << w)
         key = np.stack([K0[:, p], K1[:, p]], axis=1)
         for t in range(1, w):
             key = np.concatenate([key ^ K0[:, None, p + t], key ^ K1[:, None, p + t]], axis=1)
         yj = ((y >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
-        msg = (ls[:, None] ^ (v[None] < yj[:, None])) | ((es[:, None] ^ (v[None] == yj[:, None])) << 1)
+        msg = (l_[:, None] ^ (v[None] < yj[:, None])) | ((e_[:, None] ^ (v[None] == yj[:, None])) << 1)
         ct = (msg ^ (oracle.tccr(key, tw)[..., 0] & 3)).astype(np.uint8)
         want = oracle_mill.pack(np.stack([ct & 1, ct >> 1], axis=-1))
-        got = ext.mill_leaf_send(k0, k1, ell, p, w, y, ls, es, tweak0)
         assert got.tobytes() == want.tobytes()
         # the oracle's R step
         two = oracle_mill.unpack(want, m * (2 << w)).reshape(m, 1 << w, 2)
         xj = ((x >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
         kx = np.bitwise_xor.reduce(KR[:, p:p + w], axis=1)
         g = (two[rows_, xj, 0] | (two[rows_, xj, 1] << 1)) ^ (oracle.tccr(kx, tw[rows_, xj])[..., 0] & 3)
-        lt, eq = ext.mill_leaf_recv(kr, ell, p, w, x, got, tweak0)
+        lt, eq = ext.mill_leaf_open(got, p, w, x, mask)
         assert np.array_equal(lt, g & 1) and np.array_equal(eq, g >> 1)
-        assert np.array_equal(lt ^ ls, (xj < yj).astype(np.uint8)) and np.array_equal(eq ^ es, xj == yj)
+        assert np.array_equal(lt ^ l_, (xj < yj).astype(np.uint8)) and np.array_equal(eq ^ e_, xj == yj)
         p += w
+    assert S.counter == R.counter == oS.counter == oR.counter == m * ell
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data(), m=st.integers(1, 3000), width=st.sampled_from([1, 4, 9]))
+def test_key_prefixes_are_the_keys_first_bytes(data, m, width):
+    """``extend(…, width)`` keeps the first ``width`` bytes of the keys that the oracle extends in full."""
+    (S, R), (oS, oR) = twins(data)
+    r = bits(data, m)
+    u, kr = R.extend(r, width=width)
+    ou, okr = oR.extend(r)
+    k0, k1 = S.extend(u, m, width=width)
+    ok0, ok1 = oS.extend(ou, m)
+    assert u.tobytes() == ou.tobytes() and kr.shape == k0.shape == k1.shape == (m, width)
+    assert kr.tobytes() == okr[:, :width].tobytes()
+    assert k0.tobytes() == ok0[:, :width].tobytes() and k1.tobytes() == ok1[:, :width].tobytes()
 
 
 @settings(max_examples=40, deadline=None)
@@ -123,6 +148,10 @@ def test_leaf_messages_equal_the_oracle(data, m, ell, tweak0):
 def test_triples_and_b2a_equal_the_oracle(data, n):
     t0, t1 = rows(data, 2 * n), rows(data, 2 * n)
     a_R, b_R, b_S = bits(data, n), bits(data, n), bits(data, n)
+    # the library passes one byte of each key to the triples and four to B2A; the full keys give the same
+    for k in (1, 16):
+        a, c, e = ext.triples_send(np.ascontiguousarray(t0[:, :k]), np.ascontiguousarray(t1[:, :k]), b_S)
+        assert np.array_equal(a, (t0[:n, 0] ^ t1[:n, 0]) & 1)
     kt = np.where(np.concatenate([b_R, a_R])[:, None] == 1, t1, t0)
     x0, x1, y0, y1 = t0[:n, 0] & 1, t1[:n, 0] & 1, t0[n:, 0] & 1, t1[n:, 0] & 1
     a, c, e = ext.triples_send(t0, t1, b_S)
@@ -211,11 +240,19 @@ def test_bad_inputs_are_errors():
     with pytest.raises(ValueError):
         ext.IknpReceiver(bytes(16), bytes(16 * KAPPA))
     k = np.zeros((10 * 5, 16), np.uint8)
-    with pytest.raises(ValueError):  # block beyond ell
-        ext.mill_leaf_send(k, k, 5, 4, 4, np.zeros(10, np.uint64), np.zeros(10, np.uint8), np.zeros(10, np.uint8), 0)
+    z = np.zeros(10, np.uint8)
+    core, first = S.reserve(R.extend(np.zeros(50, np.uint8))[0], 50)
+    with pytest.raises(ValueError):  # widths that do not split ell
+        ext.mill_leaves_send(core, np.zeros((KAPPA, 8), np.uint8), first, 5, [4], np.zeros(10, np.uint64), [z], [z], [0])
+    with pytest.raises(ValueError):  # a block of more than 8 bits
+        ext.mill_leaves_recv(R.reserve(90)[0], 0, 9, [9], np.zeros(10, np.uint64), [0])
     with pytest.raises(ValueError):  # wrong ct length
-        ext.mill_leaf_recv(k, 5, 0, 4, np.zeros(10, np.uint64), np.zeros(3, np.uint8), 0)
+        ext.mill_leaf_open(np.zeros(3, np.uint8), 0, 4, np.zeros(10, np.uint64), z)
     with pytest.raises(ValueError):
-        ext.b2a_recv(k[:10], np.zeros(10, np.uint8), np.zeros(39, np.uint8))
+        ext.b2a_recv(k[:10], z, np.zeros(39, np.uint8))
+    with pytest.raises(ValueError):  # B2A needs four bytes of each key
+        ext.b2a_send(k[:10, :2].copy(), k[:10, :2].copy(), z)
+    with pytest.raises(ValueError):
+        ext.IknpSender(bytes(16), bytes(16 * KAPPA)).extend(np.zeros((KAPPA, 8), np.uint8), 10, 0, 17)
     with pytest.raises(ValueError):
         ext.tccr_hash(np.zeros(32, np.uint8), np.zeros(3, np.uint64))

@@ -21,7 +21,9 @@ the triples' corrections; then per tree level R's openings (e, f) → S's openin
 
 The generators keep the message order, the random bits and the tweak bookkeeping; every per-entry step (the
 2^w masked leaf messages and their decoding, the triples from the ROT keys, B2A) is one native call over the
-whole batch (native/src/millionaire.rs), releasing the GIL. The numpy steps they replaced are the test oracle
+whole batch (native/src/millionaire.rs), releasing the GIL. The leaves' OTs are extended inside those calls
+(``IKNPSender.reserve``), so their 16-byte keys never reach memory; the triples keep one byte of each key and
+B2A four. The numpy steps they replaced are the test oracle
 (tests/helpers/millionaire_oracle.py): the same keys and random bits give the same messages, byte for byte.
 """
 from __future__ import annotations
@@ -118,22 +120,23 @@ def _check_inputs(v, ell: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ receiver R
 def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
     """R's boolean share of [x_R < y_S] (ell-bit unsigned, CrypTFlow2 Π_MILL)."""
-    x_R = _check_inputs(x_R, ell)
+    x_R = np.ascontiguousarray(_check_inputs(x_R, ell))
     m, widths = x_R.size, _widths(ell)
     sizes = _levels(len(widths), m)
-    choice = ((x_R[:, None] >> np.arange(ell, dtype=np.uint64)[None]) & np.uint64(1)).astype(np.uint8)
-    u, kr = R.extend(choice.ravel())
+    core, counter = R.reserve(m * ell)  # OT i·ell + t on bit t of x_i
+    firsts = [tweaks.skip(m << w) for w in widths]
+    u, masks = ext.mill_leaves_recv(core, counter, ell, widths, x_R, firsts)
     ch.send(phase, u)
     pending = []
     for n in sizes:  # the triples' ROTs (R's random a_R, b_R as choices)
         b, a = random_bits(n), random_bits(n)
-        u_t, k_t = R.extend(np.concatenate([b, a]))
+        u_t, k_t = R.extend(np.concatenate([b, a]), width=1)
         ch.send(phase, u_t)
         pending.append((a, b, k_t))
     parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes], phase=phase)
-    lt, eq, p, x_R = [], [], 0, np.ascontiguousarray(x_R)
-    for w, ct in zip(widths, parts):  # R's block value selects one message; its key is ⊕_t K_{t, x_t}
-        got_lt, got_eq = ext.mill_leaf_recv(kr, ell, p, w, x_R, np.ascontiguousarray(ct), tweaks.skip(m << w))
+    lt, eq, p = [], [], 0
+    for w, ct, mask in zip(widths, parts, masks):  # R's block value selects one message; its key is ⊕_t K_{t, x_t}
+        got_lt, got_eq = ext.mill_leaf_open(np.ascontiguousarray(ct), p, w, x_R, mask)
         lt.append(got_lt)
         eq.append(got_eq)
         p += w
@@ -153,7 +156,7 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
 def b2a_R(R: IKNPReceiver, b_R: np.ndarray, ch: Chan, phase: str):
     """R's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_R = np.ascontiguousarray(b_R, dtype=np.uint8)
-    u, kr = R.extend(b_R)
+    u, kr = R.extend(b_R, width=4)
     ch.send(phase, u)
     (D,) = yield from ch.recv(Part(4 * b_R.size), phase=phase)
     return ext.b2a_recv(kr, b_R, np.ascontiguousarray(D))
@@ -175,18 +178,18 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
     m, widths = y_S.size, _widths(ell)
     sizes = _levels(len(widths), m)
     us = yield from ch.recv(u_part(m * ell), *[u_part(2 * n) for n in sizes], phase=phase)
-    k0, k1 = S.extend(us[0].reshape(KAPPA, -1), m * ell)
-    lt, eq, p, y_S = [], [], 0, np.ascontiguousarray(y_S)
-    for w in widths:  # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]), masked by TCCR(⊕_t K_{t, v_t})
-        first = tweaks.skip(m << w)
-        ls, es = random_bits(m), random_bits(m)
-        ch.send(phase, ext.mill_leaf_send(k0, k1, ell, p, w, y_S, ls, es, first))
-        lt.append(ls)
-        eq.append(es)
-        p += w
+    u = us[0].reshape(KAPPA, -1)
+    core, counter = S.reserve(u, m * ell)
+    # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]) of every block, masked by TCCR(⊕_t K_{t, v_t})
+    rand = [(random_bits(m), random_bits(m)) for _ in widths]
+    firsts = [tweaks.skip(m << w) for w in widths]
+    lt, eq = [ls for ls, _ in rand], [es for _, es in rand]
+    y_S = np.ascontiguousarray(y_S)
+    for ct in ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, lt, eq, firsts):
+        ch.send(phase, ct)
     triples = []
     for u_t, n in zip(us[1:], sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
-        t0, t1 = S.extend(u_t.reshape(KAPPA, -1), 2 * n)
+        t0, t1 = S.extend(u_t.reshape(KAPPA, -1), 2 * n, width=1)
         b = random_bits(n)
         a, c, corr = ext.triples_send(t0, t1, b)
         ch.send(phase, pack(corr))
@@ -205,7 +208,7 @@ def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
     """S's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
     (u,) = yield from ch.recv(u_part(b_S.size), phase=phase)
-    k0, k1 = S.extend(u.reshape(KAPPA, -1), b_S.size)
+    k0, k1 = S.extend(u.reshape(KAPPA, -1), b_S.size, width=4)
     D, share = ext.b2a_send(k0, k1, b_S)  # D = r0 − r1 + b_S, S's share b_S − 2·(−r0) (mod 2^32)
     ch.send(phase, D)
     return share

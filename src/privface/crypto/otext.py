@@ -15,7 +15,8 @@ module extends κ = 128 base OTs to millions of random OTs:
   The tweak j is a global counter, never reused between calls.
 
 Python keeps the base OTs, Δ, the counters and the checks; the PRG expansion, the bit-matrix transpose and
-the hashing are native calls that release the GIL. The numpy implementation they replaced is the test oracle
+the hashing are native calls that release the GIL. A consumer that needs only a few bits of each key asks for
+a prefix (``width``) or, natively, takes the keys task by task without storing them (``reserve``). The numpy implementation they replaced is the test oracle
 (tests/helpers/otext_oracle.py): same seeds, Δ, choices and counters give the same bytes.
 """
 from __future__ import annotations
@@ -67,16 +68,22 @@ class IKNPSender:
             raise CryptoError("IKNP: base-OT seeds must be 16 bytes")
         self._core = ext.IknpSender(self.delta.tobytes(), b"".join(seeds))
 
-    def extend(self, u: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """The receiver's u (κ, 8·⌈m/64⌉) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, 16)."""
+    def extend(self, u: np.ndarray, m: int, width: int = 16) -> tuple[np.ndarray, np.ndarray]:
+        """The receiver's u (κ, 8·⌈m/64⌉) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, width): the keys' first
+        ``width`` bytes (a consumer of one bit or one word keeps 1 or 4)."""
+        core, first = self.reserve(u, m)
+        return core.extend(np.ascontiguousarray(u), m, first, width)
+
+    def reserve(self, u: np.ndarray, m: int):
+        """Check the receiver's u for m OTs and take their tweaks: (the native sender, the first tweak), for a
+        native step that extends and uses the keys in one pass (``millionaire``'s leaves)."""
         if self._core is None:
             raise CryptoError("IKNP: setup first")
         nb = -(-m // 64) * 8
         if not isinstance(u, np.ndarray) or u.dtype != np.uint8 or u.shape != (KAPPA, nb):
             raise CryptoError(f"IKNP: u must be uint8 ({KAPPA}, {nb})")
-        k0, k1 = self._core.extend(np.ascontiguousarray(u), m, self.counter)
-        self.counter += m
-        return k0, k1
+        first, self.counter = self.counter, self.counter + m
+        return self._core, first
 
 
 class IKNPReceiver:
@@ -90,12 +97,18 @@ class IKNPReceiver:
     def setup_response(self, request: bytes) -> bytes:
         return OTSender(ED25519).respond(OTRequest.from_bytes(request), self._seeds).to_bytes()
 
-    def extend(self, choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Choice bits r (m,) → (u to send (κ, 8·⌈m/64⌉) uint8, H(j, t_j) (m, 16))."""
+    def extend(self, choices: np.ndarray, width: int = 16) -> tuple[np.ndarray, np.ndarray]:
+        """Choice bits r (m,) → (u to send (κ, 8·⌈m/64⌉) uint8, H(j, t_j) (m, width): the keys' first ``width``
+        bytes)."""
         r = np.ascontiguousarray(np.asarray(choices, dtype=np.uint8).ravel())
-        u, kr = self._core.extend(r, self.counter)
-        self.counter += r.size
-        return u, kr
+        core, first = self.reserve(r.size)
+        return core.extend(r, first, width)
+
+    def reserve(self, m: int):
+        """Take the tweaks of m OTs: (the native receiver, the first tweak), for a native step that extends and
+        uses the keys in one pass (``millionaire``'s leaves)."""
+        first, self.counter = self.counter, self.counter + m
+        return self._core, first
 
 
 def _random(n: int) -> bytes:
