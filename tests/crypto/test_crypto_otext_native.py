@@ -243,7 +243,8 @@ def test_bad_inputs_are_errors():
     z = np.zeros(10, np.uint8)
     core, first = S.reserve(R.extend(np.zeros(50, np.uint8))[0], 50)
     with pytest.raises(ValueError):  # widths that do not split ell
-        ext.mill_leaves_send(core, np.zeros((KAPPA, 8), np.uint8), first, 5, [4], np.zeros(10, np.uint64), [z], [z], [0])
+        ext.mill_leaves_send(core, np.zeros((KAPPA, 8), np.uint8), first, 5, [4], np.zeros(10, np.uint64),
+                             [z], [z], [0])
     with pytest.raises(ValueError):  # a block of more than 8 bits
         ext.mill_leaves_recv(R.reserve(90)[0], 0, 9, [9], np.zeros(10, np.uint64), [0])
     with pytest.raises(ValueError):  # wrong ct length

@@ -16,8 +16,9 @@ module extends κ = 128 base OTs to millions of random OTs:
 
 Python keeps the base OTs, Δ, the counters and the checks; the PRG expansion, the bit-matrix transpose and
 the hashing are native calls that release the GIL. A consumer that needs only a few bits of each key asks for
-a prefix (``width``) or, natively, takes the keys task by task without storing them (``reserve``). The numpy implementation they replaced is the test oracle
-(tests/helpers/otext_oracle.py): same seeds, Δ, choices and counters give the same bytes.
+a prefix (``width``) or, natively, takes the keys task by task without storing them (``reserve``). The numpy
+implementation they replaced is the test oracle (tests/helpers/otext_oracle.py): same seeds, Δ, choices and
+counters give the same bytes.
 """
 from __future__ import annotations
 
