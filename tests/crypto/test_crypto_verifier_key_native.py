@@ -88,6 +88,26 @@ def test_transform_products_and_lift_match_integers(small, seed):
             assert [int(v) for v in out[0, half, li]] == want
 
 
+def test_products_of_many_slices_fold_in_64_bits(small):
+    """37 slices (more than two 64-bit folds of 16) of residues near 29-bit p, the largest products (74 of them
+    would overflow 64 bits): the product in NTT form equals Σ_σ ĉ₀^σ·R₀^σ + ĉ₁^σ·R₁^σ mod p, coefficient by
+    coefficient."""
+    _, _, n = small
+    p = [int(q) for q in bfv.ntt_primes(29, n, 4)]
+    pr = bfv.VerifierKeyProduct(p, n)
+    rng = np.random.default_rng(11)
+    S = 37
+    near = lambda *shape: np.stack([rng.integers(q - 50, q, shape + (n,)) for q in p], axis=-2)  # noqa: E731
+    g = near(S, 2).astype(np.uint32)  # (S, 2, 4, n), NTT form
+    rows = pr.rows(near(2 * S + 1).astype(np.uint32), os.urandom(32))  # (2S + 1, 2, 4, n)
+    got = pr.forward(pr.product(g[None], rows)[0])
+    for li, q in enumerate(p):
+        for half in range(2):
+            want = sum(g[sl, h, li].astype(object) * rows[2 * sl + h, half, li].astype(object)
+                       for sl in range(S) for h in range(2)) % q
+            assert [int(v) for v in got[half, li]] == [int(v) for v in want]
+
+
 @few
 @given(seeds)
 def test_rows_decrypt_and_distances_carry_the_product(small, seed):

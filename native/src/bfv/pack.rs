@@ -53,6 +53,9 @@ const KL: usize = KEY.len();
 /// u32 words of one packed-stage ciphertext (2, DATA, N) per coefficient.
 const CT: usize = 2 * DATA;
 
+/// Gallery stacks per product task: the query's rows of a coefficient block are read once for all of them.
+const GROUP: usize = 8;
+
 /// log₂ d, the levels (and Galois keys) for groups of d ciphertexts.
 pub fn levels(n: usize, d: usize) -> Res<usize> {
     if !d.is_power_of_two() || d < 2 || d > n / 2 {
@@ -321,8 +324,8 @@ impl Product {
             .collect();
         let mut items = vec![0u32; groups * d * item];
         items[..k * item]
-            .par_chunks_mut(item)
-            .zip(stacks.par_iter())
+            .par_chunks_mut(GROUP * item)
+            .zip(stacks.par_chunks(GROUP))
             .for_each(|(out, gs)| with_scratch(n, |sc| self.prep_fast(&prep, gs, &mut sc.prod, out)));
         self.pack(&mut items, d, keys)?;
         let aes = Aes128::new(GenericArray::from_slice(&seed[..16]));
@@ -347,11 +350,24 @@ impl Product {
     /// One gallery ciphertext's product (``product_one``), dropped from Q to q₀q₁ (by P, then q₂) and multiplied by
     /// −d^{-1}·X^{N−d+1} (``Prep``) into `out` (2, DATA, N).
     #[inline(always)]
-    fn prep(&self, job: &Prep, gs: &[u32], acc: &mut [u32], out: &mut [u32]) {
+    fn prep(&self, job: &Prep, gs: &[&[u32]], accs: &mut [u32], outs: &mut [u32]) {
+        let n = self.n;
+        self.products(gs, job.sh, accs);
+        for (acc, out) in accs
+            .chunks_mut(2 * LIMBS * n)
+            .zip(outs.chunks_mut(CT * n))
+            .take(gs.len())
+        {
+            self.prep_one(job, acc, out);
+        }
+    }
+
+    /// The drop and the factor of `prep` for one product.
+    #[inline(always)]
+    fn prep_one(&self, job: &Prep, acc: &mut [u32], out: &mut [u32]) {
         let n = self.n;
         let p = self.p32();
         let (scale, shift) = (&job.scale, job.shift);
-        self.product_one(gs, job.sh, acc);
         for (h, x) in acc.chunks_mut(LIMBS * n).enumerate() {
             for (l, limb) in x.chunks_mut(n).enumerate() {
                 let (ni, nip) = self.ninv[l];
@@ -381,11 +397,11 @@ impl Product {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn prep_avx2(&self, job: &Prep, gs: &[u32], acc: &mut [u32], out: &mut [u32]) {
+    unsafe fn prep_avx2(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
         self.prep(job, gs, acc, out)
     }
 
-    fn prep_fast(&self, job: &Prep, gs: &[u32], acc: &mut [u32], out: &mut [u32]) {
+    fn prep_fast(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
@@ -500,7 +516,7 @@ impl Scratch {
     fn new(n: usize) -> Self {
         Scratch {
             n,
-            prod: vec![0; 2 * LIMBS * n],
+            prod: vec![0; GROUP * 2 * LIMBS * n],
             b: vec![0; CT * n],
             tb: vec![0; CT * n],
             digits: vec![0; DIGITS * KL * n],

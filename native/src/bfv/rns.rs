@@ -282,6 +282,24 @@ pub fn uniform_row<T>(seed: [u8; 32], stream: u64, p: u64, row: &mut [T], conv: 
     }
 }
 
+/// AVX-512 F, VL, BW and DQ (the vectorised 32-bit loops' 16-lane form), detected once.
+pub fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HAS.get_or_init(|| {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 pub fn avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

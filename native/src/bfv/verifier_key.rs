@@ -234,30 +234,60 @@ impl Product {
     /// without the factor N^{-1}: acc (2, 4, N) coefficient residues times N.
     #[inline(always)]
     pub(super) fn product_one(&self, g: &[u32], rows: &[Shouped], acc: &mut [u32]) {
+        self.products(&[g], rows, acc)
+    }
+
+    /// `product_one` for several stacks gs into accs (one (2, 4, N) after another), a block of coefficients at a
+    /// time: the query's rows of a block (S slices × 4 words × BLOCK) stay in cache across the stacks instead of
+    /// being read again from memory for every stack. Residues below 2^29 make every product below 2^58, so up to
+    /// FOLD slices' pairs of products add up in 64 bits before one Barrett reduction.
+    #[inline(always)]
+    pub(super) fn products(&self, gs: &[&[u32]], rows: &[Shouped], accs: &mut [u32]) {
+        const BLOCK: usize = 512;
+        const FOLD: usize = 16;
         let n = self.n;
-        let slices = g.len() / (2 * LIMBS * n);
-        let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+        let one = 2 * LIMBS * n;
+        let mut wide = vec![0u64; 2 * BLOCK];
         for l in 0..LIMBS {
-            let p = self.p[l] as u32;
-            let row = |r: usize, h: usize| rows[(r * 2 + h) * LIMBS + l].slice(n);
-            let (o0, o1) = (&mut acc0[l * n..(l + 1) * n], &mut acc1[l * n..(l + 1) * n]);
-            o0.fill(0);
-            o1.fill(0);
-            for (sl, gs) in g.chunks(2 * LIMBS * n).enumerate().take(slices) {
-                let g0 = &gs[l * n..(l + 1) * n];
-                let g1 = &gs[(LIMBS + l) * n..(LIMBS + l + 1) * n];
-                mac2(
-                    o0,
-                    o1,
-                    g0,
-                    g1,
-                    [row(2 * sl, 0), row(2 * sl + 1, 0)],
-                    [row(2 * sl, 1), row(2 * sl + 1, 1)],
-                    p,
-                );
+            let p = self.p[l];
+            let barrett = (u128::from(u64::MAX) + 1) / u128::from(p);
+            let reduce = |x: u64| -> u64 {
+                let q = ((u128::from(x) * barrett) >> 64) as u64;
+                let r = x - q * p;
+                if r >= p { r - p } else { r }
+            };
+            let row = |r: usize, h: usize, c: usize, e: usize| &rows[(r * 2 + h) * LIMBS + l].slice(n).0[c..e];
+            for c in (0..n).step_by(BLOCK) {
+                let e = (c + BLOCK).min(n);
+                for (g, acc) in gs.iter().zip(accs.chunks_mut(one)) {
+                    let (w0, w1) = wide.split_at_mut(BLOCK);
+                    let (w0, w1) = (&mut w0[..e - c], &mut w1[..e - c]);
+                    w0.fill(0);
+                    w1.fill(0);
+                    for (sl, gsl) in g.chunks_exact(one).enumerate() {
+                        if sl > 0 && sl % FOLD == 0 {
+                            w0.iter_mut().chain(w1.iter_mut()).for_each(|v| *v = reduce(*v));
+                        }
+                        let g0 = &gsl[l * n + c..l * n + e];
+                        let g1 = &gsl[(LIMBS + l) * n + c..(LIMBS + l) * n + e];
+                        let b = [row(2 * sl, 0, c, e), row(2 * sl + 1, 0, c, e)];
+                        let a = [row(2 * sl, 1, c, e), row(2 * sl + 1, 1, c, e)];
+                        mac2(w0, w1, g0, g1, b, a);
+                    }
+                    let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+                    for (o, w) in acc0[l * n + c..l * n + e].iter_mut().zip(w0.iter()) {
+                        *o = reduce(*w) as u32;
+                    }
+                    for (o, w) in acc1[l * n + c..l * n + e].iter_mut().zip(w1.iter()) {
+                        *o = reduce(*w) as u32;
+                    }
+                }
             }
-            self.plans[l].inv(o0);
-            self.plans[l].inv(o1);
+            for acc in accs.chunks_mut(one).take(gs.len()) {
+                let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+                self.plans[l].inv(&mut acc0[l * n..(l + 1) * n]);
+                self.plans[l].inv(&mut acc1[l * n..(l + 1) * n]);
+            }
         }
     }
 
@@ -424,53 +454,46 @@ pub(super) fn cbd_word(v: u64, eta: u32) -> i32 {
     (v & m).count_ones() as i32 - ((v >> 32) & m).count_ones() as i32
 }
 
-type Pair<'a> = (&'a [u32], &'a [u32]);
-
-/// o0 += g0·b₀ + g1·b₁ and o1 likewise with the uniform halves, mod p (p < 2^29): Shoup products in [0, 2p), summed
-/// with o < p below 5p < 2^32 and reduced once; 32×32-bit products, so the loop vectorises.
+/// o0 += g0·b₀ + g1·b₁ and o1 += g0·a₀ + g1·a₁ in 64 bits (residues below 2^29: each pair below 2^59), no
+/// reduction; 32×32 → 64-bit products, so the loop vectorises (vpmuludq).
 #[inline(always)]
-fn mac2_body(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], b: [Pair; 2], a: [Pair; 2], p: u32) {
+fn mac2_body(o0: &mut [u64], o1: &mut [u64], g0: &[u32], g1: &[u32], b: [&[u32]; 2], a: [&[u32]; 2]) {
     let n = o0.len();
-    let (g0, g1) = (&g0[..n], &g1[..n]);
-    let sh = |x: u32, w: u32, wp: u32| -> u32 {
-        let q = ((x as u64 * wp as u64) >> 32) as u32;
-        x.wrapping_mul(w).wrapping_sub(q.wrapping_mul(p))
-    };
-    let red = |mut s: u32| -> u32 {
-        if s >= 4 * p {
-            s -= 4 * p;
-        }
-        if s >= 2 * p {
-            s -= 2 * p;
-        }
-        if s >= p {
-            s -= p;
-        }
-        s
-    };
-    let (b0, b0p, b1, b1p) = (&b[0].0[..n], &b[0].1[..n], &b[1].0[..n], &b[1].1[..n]);
-    let (a0, a0p, a1, a1p) = (&a[0].0[..n], &a[0].1[..n], &a[1].0[..n], &a[1].1[..n]);
+    let (o1, g0, g1) = (&mut o1[..n], &g0[..n], &g1[..n]);
+    let (b0, b1, a0, a1) = (&b[0][..n], &b[1][..n], &a[0][..n], &a[1][..n]);
     for j in 0..n {
-        let (x0, x1) = (g0[j], g1[j]);
-        o0[j] = red(o0[j] + sh(x0, b0[j], b0p[j]) + sh(x1, b1[j], b1p[j]));
-        o1[j] = red(o1[j] + sh(x0, a0[j], a0p[j]) + sh(x1, a1[j], a1p[j]));
+        let (x0, x1) = (u64::from(g0[j]), u64::from(g1[j]));
+        o0[j] += x0 * u64::from(b0[j]) + x1 * u64::from(b1[j]);
+        o1[j] += x0 * u64::from(a0[j]) + x1 * u64::from(a1[j]);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn mac2_avx2(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], b: [Pair; 2], a: [Pair; 2], p: u32) {
-    mac2_body(o0, o1, g0, g1, b, a, p)
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+unsafe fn mac2_avx512(o0: &mut [u64], o1: &mut [u64], g0: &[u32], g1: &[u32], b: [&[u32]; 2], a: [&[u32]; 2]) {
+    mac2_body(o0, o1, g0, g1, b, a)
 }
 
-fn mac2(o0: &mut [u32], o1: &mut [u32], g0: &[u32], g1: &[u32], b: [Pair; 2], a: [Pair; 2], p: u32) {
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn mac2_avx2(o0: &mut [u64], o1: &mut [u64], g0: &[u32], g1: &[u32], b: [&[u32]; 2], a: [&[u32]; 2]) {
+    mac2_body(o0, o1, g0, g1, b, a)
+}
+
+fn mac2(o0: &mut [u64], o1: &mut [u64], g0: &[u32], g1: &[u32], b: [&[u32]; 2], a: [&[u32]; 2]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::rns::avx512() {
+        // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+        unsafe { mac2_avx512(o0, o1, g0, g1, b, a) };
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if super::rns::avx2() {
         // SAFETY: the CPU supports AVX2 (checked at run time).
-        unsafe { mac2_avx2(o0, o1, g0, g1, b, a, p) };
+        unsafe { mac2_avx2(o0, o1, g0, g1, b, a) };
         return;
     }
-    mac2_body(o0, o1, g0, g1, b, a, p)
+    mac2_body(o0, o1, g0, g1, b, a)
 }
 
 #[cfg(test)]
