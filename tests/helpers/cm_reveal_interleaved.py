@@ -1,6 +1,7 @@
-"""The pre-split, interleaved Alg. 3 (commit 82dc56b: ``crypto/millionaire.py`` and ``reveal.py``), frozen as a test
-oracle: both parties computed in one function. ``test_cryptomask_http`` checks that the per-party code gives the
-same bit and the same bytes per phase. Not used by the library."""
+"""The pre-split, interleaved Alg. 3 (commit 82dc56b: ``crypto/millionaire.py`` and ``reveal.py``; its block widths
+and AND tree changed with the library's since), frozen as a test oracle: both parties computed in one function.
+``test_cryptomask_http`` checks that the per-party code gives the same bit and the same bytes per phase. Not used by
+the library."""
 from __future__ import annotations
 
 import os
@@ -89,8 +90,8 @@ def millionaire(S: IKNPSender, R: IKNPReceiver, y_S: np.ndarray, x_R: np.ndarray
     k0, k1, kr = k0.reshape(m, ell, 16), k1.reshape(m, ell, 16), kr.reshape(m, ell, 16)
     lt_S, eq_S, lt_R, eq_R = [], [], [], []
     rows = np.arange(m)
-    for p in range(0, ell, BLOCK_BITS):
-        w = min(BLOCK_BITS, ell - p)
+    q, p = -(-ell // BLOCK_BITS), 0  # ⌈ell/4⌉ blocks of as equal widths as possible, least significant first
+    for w in [ell // q + (i < ell % q) for i in range(q)]:
         v = np.arange(1 << w)
         tw = tweaks.take(m << w).reshape(m, 1 << w)
         # S: the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]), masked by TCCR(⊕_t K_{t, v_t})
@@ -107,21 +108,19 @@ def millionaire(S: IKNPSender, R: IKNPReceiver, y_S: np.ndarray, x_R: np.ndarray
         kx = np.bitwise_xor.reduce(kr[:, p:p + w], axis=1)
         got = ct[rows, xj] ^ (tccr(kx, tw[rows, xj])[..., 0] & 3)
         lt_S.append(ls), eq_S.append(es), lt_R.append(got & 1), eq_R.append(got >> 1)
+        p += w
     while len(lt_S) > 1:  # combine (hi, lo) pairs, least significant first; one AND round per level
         pairs = len(lt_S) // 2
-        hi, lo = slice(1, 2 * pairs, 2), slice(0, 2 * pairs, 2)
-        ehS, ehR = np.concatenate(eq_S[hi]), np.concatenate(eq_R[hi])
-        if len(lt_S) == 2:  # the root: only lt is needed
-            zS, zR = and_gates(ehS, lt_S[0], ehR, lt_R[0], S, R, wire, phase)
-            lt_S, lt_R = [lt_S[1] ^ zS], [lt_R[1] ^ zR]
-            break
-        zS, zR = and_gates(np.concatenate([ehS, ehS]), np.concatenate(lt_S[lo] + eq_S[lo]),
-                           np.concatenate([ehR, ehR]), np.concatenate(lt_R[lo] + eq_R[lo]), S, R, wire, phase)
-        half = pairs * m
+        # lt of every pair; eq of all but the lowest (it is always a lo side: its eq is never used)
+        ehS, ehR = [eq_S[2 * i + 1] for i in range(pairs)], [eq_R[2 * i + 1] for i in range(pairs)]
+        loS = [lt_S[2 * i] for i in range(pairs)] + [eq_S[2 * i] for i in range(1, pairs)]
+        loR = [lt_R[2 * i] for i in range(pairs)] + [eq_R[2 * i] for i in range(1, pairs)]
+        zS, zR = and_gates(np.concatenate(ehS + ehS[1:]), np.concatenate(loS),
+                           np.concatenate(ehR + ehR[1:]), np.concatenate(loR), S, R, wire, phase)
         nlS = [lt_S[2 * i + 1] ^ zS[i * m:(i + 1) * m] for i in range(pairs)]
         nlR = [lt_R[2 * i + 1] ^ zR[i * m:(i + 1) * m] for i in range(pairs)]
-        neS = [zS[half + i * m:half + (i + 1) * m] for i in range(pairs)]
-        neR = [zR[half + i * m:half + (i + 1) * m] for i in range(pairs)]
+        neS = [None] + [zS[(pairs + i - 1) * m:(pairs + i) * m] for i in range(1, pairs)]
+        neR = [None] + [zR[(pairs + i - 1) * m:(pairs + i) * m] for i in range(1, pairs)]
         if len(lt_S) % 2:
             nlS.append(lt_S[-1]), nlR.append(lt_R[-1]), neS.append(eq_S[-1]), neR.append(eq_R[-1])
         lt_S, lt_R, eq_S, eq_R = nlS, nlR, neS, neR

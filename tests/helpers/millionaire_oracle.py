@@ -1,8 +1,9 @@
 """The numpy millionaires' protocol, bit triples and B2A that privface.crypto.millionaire ran before the native
-core (native/src/millionaire.rs), frozen as the test oracle: the same party generators, message for message,
-over the oracle IKNP of ``otext_oracle`` (or any object with the same ``extend``). The tests run it and the
-library on the same seeds and the same random bits and compare every message byte for byte. Not used by the
-library.
+core (native/src/millionaire.rs), frozen as the test oracle (its block widths and AND tree changed with the
+library's when the lowest node's eq gate was dropped and the blocks balanced): the same party generators, message
+for message, over the oracle IKNP of ``otext_oracle`` (or any object with the same ``extend``). The tests run it
+and the library on the same seeds and the same random bits and compare every message byte for byte. Not used by
+the library.
 
 Seed 001 §2.6 / Alg. 3 use the OT-based millionaires' protocol of CrypTFlow2 (Rathee et al., CCS 2020,
 ref. [26]): x = x_{q−1}‖…‖x_0 and y likewise in blocks of w bits; per block a 1-out-of-2^w OT gives boolean
@@ -67,35 +68,37 @@ class Tweaks:
 
 
 def _widths(ell: int) -> list[int]:
-    return [min(BLOCK_BITS, ell - p) for p in range(0, ell, BLOCK_BITS)]
+    """⌈ell/BLOCK_BITS⌉ blocks of as equal widths as possible, least significant first (17 → 4, 4, 3, 3, 3): as
+    few leaves as blocks of BLOCK_BITS would give, with fewer 1-out-of-2^w messages."""
+    q = -(-ell // BLOCK_BITS)
+    return [ell // q + (i < ell % q) for i in range(q)]
 
 
 def _levels(blocks: int, m: int) -> list[int]:
-    """AND gates per level of the combining tree of ``blocks`` leaves (pairs (hi, lo), least significant first)."""
+    """AND gates per level of the combining tree of ``blocks`` leaves (pairs (hi, lo), least significant first):
+    lt of every pair, eq of every pair but the lowest (a node holding the least significant leaf is always the lo
+    side of its parent, so its eq is never used; the root needs lt only)."""
     sizes = []
     while blocks > 1:
         pairs = blocks // 2
-        sizes.append(m if blocks == 2 else 2 * pairs * m)
+        sizes.append((2 * pairs - 1) * m)
         blocks = pairs + blocks % 2
     return sizes
 
 
 def _tree_inputs(lt: list, eq: list) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) of one level's AND gates: eq_hi ∧ lt_lo and eq_hi ∧ eq_lo (the root: only lt)."""
+    """(x, y) of one level's AND gates: eq_hi ∧ lt_lo for every pair, then eq_hi ∧ eq_lo for all but the lowest."""
     pairs = len(lt) // 2
-    hi, lo = slice(1, 2 * pairs, 2), slice(0, 2 * pairs, 2)
-    eh = np.concatenate(eq[hi])
-    if len(lt) == 2:
-        return eh, lt[0]
-    return np.concatenate([eh, eh]), np.concatenate(lt[lo] + eq[lo])
+    eh = [eq[2 * i + 1] for i in range(pairs)]
+    return (np.concatenate(eh + eh[1:]),
+            np.concatenate([lt[2 * i] for i in range(pairs)] + [eq[2 * i] for i in range(1, pairs)]))
 
 
 def _tree_outputs(lt: list, eq: list, z: np.ndarray, m: int) -> tuple[list, list]:
-    if len(lt) == 2:
-        return [lt[1] ^ z], []
-    pairs, half = len(lt) // 2, (len(lt) // 2) * m
+    """The next level's (lt, eq): lt_hi ⊕ (eq_hi ∧ lt_lo) and eq_hi ∧ eq_lo (None for the lowest node)."""
+    pairs = len(lt) // 2
     nl = [lt[2 * i + 1] ^ z[i * m:(i + 1) * m] for i in range(pairs)]
-    ne = [z[half + i * m:half + (i + 1) * m] for i in range(pairs)]
+    ne = [None] + [z[(pairs + i - 1) * m:(pairs + i) * m] for i in range(1, pairs)]
     if len(lt) % 2:
         nl.append(lt[-1])
         ne.append(eq[-1])

@@ -111,7 +111,7 @@ def test_iknp_random_ots(ot_pair):
         S.extend(u[:, :-1], 1000)
 
 
-@pytest.mark.parametrize("ell", [19, 31, 5])
+@pytest.mark.parametrize("ell", [1, 2, 3, 4, 5, 8, 9, 12, 13, 17, 19, 31])  # 1 to 8 leaves, odd and even
 def test_millionaire_drelu_and_b2a(ot_pair, ell):
     S, R = ot_pair
     rng, wire, tw = np.random.default_rng(ell), Wire(), Tweaks()

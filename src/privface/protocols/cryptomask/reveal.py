@@ -30,7 +30,7 @@ from .params import COMPARE_BITS, SUM_BITS, T_BITS, TS_BOUND
 
 BATCH = 1 << 15
 """Entries per batch when a caller bounds Alg. 3's memory; ``CryptoMask.identify``, ``identify --gallery`` and the CS
-over HTTP use one batch over every entry (messages of ≈ 528 B per entry, streamed as frames over HTTP), so their
+over HTTP use one batch over every entry (messages of ≈ 448 B per entry, streamed as frames over HTTP), so their
 rounds do not grow with the gallery."""
 
 

@@ -53,18 +53,18 @@ from .reveal import reveal_cs
 PROTOCOL = "cryptomask"
 CHUNK_BYTES = 3 << 20
 """Residue bytes per ``DistanceChunk`` at most (modulus-switched: WIRE_BYTES per coefficient, 2N per pack)."""
-ROUND_BYTES_PER_ENTRY, ROUND_BYTES_FIXED = 560, 1 << 20
+ROUND_BYTES_PER_ENTRY, ROUND_BYTES_FIXED = 480, 1 << 20
 """A bound on any Alg. 3 message for a batch of m entries: ``ROUND_BYTES_PER_ENTRY``·m + ``ROUND_BYTES_FIXED`` (the
-verifier's largest, its ROTs, is 528 B per entry; ``max_round_bytes``)."""
+verifier's largest, its ROTs, is 448 B per entry; ``max_round_bytes``)."""
 MAX_SESSIONS, MAX_PER_CALLER = 8, 2
 """Identifications open at the CS at once (a session holds 4.3 MB of rows at d = 128, then d_0: 8 B per template,
-8 MB at 2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages and
-OT-extension keys, ≈ 1 kB per template at its peak, as in process), and per caller (the service's client identity:
-API key id, else client address), so that one caller cannot hold every slot."""
+8 MB at 2^20, and Alg. 3's state between rounds: a few bytes per template; a round being computed holds its messages,
+≈ 0.5 kB per template at its peak, as in process: the leaves' OT keys are used as they are extended), and per caller
+(the service's client identity: API key id, else client address), so that one caller cannot hold every slot."""
 SESSION_MEMORY = 4 << 30
 """Bytes the open identifications' Alg. 3 rounds may hold together: a round being computed holds its body and its
-answer, ≈ 2·``max_round_bytes`` (≈ 1.1 GB at 2^20 in one batch), so a large gallery admits fewer than
-``MAX_SESSIONS`` at once (3 at 2^20) and a key holder cannot make the CS buffer 8 such rounds."""
+answer, ≈ 2·``max_round_bytes`` (≈ 1.0 GB at 2^20 in one batch), so a large gallery admits fewer than
+``MAX_SESSIONS`` at once (4 at 2^20) and a key holder cannot make the CS buffer 8 such rounds."""
 IDLE_TTL, MAX_AGE = 120.0, 3600.0
 """A session ends ``IDLE_TTL`` s after its last successful step (a silent verifier frees its slot within two
 minutes; an honest one waits for one answer and its own work on it between steps; every distance chunk sent counts
