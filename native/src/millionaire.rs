@@ -79,7 +79,7 @@ fn leaf_messages(
             }
         }
         for (d, v) in kb.chunks_exact_mut(16).zip(&key[..n]) {
-            d.copy_from_slice(&v.to_le_bytes());
+            *<&mut [u8; 16]>::try_from(d).expect("16 bytes") = v.to_le_bytes();
         }
     }
     let mut hashed = vec![0u8; keys.len()];
@@ -104,7 +104,8 @@ fn leaf_masks(aes: &Prp, t: &Task, (p, w): (usize, usize), x: &[u64], tweak0: u6
     let mut keys = vec![0u8; 16 * t.count];
     for (k, kb) in keys.chunks_exact_mut(16).enumerate() {
         let row = k * t.ell + p;
-        kb.copy_from_slice(&(0..w).fold(0u128, |a, s| a ^ read_row(t.k0, row + s)).to_le_bytes());
+        *<&mut [u8; 16]>::try_from(kb).expect("16 bytes") =
+            (0..w).fold(0u128, |a, s| a ^ read_row(t.k0, row + s)).to_le_bytes();
     }
     let mut hashed = vec![0u8; keys.len()];
     tccr_with(aes, &keys, 0, &mut hashed, |k| {
