@@ -481,23 +481,7 @@ mod tests {
 
     #[test]
     fn the_receiver_unmasks_the_message_at_its_block_value() {
-        let seeds0: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 1) as u8).collect();
-        let seeds1: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 13 + 5) as u8).collect();
-        let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
-        let chosen: Vec<u8> = (0..KAPPA)
-            .flat_map(|i| {
-                let src = if delta[i / 8] >> (i % 8) & 1 == 1 {
-                    &seeds1
-                } else {
-                    &seeds0
-                };
-                src[16 * i..16 * i + 16].to_vec()
-            })
-            .collect();
-        let (mut s, mut r) = (
-            Sender::new(&delta, &chosen).unwrap(),
-            Receiver::new(&seeds0, &seeds1).unwrap(),
-        );
+        let (mut s, mut r) = crate::otext::pair();
         // several extension tasks (120 entries of 17 OTs each), the last one short
         let (m, ell, widths) = (1000usize, 17usize, [4usize, 4, 4, 4, 1]);
         let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();

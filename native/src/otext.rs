@@ -537,6 +537,28 @@ impl Receiver {
     }
 }
 
+/// A sender and a receiver on fixed seeds and Δ (tests).
+#[cfg(test)]
+pub(crate) fn pair() -> (Sender, Receiver) {
+    let seeds0: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 1) as u8).collect();
+    let seeds1: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 13 + 5) as u8).collect();
+    let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+    let chosen: Vec<u8> = (0..KAPPA)
+        .flat_map(|i| {
+            let src = if delta[i / 8] >> (i % 8) & 1 == 1 {
+                &seeds1
+            } else {
+                &seeds0
+            };
+            src[16 * i..16 * i + 16].to_vec()
+        })
+        .collect();
+    (
+        Sender::new(&delta, &chosen).unwrap(),
+        Receiver::new(&seeds0, &seeds1).unwrap(),
+    )
+}
+
 // ----------------------------------------------------------------------------------------- Python
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -698,23 +720,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 mod tests {
     use super::*;
 
+    use super::pair;
+
     #[test]
     fn iknp_outputs_are_random_ots() {
-        let seeds0: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 1) as u8).collect();
-        let seeds1: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 13 + 5) as u8).collect();
-        let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
-        let chosen: Vec<u8> = (0..KAPPA)
-            .flat_map(|i| {
-                let src = if delta[i / 8] >> (i % 8) & 1 == 1 {
-                    &seeds1
-                } else {
-                    &seeds0
-                };
-                src[16 * i..16 * i + 16].to_vec()
-            })
-            .collect();
-        let mut s = Sender::new(&delta, &chosen).unwrap();
-        let mut r = Receiver::new(&seeds0, &seeds1).unwrap();
+        let (mut s, mut r) = pair();
         let mut counter = 0;
         for m in [1usize, 100, 64, 1000] {
             let choices: Vec<u8> = (0..m).map(|j| ((j * 5 + m) % 3 == 0) as u8).collect();
@@ -729,27 +739,6 @@ mod tests {
             counter += m as u64;
         }
         assert!(s.extend(&[0u8; 10], 5, 0).is_err());
-    }
-
-    /// A sender and a receiver on fixed seeds and Δ.
-    fn pair() -> (Sender, Receiver) {
-        let seeds0: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 1) as u8).collect();
-        let seeds1: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 13 + 5) as u8).collect();
-        let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
-        let chosen: Vec<u8> = (0..KAPPA)
-            .flat_map(|i| {
-                let src = if delta[i / 8] >> (i % 8) & 1 == 1 {
-                    &seeds1
-                } else {
-                    &seeds0
-                };
-                src[16 * i..16 * i + 16].to_vec()
-            })
-            .collect();
-        (
-            Sender::new(&delta, &chosen).unwrap(),
-            Receiver::new(&seeds0, &seeds1).unwrap(),
-        )
     }
 
     #[test]
