@@ -127,6 +127,36 @@ def test_decrypt_values_checks_every_received_value():
     assert cf.decrypt_received(psk, int(ppk.encrypt(5).value), [int(ppk.encrypt(3).value)]) == 14
 
 
+def test_decryption_exponentiates_blinded_bases_only(monkeypatch):
+    """The secret exponent p' never meets a ciphertext as received: every base of c^p' is c·x^(2^k) mod p for a
+    fresh x (pooled first), and Legendre symbols mod q are taken of c·x² — yet the plaintexts come out right."""
+    import privface.crypto.joye_libert as jl
+
+    pk, sk = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
+    cs = [int(pk.encrypt(m).value) for m in range(20)]
+    seen, legendre = [], []
+    real_pow, real_leg, real_powmod = gmpy2.powmod_base_list, gmpy2.legendre, gmpy2.powmod
+
+    def spy_pow(bases, e, m):
+        if e == sk.p_prime:
+            seen.extend(int(b) for b in bases)
+        return real_pow(bases, e, m)
+
+    def spy_leg(a, m):
+        legendre.append(int(a))
+        return real_leg(a, m)
+
+    monkeypatch.setattr(jl.gmpy2, "powmod_base_list", spy_pow)
+    monkeypatch.setattr(jl.gmpy2, "legendre", spy_leg)
+    sk.precompute_randomness(5)  # 5 pooled blinding factors, 15 fresh
+    assert sk.decrypt_values(cs, workers=2) == list(range(20)) and len(sk._pool) == 0
+    assert len(seen) == 20 and not {c % int(sk.p) for c in cs} & set(seen)
+    assert len(legendre) == 20 and not {c % int(sk.q) for c in cs} & set(legendre)
+    monkeypatch.setattr(jl.gmpy2, "powmod", lambda b, e, m: pytest.fail("unblinded powmod") if e == sk.p_prime
+                        and int(b) in {c % int(sk.p) for c in cs} else real_powmod(b, e, m))
+    assert sk.decrypt(pk.ciphertext(cs[7])) == 7
+
+
 def test_precomputed_randomness_is_used_once_and_decrypts():
     pk, sk = generate_joye_libert_keypair(JLParams(512, 64), insecure_test_params=True)
     assert sk.precompute_randomness(10) == 10 and sk.precompute_randomness(10) == 0

@@ -16,6 +16,12 @@ the paper.
 ``decrypt_many`` runs the c^p' and the logarithms of many ciphertexts on several threads; the owner's
 ``encrypt_many`` batches encryption (fixed-base tables for y, one squaring mod q — see its docstring).
 
+Decryption is blinded: c is multiplied by a fresh ρ = x^(2^k) mod p before the exponentiation, which leaves
+c^p' unchanged (ρ^p' = x^(p−1) = 1), so the time of GMP's variable-time powmod with the secret p' no longer
+depends on a ciphertext that the other party chose (the base blinding that RSA-CRT needs against Brumley and
+Boneh's remote timing attack, USENIX Security 2003). The unit check mod q is blinded by a square the same way.
+The ρ come from the pool that ``precompute_randomness`` fills, or are made on the spot.
+
 Homomorphic: c₁·c₂ encrypts m₁ + m₂, c^a encrypts a·m, c⁻¹ encrypts −m (mod 2^k). Every ciphertext has
 Jacobi symbol (c/N) = +1, which validation checks together with 0 < c < N and gcd(c, N) = 1.
 
@@ -263,10 +269,10 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         return thread_map(run, list(zip(ms, xs)), workers, chunk=16)
 
     def precompute_randomness(self, count: int, workers: int | None = None) -> int:
-        """Top the pool of encryption randomness up to ``count`` values x^(2^k) mod p (fresh uniform x, each
-        used by exactly one later ``encrypt_many`` encryption, then discarded): the message-independent
-        part of owner encryption, done ahead of time (off-line/on-line encryption, as Paillier's r^N pools
-        in seed 004 §9). Returns how many were added."""
+        """Top the pool of randomness up to ``count`` values x^(2^k) mod p (fresh uniform x, each used by exactly
+        one later ``encrypt_many`` encryption or decryption blinding, then discarded): the message-independent
+        part of owner encryption and of decryption, done ahead of time (off-line/on-line encryption, as
+        Paillier's r^N pools in seed 004 §9). Returns how many were added."""
         need = int(count) - len(self._pool)
         if need <= 0:
             return 0
@@ -291,7 +297,8 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
     def decrypt(self, c: JoyeLibertCiphertext) -> int:
         """Dec(c) ∈ [0, 2^k) (``decrypt_signed``: in (−2^(k−1), 2^(k−1)]): discrete log of c^p' mod p to
         the base g (``_dlog``)."""
-        h = gmpy2.powmod(self._own(c), self.p_prime, self.p)  # = g^m
+        (rho,) = self._blinds(1)
+        h = gmpy2.powmod(self._own(c) * rho % self.p, self.p_prime, self.p)  # = g^m (module docstring: blinding)
         return self._dlog([h], self._dlog_tables or self._tables())[0]
 
     def decrypt_many(self, cs, workers: int | None = None) -> list[int]:
@@ -315,11 +322,17 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
         p, q, pp = self.p, self.q, self.p_prime
         tables = self._dlog_tables or self._tables()
 
+        pooled = self._take_randomness(len(values))
+        rhos = pooled + [None] * (len(values) - len(pooled))
+
         def run(chunk):
-            start, vals = chunk[0][0], [c for _, c in chunk]
-            hs = gmpy2.powmod_base_list(vals, pp, p)  # GIL released (pool threads)
-            if check:
-                lqs = [gmpy2.legendre(c % q, q) for c in vals]
+            start, vals = chunk[0][0], [c for _, (c, _) in chunk]
+            fresh = iter(self._fresh_blinds(sum(r is None for _, (_, r) in chunk)))
+            blinded = [c * (next(fresh) if r is None else r) % p for _, (c, r) in chunk]
+            hs = gmpy2.powmod_base_list(blinded, pp, p)  # = c^p' (module docstring); GIL released (pool threads)
+            if check:  # (c·x²/q) = (c/q)
+                xs = random_below_many(q - 1, len(vals))
+                lqs = [gmpy2.legendre(c * (x + 1) ** 2 % q, q) for c, x in zip(vals, xs)]
                 for i, (h, lq) in enumerate(zip(hs, lqs)):
                     if h == 0 or lq == 0:  # h = 0 iff p | c; (c/q) = 0 iff q | c
                         raise CryptoError(f"Joye-Libert ciphertext {start + i} is not a unit of Z_N")
@@ -330,7 +343,18 @@ class JoyeLibertPrivateKey(GroupPrivateKey):
                         raise CryptoError(f"Joye-Libert ciphertext {start + i} has Jacobi symbol −1: not in J_N")
             return ms
 
-        return thread_map(run, list(enumerate(values)), workers, chunk=8)
+        return thread_map(run, list(enumerate(zip(values, rhos))), workers, chunk=8)
+
+    def _blinds(self, count: int) -> list:
+        """count blinding factors x^(2^k) mod p: from the pool, the rest made now."""
+        pooled = self._take_randomness(count)
+        return pooled + self._fresh_blinds(count - len(pooled))
+
+    def _fresh_blinds(self, count: int) -> list:
+        if count <= 0:
+            return []
+        return gmpy2.powmod_base_list([x + 1 for x in random_below_many(self.p - 1, count)], self.public_key.two_k,
+                                      self.p)
 
     def _tables(self):
         """(w, native tables) for ``_dlog``, built on first use with w = ⌈k/16⌉ (at least 8)."""

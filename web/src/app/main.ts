@@ -199,9 +199,9 @@ async function clientFor(id: string): Promise<Im2020Client> {
   return client;
 }
 
-/** The next C′'s encryption randomness and the tables, while the page waits for the user (`prepare`). */
+/** The next C′'s encryption randomness, S*'s decryption blinding and the tables, while the page waits for the user (`prepare`). */
 function prepareLater(client: Im2020Client): void {
-  setTimeout(() => client.sk.prepare(params!.dims), 0);
+  setTimeout(() => client.sk.prepare(2 * params!.dims + 1), 0);
 }
 
 async function doVerify(): Promise<void> {

@@ -4,6 +4,10 @@
  * logarithm in halves — the algorithms of the Python `privface.crypto.joye_libert`, on BigInt.
  *
  *   Enc(m; x) = y^m · x^(2^k) mod N;  Dec: h = c^p' mod p = g^m with g = y^p' of order 2^k, p' = (p−1)/2^k.
+ *
+ * Decryption is blinded as in the Python key: h = (c·ρ)^p' with a fresh ρ = x^(2^k) mod p (ρ^p' = 1), and the
+ * Jacobi symbol of c mod q is read from c·x² mod q, so the variable-time BigInt arithmetic never runs on a
+ * ciphertext as the server sent it (a remote timing attack on p, as Brumley and Boneh's on RSA-CRT).
  */
 import { bitLength, isProbablePrime, jacobi, modInv, modPow, randomBelowMany, randomPrime } from "./bignum.js";
 
@@ -104,8 +108,8 @@ export class JLPrivateKey {
     });
   }
 
-  /** Top the pool of encryption randomness x^(2^k) mod p (fresh uniform x, each used by exactly one later
-   *  `encryptMany` encryption) up to `count`, and build the encryption and logarithm tables: the
+  /** Top the pool of randomness x^(2^k) mod p (fresh uniform x, each used by exactly one later `encryptMany`
+   *  encryption or decryption blinding) up to `count`, and build the encryption and logarithm tables: the
    *  message-independent work, done ahead of time (the Python `Client.prepare`). Returns how many were made. */
   prepare(count: number): number {
     this.encTable ??= fixedBaseTable(this.y % this.p, this.k, this.p);
@@ -120,16 +124,29 @@ export class JLPrivateKey {
    *  with the owner's shortcut (c/p) = (−1)^Dec(c), so only (c mod q / q) is computed. */
   decryptValues(values: bigint[]): bigint[] {
     this.checkRange(values);
-    return this.finishDecrypt(values, values.map((c) => modPow(c, this.pPrime, this.p)));
+    return this.finishDecrypt(values, this.blind(values).map((c) => modPow(c, this.pPrime, this.p)));
   }
 
   /** `decryptValues` with the c^p' mod p computed by `powMany` (e.g. a pool of Web Workers) while this
    *  thread computes the Jacobi symbols. */
   async decryptValuesWith(values: bigint[], powMany: (b: bigint[], e: bigint, m: bigint) => Promise<bigint[]>): Promise<bigint[]> {
     this.checkRange(values);
-    const pending = powMany(values, this.pPrime, this.p);
-    const lqs = values.map((c) => jacobi(c % this.q, this.q));
-    return this.finishDecrypt(values, await pending, lqs);
+    const pending = powMany(this.blind(values), this.pPrime, this.p);
+    return this.finishDecrypt(values, await pending, this.jacobiQ(values));
+  }
+
+  /** c·ρ mod p with ρ = x^(2^k) from the pool or fresh: (c·ρ)^p' = c^p'. */
+  private blind(values: bigint[]): bigint[] {
+    const pooled = this.pool.splice(0, values.length);
+    const xs = randomBelowMany(this.p - 1n, values.length - pooled.length);
+    return values.map((c, i) => (c * (i < pooled.length ? pooled[i]! : this.randomness(xs[i - pooled.length]! + 1n))) % this.p);
+  }
+
+  /** (c mod q / q) of each value, read from c·x² mod q for a fresh unit x. */
+  private jacobiQ(values: bigint[]): number[] {
+    const q = this.q;
+    const xs = randomBelowMany(q - 1n, values.length);
+    return values.map((c, i) => jacobi((c * (xs[i]! + 1n) ** 2n) % q, q));
   }
 
   private checkRange(values: bigint[]): void {
@@ -139,8 +156,7 @@ export class JLPrivateKey {
   }
 
   private finishDecrypt(values: bigint[], hs: bigint[], lqs?: number[]): bigint[] {
-    const q = this.q;
-    lqs ??= values.map((c) => jacobi(c % q, q));
+    lqs ??= this.jacobiQ(values);
     if (hs.length !== values.length) throw new CryptoError("decryption lost values");
     hs.forEach((h, i) => {
       if (h === 0n || lqs![i] === 0) throw new CryptoError(`Joye–Libert ciphertext ${i} is not a unit of Z_N`);

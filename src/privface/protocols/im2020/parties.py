@@ -166,14 +166,15 @@ class Client:
             self._sk.precompute(background=False)
 
     def prepare(self) -> int:
-        """Precompute the encryption randomness of the next C′ (``precompute_randomness``: k values
-        x^(2^k) mod p) — for a long-lived client, off the critical path, e.g. right after an
-        authentication. The next ``auth_start`` then only multiplies in y^m. In the secure-comparison mode
+        """Precompute the randomness of the next C′ and of the next S*'s decryption blinding
+        (``precompute_randomness``: 2k + 1 values x^(2^k) mod p) — for a long-lived client, off the critical
+        path, e.g. right after an authentication. The next ``auth_start`` then only multiplies in y^m, and C3
+        one blinding factor per base decryption. In the secure-comparison mode
         also the OT receiver's randomness of the next comparison (§VII Fig. 8 inputs by OT: k_j, g^{k_j},
         C/g^{k_j} for each bit of s*, ``prepare_comparison``), which needs no s* yet. Returns how many JL
         values were made."""
         self.prepare_comparison()
-        return self._sk.precompute_randomness(self.params.dims, self.workers)
+        return self._sk.precompute_randomness(2 * self.params.dims + 1, self.workers)
 
     def prepare_comparison(self) -> bool:
         """In the secure-comparison mode, make the OT receiver's randomness of the next comparison ahead of
