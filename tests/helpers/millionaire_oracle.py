@@ -1,6 +1,6 @@
 """The numpy millionaires' protocol, bit triples and B2A that privface.crypto.millionaire ran before the native
-core (native/src/millionaire.rs), frozen as the test oracle (its block widths and AND tree changed with the
-library's when the lowest node's eq gate was dropped and the blocks balanced): the same party generators, message
+core (native/src/millionaire.rs), frozen as the test oracle of the per-entry steps (the block widths, the AND
+tree's shape, the tweaks and the input checks are the library's own, imported): the same party generators, message
 for message, over the oracle IKNP of ``otext_oracle`` (or any object with the same ``extend``). The tests run it
 and the library on the same seeds and the same random bits and compare every message byte for byte. Not used by
 the library.
@@ -25,93 +25,30 @@ the triples' corrections; then per tree level R's openings (e, f) → S's openin
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from privface.crypto.exchange import Chan, Part, Wire, bits_part, pack, run_pair, unpack
-from privface.errors import CryptoError
+from privface.crypto.millionaire import (
+    BLOCK_BITS,
+    MASK32,
+    Tweaks,
+    _check_inputs,
+    _levels,
+    _tree_inputs,
+    _tree_outputs,
+    _widths,
+    random_bits,
+    u_part,
+)
 
 from .otext_oracle import KAPPA, IKNPReceiver, IKNPSender, tccr
-
-BLOCK_BITS = 4
-MASK32 = np.uint64(0xFFFFFFFF)
 
 __all__ = ["BLOCK_BITS", "MASK32", "Tweaks", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
            "drelu_shares", "millionaire", "millionaire_R", "millionaire_S", "random_bits"]
 
 
-def random_bits(n: int) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(os.urandom((n + 7) // 8), dtype=np.uint8))[:n]
-
-
 def _bits(k: np.ndarray) -> np.ndarray:
     return k[..., 0] & np.uint8(1)
-
-
-def u_part(m: int) -> Part:
-    """The receiver's IKNP message for m random OTs (κ rows of whole 64-bit words)."""
-    return Part(KAPPA * (-(-m // 64) * 8))
-
-
-class Tweaks:
-    """Fresh TCCR tweaks for the 1-out-of-2^w masks (disjoint from the IKNP counters by the top bit); each party
-    keeps its own, advanced in the same order."""
-
-    def __init__(self) -> None:
-        self.next = 1 << 63
-
-    def take(self, n: int) -> np.ndarray:
-        out = np.arange(self.next, self.next + n, dtype=np.uint64)
-        self.next += n
-        return out
-
-
-def _widths(ell: int) -> list[int]:
-    """⌈ell/BLOCK_BITS⌉ blocks of as equal widths as possible, least significant first (17 → 4, 4, 3, 3, 3): as
-    few leaves as blocks of BLOCK_BITS would give, with fewer 1-out-of-2^w messages."""
-    q = -(-ell // BLOCK_BITS)
-    return [ell // q + (i < ell % q) for i in range(q)]
-
-
-def _levels(blocks: int, m: int) -> list[int]:
-    """AND gates per level of the combining tree of ``blocks`` leaves (pairs (hi, lo), least significant first):
-    lt of every pair, eq of every pair but the lowest (a node holding the least significant leaf is always the lo
-    side of its parent, so its eq is never used; the root needs lt only)."""
-    sizes = []
-    while blocks > 1:
-        pairs = blocks // 2
-        sizes.append((2 * pairs - 1) * m)
-        blocks = pairs + blocks % 2
-    return sizes
-
-
-def _tree_inputs(lt: list, eq: list) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) of one level's AND gates: eq_hi ∧ lt_lo for every pair, then eq_hi ∧ eq_lo for all but the lowest."""
-    pairs = len(lt) // 2
-    eh = [eq[2 * i + 1] for i in range(pairs)]
-    return (np.concatenate(eh + eh[1:]),
-            np.concatenate([lt[2 * i] for i in range(pairs)] + [eq[2 * i] for i in range(1, pairs)]))
-
-
-def _tree_outputs(lt: list, eq: list, z: np.ndarray, m: int) -> tuple[list, list]:
-    """The next level's (lt, eq): lt_hi ⊕ (eq_hi ∧ lt_lo) and eq_hi ∧ eq_lo (None for the lowest node)."""
-    pairs = len(lt) // 2
-    nl = [lt[2 * i + 1] ^ z[i * m:(i + 1) * m] for i in range(pairs)]
-    ne = [None] + [z[(pairs + i - 1) * m:(pairs + i) * m] for i in range(1, pairs)]
-    if len(lt) % 2:
-        nl.append(lt[-1])
-        ne.append(eq[-1])
-    return nl, ne
-
-
-def _check_inputs(v, ell: int) -> np.ndarray:
-    v = np.asarray(v, dtype=np.uint64)
-    if v.ndim != 1 or v.size == 0 or not 1 <= ell <= 63:
-        raise CryptoError("millionaire: inputs must be a non-empty vector of ≤ 63 bits")
-    if np.any(v >> np.uint64(ell)):
-        raise CryptoError(f"millionaire: inputs exceed {ell} bits")
-    return v
 
 
 # ------------------------------------------------------------------------------------------ receiver R
