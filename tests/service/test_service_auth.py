@@ -5,6 +5,7 @@ a key without the step's scope → 403, both changing neither the store nor the 
 scope gets past authentication (so the refusals are not a server that refuses everything)."""
 import json
 import logging
+import re
 import sqlite3
 
 import httpx
@@ -125,6 +126,15 @@ def test_keys_and_scopes_over_http(counter, caplog):
     assert {"401", "403"} <= set(step_op["responses"]) and step_op["security"] == [{"apiKey": []}]
     assert spec["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
     assert "security" not in spec["paths"]["/healthz"]["get"]
+    # /docs: Swagger UI whose every script, style sheet and icon comes from this server, not from a CDN
+    page = httpx.get(f"{url}/docs")
+    assert page.status_code == 200 and "SwaggerUIBundle" in page.text
+    srcs = re.findall(r'(?:src|href)=["\']([^"\']+)', page.text)
+    assert srcs and all(s.startswith("/") and not s.startswith("//") for s in srcs), srcs
+    for s in srcs:
+        r = httpx.get(f"{url}{s}")
+        assert r.status_code == 200 and len(r.content) > 1000, s
+    assert "cdn" not in page.text.lower() and httpx.get(f"{url}/redoc").status_code == 404
     logged = caplog.text
     assert all(s.split("_", 2)[2] not in logged for s in secrets.values())
 

@@ -15,8 +15,9 @@ rest is read: it answers the exact size the whole body may have for this caller 
 body is buffered only when the service expects it.
 
 With ``keys`` (an ``ApiKeys``), every step needs ``Authorization: Bearer <key>``, checked before the body
-is read or a session touched, so a refused call changes nothing. ``/healthz``, ``/docs`` and
-``/openapi.json`` stay open (no templates, keys or scores there); ``/metrics`` (Prometheus) needs the
+is read or a session touched, so a refused call changes nothing. ``/healthz``, ``/docs`` (Swagger UI, its
+scripts served from ``DOCS_STATIC`` by fastapi-offline, nothing from a CDN) and ``/openapi.json`` stay open (no
+templates, keys or scores there); ``/metrics`` (Prometheus) needs the
 ``metrics`` or ``admin`` scope. Every step call leaves one audit record (observe.py).
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -55,6 +57,7 @@ from .web import mount_web
 log = logging.getLogger("privface.service")
 OCTETS = "application/octet-stream"
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+DOCS_STATIC = "/docs-static"
 STREAM_SEND_TIMEOUT = 120.0
 """Seconds a streamed response waits for the client to take one piece before it gives up (and closes the stream)."""
 UNLIMITED_SCOPES = frozenset({"internal", "admin"})
@@ -120,7 +123,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         log.info("shutdown: dropping %d open sessions", len(sessions))
         sessions.clear()
 
-    app = FastAPI(title="privface", version="1", summary="Face matching on encrypted templates", lifespan=lifespan)
+    app = FastAPIOffline(title="privface", version="1", summary="Face matching on encrypted templates",
+                         lifespan=lifespan, redoc_url=None, static_url=DOCS_STATIC)  # /docs without a CDN
     app.state.sessions, app.state.store, app.state.services = sessions, store, by_name
     app.state.keys = keys
     app.state.metrics = metrics = Metrics(sessions)
