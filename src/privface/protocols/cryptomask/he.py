@@ -433,8 +433,8 @@ class VerifierHE:
         if b.shape != (self.dim,):
             raise TemplateError(f"query must be one {self.dim}-dimensional vector")
         key = seed()
-        rows = self.basis.product.encrypt_rows(self._sv, encoding.encode_query(b, self.n), key, seed())
-        return Query(rows, key)
+        encrypted = self.basis.product.encrypt_rows(self._sv, encoding.encode_query(b, self.n), key, seed())
+        return Query(encrypted, key)
 
     def _c1_s(self, c1: np.ndarray) -> np.ndarray:
         """c'_1·s_v mod q' for packs (G, N): the exact integer product (|·| < N·2^WIRE_BITS < q₀q₁/2) by NTT over
