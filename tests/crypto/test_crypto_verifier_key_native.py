@@ -197,6 +197,41 @@ def test_pack_is_the_trace_of_the_items(small, seed, d):
         assert got == want
 
 
+def _phase_oracle(pr, p, c0, c1, s, bits):
+    """The verifier's numpy phase before the native one: NTT over all four primes, CRT of q₀ and q₁."""
+    pv = np.array(p, dtype=np.uint64)[:, None]
+    x = pr.forward(np.ascontiguousarray(c1[:, None, :].astype(np.uint64) % pv))
+    s_hat = pr.forward(np.mod(s[None, :], pv.astype(np.int64)).astype(np.uint64))
+    y = pr.inverse(((x.astype(np.uint64) * s_hat) % pv).astype(np.uint32))
+    q0, q1 = p[0], p[1]
+    a, b = y[:, 0], y[:, 1]
+    dlt = ((b + np.uint64(q1) - a % np.uint64(q1)) % np.uint64(q1)) * np.uint64(pow(q0, -1, q1)) % np.uint64(q1)
+    v = (a + np.uint64(q0) * dlt).astype(np.int64)
+    v[v > (q0 * q1) // 2] -= q0 * q1
+    return (c0.astype(np.uint64) + v.view(np.uint64)) & np.uint64((1 << bits) - 1)
+
+
+@few
+@given(seeds, st.sampled_from([8, 20, 32]))
+def test_phase_is_c0_plus_c1_times_s_exactly(small, seed, bits):
+    """Alg. 2 line 13 at q' = 2^bits: the native phase equals c'₀ + c'₁·s_v mod 2^bits from exact integers, and the
+    numpy code it replaced, on random packs, including c'₁ at the top of its range."""
+    pr, p, n = small
+    rng = np.random.default_rng(seed)
+    g = 3
+    c0 = rng.integers(0, 1 << bits, (g, n), dtype=np.uint64).astype(np.uint32)
+    c1 = rng.integers(0, 1 << bits, (g, n), dtype=np.uint64).astype(np.uint32)
+    c1[0] = (1 << bits) - 1
+    s = rng.integers(-1, 2, n).astype(np.int64)
+    s_hat = pr.forward(np.mod(s[None, :], np.array(p, dtype=np.int64)[:, None]).astype(np.uint64))[:2]
+    got = pr.phase(c0, c1, s_hat, bits)
+    assert got.dtype == np.uint32 and got.shape == (g, n)
+    for i in range(g):
+        exact = [(int(a) + v) % (1 << bits) for a, v in zip(c0[i], negacyclic([int(x) for x in c1[i]], list(s)))]
+        assert got[i].tolist() == exact
+    assert np.array_equal(got.astype(np.uint64), _phase_oracle(pr, p, c0, c1, s, bits))
+
+
 def test_bad_inputs_are_errors(small):
     pr, p, n = small
     with pytest.raises(ValueError):
@@ -226,6 +261,15 @@ def test_bad_inputs_are_errors(small):
         pr.galois_keys(np.full(n, 2, np.int64), 8, os.urandom(32), os.urandom(32))
     with pytest.raises(ValueError, match="prime"):
         pr.pack(np.full((8, 2, 2, n), p[0], np.uint32), 8, keys)
+    z, s_hat = np.zeros((2, n), np.uint32), np.zeros((2, n), np.uint32)
+    with pytest.raises(ValueError, match="below 2"):
+        pr.phase(z, np.full((2, n), 1 << 20, np.uint32), s_hat, 20)
+    with pytest.raises(ValueError, match="expected"):
+        pr.phase(z, z[:1], s_hat, 32)
+    with pytest.raises(ValueError, match="prime"):
+        pr.phase(z, z, np.full((2, n), p[0], np.uint32), 32)
+    with pytest.raises(ValueError, match="wire_bits"):
+        pr.phase(z, z, s_hat, 33)
 
 
 def test_seal_decrypts_a_native_pack():

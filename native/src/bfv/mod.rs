@@ -478,6 +478,40 @@ impl PyVerifierKeyProduct {
         Ok((array(py, vec![groups, n], c1)?, array(py, vec![groups, n], c0)?))
     }
 
+    /// The verifier's phases c'₀ + c'₁·s_v mod 2^``wire_bits`` of packs c0, c1 (G, N) < 2^``wire_bits``, with s_v in
+    /// NTT form mod q₀, q₁ (2, N) (``forward`` of its residues); uint32 (G, N).
+    fn phase<'py>(
+        &self,
+        py: Python<'py>,
+        c0: PyReadonlyArrayDyn<'py, u32>,
+        c1: PyReadonlyArrayDyn<'py, u32>,
+        s_hat: PyReadonlyArrayDyn<'py, u32>,
+        wire_bits: u32,
+    ) -> Out32<'py> {
+        let n = self.inner.n;
+        let (q0, q1) = (self.inner.p[0], self.inner.p[1]);
+        if !(1..=32).contains(&wire_bits) || (n as u64) << wire_bits > q0 * q1 / 2 {
+            return Err(err(format!(
+                "phase: needs 1 ≤ wire_bits ≤ 32 and N·2^wire_bits ≤ q0·q1/2, got {wire_bits}"
+            )));
+        }
+        let sh = c0.shape().to_vec();
+        if sh.len() != 2 || sh[1] != n || c1.shape() != &sh[..] || s_hat.shape() != [2, n] {
+            return Err(err(format!(
+                "phase: expected c0, c1 (G, {n}) and s_hat (2, {n}), got {sh:?}, {:?}, {:?}",
+                c1.shape(),
+                s_hat.shape()
+            )));
+        }
+        let (a0, a1, sv) = (flat(&c0), flat(&c1), flat(&s_hat));
+        if a0.iter().chain(a1.iter()).any(|&x| x >> (wire_bits - 1) >> 1 != 0) {
+            return Err(err(format!("phase: a residue is not below 2^{wire_bits}")));
+        }
+        self.below(&sv, "phase: s_hat")?;
+        let out = py.detach(|| pool::install(|| self.inner.phase(&a0, &a1, &sv, wire_bits)));
+        array32(py, sh, out)
+    }
+
     /// Test helper: coefficient residues (..., 4, N) → NTT form (this module's order), uint32.
     fn forward<'py>(&self, py: Python<'py>, a: PyReadonlyArrayDyn<'py, u64>) -> Out32<'py> {
         let v = flat(&a);

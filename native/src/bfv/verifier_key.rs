@@ -138,6 +138,54 @@ impl Product {
         out
     }
 
+    /// Seed 001 Alg. 2 line 13 on packs (G, N) modulus-switched to q' = 2^bits: c'₀ + c'₁·s_v mod q'. The product
+    /// c'₁·s_v is exact: |c'₁·s_v| < N·2^bits ≤ q₀q₁/2 (the caller checks it), so it is taken by NTT mod q₀ and mod
+    /// q₁, joined by CRT and centred. `s_hat`: s_v in NTT form mod q₀, q₁ (2, N).
+    pub fn phase(&self, c0: &[u32], c1: &[u32], s_hat: &[u32], bits: u32) -> Vec<u32> {
+        let n = self.n;
+        let (q0, q1) = (self.p[0], self.p[1]);
+        let mask = u32::MAX >> (32 - bits);
+        // s_v·N^{-1} per limb (the inverse NTT's scaling folded in), with Shoup companions
+        let s: Vec<(u64, u64)> = s_hat
+            .chunks(n)
+            .enumerate()
+            .flat_map(|(l, row)| {
+                let ni = self.m[l].inv(n as u64 % self.p[l]);
+                row.iter().map(move |&x| {
+                    let w = self.m[l].mul(x as u64, ni);
+                    (w, self.m[l].shoup(w))
+                })
+            })
+            .collect();
+        let mut out = vec![0u32; c0.len()];
+        out.par_chunks_mut(n)
+            .zip(c0.par_chunks(n).zip(c1.par_chunks(n)))
+            .for_each_init(
+                || [vec![0u32; n], vec![0u32; n]],
+                |y, (o, (a0, a1))| {
+                    for (l, yl) in y.iter_mut().enumerate() {
+                        let p = self.p[l];
+                        for (t, &x) in yl.iter_mut().zip(a1) {
+                            *t = (x as u64 % p) as u32;
+                        }
+                        self.plans[l].fwd(yl);
+                        for (t, &(w, wp)) in yl.iter_mut().zip(&s[l * n..(l + 1) * n]) {
+                            *t = mul_shoup(*t as u64, w, wp, p) as u32;
+                        }
+                        self.plans[l].inv(yl);
+                    }
+                    for j in 0..n {
+                        let (a, b) = (y[0][j] as u64, y[1][j] as u64);
+                        let d = mul_shoup(self.m[1].sub(b, a % q1), self.q0_inv.0, self.q0_inv.1, q1);
+                        let x = a + q0 * d; // c'₁·s_v mod q₀q₁, in [0, q₀q₁)
+                        let v = if x > q0 * q1 / 2 { x.wrapping_sub(q0 * q1) } else { x };
+                        o[j] = (a0[j] as u64).wrapping_add(v) as u32 & mask;
+                    }
+                },
+            );
+        out
+    }
+
     /// Coefficient residues (…, 4, N) → NTT form.
     pub fn forward(&self, a: &[u64]) -> Vec<u32> {
         let n = self.n;

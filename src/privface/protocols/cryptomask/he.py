@@ -422,7 +422,7 @@ class VerifierHE:
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
         self._sv = sv.astype(np.int64)
         self._p = np.array(b.product.moduli(), dtype=np.uint64)[:, None]
-        self._s_hat = b.product.forward(np.mod(self._sv[None, :], self._p.astype(np.int64)).astype(np.uint64))
+        self._s_hat = b.product.forward(np.mod(self._sv[None, :], self._p.astype(np.int64)).astype(np.uint64))[:2]
         if self.n << WIRE_BITS > int(self._p[0, 0]) * int(self._p[1, 0]) // 2:
             raise ProtocolError("the verifier's product needs N·2^WIRE_BITS ≤ q₀q₁/2")
 
@@ -436,28 +436,14 @@ class VerifierHE:
         encrypted = self.basis.product.encrypt_rows(self._sv, encoding.encode_query(b, self.n), key, seed())
         return Query(encrypted, key)
 
-    def _c1_s(self, c1: np.ndarray) -> np.ndarray:
-        """c'_1·s_v mod q' for packs (G, N): the exact integer product (|·| < N·2^WIRE_BITS < q₀q₁/2) by NTT over
-        the four primes, read back from q₀ and q₁ (CRT)."""
-        pr, p = self.basis.product, self._p
-        x = pr.forward(np.ascontiguousarray(c1[:, None, :] % p))
-        y = pr.inverse(((x.astype(np.uint64) * self._s_hat) % p).astype(np.uint32))
-        q0, q1 = int(p[0, 0]), int(p[1, 0])
-        a, b = y[:, 0], y[:, 1]
-        dlt = ((b + np.uint64(q1) - a % np.uint64(q1)) % np.uint64(q1)) * np.uint64(pow(q0, -1, q1)) % np.uint64(q1)
-        v = (a + np.uint64(q0) * dlt).astype(np.int64)
-        v[v > (q0 * q1) // 2] -= q0 * q1
-        return v.view(np.uint64)
-
     def shares(self, msg: Distances, count: int) -> np.ndarray:
         """d_1 = ⌊t·(c_0 + c_1·s_v)/q'⌉ at every coefficient of the packs, first ``count`` entries (int64 mod t)."""
         s = packs(-(-count // self.delta), self.group)
         c1 = _wire_residues(msg.c1, (s, self.n), "distances c_1")
         c0 = _wire_residues(msg.c0, (s, self.n), "distances c_0")
-        mask = np.uint64((1 << WIRE_BITS) - 1)
-        ph = np.empty((s, self.n), dtype=np.uint64)
-        for lo in range(0, s, CHUNK):  # phase mod q': c'_0 + c'_1·s_v
-            ph[lo:lo + CHUNK] = (c0[lo:lo + CHUNK] + self._c1_s(c1[lo:lo + CHUNK].astype(np.uint64))) & mask
+        ph = self.basis.product.phase(c0.astype(np.uint32, copy=False), c1.astype(np.uint32, copy=False), self._s_hat,
+                                      WIRE_BITS)
+        ph = ph.astype(np.uint64)  # the phase mod q': c'_0 + c'_1·s_v, exact (native ``phase``)
         t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
         d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
         return entries((d1 % np.uint64(self.t)).astype(np.int64), self.group, self.delta)[:count]
