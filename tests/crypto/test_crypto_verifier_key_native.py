@@ -232,6 +232,34 @@ def test_phase_is_c0_plus_c1_times_s_exactly(small, seed, bits):
     assert np.array_equal(got.astype(np.uint64), _phase_oracle(pr, p, c0, c1, s, bits))
 
 
+def test_mask_shares_pad_c0_and_keep_the_cs_share():
+    """Alg. 2 line 14: c'₀ + u' mod q' with u' uniform outside the 2^-margin band around each rounding point, and
+    d₀ = −⌊t·u'/q'⌉ mod t (the numpy CS code it replaced), reproducible from the seed, fresh across seeds."""
+    wire, t_bits, margin = 32, 20, 4
+    shift, half = wire - t_bits, 1 << (wire - t_bits - 1)
+    rng = np.random.default_rng(5)
+    c0 = rng.integers(0, 1 << wire, (40, 4096), dtype=np.uint64)
+    seed = os.urandom(32)
+    m, d0 = bfv.mask_shares(c0, seed, wire, t_bits, margin)
+    assert m.dtype == np.uint64 and d0.dtype == np.uint32 and m.shape == d0.shape == c0.shape
+    u = (m - c0) & np.uint64((1 << wire) - 1)
+    frac = (u & np.uint64((1 << shift) - 1)).astype(np.int64)
+    assert np.abs(frac - half).min() >= 1 << (shift - margin)
+    assert np.array_equal(d0, (-(((u + np.uint64(half)) >> np.uint64(shift)).astype(np.int64))) % (1 << t_bits))
+    top = (u >> np.uint64(shift)).astype(np.int64).ravel()  # the step of u': uniform over 2^t_bits values
+    assert abs(np.bincount(top % 16, minlength=16) / top.size - 1 / 16).max() < 0.01
+    again = bfv.mask_shares(c0, seed, wire, t_bits, margin)
+    assert np.array_equal(again[0], m) and np.array_equal(again[1], d0)
+    assert not np.array_equal(bfv.mask_shares(c0, os.urandom(32), wire, t_bits, margin)[0], m)
+    assert not np.array_equal(m[0], m[1] - c0[1] + c0[0])  # rows use different streams
+    with pytest.raises(ValueError, match="below"):
+        bfv.mask_shares(np.full((1, 8), 1 << 32, np.uint64), seed, wire, t_bits, margin)
+    with pytest.raises(ValueError, match="margin"):
+        bfv.mask_shares(c0, seed, wire, t_bits, 12)
+    with pytest.raises(ValueError, match="seed"):
+        bfv.mask_shares(c0, b"short", wire, t_bits, margin)
+
+
 def test_bad_inputs_are_errors(small):
     pr, p, n = small
     with pytest.raises(ValueError):

@@ -226,6 +226,35 @@ impl PyBasis {
     }
 }
 
+/// The CS's masks of packs c0 (G, N) at 2^wire_bits (``pack::mask_shares``, ChaCha20 from `seed`): (c0 + u' mod
+/// 2^wire_bits, its shares d₀ = −⌊t·u'/2^wire_bits⌉ mod t), both (G, N); t = 2^t_bits.
+#[pyfunction]
+fn mask_shares<'py>(
+    py: Python<'py>,
+    c0: PyReadonlyArrayDyn<'py, u64>,
+    seed: &[u8],
+    wire_bits: u32,
+    t_bits: u32,
+    margin_bits: u32,
+) -> Masked<'py> {
+    let sh = c0.shape().to_vec();
+    if sh.len() != 2 || sh[1] == 0 {
+        return Err(err(format!("mask_shares: expected c0 (G, N), got {sh:?}")));
+    }
+    if !(wire_bits <= 32 && t_bits < wire_bits && margin_bits >= 1 && margin_bits < wire_bits - t_bits) {
+        return Err(err(
+            "mask_shares: needs t_bits < wire_bits ≤ 32 and 1 ≤ margin_bits < wire_bits − t_bits".into(),
+        ));
+    }
+    let sd = seed32(seed, "mask_shares")?;
+    let mut v = flat(&c0).into_owned();
+    if v.iter().any(|&x| x >> wire_bits != 0) {
+        return Err(err(format!("mask_shares: a residue is not below 2^{wire_bits}")));
+    }
+    let d0 = py.detach(|| pool::install(|| pack::mask_shares(&mut v, sh[1], sd, wire_bits, t_bits, margin_bits)));
+    Ok((array(py, sh.clone(), v)?, array32(py, sh, d0)?))
+}
+
 /// The `count` largest primes ≡ 1 (mod 2n) below 2^bits, decreasing.
 #[pyfunction]
 fn ntt_primes(bits: u32, n: u64, count: usize) -> PyResult<Vec<u64>> {
@@ -251,6 +280,7 @@ fn threads() -> usize {
 
 type Out32<'py> = PyResult<Bound<'py, PyArrayDyn<u32>>>;
 type Pair64<'py> = PyResult<(Bound<'py, PyArrayDyn<u64>>, Bound<'py, PyArrayDyn<u64>>)>;
+type Masked<'py> = PyResult<(Bound<'py, PyArrayDyn<u64>>, Bound<'py, PyArrayDyn<u32>>)>;
 
 fn array32<'py>(py: Python<'py>, shape: Vec<usize>, v: Vec<u32>) -> Out32<'py> {
     Ok(ArrayD::from_shape_vec(IxDyn(&shape), v)
@@ -586,6 +616,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBasis>()?;
     m.add_class::<PyVerifierKeyProduct>()?;
     m.add_function(wrap_pyfunction!(ntt_primes, &m)?)?;
+    m.add_function(wrap_pyfunction!(mask_shares, &m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, &m)?)?;
     m.add_function(wrap_pyfunction!(threads, &m)?)?;
     parent.add_submodule(&m)?;

@@ -20,7 +20,7 @@ use aes::Aes128;
 use aes::cipher::KeyInit;
 use aes::cipher::generic_array::GenericArray;
 use rand_chacha::ChaCha20Rng;
-use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
 use std::cell::RefCell;
 
 use rayon::prelude::*;
@@ -524,4 +524,33 @@ impl Scratch {
             kk: vec![0; 2 * DATA * n],
         }
     }
+}
+
+/// Seed 001 Alg. 2 line 14 at q' = 2^`wire`: the CS adds a uniform u' mod q' to every coefficient of c'₀ (rows of N,
+/// row r from ChaCha20 stream r of `seed`) and keeps d₀ = −⌊t·u'/q'⌉ mod t (t = 2^`t_bits`) as its share. A u' whose
+/// fraction t·u'/q' mod 1 lies within 2^−`margin` of ½ is drawn again (``params.MARGIN_BITS``): the verifier's
+/// rounding of t·(phase + u')/q' then never crosses a rounding point that the CS's does not.
+pub fn mask_shares(c0: &mut [u64], n: usize, seed: [u8; 32], wire: u32, t_bits: u32, margin: u32) -> Vec<u32> {
+    let shift = wire - t_bits;
+    let (low, half) = ((1u64 << shift) - 1, 1u64 << (shift - 1));
+    let (near, wmask, tmask) = (1u64 << (shift - margin), (1u64 << wire) - 1, (1u64 << t_bits) - 1);
+    let mut d0 = vec![0u32; c0.len()];
+    c0.par_chunks_mut(n)
+        .zip(d0.par_chunks_mut(n))
+        .enumerate()
+        .for_each(|(r, (c, d))| {
+            let mut rng = ChaCha20Rng::from_seed(seed);
+            rng.set_stream(r as u64);
+            for (x, s) in c.iter_mut().zip(d.iter_mut()) {
+                let u = loop {
+                    let u = u64::from(rng.next_u32()) >> (32 - wire);
+                    if (u & low).abs_diff(half) >= near {
+                        break u;
+                    }
+                };
+                *x = (*x + u) & wmask;
+                *s = (((u + half) >> shift).wrapping_neg() & tmask) as u32;
+            }
+        });
+    d0
 }

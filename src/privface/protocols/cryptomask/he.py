@@ -374,9 +374,9 @@ class CloudServer:
             c1s.append(c1)
             c0s.append(c0)
         c1, c0 = np.concatenate(c1s), np.concatenate(c0s)
-        u, share = self._masks(c0.shape)
-        c0 = (c0 + u) & np.uint64((1 << WIRE_BITS) - 1)
-        return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta]
+        t_bits = int(self.t).bit_length() - 1
+        c0, share = ext.bfv.mask_shares(c0, seed(), WIRE_BITS, t_bits, MARGIN_BITS)  # u' and d_0 (module docstring)
+        return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta].astype(np.int64)
 
     def _lift(self, p: np.ndarray) -> np.ndarray:
         """Stacks at p₁ (k, S, 2, 2, N) → lifted over Q (k, S, 2, 4, N) (``precompute=False``)."""
@@ -393,22 +393,6 @@ class CloudServer:
             for i in range(first, last, CHUNK):
                 yield block[i - at:min(last, i + CHUNK) - at]
             at += block.shape[0]
-
-    def _masks(self, shape) -> tuple[np.ndarray, np.ndarray]:
-        """u' uniform mod q' = 2^WIRE_BITS away from the rounding points, and d_0 = −⌊t·u'/q'⌉ mod t."""
-        t_bits = int(self.t).bit_length() - 1
-        shift = WIRE_BITS - t_bits
-        low, half = (1 << shift) - 1, 1 << (shift - 1)
-        top = np.uint64(64 - WIRE_BITS)
-        u = np.frombuffer(os.urandom(8 * int(np.prod(shape))), dtype=np.uint64).reshape(shape) >> top
-        while True:
-            bad = np.abs((u & np.uint64(low)).astype(np.int64) - half) < (1 << (shift - MARGIN_BITS))
-            if not bad.any():
-                break
-            fresh = np.frombuffer(os.urandom(8 * int(bad.sum())), dtype=np.uint64) >> top
-            u[bad] = fresh
-        whole = ((u + np.uint64(half)) >> np.uint64(shift)).astype(np.int64)
-        return u, (-whole) % self.t
 
 
 class VerifierHE:
