@@ -528,7 +528,7 @@ impl Scratch {
 
 /// Seed 001 Alg. 2 line 14 at q' = 2^`wire`: the CS adds a uniform u' mod q' to every coefficient of c'₀ (rows of N,
 /// row r from ChaCha20 stream r of `seed`) and keeps d₀ = −⌊t·u'/q'⌉ mod t (t = 2^`t_bits`) as its share. A u' whose
-/// fraction t·u'/q' mod 1 lies within 2^−`margin` of ½ is drawn again (``params.MARGIN_BITS``): the verifier's
+/// fraction t·u'/q' mod 1 lies within 2^−`margin` of ½ is drawn again: the verifier's
 /// rounding of t·(phase + u')/q' then never crosses a rounding point that the CS's does not.
 pub fn mask_shares(c0: &mut [u64], n: usize, seed: [u8; 32], wire: u32, t_bits: u32, margin: u32) -> Vec<u32> {
     let shift = wire - t_bits;

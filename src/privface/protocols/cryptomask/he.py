@@ -405,9 +405,9 @@ class VerifierHE:
         b = self.basis
         sv = rlwe.secret_coefficients(b, public_v.seal_context, public_v.evaluator, secret_v._secret_key)
         self._sv = sv.astype(np.int64)
-        self._p = np.array(b.product.moduli(), dtype=np.uint64)[:, None]
-        self._s_hat = b.product.forward(np.mod(self._sv[None, :], self._p.astype(np.int64)).astype(np.uint64))[:2]
-        if self.n << WIRE_BITS > int(self._p[0, 0]) * int(self._p[1, 0]) // 2:
+        p = b.product.moduli()
+        self._s_hat = b.product.forward(np.mod(self._sv[None, :], np.array(p)[:, None]).astype(np.uint64))[:2]
+        if self.n << WIRE_BITS > p[0] * p[1] // 2:
             raise ProtocolError("the verifier's product needs N·2^WIRE_BITS ≤ q₀q₁/2")
 
     def query(self, b_vec) -> Query:
