@@ -291,6 +291,18 @@ impl Product {
     /// FOLD slices' pairs of products add up in 64 bits before one Barrett reduction.
     #[inline(always)]
     pub(super) fn products(&self, gs: &[&[u32]], rows: &[Shouped], accs: &mut [u32]) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() && self.n.is_multiple_of(16) {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time); N is a multiple of 16.
+            unsafe { self.products_avx512(gs, rows, accs) };
+            return;
+        }
+        self.products_portable(gs, rows, accs)
+    }
+
+    /// `products` on any CPU (and the test oracle of `products_avx512`).
+    #[inline(always)]
+    pub(super) fn products_portable(&self, gs: &[&[u32]], rows: &[Shouped], accs: &mut [u32]) {
         const BLOCK: usize = 512;
         const FOLD: usize = 16;
         let n = self.n;
@@ -328,6 +340,98 @@ impl Product {
                     }
                     for (o, w) in acc1[l * n + c..l * n + e].iter_mut().zip(w1.iter()) {
                         *o = reduce(*w) as u32;
+                    }
+                }
+            }
+            for acc in accs.chunks_mut(one).take(gs.len()) {
+                let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+                self.plans[l].inv(&mut acc0[l * n..(l + 1) * n]);
+                self.plans[l].inv(&mut acc1[l * n..(l + 1) * n]);
+            }
+        }
+    }
+
+    /// `products` with AVX-512: 16 coefficients at a time, the S slices' products summed in four registers
+    /// (even and odd coefficients of each half; vpmuludq reads the low 32 bits of every 64-bit lane) instead of
+    /// through memory, then reduced by `reduce_avx512`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    fn products_avx512(&self, gs: &[&[u32]], rows: &[Shouped], accs: &mut [u32]) {
+        use std::arch::x86_64::*;
+        const BLOCK: usize = 512;
+        const FOLD: usize = 16;
+        const AHEAD: usize = 256; // words: each of the gallery's 2S streams is prefetched 16 lines ahead
+        let n = self.n;
+        let one = 2 * LIMBS * n;
+        for l in 0..LIMBS {
+            let p = self.p[l];
+            let (pv, pinv) = (_mm512_set1_epi64(p as i64), _mm512_set1_pd(1.0 / p as f64));
+            let ptr = |r: usize, h: usize| rows[(r * 2 + h) * LIMBS + l].w.as_ptr();
+            let slices = gs.first().map_or(0, |g| g.len() / one);
+            // per slice: b₀, b₁ (the R₀, R₁ b-halves) and a₀, a₁ (their uniform halves) of this limb
+            let rp: Vec<[*const u32; 4]> = (0..slices)
+                .map(|sl| [ptr(2 * sl, 0), ptr(2 * sl + 1, 0), ptr(2 * sl, 1), ptr(2 * sl + 1, 1)])
+                .collect();
+            for c in (0..n).step_by(BLOCK) {
+                let e = (c + BLOCK).min(n);
+                for (g, acc) in gs.iter().zip(accs.chunks_mut(one)) {
+                    assert_eq!(g.len(), slices * one, "products: stacks of S slices");
+                    for j in (c..e).step_by(16) {
+                        let z = _mm512_setzero_si512();
+                        let (mut s0e, mut s0o, mut s1e, mut s1o) = (z, z, z, z);
+                        for (sl, r) in rp.iter().enumerate() {
+                            if sl > 0 && sl % FOLD == 0 {
+                                s0e = reduce_avx512(s0e, pv, pinv);
+                                s0o = reduce_avx512(s0o, pv, pinv);
+                                s1e = reduce_avx512(s1e, pv, pinv);
+                                s1o = reduce_avx512(s1o, pv, pinv);
+                            }
+                            // SAFETY: j + 16 ≤ n (N a multiple of 16), every row holds N words and the stack
+                            // S·2·4·N (asserted), so every load reads 16 words in bounds.
+                            let [g0, g1, b0, b1, a0, a1] = unsafe {
+                                let gsl = g.as_ptr().add(sl * one);
+                                if j + AHEAD < n {
+                                    _mm_prefetch::<_MM_HINT_T0>(gsl.add(l * n + j + AHEAD).cast());
+                                    _mm_prefetch::<_MM_HINT_T0>(gsl.add((LIMBS + l) * n + j + AHEAD).cast());
+                                }
+                                [
+                                    gsl.add(l * n + j),
+                                    gsl.add((LIMBS + l) * n + j),
+                                    r[0].add(j),
+                                    r[1].add(j),
+                                    r[2].add(j),
+                                    r[3].add(j),
+                                ]
+                                .map(|x| _mm512_loadu_si512(x.cast()))
+                            };
+                            s0e = _mm512_add_epi64(
+                                s0e,
+                                _mm512_add_epi64(_mm512_mul_epu32(g0, b0), _mm512_mul_epu32(g1, b1)),
+                            );
+                            s1e = _mm512_add_epi64(
+                                s1e,
+                                _mm512_add_epi64(_mm512_mul_epu32(g0, a0), _mm512_mul_epu32(g1, a1)),
+                            );
+                            let (g0, g1) = (_mm512_srli_epi64::<32>(g0), _mm512_srli_epi64::<32>(g1));
+                            let (b0, b1) = (_mm512_srli_epi64::<32>(b0), _mm512_srli_epi64::<32>(b1));
+                            let (a0, a1) = (_mm512_srli_epi64::<32>(a0), _mm512_srli_epi64::<32>(a1));
+                            s0o = _mm512_add_epi64(
+                                s0o,
+                                _mm512_add_epi64(_mm512_mul_epu32(g0, b0), _mm512_mul_epu32(g1, b1)),
+                            );
+                            s1o = _mm512_add_epi64(
+                                s1o,
+                                _mm512_add_epi64(_mm512_mul_epu32(g0, a0), _mm512_mul_epu32(g1, a1)),
+                            );
+                        }
+                        let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+                        for (o, (se, so)) in [(acc0, (s0e, s0o)), (acc1, (s1e, s1o))] {
+                            let (re, ro) = (reduce_avx512(se, pv, pinv), reduce_avx512(so, pv, pinv));
+                            // lane k: coefficient 2k in the low word, 2k + 1 in the high word
+                            let v = _mm512_or_si512(re, _mm512_slli_epi64::<32>(ro));
+                            // SAFETY: l·N + j + 16 ≤ 4·N, the length of the half `o`.
+                            unsafe { _mm512_storeu_si512(o.as_mut_ptr().add(l * n + j).cast(), v) };
+                        }
                     }
                 }
             }
@@ -461,6 +565,25 @@ pub(super) fn red1(x: u32, p: u32) -> u32 {
     if x >= p { x - p } else { x }
 }
 
+/// x mod p for 64-bit lanes x < 2^63 and p < 2^29: the quotient from float64 (off by at most one, as x·2^-53/p
+/// is far below 1), then one correction each way.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+#[inline]
+fn reduce_avx512(
+    x: std::arch::x86_64::__m512i,
+    p: std::arch::x86_64::__m512i,
+    pinv: std::arch::x86_64::__m512d,
+) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let q = _mm512_cvttpd_epu64(_mm512_mul_pd(_mm512_cvtepu64_pd(x), pinv));
+    let r = _mm512_sub_epi64(x, _mm512_mullo_epi64(q, p));
+    let neg = _mm512_cmplt_epi64_mask(r, _mm512_setzero_si512());
+    let r = _mm512_mask_add_epi64(r, neg, r, p);
+    let big = _mm512_cmpge_epi64_mask(r, p);
+    _mm512_mask_sub_epi64(r, big, r, p)
+}
+
 /// x_l ← (x_l − [r]_centred)·r_p^{-1} mod p_l for the kept limbs, r the dropped limb's residues mod its prime rp:
 /// the RNS form of ⌊x/rp⌉.
 #[inline(always)]
@@ -552,6 +675,35 @@ mod tests {
         let mut p = super::super::arith::ntt_primes(27, n as u64, 3);
         p.extend(super::super::arith::ntt_primes(28, n as u64, 1));
         p
+    }
+
+    /// The AVX-512 products equal the portable ones: random residues and residues at p − 1 (the largest sums),
+    /// S = 1, 16 (one full fold) and 33 (two reductions between the slices), several stacks.
+    #[test]
+    fn avx512_products_equal_portable() {
+        if !super::super::rns::avx512() {
+            return;
+        }
+        let n = 256;
+        let pr = Product::new(&primes(n), n).unwrap();
+        let mut rng = ChaCha20Rng::from_seed([9; 32]);
+        for slices in [1usize, 16, 33] {
+            for top in [false, true] {
+                let res = |rng: &mut ChaCha20Rng, i: usize| {
+                    let p = pr.p[(i / n) % LIMBS];
+                    (if top { p - 1 } else { rng.next_u64() % p }) as u32
+                };
+                let rows: Vec<u32> = (0..rows_of(slices) * 2 * LIMBS * n).map(|i| res(&mut rng, i)).collect();
+                let g: Vec<u32> = (0..3 * slices * 2 * LIMBS * n).map(|i| res(&mut rng, i)).collect();
+                let sh = shouped(&pr, &rows);
+                let gs: Vec<&[u32]> = g.chunks(slices * 2 * LIMBS * n).collect();
+                let (mut want, mut got) = (vec![0u32; 3 * 2 * LIMBS * n], vec![0u32; 3 * 2 * LIMBS * n]);
+                pr.products_portable(&gs, &sh, &mut want);
+                // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked above).
+                unsafe { pr.products_avx512(&gs, &sh, &mut got) };
+                assert_eq!(want, got, "S = {slices}, top = {top}");
+            }
+        }
     }
 
     /// Encrypt under s, multiply by a gallery ciphertext of a known message, decrypt: the product's phase.
