@@ -32,6 +32,10 @@ const TB: usize = 256;
 /// Columns (OTs) per extension task.
 const TILE_COLS: usize = 8 * TB;
 
+/// Bytes between the rows of a tile: TB and two AES blocks of slack, so that a row's key stream is written as
+/// whole counter blocks from the block holding its first byte (`Streams::blocks`) instead of copied into place.
+const STRIDE: usize = TB + 32;
+
 pub fn read_row(data: &[u8], i: usize) -> u128 {
     u128::from_le_bytes(data[16 * i..16 * i + 16].try_into().expect("16 bytes"))
 }
@@ -82,6 +86,16 @@ impl Streams {
     fn fill(&self, i: usize, off: usize, row: &mut [u8]) {
         ctr_fill(&self.keys[i], self.pos + off as u64, row);
     }
+
+    /// Bytes off..off + len of stream i (as `fill`) as whole counter blocks at the start of `buf`: they begin
+    /// at the returned skip (< 16), the same for every stream.
+    fn blocks(&self, i: usize, off: usize, len: usize, buf: &mut [u8]) -> usize {
+        let at = self.pos + off as u64;
+        let skip = (at % 16) as usize;
+        let whole = (skip + len).div_ceil(16) * 16;
+        ctr_fill(&self.keys[i], at - skip as u64, &mut buf[..whole]);
+        skip
+    }
 }
 
 /// One masked swap round of the 64 × 64 transpose: rows r and r + J (r with bit J clear) exchange their
@@ -111,12 +125,12 @@ fn transpose64(w: &mut [u64; 64]) {
 
 /// The portable transpose of a tile (see `transpose_tile`): 64 × 64 blocks.
 #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
-fn transpose_tile_scalar(tile: &[u8], out: &mut [u8], groups: usize) {
+fn transpose_tile_scalar(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     let mut w = [0u64; 64];
     for c in 0..(2 * groups).min(TB / 8) {
         for g in 0..KAPPA / 64 {
             for (r, x) in w.iter_mut().enumerate() {
-                let off = (64 * g + r) * TB + 8 * c;
+                let off = (64 * g + r) * stride + 8 * c;
                 *x = u64::from_le_bytes(tile[off..off + 8].try_into().expect("8 bytes"));
             }
             transpose64(&mut w);
@@ -133,14 +147,14 @@ fn transpose_tile_scalar(tile: &[u8], out: &mut [u8], groups: usize) {
 /// between the 8 bits of a byte.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
-fn transpose_tile_sse2(tile: &[u8], out: &mut [u8], groups: usize) {
+fn transpose_tile_sse2(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     use std::arch::x86_64::*;
-    assert!(tile.len() >= KAPPA * TB && out.len() >= 16 * 8 * 16 * groups && 16 * groups <= TB);
+    assert!(16 * groups <= TB && tile.len() >= (KAPPA - 1) * stride + 16 * groups && out.len() >= 16 * 128 * groups);
     for cg in 0..groups {
         for g in 0..KAPPA / 16 {
             let mut x = [_mm_setzero_si128(); 16];
             for (k, v) in x.iter_mut().enumerate() {
-                let src = &tile[(16 * g + k) * TB + 16 * cg..][..16];
+                let src = &tile[(16 * g + k) * stride + 16 * cg..][..16];
                 // SAFETY: `src` is 16 readable bytes (bounds-checked slice); loadu needs no alignment.
                 *v = unsafe { _mm_loadu_si128(src.as_ptr().cast()) };
             }
@@ -181,15 +195,15 @@ fn transpose_tile_sse2(tile: &[u8], out: &mut [u8], groups: usize) {
 /// movemasks, shifts and stores.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn transpose_tile_avx2(tile: &[u8], out: &mut [u8], groups: usize) {
+fn transpose_tile_avx2(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     use std::arch::x86_64::*;
-    assert!(tile.len() >= KAPPA * TB && out.len() >= 16 * 8 * 16 * groups && 16 * groups <= TB);
+    assert!(16 * groups <= TB && tile.len() >= (KAPPA - 1) * stride + 16 * groups && out.len() >= 16 * 128 * groups);
     for cg in 0..groups {
         for g in 0..KAPPA / 32 {
             let mut x = [_mm256_setzero_si256(); 16];
             for (k, v) in x.iter_mut().enumerate() {
-                let lo = &tile[(32 * g + k) * TB + 16 * cg..][..16];
-                let hi = &tile[(32 * g + 16 + k) * TB + 16 * cg..][..16];
+                let lo = &tile[(32 * g + k) * stride + 16 * cg..][..16];
+                let hi = &tile[(32 * g + 16 + k) * stride + 16 * cg..][..16];
                 // SAFETY: `lo` and `hi` are 16 readable bytes each (bounds-checked slices); no alignment needed.
                 *v = unsafe { _mm256_loadu2_m128i(hi.as_ptr().cast(), lo.as_ptr().cast()) };
             }
@@ -224,19 +238,19 @@ fn transpose_tile_avx2(tile: &[u8], out: &mut [u8], groups: usize) {
     }
 }
 
-/// A κ × TB tile (row r at r·TB) → its first 128·groups columns as rows of κ bits (16 bytes each, bit r =
+/// A κ × TB tile (row r at r·stride) → its first 128·groups columns as rows of κ bits (16 bytes each, bit r =
 /// row r) in `out`.
-fn transpose_tile(tile: &[u8], out: &mut [u8], groups: usize) {
+fn transpose_tile(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 detected just above.
-        unsafe { transpose_tile_avx2(tile, out, groups) };
+        unsafe { transpose_tile_avx2(tile, stride, out, groups) };
     } else {
         // SAFETY: SSE2 is part of the x86_64 baseline: every x86_64 CPU has it.
-        unsafe { transpose_tile_sse2(tile, out, groups) };
+        unsafe { transpose_tile_sse2(tile, stride, out, groups) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    transpose_tile_scalar(tile, out, groups);
+    transpose_tile_scalar(tile, stride, out, groups);
 }
 
 /// The per-task scratch of an extension: a κ × TB tile of the matrix, another row, its transpose and the
@@ -252,8 +266,8 @@ struct Scratch {
 impl Scratch {
     fn new() -> Scratch {
         Scratch {
-            tile: vec![0; KAPPA * TB],
-            row: vec![0; TB],
+            tile: vec![0; KAPPA * STRIDE],
+            row: vec![0; STRIDE],
             cols: vec![0; 16 * TILE_COLS],
             h0: vec![0; 16 * TILE_COLS],
             h1: vec![0; 16 * TILE_COLS],
@@ -309,9 +323,9 @@ pub fn transpose(rows: &[u8], nb: usize, m: usize) -> Vec<u8> {
             let (off, n) = (t * TB, o.len() / 16);
             let w = TB.min(nb - off);
             for r in 0..KAPPA {
-                s.tile[r * TB..r * TB + w].copy_from_slice(&rows[r * nb + off..r * nb + off + w]);
+                s.tile[r * STRIDE..r * STRIDE + w].copy_from_slice(&rows[r * nb + off..r * nb + off + w]);
             }
-            transpose_tile(&s.tile, &mut s.cols, n.div_ceil(128));
+            transpose_tile(&s.tile, STRIDE, &mut s.cols, n.div_ceil(128));
             o.copy_from_slice(&s.cols[..16 * n]);
         });
     out
@@ -403,14 +417,16 @@ impl Sender {
                 let (first, off) = (t * cols, t * cols / 8);
                 let n = cols.min(m - first);
                 let w = n.div_ceil(8);
+                let mut skip = 0;
                 for r in 0..KAPPA {
-                    let q = &mut s.tile[r * TB..r * TB + w];
-                    streams.fill(r, off, q);
+                    let row = &mut s.tile[r * STRIDE..(r + 1) * STRIDE];
+                    skip = streams.blocks(r, off, w, row);
                     if delta[r / 8] >> (r % 8) & 1 == 1 {
+                        let q = &mut row[skip..skip + w];
                         q.iter_mut().zip(&u[r * nb + off..]).for_each(|(a, b)| *a ^= b);
                     }
                 }
-                transpose_tile(&s.tile, &mut s.cols, n.div_ceil(128));
+                transpose_tile(&s.tile[skip..], STRIDE, &mut s.cols, n.div_ceil(128));
                 let tweak = counter.wrapping_add(first as u64);
                 let (h0, h1) = (&mut s.h0[..16 * n], &mut s.h1[..16 * n]);
                 tccr_to(&aes, &s.cols[..16 * n], 0, h0, tweak);
@@ -505,15 +521,14 @@ impl Receiver {
             for (p, c) in packed.iter_mut().zip(choices[first..first + n].chunks(8)) {
                 *p = c.iter().enumerate().fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
             }
-            let mut pad = [0u8; 8];
+            let (mut pad, mut skip) = ([0u8; 8], 0);
             for r in 0..KAPPA {
-                let ti = &mut s.tile[r * TB..r * TB + w];
-                s0.fill(r, off, ti);
-                let g1 = &mut s.row[..w];
-                s1.fill(r, off, g1);
+                let ti = &mut s.tile[r * STRIDE..(r + 1) * STRIDE];
+                skip = s0.blocks(r, off, w, ti);
+                s1.blocks(r, off, w, &mut s.row);
                 // SAFETY: task t alone owns bytes off..off + wu of every row, in bounds of κ × nb.
                 let ui = unsafe { uo.slice(r * nb + off, wu) };
-                let (ti, g1, pk) = (&ti[..w], &g1[..w], &packed[..w]);
+                let (ti, g1, pk) = (&ti[skip..skip + w], &s.row[skip..skip + w], &packed[..w]);
                 for k in 0..w {
                     ui[k] = ti[k] ^ g1[k] ^ pk[k];
                 }
@@ -526,7 +541,7 @@ impl Receiver {
                     }
                 }
             }
-            transpose_tile(&s.tile, &mut s.cols, n.div_ceil(128));
+            transpose_tile(&s.tile[skip..], STRIDE, &mut s.cols, n.div_ceil(128));
             let h = &mut s.h0[..16 * n];
             tccr_to(&aes, &s.cols[..16 * n], 0, h, counter.wrapping_add(first as u64));
             consume(first, h);
@@ -798,17 +813,38 @@ mod tests {
 
     #[test]
     fn simd_and_scalar_transposes_agree() {
-        let tile: Vec<u8> = (0..KAPPA * TB).map(|i| (i * 131 % 251) as u8).collect();
-        let (mut a, mut b) = (vec![0u8; 16 * TILE_COLS], vec![0u8; 16 * TILE_COLS]);
-        transpose_tile_scalar(&tile, &mut b, TB / 16);
-        transpose_tile(&tile, &mut a, TB / 16);
-        assert_eq!(a, b);
-        #[cfg(target_arch = "x86_64")]
-        {
-            a.fill(0);
-            // SAFETY: SSE2 is part of the x86_64 baseline.
-            unsafe { transpose_tile_sse2(&tile, &mut a, TB / 16) };
+        let tile: Vec<u8> = (0..KAPPA * STRIDE).map(|i| (i * 131 % 251) as u8).collect();
+        for (stride, shift) in [(TB, 0), (STRIDE, 0), (STRIDE, 9)] {
+            let t = &tile[shift..];
+            let (mut a, mut b) = (vec![0u8; 16 * TILE_COLS], vec![0u8; 16 * TILE_COLS]);
+            transpose_tile_scalar(t, stride, &mut b, TB / 16);
+            transpose_tile(t, stride, &mut a, TB / 16);
             assert_eq!(a, b);
+            // bit c of row r's byte is column 8·byte + c
+            let (r, j) = (77, 8 * 100 + 5);
+            assert_eq!(b[16 * j + r / 8] >> (r % 8) & 1, t[r * stride + 100] >> 5 & 1);
+            #[cfg(target_arch = "x86_64")]
+            {
+                a.fill(0);
+                // SAFETY: SSE2 is part of the x86_64 baseline.
+                unsafe { transpose_tile_sse2(t, stride, &mut a, TB / 16) };
+                assert_eq!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn stream_blocks_are_the_stream_bytes() {
+        let seeds: Vec<u8> = (0..16 * KAPPA).map(|i| (i * 7 + 3) as u8).collect();
+        let mut st = Streams::new(&seeds).unwrap();
+        st.take(24); // an unaligned position
+        for (off, len) in [(0usize, 256usize), (8, 256), (252, 144), (3, 1)] {
+            let mut want = vec![0u8; len];
+            st.fill(5, off, &mut want);
+            let mut buf = vec![0u8; STRIDE];
+            let skip = st.blocks(5, off, len, &mut buf);
+            assert_eq!(skip, (24 + off) % 16);
+            assert_eq!(&buf[skip..skip + len], &want[..]);
         }
     }
 
