@@ -404,25 +404,9 @@ impl Product {
                                 ]
                                 .map(|x| _mm512_loadu_si512(x.cast()))
                             };
-                            s0e = _mm512_add_epi64(
-                                s0e,
-                                _mm512_add_epi64(_mm512_mul_epu32(g0, b0), _mm512_mul_epu32(g1, b1)),
-                            );
-                            s1e = _mm512_add_epi64(
-                                s1e,
-                                _mm512_add_epi64(_mm512_mul_epu32(g0, a0), _mm512_mul_epu32(g1, a1)),
-                            );
-                            let (g0, g1) = (_mm512_srli_epi64::<32>(g0), _mm512_srli_epi64::<32>(g1));
-                            let (b0, b1) = (_mm512_srli_epi64::<32>(b0), _mm512_srli_epi64::<32>(b1));
-                            let (a0, a1) = (_mm512_srli_epi64::<32>(a0), _mm512_srli_epi64::<32>(a1));
-                            s0o = _mm512_add_epi64(
-                                s0o,
-                                _mm512_add_epi64(_mm512_mul_epu32(g0, b0), _mm512_mul_epu32(g1, b1)),
-                            );
-                            s1o = _mm512_add_epi64(
-                                s1o,
-                                _mm512_add_epi64(_mm512_mul_epu32(g0, a0), _mm512_mul_epu32(g1, a1)),
-                            );
+                            (s0e, s1e) = mac_avx512((s0e, s1e), [g0, g1, b0, b1, a0, a1]);
+                            let odd = [g0, g1, b0, b1, a0, a1].map(|x| _mm512_srli_epi64::<32>(x));
+                            (s0o, s1o) = mac_avx512((s0o, s1o), odd);
                         }
                         let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
                         for (o, (se, so)) in [(acc0, (s0e, s0o)), (acc1, (s1e, s1o))] {
@@ -563,6 +547,19 @@ pub(super) fn shoup32(x: u32, w: u32, wp: u32, p: u32) -> u32 {
 #[inline(always)]
 pub(super) fn red1(x: u32, p: u32) -> u32 {
     if x >= p { x - p } else { x }
+}
+
+/// (s₀ + g₀·b₀ + g₁·b₁, s₁ + g₀·a₀ + g₁·a₁) on the low 32 bits of every 64-bit lane of [g₀, g₁, b₀, b₁, a₀, a₁].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn mac_avx512(
+    (s0, s1): (std::arch::x86_64::__m512i, std::arch::x86_64::__m512i),
+    [g0, g1, b0, b1, a0, a1]: [std::arch::x86_64::__m512i; 6],
+) -> (std::arch::x86_64::__m512i, std::arch::x86_64::__m512i) {
+    use std::arch::x86_64::*;
+    let dot = |x: __m512i, y: __m512i| _mm512_add_epi64(_mm512_mul_epu32(g0, x), _mm512_mul_epu32(g1, y));
+    (_mm512_add_epi64(s0, dot(b0, b1)), _mm512_add_epi64(s1, dot(a0, a1)))
 }
 
 /// x mod p for 64-bit lanes x < 2^63 and p < 2^29: the quotient from float64 (off by at most one, as x·2^-53/p
