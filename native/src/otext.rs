@@ -253,8 +253,8 @@ fn transpose_tile(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     transpose_tile_scalar(tile, stride, out, groups);
 }
 
-/// The per-task scratch of an extension: a κ × TB tile of the matrix, another row, its transpose and the
-/// task's hashed keys.
+/// The per-task scratch of an extension: a κ × TB tile of the matrix (rows STRIDE bytes apart), another row,
+/// its transpose and the task's hashed keys.
 struct Scratch {
     tile: Vec<u8>,
     row: Vec<u8>,

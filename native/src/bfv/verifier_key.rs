@@ -343,11 +343,19 @@ impl Product {
                     }
                 }
             }
-            for acc in accs.chunks_mut(one).take(gs.len()) {
-                let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
-                self.plans[l].inv(&mut acc0[l * n..(l + 1) * n]);
-                self.plans[l].inv(&mut acc1[l * n..(l + 1) * n]);
-            }
+            self.inverse_limb(l, gs.len(), accs);
+        }
+    }
+
+    /// Limb l of both halves of the first k products in accs (one (2, 4, N) after another) back from NTT form,
+    /// without the factor N^{-1}.
+    #[inline(always)]
+    fn inverse_limb(&self, l: usize, k: usize, accs: &mut [u32]) {
+        let n = self.n;
+        for acc in accs.chunks_mut(2 * LIMBS * n).take(k) {
+            let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
+            self.plans[l].inv(&mut acc0[l * n..(l + 1) * n]);
+            self.plans[l].inv(&mut acc1[l * n..(l + 1) * n]);
         }
     }
 
@@ -419,11 +427,7 @@ impl Product {
                     }
                 }
             }
-            for acc in accs.chunks_mut(one).take(gs.len()) {
-                let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
-                self.plans[l].inv(&mut acc0[l * n..(l + 1) * n]);
-                self.plans[l].inv(&mut acc1[l * n..(l + 1) * n]);
-            }
+            self.inverse_limb(l, gs.len(), accs);
         }
     }
 
