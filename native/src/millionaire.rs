@@ -1,10 +1,14 @@
 //! The per-entry steps of CrypTFlow2's millionaires' protocol (Rathee et al., CCS 2020, Π_MILL — seed 001
 //! §2.6 / Alg. 3), of its Beaver bit triples and of ABY's B2A (Demmler et al., NDSS 2015, §III-C), over the
-//! random-OT keys of `otext` — the hot loops of privface/crypto/millionaire.py, which keeps the message order,
-//! the randomness and the tweak bookkeeping.
+//! random-OT keys of `otext` — the hot loops of privface/crypto/millionaire.py, which keeps the message order
+//! and the randomness.
 //!
-//! * 1-out-of-2^w OT from w random OTs: S masks message v with TCCR(⊕_t K_{t, v_t}, tweak0 + i·2^w + v)
-//!   (two bits: lt ⊕ [v < y_j], eq ⊕ [v = y_j]); R unmasks the one at its block value x_j. Both sides use
+//! * 1-out-of-2^w OT from w random OTs (Naor–Pinkas, STOC 1999, 1-out-of-N from 1-out-of-2): S masks message v
+//!   (two bits: lt ⊕ [v < y_j], eq ⊕ [v = y_j]) with ⊕_t of bits 2v, 2v + 1 of K_{t, v_t}; R unmasks the one
+//!   at its block value x_j. The keys are random-OT outputs (IKNP's hash H(j, q_j)), uniform and independent,
+//!   so their bits serve as Naor–Pinkas' PRF outputs: for v ≠ x some K_{t, 1 − x_t} is unknown to R and its
+//!   bits 2v, 2v + 1 mask message v alone, so the other 2^w − 1 messages are one-time padded (2^(w+1) ≤ 128
+//!   bits of each key: w ≤ MAX_BLOCK_BITS). No hash per message: CrypTFlow2 hashes one per message. Both sides use
 //!   the keys of the comparison's m·ell OTs inside the extension's tasks (`otext::Sender::extend_with`):
 //!   S keeps only the packed messages, R only a two-bit mask per block and entry, never the 16-byte keys.
 //! * Bit triples from two ROTs per triple (bit 0 of each key); B2A from one ROT per bit (the key's first four
@@ -19,10 +23,9 @@ use pyo3::prelude::*;
 
 use crate::bfv::pool;
 use crate::otext::{KAPPA, PyIknpReceiver, PyIknpSender, Receiver, Sender, Shared, contiguous, read_row, row_bytes};
-use crate::prp::{Prp, TCCR_KEY, tccr_to, tccr_with};
 
-/// The largest block width (2^w keys per entry).
-pub const MAX_BLOCK_BITS: usize = 8;
+/// The largest block width: the 2^w two-bit messages of a block are masked by 2^(w+1) ≤ 128 bits of each key.
+pub const MAX_BLOCK_BITS: usize = 6;
 
 /// (p, w) of every block of an ell-bit comparison, from the widths (each 1..=MAX_BLOCK_BITS, summing to ell).
 fn blocks(ell: usize, widths: &[usize]) -> Result<Vec<(usize, usize)>, String> {
@@ -50,76 +53,71 @@ struct Task<'a> {
     k1: &'a [u8],
 }
 
-/// S's 2^w two-bit messages of block (p, w) of the task's entries: vals[k·2^w + v] = (lt | eq << 1) ⊕
-/// (TCCR(⊕_t K_{t, v_t}, tweak0 + i·2^w + v) & 3), lt = ls_i ⊕ [v < y_i], eq = es_i ⊕ [v = y_i], i = first + k.
-#[allow(clippy::too_many_arguments)]
-fn leaf_messages(
-    aes: &Prp,
-    t: &Task,
-    (p, w): (usize, usize),
-    y: &[u64],
-    ls: &[u8],
-    es: &[u8],
-    tweak0: u64,
-    vals: &mut [u8],
-) {
-    let n = 1usize << w;
-    let mut keys = vec![0u8; 16 * n * t.count];
-    let mut key = [0u128; 1 << MAX_BLOCK_BITS];
-    for (k, kb) in keys.chunks_exact_mut(16 * n).enumerate() {
-        let row = k * t.ell + p;
-        key[0] = read_row(t.k0, row);
-        key[1] = read_row(t.k1, row);
-        for s in 1..w {
+/// The constants of a block of w bits (messages v = 0..2^w, two bits each, message v at bits 2v, 2v + 1).
+struct Layout {
+    /// bits 2v, 2v + 1 set for every v with bit t clear, one word per t < w
+    clear: Vec<u128>,
+    /// (lt, eq) of every message for S's block value y: [v < y] at bit 2v, [v = y] at bit 2v + 1
+    base: Vec<u128>,
+    /// all 2^(w+1) message bits; the lt bits; the eq bits
+    full: u128,
+    lt: u128,
+    eq: u128,
+}
+
+impl Layout {
+    fn new(w: usize) -> Layout {
+        let n = 1usize << w;
+        let pairs = |keep: &dyn Fn(usize) -> bool| (0..n).filter(|&v| keep(v)).fold(0u128, |a, v| a | 3 << (2 * v));
+        let full = pairs(&|_| true);
+        Layout {
+            clear: (0..w).map(|t| pairs(&|v| v >> t & 1 == 0)).collect(),
+            base: (0..n)
+                .map(|y| (pairs(&|v| v < y) & (full / 3)) | 2 << (2 * y))
+                .collect(),
+            full,
+            lt: full / 3,
+            eq: (full / 3) << 1,
+        }
+    }
+}
+
+/// S's 2^w two-bit messages of block (p, w) of the task's entries, packed LSB first into `out` (the task's
+/// bytes): message v of entry i = first + k is (ls_i ⊕ [v < y_i]) | (es_i ⊕ [v = y_i]) << 1, masked by the
+/// XOR over t < w of bits 2v, 2v + 1 of K_{t, v_t} (Naor–Pinkas' 1-out-of-N from w random OTs, the keys' own
+/// bits in place of the PRF: 2^(w+1) ≤ 128 bits per key).
+fn leaf_messages(t: &Task, (p, w): (usize, usize), lay: &Layout, y: &[u64], ls: &[u8], es: &[u8], out: &mut [u8]) {
+    let bytes = (2usize << w).div_ceil(8);
+    for k in 0..t.count {
+        let (i, row) = (t.first + k, k * t.ell + p);
+        let mut msg = lay.base[((y[i] >> p) & ((1 << w) - 1)) as usize];
+        for (s, &c) in lay.clear.iter().enumerate() {
             let (a, b) = (read_row(t.k0, row + s), read_row(t.k1, row + s));
-            let half = 1 << s;
-            for v in 0..half {
-                key[half + v] = key[v] ^ b;
-                key[v] ^= a;
-            }
+            msg ^= (a & c) | (b & !c);
         }
-        for (d, v) in kb.chunks_exact_mut(16).zip(&key[..n]) {
-            *<&mut [u8; 16]>::try_from(d).expect("16 bytes") = v.to_le_bytes();
+        if ls[i] & 1 == 1 {
+            msg ^= lay.lt;
         }
-    }
-    let mut hashed = vec![0u8; keys.len()];
-    tccr_to(aes, &keys, 0, &mut hashed, tweak0.wrapping_add((t.first as u64) << w));
-    for (k, o) in vals.chunks_exact_mut(n).enumerate() {
-        let i = t.first + k;
-        let yj = ((y[i] >> p) & ((1 << w) - 1)) as usize;
-        for (v, o) in o.iter_mut().enumerate() {
-            let lt = (ls[i] & 1) ^ u8::from(v < yj);
-            let eq = (es[i] & 1) ^ u8::from(v == yj);
-            *o = (lt | eq << 1) ^ (hashed[16 * (k * n + v)] & 3);
+        if es[i] & 1 == 1 {
+            msg ^= lay.eq;
+        }
+        let v = (msg & lay.full).to_le_bytes();
+        if w == 1 {
+            out[k / 2] |= v[0] << (4 * (k % 2)); // four bits per entry
+        } else {
+            out[k * bytes..(k + 1) * bytes].copy_from_slice(&v[..bytes]);
         }
     }
 }
 
-/// R's masks of block (p, w) of the task's entries (keys K_{t, x_t} in `t.k0`): TCCR(⊕_t K_{t, x_t},
-/// tweak0 + i·2^w + x_i) & 3.
-fn leaf_masks(aes: &Prp, t: &Task, (p, w): (usize, usize), x: &[u64], tweak0: u64, out: &mut [u8]) {
-    let xs: Vec<u64> = (t.first..t.first + t.count)
-        .map(|i| (x[i] >> p) & ((1 << w) - 1))
-        .collect();
-    let mut keys = vec![0u8; 16 * t.count];
-    for (k, kb) in keys.chunks_exact_mut(16).enumerate() {
+/// R's masks of block (p, w) of the task's entries (keys K_{t, x_t} in `t.k0`): bits 2x_i, 2x_i + 1 of
+/// ⊕_t K_{t, x_t}.
+fn leaf_masks(t: &Task, (p, w): (usize, usize), x: &[u64], out: &mut [u8]) {
+    for (k, o) in out.iter_mut().enumerate() {
         let row = k * t.ell + p;
-        *<&mut [u8; 16]>::try_from(kb).expect("16 bytes") =
-            (0..w).fold(0u128, |a, s| a ^ read_row(t.k0, row + s)).to_le_bytes();
-    }
-    let mut hashed = vec![0u8; keys.len()];
-    tccr_with(aes, &keys, 0, &mut hashed, |k| {
-        tweak0.wrapping_add((((t.first + k) as u64) << w) + xs[k])
-    });
-    for (o, h) in out.iter_mut().zip(hashed.chunks_exact(16)) {
-        *o = h[0] & 3;
-    }
-}
-
-/// Two-bit values packed four to a byte, LSB first.
-fn pack2(vals: &[u8], out: &mut [u8]) {
-    for (b, q) in out.iter_mut().zip(vals.chunks(4)) {
-        *b = q.iter().enumerate().fold(0u8, |b, (k, &v)| b | v << (2 * k));
+        let key = (0..w).fold(0u128, |a, s| a ^ read_row(t.k0, row + s));
+        let xi = (x[t.first + k] >> p) & ((1 << w) - 1);
+        *o = (key >> (2 * xi)) as u8 & 3;
     }
 }
 
@@ -128,12 +126,11 @@ fn ct_bytes(m: usize, w: usize) -> usize {
     (2 * (m << w)).div_ceil(8)
 }
 
-/// The random bits and tweaks of S's blocks.
+/// S's inputs and the random bits of its blocks.
 pub struct LeafInputs<'a> {
     pub y: &'a [u64],
     pub ls: Vec<&'a [u8]>,
     pub es: Vec<&'a [u8]>,
-    pub tweaks: Vec<u64>,
 }
 
 /// S's masked messages of every block of every entry (one packed buffer per block, bits (i, v, {lt, eq})),
@@ -149,15 +146,15 @@ pub fn leaves_send(
 ) -> Result<Vec<Vec<u8>>, String> {
     let m = inp.y.len();
     let bl = blocks(ell, widths)?;
-    if inp.ls.len() != bl.len() || inp.es.len() != bl.len() || inp.tweaks.len() != bl.len() {
-        return Err("millionaire: one set of random bits and one tweak per block".into());
+    if inp.ls.len() != bl.len() || inp.es.len() != bl.len() {
+        return Err("millionaire: one set of random bits per block".into());
     }
     if inp.ls.iter().chain(&inp.es).any(|b| b.len() != m) {
         return Err("millionaire: inputs and random bits differ in length".into());
     }
     let mut cts: Vec<Vec<u8>> = bl.iter().map(|&(_, w)| vec![0u8; ct_bytes(m, w)]).collect();
     let outs: Vec<Shared> = cts.iter_mut().map(|c| Shared::new(c)).collect();
-    let aes = Prp::new(&TCCR_KEY);
+    let lays: Vec<Layout> = bl.iter().map(|&(_, w)| Layout::new(w)).collect();
     sender.extend_with(u, m * ell, counter, ell, |first, k0, k1| {
         let t = Task {
             first: first / ell,
@@ -166,15 +163,13 @@ pub fn leaves_send(
             k0,
             k1,
         };
-        let mut vals = Vec::new();
-        for (b, (&(p, w), out)) in bl.iter().zip(&outs).enumerate() {
-            vals.resize(t.count << w, 0);
-            leaf_messages(&aes, &t, (p, w), inp.y, inp.ls[b], inp.es[b], inp.tweaks[b], &mut vals);
+        for (b, ((&(p, w), out), lay)) in bl.iter().zip(&outs).zip(&lays).enumerate() {
             // first is a multiple of 8 entries (whole groups of ell OTs start on a byte): a whole byte
             let lo = (t.first << w) / 4;
             let hi = ct_bytes(t.first + t.count, w);
             // SAFETY: the tasks' entry ranges, hence these byte ranges, are disjoint.
-            pack2(&vals, unsafe { out.slice(lo, hi - lo) });
+            let out = unsafe { out.slice(lo, hi - lo) };
+            leaf_messages(&t, (p, w), lay, inp.y, inp.ls[b], inp.es[b], out);
         }
     })?;
     Ok(cts)
@@ -188,22 +183,14 @@ pub fn leaves_recv(
     ell: usize,
     widths: &[usize],
     x: &[u64],
-    tweaks: &[u64],
     u: &mut [u8],
 ) -> Result<Vec<Vec<u8>>, String> {
     let m = x.len();
     let bl = blocks(ell, widths)?;
-    if tweaks.len() != bl.len() {
-        return Err("millionaire: one tweak per block".into());
-    }
-    let choices: Vec<u8> = x
-        .iter()
-        .flat_map(|&xi| (0..ell).map(move |t| (xi >> t & 1) as u8))
-        .collect();
+    let bits = field_bits(x, ell);
     let mut masks: Vec<Vec<u8>> = bl.iter().map(|_| vec![0u8; m]).collect();
     let outs: Vec<Shared> = masks.iter_mut().map(|c| Shared::new(c)).collect();
-    let aes = Prp::new(&TCCR_KEY);
-    receiver.extend_with(&choices, counter, ell, u, |first, k| {
+    receiver.extend_with(&bits, m * ell, counter, ell, u, |first, k| {
         let t = Task {
             first: first / ell,
             count: k.len() / 16 / ell,
@@ -211,12 +198,31 @@ pub fn leaves_recv(
             k0: k,
             k1: k,
         };
-        for (b, (&pw, out)) in bl.iter().zip(&outs).enumerate() {
+        for (&pw, out) in bl.iter().zip(&outs) {
             // SAFETY: the tasks' entry ranges are disjoint.
-            leaf_masks(&aes, &t, pw, x, tweaks[b], unsafe { out.slice(t.first, t.count) });
+            leaf_masks(&t, pw, x, unsafe { out.slice(t.first, t.count) });
         }
     })?;
     Ok(masks)
+}
+
+/// The low ell bits of every x_i, concatenated LSB first (bit i·ell + t is bit t of x_i): the choices of
+/// `leaves_recv`, packed as `otext::pack_bits` packs them.
+fn field_bits(x: &[u64], ell: usize) -> Vec<u8> {
+    let mut out = vec![0u8; (x.len() * ell).div_ceil(8) + 8];
+    let mask = if ell == 64 { u64::MAX } else { (1 << ell) - 1 };
+    let (mut acc, mut have, mut at) = (0u128, 0usize, 0usize);
+    for &xi in x {
+        acc |= u128::from(xi & mask) << have;
+        have += ell;
+        while have >= 64 {
+            out[at..at + 8].copy_from_slice(&(acc as u64).to_le_bytes());
+            (acc, have, at) = (acc >> 64, have - 64, at + 8);
+        }
+    }
+    out[at..at + 8].copy_from_slice(&(acc as u64).to_le_bytes());
+    out.truncate((x.len() * ell).div_ceil(8));
+    out
 }
 
 /// R's (lt, eq) shares of block bits p..p+w: S's message at its block value x_i, unmasked.
@@ -332,7 +338,7 @@ type Bits<'py> = Bound<'py, PyArray1<u8>>;
 
 /// S's masked messages of every block (one packed uint8 array per block) from R's u for the m·ell OTs
 /// (counter: their first tweak): inputs y (m,) uint64, the block widths, per block random bits ls, es (m,)
-/// uint8 and its first tweak.
+/// uint8.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn mill_leaves_send<'py>(
@@ -345,14 +351,12 @@ fn mill_leaves_send<'py>(
     y: PyReadonlyArrayDyn<'py, u64>,
     ls: Vec<PyReadonlyArrayDyn<'py, u8>>,
     es: Vec<PyReadonlyArrayDyn<'py, u8>>,
-    tweaks: Vec<u64>,
 ) -> PyResult<Vec<Bits<'py>>> {
     let (u, y) = (contiguous(&u, "u")?, contiguous(&y, "y")?);
     let inp = LeafInputs {
         y,
         ls: ls.iter().map(|a| contiguous(a, "ls")).collect::<PyResult<_>>()?,
         es: es.iter().map(|a| contiguous(a, "es")).collect::<PyResult<_>>()?,
-        tweaks,
     };
     let inner = &mut sender.inner;
     let cts = py
@@ -362,7 +366,7 @@ fn mill_leaves_send<'py>(
 }
 
 /// R's extension on the bits of x (m,) uint64 (counter: the first tweak of its m·ell OTs) → (u (κ,
-/// row_bytes(m·ell)) uint8, per block the masks (m,) uint8), for the block widths and their first tweaks.
+/// row_bytes(m·ell)) uint8, per block the masks (m,) uint8), for the block widths.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn mill_leaves_recv<'py>(
@@ -372,7 +376,6 @@ fn mill_leaves_recv<'py>(
     ell: usize,
     widths: Vec<usize>,
     x: PyReadonlyArrayDyn<'py, u64>,
-    tweaks: Vec<u64>,
 ) -> PyResult<(Bound<'py, PyArray2<u8>>, Vec<Bits<'py>>)> {
     let x = contiguous(&x, "x")?;
     let nb = row_bytes(x.len() * ell);
@@ -383,7 +386,7 @@ fn mill_leaves_recv<'py>(
         let us = w
             .as_slice_mut()
             .map_err(|_| err("u: expected a C-contiguous array".into()))?;
-        py.detach(|| pool::install(|| leaves_recv(inner, counter, ell, &widths, x, &tweaks, us)))
+        py.detach(|| pool::install(|| leaves_recv(inner, counter, ell, &widths, x, us)))
             .map_err(err)?
     };
     Ok((u, masks.into_iter().map(|c| c.into_pyarray(py)).collect()))
@@ -480,35 +483,53 @@ mod tests {
     }
 
     #[test]
+    fn field_bits_are_the_packed_choices() {
+        for (ell, m) in [(1, 9), (7, 13), (18, 1), (18, 101), (31, 40), (64, 5)] {
+            let x: Vec<u64> = (0..m as u64)
+                .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 61))
+                .collect();
+            let choices: Vec<u8> = x
+                .iter()
+                .flat_map(|&xi| (0..ell).map(move |t| (xi >> t & 1) as u8))
+                .collect();
+            assert_eq!(
+                field_bits(&x, ell),
+                crate::otext::pack_bits(&choices),
+                "ell {ell}, m {m}"
+            );
+        }
+    }
+
+    #[test]
     fn the_receiver_unmasks_the_message_at_its_block_value() {
-        let (mut s, mut r) = crate::otext::pair();
-        // several extension tasks (120 entries of 17 OTs each), the last one short
-        let (m, ell, widths) = (1000usize, 17usize, [4usize, 4, 4, 4, 1]);
-        let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
-        let x: Vec<u64> = (0..m as u64).map(|i| i * 104_729 % (1 << ell)).collect();
-        let ls: Vec<Vec<u8>> = (0..5).map(|b| (0..m).map(|i| ((i + b) % 2) as u8).collect()).collect();
-        let es: Vec<Vec<u8>> = (0..5)
-            .map(|b| (0..m).map(|i| ((i / 3 + b) % 2) as u8).collect())
-            .collect();
-        let tweaks: Vec<u64> = (0..5).map(|b| (1 << 63) + (b as u64) * (m as u64) * 16).collect();
-        let mut u = vec![0u8; KAPPA * row_bytes(m * ell)];
-        let masks = leaves_recv(&mut r, 3, ell, &widths, &x, &tweaks, &mut u).unwrap();
-        let inp = LeafInputs {
-            y: &y,
-            ls: ls.iter().map(|v| v.as_slice()).collect(),
-            es: es.iter().map(|v| v.as_slice()).collect(),
-            tweaks: tweaks.clone(),
-        };
-        let cts = leaves_send(&mut s, &u, 3, ell, &widths, &inp).unwrap();
-        for (b, (p, w)) in blocks(ell, &widths).unwrap().into_iter().enumerate() {
-            let (lt, eq) = leaf_open(&cts[b], p, w, &x, &masks[b]).unwrap();
-            for i in 0..m {
-                let (xj, yj) = (x[i] >> p & ((1 << w) - 1), y[i] >> p & ((1 << w) - 1));
-                assert_eq!(lt[i] ^ ls[b][i], u8::from(xj < yj), "block {b} entry {i}");
-                assert_eq!(eq[i] ^ es[b][i], u8::from(xj == yj), "block {b} entry {i}");
+        // several extension tasks (120 entries of 17 OTs each), the last one short; every width 1..=6
+        for widths in [[4usize, 4, 4, 4, 1], [6, 5, 3, 2, 1]] {
+            let (mut s, mut r) = crate::otext::pair();
+            let (m, ell) = (1000usize, 17usize);
+            let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
+            let x: Vec<u64> = (0..m as u64).map(|i| i * 104_729 % (1 << ell)).collect();
+            let ls: Vec<Vec<u8>> = (0..5).map(|b| (0..m).map(|i| ((i + b) % 2) as u8).collect()).collect();
+            let es: Vec<Vec<u8>> = (0..5)
+                .map(|b| (0..m).map(|i| ((i / 3 + b) % 2) as u8).collect())
+                .collect();
+            let mut u = vec![0u8; KAPPA * row_bytes(m * ell)];
+            let masks = leaves_recv(&mut r, 3, ell, &widths, &x, &mut u).unwrap();
+            let inp = LeafInputs {
+                y: &y,
+                ls: ls.iter().map(|v| v.as_slice()).collect(),
+                es: es.iter().map(|v| v.as_slice()).collect(),
+            };
+            let cts = leaves_send(&mut s, &u, 3, ell, &widths, &inp).unwrap();
+            for (b, (p, w)) in blocks(ell, &widths).unwrap().into_iter().enumerate() {
+                let (lt, eq) = leaf_open(&cts[b], p, w, &x, &masks[b]).unwrap();
+                for i in 0..m {
+                    let (xj, yj) = (x[i] >> p & ((1 << w) - 1), y[i] >> p & ((1 << w) - 1));
+                    assert_eq!(lt[i] ^ ls[b][i], u8::from(xj < yj), "block {b} entry {i}");
+                    assert_eq!(eq[i] ^ es[b][i], u8::from(xj == yj), "block {b} entry {i}");
+                }
             }
         }
-        assert!(blocks(17, &[4, 4, 4, 4]).is_err() && blocks(18, &[9, 9]).is_err());
+        assert!(blocks(17, &[4, 4, 4, 4]).is_err() && blocks(18, &[9, 9]).is_err() && blocks(14, &[7, 7]).is_err());
     }
 
     #[test]

@@ -238,11 +238,64 @@ fn transpose_tile_avx2(tile: &[u8], stride: usize, out: &mut [u8], groups: usize
     }
 }
 
+/// The AVX-512 transpose: as `transpose_tile_avx2` with four 128-bit lanes, rows 64g + 16q + k in lane q, so
+/// that one `vpmovb2m` gives 64 rows of a column: again half the unpacks, masks, shifts and stores.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn transpose_tile_avx512(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
+    use std::arch::x86_64::*;
+    assert!(16 * groups <= TB && tile.len() >= (KAPPA - 1) * stride + 16 * groups && out.len() >= 16 * 128 * groups);
+    for cg in 0..groups {
+        for g in 0..KAPPA / 64 {
+            let mut x = [_mm512_setzero_si512(); 16];
+            for (k, v) in x.iter_mut().enumerate() {
+                let [a, b, c, d] = [0, 1, 2, 3].map(|q| {
+                    let src = &tile[(64 * g + 16 * q + k) * stride + 16 * cg..][..16];
+                    // SAFETY: `src` is 16 readable bytes (bounds-checked slice); loadu needs no alignment.
+                    unsafe { _mm_loadu_si128(src.as_ptr().cast()) }
+                });
+                let lo = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(a), b);
+                *v = _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(lo, c), d);
+            }
+            // The rounds of `transpose_tile_sse2`, in each lane.
+            for i in (0..16).filter(|i| i & 1 == 0) {
+                let (a, b) = (x[i], x[i | 1]);
+                (x[i], x[i | 1]) = (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b));
+            }
+            for i in (0..16).filter(|i| i & 2 == 0) {
+                let (a, b) = (x[i], x[i | 2]);
+                (x[i], x[i | 2]) = (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b));
+            }
+            for i in (0..16).filter(|i| i & 4 == 0) {
+                let (a, b) = (x[i], x[i | 4]);
+                (x[i], x[i | 4]) = (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+            }
+            for i in (0..16).filter(|i| i & 8 == 0) {
+                let (a, b) = (x[i], x[i | 8]);
+                (x[i], x[i | 8]) = (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+            }
+            for c in 0..16 {
+                let rev = ((c & 1) << 3) | ((c & 2) << 1) | ((c & 4) >> 1) | ((c & 8) >> 3);
+                let mut v = x[rev];
+                for b in (0..8).rev() {
+                    let mask = _mm512_movepi8_mask(v);
+                    let j = 128 * cg + 8 * c + b;
+                    out[16 * j + 8 * g..16 * j + 8 * g + 8].copy_from_slice(&mask.to_le_bytes());
+                    v = _mm512_slli_epi64::<1>(v);
+                }
+            }
+        }
+    }
+}
+
 /// A κ × TB tile (row r at r·stride) → its first 128·groups columns as rows of κ bits (16 bytes each, bit r =
 /// row r) in `out`.
 fn transpose_tile(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if std::arch::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: AVX-512 BW (hence F) detected just above.
+        unsafe { transpose_tile_avx512(tile, stride, out, groups) };
+    } else if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 detected just above.
         unsafe { transpose_tile_avx2(tile, stride, out, groups) };
     } else {
@@ -328,6 +381,15 @@ pub fn transpose(rows: &[u8], nb: usize, m: usize) -> Vec<u8> {
             transpose_tile(&s.tile, STRIDE, &mut s.cols, n.div_ceil(128));
             o.copy_from_slice(&s.cols[..16 * n]);
         });
+    out
+}
+
+/// Choices (nonzero = 1) as bits, LSB first, ⌈m/8⌉ bytes.
+pub fn pack_bits(choices: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; choices.len().div_ceil(8)];
+    for (o, c) in out.iter_mut().zip(choices.chunks(8)) {
+        *o = c.iter().enumerate().fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
+    }
     out
 }
 
@@ -493,7 +555,7 @@ impl Receiver {
             ));
         }
         let out = Shared::new(kr);
-        self.extend_with(choices, counter, 1, u, |first, k| {
+        self.extend_with(&pack_bits(choices), m, counter, 1, u, |first, k| {
             let n = k.len() / 16;
             // SAFETY: the tasks' OT ranges first..first + n are disjoint.
             let d = unsafe { out.slice(width * first, width * n) };
@@ -501,13 +563,14 @@ impl Receiver {
         })
     }
 
-    /// The extension on the choices in parallel tasks of whole groups of `group` OTs: u written into `u`
-    /// (κ × row_bytes(m) bytes), each task's keys H(j, t_j) (n × 16 bytes) to `consume(first OT, keys)`.
-    /// Per task: the κ × n/8 tile of t = G(k^0) generated in place, its bytes of u written, t transposed and
-    /// hashed into the scratch.
+    /// The extension on m choices, packed LSB first (`pack_bits`; bits past m zero), in parallel tasks of whole
+    /// groups of `group` OTs: u written into `u` (κ × row_bytes(m) bytes), each task's keys H(j, t_j) (n × 16
+    /// bytes) to `consume(first OT, keys)`. Per task: the κ × n/8 tile of t = G(k^0) generated in place, its
+    /// bytes of u written, t transposed and hashed into the scratch.
     pub fn extend_with<F>(
         &mut self,
-        choices: &[u8],
+        bits: &[u8],
+        m: usize,
         counter: u64,
         group: usize,
         u: &mut [u8],
@@ -516,10 +579,12 @@ impl Receiver {
     where
         F: Fn(usize, &[u8]) + Sync,
     {
-        let m = choices.len();
         let nb = row_bytes(m);
         if u.len() != KAPPA * nb {
             return Err(format!("IKNP: u must be {KAPPA} × {nb} bytes"));
+        }
+        if bits.len() != m.div_ceil(8) {
+            return Err(format!("IKNP: {m} choices are {} packed bytes", m.div_ceil(8)));
         }
         let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
@@ -532,10 +597,7 @@ impl Receiver {
             let w = n.div_ceil(8);
             // the last task also writes u's padding up to whole 64-bit words (no choices: G(k^0) ⊕ G(k^1))
             let wu = if t + 1 == tasks { nb - off } else { w };
-            let mut packed = [0u8; TB + 8];
-            for (p, c) in packed.iter_mut().zip(choices[first..first + n].chunks(8)) {
-                *p = c.iter().enumerate().fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
-            }
+            let pk = &bits[off..off + w];
             let (mut pad, mut skip) = ([0u8; 8], 0);
             for r in 0..KAPPA {
                 let ti = &mut s.tile[r * STRIDE..(r + 1) * STRIDE];
@@ -543,9 +605,9 @@ impl Receiver {
                 s1.blocks(r, off, w, &mut s.row);
                 // SAFETY: task t alone owns bytes off..off + wu of every row, in bounds of κ × nb.
                 let ui = unsafe { uo.slice(r * nb + off, wu) };
-                let (ti, g1, pk) = (&ti[skip..skip + w], &s.row[skip..skip + w], &packed[..w]);
-                for k in 0..w {
-                    ui[k] = ti[k] ^ g1[k] ^ pk[k];
+                let (ti, g1) = (&ti[skip..skip + w], &s.row[skip..skip + w]);
+                for (((o, a), b), c) in ui.iter_mut().zip(ti).zip(g1).zip(pk) {
+                    *o = a ^ b ^ c;
                 }
                 if wu > w {
                     let (p0, p1) = (&mut pad[..wu - w], &mut [0u8; 8][..wu - w]);
@@ -792,7 +854,7 @@ mod tests {
             let mut u2 = vec![0u8; u.len()];
             let mut got_r = vec![0u8; kr.len()];
             let out = Shared::new(&mut got_r);
-            r2.extend_with(&choices, 7, group, &mut u2, |first, k| {
+            r2.extend_with(&pack_bits(&choices), m, 7, group, &mut u2, |first, k| {
                 assert_eq!(first % group, 0);
                 assert!(k.len() / 16 % group == 0 || first + k.len() / 16 == m);
                 // SAFETY: disjoint task ranges.
@@ -844,6 +906,12 @@ mod tests {
                 // SAFETY: SSE2 is part of the x86_64 baseline.
                 unsafe { transpose_tile_sse2(t, stride, &mut a, TB / 16) };
                 assert_eq!(a, b);
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    a.fill(0);
+                    // SAFETY: AVX2 detected just above.
+                    unsafe { transpose_tile_avx2(t, stride, &mut a, TB / 16) };
+                    assert_eq!(a, b);
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 """The numpy millionaires' protocol, bit triples and B2A that privface.crypto.millionaire ran before the native
 core (native/src/millionaire.rs), frozen as the test oracle of the per-entry steps (the block widths, the AND
-tree's shape, the tweaks and the input checks are the library's own, imported): the same party generators, message
+tree's shape and the input checks are the library's own, imported; the leaves' masks changed with the library on
+2026-11-27, from a TCCR hash per message to the keys' own bits): the same party generators, message
 for message, over the oracle IKNP of ``otext_oracle`` (or any object with the same ``extend``). The tests run it
 and the library on the same seeds and the same random bits and compare every message byte for byte. Not used by
 the library.
@@ -10,8 +11,8 @@ ref. [26]): x = x_{q−1}‖…‖x_0 and y likewise in blocks of w bits; per bl
 shares of lt_j = [x_j < y_j] and eq_j = [x_j = y_j], and the tree lt = lt_hi ⊕ (eq_hi ∧ lt_lo),
 eq = eq_hi ∧ eq_lo combines them with AND gates on shares (Beaver bit triples, also from OT).
 
-* 1-out-of-2^w OT: w random OTs on the receiver's bits; the sender masks message v with
-  TCCR(⊕_t K_{t, v_t}, tweak) (Naor–Pinkas' 1-out-of-N from 1-out-of-2 with a hash in place of the PRF).
+* 1-out-of-2^w OT: w random OTs on the receiver's bits; the sender masks message v (two bits) with bits 2v,
+  2v + 1 of ⊕_t K_{t, v_t} (Naor–Pinkas' 1-out-of-N from 1-out-of-2, the keys' bits in place of the PRF).
 * Bit triple from two ROTs (both with the CS as OT sender): a_S·b_R = x_0 ⊕ x_{b_R} from the first
   (a_S = x_0 ⊕ x_1), a_R·b_S from the second with one correction bit.
 * B2A (Demmler et al., ABY §III-C, ref. [8]): b = b_S ⊕ b_R = b_S + b_R − 2·b_S·b_R; one ROT with the
@@ -31,7 +32,6 @@ from privface.crypto.exchange import Chan, Part, Wire, bits_part, pack, run_pair
 from privface.crypto.millionaire import (
     BLOCK_BITS,
     MASK32,
-    Tweaks,
     _check_inputs,
     _levels,
     _tree_inputs,
@@ -41,9 +41,9 @@ from privface.crypto.millionaire import (
     u_part,
 )
 
-from .otext_oracle import KAPPA, IKNPReceiver, IKNPSender, tccr
+from .otext_oracle import KAPPA, IKNPReceiver, IKNPSender
 
-__all__ = ["BLOCK_BITS", "MASK32", "Tweaks", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
+__all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
            "drelu_shares", "millionaire", "millionaire_R", "millionaire_S", "random_bits"]
 
 
@@ -51,8 +51,14 @@ def _bits(k: np.ndarray) -> np.ndarray:
     return k[..., 0] & np.uint8(1)
 
 
+def _chunk(k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Bits 2v, 2v + 1 of 16-byte keys k (..., 16), little-endian, for message indices v (...)."""
+    byte = np.take_along_axis(k, (v // 4)[..., None], axis=-1)[..., 0]
+    return (byte >> (2 * (v % 4)).astype(np.uint8)) & np.uint8(3)
+
+
 # ------------------------------------------------------------------------------------------ receiver R
-def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str):
     """R's boolean share of [x_R < y_S] (ell-bit unsigned, CrypTFlow2 Π_MILL)."""
     x_R = _check_inputs(x_R, ell)
     m, widths = x_R.size, _widths(ell)
@@ -70,11 +76,10 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: 
     parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes], phase=phase)
     lt, eq, rows, p = [], [], np.arange(m), 0
     for w, ct in zip(widths, parts):
-        tw = tweaks.take(m << w).reshape(m, 1 << w)
         two = unpack(ct, m * (2 << w)).reshape(m, 1 << w, 2)
         xj = ((x_R >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
         kx = np.bitwise_xor.reduce(kr[:, p:p + w], axis=1)
-        got = (two[rows, xj, 0] | (two[rows, xj, 1] << 1)) ^ (tccr(kx, tw[rows, xj])[..., 0] & 3)
+        got = (two[rows, xj, 0] | (two[rows, xj, 1] << 1)) ^ _chunk(kx, xj)
         lt.append(got & 1)
         eq.append(got >> 1)
         p += w
@@ -102,17 +107,17 @@ def b2a_R(R: IKNPReceiver, b_R: np.ndarray, ch: Chan, phase: str):
     return (b_R.astype(np.uint64) - 2 * y) & MASK32
 
 
-def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str):
     """R's boolean share of [z ≥ 0], z = z_S + z_R mod 2^ell read as signed (CrypTFlow2 DReLU):
     MSB(z) = MSB(z_S) ⊕ MSB(z_R) ⊕ [low(z_S) + low(z_R) ≥ 2^(ell−1)], the carry by the millionaires' protocol."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_R = np.asarray(z_R, dtype=np.uint64)
-    c_R = yield from millionaire_R(R, half - (z_R & half), ell - 1, ch, phase, tweaks)
+    c_R = yield from millionaire_R(R, half - (z_R & half), ell - 1, ch, phase)
     return ((z_R >> np.uint64(ell - 1)) & np.uint64(1)).astype(np.uint8) ^ c_R
 
 
 # -------------------------------------------------------------------------------------------- sender S
-def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [x_R < y_S]."""
     y_S = _check_inputs(y_S, ell)
     m, widths = y_S.size, _widths(ell)
@@ -121,16 +126,16 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
     k0, k1 = S.extend(us[0].reshape(KAPPA, -1), m * ell)
     k0, k1 = k0.reshape(m, ell, 16), k1.reshape(m, ell, 16)
     lt, eq, p = [], [], 0
-    for w in widths:  # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]), masked by TCCR(⊕_t K_{t, v_t})
+    for w in widths:  # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]), masked by bits 2v, 2v + 1 of ⊕_t K_{t, v_t}
         v = np.arange(1 << w)
-        tw = tweaks.take(m << w).reshape(m, 1 << w)
-        key = np.stack([k0[:, p], k1[:, p]], axis=1)  # key[:, v] = ⊕_t K_{t, v_t}, doubled one bit at a time
-        for t in range(1, w):
-            key = np.concatenate([key ^ k0[:, None, p + t], key ^ k1[:, None, p + t]], axis=1)
+        pad = np.zeros((m, 1 << w), np.uint8)
+        for t in range(w):
+            key = np.where(((v >> t) & 1).astype(bool)[None, :, None], k1[:, None, p + t], k0[:, None, p + t])
+            pad ^= _chunk(key, np.broadcast_to(v, (m, 1 << w)))
         yj = ((y_S >> np.uint64(p)) & np.uint64((1 << w) - 1)).astype(np.int64)
         ls, es = random_bits(m), random_bits(m)
         msg = (ls[:, None] ^ (v[None] < yj[:, None])) | ((es[:, None] ^ (v[None] == yj[:, None])) << 1)
-        ct = (msg ^ (tccr(key, tw)[..., 0] & 3)).astype(np.uint8)
+        ct = (msg ^ pad).astype(np.uint8)
         ch.send(phase, pack(np.stack([ct & 1, ct >> 1], axis=-1)))
         lt.append(ls)
         eq.append(es)
@@ -163,11 +168,11 @@ def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
     return (b_S.astype(np.uint64) - 2 * ((-r0) & MASK32)) & MASK32
 
 
-def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [z ≥ 0] (``drelu_R``)."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_S = np.asarray(z_S, dtype=np.uint64)
-    c_S = yield from millionaire_S(S, z_S & half, ell - 1, ch, phase, tweaks)
+    c_S = yield from millionaire_S(S, z_S & half, ell - 1, ch, phase)
     return 1 ^ ((z_S >> np.uint64(ell - 1)) & np.uint64(1)).astype(np.uint8) ^ c_S
 
 
@@ -188,24 +193,16 @@ def _run(side_S, side_R, wire: Wire):
     return box["S"], got_R
 
 
-def _twin(tweaks: Tweaks) -> Tweaks:
-    twin = Tweaks()
-    twin.next = tweaks.next
-    return twin
-
-
-def millionaire(S, R, y_S, x_R, ell: int, wire: Wire, phase: str, tweaks: Tweaks):
+def millionaire(S, R, y_S, x_R, ell: int, wire: Wire, phase: str):
     """Boolean shares (of S, of R) of [x_R < y_S] for ell-bit unsigned inputs, both sides in process."""
-    tw = _twin(tweaks)
-    return _run(lambda ch: millionaire_S(S, y_S, ell, ch, phase, tweaks),
-                lambda ch: millionaire_R(R, x_R, ell, ch, phase, tw), wire)
+    return _run(lambda ch: millionaire_S(S, y_S, ell, ch, phase),
+                lambda ch: millionaire_R(R, x_R, ell, ch, phase), wire)
 
 
-def drelu_shares(S, R, z_S, z_R, ell: int, wire: Wire, phase: str, tweaks: Tweaks):
+def drelu_shares(S, R, z_S, z_R, ell: int, wire: Wire, phase: str):
     """Boolean shares (of S, of R) of [z_S + z_R ≥ 0 mod 2^ell, signed], both sides in process."""
-    tw = _twin(tweaks)
-    return _run(lambda ch: drelu_S(S, z_S, ell, ch, phase, tweaks),
-                lambda ch: drelu_R(R, z_R, ell, ch, phase, tw), wire)
+    return _run(lambda ch: drelu_S(S, z_S, ell, ch, phase),
+                lambda ch: drelu_R(R, z_R, ell, ch, phase), wire)
 
 
 def b2a(S, R, b_S, b_R, wire: Wire, phase: str):

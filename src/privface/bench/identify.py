@@ -24,6 +24,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 from threadpoolctl import threadpool_limits
 
+from .. import heap
 from ..crypto import seal_arrays
 from ..errors import PrivfaceError
 
@@ -98,7 +99,8 @@ def bench_schemes(schemes: list[str], n: int, dim: int, *, threads: int | None =
         if threads is not None:  # inherited by the child before it loads BLAS or the native core
             os.environ.update(dict.fromkeys(THREAD_VARIABLES, str(threads)))
         try:
-            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            spawn = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(1, mp_context=spawn, initializer=heap.retain) as pool:
                 rows.append(pool.submit(bench_identify, scheme, n, dim, threads=threads, **options).result())
         finally:
             for k, v in saved.items():

@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 
+from .. import heap
 from ..errors import PrivfaceError
 from . import bench, faces, gallery, identify, keys, report, serve, verification
 from . import eval as eval_cmd
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        heap.retain()  # every command: the service and the benchmarks repeat large allocations (heap.py)
         if argv[:1] == ["serve"]:  # serve options from --config FILE and $PRIVFACE_* (service/config.py)
             from ..service import config
 

@@ -6,8 +6,9 @@ ref. [26]): x = x_{q−1}‖…‖x_0 and y likewise in blocks of w bits; per bl
 shares of lt_j = [x_j < y_j] and eq_j = [x_j = y_j], and the tree lt = lt_hi ⊕ (eq_hi ∧ lt_lo),
 eq = eq_hi ∧ eq_lo combines them with AND gates on shares (Beaver bit triples, also from OT).
 
-* 1-out-of-2^w OT: w random OTs on the receiver's bits; the sender masks message v with
-  TCCR(⊕_t K_{t, v_t}, tweak) (Naor–Pinkas' 1-out-of-N from 1-out-of-2 with a hash in place of the PRF).
+* 1-out-of-2^w OT: w random OTs on the receiver's bits; the sender masks message v (two bits) with bits 2v,
+  2v + 1 of ⊕_t K_{t, v_t} (Naor–Pinkas' 1-out-of-N from 1-out-of-2, the random-OT keys' own bits in place of
+  the PRF: for v ≠ x_j the receiver lacks some K_{t, 1 − x_t}, whose bits 2v, 2v + 1 mask message v alone; w ≤ 6).
 * Bit triple from two ROTs (both with the CS as OT sender): a_S·b_R = x_0 ⊕ x_{b_R} from the first
   (a_S = x_0 ⊕ x_1), a_R·b_S from the second with one correction bit.
 * B2A (Demmler et al., ABY §III-C, ref. [8]): b = b_S ⊕ b_R = b_S + b_R − 2·b_S·b_R; one ROT with the
@@ -19,7 +20,7 @@ R → S the ROT messages u (comparison bits and every tree level's triples); S �
 the triples' corrections; then per tree level R's openings (e, f) → S's openings. B2A: R → S u, S → R D.
 ``millionaire``, ``drelu_shares`` and ``b2a`` run both sides against each other in process (tests).
 
-The generators keep the message order, the random bits and the tweak bookkeeping; every per-entry step (the
+The generators keep the message order and the random bits; every per-entry step (the
 2^w masked leaf messages and their decoding, the triples from the ROT keys, B2A) is one native call over the
 whole batch (native/src/millionaire.rs), releasing the GIL. The leaves' OTs are extended inside those calls
 (``IKNPSender.reserve``), so their 16-byte keys never reach memory; the triples keep one byte of each key and
@@ -40,7 +41,7 @@ from .otext import KAPPA, IKNPReceiver, IKNPSender
 BLOCK_BITS = 4
 MASK32 = np.uint64(0xFFFFFFFF)
 
-__all__ = ["BLOCK_BITS", "MASK32", "Tweaks", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
+__all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
            "drelu_shares", "millionaire", "millionaire_R", "millionaire_S", "random_bits"]
 
 
@@ -51,25 +52,6 @@ def random_bits(n: int) -> np.ndarray:
 def u_part(m: int) -> Part:
     """The receiver's IKNP message for m random OTs (κ rows of whole 64-bit words)."""
     return Part(KAPPA * (-(-m // 64) * 8))
-
-
-class Tweaks:
-    """Fresh TCCR tweaks for the 1-out-of-2^w masks (disjoint from the IKNP counters by the top bit); each party
-    keeps its own, advanced in the same order."""
-
-    def __init__(self) -> None:
-        self.next = 1 << 63
-
-    def take(self, n: int) -> np.ndarray:
-        out = np.arange(self.next, self.next + n, dtype=np.uint64)
-        self.next += n
-        return out
-
-    def skip(self, n: int) -> int:
-        """The first of n fresh tweaks (``take(n)`` as its start only)."""
-        first = self.next
-        self.next += n
-        return first
 
 
 def _widths(ell: int) -> list[int]:
@@ -120,14 +102,13 @@ def _check_inputs(v, ell: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ receiver R
-def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str):
     """R's boolean share of [x_R < y_S] (ell-bit unsigned, CrypTFlow2 Π_MILL)."""
     x_R = np.ascontiguousarray(_check_inputs(x_R, ell))
     m, widths = x_R.size, _widths(ell)
     sizes = _levels(len(widths), m)
     core, counter = R.reserve(m * ell)  # OT i·ell + t on bit t of x_i
-    firsts = [tweaks.skip(m << w) for w in widths]
-    u, masks = ext.mill_leaves_recv(core, counter, ell, widths, x_R, firsts)
+    u, masks = ext.mill_leaves_recv(core, counter, ell, widths, x_R)
     ch.send(phase, u)
     pending = []
     for n in sizes:  # the triples' ROTs (R's random a_R, b_R as choices)
@@ -164,17 +145,17 @@ def b2a_R(R: IKNPReceiver, b_R: np.ndarray, ch: Chan, phase: str):
     return ext.b2a_recv(kr, b_R, np.ascontiguousarray(D))
 
 
-def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str):
     """R's boolean share of [z ≥ 0], z = z_S + z_R mod 2^ell read as signed (CrypTFlow2 DReLU):
     MSB(z) = MSB(z_S) ⊕ MSB(z_R) ⊕ [low(z_S) + low(z_R) ≥ 2^(ell−1)], the carry by the millionaires' protocol."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_R = np.asarray(z_R, dtype=np.uint64)
-    c_R = yield from millionaire_R(R, half - (z_R & half), ell - 1, ch, phase, tweaks)
+    c_R = yield from millionaire_R(R, half - (z_R & half), ell - 1, ch, phase)
     return ((z_R >> np.uint64(ell - 1)) & np.uint64(1)).astype(np.uint8) ^ c_R
 
 
 # -------------------------------------------------------------------------------------------- sender S
-def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [x_R < y_S]."""
     y_S = _check_inputs(y_S, ell)
     m, widths = y_S.size, _widths(ell)
@@ -182,12 +163,11 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str, tweaks: Tw
     us = yield from ch.recv(u_part(m * ell), *[u_part(2 * n) for n in sizes], phase=phase)
     u = us[0].reshape(KAPPA, -1)
     core, counter = S.reserve(u, m * ell)
-    # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]) of every block, masked by TCCR(⊕_t K_{t, v_t})
+    # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]) of every block, masked by bits 2v, 2v + 1 of ⊕_t K_{t, v_t}
     rand = [(random_bits(m), random_bits(m)) for _ in widths]
-    firsts = [tweaks.skip(m << w) for w in widths]
     lt, eq = [ls for ls, _ in rand], [es for _, es in rand]
     y_S = np.ascontiguousarray(y_S)
-    for ct in ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, lt, eq, firsts):
+    for ct in ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, lt, eq):
         ch.send(phase, ct)
     triples = []
     for u_t, n in zip(us[1:], sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
@@ -216,11 +196,11 @@ def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
     return share
 
 
-def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str, tweaks: Tweaks):
+def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [z ≥ 0] (``drelu_R``)."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_S = np.asarray(z_S, dtype=np.uint64)
-    c_S = yield from millionaire_S(S, z_S & half, ell - 1, ch, phase, tweaks)
+    c_S = yield from millionaire_S(S, z_S & half, ell - 1, ch, phase)
     return 1 ^ ((z_S >> np.uint64(ell - 1)) & np.uint64(1)).astype(np.uint8) ^ c_S
 
 
@@ -241,24 +221,16 @@ def _run(side_S, side_R, wire: Wire):
     return box["S"], got_R
 
 
-def _twin(tweaks: Tweaks) -> Tweaks:
-    twin = Tweaks()
-    twin.next = tweaks.next
-    return twin
-
-
-def millionaire(S, R, y_S, x_R, ell: int, wire: Wire, phase: str, tweaks: Tweaks):
+def millionaire(S, R, y_S, x_R, ell: int, wire: Wire, phase: str):
     """Boolean shares (of S, of R) of [x_R < y_S] for ell-bit unsigned inputs, both sides in process."""
-    tw = _twin(tweaks)
-    return _run(lambda ch: millionaire_S(S, y_S, ell, ch, phase, tweaks),
-                lambda ch: millionaire_R(R, x_R, ell, ch, phase, tw), wire)
+    return _run(lambda ch: millionaire_S(S, y_S, ell, ch, phase),
+                lambda ch: millionaire_R(R, x_R, ell, ch, phase), wire)
 
 
-def drelu_shares(S, R, z_S, z_R, ell: int, wire: Wire, phase: str, tweaks: Tweaks):
+def drelu_shares(S, R, z_S, z_R, ell: int, wire: Wire, phase: str):
     """Boolean shares (of S, of R) of [z_S + z_R ≥ 0 mod 2^ell, signed], both sides in process."""
-    tw = _twin(tweaks)
-    return _run(lambda ch: drelu_S(S, z_S, ell, ch, phase, tweaks),
-                lambda ch: drelu_R(R, z_R, ell, ch, phase, tw), wire)
+    return _run(lambda ch: drelu_S(S, z_S, ell, ch, phase),
+                lambda ch: drelu_R(R, z_R, ell, ch, phase), wire)
 
 
 def b2a(S, R, b_S, b_R, wire: Wire, phase: str):

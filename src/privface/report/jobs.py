@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import heap
+
 MODES = ("quick", "full", "tiny")
 #: Gallery sizes of `bench identify` per mode and scheme (log2). --quick keeps to minutes on 2 cores: IDFace-Paillier
 #: enrols by one Paillier encryption per template (~0.1 s each there), the CKKS schemes pay per block of 4096.
@@ -258,7 +260,8 @@ def _run_one(job: Job, cache_dir: Path, commit: str, fresh: bool, data_available
     t0 = time.perf_counter()
     try:
         if job.child:
-            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            spawn = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(1, mp_context=spawn, initializer=heap.retain) as pool:
                 result = pool.submit(run_job, job.fn, job.args).result()
         else:
             result = run_job(job.fn, job.args)

@@ -5,7 +5,7 @@ import tenseal.sealapi as sealapi
 
 from privface.crypto import rlwe, seal_arrays, seal_io
 from privface.crypto.lattice import generate_lattice_keypair
-from privface.crypto.millionaire import MASK32, Tweaks, Wire, b2a, drelu_shares, millionaire, random_bits
+from privface.crypto.millionaire import MASK32, Wire, b2a, drelu_shares, millionaire, random_bits
 from privface.crypto.ntt import RNSNTT
 from privface.crypto.otext import IKNPReceiver, IKNPSender, _transpose
 from privface.errors import CryptoError, ProtocolError, TemplateError
@@ -114,20 +114,20 @@ def test_iknp_random_ots(ot_pair):
 @pytest.mark.parametrize("ell", [1, 2, 3, 4, 5, 8, 9, 12, 13, 17, 19, 31])  # 1 to 8 leaves, odd and even
 def test_millionaire_drelu_and_b2a(ot_pair, ell):
     S, R = ot_pair
-    rng, wire, tw = np.random.default_rng(ell), Wire(), Tweaks()
+    rng, wire = np.random.default_rng(ell), Wire()
     y, x = rng.integers(0, 1 << ell, 3000).astype(np.uint64), rng.integers(0, 1 << ell, 3000).astype(np.uint64)
     x[:100], x[100], y[100], x[101], y[101] = y[:100], 0, 0, (1 << ell) - 1, (1 << ell) - 1
-    a, b = millionaire(S, R, y, x, ell, wire, "p", tw)
+    a, b = millionaire(S, R, y, x, ell, wire, "p")
     assert np.array_equal(a ^ b, (x < y).astype(np.uint8))
     zS = rng.integers(0, 1 << (ell + 1), 3000).astype(np.uint64)
     zR = rng.integers(0, 1 << (ell + 1), 3000).astype(np.uint64)
-    a, b = drelu_shares(S, R, zS, zR, ell + 1, wire, "p", tw)
+    a, b = drelu_shares(S, R, zS, zR, ell + 1, wire, "p")
     assert np.array_equal(a ^ b, (((zS + zR) % (1 << (ell + 1))) < (1 << ell)).astype(np.uint8))
     bs, br = random_bits(3000), random_bits(3000)
     A, B = b2a(S, R, bs, br, wire, "p")
     assert np.array_equal((A + B) & MASK32, (bs ^ br).astype(np.uint64))
     with pytest.raises(CryptoError):
-        millionaire(S, R, y, x << np.uint64(1), ell, wire, "p", tw)
+        millionaire(S, R, y, x << np.uint64(1), ell, wire, "p")
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...crypto.exchange import Chan, Wire, bits_part, pack, run_pair, unpack
-from ...crypto.millionaire import MASK32, Tweaks, b2a_R, b2a_S, drelu_R, drelu_S
+from ...crypto.millionaire import MASK32, b2a_R, b2a_S, drelu_R, drelu_S
 from ...crypto.otext import IKNPReceiver, IKNPSender
 from ...errors import ProtocolError
 from .params import COMPARE_BITS, SUM_BITS, T_BITS, TS_BOUND
@@ -54,12 +54,12 @@ def reveal_cs(S: IKNPSender, d0: np.ndarray, wire: Wire, batch: int = BATCH):
     _check_batch(batch)
     if d0.ndim != 1 or d0.size == 0:
         raise ProtocolError("result revealing needs a non-empty share vector")
-    ch, tweaks, total = Chan(wire), Tweaks(), np.uint64(0)
+    ch, total = Chan(wire), np.uint64(0)
     for lo in range(0, d0.size, batch):
-        b = yield from drelu_S(S, d0[lo:lo + batch].astype(np.uint64), COMPARE_BITS, ch, "compare", tweaks)
+        b = yield from drelu_S(S, d0[lo:lo + batch].astype(np.uint64), COMPARE_BITS, ch, "compare")
         a = yield from b2a_S(S, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
-    mu = yield from drelu_S(S, np.array([(total - np.uint64(1)) & MASK32]), SUM_BITS, ch, "final", tweaks)
+    mu = yield from drelu_S(S, np.array([(total - np.uint64(1)) & MASK32]), SUM_BITS, ch, "final")
     yield from ch.recv(phase="final")  # the verifier's empty request for μ_0 (line 8)
     ch.send("final", pack(mu))
     yield from ch.close()
@@ -75,13 +75,13 @@ def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch:
         raise ProtocolError("result revealing needs a non-empty share vector")
     if not -TS_BOUND <= ts <= TS_BOUND:
         raise ProtocolError(f"threshold must lie in [−2^{TS_BOUND.bit_length() - 1}, 2^{TS_BOUND.bit_length() - 1}]")
-    ch, tweaks, total = Chan(wire, count_received=count_received), Tweaks(), np.uint64(0)
+    ch, total = Chan(wire, count_received=count_received), np.uint64(0)
     for lo in range(0, d1.size, batch):
         z = np.mod(d1[lo:lo + batch] - ts, t).astype(np.uint64)
-        b = yield from drelu_R(R, z, COMPARE_BITS, ch, "compare", tweaks)
+        b = yield from drelu_R(R, z, COMPARE_BITS, ch, "compare")
         a = yield from b2a_R(R, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
-    mu = yield from drelu_R(R, np.array([total]), SUM_BITS, ch, "final", tweaks)
+    mu = yield from drelu_R(R, np.array([total]), SUM_BITS, ch, "final")
     (mu0,) = yield from ch.recv(bits_part(1), phase="final")
     return bool(unpack(mu0, 1)[0] ^ mu[0])
 
