@@ -104,8 +104,16 @@ fn leaf_messages(t: &Task, (p, w): (usize, usize), lay: &Layout, y: &[u64], ls: 
         let v = (msg & lay.full).to_le_bytes();
         if w == 1 {
             out[k / 2] |= v[0] << (4 * (k % 2)); // four bits per entry
-        } else {
-            out[k * bytes..(k + 1) * bytes].copy_from_slice(&v[..bytes]);
+            continue;
+        }
+        let o = &mut out[k * bytes..];
+        // fixed-size copies: a call to memmove per entry would cost more than the entry
+        match bytes {
+            16 => o[..16].copy_from_slice(&v),
+            8 => o[..8].copy_from_slice(&v[..8]),
+            4 => o[..4].copy_from_slice(&v[..4]),
+            2 => o[..2].copy_from_slice(&v[..2]),
+            _ => o[0] = v[0],
         }
     }
 }

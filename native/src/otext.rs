@@ -398,15 +398,23 @@ pub fn row_bytes(m: usize) -> usize {
     m.div_ceil(64) * 8
 }
 
-/// The first `width` bytes of every 16-byte key into `out` (a byte loop: a copy call per key would cost more
-/// than the key).
+/// The first `width` bytes of every 16-byte key into `out` (copies of a fixed size for the widths in use: LLVM
+/// turns a byte loop of variable length into a call to memmove per key, which costs more than the key).
 fn prefixes(keys: &[u8], width: usize, out: &mut [u8]) {
-    if width == 16 {
-        return out.copy_from_slice(keys);
+    fn fixed<const W: usize>(keys: &[u8], out: &mut [u8]) {
+        for (d, k) in out.chunks_exact_mut(W).zip(keys.chunks_exact(16)) {
+            d.copy_from_slice(&k[..W]);
+        }
     }
-    for (d, k) in out.chunks_exact_mut(width).zip(keys.chunks_exact(16)) {
-        for (a, b) in d.iter_mut().zip(k) {
-            *a = *b;
+    match width {
+        16 => out.copy_from_slice(keys),
+        1 => fixed::<1>(keys, out),
+        4 => fixed::<4>(keys, out),
+        8 => fixed::<8>(keys, out),
+        _ => {
+            for (d, k) in out.chunks_exact_mut(width).zip(keys.chunks_exact(16)) {
+                d.copy_from_slice(&k[..width]);
+            }
         }
     }
 }
