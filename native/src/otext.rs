@@ -288,11 +288,87 @@ fn transpose_tile_avx512(tile: &[u8], stride: usize, out: &mut [u8], groups: usi
     }
 }
 
+/// The GFNI transpose: the byte transpose of `transpose_tile_avx512` (rows loaded so that each 8-byte word holds
+/// its 8 rows in reverse order), then per 8-byte word one `gf2p8affineqb` with the word as the matrix: byte b of
+/// the result holds bit b of the 8 rows (the instruction reads matrix row 7 − i for result bit i, hence the
+/// reversed load). A byte permutation then gathers the 8 words' byte b, and the two 64-row halves are interleaved
+/// into 128 contiguous output bytes: no per-bit masks or shifts.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+fn transpose_tile_gfni(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
+    use std::arch::x86_64::*;
+    assert!(16 * groups <= TB && tile.len() >= (KAPPA - 1) * stride + 16 * groups && out.len() >= 16 * 128 * groups);
+    // result byte b of a word = matrix row bits b: x's byte b is 1 << b
+    let unit = _mm512_set1_epi64(0x8040_2010_0804_0201_u64 as i64);
+    // byte 8b + i ← byte 8i + b: the 8 × 8 byte transpose inside each 64-byte register
+    let swap = _mm512_set_epi8(
+        63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6, 61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36,
+        28, 20, 12, 4, 59, 51, 43, 35, 27, 19, 11, 3, 58, 50, 42, 34, 26, 18, 10, 2, 57, 49, 41, 33, 25, 17, 9, 1, 56,
+        48, 40, 32, 24, 16, 8, 0,
+    );
+    let (lo, hi) = (
+        _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0),
+        _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4),
+    );
+    for cg in 0..groups {
+        let mut half = [[_mm512_setzero_si512(); 16]; 2];
+        for (g, h) in half.iter_mut().enumerate() {
+            let mut x = [_mm512_setzero_si512(); 16];
+            for (k, v) in x.iter_mut().enumerate() {
+                let r = (k & 8) | (7 - (k & 7)); // byte k of a lane is row r: each word's rows reversed
+                let [a, b, c, d] = [0, 1, 2, 3].map(|q| {
+                    let src = &tile[(64 * g + 16 * q + r) * stride + 16 * cg..][..16];
+                    // SAFETY: `src` is 16 readable bytes (bounds-checked slice); loadu needs no alignment.
+                    unsafe { _mm_loadu_si128(src.as_ptr().cast()) }
+                });
+                let ab = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(a), b);
+                *v = _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(ab, c), d);
+            }
+            for i in (0..16).filter(|i| i & 1 == 0) {
+                let (a, b) = (x[i], x[i | 1]);
+                (x[i], x[i | 1]) = (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b));
+            }
+            for i in (0..16).filter(|i| i & 2 == 0) {
+                let (a, b) = (x[i], x[i | 2]);
+                (x[i], x[i | 2]) = (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b));
+            }
+            for i in (0..16).filter(|i| i & 4 == 0) {
+                let (a, b) = (x[i], x[i | 4]);
+                (x[i], x[i | 4]) = (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+            }
+            for i in (0..16).filter(|i| i & 8 == 0) {
+                let (a, b) = (x[i], x[i | 8]);
+                (x[i], x[i | 8]) = (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+            }
+            // column byte c: word i = rows 64g + 8i + 7 … + 0; after the affine step word i, byte b = bit 8c + b
+            // of rows 64g + 8i … + 7, i.e. byte 8g + i of output row 8c + b; `swap` makes word b of it
+            for (c, o) in h.iter_mut().enumerate() {
+                let rev = ((c & 1) << 3) | ((c & 2) << 1) | ((c & 4) >> 1) | ((c & 8) >> 3);
+                let t = _mm512_gf2p8affine_epi64_epi8::<0>(unit, x[rev]);
+                *o = _mm512_permutexvar_epi8(swap, t);
+            }
+        }
+        for (c, (&a, &b)) in half[0].iter().zip(&half[1]).enumerate() {
+            // output rows 128cg + 8c + b, b < 8: 128 bytes, word 2b + g = half g's word b
+            let at = 16 * (128 * cg + 8 * c);
+            let dst = &mut out[at..at + 128];
+            // SAFETY: `dst` is 128 writable bytes (bounds-checked slice); storeu needs no alignment.
+            unsafe {
+                _mm512_storeu_si512(dst.as_mut_ptr().cast(), _mm512_permutex2var_epi64(a, lo, b));
+                _mm512_storeu_si512(dst.as_mut_ptr().add(64).cast(), _mm512_permutex2var_epi64(a, hi, b));
+            }
+        }
+    }
+}
+
 /// A κ × TB tile (row r at r·stride) → its first 128·groups columns as rows of κ bits (16 bytes each, bit r =
 /// row r) in `out`.
 fn transpose_tile(tile: &[u8], stride: usize, out: &mut [u8], groups: usize) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
+    if std::arch::is_x86_feature_detected!("gfni") && std::arch::is_x86_feature_detected!("avx512vbmi") {
+        // SAFETY: GFNI and AVX-512 VBMI (hence F and BW) detected just above.
+        unsafe { transpose_tile_gfni(tile, stride, out, groups) };
+    } else if std::arch::is_x86_feature_detected!("avx512bw") {
         // SAFETY: AVX-512 BW (hence F) detected just above.
         unsafe { transpose_tile_avx512(tile, stride, out, groups) };
     } else if std::arch::is_x86_feature_detected!("avx2") {
@@ -919,6 +995,24 @@ mod tests {
                     // SAFETY: AVX2 detected just above.
                     unsafe { transpose_tile_avx2(t, stride, &mut a, TB / 16) };
                     assert_eq!(a, b);
+                }
+                if std::arch::is_x86_feature_detected!("avx512bw") {
+                    a.fill(0);
+                    // SAFETY: AVX-512 BW detected just above.
+                    unsafe { transpose_tile_avx512(t, stride, &mut a, TB / 16) };
+                    assert_eq!(a, b);
+                }
+                if std::arch::is_x86_feature_detected!("gfni") && std::arch::is_x86_feature_detected!("avx512vbmi") {
+                    a.fill(0);
+                    // SAFETY: GFNI and AVX-512 VBMI detected just above.
+                    unsafe { transpose_tile_gfni(t, stride, &mut a, TB / 16) };
+                    assert_eq!(a, b);
+                    // fewer column groups than the tile holds: the rest of `out` untouched
+                    a.fill(7);
+                    // SAFETY: as above.
+                    unsafe { transpose_tile_gfni(t, stride, &mut a, 3) };
+                    assert_eq!(a[..16 * 128 * 3], b[..16 * 128 * 3]);
+                    assert!(a[16 * 128 * 3..].iter().all(|&x| x == 7));
                 }
             }
         }

@@ -317,11 +317,13 @@ mod x86 {
         tccr_aesni(rk, &x[whole..], xor, &mut out[whole..], |i| tweak(first + i));
     }
 
-    /// R registers of 4 counter blocks ctr, ctr + 1, … encrypted by VAES into `out` (64·R bytes).
+    /// R registers of 4 counter blocks ctr, ctr + 1, … encrypted by VAES into `out`: whole blocks, more than
+    /// 4(R − 1) and at most 4R of them (the last register stored under a mask).
     #[inline]
     #[target_feature(enable = "vaes,avx512f,aes,sse2")]
     fn ctr_regs<const R: usize>(k: &[__m512i; 11], ctr: u128, out: &mut [u8]) {
-        assert_eq!(out.len(), 64 * R);
+        let blocks = out.len() / 16;
+        assert!(out.len().is_multiple_of(16) && blocks > 4 * (R - 1) && blocks <= 4 * R);
         let p: *mut __m512i = out.as_mut_ptr().cast();
         let mut x = [_mm512_setzero_si512(); R];
         for (i, v) in x.iter_mut().enumerate() {
@@ -337,28 +339,39 @@ mod x86 {
             }
         }
         for (i, v) in x.iter().enumerate() {
-            // SAFETY: `out` is 64·R bytes: register i at p + i is in bounds; storeu needs no alignment.
-            unsafe { _mm512_storeu_si512(p.add(i), _mm512_aesenclast_epi128(*v, k[10])) };
+            let y = _mm512_aesenclast_epi128(*v, k[10]);
+            let left = blocks - 4 * i;
+            // SAFETY: register i covers blocks 4i … 4i + 3 of `out`; a partial last one is stored under a mask of
+            // its `left` blocks (two 8-byte words each), so every write is in bounds; no alignment needed.
+            unsafe {
+                if left >= 4 {
+                    _mm512_storeu_si512(p.add(i), y);
+                } else {
+                    _mm512_mask_storeu_epi64(p.add(i).cast(), (1u8 << (2 * left)) - 1, y);
+                }
+            }
         }
     }
 
-    /// `ctr_aesni` by VAES: 8 registers of 4 counter blocks in flight, then 4; the last < 16 blocks go
-    /// through `ctr_aesni`.
+    /// `ctr_aesni` by VAES: up to 8 registers of 4 counter blocks in flight, a partial last register included
+    /// (the trailing block of an unaligned row would otherwise run alone, at AES's latency).
     #[target_feature(enable = "vaes,avx512f,aes,sse2")]
     pub(super) fn ctr_vaes(rk: &[[u8; 16]; 11], ctr: u128, out: &mut [u8]) {
         let k = keys512(rk);
         let mut ctr = ctr;
-        let mut eights = out.chunks_exact_mut(512);
-        for c in &mut eights {
-            ctr_regs::<8>(&k, ctr, c);
-            ctr = ctr.wrapping_add(32);
+        for c in out.chunks_mut(512) {
+            match c.len().div_ceil(64) {
+                8 => ctr_regs::<8>(&k, ctr, c),
+                7 => ctr_regs::<7>(&k, ctr, c),
+                6 => ctr_regs::<6>(&k, ctr, c),
+                5 => ctr_regs::<5>(&k, ctr, c),
+                4 => ctr_regs::<4>(&k, ctr, c),
+                3 => ctr_regs::<3>(&k, ctr, c),
+                2 => ctr_regs::<2>(&k, ctr, c),
+                _ => ctr_regs::<1>(&k, ctr, c),
+            }
+            ctr = ctr.wrapping_add((c.len() / 16) as u128);
         }
-        let mut fours = eights.into_remainder().chunks_exact_mut(256);
-        for c in &mut fours {
-            ctr_regs::<4>(&k, ctr, c);
-            ctr = ctr.wrapping_add(16);
-        }
-        ctr_aesni(rk, ctr, fours.into_remainder());
     }
 
     /// AES-NI, 8 blocks in flight; `buf` holds whole blocks.
@@ -607,6 +620,11 @@ mod tests {
             (u64::MAX - 100, 77),
             (40, 16 * 70 + 9),
             (0, 512),
+            (0, 16),
+            (16, 16 * 3),
+            (0, 16 * 17),
+            (8, 16 * 16),
+            (0, 16 * 33),
         ];
         for (pos, len) in cases {
             let mut want = vec![0u8; len];
