@@ -31,7 +31,7 @@ use super::verifier_key::{
 
 /// Shoup rows of Galois keys (…, 3, N) over q₀, q₁, P.
 fn shouped_key(pr: &Product, keys: &[u32]) -> Vec<Shouped> {
-    keys.chunks(pr.n)
+    keys.par_chunks(pr.n)
         .enumerate()
         .map(|(i, c)| {
             let p = pr.p[KEY[i % KL]];
@@ -261,7 +261,8 @@ impl Product {
         }
         let sh = shouped_key(self, keys);
         let tables: Vec<Vec<u32>> = (1..=lv).map(|l| galois_table(n, galois_element(n, d, l))).collect();
-        for group in items.chunks_mut(d * item) {
+        // groups in parallel, each one's levels in order (a level's merges also in parallel, for few groups)
+        items.par_chunks_mut(d * item).for_each(|group| {
             for l in 1..=lv {
                 let half = d >> l;
                 let (k, key) = (&tables[l - 1], &sh[(l - 1) * DIGITS * 2 * KL..l * DIGITS * 2 * KL]);
@@ -271,7 +272,7 @@ impl Product {
                     .for_each(|(e, o)| with_scratch(n, |sc| self.merge_fast(e, o, half, k, key, sc)));
                 // the merged items now sit at 0 … half − 1
             }
-        }
+        });
         Ok(())
     }
 
@@ -301,7 +302,7 @@ impl Product {
         let k = stacks.len();
         let groups = k.div_ceil(d);
         let item = CT * n;
-        let sh = shouped(self, rows);
+        let sh = shouped(self, rows, 2 * slices * 2 * LIMBS); // companions for Z only (`Finish`)
         // −d^{-1}·X^{N−d+1}: its factor per limb, and N·P per limb for the final lift of the pack over Q
         let prep = Prep {
             sh: &sh,

@@ -316,7 +316,7 @@ impl Product {
                 let r = x - q * p;
                 if r >= p { r - p } else { r }
             };
-            let row = |r: usize, h: usize, c: usize, e: usize| &rows[(r * 2 + h) * LIMBS + l].slice(n).0[c..e];
+            let row = |r: usize, h: usize, c: usize, e: usize| &rows[(r * 2 + h) * LIMBS + l].w[c..e];
             for c in (0..n).step_by(BLOCK) {
                 let e = (c + BLOCK).min(n);
                 for (g, acc) in gs.iter().zip(accs.chunks_mut(one)) {
@@ -368,7 +368,7 @@ impl Product {
         use std::arch::x86_64::*;
         const BLOCK: usize = 512;
         const FOLD: usize = 16;
-        const AHEAD: usize = 256; // words: each of the gallery's 2S streams is prefetched 16 lines ahead
+        const AHEAD: usize = 128; // words: each of the gallery's 2S streams is prefetched 16 lines ahead
         let n = self.n;
         let one = 2 * LIMBS * n;
         for l in 0..LIMBS {
@@ -474,7 +474,7 @@ impl Product {
     /// form (k, 2, 4, N).
     pub fn product(&self, g: &[u32], rows: &[u32]) -> Vec<u64> {
         let n = self.n;
-        let sh = shouped(self, rows);
+        let sh = shouped(self, rows, rows.len() / n);
         let ninv: Vec<(u64, u64)> = (0..LIMBS)
             .map(|l| {
                 let v = self.m[l].inv(n as u64 % self.p[l]);
@@ -517,7 +517,8 @@ pub(super) fn ctr_words(aes: &Aes128, stream: u64, out: &mut [u64]) {
     }
 }
 
-/// A row polynomial (u32, NTT form) with its 32-bit Shoup companions ⌊w·2^32/p⌋.
+/// A row polynomial (u32, NTT form) with its 32-bit Shoup companions ⌊w·2^32/p⌋ (empty for a row that only the
+/// products read: they reduce in float64).
 pub(super) struct Shouped {
     pub(super) w: Vec<u32>,
     pub(super) wp: Vec<u32>,
@@ -529,14 +530,20 @@ impl Shouped {
     }
 }
 
-pub(super) fn shouped(pr: &Product, rows: &[u32]) -> Vec<Shouped> {
-    rows.chunks(pr.n)
+/// The rows (…, N) as `Shouped`, the companions only for rows `from` on (one division each: the query's 2S·8
+/// product rows need none), in parallel.
+pub(super) fn shouped(pr: &Product, rows: &[u32], from: usize) -> Vec<Shouped> {
+    rows.par_chunks(pr.n)
         .enumerate()
         .map(|(i, c)| {
             let p = pr.p[i % LIMBS];
             Shouped {
                 w: c.to_vec(),
-                wp: c.iter().map(|&w| (((w as u64) << 32) / p) as u32).collect(),
+                wp: if i < from {
+                    Vec::new()
+                } else {
+                    c.iter().map(|&w| (((w as u64) << 32) / p) as u32).collect()
+                },
             }
         })
         .collect()
@@ -696,7 +703,7 @@ mod tests {
                 };
                 let rows: Vec<u32> = (0..rows_of(slices) * 2 * LIMBS * n).map(|i| res(&mut rng, i)).collect();
                 let g: Vec<u32> = (0..3 * slices * 2 * LIMBS * n).map(|i| res(&mut rng, i)).collect();
-                let sh = shouped(&pr, &rows);
+                let sh = shouped(&pr, &rows, rows.len() / n);
                 let gs: Vec<&[u32]> = g.chunks(slices * 2 * LIMBS * n).collect();
                 let (mut want, mut got) = (vec![0u32; 3 * 2 * LIMBS * n], vec![0u32; 3 * 2 * LIMBS * n]);
                 pr.products_portable(&gs, &sh, &mut want);
