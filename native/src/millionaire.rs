@@ -20,9 +20,13 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use crate::bfv::pool;
 use crate::otext::{KAPPA, PyIknpReceiver, PyIknpSender, Receiver, Sender, Shared, contiguous, read_row, row_bytes};
+
+/// Entries per parallel task of the element-wise steps (leaf openings, triples, B2A).
+const CHUNK: usize = 1 << 16;
 
 /// The largest block width: the 2^w two-bit messages of a block are masked by 2^(w+1) ≤ 128 bits of each key.
 pub const MAX_BLOCK_BITS: usize = 6;
@@ -239,16 +243,19 @@ pub fn leaf_open(ct: &[u8], p: usize, w: usize, x: &[u64], mask: &[u8]) -> Resul
     if !(1..=MAX_BLOCK_BITS).contains(&w) || p + w > 64 || mask.len() != m || ct.len() != ct_bytes(m, w) {
         return Err("millionaire: the masked messages or the masks have the wrong length".into());
     }
-    let got: Vec<u8> = (0..m)
-        .map(|i| {
-            let bit = 2 * ((i << w) + ((x[i] >> p) & ((1 << w) - 1)) as usize);
-            ((ct[bit / 8] >> (bit % 8)) & 3) ^ mask[i] // bit is even: both bits in one byte
-        })
-        .collect();
-    Ok((
-        got.iter().map(|g| g & 1).collect(),
-        got.iter().map(|g| g >> 1).collect(),
-    ))
+    let (mut lt, mut eq) = (vec![0u8; m], vec![0u8; m]);
+    lt.par_chunks_mut(CHUNK)
+        .zip(eq.par_chunks_mut(CHUNK))
+        .enumerate()
+        .for_each(|(c, (lt, eq))| {
+            for (k, (l, e)) in lt.iter_mut().zip(eq.iter_mut()).enumerate() {
+                let i = c * CHUNK + k;
+                let bit = 2 * ((i << w) + ((x[i] >> p) & ((1 << w) - 1)) as usize);
+                let g = ((ct[bit / 8] >> (bit % 8)) & 3) ^ mask[i]; // bit is even: both bits in one byte
+                (*l, *e) = (g & 1, g >> 1);
+            }
+        });
+    Ok((lt, eq))
 }
 
 /// The key width of `keys` holding n keys (their first `width` bytes each, at least `min` bytes).
@@ -270,12 +277,18 @@ pub fn triples_send(t0: &[u8], t1: &[u8], b: &[u8]) -> Result<Triples, String> {
     let k = k.ok_or_else(|| format!("bit triples: expected 2 × {n} keys of equal width"))?;
     let bit = |t: &[u8], i: usize| t[k * i] & 1;
     let (mut a, mut c, mut e) = (vec![0u8; n], vec![0u8; n], vec![0u8; n]);
-    for i in 0..n {
-        let (x0, x1, y0, y1) = (bit(t0, i), bit(t1, i), bit(t0, n + i), bit(t1, n + i));
-        a[i] = x0 ^ x1;
-        e[i] = y0 ^ y1 ^ b[i];
-        c[i] = (a[i] & b[i]) ^ x0 ^ y0;
-    }
+    a.par_chunks_mut(CHUNK)
+        .zip(c.par_chunks_mut(CHUNK).zip(e.par_chunks_mut(CHUNK)))
+        .enumerate()
+        .for_each(|(ch, (a, (c, e)))| {
+            for (j, (a, (c, e))) in a.iter_mut().zip(c.iter_mut().zip(e.iter_mut())).enumerate() {
+                let i = ch * CHUNK + j;
+                let (x0, x1, y0, y1) = (bit(t0, i), bit(t1, i), bit(t0, n + i), bit(t1, n + i));
+                *a = x0 ^ x1;
+                *e = y0 ^ y1 ^ b[i];
+                *c = (*a & b[i]) ^ x0 ^ y0;
+            }
+        });
     Ok((a, c, e))
 }
 
@@ -290,6 +303,8 @@ pub fn triples_recv(kt: &[u8], a: &[u8], b: &[u8], e: &[u8]) -> Result<Vec<u8>, 
     }
     let k = width(kt.len(), 2 * n, 1).ok_or_else(|| format!("bit triples: expected 2 × {n} keys"))?;
     Ok((0..n)
+        .into_par_iter()
+        .with_min_len(CHUNK)
         .map(|i| (a[i] & b[i]) ^ (kt[k * i] & 1) ^ (kt[k * (n + i)] & 1) ^ (a[i] & e[i]))
         .collect())
 }
@@ -307,13 +322,18 @@ pub fn b2a_send(k0: &[u8], k1: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u64>), S
     }
     let k = width(k0.len(), n, 4).filter(|_| k1.len() == k0.len());
     let k = k.ok_or_else(|| format!("B2A: expected {n} keys of 4..=16 bytes"))?;
-    let mut d = Vec::with_capacity(4 * n);
-    let mut share = Vec::with_capacity(n);
-    for (i, &bi) in b.iter().enumerate() {
-        let (r0, r1, bi) = (low32(k0, k, i), low32(k1, k, i), u32::from(bi));
-        d.extend_from_slice(&r0.wrapping_sub(r1).wrapping_add(bi).to_le_bytes());
-        share.push(u64::from(bi.wrapping_sub(r0.wrapping_neg().wrapping_mul(2))));
-    }
+    let (mut d, mut share) = (vec![0u8; 4 * n], vec![0u64; n]);
+    d.par_chunks_mut(4 * CHUNK)
+        .zip(share.par_chunks_mut(CHUNK))
+        .enumerate()
+        .for_each(|(c, (d, share))| {
+            for (j, (d, s)) in d.chunks_exact_mut(4).zip(share.iter_mut()).enumerate() {
+                let i = c * CHUNK + j;
+                let (r0, r1, bi) = (low32(k0, k, i), low32(k1, k, i), u32::from(b[i]));
+                d.copy_from_slice(&r0.wrapping_sub(r1).wrapping_add(bi).to_le_bytes());
+                *s = u64::from(bi.wrapping_sub(r0.wrapping_neg().wrapping_mul(2)));
+            }
+        });
     Ok((d, share))
 }
 
@@ -328,6 +348,8 @@ pub fn b2a_recv(kr: &[u8], b: &[u8], d: &[u8]) -> Result<Vec<u64>, String> {
     }
     let k = width(kr.len(), n, 4).ok_or_else(|| format!("B2A: expected {n} keys of 4..=16 bytes"))?;
     Ok((0..n)
+        .into_par_iter()
+        .with_min_len(CHUNK)
         .map(|i| {
             let di = u32::from_le_bytes(d[4 * i..4 * i + 4].try_into().expect("4 bytes"));
             let bi = u32::from(b[i]);
@@ -411,7 +433,9 @@ fn mill_leaf_open<'py>(
     mask: PyReadonlyArrayDyn<'py, u8>,
 ) -> PyResult<(Bits<'py>, Bits<'py>)> {
     let (ct, x, mask) = (contiguous(&ct, "ct")?, contiguous(&x, "x")?, contiguous(&mask, "mask")?);
-    let (lt, eq) = py.detach(|| leaf_open(ct, p, w, x, mask)).map_err(err)?;
+    let (lt, eq) = py
+        .detach(|| pool::install(|| leaf_open(ct, p, w, x, mask)))
+        .map_err(err)?;
     Ok((lt.into_pyarray(py), eq.into_pyarray(py)))
 }
 
@@ -424,7 +448,7 @@ fn py_triples_send<'py>(
     b: PyReadonlyArrayDyn<'py, u8>,
 ) -> PyResult<(Bits<'py>, Bits<'py>, Bits<'py>)> {
     let (t0, t1, b) = (contiguous(&t0, "t0")?, contiguous(&t1, "t1")?, contiguous(&b, "b")?);
-    let (a, c, e) = py.detach(|| triples_send(t0, t1, b)).map_err(err)?;
+    let (a, c, e) = py.detach(|| pool::install(|| triples_send(t0, t1, b))).map_err(err)?;
     Ok((a.into_pyarray(py), c.into_pyarray(py), e.into_pyarray(py)))
 }
 
@@ -439,7 +463,7 @@ fn py_triples_recv<'py>(
 ) -> PyResult<Bits<'py>> {
     let (kt, a) = (contiguous(&kt, "kt")?, contiguous(&a, "a")?);
     let (b, e) = (contiguous(&b, "b")?, contiguous(&e, "e")?);
-    let c = py.detach(|| triples_recv(kt, a, b, e)).map_err(err)?;
+    let c = py.detach(|| pool::install(|| triples_recv(kt, a, b, e))).map_err(err)?;
     Ok(c.into_pyarray(py))
 }
 
@@ -452,7 +476,7 @@ fn py_b2a_send<'py>(
     b: PyReadonlyArrayDyn<'py, u8>,
 ) -> PyResult<(Bits<'py>, Bound<'py, PyArray1<u64>>)> {
     let (k0, k1, b) = (contiguous(&k0, "k0")?, contiguous(&k1, "k1")?, contiguous(&b, "b")?);
-    let (d, s) = py.detach(|| b2a_send(k0, k1, b)).map_err(err)?;
+    let (d, s) = py.detach(|| pool::install(|| b2a_send(k0, k1, b))).map_err(err)?;
     Ok((d.into_pyarray(py), s.into_pyarray(py)))
 }
 
@@ -465,7 +489,7 @@ fn py_b2a_recv<'py>(
     d: PyReadonlyArrayDyn<'py, u8>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let (kr, b, d) = (contiguous(&kr, "kr")?, contiguous(&b, "b")?, contiguous(&d, "D")?);
-    let s = py.detach(|| b2a_recv(kr, b, d)).map_err(err)?;
+    let s = py.detach(|| pool::install(|| b2a_recv(kr, b, d))).map_err(err)?;
     Ok(s.into_pyarray(py))
 }
 

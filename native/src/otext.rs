@@ -314,15 +314,20 @@ fn transpose_tile_gfni(tile: &[u8], stride: usize, out: &mut [u8], groups: usize
         let mut half = [[_mm512_setzero_si512(); 16]; 2];
         for (g, h) in half.iter_mut().enumerate() {
             let mut x = [_mm512_setzero_si512(); 16];
+            let base = tile[(64 * g) * stride + 16 * cg..].as_ptr();
             for (k, v) in x.iter_mut().enumerate() {
                 let r = (k & 8) | (7 - (k & 7)); // byte k of a lane is row r: each word's rows reversed
-                let [a, b, c, d] = [0, 1, 2, 3].map(|q| {
-                    let src = &tile[(64 * g + 16 * q + r) * stride + 16 * cg..][..16];
-                    // SAFETY: `src` is 16 readable bytes (bounds-checked slice); loadu needs no alignment.
-                    unsafe { _mm_loadu_si128(src.as_ptr().cast()) }
-                });
-                let ab = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(a), b);
-                *v = _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(ab, c), d);
+                // SAFETY: rows 64g + 16q + r < κ hold 16 bytes at 16cg (asserted above: tile is long enough for
+                // row κ − 1 at 16·groups); loadu needs no alignment.
+                *v = unsafe {
+                    let at = |q: usize| base.add((16 * q + r) * stride).cast::<__m128i>();
+                    let ab =
+                        _mm512_inserti32x4::<1>(_mm512_castsi128_si512(_mm_loadu_si128(at(0))), _mm_loadu_si128(at(1)));
+                    _mm512_inserti32x4::<3>(
+                        _mm512_inserti32x4::<2>(ab, _mm_loadu_si128(at(2))),
+                        _mm_loadu_si128(at(3)),
+                    )
+                };
             }
             for i in (0..16).filter(|i| i & 1 == 0) {
                 let (a, b) = (x[i], x[i | 1]);
