@@ -238,6 +238,30 @@ fn transpose_tile_avx2(tile: &[u8], stride: usize, out: &mut [u8], groups: usize
     }
 }
 
+/// The four unpack rounds of `transpose_tile_sse2` on 16 registers, in each 128-bit lane.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn unpack_rounds_512(x: &mut [std::arch::x86_64::__m512i; 16]) {
+    use std::arch::x86_64::*;
+    for i in (0..16).filter(|i| i & 1 == 0) {
+        let (a, b) = (x[i], x[i | 1]);
+        (x[i], x[i | 1]) = (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b));
+    }
+    for i in (0..16).filter(|i| i & 2 == 0) {
+        let (a, b) = (x[i], x[i | 2]);
+        (x[i], x[i | 2]) = (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b));
+    }
+    for i in (0..16).filter(|i| i & 4 == 0) {
+        let (a, b) = (x[i], x[i | 4]);
+        (x[i], x[i | 4]) = (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    }
+    for i in (0..16).filter(|i| i & 8 == 0) {
+        let (a, b) = (x[i], x[i | 8]);
+        (x[i], x[i | 8]) = (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    }
+}
+
 /// The AVX-512 transpose: as `transpose_tile_avx2` with four 128-bit lanes, rows 64g + 16q + k in lane q, so
 /// that one `vpmovb2m` gives 64 rows of a column: again half the unpacks, masks, shifts and stores.
 #[cfg(target_arch = "x86_64")]
@@ -257,23 +281,7 @@ fn transpose_tile_avx512(tile: &[u8], stride: usize, out: &mut [u8], groups: usi
                 let lo = _mm512_inserti32x4::<1>(_mm512_castsi128_si512(a), b);
                 *v = _mm512_inserti32x4::<3>(_mm512_inserti32x4::<2>(lo, c), d);
             }
-            // The rounds of `transpose_tile_sse2`, in each lane.
-            for i in (0..16).filter(|i| i & 1 == 0) {
-                let (a, b) = (x[i], x[i | 1]);
-                (x[i], x[i | 1]) = (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b));
-            }
-            for i in (0..16).filter(|i| i & 2 == 0) {
-                let (a, b) = (x[i], x[i | 2]);
-                (x[i], x[i | 2]) = (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b));
-            }
-            for i in (0..16).filter(|i| i & 4 == 0) {
-                let (a, b) = (x[i], x[i | 4]);
-                (x[i], x[i | 4]) = (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-            }
-            for i in (0..16).filter(|i| i & 8 == 0) {
-                let (a, b) = (x[i], x[i | 8]);
-                (x[i], x[i | 8]) = (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-            }
+            unpack_rounds_512(&mut x);
             for c in 0..16 {
                 let rev = ((c & 1) << 3) | ((c & 2) << 1) | ((c & 4) >> 1) | ((c & 8) >> 3);
                 let mut v = x[rev];
@@ -329,22 +337,7 @@ fn transpose_tile_gfni(tile: &[u8], stride: usize, out: &mut [u8], groups: usize
                     )
                 };
             }
-            for i in (0..16).filter(|i| i & 1 == 0) {
-                let (a, b) = (x[i], x[i | 1]);
-                (x[i], x[i | 1]) = (_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b));
-            }
-            for i in (0..16).filter(|i| i & 2 == 0) {
-                let (a, b) = (x[i], x[i | 2]);
-                (x[i], x[i | 2]) = (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b));
-            }
-            for i in (0..16).filter(|i| i & 4 == 0) {
-                let (a, b) = (x[i], x[i | 4]);
-                (x[i], x[i | 4]) = (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-            }
-            for i in (0..16).filter(|i| i & 8 == 0) {
-                let (a, b) = (x[i], x[i | 8]);
-                (x[i], x[i | 8]) = (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-            }
+            unpack_rounds_512(&mut x);
             // column byte c: word i = rows 64g + 8i + 7 … + 0; after the affine step word i, byte b = bit 8c + b
             // of rows 64g + 8i … + 7, i.e. byte 8g + i of output row 8c + b; `swap` makes word b of it
             for (c, o) in h.iter_mut().enumerate() {
