@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from privface.crypto.exchange import Chan, Part, Wire, bits_part, pack, run_pair, unpack
+from privface.crypto.exchange import Chan, Part, Wire, bits_part, pack, unpack
 from privface.crypto.millionaire import (
     BLOCK_BITS,
     MASK32,
     _check_inputs,
     _levels,
+    _run,
     _tree_inputs,
     _tree_outputs,
     _widths,
@@ -177,22 +178,6 @@ def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str):
 
 
 # ------------------------------------------------------------------------------- both sides in process
-def _run(side_S, side_R, wire: Wire):
-    """Both sides in process over one ``wire`` (R speaks first): (S's output, R's output)."""
-    box = {}
-
-    def s():
-        ch = Chan(wire)
-        box["S"] = yield from side_S(ch)
-        yield from ch.close()
-
-    def r():
-        return (yield from side_R(Chan(wire)))
-
-    got_R, _ = run_pair(r(), s(), "two-party comparison")
-    return box["S"], got_R
-
-
 def millionaire(S, R, y_S, x_R, ell: int, wire: Wire, phase: str):
     """Boolean shares (of S, of R) of [x_R < y_S] for ell-bit unsigned inputs, both sides in process."""
     return _run(lambda ch: millionaire_S(S, y_S, ell, ch, phase),
