@@ -31,6 +31,11 @@ class SessionLimitError(SessionError):
     """Too many open sessions (HTTP 503): the server is busy, try again later."""
 
 
+class ScopeError(PrivfaceError):
+    """The key is valid but lacks the scope the step needs, or the step declares none; or the step refuses this
+    caller the way it was asked (e.g. a revocation without proof where nobody is an admin) (HTTP 403)."""
+
+
 class LimitError(PrivfaceError):
     """Too many requests from one client, or too many rejected attempts for one subject (HTTP 429)."""
 
