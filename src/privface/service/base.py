@@ -53,7 +53,8 @@ class AlreadyEnrolledError(PrivfaceError):
 class Caller:
     """Who calls a step: ``id`` is ``key:<key id>``, or ``addr:<client address>`` when the service runs
     without API keys (the identity the rate limit and the session quota count); ``scopes`` are the key's,
-    None without API keys (then every step is open to everyone, revocation included)."""
+    None without API keys (then every step is open to everyone; nobody is an admin, so e.g. an im2020 revocation
+    needs the key's proof)."""
 
     id: str
     scopes: frozenset[str] | None = None
