@@ -45,6 +45,7 @@ from .base import (
     MessageError,
     NotEnrolledError,
     ProtocolService,
+    RejectedAttemptError,
     SessionError,
     StepResult,
 )
@@ -319,7 +320,11 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                 lockout.check(name, subject)
                 return _handle(svc, step, body, _state(sid), caller)
             with lockout.attempt(name, subject):
-                result = _handle(svc, step, body, _state(sid), caller)
+                try:
+                    result = _handle(svc, step, body, _state(sid), caller)
+                except RejectedAttemptError:  # e.g. a forged output label: 400, and counted as a rejection
+                    lockout.record(name, subject, False)
+                    raise
                 if isinstance(result, StepResult) and result.accepted is not None:
                     lockout.record(name, subject, result.accepted)
                 return result
