@@ -49,6 +49,8 @@ from .base import (
     SessionError,
     StepResult,
 )
+from .docs import mount_docs
+from .headers import protect
 from .limits import LimitError, Lockout, RateLimiter, caller_counter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
@@ -125,7 +127,9 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         sessions.clear()
 
     app = FastAPIOffline(title="privface", version="1", summary="Face matching on encrypted templates",
-                         lifespan=lifespan, redoc_url=None, static_url=DOCS_STATIC)  # /docs without a CDN
+                         lifespan=lifespan, docs_url=None, redoc_url=None, static_url=DOCS_STATIC)  # no CDN
+    protect(app)  # no framing, no sniffing, a CSP on every answer (headers.py)
+    mount_docs(app, DOCS_STATIC)  # /docs without inline script, under a CSP (docs.py)
     app.state.sessions, app.state.store, app.state.services = sessions, store, by_name
     app.state.keys = keys
     app.state.metrics = metrics = Metrics(sessions)
