@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+log = logging.getLogger("privface.service")
 WEBAPP = Path(__file__).with_name("webapp")
 CSP = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob: data:; "
        "media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; font-src 'self'; "
@@ -197,7 +199,8 @@ class AppConnections:
             await self.app(scope, receive, timed)
         except Exception as e:
             if not _slow(e):
-                raise  # else the response is cut short: uvicorn closes the connection
+                raise
+            log.warning("%r: the client took nothing for %.0f s; answer cut short", path[:80], SEND_TIMEOUT)
         finally:
             self.open[address] -= 1
             if not self.open[address]:
