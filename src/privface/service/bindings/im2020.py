@@ -19,6 +19,7 @@ from ...protocols.im2020.params import Im2020Params
 from ...protocols.im2020.parties import (
     AuthSession,
     CompareSession,
+    ForgedLabelError,
     RevokeSession,
     Server,
     SubjectExistsError,
@@ -31,6 +32,7 @@ from ..base import (
     Caller,
     MessageError,
     NotEnrolledError,
+    RejectedAttemptError,
     ScopeError,
     SessionError,
     StepResult,
@@ -140,5 +142,7 @@ class Im2020Service:
             raise NotEnrolledError(str(e)) from None
         except SubjectExistsError as e:
             raise AlreadyEnrolledError(str(e)) from None
+        except ForgedLabelError as e:  # a guess that decided nothing: the failure counter counts it (app.guarded)
+            raise RejectedAttemptError(str(e)) from None
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
