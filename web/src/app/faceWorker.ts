@@ -94,7 +94,7 @@ async function embed(id: number, face: number): Promise<void> {
   if (!rect) throw new Refused("no-face", current.rects.length ? `there is no face ${face}` : "no face found in the image");
   const pipe = await pipeline!;
   const r = await pipe.embedAt(current.work, current.scale, rect, (name) => scope.postMessage({ id, stage: name }));
-  scope.postMessage({ id, result: { ...r, box: FacePipeline.inputBox(rect, current.scale), face } }, [r.descriptor.buffer]);
+  scope.postMessage({ id, result: { ...r, box: FacePipeline.inputBox(rect, current.scale), face } });
 }
 
 scope.onmessage = (e: MessageEvent) => {
