@@ -94,7 +94,7 @@ def test_two_faces_are_refused_until_one_is_chosen(server, photos):
     assert r[12]["decision"] == ("Accepted" if grace == 0 else "Rejected"), r[12]
     assert {r[9]["report"]["face"], r[12]["report"]["face"]} == {0, 1}
     smaller, shown = r[13], r[14]
-    assert smaller["state"] == "ok" and "of 2 is used" in smaller["status"], smaller
+    assert smaller["state"] == "ok" and "face 1 of 2, the largest, is used" in smaller["status"], smaller
     assert shown["used"] == "0" and len(shown["faces"]) == 2
     assert r[15]["decision"] == "Accepted", r[15]
     assert store.get("im2020", "maria") is not None

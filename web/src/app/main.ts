@@ -137,8 +137,9 @@ function drawPreview(): void {
   } catch {
     used = null;
   }
-  const line = Math.max(2, Math.round(w / 300));
-  ctx.font = `bold ${Math.max(14, Math.round(w / 40))}px sans-serif`;
+  const line = Math.max(2, Math.round(w / 250));
+  const size = Math.max(16, Math.round(w / 16));
+  ctx.font = `bold ${size}px sans-serif`;
   photo.faces.forEach(({ box: [l, t, r, b] }, i) => {
     const on = i === used;
     ctx.lineWidth = on ? line * 2 : line;
@@ -147,7 +148,11 @@ function drawPreview(): void {
     ctx.strokeRect(l * k, t * k, (r - l) * k, (b - t) * k);
     if (photo!.faces.length > 1) {
       ctx.fillStyle = ctx.strokeStyle;
-      ctx.fillText(String(i + 1), l * k + line, Math.max(t * k - line * 2, 16));
+      ctx.setLineDash([]);
+      ctx.lineWidth = line;
+      ctx.strokeStyle = "rgba(0, 0, 0, 0.75)";
+      ctx.strokeText(String(i + 1), l * k + line * 2, t * k + size + line);
+      ctx.fillText(String(i + 1), l * k + line * 2, t * k + size + line);
     }
   });
   ui.canvas.dataset.faces = JSON.stringify(photo.faces.map((f) => f.box));
@@ -180,7 +185,11 @@ function photoStatus(): void {
     status(`This photo has ${n} faces of about the same size: click the one to use in the photo, or pick it under ` +
       `"Face to use". Nothing is sent until you choose.`, true);
   } else if (n === 1) status(`${what} ready: the face outlined in green is used.`);
-  else status(`${what} ready: ${describeFace(usedFace())} of ${n} is used (outlined in green); click another to use it.`);
+  else {
+    const i = usedFace();
+    status(`${what} ready: face ${i + 1} of ${n}${i === 0 ? ", the largest," : ""} is used (outlined in green); ` +
+      "click another face to use it.");
+  }
 }
 
 function pick(i: number | null): void {
