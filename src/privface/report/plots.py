@@ -1,6 +1,7 @@
 """The report's PNGs: matplotlib's object API on the Agg canvas (as eval.report), no pyplot, no display."""
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -16,6 +17,14 @@ def _save(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels, from the PNG's IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
 
 
 def identify_scaling(series: dict[str, list[tuple[int, float, float]]], path: Path) -> Path | None:
@@ -69,27 +78,56 @@ def bytes_per_protocol(bars: list[tuple[str, float, float | None]], path: Path) 
     return _save(fig, path)
 
 
-def roc(curve: dict | None, points: list[tuple[str, float, float]], title: str, path: Path) -> Path | None:
-    """The plaintext ROC curve (TAR against FAR, log FAR) and each protocol's operating points ``(label, far, tar)``."""
-    if not curve and not points:
+def accuracy(curve: dict | None, pairs: list[tuple[str, float, float, int, int | None]],
+             ident: list[tuple[str, float, float]], title: str, path: Path) -> Path | None:
+    """Two panels. Left, a DET plot (log–log: false non-match against false match rate) of the plaintext float
+    distances over all the dataset's pairs, with each 1:N protocol's operating point (FNIR = 1 − TPIR at its FPIR).
+    Right, for each 1:1 protocol, its EER beside the plaintext EER on the same sampled pairs — a point per protocol,
+    however few pairs it ran, with the pair count and the decisions that differ from plaintext in its label.
+    ``curve``: {far, tar}; ``pairs``: (label, plaintext EER, protocol EER, pairs, differing); ``ident``: (label,
+    FPIR, TPIR)."""
+    if not curve and not pairs and not ident:
         return None
-    fig = Figure(figsize=(6.0, 4.6))
-    ax = fig.add_subplot()
+    fig = Figure(figsize=(11.0, 0.32 * max(len(pairs), 8) + 2.2), layout="constrained")
+    ax_d, ax_e = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.15]})
+    floor = 1e-4
     if curve:
-        far = [f for f in curve["far"] if f > 0]
-        tar = [t for f, t in zip(curve["far"], curve["tar"]) if f > 0]
-        ax.plot(far, tar, lw=1.5, color="black", label="plaintext (float distances)")
+        pts = [(f, 1 - t) for f, t in zip(curve["far"], curve["tar"]) if f > 0 and 1 - t > 0]
+        if pts:
+            ax_d.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.6, color="black",
+                      label="plaintext (float distances, all pairs)")
     markers = "osD^v<>phX*"
-    for k, (label, far_, tar_) in enumerate(points):
-        edge = " [FAR 0: at the left edge]" if far_ < 1e-5 else ""
-        ax.plot([max(far_, 1e-5)], [tar_], markers[k % len(markers)], ms=6, label=label + edge, alpha=0.85,
-                clip_on=False)
-    ax.set_xscale("log")
-    ax.set_xlim(1e-5, 1)
-    ax.set_ylim(min([0.8] + [p[2] - 0.02 for p in points]), 1.005)
-    ax.set_xlabel("FAR / FPIR")
-    ax.set_ylabel("TAR / TPIR")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    for k, (label, fpir, tpir) in enumerate(ident):
+        edge = " [FPIR 0: left edge]" if fpir < floor else ""
+        edge += " [FNIR 0: bottom edge]" if 1 - tpir < floor else ""
+        ax_d.plot([max(fpir, floor)], [max(1 - tpir, floor)], markers[k % len(markers)], ms=7, alpha=0.9,
+                  clip_on=False, label=label + edge)
+    for ax in (ax_d,):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(floor, 1)
+        ax.set_ylim(floor, 1)
+        ax.set_xlabel("false match rate (FMR / FPIR)")
+        ax.set_ylabel("false non-match rate (FNMR / FNIR)")
+        ax.set_title("DET: plaintext curve, 1:N operating points\n(lower left is better)", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="lower left")  # the ideal corner: no curve there
+    if pairs:
+        ys = list(range(len(pairs)))[::-1]
+        ax_e.scatter([100 * p[1] for p in pairs], ys, s=60, facecolors="none", edgecolors="black",
+                     label="plaintext, same pairs", zorder=3)
+        ax_e.scatter([100 * p[2] for p in pairs], ys, s=22, color="#d62728", label="protocol", zorder=4)
+        ax_e.set_yticks(ys, [f"{p[0]}\n{p[3]:,} pairs" + (f", {p[4]} differ" if p[4] is not None else "")
+                             for p in pairs], fontsize=8)
+        ax_e.set_ylim(-0.7, len(pairs) - 0.3)
+        ax_e.set_xlabel("EER on the protocol's sampled pairs (%)")
+        ax_e.set_title("1:1 protocols: EER against plaintext on the same pairs\n(lower is better)", fontsize=10)
+        ax_e.grid(True, axis="x", alpha=0.3)
+        ax_e.legend(fontsize=8, loc="lower right")
+        ax_e.set_xlim(0, 100 * max(max(p[1], p[2]) for p in pairs) * 1.15 or 1)
+    else:
+        ax_e.set_axis_off()
+        ax_e.text(0.5, 0.5, "no 1:1 protocol evaluated", ha="center", va="center")
+    fig.suptitle(title, fontsize=12)
     return _save(fig, path)
