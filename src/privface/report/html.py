@@ -38,8 +38,9 @@ tr:last-child td { border-bottom: 0; }
 .verdict.same::before { content: "= "; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 440px), 1fr)); gap: 10px 16px;
          align-items: start; }
-figure { margin: 0; } figure img { display: block; max-width: 100%; height: auto; max-height: 62vh;
-                                   object-fit: contain; border: 1px solid var(--line); }
+figure { margin: 0; } figure.wide { grid-column: 1 / -1; }
+figure img { display: block; max-width: 100%; height: auto; max-height: 62vh; object-fit: contain;
+             border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: 0.85em; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 0.4em 0; }
 dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; overflow-wrap: anywhere; }
@@ -255,15 +256,20 @@ def _counts(jobs: list[dict]) -> str:
     return ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
 
 
+def _figure(p: dict) -> str:
+    """A plot, not lazy and with its size: the plots come first and are on screen as the page opens."""
+    size = f' width="{p["width"]}" height="{p["height"]}"' if p.get("width") else ""
+    wide = ' class="wide"' if p.get("width", 0) > 1000 else ""
+    jobs = esc(", ".join(p["jobs"][:6])) + (" …" if len(p["jobs"]) > 6 else "")
+    return (f'<figure{wide}><a href="{esc(p["file"])}"><img src="{esc(p["file"])}" alt="{esc(p["alt"])}"{size}></a>'
+            f"<figcaption>{esc(p['title'])} <span class='ids'>— from {jobs}</span></figcaption></figure>")
+
+
 def render(data: dict) -> str:
     m = data["machine"]
     nav = "".join(f'<li><a href="#paper-{esc(s["paper"])}">Seed {esc(s["seed"])}: '
                   f'{esc(PAPER_NAMES.get(s["paper"], s["paper"]))}</a></li>' for s in data["papers"])
-    # not lazy, with their sizes: the plots come first and are on screen as the page opens
-    figures = "".join(f'<figure><a href="{esc(p["file"])}"><img src="{esc(p["file"])}" alt="{esc(p["alt"])}"'
-                      + (f' width="{p["width"]}" height="{p["height"]}"' if p.get("width") else "")
-                      + f"></a><figcaption>{esc(p['title'])} <span class='ids'>— from {esc(', '.join(p['jobs'][:6]))}"
-                      f"{' …' if len(p['jobs']) > 6 else ''}</span></figcaption></figure>" for p in data["plots"])
+    figures = "".join(_figure(p) for p in data["plots"])
     failed = [j for j in data["jobs"] if j["status"] == "error"]
     warn = (f"<p class='bad'>{len(failed)} job(s) failed: {esc(', '.join(j['id'] for j in failed))} — see "
             "<a href='#jobs'>Jobs</a>.</p>" if failed else "")

@@ -1,6 +1,7 @@
 """The report's PNGs: matplotlib's object API on the Agg canvas (as eval.report), no pyplot, no display."""
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 
@@ -17,6 +18,27 @@ def _save(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
+
+
+def upper_bound(k: int, n: int, alpha: float = 0.05) -> float:
+    """One-sided Clopper–Pearson upper bound on a rate seen ``k`` times in ``n`` trials: the p with
+    P(X ≤ k | n, p) = alpha (0 of n: 1 − alpha^(1/n), ≈ 3/n)."""
+    if k >= n:
+        return 1.0
+
+    def cdf(p: float) -> float:
+        if p <= 0:
+            return 1.0
+        if p >= 1:
+            return 0.0
+        return sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+                            + (n - i) * math.log1p(-p)) for i in range(k + 1))
+
+    lo, hi = k / n, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) > alpha else (lo, mid)
+    return hi
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -82,8 +104,8 @@ def accuracy(curve: dict | None, pairs: list[tuple[str, float, float, int, int |
              ident: list[tuple[str, float, float]], title: str, path: Path) -> Path | None:
     """Two panels. Left, a DET plot (log–log: false non-match against false match rate) of the plaintext float
     distances over all the dataset's pairs, with each 1:N protocol's operating point (FNIR = 1 − TPIR at its FPIR).
-    Right, for each 1:1 protocol, its EER beside the plaintext EER on the same sampled pairs — a point per protocol,
-    however few pairs it ran, with the pair count and the decisions that differ from plaintext in its label.
+    Right, for each 1:1 protocol, the share of its decisions that differ from the plaintext decisions on the same
+    pairs, with its one-sided 95 % upper bound (Clopper–Pearson): how many pairs ran shows as how long the bar is.
     ``curve``: {far, tar}; ``pairs``: (label, plaintext EER, protocol EER, pairs, differing); ``ident``: (label,
     FPIR, TPIR)."""
     if not curve and not pairs and not ident:
@@ -113,19 +135,23 @@ def accuracy(curve: dict | None, pairs: list[tuple[str, float, float, int, int |
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8, loc="lower left")  # the ideal corner: no curve there
+    pairs = [p for p in pairs if p[4] is not None and p[3]]
     if pairs:
         ys = list(range(len(pairs)))[::-1]
-        ax_e.scatter([100 * p[1] for p in pairs], ys, s=60, facecolors="none", edgecolors="black",
-                     label="plaintext, same pairs", zorder=3)
-        ax_e.scatter([100 * p[2] for p in pairs], ys, s=22, color="#d62728", label="protocol", zorder=4)
-        ax_e.set_yticks(ys, [f"{p[0]}\n{p[3]:,} pairs" + (f", {p[4]} differ" if p[4] is not None else "")
-                             for p in pairs], fontsize=8)
+        rate = [100 * p[4] / p[3] for p in pairs]
+        upper = [100 * upper_bound(p[4], p[3]) for p in pairs]
+        ax_e.hlines(ys, rate, upper, color="#4c72b0", lw=5, alpha=0.45, label="95 % upper bound (fewer pairs: longer)")
+        ax_e.plot(rate, ys, "o", color="#d62728", ms=6, label="decisions that differ, measured")
+        for y, u, p in zip(ys, upper, pairs):
+            ax_e.annotate(f"{p[4]} of {p[3]:,}", (u, y), xytext=(4, 0), textcoords="offset points", va="center",
+                          fontsize=8)
+        ax_e.set_yticks(ys, [p[0] for p in pairs], fontsize=9)
         ax_e.set_ylim(-0.7, len(pairs) - 0.3)
-        ax_e.set_xlabel("EER on the protocol's sampled pairs (%)")
-        ax_e.set_title("1:1 protocols: EER against plaintext on the same pairs\n(lower is better)", fontsize=10)
+        ax_e.set_xlim(0, max(upper) * 1.25)
+        ax_e.set_xlabel("decisions that differ from plaintext on the protocol's pairs (%)")
+        ax_e.set_title("1:1 protocols against plaintext, same pairs\n(lower is better)", fontsize=10)
         ax_e.grid(True, axis="x", alpha=0.3)
-        ax_e.legend(fontsize=8, loc="lower right")
-        ax_e.set_xlim(0, 100 * max(max(p[1], p[2]) for p in pairs) * 1.15 or 1)
+        ax_e.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     else:
         ax_e.set_axis_off()
         ax_e.text(0.5, 0.5, "no 1:1 protocol evaluated", ha="center", va="center")
