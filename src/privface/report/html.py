@@ -168,7 +168,7 @@ def _paper_section(sec: dict) -> str:
             (ratio_cell(r), "num ratio"),
         ])
     table = _table([("quantity", ""), ("paper", ""), ("where in the paper", ""), ("paper's setting", ""),
-                    ("ours now", ""), ("our setting / command", ""), ("ours ÷ paper", "▲ ours better, ▼ worse")],
+                    ("ours now", ""), ("our setting / command", ""), ("ours ÷ paper", "")],
                    rows, "paper")
     return (f'<section id="paper-{esc(sec["paper"])}" class="paper" data-paper="{esc(sec["paper"])}">'
             f"<h2>Seed {esc(sec['seed'])}: {esc(PAPER_NAMES.get(sec['paper'], sec['paper']))}</h2>"

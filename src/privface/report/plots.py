@@ -113,11 +113,12 @@ def accuracy(curve: dict | None, pairs: list[tuple[str, float, float, int, int |
     fig = Figure(figsize=(11.0, 0.32 * max(len(pairs), 8) + 2.2), layout="constrained")
     ax_d, ax_e = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.15]})
     floor = 1e-4
-    if curve:
-        pts = [(f, 1 - t) for f, t in zip(curve["far"], curve["tar"]) if f > 0 and 1 - t > 0]
+    if curve:  # a rate of 0 (a small sample: FNMR 0 beyond some FMR) is drawn on the axis
+        pts = [(max(f, floor), max(1 - t, floor)) for f, t in zip(curve["far"], curve["tar"]) if f > 0]
         if pts:
-            ax_d.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.6, color="black",
-                      label="plaintext (float distances, all pairs)")
+            zero = " [FNMR 0: bottom edge]" if any(p[1] <= floor for p in pts) else ""
+            ax_d.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.6, color="black", clip_on=False,
+                      drawstyle="steps-post", label="plaintext (float distances, all pairs)" + zero)
     markers = "osD^v<>phX*"
     for k, (label, fpir, tpir) in enumerate(ident):
         edge = " [FPIR 0: left edge]" if fpir < floor else ""
@@ -134,7 +135,7 @@ def accuracy(curve: dict | None, pairs: list[tuple[str, float, float, int, int |
         ax.set_title("DET: plaintext curve, 1:N operating points\n(lower left is better)", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8, loc="lower left")  # the ideal corner: no curve there
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     pairs = [p for p in pairs if p[4] is not None and p[3]]
     if pairs:
         ys = list(range(len(pairs)))[::-1]
