@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from . import papers, plots
+from .html import human_bytes
 from .jobs import Outcome
 
 #: Post-quantum or not, and why (the hardness each protocol's secrecy rests on).
@@ -216,7 +217,7 @@ def comparison(outcomes: list[Outcome]) -> list[dict]:
         add("gsm", f"gsm Π{v[-1]}", "1:1", ms(_get(res, job, f"{v}_ms")),
             "matching phase, m1 received (ℓ = 128, m = 16)",
             _get(res, job, f"{v}_total_bytes"),
-            "m1 + the session's messages" + (f"; {reused} B with m1 reused" if reused is not None else ""),
+            "m1 + the session's messages" + (f"; {human_bytes(reused)} with m1 reused" if reused is not None else ""),
             _get(res, job, f"{v}_m1_bytes"), "m1, kept on the user's device (none at the provider)",
             _security(cat["gsm"]), "gsm", _leakage(cat["gsm"], v),
             lambda ds, s=f"gsm-{v}": _pair_accuracy(res, ds, s), [job, f"eval.orl.gsm-{v}"])

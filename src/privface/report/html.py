@@ -81,7 +81,7 @@ def num(x, unit: str = "") -> str:
         s = f"{x:,.1f}"
     else:
         s = f"{x:.4g}"
-    return f"{s} {unit}".strip()
+    return f"{s}\u00a0{unit}" if unit else s  # a no-break space: a figure never wraps from its unit
 
 
 def human_bytes(b) -> str:
@@ -89,22 +89,22 @@ def human_bytes(b) -> str:
         return "—"
     for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if b >= f:
-            return f"{b / f:.3g} {unit}"
-    return f"{int(b)} B"
+            return f"{b / f:.3g}\u00a0{unit}"
+    return f"{int(b)}\u00a0B"
 
 
 def human_seconds(s) -> str:
     if s is None:
         return "—"
     if s >= 1:
-        return f"{s:.3g} s"
+        return f"{s:.3g}\u00a0s"
     if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
+        return f"{s * 1e3:.3g}\u00a0ms"
+    return f"{s * 1e6:.3g}\u00a0µs"
 
 
 def pct(x) -> str:
-    return "—" if x is None else f"{100 * x:.2f} %"
+    return "—" if x is None else f"{100 * x:.2f}\u00a0%"
 
 
 def ratio(x) -> str:
