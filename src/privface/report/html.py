@@ -122,6 +122,11 @@ def ratio_cell(r: dict) -> str:
     return esc(ratio(r["ratio"])) + words
 
 
+def job_id(x: str) -> str:
+    """A job id that breaks at its dots, not mid-word, in a narrow column."""
+    return esc(x).replace(".", ".<wbr>")
+
+
 def _table(head: list[tuple[str, str]], rows: list[list[tuple[str, str]]], cls: str = "") -> str:
     """``head``: (label, note under it); ``rows``: (HTML escaped by the caller, class) per cell. Each cell carries its
     column's label (data-label): on a narrow screen the CSS stacks a row's cells as "label: value" lines."""
@@ -222,7 +227,7 @@ def _comparison(rows: list[dict]) -> str:
         acc = "".join(f"<div><b>{ds.upper()}:</b> {_accuracy(r[f'accuracy_{ds}'])}</div>" for ds in ("orl", "lfw"))
         out.append([
             (f"<b>{esc(r['label'])}</b> ({esc(r['task'])})<br><span class='muted ids'>jobs: "
-             f"{esc(', '.join(r['jobs']) or 'none ran')}</span>", ""),
+             f"{', '.join(map(job_id, r['jobs'])) or 'none ran'}</span>", ""),
             (f"{esc(human_seconds(r['latency_s']))}<br><span class='muted'>{esc(r['latency_note'])}</span>", ""),
             (f"{esc(human_bytes(r['bytes']))}<br><span class='muted'>{esc(r['bytes_note'])}</span>", ""),
             (f"{esc(human_bytes(r['storage_bytes_per_identity']))}<br>"
@@ -243,7 +248,8 @@ def _jobs(jobs: list[dict]) -> str:
     for j in jobs:
         cls = {"error": "bad", "skipped": "bad"}.get(j["status"], "ok")
         note = f"<br><span class='muted'>{esc(j['note'])}</span>" if j["note"] else ""
-        rows.append([(f"<code>{esc(j['id'])}</code>", ""), (f"<span class='{cls}'>{esc(j['status'])}</span>{note}", ""),
+        rows.append([(f"<code>{job_id(j['id'])}</code>", ""),
+                     (f"<span class='{cls}'>{esc(j['status'])}</span>{note}", ""),
                      (esc(num(j["seconds"], "s")), "num"), (f"<code>{esc(j['command'])}</code>", "")])
     return _table([("job", ""), ("status", ""), ("wall time", ""), ("command (same library call and arguments)", "")],
                   rows, "jobs")
