@@ -167,7 +167,10 @@ class SoftSpokenSender(IKNPSender):
         k, body = _split(response, "the base-OT response")
         if k != self.k:
             raise CryptoError(f"the base-OT response is for k = {k}, not {self.k}")
-        got = self._base.receive(OTResponse.from_bytes(body))
+        resp = OTResponse.from_bytes(body)
+        if resp.message_bytes != 16:
+            raise CryptoError("the base-OT response: SoftSpokenOT's messages are 16 bytes")
+        got = self._base.receive(resp)
         if any(len(m) != 16 for m in got):
             raise CryptoError("SoftSpokenOT: base-OT messages must be 16 bytes")
         self._core = ext.IknpSender.softspoken(self.k, self.delta.tobytes(), b"".join(got))

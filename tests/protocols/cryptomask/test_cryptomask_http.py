@@ -321,17 +321,25 @@ def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
 
 
 def test_base_ot_response_is_checked_before_use(cs):
-    """Round 0's base-OT response with 32-byte seeds: 400 before the base OTs are used up; the session is as it
-    was."""
+    """Round 0's base-OT response with 32-byte seeds, or without SoftSpokenOT's tag (a verifier from before it, on
+    IKNP), or for another k: 400 before the base OTs are used up; the session is as it was."""
+    from privface.crypto import otext
     from privface.crypto.ot import ED25519, OTRequest, OTSender
 
     with ServiceClient(cs["url"], "cryptomask", api_key=cs["keys"].create("verify")[1]) as http:
         started, _ = _start(cs, http, seed=9)
         sid = started.session
         zeros = [bytes(n) for n in _expected(cs, sid)]
-        long_seeds = OTSender(ED25519).respond(OTRequest.from_bytes(started.ot_request), [(bytes(32), bytes(32))] * 128)
+        k, body = otext._split(started.ot_request, "request")
+        assert k == otext.SOFTSPOKEN_K
+        long_seeds = OTSender(ED25519).respond(OTRequest.from_bytes(body), [(bytes(32), bytes(32))] * 128)
         with pytest.raises(RemoteMessageError, match="16 bytes"):
-            http.step("identify/reveal", _round(sid, 0, zeros, long_seeds.to_bytes()))
+            http.step("identify/reveal", _round(sid, 0, zeros, otext._header(k) + long_seeds.to_bytes()))
+        bare = OTSender(ED25519).respond(OTRequest.from_bytes(body), [(bytes(16), bytes(16))] * 128).to_bytes()
+        with pytest.raises(RemoteMessageError, match="another OT extension"):
+            http.step("identify/reveal", _round(sid, 0, zeros, bare))
+        with pytest.raises(RemoteMessageError, match="k = 8, not 4"):
+            http.step("identify/reveal", _round(sid, 0, zeros, otext._header(8) + bare))
         assert cs["svc"].party._sessions[sid].round == 0
 
 

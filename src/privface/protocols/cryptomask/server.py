@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...crypto.exchange import Party, Wire, check
-from ...crypto.ot import OTResponse
 from ...crypto.otext import SoftSpokenSender
 from ...errors import CryptoError, ProtocolError
 from ...wire import FrameReader, WireError, framed
@@ -281,9 +280,7 @@ class CloudServerRole:
             try:
                 check(parts, s.party.expect, s.party.what)  # before the base OTs are used up
                 if head.round == 0:
-                    if OTResponse.from_bytes(head.ot).message_bytes != 16:
-                        raise ProtocolError("RoundHead: the base-OT seeds must be 16 bytes")
-                    s.ot.setup_finish(head.ot)
+                    s.ot.setup_finish(head.ot)  # checks the variant tag and 16-byte messages before any use
                 out = s.party.step(parts)
             except (CryptoError, ValueError) as e:
                 raise ProtocolError(f"Alg. 3 round {head.round}: {e}") from None
