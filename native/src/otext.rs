@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::bfv::pool;
 use crate::prp::{Prp, TCCR_KEY, ctr_fill, tccr_to, tccr_with};
-use crate::softspoken::{delta_chunk, ggm_punctured, ggm_send, subset_sums};
+use crate::softspoken::{delta_chunk, ggm_punctured, ggm_send, subset_sums, xor_into};
 
 /// The security parameter κ: base OTs, rows of the IKNP matrix, bits per random-OT key.
 pub const KAPPA: usize = 128;
@@ -543,10 +543,9 @@ fn soft_sender_tile(
         let ui = &u[i * nb + off..i * nb + off + w];
         subset_sums(soft, STRIDE, skip, w, k, row, |b, v| {
             let q = &mut tile[(i * k + b) * STRIDE + skip..][..w];
+            q.copy_from_slice(v);
             if di >> b & 1 == 1 {
-                q.iter_mut().zip(v).zip(ui).for_each(|((q, v), c)| *q = v ^ c);
-            } else {
-                q.copy_from_slice(v);
+                xor_into(q, ui);
             }
         });
     }
@@ -783,9 +782,8 @@ impl Receiver {
                     // SAFETY: task t alone owns bytes off..off + wu of every row, in bounds of rows × nb.
                     let ui = unsafe { uo.slice(i * nb + off, wu) };
                     // c_i = u_i ⊕ r; the padding past the last choice byte is zero
-                    for ((o, a), c) in ui.iter_mut().zip(&soft[skip..skip + w]).zip(pk) {
-                        *o = a ^ c;
-                    }
+                    ui[..w].copy_from_slice(&soft[skip..skip + w]);
+                    xor_into(&mut ui[..w], pk);
                     ui[w..].fill(0);
                 }
             }
