@@ -37,8 +37,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import PrivfaceError
 from ..store.base import StoreUnavailableError, TemplateStore
@@ -65,6 +65,8 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 DOCS_STATIC = "/docs-static"
 STREAM_SEND_TIMEOUT = 120.0
 """Seconds a streamed response waits for the client to take one piece before it gives up (and closes the stream)."""
+DEFAULT_BODY_LIMITS = BodyLimits()
+"""Every body is read under these unless ``create_app`` is given others (None: no limit)."""
 UNLIMITED_SCOPES = frozenset({"internal", "admin"})
 """Keys of services and operators (kolberg DB → auth batches, key rotation) skip the per-client rate limit."""
 
@@ -103,7 +105,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                max_sessions: int = 10_000, max_sessions_per_caller: int | None = None,
                max_body: int = DEFAULT_MAX_BODY, keys: ApiKeys | None = None,
                rate_limit: RateLimiter | None = None, lockout: Lockout | None = None,
-               body_limits: BodyLimits | None = BodyLimits(), in_flight: InFlight | None = None) -> FastAPI:
+               body_limits: BodyLimits | None = DEFAULT_BODY_LIMITS, in_flight: InFlight | None = None) -> FastAPI:
     """A FastAPI app serving `services` (each a ProtocolService) over `store`; with `keys`, every step
     needs an API key holding the scope the service declares for it (module docstring).
 

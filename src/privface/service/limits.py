@@ -96,10 +96,10 @@ class BodyLimits:
 
 class InFlight:
     """Requests and body bytes in flight per client (``Caller.id``): at most ``max_requests`` requests, and at most
-    ``max_bytes`` body bytes together, except that a client's only request holding bytes may hold up to its step's own
-    cap (so a single large upload, e.g. a cryptomask round at 2^20, is never refused for it). ``enter``/``leave`` bracket a
-    request; ``add`` counts bytes as they arrive (or as declared by Content-Length, before any is read). Refusals
-    (LimitError) change nothing. Called from the event loop; the lock only guards against other threads."""
+    ``max_bytes`` body bytes together, except that a client's only request holding bytes may hold up to its step's
+    own cap (so a single large upload, e.g. a cryptomask round at 2^20, is never refused for it). ``enter``/``leave``
+    bracket a request; ``add`` counts bytes as they arrive (or as declared by Content-Length, before any is read).
+    Refusals (LimitError) change nothing. Called from the event loop; the lock only guards against other threads."""
 
     def __init__(self, max_requests: int = 32, max_bytes: int = 64 << 20) -> None:
         if max_requests < 1 or max_bytes < 1:

@@ -147,8 +147,8 @@ def test_max_age_ends_even_an_active_identification(cs, role, monkeypatch):
 
 def test_one_caller_gets_its_share_and_others_still_get_in(cs, role):
     """MAX_PER_CALLER identifications per API key (the next one: 429 LimitError, Retry-After = when the first of
-    them would expire without its round 0), MAX_SESSIONS in all (then 503 SessionLimitError for everyone); expiry frees the CS's
-    slots at once, the caller's share once the abandoned ones' ABANDONED_HOLD is over."""
+    them would expire without its round 0), MAX_SESSIONS in all (then 503 SessionLimitError for everyone); expiry
+    frees the CS's slots at once, the caller's share once the abandoned ones' ABANDONED_HOLD is over."""
     assert (server.MAX_PER_CALLER, server.MAX_SESSIONS) == (2, 8)
     keys = [cs["keys"].create("verify")[1] for _ in range(5)]
     with _http(cs, keys[0]) as http:
@@ -216,3 +216,42 @@ def test_a_session_answers_only_the_key_that_started_it(cs, role):
     with _http(cs, owner) as http, pytest.raises(ServiceError) as e:
         http.step("identify/reveal", _head(sid, 3))
     assert "RoundHead 3 out of order (expected 0)" in str(e.value)  # the owner's session is there, unchanged
+
+
+def test_abandoned_identifications_free_the_cs_soon_and_count_against_their_caller(cs, role):
+    """Issue 35 A4: four keys × two starts whose verifier leaves after the distances held every slot for IDLE_TTL, so
+    a fifth key got 503 for two minutes. Now a session without its round 0 ends FIRST_ROUND_TTL after its distances
+    (everyone gets in again), and each abandoned one counts against its own caller's share for ABANDONED_HOLD."""
+    keys = [cs["keys"].create("verify")[1] for _ in range(5)]
+    for key in keys[:4]:
+        with _http(cs, key) as http:
+            _start(http, cs)
+            _start(http, cs)
+    with _http(cs, keys[4]) as http, pytest.raises(ServiceError) as e:
+        _start(http, cs)
+    assert e.value.status == 503
+    cs["clock"].now += server.FIRST_ROUND_TTL + 1
+    assert len(role) == 0
+    with _http(cs, keys[4]) as http:
+        _start(http, cs)
+    r = httpx.post(f"{cs['url']}/v1/cryptomask/identify/start", content=cs["query"], timeout=60,
+                   headers={"content-type": "application/octet-stream", "authorization": f"Bearer {keys[0]}"})
+    assert r.status_code == 429 and "abandoned 2 recently" in r.json()["error"]
+    assert int(r.headers["retry-after"]) == server.ABANDONED_HOLD - 1  # held from when they expired
+    cs["clock"].now += server.ABANDONED_HOLD
+    with _http(cs, keys[0]) as http:
+        _start(http, cs)
+        _start(http, cs)  # its whole share again
+
+
+def test_a_distances_stream_cut_counts_as_abandoned(cs, role):
+    """A verifier that drops the start's answer part-way ends its session at once and is held to it."""
+    caller = "test:cut"
+    for _ in range(server.MAX_PER_CALLER):
+        frames = role.start(cs["query"], caller)
+        next(frames)
+        frames.close()
+    assert len(role) == 0
+    with pytest.raises(server.TooManySessions, match="abandoned 2 recently") as e:
+        role.start(cs["query"], caller)
+    assert e.value.per_caller

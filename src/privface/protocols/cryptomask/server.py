@@ -180,15 +180,16 @@ class CloudServerRole:
                                 else f"no step for {IDLE_TTL:.0f} s")
             while len(self._ended) > _ENDED:
                 self._ended.popitem(last=False)
-            self._abandon(s.caller, now)
+            self._abandon(s.caller, s.expires, now)
         for caller in [c for c, held in self._abandoned.items() if max(held) <= now]:
             del self._abandoned[caller]
 
-    def _abandon(self, caller: str | None, now: float) -> None:
-        """Count an identification of ``caller`` that ended without its last round (with the role's lock held)."""
+    def _abandon(self, caller: str | None, ended: float, now: float) -> None:
+        """Count an identification of ``caller`` that ended at ``ended`` without its last round (with the role's lock
+        held)."""
         if caller is not None:
             held = [t for t in self._abandoned.get(caller, []) if t > now]
-            self._abandoned[caller] = [*held, now + ABANDONED_HOLD][-MAX_PER_CALLER:]
+            self._abandoned[caller] = sorted([*held, ended + ABANDONED_HOLD])[-MAX_PER_CALLER:]
 
     @contextmanager
     def _step(self, sid: bytes, caller: str | None) -> Iterator[CSSession]:
@@ -241,7 +242,8 @@ class CloudServerRole:
         with self._lock:
             s = self._sessions.pop(sid, None)
             if s is not None and abandoned:
-                self._abandon(s.caller, self.clock())
+                now = self.clock()
+                self._abandon(s.caller, now, now)
 
     def start(self, body, caller: str | None = None) -> Iterator[bytes]:
         """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import CryptoError, ProtocolError, TemplateError
+from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ...protocols.cryptomask.messages import HEAD_LIMIT
 from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, RoundBusy, TooManySessions
 from ...store.base import TemplateStore
@@ -57,9 +57,12 @@ class CryptoMaskService:
 
         gallery = CMGallery(gallery_url, gallery_name)  # GalleryError (exit 2) if damaged
         self.role, self.store = role, store
-        self.party = CloudServerRole(gallery.cloud_server(), gallery.pk_bytes,
-                                     insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
-                                     batch=batch, memory=memory)
+        try:
+            self.party = CloudServerRole(gallery.cloud_server(), gallery.pk_bytes,
+                                         insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
+                                         batch=batch, memory=memory)
+        except ValueError as e:  # a budget below one identification's need
+            raise PrivfaceError(f"--memory-budget: {e}") from None
         self.steps = self.first_steps = tuple(STEPS)
         self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
                          "identify/reveal": self.party.round_limit}
