@@ -279,18 +279,15 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
 
             heads = getattr(svc, "stream_heads", {})
             reader = _Body(request, body_limits, account, int(declared) if declared is not None else None)
-            try:
-                if step in heads:
-                    def admit(head: bytes):
-                        return (svc.admit(step, head, caller) if getattr(svc, "takes_caller", False)
-                                else svc.admit(step, head))
+            if step in heads:
+                def admit(head: bytes):
+                    return (svc.admit(step, head, caller) if getattr(svc, "takes_caller", False)
+                            else svc.admit(step, head))
 
-                    body = await _read_framed(reader, cap, heads[step], admit, declared, f"{protocol}/{step}",
-                                              seen["release"].append)
-                else:
-                    body = await _read(reader, cap, too_large)
-            finally:
-                reader.close()
+                body = await _read_framed(reader, cap, heads[step], admit, declared, f"{protocol}/{step}",
+                                          seen["release"].append)
+            else:
+                body = await _read(reader, cap, too_large)
             attempt = None
             if lockout is not None and hasattr(svc, "attempt"):
                 peeked = sessions.peek(protocol, sid, caller.id) if sid is not None else None
@@ -414,11 +411,13 @@ class _Body:
     """A request body as it arrives (``next()``: a chunk, None at its end), cut with 408 once ``limits.timeout`` s
     have passed since it started to be read, or when a window of ``limits.rate_window`` s brought fewer than
     ``limits.min_rate``·window bytes (limits.BodyLimits). ``account(n)`` (the caller's bytes in flight; it may raise
-    LimitError) is told the declared Content-Length at once, or each chunk's size as it arrives."""
+    LimitError) is told the declared Content-Length at once, or each chunk's size as it arrives. Read from the ASGI
+    ``receive`` directly: a wait for it cut by a window's end loses nothing (uvicorn keeps the bytes until it
+    returns)."""
 
     def __init__(self, request: Request, limits: BodyLimits | None, account: Callable[[int], None] | None,
                  declared: int | None) -> None:
-        self._chunks = request.stream().__aiter__()
+        self._receive, self._more = request.receive, True
         self._limits, self._account, self._declared = limits, account, declared
         if account is not None and declared:
             account(declared)
@@ -426,13 +425,6 @@ class _Body:
         self._deadline = now + (limits.timeout if limits else float("inf"))
         self._window_end = now + (limits.rate_window if limits else float("inf"))
         self._window_bytes = 0
-        self._pending: asyncio.Task | None = None
-
-    async def _next(self) -> bytes | None:
-        try:
-            return await self._chunks.__anext__()
-        except StopAsyncIteration:
-            return None
 
     def _check(self, now: float) -> None:
         lim = self._limits
@@ -447,26 +439,23 @@ class _Body:
             self._window_end, self._window_bytes = now + lim.rate_window, 0
 
     async def next(self) -> bytes | None:
-        if self._pending is None:
-            self._pending = asyncio.ensure_future(self._next())
-        while True:
-            now = time.monotonic()
-            self._check(now)
-            done, _ = await asyncio.wait({self._pending}, timeout=min(self._deadline, self._window_end) - now)
-            if done:
-                break
-        task, self._pending = self._pending, None
-        chunk = task.result()
-        if chunk is not None:
-            self._window_bytes += len(chunk)
-            if self._account is not None and self._declared is None:
-                self._account(len(chunk))
-        return chunk
-
-    def close(self) -> None:
-        if self._pending is not None:
-            self._pending.cancel()
-            self._pending = None
+        while self._more:
+            self._check(time.monotonic())
+            try:
+                async with asyncio.timeout(None if self._limits is None else
+                                           min(self._deadline, self._window_end) - time.monotonic()):
+                    message = await self._receive()
+            except TimeoutError:
+                continue  # a window ended: _check decides
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect()
+            chunk, self._more = message.get("body", b""), message.get("more_body", False)
+            if chunk:
+                self._window_bytes += len(chunk)
+                if self._account is not None and self._declared is None:
+                    self._account(len(chunk))
+                return chunk
+        return None
 
     async def __aiter__(self):
         while (chunk := await self.next()) is not None:
