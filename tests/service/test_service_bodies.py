@@ -106,12 +106,12 @@ def test_a_slow_loris_body_is_cut_with_408_and_its_connection_closed(store):
         status, data, closed = _answer(s)
         assert status == 408 and b"BodyTimeout" in data and b"slower than" in data and closed
         assert time.monotonic() - t0 < 5
-        s = _post(url, key, "upload", 60_000)
-        for _ in range(6):  # 10 kB every 0.2 s: 50 kB/s, 1.2 s in all
+        s = _post(url, key, "upload", 120_000)
+        for _ in range(12):  # 10 kB every 0.1 s: 100 kB/s, 1.2 s in all
             s.sendall(b"x" * 10_000)
-            time.sleep(0.2)
+            time.sleep(0.1)
         status, data, _ = _answer(s)
-        assert status == 200 and data.endswith(b"60000")
+        assert status == 200 and data.endswith(b"120000")
     assert DEFAULT_BODY_LIMITS.timeout > 0 and DEFAULT_BODY_LIMITS.min_rate > 0  # on by default
 
 
@@ -134,10 +134,18 @@ def test_one_callers_stalled_uploads_are_capped_and_others_still_get_in(store):
     body is read; another key is served; a finished request frees its slot. Body bytes in flight: a second upload
     whose declared size would pass the cap is refused at once, a small one is not, and a caller's only upload may be
     larger than the cap (up to its step's own cap)."""
-    with _serve(store, in_flight=InFlight(max_requests=3, max_bytes=300_000)) as url:
-        a, b = ApiKeys(store).create("verify")[1], ApiKeys(store).create("verify")[1]
+    inflight = InFlight(max_requests=3, max_bytes=300_000)
+    with _serve(store, in_flight=inflight) as url:
+        (ka, a), b = ApiKeys(store).create("verify"), ApiKeys(store).create("verify")[1]
+
+        def wait_for(n: int) -> None:
+            deadline = time.monotonic() + 10
+            while inflight.requests(f"key:{ka.key_id}") != n:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+
         stalled = [_post(url, a, "upload", 1000) for _ in range(3)]
-        time.sleep(0.3)
+        wait_for(3)
         s = _post(url, a, "upload", 1000)  # nothing of the body sent: the answer comes anyway
         status, data, _ = _answer(s, 5)
         assert status == 429 and b"3 requests in flight" in data and b"retry-after" in data.lower()
@@ -151,10 +159,10 @@ def test_one_callers_stalled_uploads_are_capped_and_others_still_get_in(store):
         assert _answer(s)[0] == 200  # a slot of its own again
         for s in stalled[1:]:
             s.close()
-        time.sleep(0.3)
+        wait_for(0)
         big = _post(url, a, "upload", 900_000)  # alone: may pass max_bytes
         big.sendall(b"x" * 1000)
-        time.sleep(0.3)
+        wait_for(1)
         s = _post(url, a, "upload", 200_000)
         status, data, _ = _answer(s, 5)
         assert status == 429 and b"bytes of request bodies in flight" in data
