@@ -106,7 +106,7 @@ def _cryptomask_service_options(a) -> dict:
     if a.role != "cs":
         raise PrivfaceError("--protocol cryptomask needs --role cs (the verifier is `privface identify "
                             "--protocol cryptomask --server URL --key-store URL`)")
-    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name}
+    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name, "memory": a.memory_budget}
 
 
 # protocol name -> its `privface serve` options; a protocol with none (e.g. hers' in-process demo) gets {}
@@ -133,6 +133,19 @@ def _shutdown(signum, frame):
     raise _Shutdown
 
 
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000**2, "mb": 1000**2, "mib": 1 << 20,
+          "g": 1000**3, "gb": 1000**3, "gib": 1 << 30}
+
+
+def size(text: str) -> int:
+    """A byte count: a whole number with an optional unit (B, kB, KiB, MB, MiB, GB, GiB), e.g. 4GiB."""
+    t = str(text).strip().lower().replace(" ", "")
+    number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    if not number.isdigit() or t[len(number):] not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(number) * _UNITS[t[len(number):]]
+
+
 def _serve_ops_args(s) -> None:
     """Limits and operations of `privface serve` (issue 8 §2, §6; docs/operations.md "Running the service")."""
     s.add_argument("--config", metavar="TOML", help="read serve options from this TOML file (keys: option names); "
@@ -152,15 +165,44 @@ def _serve_ops_args(s) -> None:
     s.add_argument("--lockout-backoff", type=float, default=30.0,
                    help="first lockout in seconds, doubling with every further rejection (default 30)")
     s.add_argument("--lockout-max", type=float, default=3600.0, help="longest lockout in seconds (default 3600)")
+    s.add_argument("--body-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="seconds a request body may take to arrive, from when the service starts reading it; then "
+                   "408 and the connection closed (default 300)")
+    s.add_argument("--body-min-rate", type=size, default=16384, metavar="BYTES",
+                   help="bytes per second a request body must bring in every --body-rate-window, the first window "
+                   "being its grace period; slower (a slow-loris upload): 408 and the connection closed; 0: off "
+                   "(default 16384, 16 KiB/s)")
+    s.add_argument("--body-rate-window", type=float, default=10.0, metavar="SECONDS",
+                   help="seconds over which --body-min-rate is measured (default 10)")
+    s.add_argument("--max-requests-per-caller", type=int, default=32, metavar="N",
+                   help="requests one API key (or client address without keys) may have in flight; beyond: 429 "
+                   "before the body is read; keys with the internal or admin scope are not limited (default 32)")
+    s.add_argument("--max-body-bytes-per-caller", type=size, default=64 << 20, metavar="BYTES",
+                   help="request-body bytes one API key (or address) may have in flight together; beyond: 429 (a "
+                   "caller's only body may still reach its step's cap; default 64MiB)")
+    s.add_argument("--max-connections", type=int, default=1024, metavar="N",
+                   help="open connections and requests the whole server serves at once; beyond: 503 (uvicorn's "
+                   "limit_concurrency); 0: no limit (default 1024)")
+    s.add_argument("--backlog", type=int, default=2048, metavar="N",
+                   help="connections the kernel queues before the server accepts them (default 2048)")
+    s.add_argument("--memory-budget", type=size, default=None, metavar="BYTES",
+                   help="cryptomask cs: bytes the identifications' Alg. 3 exchanges may hold together (each round's "
+                   "body from its head on, and its answer), beside the loaded gallery; sets how many "
+                   "identifications run at once (at most 8: 4 at 2^20 with the default) and refuses uploads past it "
+                   "(default 4GiB)")
 
 
 def _serve_limits(a, store) -> dict:
-    from ..service.limits import Lockout, RateLimiter
+    from ..service.limits import BodyLimits, InFlight, Lockout, RateLimiter
 
+    if a.max_connections < 0 or a.backlog < 1:
+        raise PrivfaceError("--max-connections must be ≥ 0 and --backlog ≥ 1")
     try:
         return {"rate_limit": RateLimiter(a.rate_limit, a.rate_burst) if a.rate_limit > 0 else None,
                 "lockout": Lockout(store, a.lockout_failures, a.lockout_backoff, a.lockout_max)
-                if a.lockout_failures > 0 else None}
+                if a.lockout_failures > 0 else None,
+                "body_limits": BodyLimits(a.body_timeout, a.body_min_rate, a.body_rate_window),
+                "in_flight": InFlight(a.max_requests_per_caller, a.max_body_bytes_per_caller)}
     except ValueError as e:
         raise PrivfaceError(str(e)) from None
 
@@ -215,6 +257,10 @@ def cmd_serve(a) -> int:
                 from ..service.bindings.gsm import provider_key_bytes
 
                 note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
+            if svc.name == "cryptomask":
+                cs = svc.party
+                note.info(f"cryptomask: memory budget {cs.memory} bytes: {cs.max_sessions} identifications at once, "
+                          f"{cs.max_per_caller} per caller")
             if svc.name == "gsm" and svc.role == "terminal" and svc.allow_pi1:
                 note.warning("WARNING: --allow-variant pi1: this terminal serves Π1, whose result is the device's "
                              "own claim (answered as such, not counted, audited as pi1-claimed-…)")
@@ -236,7 +282,8 @@ def cmd_serve(a) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _shutdown)
         uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_config=None, log_level=a.log_level,
-                                      access_log=False, timeout_graceful_shutdown=30, **tls)).run()
+                                      access_log=False, timeout_graceful_shutdown=30, backlog=a.backlog,
+                                      limit_concurrency=a.max_connections or None, **tls)).run()
     except _Shutdown:
         pass
     finally:

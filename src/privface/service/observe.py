@@ -17,7 +17,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 AUDIT_LOGGER = "privface.audit"
 _audit_logger = logging.getLogger(AUDIT_LOGGER)
-AUDIT_FIELDS = ("party", "party_name", "client", "protocol", "step", "subject", "decision", "status", "error", "ms")
+AUDIT_FIELDS = ("party", "party_name", "client", "protocol", "step", "route", "subject", "decision", "status", "error",
+                "ms")
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
