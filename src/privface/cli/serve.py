@@ -125,6 +125,12 @@ def _service_options(a, name: str) -> dict:
     return options(a) if options else {}
 
 
+def page_url(scheme: str, host: str, port: int) -> str:
+    """The URL of the browser page (``/app/``) a person on this machine opens: a wildcard address as loopback."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/app/"
+
+
 class _Shutdown(Exception):
     """SIGINT/SIGTERM reached `privface serve` (after uvicorn finished its graceful shutdown)."""
 
@@ -224,6 +230,8 @@ def cmd_serve(a) -> int:
                   f"{'; mutual TLS' if a.tls_client_ca else ''}; rate limit "
                   f"{f'{a.rate_limit:g}/s burst {a.rate_burst}' if limits['rate_limit'] else 'off'}; lockout "
                   f"{f'after {a.lockout_failures} rejections' if limits['lockout'] else 'off'})")
+        if any(s.name == "im2020" for s in services):
+            note.info(f"browser page: {page_url(scheme, a.host, a.port)}")
         tls = {}
         if a.tls_cert:
             import ssl
@@ -247,13 +255,19 @@ def cmd_serve(a) -> int:
 
 def register(sub) -> None:
     """serve."""
-    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols")
+    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols",
+                       description="Run the HTTP service for one or more protocols. With --protocol im2020 it also "
+                                   "serves the browser page at /app/ (`/` leads there): e.g. `privface serve "
+                                   "--protocol im2020 --no-auth`, then open http://127.0.0.1:8000/app/. API docs at "
+                                   "/docs, liveness at /healthz.")
     s.add_argument("--protocol", action="append", required=True, metavar="NAME",
                    help="protocol to mount, e.g. im2020 (repeat for several)")
     s.add_argument("--db", default="sqlite:///privface.db",
                    help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface, "
+                        "put TLS in front or use --tls-cert)")
+    s.add_argument("--port", type=int, default=8000, help="TCP port to listen on (default 8000)")
     s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],

@@ -111,3 +111,20 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
         if path is None:
             return error(404, "not found")
         return Response(path.read_bytes(), media_type=TYPES[path.suffix], headers=HEADERS)
+
+
+def mount_root(app: FastAPI, services: Mapping[str, object]) -> None:
+    """``/``: a server that serves im2020 leads to its page (``/app/``); any other answers what it serves and
+    where to look (a person or a script that opens the bare address is not left with a 404)."""
+    if "im2020" in services:
+        @app.get("/", include_in_schema=False)
+        def root_page() -> Response:
+            return RedirectResponse("/app/", status_code=307)
+        return
+
+    about = {"service": "privface", "protocols": sorted(services), "docs": "/docs", "openapi": "/openapi.json",
+             "health": "/healthz", "steps": "POST /v1/{protocol}/{step}"}
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response:
+        return Response(json.dumps(about), media_type="application/json")
