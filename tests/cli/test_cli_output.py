@@ -172,3 +172,10 @@ def test_the_summary_names_skipped_browser_tests(tmp_path):
     out = pytest()
     assert re.search(r"!+ 1 BROWSER TESTS SKIPPED .*sudo \.ci/install-chromium", out), out
     assert "BROWSER TESTS SKIPPED" not in pytest("-k", "slow"), "a slow test skipped on purpose is not named"
+
+
+def test_readme_first_screen_says_how_to_open_the_page():
+    from pathlib import Path
+
+    first = "\n".join((Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()[:30])
+    assert "privface serve --protocol im2020 --no-auth" in first and "http://127.0.0.1:8000/app/" in first
