@@ -6,6 +6,7 @@ import os
 
 from ..errors import PrivfaceError
 from .common import (
+    TAU_HELP,
     backend_args,
     backend_spec,
     check_choice,
@@ -245,7 +246,7 @@ def register(sub) -> None:
                    help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
     s.add_argument("--he-trials", type=int, default=20,
                    help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
-    s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 4777)")
+    s.add_argument("--tau", type=int, help=TAU_HELP.replace("im2020:", "im2020-attacks:"))
     s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
                    "enumeration (default: all 128)")
     s.add_argument("--arith", default="bigint", choices=["bigint", "gmp-wasm"],

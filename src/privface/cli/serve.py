@@ -5,6 +5,9 @@ import os
 
 from ..errors import PrivfaceError
 from .common import (
+    DLIB,
+    SQUARED_TAU,
+    TAU_HELP,
     gsm_params,
     im2020_params,
     mode_args,
@@ -259,7 +262,11 @@ def register(sub) -> None:
                        description="Run the HTTP service for one or more protocols. With --protocol im2020 it also "
                                    "serves the browser page at /app/ (`/` leads there): e.g. `privface serve "
                                    "--protocol im2020 --no-auth`, then open http://127.0.0.1:8000/app/. API docs at "
-                                   "/docs, liveness at /healthz.")
+                                   "/docs, liveness at /healthz. Decision thresholds default to the face backend's "
+                                   f"shared one (dlib-resnet128: distance {DLIB.distance:g}, as `privface compare`): "
+                                   f"im2020 τ and kolberg bfv {SQUARED_TAU} (squared distance ×128), kolberg ckks "
+                                   f"{DLIB.distance ** 2:g} (squared distance), gsm T′ {DLIB.cosine:g} (cosine); "
+                                   "kolberg ntru has a Hamming threshold of its own.")
     s.add_argument("--protocol", action="append", required=True, metavar="NAME",
                    help="protocol to mount, e.g. im2020 (repeat for several)")
     s.add_argument("--db", default="sqlite:///privface.db",
@@ -272,7 +279,7 @@ def register(sub) -> None:
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
                    help="im2020: security level of client keys; only its N size and k are accepted (default 112)")
-    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
+    s.add_argument("--tau", type=int, help=TAU_HELP)
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
