@@ -68,12 +68,13 @@ def test_identify_into_a_closed_pipe_is_quiet(tmp_path):
 def test_numbers_are_printed_as_people_read_them(capsys):
     assert human("bytes_sent", 26843545.6) == "26.8 MB" and human("auth_bytes", 812) == "812 B"
     assert human("entries", 26843546) == f"26{THIN}843{THIN}546" and human("entries", 4096) == "4096"
-    assert human("total_ms", 12.3456) == "12.35" and human("seconds", 98765.4) == f"98{THIN}765"
+    assert human("total_ms", 12.3456) == "12.3456" and human("auc", 0.999964) == "0.999964"
+    assert human("seconds", 98765.4) == f"98{THIN}765" and human("bytes_per_phase.start", 2048) == "2.05 kB"
     assert human("far", 1e-5) == "1e-05" and human("accepted", True) is True
     row = {"bytes_received": 26843545.6, "gallery": 1048576, "eer": 0.012345678}
     print_result(row, False)
     out = capsys.readouterr().out
-    assert "e+0" not in out and "26.8 MB" in out and f"1{THIN}048{THIN}576" in out and "0.01235" in out
+    assert "e+0" not in out and "26.8 MB" in out and f"1{THIN}048{THIN}576" in out and "0.0123457" in out
     print_result(row, True)
     assert json.loads(capsys.readouterr().out) == row  # --json: the numbers themselves
 

@@ -61,22 +61,22 @@ def size(n: float) -> str:
 
 def human(key: str, v):
     """``v`` (the value of ``key``) as a table for people shows it: byte counts (keys naming bytes) with a unit,
-    integers from 10 000 on in thin-space groups, floats to 4 significant digits without an exponent unless tiny
-    (1e-05) — ``--json`` prints the numbers themselves."""
+    integers from 10 000 on in thin-space groups (floats rounded), smaller floats to 6 significant digits, which
+    needs an exponent only when tiny (1e-05) — ``--json`` prints the numbers themselves."""
     if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
         return v
-    if "bytes" in key or key.endswith("_rss") or key.endswith("_b"):
+    if "bytes" in key:
         return size(float(v))
     if isinstance(v, int | np.integer):
         return grouped(int(v)) if abs(v) >= 10_000 else str(int(v))
     v = float(v)
     if v != v or v in (float("inf"), float("-inf")):
         return str(v)
-    return grouped(round(v)) if abs(v) >= 10_000 else f"{v:.4g}"  # .4g below 10 000: an exponent only if tiny
+    return grouped(round(v)) if abs(v) >= 10_000 else f"{v:.6g}"  # .6g below 10 000: an exponent only if tiny
 
 
 def human_row(row: dict) -> dict:
-    """Every scalar of ``row`` through ``human`` (for a bench table's ``format_table``)."""
+    """Every scalar of ``row`` through ``human`` (for a bench table's ``format_table``); nested values as they are."""
     return {k: human(k, v) for k, v in row.items()}
 
 
@@ -87,7 +87,7 @@ def print_result(obj: dict, as_json: bool) -> None:
     width = max(len(k) for k in obj)
     for k, v in obj.items():
         if isinstance(v, dict):
-            v = "  ".join(f"{kk}: {human(kk, vv)}" for kk, vv in v.items())
+            v = "  ".join(f"{kk}: {human(f'{k}.{kk}', vv)}" for kk, vv in v.items())  # bytes_per_phase.x: bytes
         elif isinstance(v, list) and len(v) > 8:
             v = f"[{len(v)} values]"
         else:
