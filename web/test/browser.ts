@@ -22,7 +22,9 @@ type Step =
   | { do: "offline" }
   | { do: "keys" }
   | { do: "api_key"; key: string }
-  | { do: "parity"; bundle: string; paths: string[]; names: string[] };
+  | { do: "parity"; bundle: string; paths: string[]; names: string[] }
+  | { do: "open"; path: string; wait: string }
+  | { do: "eval"; js: string };
 
 interface Job {
   url: string;
@@ -157,6 +159,17 @@ async function main(): Promise<void> {
             (globalThis as unknown as { privfaceParity: (x: unknown) => Promise<unknown> }).privfaceParity(imgs), images) };
           break;
         }
+        case "open": { // another page of the server (e.g. /docs), once `wait` (a selector) is on it
+          const resp = await page.goto(job.url + step.path, { waitUntil: "load" });
+          await page.waitForSelector(step.wait, { timeout });
+          const h = resp?.headers() ?? {};
+          res = { http: resp?.status(), csp: h["content-security-policy"] ?? null, xfo: h["x-frame-options"] ?? null,
+            text: await page.textContent("body") };
+          break;
+        }
+        case "eval": // an expression evaluated in the page (awaited if a promise); its JSON value
+          res = { value: await page.evaluate(step.js) };
+          break;
         case "clear_storage":
           await page.evaluate(() => new Promise<void>((r) => { const q = indexedDB.deleteDatabase("privface"); q.onsuccess = q.onerror = () => r(); }));
           break;

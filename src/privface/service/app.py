@@ -45,9 +45,12 @@ from .base import (
     MessageError,
     NotEnrolledError,
     ProtocolService,
+    RejectedAttemptError,
     SessionError,
     StepResult,
 )
+from .docs import mount_docs
+from .headers import protect
 from .limits import LimitError, Lockout, RateLimiter, caller_counter
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
@@ -124,7 +127,9 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         sessions.clear()
 
     app = FastAPIOffline(title="privface", version="1", summary="Face matching on encrypted templates",
-                         lifespan=lifespan, redoc_url=None, static_url=DOCS_STATIC)  # /docs without a CDN
+                         lifespan=lifespan, docs_url=None, redoc_url=None, static_url=DOCS_STATIC)  # no CDN
+    protect(app)  # no framing, no sniffing, a CSP on every answer (headers.py)
+    mount_docs(app, DOCS_STATIC)  # /docs without inline script, under a CSP (docs.py)
     app.state.sessions, app.state.store, app.state.services = sessions, store, by_name
     app.state.keys = keys
     app.state.metrics = metrics = Metrics(sessions)
@@ -319,7 +324,11 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                 lockout.check(name, subject)
                 return _handle(svc, step, body, _state(sid), caller)
             with lockout.attempt(name, subject):
-                result = _handle(svc, step, body, _state(sid), caller)
+                try:
+                    result = _handle(svc, step, body, _state(sid), caller)
+                except RejectedAttemptError:  # e.g. a forged output label: 400, and counted as a rejection
+                    lockout.record(name, subject, False)
+                    raise
                 if isinstance(result, StepResult) and result.accepted is not None:
                     lockout.record(name, subject, result.accepted)
                 return result

@@ -23,6 +23,11 @@ class MessageError(PrivfaceError):
     """A message failed validation: wrong type, size, range or group membership (HTTP 400)."""
 
 
+class RejectedAttemptError(MessageError):
+    """A deciding step's message that only a cheating client sends (e.g. a forged §VII output label): refused
+    like any bad message (HTTP 400) and counted as a rejected attempt by the failure counter (limits.Lockout)."""
+
+
 class SessionError(PrivfaceError):
     """Missing, unknown or expired session, or a step out of order (HTTP 409)."""
 

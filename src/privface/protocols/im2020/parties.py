@@ -251,6 +251,11 @@ class Client:
         return CompareFinish(evaluate_garbled(evaluator, msg.garbler_message, "server"))
 
 
+class ForgedLabelError(ProtocolError):
+    """§VII: an output label that is neither label of the output wire — only a cheating client sends one, so a
+    service counts it as a rejected attempt (it decided nothing, but it was a guess)."""
+
+
 @dataclass(frozen=True)
 class AuthSession:
     """Server state between auth/start and auth/finish."""
@@ -407,7 +412,7 @@ class Server:
         try:
             accepted = session.garbler.decide(EvaluatorResult.from_bytes(msg.output_labels))
         except CryptoError as e:
-            raise ProtocolError(f"invalid output label, attempt refused: {e}") from None
+            raise ForgedLabelError(f"invalid output label, attempt refused: {e}") from None
         return AuthResult(accepted)
 
     def revoke(self, req: RevokeRequest) -> RevokeResponse:

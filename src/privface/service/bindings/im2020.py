@@ -8,10 +8,25 @@ from typing import Any
 from ...errors import CryptoError, ProtocolError, UnknownSubjectError
 from ...protocols.im2020.messages import AuthFinish, AuthStart, CompareFinish, CompareRequest, RevokeRequest
 from ...protocols.im2020.params import Im2020Params
-from ...protocols.im2020.parties import AuthSession, CompareSession, Server, SubjectExistsError, enrolment_from_bytes
+from ...protocols.im2020.parties import (
+    AuthSession,
+    CompareSession,
+    ForgedLabelError,
+    Server,
+    SubjectExistsError,
+    enrolment_from_bytes,
+)
 from ...store.base import TemplateStore
 from ...wire import WireError
-from ..base import AlreadyEnrolledError, Caller, MessageError, NotEnrolledError, SessionError, StepResult
+from ..base import (
+    AlreadyEnrolledError,
+    Caller,
+    MessageError,
+    NotEnrolledError,
+    RejectedAttemptError,
+    SessionError,
+    StepResult,
+)
 
 
 def body_limits(params: Im2020Params) -> dict[str, int]:
@@ -99,5 +114,7 @@ class Im2020Service:
             raise NotEnrolledError(str(e)) from None
         except SubjectExistsError as e:
             raise AlreadyEnrolledError(str(e)) from None
+        except ForgedLabelError as e:  # a guess that decided nothing: the failure counter counts it (app.guarded)
+            raise RejectedAttemptError(str(e)) from None
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
