@@ -101,14 +101,27 @@ def cmd_revoke(a) -> int:
     from ..service.clients import im2020 as remote
 
     check_subject_id(PROTOCOL, a.id)
-    with remote.service_client(a.server, **http_kw(a)) as http:
-        resp, st = remote.revoke(http, a.id)
-    path = _key_path(a)
-    removed = path.is_file()
-    if removed:
-        path.unlink()
-    print_result({"id": a.id, "revoked": resp.revoked, "key_file_removed": str(path) if removed else None,
-            "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}, a.json)
+    if a.admin:  # no key needed, none touched: an admin revokes someone else's enrolment
+        with remote.service_client(a.server, **http_kw(a)) as http:
+            resp, st = remote.admin_revoke(http, a.id)
+        removed, note = None, f"revoked {a.id} at {a.server} as an admin (no key file was used or deleted)"
+    else:
+        path = _key_path(a)
+        if not path.exists():
+            raise remote.KeyFileError(f"no key file at {path}: revoking proves possession of {a.id}'s key, so pass "
+                                      f"--key FILE (or, with an admin API key, --admin to revoke without it)")
+        client, record = remote.load_client(path)
+        if record.subject_id != a.id:
+            raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
+        with remote.service_client(a.server, **http_kw(a)) as http:
+            resp, st = remote.revoke(http, client)
+        path.unlink(missing_ok=True)
+        removed, note = str(path), f"revoked {a.id} at {a.server} and deleted its key file {path}"
+    out = {"id": a.id, "revoked": resp.revoked, "key_file_removed": removed,
+           "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}
+    print_result(out, a.json)
+    if not a.json:
+        print(note[0].upper() + note[1:] + ".")
     return 0
 
 
@@ -196,7 +209,10 @@ def register(sub) -> None:
                         "comparison is sent if the server runs another")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("revoke", help="over HTTP: delete ID's enrolment (im2020: and the local key file)")
+    s = sub.add_parser("revoke", help="over HTTP: delete ID's enrolment (im2020: by proving possession of its key "
+                                      "file, then deleting that file)")
     client_args(s, image=False)
     kolberg_args(s)
+    s.add_argument("--admin", action="store_true",
+                   help="im2020: revoke without the ID's key (needs an admin API key; keeps any key file)")
     s.set_defaults(func=cmd_revoke)

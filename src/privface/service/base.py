@@ -36,6 +36,11 @@ class SessionLimitError(SessionError):
     """Too many open sessions (HTTP 503): the server is busy, try again later."""
 
 
+class ScopeError(PrivfaceError):
+    """The key is valid but lacks the scope the step needs, or the step declares none; or the step refuses this
+    caller the way it was asked (e.g. a revocation without proof where nobody is an admin) (HTTP 403)."""
+
+
 class LimitError(PrivfaceError):
     """Too many requests from one client, or too many rejected attempts for one subject (HTTP 429)."""
 
@@ -53,7 +58,8 @@ class AlreadyEnrolledError(PrivfaceError):
 class Caller:
     """Who calls a step: ``id`` is ``key:<key id>``, or ``addr:<client address>`` when the service runs
     without API keys (the identity the rate limit and the session quota count); ``scopes`` are the key's,
-    None without API keys (then every step is open to everyone, revocation included)."""
+    None without API keys (then every step is open to everyone; nobody is an admin, so e.g. an im2020 revocation
+    needs the key's proof)."""
 
     id: str
     scopes: frozenset[str] | None = None

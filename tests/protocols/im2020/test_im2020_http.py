@@ -78,12 +78,12 @@ def test_register_verify_replace_revoke(http, store):
     assert remote.verify(http, alice2, near(face(4), 5))["accepted"] is True
     assert remote.verify(http, alice2, near(enrolled, 2))["accepted"] is False
 
-    assert remote.revoke(http, "alice")[0].revoked is True and store.get("im2020", "alice") is None
+    assert remote.revoke(http, alice2)[0].revoked is True and store.get("im2020", "alice") is None
     with pytest.raises(RemoteNotEnrolledError, match="not enrolled") as e:
         remote.verify(http, alice2, face(4))
     assert e.value.status == 404
     with pytest.raises(RemoteNotEnrolledError):
-        remote.revoke(http, "alice")
+        remote.revoke(http, alice2)
 
 
 def test_tampered_and_truncated_messages_are_400_without_state_change(http, store):
@@ -258,10 +258,13 @@ def test_cli_serve_enrol_verify_revoke(tmp_path):
         still = _privface("verify", "--server", server, "--id", "grace", str(genuine), "--json", env=env)
         assert still.returncode == 0 and json.loads(still.stdout)["accepted"] is True
 
-        revoked = _privface("revoke", "--server", server, "--id", "grace", "--json", env=env)
+        revoked = _privface("revoke", "--server", server, "--id", "grace", "--json",
+                            env={**env, "PRIVFACE_API_KEY": enrol_only})  # the key's proof: no admin needed
         assert revoked.returncode == 0 and json.loads(revoked.stdout)["revoked"] is True
         assert not os.path.exists(key)
-        gone = _privface("revoke", "--server", server, "--id", "grace", env=env)
+        nofile = _privface("revoke", "--server", server, "--id", "grace", env=env)
+        assert nofile.returncode == 2 and "no key file" in nofile.stderr and "--admin" in nofile.stderr
+        gone = _privface("revoke", "--server", server, "--id", "grace", "--admin", env=env)
         assert gone.returncode == 2 and "not enrolled" in gone.stderr
         nokey = _privface("verify", "--server", server, "--id", "grace", str(genuine), env=env)
         assert nokey.returncode == 2 and "no key file" in nokey.stderr
@@ -270,7 +273,7 @@ def test_cli_serve_enrol_verify_revoke(tmp_path):
         _, err = proc.communicate(timeout=30)
     assert "INSECURE" in err.upper() and "TOY KEY SIZES" in err and "API keys required" in err
     assert api_key not in err and api_key.split("_", 2)[2] not in err  # the secret is never logged
-    down = _privface("revoke", "--server", server, "--id", "grace", env=env)
+    down = _privface("revoke", "--server", server, "--id", "grace", "--admin", env=env)
     assert down.returncode == 2 and "cannot reach" in down.stderr
 
 

@@ -23,6 +23,8 @@ const ui = {
   progress: $<HTMLProgressElement>("progress"), result: $("result"), decision: $("decision"),
   timings: $<HTMLTableElement>("timings"), keys: $("keys"), keyExport: $<HTMLButtonElement>("key-export"),
   keyImport: $<HTMLInputElement>("key-import"), level: $("level"), apiKey: $<HTMLInputElement>("api-key"),
+  revokeAsk: $("revoke-ask"), revokeQuestion: $("revoke-question"),
+  revokeConfirm: $<HTMLButtonElement>("revoke-confirm"), revokeCancel: $<HTMLButtonElement>("revoke-cancel"),
 };
 
 let params: Im2020Params | null = null;
@@ -39,7 +41,7 @@ function status(text: string, error = false): void {
 }
 
 function busy(on: boolean): void {
-  for (const b of [ui.enrol, ui.verify, ui.revoke, ui.keyExport, ui.cameraStart]) b.disabled = on;
+  for (const b of [ui.enrol, ui.verify, ui.revoke, ui.revokeConfirm, ui.revokeCancel, ui.keyExport, ui.cameraStart]) b.disabled = on;
   document.body.dataset.busy = on ? "1" : "0";
 }
 
@@ -218,14 +220,48 @@ async function doVerify(): Promise<void> {
     { ...r, face_ms: ms, total_ms: total, total_excl_face_ms: total - ms, workers: pool?.size ?? 0 });
 }
 
-async function doRevoke(): Promise<void> {
+/** The ID a shown confirmation is for (the Revoke button asks first; Yes revokes this ID, nothing else). */
+let revoking: string | null = null;
+
+/** Revoke, first step: only with this device's key for the ID (the server takes its proof of possession);
+ *  asks for confirmation in the page. */
+async function askRevoke(): Promise<void> {
   const id = subjectId();
-  const r = await revoke(http, id);
-  await deleteKey(id);
+  await clientFor(id); // no key here: refused before anything is asked or sent
+  revoking = id;
+  ui.revokeQuestion.textContent = `Revoke ${id}? The server deletes its enrolment (this device proves it holds ` +
+    `the key) and this device deletes the key. This cannot be undone: to use ${id} again you enrol again.`;
+  ui.revokeAsk.hidden = false;
+  status(`Confirm below to revoke ${id}, or cancel.`);
+}
+
+async function doRevoke(): Promise<void> {
+  const id = revoking;
+  revoking = null;
+  if (!id || id !== ui.subject.value.trim()) throw new ProtocolError("The ID changed since you asked: nothing was revoked; click Revoke again.");
+  const r = await revoke(http, await clientFor(id));
   clients.delete(id);
+  let kept: string | null = null;
+  try {
+    await deleteKey(id);
+    if (await loadKey(id)) kept = "it is still there";
+  } catch (e) {
+    kept = (e as Error).message ?? String(e);
+  }
   await refreshKeys();
-  status(`Revoked ${id}: the server's record and this device's key are deleted.`);
+  if (kept) {
+    status(`Revoked ${id} at the server, but this device's key could not be deleted (${kept}): it opens nothing ` +
+      "any more; clear this site's data to remove it.", true);
+  } else {
+    status(`Revoked ${id}: the server's record and this device's key are deleted.`);
+  }
   showReport("Revoked", "reject", r);
+}
+
+function cancelRevoke(): void {
+  revoking = null;
+  ui.revokeAsk.hidden = true;
+  status("Revocation cancelled: nothing was changed.");
 }
 
 async function doExport(): Promise<void> {
@@ -258,6 +294,7 @@ function action(f: () => Promise<void>): () => void {
     busy(true);
     http.apiKey = ui.apiKey.value.trim() || null;
     ui.result.hidden = true;
+    ui.revokeAsk.hidden = true; // a confirmation holds only until the next action
     f().catch((e) => {
       ui.progress.hidden = true;
       status(explain(e), true);
@@ -301,7 +338,9 @@ ui.cameraStart.addEventListener("click", () => void startCamera());
 ui.cameraShot.addEventListener("click", takePicture);
 ui.enrol.addEventListener("click", action(doEnrol));
 ui.verify.addEventListener("click", action(doVerify));
-ui.revoke.addEventListener("click", action(doRevoke));
+ui.revoke.addEventListener("click", action(askRevoke));
+ui.revokeConfirm.addEventListener("click", action(doRevoke));
+ui.revokeCancel.addEventListener("click", cancelRevoke);
 ui.keyExport.addEventListener("click", action(doExport));
 ui.keyImport.addEventListener("change", action(doImport));
 void init();
