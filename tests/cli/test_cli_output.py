@@ -147,11 +147,14 @@ def test_not_enrolled_is_said_once(tmp_path):
     try:
         enrolled = run("enrol", photo, "--server", url_a, "--id", "grace", "--key", key, "--insecure-test-params")
         assert re.search(r"bytes_sent\s+\d+(\.\d+)? kB", enrolled.stdout), enrolled.stdout  # not 1.2345e+03
-        r = run("verify", photo, "--server", url_b, "--id", "grace", "--key", key, check=False)
+        verify = run("verify", photo, "--server", url_b, "--id", "grace", "--key", key, check=False)
+        revoke = run("revoke", "--server", url_b, "--id", "grace", "--key", key, check=False)
     finally:
         _stop(first)
         _stop(second)
-    assert r.returncode == 2 and r.stderr.strip() == "privface: error: subject 'grace' is not enrolled at this server"
+    for r in (verify, revoke):
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.strip() == "privface: error: subject 'grace' is not enrolled at this server"
 
 
 def test_the_summary_names_skipped_browser_tests(tmp_path):

@@ -219,7 +219,8 @@ def revoke(http: ServiceClient, client: Client) -> tuple[RevokeResponse, dict]:
         challenge = RevokeChallenge.from_bytes(http.step("revoke/start", client.revoke_start().to_bytes()))
         resp = RevokeResponse.from_bytes(http.step("revoke/finish", client.revoke_proof(challenge).to_bytes()))
     except RemoteNotEnrolledError as e:
-        raise RemoteNotEnrolledError(f"{client.subject_id} is not enrolled at this server ({e})", e.status) from None
+        raise RemoteNotEnrolledError(f"subject {client.subject_id!r} is not enrolled at this server",
+                                     e.status) from None
     finally:
         http.reset()  # the session served its one try
     return resp, _wire_stats(http, since)
