@@ -5,6 +5,9 @@ import os
 
 from ..errors import PrivfaceError
 from .common import (
+    DLIB,
+    SQUARED_TAU,
+    TAU_HELP,
     gsm_params,
     im2020_params,
     mode_args,
@@ -123,6 +126,12 @@ def _service_options(a, name: str) -> dict:
     """Protocol options of `privface serve` for the protocol `name`."""
     options = SERVICE_OPTIONS.get(name)
     return options(a) if options else {}
+
+
+def page_url(scheme: str, host: str, port: int) -> str:
+    """The URL of the browser page (``/app/``) a person on this machine opens: a wildcard address as loopback."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/app/"
 
 
 class _Shutdown(Exception):
@@ -270,6 +279,8 @@ def cmd_serve(a) -> int:
                   f"{'; mutual TLS' if a.tls_client_ca else ''}; rate limit "
                   f"{f'{a.rate_limit:g}/s burst {a.rate_burst}' if limits['rate_limit'] else 'off'}; lockout "
                   f"{f'after {a.lockout_failures} rejections' if limits['lockout'] else 'off'})")
+        if any(s.name == "im2020" for s in services):
+            note.info(f"browser page: {page_url(scheme, a.host, a.port)}")
         tls = {}
         if a.tls_cert:
             import ssl
@@ -294,18 +305,28 @@ def cmd_serve(a) -> int:
 
 def register(sub) -> None:
     """serve."""
-    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols")
+    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols",
+                       description="Run the HTTP service for one or more protocols. With --protocol im2020 it also "
+                                   "serves the browser page at /app/ (`/` leads there): e.g. `privface serve "
+                                   "--protocol im2020 --no-auth`, then open http://127.0.0.1:8000/app/. API docs at "
+                                   "/docs, liveness at /healthz. Decision thresholds default to the face backend's "
+                                   f"shared one (dlib-resnet128: distance {DLIB.distance:g}, as `privface compare`): "
+                                   f"im2020 τ and kolberg bfv {SQUARED_TAU} (squared distance ×128), kolberg ckks "
+                                   f"{DLIB.distance ** 2:g} (squared distance), gsm T′ {DLIB.cosine:g} (cosine); "
+                                   "kolberg ntru has a Hamming threshold of its own.")
     s.add_argument("--protocol", action="append", required=True, metavar="NAME",
                    help="protocol to mount, e.g. im2020 (repeat for several)")
     s.add_argument("--db", default="sqlite:///privface.db",
                    help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface, "
+                        "put TLS in front or use --tls-cert)")
+    s.add_argument("--port", type=int, default=8000, help="TCP port to listen on (default 8000)")
     s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
                    help="im2020: security level of client keys; only its N size and k are accepted (default 112)")
-    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
+    s.add_argument("--tau", type=int, help=TAU_HELP)
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",

@@ -60,7 +60,7 @@ from .limits import BodyLimits, InFlight, LimitError, Lockout, RateLimiter, call
 from .observe import METRICS_CONTENT_TYPE, Metrics, audit
 from .openapi import describe_steps
 from .sessions import SESSION_HEADER, SessionLimitError, Sessions
-from .web import mount_web
+from .web import mount_root, mount_web
 
 log = logging.getLogger("privface.service")
 OCTETS = "application/octet-stream"
@@ -376,6 +376,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         _declare_bearer(app)
     describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
     mount_web(app, by_name)  # the browser client at /app/ when im2020 is served (service/web.py)
+    mount_root(app, by_name)  # / → the page, or what this server serves (service/web.py)
     return app
 
 
