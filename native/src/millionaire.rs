@@ -536,7 +536,11 @@ mod tests {
     #[test]
     fn the_receiver_unmasks_the_message_at_its_block_value() {
         // several extension tasks (120 entries of 17 OTs each), the last one short; every width 1..=6
-        for (widths, soft) in [([4usize, 4, 4, 4, 1], None), ([6, 5, 3, 2, 1], None), ([4, 4, 3, 3, 3], Some(4))] {
+        for (widths, soft) in [
+            ([4usize, 4, 4, 4, 1], None),
+            ([6, 5, 3, 2, 1], None),
+            ([4, 4, 3, 3, 3], Some(4)),
+        ] {
             let (mut s, mut r) = match soft {
                 None => crate::otext::pair(),
                 Some(k) => crate::otext::pair_soft(k),

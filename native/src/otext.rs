@@ -573,7 +573,9 @@ impl Sender {
 
     /// SoftSpokenOT's sender with width k: Δ and its κ base-OT outputs (message Δ_j of OT j).
     pub fn softspoken(k: usize, delta: &[u8], got: &[u8]) -> Result<Sender, String> {
-        let delta: [u8; 16] = delta.try_into().map_err(|_| "SoftSpokenOT: Δ must be 16 bytes".to_string())?;
+        let delta: [u8; 16] = delta
+            .try_into()
+            .map_err(|_| "SoftSpokenOT: Δ must be 16 bytes".to_string())?;
         let leaves = ggm_punctured(k, &delta, got)?;
         Ok(Sender {
             delta,
@@ -988,7 +990,11 @@ fn softspoken_receiver<'py>(
     py: Python<'py>,
     k: usize,
     roots: &[u8],
-) -> PyResult<(PyIknpReceiver, Bound<'py, pyo3::types::PyBytes>, Bound<'py, pyo3::types::PyBytes>)> {
+) -> PyResult<(
+    PyIknpReceiver,
+    Bound<'py, pyo3::types::PyBytes>,
+    Bound<'py, pyo3::types::PyBytes>,
+)> {
     let (inner, m0, m1) = Receiver::softspoken(k, roots).map_err(err)?;
     Ok((
         PyIknpReceiver { inner },
@@ -1066,7 +1072,11 @@ mod tests {
                 for j in 0..m {
                     let want = if choices[j] == 1 { &k1 } else { &k0 };
                     let other = if choices[j] == 1 { &k0 } else { &k1 };
-                    assert_eq!(&kr[16 * j..16 * j + 16], &want[16 * j..16 * j + 16], "k {k} m {m} OT {j}");
+                    assert_eq!(
+                        &kr[16 * j..16 * j + 16],
+                        &want[16 * j..16 * j + 16],
+                        "k {k} m {m} OT {j}"
+                    );
                     assert_ne!(&kr[16 * j..16 * j + 16], &other[16 * j..16 * j + 16]);
                 }
                 counter += m as u64;

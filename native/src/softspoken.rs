@@ -51,9 +51,12 @@ fn ggm_levels(root: &[u8; 16], k: usize) -> Vec<Vec<[u8; 16]>> {
     levels
 }
 
+/// (base-OT messages 0, messages 1, the leaves) of `ggm_send`.
+pub type Setup = (Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// The receiver's setup from κ/k roots (16 bytes each): (base-OT messages 0, messages 1, each κ × 16 bytes;
 /// the (κ/k)·2^k leaves, 16 bytes each, instance-major).
-pub fn ggm_send(k: usize, roots: &[u8]) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>), String> {
+pub fn ggm_send(k: usize, roots: &[u8]) -> Result<Setup, String> {
     check_k(k)?;
     if roots.len() != 16 * (KAPPA / k) {
         return Err(format!("SoftSpokenOT: expected {} roots of 16 bytes", KAPPA / k));
@@ -95,7 +98,7 @@ pub fn ggm_punctured(k: usize, delta: &[u8; 16], got: &[u8]) -> Result<Vec<u8>, 
     if got.len() != 16 * KAPPA {
         return Err(format!("SoftSpokenOT: expected {KAPPA} base-OT outputs of 16 bytes"));
     }
-    let mut leaves = Vec::with_capacity(16 * (KAPPA / k) << k);
+    let mut leaves = Vec::with_capacity((16 * (KAPPA / k)) << k);
     for i in 0..KAPPA / k {
         let di = delta_chunk(delta, i, k);
         // level d: 2^d nodes, the one on the path to leaf Δ_i (index di >> (k − d)) unknown (None)
@@ -215,8 +218,10 @@ mod tests {
             let rows: Vec<u8> = (0..stride << k).map(|i| (i * 37 % 253) as u8).collect();
             let mut work = rows.clone();
             let mut got = vec![vec![]; k];
-            subset_sums(&mut work, stride, at, len, k, &mut [0u8; 64], |b, v| got[b] = v.to_vec());
-            for b in 0..k {
+            subset_sums(&mut work, stride, at, len, k, &mut [0u8; 64], |b, v| {
+                got[b] = v.to_vec()
+            });
+            for (b, got_b) in got.iter().enumerate() {
                 let mut want = vec![0u8; len];
                 let mut all = vec![0u8; len];
                 for x in 0..1usize << k {
@@ -226,7 +231,7 @@ mod tests {
                         want.iter_mut().zip(r).for_each(|(a, r)| *a ^= r);
                     }
                 }
-                assert_eq!(got[b], want, "k {k} bit {b}");
+                assert_eq!(*got_b, want, "k {k} bit {b}");
                 assert_eq!(work[at..at + len], all[..]);
             }
         }
