@@ -48,6 +48,7 @@ class _Shard:
     """One Ray actor: blocks lo … hi − 1 of the gallery, loaded once (again after a restart) and kept."""
 
     def __init__(self, url: str, name: str, lo: int, hi: int, pk_sha256: bytes, counts: list[int]) -> None:
+        os.environ["PRIVFACE_THREADS"] = "1"  # a shard holds one CPU (its bundle): more cores → more shards
         self.args, self.blocks, self.error = (url, name, lo, hi, pk_sha256, counts), [], None
         self.lo, self.hi, self.resident_bytes, self.load_s = lo, hi, 0, 0.0
         self._load()
