@@ -75,31 +75,36 @@ def bench_sharded(n: int, dim: int, shards: list[int], *, address: str = "auto",
         del local
         init_ray(address, num_cpus=max(shards) if address == "auto" else None)
         for count in shards:
-            t = time.perf_counter()
-            sharded = ResidentLocalServer(gallery, address=address, shards=count)
-            load_s = time.perf_counter() - t
-            try:
-                times = []
-
-                def timed():
-                    out = sharded.identify_request(query)
-                    times.append(sharded.shard_s)
-                    return out
-
-                got = run(sharded)
-                _median(timed, repeat)
-                per_shard = [statistics.median(ts[i] for ts in times) for i in range(len(sharded.shards))]
-                info = sharded.info()
-            finally:
-                sharded.close()
-            same = (np.array_equal(got["msg"].arrays, one["msg"].arrays) and got["msg"].counts == one["msg"].counts
-                    and got["answer"] == one["answer"])
-            rows.append(dict(base, mode="ray", shards=len(info), load_s=round(load_s, 3),
-                             identify_s=got["identify_s"], ip_db_s=got["ip_db_s"],
-                             resident_bytes=sum(i["resident_bytes"] for i in info),
-                             fanout_overhead_s=round(got["ip_db_s"] - max(per_shard), 6),
-                             ratio=round(got["identify_s"] / one["identify_s"], 3), answer_equals_in_process=same,
-                             per_shard=[{"blocks": i["hi"] - i["lo"], "load_s": i["load_s"],
-                                         "resident_bytes": i["resident_bytes"], "ip_db_s": round(s, 6),
-                                         "node": i["node"][:12]} for i, s in zip(info, per_shard)]))
+            rows.append(dict(base, **_sharded_row(lambda c=count: ResidentLocalServer(gallery, address=address,
+                                                                                       shards=c),
+                                                  run, query, repeat, one)))
     return [{k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+
+
+def _sharded_row(start, run, query, repeat: int, one: dict) -> dict:
+    """One sharded row: ``start()`` the resident shards, time them, compare with the in-process run ``one``."""
+    t = time.perf_counter()
+    sharded = start()
+    load_s = time.perf_counter() - t
+    times: list[list[float]] = []
+
+    def timed():
+        out = sharded.identify_request(query)
+        times.append(sharded.shard_s)
+        return out
+
+    try:
+        got = run(sharded)
+        _median(timed, repeat)
+        info = sharded.info()
+    finally:
+        sharded.close()
+    per_shard = [statistics.median(ts[i] for ts in times) for i in range(len(info))]
+    same = (np.array_equal(got["msg"].arrays, one["msg"].arrays) and got["msg"].counts == one["msg"].counts
+            and got["answer"] == one["answer"])
+    return dict(mode="ray", shards=len(info), load_s=round(load_s, 3), identify_s=got["identify_s"],
+                ip_db_s=got["ip_db_s"], resident_bytes=sum(i["resident_bytes"] for i in info),
+                fanout_overhead_s=round(got["ip_db_s"] - max(per_shard), 6),
+                ratio=round(got["identify_s"] / one["identify_s"], 3), answer_equals_in_process=same,
+                per_shard=[{"blocks": i["hi"] - i["lo"], "load_s": i["load_s"], "resident_bytes": i["resident_bytes"],
+                            "ip_db_s": round(s, 6), "node": i["node"][:12]} for i, s in zip(info, per_shard)])
