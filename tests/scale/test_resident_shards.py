@@ -174,3 +174,28 @@ def test_resident_shards_answer_as_one_process_and_survive_node_loss(tmp_path, m
             except subprocess.TimeoutExpired:
                 cluster.kill()
         key_store.close()
+
+
+def test_shards_answering_for_other_blocks_give_no_answer():
+    from privface.protocols.hers.scheme import CKKSScores
+    from privface.scale.resident import ResidentLocalServer
+
+    server = ResidentLocalServer.__new__(ResidentLocalServer)
+    server.ranges, server.counts = [(0, 2), (2, 3)], [1024, 1024, 7]
+
+    def part(lo, hi, counts):
+        return lo, hi, CKKSScores(np.zeros((len(counts), 1, 2, 1, 4), np.uint64), counts), 0.0
+
+    for parts in ([part(0, 2, [1024, 1024]), part(0, 2, [1024, 1024])],  # a restarted shard with another range
+                  [part(0, 2, [1024, 1024]), part(2, 3, [1024])]):  # a block of another size
+        with pytest.raises(UnavailableError):
+            server._combine(parts)
+
+
+def test_serve_ray_options_are_checked():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    for args, message in ((["--role", "key", "--ray", "local"], "--ray and --shards apply to"),
+                          (["--role", "local", "--shards", "2", "--key-url", "http://127.0.0.1:9"], "needs --ray")):
+        r = subprocess.run([sys.executable, "-m", "privface.cli", "serve", "--protocol", "ident", "--db",
+                            "sqlite:///:memory:", *args], capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode != 0 and message in r.stderr, r.stderr[-500:]
