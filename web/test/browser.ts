@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { chromium, type Page } from "playwright-core";
 
 type Step =
-  | { do: "goto" }
+  | { do: "goto"; path?: string }
   | { do: "subject"; id: string }
   | { do: "photo"; path: string }
   | { do: "camera" }
@@ -99,10 +99,10 @@ async function main(): Promise<void> {
       let res: Record<string, unknown> = {};
       switch (step.do) {
         case "goto": {
-          const resp = await page.goto(job.url + "/app/" + (job.query ?? ""), { waitUntil: "load" });
+          const resp = await page.goto(job.url + (step.path ?? "/app/") + (job.query ?? ""), { waitUntil: "load" });
           await page.waitForFunction(() => document.getElementById("status")!.textContent !== "Loading…", null, { timeout });
           res = { http: resp?.status(), csp: resp?.headers()["content-security-policy"] ?? null,
-            status: await page.textContent("#status") };
+            status: await page.textContent("#status"), url: page.url() };
           break;
         }
         case "subject":
