@@ -28,7 +28,6 @@ from ..errors import PrivfaceError, UnavailableError
 from ..protocols.hers import LocalServer
 from .actors import init_ray
 from .gallery import Gallery, GalleryError, gallery_ids
-from .ident import block_counts
 
 SHARD_TIMEOUT = 600.0
 """Seconds one identification waits for its shards (a shard scores ~1 s per 2^19 hers templates on one core)."""
@@ -102,7 +101,7 @@ class ResidentLocalServer:
         self._ray, self._remove_pg = ray, remove_placement_group
         self.gallery, self.scheme, self.ids = gallery, gallery.public, gallery_ids(gallery)
         self.timeout, self.retry_timeout = timeout, retry_timeout
-        self.counts = block_counts(gallery.n, gallery.capacity)
+        self.counts = [min(gallery.capacity, gallery.n - lo) for lo in range(0, gallery.n, gallery.capacity)]
         if shards is None:
             shards = max(1, int(ray.cluster_resources().get("CPU", 1)))
         if shards < 1:
