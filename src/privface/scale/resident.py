@@ -12,9 +12,9 @@ An identification sends the query to every shard; each answers IP_DB(y, its bloc
 driver checks that the ranges and block counts tile the gallery's layout and concatenates the partial messages in
 block order: the very message one process builds (IP_DB is deterministic per block). Node loss: the actors are
 started with ``max_restarts=-1``; when a node dies Ray restarts its shards elsewhere and their constructor
-reloads the same blocks from the store. An identification whose shard died under it is retried once (the retry
-waits for the restarted shard, at most ``retry_timeout`` s); if that fails too it raises ``UnavailableError``
-(HTTP 503 with Retry-After) — it never answers from a partial or mismatched message.
+reloads the same blocks from the store. An identification whose shard died under it is retried once, at once
+(waiting at most ``retry_timeout`` s; a shard Ray knows to be restarting refuses it at once); if that fails too it
+raises ``UnavailableError`` (HTTP 503 with Retry-After) — it never answers from a partial or mismatched message.
 """
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ from .actors import init_ray
 from .gallery import Gallery, GalleryError, gallery_ids
 
 SHARD_TIMEOUT = 600.0
-"""Seconds one identification waits for its shards (a shard scores ~1 s per 2^19 hers templates on one core)."""
+"""Seconds one identification waits for its shards (a shard's IP_DB time grows with its blocks)."""
 RETRY_TIMEOUT = 90.0
-"""Seconds the one retry waits for a restarted shard (node death noticed, bundle re-placed, blocks reloaded)."""
+"""Seconds the one retry waits for its shards."""
 PLACE_TIMEOUT = 120.0
 """Seconds to wait for the cluster to reserve the K one-CPU bundles at start."""
 RETRY_AFTER = 10
