@@ -36,8 +36,44 @@ def cmd_gallery_enrol(a) -> int:
     return 0
 
 
+def cmd_gallery_info(a) -> int:
+    from ..scale.lifecycle import info
+
+    print_result(info(a.gallery, a.name, a.key_store), a.json)
+    return 0
+
+
+def cmd_gallery_list(a) -> int:
+    import json
+
+    from ..scale.lifecycle import list_ids
+
+    ids = list_ids(a.gallery, a.name)
+    print(json.dumps(ids) if a.json else "\n".join(ids))
+    return 0
+
+
+def cmd_gallery_remove(a) -> int:
+    from ..scale.lifecycle import withdraw
+
+    report = withdraw(a.gallery, a.ids, a.name)
+    print("privface: withdrawn from the answers, NOT erased: the packed block ciphertexts still hold the "
+          "template(s); docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+    print_result(report, a.json)
+    return 0
+
+
+def _store_args(p, key_store: bool = False) -> None:
+    p.add_argument("--gallery", required=True, help="store URL of S_local's encrypted blocks, e.g. sqlite:///g.db")
+    if key_store:
+        p.add_argument("--key-store", help="store URL of S_key's secret key (for τ; default for sqlite:///g.db: "
+                                           "sqlite:///g.keys.db)")
+    p.add_argument("--name", default="default", help="the gallery's name in the store")
+    p.add_argument("--json", action="store_true")
+
+
 def register(sub) -> None:
-    """gallery enrol."""
+    """gallery enrol | info | list | remove."""
     s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks, idface-paillier; seed 003; "
                                        "cryptomask: seed 001)")
     gsub = s.add_subparsers(dest="gallery_cmd", required=True)
@@ -66,3 +102,15 @@ def register(sub) -> None:
     backend_args(g)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_gallery_enrol)
+
+    i = gsub.add_parser("info", help="a gallery's scheme, settings, size, τ and stored bytes (reads no ciphertext)")
+    _store_args(i, key_store=True)
+    i.set_defaults(func=cmd_gallery_info)
+    ls = gsub.add_parser("list", help="the identities a gallery answers with, one a line (withdrawn ones left out)")
+    _store_args(ls)
+    ls.set_defaults(func=cmd_gallery_list)
+    r = gsub.add_parser("remove", help="withdraw identities from a hers / idface gallery's answers (online, "
+                                       "crash-safe; NOT erasure: the block ciphertexts keep the template)")
+    _store_args(r)
+    r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")
+    r.set_defaults(func=cmd_gallery_remove)

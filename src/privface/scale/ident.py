@@ -27,8 +27,11 @@ from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ..protocols.common import read_message
 from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
 from ..protocols.hers.parties import Decision
+from ..store import open_store
 from ..store.base import TemplateStore
-from .gallery import KEY, SCHEMES, Gallery, Settings
+from .gallery import KEY, SCHEMES, Gallery, Settings, gallery_ids
+from .layout import LOCAL as GALLERY
+from .layout import record_key
 from .schemes import GALLERY_SCHEMES
 from .sources import unit
 
@@ -166,6 +169,8 @@ class LocalRole:
     def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None) -> None:
         self.gallery = Gallery(gallery_url, name)
         self.local = self.gallery.local_server()
+        self._store = open_store(gallery_url)  # the meta is read once per identification (``refresh``)
+        self._meta = self._store.get(GALLERY, record_key(name, "meta"))
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
@@ -188,9 +193,24 @@ class LocalRole:
         except TemplateError as e:
             raise ProtocolError(f"Query: {e}") from None
 
+    def refresh(self) -> list[str | None]:
+        """The ids to resolve this identification with: re-read from the commit records when the meta changed
+        (``scale.lifecycle.withdraw`` bumps its ``gen`` after rewriting them), else the ones held."""
+        meta = self._store.get(GALLERY, record_key(self.gallery.name, "meta"))
+        if meta != self._meta:
+            ids = gallery_ids(self.gallery)
+            if len(ids) != len(self.local.ids):
+                raise ProtocolError("the gallery's layout changed: restart the local server")
+            self.local.ids, self._meta = ids, meta  # one assignment: identifications in flight keep their list
+        return self.local.ids
+
     def identify(self, body) -> Result:
+        ids = self.refresh()
         msg = self.local.identify_request(self.query(body))
-        who = self.local.resolve(Decision(self._ask(msg)))
+        index = Decision(self._ask(msg)).index
+        if index is not None and not 0 <= index < len(ids):
+            raise ProtocolError("key server returned an index outside the gallery")
+        who = None if index is None else ids[index]
         return Result(who is not None, who)
 
     def _residues(self, msg, lo: int, hi: int) -> bytes:

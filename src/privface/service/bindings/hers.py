@@ -7,23 +7,30 @@ Key server (``role="key"``, its store = the gallery's key store, holds sk; score
     ``attach``    Attach → Attached          (the local server, once at start; checked against sk's pk digest)
     ``decide``    ScoreChunk → KeyDecision   (empty body until the chunk that completes the request)
 Local server (``role="local"``, the encrypted gallery; calls the key server over HTTP with an ``internal`` key):
-    ``identify``  Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
+    ``identify``        Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
+    ``gallery/info``    {} → the gallery's settings and size (JSON, ``scale.lifecycle.info``)       scope admin
+    ``gallery/list``    {} → {"ids": [...]} (JSON)                                                scope admin
+    ``gallery/remove``  {"ids": [...]} → the withdrawal report (JSON, ``scale.lifecycle.withdraw``: taken out of
+                        the answers, online; not erased)                                         scope admin
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
 from ...protocols.hers.messages import PROTOCOL
 from ...scale.ident import KeyRole, LocalRole
-from ...store.base import TemplateStore
+from ...store.base import StoreError, TemplateStore
 from ...wire import WireError
 from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
-LOCAL_LIMITS = {"identify": 8 * _KB}
-SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify"}
+LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB}
+SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify", "gallery/info": "admin",
+          "gallery/list": "admin", "gallery/remove": "admin"}
+MAX_REMOVE = 1000  # ids per ``gallery/remove`` request
 """The API-key scope each step needs (service/auth.py): clients identify with ``verify``; only the local
 server (an ``internal`` key) talks to the key server."""
 
@@ -66,6 +73,8 @@ class IdentService:
             raise MessageError(f"ident {self.role} server has no step {step!r}")
         if state is not None:
             raise SessionError("ident steps take no session")
+        if step.startswith("gallery/"):
+            return StepResult(json.dumps(self._gallery_step(step, body)).encode())
         try:
             reply = getattr(self.party, step)(body)  # the role's steps are its party's methods
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
@@ -73,3 +82,33 @@ class IdentService:
         if step == "identify":
             return StepResult(reply.to_bytes(), subject=reply.subject_id, accepted=reply.accepted)
         return StepResult(b"" if reply is None else reply.to_bytes())
+
+    def _gallery_step(self, step: str, body: bytes) -> dict:
+        """The admin steps of the local server on its own gallery (``scale.lifecycle``); body validated first."""
+        from ...scale import lifecycle
+        from ...scale.layout import GalleryError
+        from ...store.base import check_key
+
+        try:
+            msg = json.loads(body or b"{}")
+        except ValueError:
+            raise MessageError("expected a JSON object") from None
+        if not isinstance(msg, dict):
+            raise MessageError("expected a JSON object")
+        url, name = self.party.gallery.url, self.party.gallery.name
+        try:
+            if step == "gallery/info":
+                return lifecycle.info(url, name, tau=False)  # S_local never reads the key store
+            if step == "gallery/list":
+                return {"ids": lifecycle.list_ids(url, name)}
+            ids = msg.get("ids")
+            if (set(msg) != {"ids"} or not isinstance(ids, list) or not 1 <= len(ids) <= MAX_REMOVE
+                    or not all(isinstance(i, str) for i in ids)):
+                raise MessageError(f"expected {{\"ids\": [1 to {MAX_REMOVE} gallery ids]}}")
+            for i in ids:
+                check_key("gallery", i)
+            report = lifecycle.withdraw(url, ids, name)
+            self.party.refresh()
+            return report
+        except (GalleryError, StoreError) as e:
+            raise MessageError(str(e)) from None

@@ -1,0 +1,202 @@
+"""A gallery after enrolment (issue 37 item 3, as far as it goes): ``gallery info | list | remove``.
+
+``remove`` withdraws identities from the answers (the packed ciphertexts keep the template: scale.lifecycle says
+why); these tests check that it does that for hers, idface-ckks and idface-paillier, atomically per block, online
+over real loopback HTTP (a client identifying in a loop sees every answer before or after, never an error), across
+kill -9 of `privface gallery remove`, and that the store's files (db + -wal) keep no superseded commit record
+naming a withdrawn id. Toy parameters (insecure_test_params), real SEAL / Paillier.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from privface.scale import NpySource, enrol, identify
+from privface.scale import layout as lay
+from privface.scale.layout import GalleryError
+from privface.scale.lifecycle import info, list_ids, withdraw
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+TAU = {"hers": 0.5, "idface-ckks": 10.0, "idface-paillier": 10.0}
+
+
+def _gallery(tmp_path, scheme, n=40, dim=128, seed=3):
+    x = np.random.default_rng(seed).standard_normal((n, dim))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(tmp_path / "e.npy", x.astype(np.float32))
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([tmp_path / "e.npy"]), scheme, tau=TAU[scheme], insecure_test_params=True)
+    return url, x
+
+
+def _file_bytes(tmp_path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(tmp_path.glob("g.db*")))
+
+
+@pytest.mark.parametrize("scheme", sorted(TAU))
+def test_withdrawn_ids_are_not_answered_and_not_left_in_the_files(tmp_path, scheme):
+    url, x = _gallery(tmp_path, scheme)
+    assert list_ids(url) == [f"e.{i}" for i in range(40)]
+    before = info(url)
+    assert (before["scheme"], before["identities"], before["withdrawn"], before["tau"]) == (scheme, 40, 0, TAU[scheme])
+    report = withdraw(url, ["e.7", "e.31"])
+    assert report["withdrawn"] == ["e.7", "e.31"] and report["erased"] is False and report["store_purged"]
+    assert list_ids(url) == [f"e.{i}" for i in range(40) if i not in (7, 31)]
+    after = info(url)
+    assert (after["identities"], after["withdrawn"], after["generation"]) == (38, 2, 1)
+    for i in (7, 31):
+        assert identify(x[i], url)["id"] is None
+    for i in (0, 8, 39):
+        assert identify(x[i], url)["id"] == f"e.{i}"
+    files = _file_bytes(tmp_path)
+    assert b'"e.7"' not in files and b'"e.31"' not in files and b'"e.8"' in files
+    assert not (tmp_path / "g.db-wal").exists() or (tmp_path / "g.db-wal").stat().st_size == 0
+
+
+def _records(tmp_path):
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "g.db") as db:
+        return db.execute("SELECT protocol, subject_id, record FROM records WHERE protocol = 'gallery'").fetchall()
+
+
+def test_unknown_ids_are_refused_without_a_change(tmp_path):
+    url, _ = _gallery(tmp_path, "hers", n=5)
+    records = _records(tmp_path)
+    with pytest.raises(GalleryError, match="not in gallery 'default': nobody"):
+        withdraw(url, ["e.1", "nobody"])
+    assert _records(tmp_path) == records and list_ids(url)[1] == "e.1"
+    withdraw(url, ["e.1"])
+    with pytest.raises(GalleryError, match="not in gallery"):  # twice: it is gone
+        withdraw(url, ["e.1"])
+
+
+def test_cli_info_list_remove(tmp_path):
+    url, _ = _gallery(tmp_path, "hers", n=6)
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", *args], env=ENV, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    assert json.loads(cli("list", "--gallery", url, "--json").stdout) == [f"e.{i}" for i in range(6)]
+    r = cli("remove", "--gallery", url, "e.2", "e.4", "--json")
+    assert json.loads(r.stdout)["withdrawn"] == ["e.2", "e.4"] and "NOT erased" in r.stderr
+    assert cli("list", "--gallery", url).stdout.split() == ["e.0", "e.1", "e.3", "e.5"]
+    got = json.loads(cli("info", "--gallery", url, "--json").stdout)
+    assert (got["identities"], got["withdrawn"], got["tau_source"]) == (4, 2, "--tau")
+
+
+def test_kill_9_during_remove_leaves_each_block_withdrawn_or_not(tmp_path, monkeypatch):
+    """hers toy blocks hold 1024: 2100 templates are 3 blocks; the removal touches all three. A `privface gallery
+    remove` killed at a random moment (on a fresh copy of the gallery each time) leaves every block with all of its
+    withdrawn ids or none, the gallery loads and answers, and a re-run (once the dead process's lease expired)
+    finishes the removal."""
+    import shutil
+
+    _, x = _gallery(tmp_path, "hers", n=2100, dim=8)
+    gone = [f"e.{i}" for i in range(0, 2100, 7)]  # 300 ids in every block
+    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
+    print("PRIVFACE_CRASH_SEED", seed)
+    rng = random.Random(seed)
+    outcomes = []
+    for run in range(4):
+        d = tmp_path / f"run{run}"
+        d.mkdir()
+        for f in ("g.db", "g.keys.db"):
+            shutil.copy(tmp_path / f, d / f)
+        url = f"sqlite:///{d}/g.db"
+        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, *gone],
+                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.5, 2.5))
+        killed = proc.poll() is None
+        if killed:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        left = set(list_ids(url))
+        state = []
+        for b in range(3):
+            block = [i for i in gone if b * 1024 <= int(i[2:]) < (b + 1) * 1024]
+            assert all(i in left for i in block) or not any(i in left for i in block), b
+            state.append(block[0] not in left)
+        outcomes.append((killed, state))
+        rest = [i for i in gone if i in left]
+        if rest:
+            monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)  # the lease expired
+            try:
+                withdraw(url, rest)
+            finally:
+                monkeypatch.setattr(lay, "lease_clock", time.time)
+        assert not set(gone) & set(list_ids(url)) and len(list_ids(url)) == 1800
+        assert identify(x[7], url)["id"] is None and identify(x[8], url)["id"] == "e.8"
+    print({"kill_outcomes": outcomes})
+
+
+def test_remove_over_http_while_a_client_identifies(tmp_path):
+    """`privface serve --protocol ident` roles in threads (uvicorn on loopback): a client identifies a kept and a
+    to-be-removed person in a loop while an admin removes over HTTP; 0 errors, each answer before or after."""
+    from privface.service.app import create_app
+    from privface.service.auth import ApiKeys
+    from privface.service.bindings.hers import IdentService
+    from privface.service.clients.hers import IdentClient
+    from privface.service.launch import serve_in_thread
+    from privface.store.sqlite import SQLiteStore
+
+    url, x = _gallery(tmp_path, "hers", n=50, dim=64)
+    key_store, local_store = SQLiteStore(tmp_path / "g.keys.db"), SQLiteStore(tmp_path / "local.db")
+    key_keys, local_keys = ApiKeys(key_store), ApiKeys(local_store)
+    internal = key_keys.create("internal", name="local server")[1]
+    key = IdentService(key_store, role="key", insecure_test_params=True)
+    answers, errors, stop = [], [], threading.Event()
+    with serve_in_thread(create_app(key_store, [key], keys=key_keys)) as key_url:
+        local = IdentService(local_store, role="local", gallery_url=url, key_url=key_url, key_api_key=internal)
+        with serve_in_thread(create_app(local_store, [local], keys=local_keys)) as local_url:
+            verify, admin = local_keys.create("verify")[1], local_keys.create("admin")[1]
+
+            def loop():
+                with IdentClient(local_url, api_key=verify) as c:
+                    while not stop.is_set():
+                        try:
+                            answers.append((c.identify(x[5]), c.identify(x[6])))
+                        except Exception as e:  # noqa: BLE001 (every error counts)
+                            errors.append(repr(e))
+
+            t = threading.Thread(target=loop)
+            t.start()
+            while len(answers) < 3:
+                time.sleep(0.05)
+            post = lambda step, body, k=admin: httpx.post(  # noqa: E731
+                f"{local_url}/v1/ident/{step}", content=json.dumps(body).encode(), timeout=60,
+                headers={"content-type": "application/octet-stream", "authorization": f"Bearer {k}"})
+            assert post("gallery/remove", {"ids": ["e.5"]}, verify).status_code == 403  # admin only
+            assert post("gallery/remove", {"ids": ["nobody"]}).status_code == 400
+            assert post("gallery/remove", {"ids": "e.5"}).status_code == 400
+            r = post("gallery/remove", {"ids": ["e.5"]})
+            assert r.status_code == 200 and r.json()["withdrawn"] == ["e.5"]
+            n = len(answers)
+            while len(answers) < n + 3:
+                time.sleep(0.05)
+            stop.set()
+            t.join()
+            assert post("gallery/list", {}).json()["ids"] == [f"e.{i}" for i in range(50) if i != 5]
+            assert post("gallery/info", {}).json()["withdrawn"] == 1
+    key_store.close()
+    local_store.close()
+    assert errors == []
+    firsts = [a for a, _ in answers]
+    cut = firsts.index(None)
+    assert firsts[:cut] == ["e.5"] * cut and firsts[cut:] == [None] * (len(firsts) - cut)  # before, then after
+    assert [b for _, b in answers] == ["e.6"] * len(answers)
