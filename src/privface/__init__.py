@@ -125,11 +125,18 @@ def enrol(gallery_url: str, templates, scheme: str, **options) -> Any:
 
     templates: image files or folders (embedded with the default backend; id = file stem) or ``.npy`` files of
     embeddings (ids ``<stem>.<row>``). scheme: "hers", "idface-ckks", "idface-paillier" or "cryptomask".
-    options: as ``privface gallery enrol`` (key_store_url, tau, centring, lift, name, …)."""
+    options: as ``privface gallery enrol`` (key_store_url, tau, beta, centring, lift, name, …), with its defaults:
+    idface centred with the shipped mean and, for d = 128, lifted to D = 2048 (``lift=0``: no lift)."""
     from . import scale
+    from .scale.gallery import deployment_defaults
 
     paths = [templates] if isinstance(templates, str) or hasattr(templates, "__fspath__") else list(templates)
-    return scale.enrol(gallery_url, scale.open_source([str(p) for p in paths], _backend), scheme, **options)
+    source = scale.open_source([str(p) for p in paths], _backend)
+    if scheme != "cryptomask":
+        centring, lift = deployment_defaults(scheme, source.dim, options.pop("centring", None),
+                                             options.pop("lift", None))
+        options.update(centring=centring, lift=lift)
+    return scale.enrol(gallery_url, source, scheme, **options)
 
 
 def identify(embedding, gallery_url: str, **options) -> dict:

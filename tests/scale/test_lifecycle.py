@@ -200,3 +200,20 @@ def test_remove_over_http_while_a_client_identifies(tmp_path):
     cut = firsts.index(None)
     assert firsts[:cut] == ["e.5"] * cut and firsts[cut:] == [None] * (len(firsts) - cut)  # before, then after
     assert [b for _, b in answers] == ["e.6"] * len(answers)
+
+
+def test_enrolment_says_what_a_small_idface_gallery_costs():
+    """Issue 37 item 4: 20 faces in idface-ckks with the 2048-D lift are one 537 MB block; the output says so and
+    what is smaller. A full block gets no note."""
+    from privface.scale.gallery import EnrolReport, cost_note, deployment_defaults
+
+    def report(scheme, n, lift, block, cap):
+        return EnrolReport(scheme, n, 128, None, "shipped", lift, 1, 1, 0, cap, block, round(block / n, 1), 1.0)
+
+    note = cost_note(report("idface-ckks", 20, 2048, 536870912, 8192 * 11))
+    assert "536.9 MB" in note and "26.84 MB each" in note and "--lift 0 or --scheme hers" in note
+    assert cost_note(report("hers", 20, None, 16777216, 4096)).startswith("one hers block is 16.8 MB")
+    assert cost_note(report("hers", 4000, None, 16777216, 4096)) is None
+    assert deployment_defaults("idface-ckks", 128, None, None) == ("shipped", 2048)
+    assert deployment_defaults("idface-paillier", 128, "none", 0) == ("none", None)
+    assert deployment_defaults("hers", 128, None, None) == ("none", None)

@@ -17,21 +17,22 @@ GALLERY_SCHEMES += ("cryptomask",)  # seed 001: 1-bit answer (scale.cryptomask_g
 def cmd_gallery_enrol(a) -> int:
     from ..faces.registry import make_backend
     from ..scale import enrol, open_source
+    from ..scale.gallery import cost_note, deployment_defaults
 
     if a.insecure_test_params:
         print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
               file=sys.stderr)
     source = open_source(a.inputs, lambda: make_backend(**backend_spec(a)))
     centring, lift = a.centring, a.lift
-    if a.scheme.startswith("idface"):  # the eval's defaults: centred and, for d = 128, lifted (accuracy: docs)
-        from ..eval.identify_eval import DEFAULT_LIFT
-
-        centring = centring or "shipped"
-        lift = DEFAULT_LIFT.get(source.dim, 0) if lift is None else lift
+    if a.scheme != "cryptomask":  # idface: centred and, for d = 128, lifted (accuracy: docs)
+        centring, lift = deployment_defaults(a.scheme, source.dim, centring, lift)
     report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
                    insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name,
                    centring=centring or "none", backend=backend_spec(a).get("name", "dlib-resnet128"),
                    lift=lift or None)
+    note = cost_note(report) if hasattr(report, "lift") else None
+    if note:
+        print(f"privface: {note}", file=sys.stderr)
     print_result(report.to_dict(), a.json)
     return 0
 
