@@ -18,6 +18,34 @@ def backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
 
 
+def face_args(p: argparse.ArgumentParser, what: str = "the photo") -> None:
+    p.add_argument("--face", default="single", type=_face_choice, metavar="largest|N",
+                   help=f"which face of {what} to use when there are several. Default: the largest, refused when "
+                        "another is about as large (its box area ≥ 0.8× the largest's); largest: the largest anyway; "
+                        "N: face N as the refusal (or `privface embed --all`) lists them, largest first from 0")
+
+
+def _face_choice(v: str) -> str | int:
+    if v in ("single", "largest", "center"):
+        return v
+    if v.isdigit():
+        return int(v)
+    raise argparse.ArgumentTypeError(f"expected largest or a face number (0, 1, …), got {v!r}")
+
+
+def one_face(a, image, backend=None):
+    """The face of `image` to use (--face) with the command's backend: (Face, ms). Its ``describe()`` names it in
+    the command's output: which face was used, of how many."""
+    import time
+
+    from ..faces.registry import make_backend
+
+    backend = backend or make_backend(**backend_spec(a))
+    t0 = time.perf_counter()
+    face = backend.face(image, getattr(a, "face", "single"))
+    return face, round((time.perf_counter() - t0) * 1000, 3)
+
+
 def backend_spec(a) -> dict:
     spec = {"name": a.backend}
     if a.model:

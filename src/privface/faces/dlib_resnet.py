@@ -76,7 +76,7 @@ class DlibResNetBackend(Backend):
             if self.landmarks == 68:
                 five = _five_from_68(five)
             out.append(Face(box=d.box, landmarks=five, chip=chip, embedding=self.embed_chip(chip),
-                            detector=d.detector, score=d.score))
+                            detector=d.detector, score=d.score, found=d.found, index=d.index))
         return out
 
     def embed_chip(self, chip: np.ndarray) -> np.ndarray:
