@@ -217,3 +217,45 @@ def test_enrolment_says_what_a_small_idface_gallery_costs():
     assert deployment_defaults("idface-ckks", 128, None, None) == ("shipped", 2048)
     assert deployment_defaults("idface-paillier", 128, "none", 0) == ("none", None)
     assert deployment_defaults("hers", 128, None, None) == ("none", None)
+
+
+def test_several_photos_per_identity_are_fused_and_refusals_reported(tmp_path, data_root):
+    """Issue 37 item 1: `gallery enrol --fuse people/` (one folder per identity) fuses each folder's photos into
+    one template; a photo without a face and a file that is no image are refused and listed per identity; the
+    fused gallery finds each person from a photo not enrolled. Also `--photo ID=PATH` and ``privface.enrol`` with a
+    dict. hers, toy CKKS, ORL photos."""
+    import shutil
+
+    from PIL import Image
+
+    import privface
+
+    orl = data_root / "orl" / "images"
+    people = tmp_path / "people"
+    for who, s in (("ada", "s1"), ("bob", "s2")):
+        (people / who).mkdir(parents=True)
+        for k in (1, 2, 3):
+            shutil.copy(orl / s / f"{k}.pgm", people / who / f"{k}.pgm")
+    Image.new("L", (200, 200), 128).save(people / "ada" / "grey.png")  # no face
+    (people / "bob" / "notes.jpg").write_bytes(b"not an image")
+    url = f"sqlite:///{tmp_path}/g.db"
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "enrol", "--scheme", "hers", "--gallery", url,
+                        "--tau", "0.9", "--insecure-test-params", "--fuse", str(people), "--json"],
+                       env=ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["n"] == 2 and {i: p["used"] for i, p in out["photos"].items()} == {"ada": 3, "bob": 3}
+    assert [(Path(f["photo"]).name, f["reason"]) for f in out["photos"]["ada"]["refused"]] == [("grey.png", "no face")]
+    assert [Path(f["photo"]).name for f in out["photos"]["bob"]["refused"]] == ["notes.jpg"]
+    assert out["photos"]["bob"]["refused"][0]["reason"].startswith("not a readable image")
+    for who, s in (("ada", "s1"), ("bob", "s2")):
+        assert identify(privface.embed(orl / s / "7.pgm"), url)["id"] == who
+    report = privface.enrol(f"sqlite:///{tmp_path}/h.db", {"ada": [orl / "s1" / "1.pgm", orl / "s1" / "2.pgm"],
+                                                           "cy": [orl / "s3" / "1.pgm"]}, "hers", tau=0.9,
+                            insecure_test_params=True)
+    assert report.n == 2 and report.photos == {"ada": {"used": 2, "refused": []}, "cy": {"used": 1, "refused": []}}
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "enrol", "--scheme", "hers", "--gallery",
+                        f"sqlite:///{tmp_path}/i.db", "--tau", "0.9", "--insecure-test-params",
+                        "--photo", f"eve={people / 'ada' / 'grey.png'}"], env=ENV, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode != 0 and "eve: none of its 1 photos has a usable face" in r.stderr

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import PrivfaceError
 from .common import (
     backend_args,
     backend_spec,
@@ -16,13 +17,13 @@ GALLERY_SCHEMES += ("cryptomask",)  # seed 001: 1-bit answer (scale.cryptomask_g
 
 def cmd_gallery_enrol(a) -> int:
     from ..faces.registry import make_backend
-    from ..scale import enrol, open_source
+    from ..scale import enrol
     from ..scale.gallery import cost_note, deployment_defaults
 
     if a.insecure_test_params:
         print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
               file=sys.stderr)
-    source = open_source(a.inputs, lambda: make_backend(**backend_spec(a)))
+    source = _source(a, lambda: make_backend(**backend_spec(a)))
     centring, lift = a.centring, a.lift
     if a.scheme != "cryptomask":  # idface: centred and, for d = 128, lifted (accuracy: docs)
         centring, lift = deployment_defaults(a.scheme, source.dim, centring, lift)
@@ -33,8 +34,40 @@ def cmd_gallery_enrol(a) -> int:
     note = cost_note(report) if hasattr(report, "lift") else None
     if note:
         print(f"privface: {note}", file=sys.stderr)
-    print_result(report.to_dict(), a.json)
+    report.photos = getattr(source, "report", None)
+    out = report.to_dict()
+    photos = out.pop("photos")
+    if a.json and photos is not None:
+        out["photos"] = photos
+    print_result(out, a.json)
+    if not a.json and photos:
+        _print_photos(photos)
     return 0
+
+
+def _source(a, backend_factory):
+    """The enrolment's templates: ``.npy`` rows or one photo per identity (``open_source``), or several photos per
+    identity fused into one template (``--fuse`` folders, ``--photo ID=PATH``)."""
+    from ..scale.sources import FusedImageSource, identity_folders, open_source, photo_pairs
+
+    if a.photo and (a.inputs or a.fuse):
+        raise PrivfaceError("give --photo ID=PATH pairs or input folders, not both")
+    if a.photo:
+        return FusedImageSource(photo_pairs(a.photo), backend_factory())
+    if not a.inputs:
+        raise PrivfaceError("give inputs (.npy files, images, folders) or --photo ID=PATH")
+    if a.fuse:
+        return FusedImageSource(identity_folders(a.inputs), backend_factory())
+    return open_source(a.inputs, backend_factory)
+
+
+def _print_photos(photos: dict) -> None:
+    """Per identity: photos used, and each refused one with the reason."""
+    width = max(len(i) for i in photos)
+    for ident, r in photos.items():
+        print(f"{ident:<{width}}  {r['used']} used" + (f", {len(r['refused'])} refused" if r["refused"] else ""))
+        for f in r["refused"]:
+            print(f"{'':<{width}}    refused {f['photo']}: {f['reason']}")
 
 
 def cmd_gallery_info(a) -> int:
@@ -98,8 +131,14 @@ def register(sub) -> None:
     g.add_argument("--insecure-test-params", action="store_true",
                    help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
-    g.add_argument("inputs", nargs="+", help=".npy embedding files (ids <stem>.<row>) or images / directories "
-                                             "(ids: file stems)")
+    g.add_argument("inputs", nargs="*", help=".npy embedding files (ids <stem>.<row>) or images / directories "
+                                             "(ids: file stems); with --fuse, folders of photos, one per identity")
+    g.add_argument("--fuse", action="store_true",
+                   help="several photos per identity: each input folder is one identity (id = folder name; a folder "
+                        "of folders: one identity per subfolder), its photos fused into one template (normalised "
+                        "mean of the unit embeddings); photos without a usable face are refused and listed")
+    g.add_argument("--photo", action="append", metavar="ID=PATH",
+                   help="a photo of identity ID (repeat: several photos of one identity are fused as with --fuse)")
     backend_args(g)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_gallery_enrol)

@@ -230,6 +230,9 @@ class EnrolReport:
     storage_bytes_per_identity: float
     enrol_s: float
 
+    photos: dict | None = None
+    """Several photos per identity (``sources.FusedImageSource``): per identity the photos used and refused."""
+
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
