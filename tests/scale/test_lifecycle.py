@@ -259,3 +259,114 @@ def test_several_photos_per_identity_are_fused_and_refusals_reported(tmp_path, d
                         "--photo", f"eve={people / 'ada' / 'grey.png'}"], env=ENV, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode != 0 and "eve: none of its 1 photos has a usable face" in r.stderr
+
+
+def _more(tmp_path, n, dim, seed, stem):
+    y = np.random.default_rng(seed).standard_normal((n, dim))
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    np.save(tmp_path / f"{stem}.npy", y.astype(np.float32))
+    return NpySource([tmp_path / f"{stem}.npy"]), y
+
+
+def _block_records(tmp_path):
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "g.db") as db:
+        return sorted(r[0] for r in db.execute("SELECT subject_id FROM records WHERE protocol = 'gallery' AND "
+                                               "subject_id LIKE 'default.block.%'"))
+
+
+@pytest.mark.parametrize("scheme", sorted(TAU))
+def test_add_fills_the_last_block_without_the_secret_key_and_update_replaces(tmp_path, scheme):
+    from privface.scale.lifecycle import add, update
+
+    url, x = _gallery(tmp_path, scheme)
+    src, y = _more(tmp_path, 5, 128, 11, "f")
+    report = add(url, src)
+    assert (report["added"], report["n"], report["blocks_filled"], report["blocks_written"]) == (5, 45, 1, 1)
+    assert list_ids(url) == [f"e.{i}" for i in range(40)] + [f"f.{i}" for i in range(5)]
+    for k in (0, 4):
+        assert identify(y[k], url)["id"] == f"f.{k}"
+    for i in (0, 39):
+        assert identify(x[i], url)["id"] == f"e.{i}"
+    assert _block_records(tmp_path) == sorted(["default.block.000000.g000001",
+                                               *[f"default.block.000000.g000001.part.{p:04d}" for p in range(
+                                                   len(_block_records(tmp_path)) - 1)]])  # generation 0 is gone
+    with pytest.raises(GalleryError, match="already in gallery"):
+        add(url, src)
+    src2, z = _more(tmp_path, 2, 128, 12, "e")  # ids e.0, e.1: new templates for them
+    rep = update(url, src2)
+    assert rep["replaced"] == 2 and rep["n"] == 47
+    assert identify(z[0], url)["id"] == "e.0" and identify(z[1], url)["id"] == "e.1"
+    assert identify(x[0], url)["id"] is None  # the old template is withdrawn (not erased)
+    assert list_ids(url).count("e.0") == 1 and info(url)["identities"] == 45
+
+
+def test_add_seals_a_block_at_its_noise_bound_and_starts_a_new_one(tmp_path, monkeypatch):
+    from privface.scale import schemes
+    from privface.scale.lifecycle import add
+
+    url, x = _gallery(tmp_path, "hers", n=30)
+    monkeypatch.setattr(schemes.HersGallery, "max_sums", lambda self, settings: 1)
+    src, y = _more(tmp_path, 3, 128, 13, "f")
+    report = add(url, src)
+    assert (report["blocks_sealed"], report["blocks_filled"], report["n"]) == (1, 0, 1024 + 3)
+    assert identify(y[2], url)["id"] == "f.2" and identify(x[29], url)["id"] == "e.29"
+    assert info(url)["identities"] == 33 and list_ids(url)[-1] == "f.2"
+
+
+def test_kill_9_during_add_leaves_it_done_or_not_done(tmp_path, monkeypatch):
+    """`privface gallery add` of 6000 templates (a fill and six new blocks, 14 records) killed once a random
+    number of its records is on disk (or after its meta write, or not at all): the gallery holds all of them or
+    none, answers as before or after, and the next change deletes the orphans."""
+    import shutil
+
+    from privface.scale.lifecycle import withdraw
+
+    _, x = _gallery(tmp_path, "hers", n=600, dim=64)
+    y = np.random.default_rng(5).standard_normal((6000, 64))
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    np.save(tmp_path / "f.npy", y.astype(np.float32))
+    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
+    print("PRIVFACE_CRASH_SEED", seed)
+    rng = random.Random(seed)
+    outcomes = []
+    for run in range(4):
+        d = tmp_path / f"run{run}"
+        d.mkdir()
+        for f in ("g.db", "g.keys.db"):
+            shutil.copy(tmp_path / f, d / f)
+        url = f"sqlite:///{d}/g.db"
+        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "add", "--gallery", url,
+                                 str(tmp_path / "f.npy")], env=ENV, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        import sqlite3
+
+        target = rng.randint(1, 16)  # kill once this many records of the new generation are on disk (14: all)
+        while proc.poll() is None:
+            with sqlite3.connect(d / "g.db", timeout=5) as db:
+                if db.execute("SELECT count(*) FROM records WHERE subject_id LIKE 'default.block.%.g%'"
+                              ).fetchone()[0] >= target:
+                    break
+            time.sleep(0.002)
+        killed = proc.poll() is None
+        if killed:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        ids = list_ids(url)
+        done = len(ids) == 6600
+        assert ids == [f"e.{i}" for i in range(600)] + ([f"f.{i}" for i in range(6000)] if done else [])
+        assert identify(x[7], url)["id"] == "e.7"
+        assert identify(y[5000], url)["id"] == ("f.5000" if done else None)
+        with sqlite3.connect(d / "g.db") as db:
+            written = db.execute("SELECT count(*) FROM records WHERE subject_id LIKE 'default.block.%.g%'").fetchone()
+        outcomes.append((killed, done, written[0]))  # records of the new generation on disk when it died
+        monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)  # the lease expired
+        try:
+            withdraw(url, ["e.1"])  # any change collects the orphans
+        finally:
+            monkeypatch.setattr(lay, "lease_clock", time.time)
+        with sqlite3.connect(d / "g.db") as db:
+            keys = [r[0] for r in db.execute("SELECT subject_id FROM records WHERE subject_id LIKE 'default.block.%'")]
+        assert len([k for k in keys if ".part." not in k]) == (7 if done else 1)  # one record per live block
+    print({"kill_outcomes": outcomes})

@@ -97,6 +97,41 @@ def cmd_gallery_remove(a) -> int:
     return 0
 
 
+def cmd_gallery_add(a, replace: bool = False) -> int:
+    from ..faces.registry import make_backend
+    from ..scale.lifecycle import add, update
+
+    source = _source(a, lambda: make_backend(**backend_spec(a)))
+    report = update(a.gallery, source, a.name) if replace else add(a.gallery, source, a.name,
+                                                                   key_store_url=a.key_store, progress=not a.json)
+    if replace:
+        print("privface: the old templates are withdrawn from the answers, NOT erased: the packed block ciphertexts "
+              "still hold them; docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+    report["photos"] = getattr(source, "report", None)
+    photos = report.pop("photos")
+    if a.json and photos is not None:
+        report["photos"] = photos
+    print_result(report, a.json)
+    if not a.json and photos:
+        _print_photos(photos)
+    return 0
+
+
+def cmd_gallery_update(a) -> int:
+    return cmd_gallery_add(a, replace=True)
+
+
+def _input_args(p) -> None:
+    p.add_argument("inputs", nargs="*", help=".npy embedding files (ids <stem>.<row>) or images / directories "
+                                             "(ids: file stems); with --fuse, folders of photos, one per identity")
+    p.add_argument("--fuse", action="store_true",
+                   help="several photos per identity: each input folder is one identity (id = folder name; a folder "
+                        "of folders: one identity per subfolder), its photos fused into one template (normalised "
+                        "mean of the unit embeddings); photos without a usable face are refused and listed")
+    p.add_argument("--photo", action="append", metavar="ID=PATH",
+                   help="a photo of identity ID (repeat: several photos of one identity are fused as with --fuse)")
+
+
 def _store_args(p, key_store: bool = False) -> None:
     p.add_argument("--gallery", required=True, help="store URL of S_local's encrypted blocks, e.g. sqlite:///g.db")
     if key_store:
@@ -131,14 +166,7 @@ def register(sub) -> None:
     g.add_argument("--insecure-test-params", action="store_true",
                    help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
-    g.add_argument("inputs", nargs="*", help=".npy embedding files (ids <stem>.<row>) or images / directories "
-                                             "(ids: file stems); with --fuse, folders of photos, one per identity")
-    g.add_argument("--fuse", action="store_true",
-                   help="several photos per identity: each input folder is one identity (id = folder name; a folder "
-                        "of folders: one identity per subfolder), its photos fused into one template (normalised "
-                        "mean of the unit embeddings); photos without a usable face are refused and listed")
-    g.add_argument("--photo", action="append", metavar="ID=PATH",
-                   help="a photo of identity ID (repeat: several photos of one identity are fused as with --fuse)")
+    _input_args(g)
     backend_args(g)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_gallery_enrol)
@@ -154,3 +182,16 @@ def register(sub) -> None:
     _store_args(r)
     r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")
     r.set_defaults(func=cmd_gallery_remove)
+    ad = gsub.add_parser("add", help="add identities to a gallery without its secret key (hers / idface: fills the "
+                                     "last block's free positions homomorphically, then new blocks; cryptomask: a "
+                                     "new batch); online and crash-safe (one meta write)")
+    _store_args(ad, key_store=True)
+    _input_args(ad)
+    backend_args(ad)
+    ad.set_defaults(func=cmd_gallery_add)
+    up = gsub.add_parser("update", help="replace identities' templates (hers / idface; the old ones are withdrawn "
+                                        "from the answers, not erased); one meta write")
+    _store_args(up)
+    _input_args(up)
+    backend_args(up)
+    up.set_defaults(func=cmd_gallery_update)

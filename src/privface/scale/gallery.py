@@ -60,6 +60,7 @@ from .layout import (
     default_key_store,
     ids_digest,
     new_tau,
+    part_key,
     progress_bar,
     read_json,
     record_key,
@@ -208,6 +209,27 @@ def _meta_settings(meta: dict) -> Settings:
     return settings
 
 
+def block_gens(meta: dict, nblocks: int) -> list[int]:
+    """Each block's live generation: the meta's ``block_gens`` after a gallery change (``scale.lifecycle``), else
+    all 0 (as enrolment writes them)."""
+    gens = meta.get("block_gens")
+    if gens is None:
+        return [0] * nblocks
+    if (not isinstance(gens, list) or len(gens) != nblocks
+            or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gens)):
+        raise GalleryError("gallery meta is damaged (block_gens)")
+    return gens
+
+
+def parts_gen(commit: dict, gen: int) -> int:
+    """The generation whose pieces a commit record names: its own, or (``parts_gen``) an earlier one's, when a
+    change rewrote only the record (a block sealed full by ``scale.lifecycle.add``)."""
+    g = commit.get("parts_gen", gen)
+    if not isinstance(g, int) or isinstance(g, bool) or not 0 <= g <= gen:
+        raise GalleryError("a block commit record is damaged (parts_gen)")
+    return g
+
+
 def _int(v) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise TypeError(f"expected an integer, got {v!r}")
@@ -280,6 +302,9 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
         else:
             meta = read_json(meta_raw, "gallery meta")
             differ = sorted(k for k in wanted if meta.get(k) != wanted[k])
+            if differ and meta.get("block_gens") is not None:
+                raise GalleryError("the gallery was changed by `privface gallery add` since it was enrolled: add "
+                                   "identities with `gallery add`, or use another --gallery to start afresh")
             if differ:
                 raise GalleryError(f"the gallery was enrolled with other settings or inputs ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
@@ -331,15 +356,17 @@ def _storage_bytes(settings: Settings, pub, nblocks: int) -> int:
     return int(nblocks * np.dtype(dtype).itemsize * int(np.prod(shape)))
 
 
-def _put_block(store, name: str, b: int, array: np.ndarray, count: int, ids: list[str]) -> None:
+def _put_block(store, name: str, b: int, array: np.ndarray, count: int, ids: list, gen: int = 0,
+               extra: dict | None = None) -> None:
+    """Block b's pieces, then its commit record (generation ``gen``; ``extra``: more commit entries)."""
     data = np.ascontiguousarray(array)
     raw = memoryview(data).cast("B")
     parts = max(1, -(-len(raw) // PART_BYTES))
     for p in range(parts):
-        store.put(LOCAL, record_key(name, f"{block_key(b)}.part.{p:04d}"), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
+        store.put(LOCAL, record_key(name, part_key(b, gen, p)), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
     commit = {"count": count, "dtype": str(data.dtype), "shape": list(data.shape), "parts": parts,
-              "sha256": hashlib.sha256(raw).hexdigest(), "ids": ids}
-    store.put(LOCAL, record_key(name, block_key(b)), json.dumps(commit).encode())
+              "sha256": hashlib.sha256(raw).hexdigest(), "ids": ids, **(extra or {})}
+    store.put(LOCAL, record_key(name, block_key(b, gen)), json.dumps(commit).encode())
 
 
 # -------------------------------------------------------------------------------------------- loading
@@ -366,7 +393,9 @@ class Gallery:
             if not (isinstance(self.n, int) and self.n >= 1 and self.capacity == self.public.capacity):
                 raise GalleryError("gallery meta is damaged (n, or capacity disagrees with its public key)")
             self.nblocks = -(-self.n // self.capacity)
-            missing = [b for b in range(self.nblocks) if local.get(LOCAL, record_key(name, block_key(b))) is None]
+            self.gens = block_gens(self.meta, self.nblocks)
+            missing = [b for b in range(self.nblocks)
+                       if local.get(LOCAL, record_key(name, block_key(b, self.gens[b]))) is None]
         if missing:
             raise GalleryError(f"the gallery is incomplete ({len(missing)} of {self.nblocks} blocks missing): "
                                "re-run the same `privface gallery enrol` to finish it")
@@ -378,7 +407,8 @@ class Gallery:
         blocks, ids = [], []
         with open_store(self.url) as local:
             for b in indices:
-                commit = read_json(local.get(LOCAL, record_key(self.name, block_key(b))), f"block {b} commit record")
+                commit = read_json(local.get(LOCAL, record_key(self.name, block_key(b, self.gens[b]))),
+                                   f"block {b} commit record")
                 count = commit.get("count")
                 expect = min(self.capacity, self.n - b * self.capacity)
                 if (commit.get("dtype") != dtype or commit.get("shape") != list(shape) or count != expect
@@ -388,7 +418,7 @@ class Gallery:
                 raw = memoryview(arr).cast("B")
                 pos = 0
                 for p in range(int(commit["parts"])):
-                    piece = local.get(LOCAL, record_key(self.name, f"{block_key(b)}.part.{p:04d}"))
+                    piece = local.get(LOCAL, record_key(self.name, part_key(b, parts_gen(commit, self.gens[b]), p)))
                     if piece is None or pos + len(piece) > len(raw):
                         raise GalleryError(f"block {b}: piece {p} missing or too long")
                     raw[pos:pos + len(piece)] = piece
@@ -428,6 +458,7 @@ def gallery_ids(gallery: Gallery) -> list[str]:
     out = []
     with open_store(gallery.url) as local:
         for b in range(gallery.nblocks):
-            commit = read_json(local.get(LOCAL, record_key(gallery.name, block_key(b))), f"block {b} commit record")
+            commit = read_json(local.get(LOCAL, record_key(gallery.name, block_key(b, gallery.gens[b]))),
+                               f"block {b} commit record")
             out.extend(commit["ids"])
     return out

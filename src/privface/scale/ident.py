@@ -26,12 +26,12 @@ import numpy as np
 from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ..protocols.common import read_message
 from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
-from ..protocols.hers.parties import Decision
+from ..protocols.hers.parties import Decision, LocalServer
 from ..store import open_store
 from ..store.base import TemplateStore
 from .gallery import KEY, SCHEMES, Gallery, Settings, gallery_ids
 from .layout import LOCAL as GALLERY
-from .layout import record_key
+from .layout import GalleryError, record_key
 from .schemes import GALLERY_SCHEMES
 from .sources import unit
 
@@ -40,6 +40,8 @@ ATTACH_SPACE = "ident-key"
 CHUNK_BYTES = 3 << 20
 """Residue bytes per ``ScoreChunk`` at most (whole blocks; real parameters: 12 idface / 24 hers blocks)."""
 MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
+EARLIER_LAYOUTS = 4
+"""Earlier layouts (gallery sizes) of the attached gallery S_key still accepts chunks of, for requests in flight."""
 MAX_PENDING, PENDING_TTL = 256, 600.0
 """Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
 
@@ -77,6 +79,7 @@ class KeyRole:
             raise PrivfaceError(f"the key store's record of gallery {name!r} is damaged") from None
         self._sk = sk
         self._gallery = None  # (secret scheme, n, capacity, (scheme adapter, its ScoreChunk layout))
+        self._earlier: list = []  # the layouts before the last attachments (requests in flight while a gallery grew)
         self._pending: dict[bytes, tuple[int, float, int, float]] = {}  # id → (next block, best, index, start)
         self._lock = threading.Lock()
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
@@ -111,7 +114,8 @@ class KeyRole:
         with self._lock:
             if self.store.get(ATTACH_SPACE, f"{self.name}.attach") != frame:
                 self.store.put(ATTACH_SPACE, f"{self.name}.attach", frame)
-                self._pending.clear()  # another layout: chunks of earlier requests no longer fit
+            if self._gallery is not None and self._gallery[1] != gallery[1]:  # the gallery grew (scale.lifecycle.add)
+                self._earlier = ([self._gallery] + self._earlier)[:EARLIER_LAYOUTS]
             self._gallery = gallery
         return Attached(self._pk_sha256, msg.n)
 
@@ -120,8 +124,14 @@ class KeyRole:
         state read or kept)."""
         if self._gallery is None:
             raise ProtocolError("no gallery attached (the local server attaches when it starts)")
-        secret, n, capacity, (adapter, layout) = self._gallery
-        counts = block_counts(n, capacity)
+        for gallery in [self._gallery, *self._earlier]:  # earlier: requests begun before the gallery grew
+            secret, n, capacity, (adapter, layout) = gallery
+            counts = block_counts(n, capacity)
+            if msg.total == len(counts) and msg.counts == counts[msg.offset:msg.offset + len(msg.counts)]:
+                break
+        else:
+            secret, n, capacity, (adapter, layout) = self._gallery
+            counts = block_counts(n, capacity)
         if len(msg.request_id) != 16:
             raise ProtocolError("request id must be 16 bytes")
         if msg.total != len(counts) or not msg.counts or msg.offset + len(msg.counts) > msg.total:
@@ -167,18 +177,21 @@ class LocalRole:
     (Query → Result) runs IP_DB, sends the message in ``ScoreChunk``s and resolves the decision."""
 
     def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None) -> None:
-        self.gallery = Gallery(gallery_url, name)
-        self.local = self.gallery.local_server()
         self._store = open_store(gallery_url)  # the meta is read once per identification (``refresh``)
         self._meta = self._store.get(GALLERY, record_key(name, "meta"))
+        self.gallery = Gallery(gallery_url, name)
+        local = self.gallery.local_server()
+        self.view: tuple[LocalServer, list[str | None]] = (local, local.ids)
+        self._reload = threading.Lock()
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
-        g = self.gallery
-        attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, g.n, g.capacity, g.pk_bytes,
-                                                             s.lift, s.lift_seed)))
-        if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
-            raise ProtocolError("the key server holds the key of another gallery")
+        self._attach(self.gallery)
+
+    @property
+    def local(self) -> LocalServer:
+        """The current view's S_local (blocks and ids)."""
+        return self.view[0]
 
     def query(self, body) -> np.ndarray:
         raw = read_message(Query, body).template
@@ -193,20 +206,51 @@ class LocalRole:
         except TemplateError as e:
             raise ProtocolError(f"Query: {e}") from None
 
-    def refresh(self) -> list[str | None]:
-        """The ids to resolve this identification with: re-read from the commit records when the meta changed
-        (``scale.lifecycle.withdraw`` bumps its ``gen`` after rewriting them), else the ones held."""
+    def refresh(self) -> tuple[LocalServer, list[str | None]]:
+        """The gallery view to answer this identification with (blocks and ids). When the meta changed
+        (``scale.lifecycle``: a withdrawal rewrote ids, an add wrote new block generations), the gallery is read
+        again — only the blocks whose generation changed are loaded —, S_key is attached to the new layout, and
+        the new view replaces the old in one assignment: identifications in flight finish on the view they took."""
         meta = self._store.get(GALLERY, record_key(self.gallery.name, "meta"))
-        if meta != self._meta:
-            ids = gallery_ids(self.gallery)
-            if len(ids) != len(self.local.ids):
-                raise ProtocolError("the gallery's layout changed: restart the local server")
-            self.local.ids, self._meta = ids, meta  # one assignment: identifications in flight keep their list
-        return self.local.ids
+        if meta == self._meta:
+            return self.view
+        with self._reload:
+            if meta == self._meta:
+                return self.view
+            for attempt in range(5):
+                try:
+                    gallery = Gallery(self.gallery.url, self.gallery.name)
+                    changed = [b for b in range(gallery.nblocks)
+                               if b >= self.gallery.nblocks or gallery.gens[b] != self.gallery.gens[b]]
+                    blocks, _ = gallery.load_blocks(changed)
+                    ids = gallery_ids(gallery)
+                    break
+                except GalleryError:  # a generation was replaced while being read: read the new meta again
+                    if attempt == 4:
+                        raise
+                    time.sleep(0.05 * (attempt + 1))
+            old, _ = self.view
+            local = LocalServer(gallery.public)
+            local.blocks = list(old.blocks[:gallery.nblocks]) + [None] * max(0, gallery.nblocks - len(old.blocks))
+            for b, block in zip(changed, blocks):
+                local.blocks[b] = block
+            local.ids = ids
+            if gallery.n != self.gallery.n:
+                self._attach(gallery)
+            self.gallery, self._meta = gallery, meta
+            self.view = (local, ids)
+            return self.view
+
+    def _attach(self, g: Gallery) -> None:
+        s = g.settings
+        attached = read_message(Attached, self.key.attach(Attach(s.scheme, s.dim, s.beta, g.n, g.capacity, g.pk_bytes,
+                                                                 s.lift, s.lift_seed)))
+        if attached.pk_sha256 != hashlib.sha256(g.pk_bytes).digest() or attached.n != g.n:
+            raise ProtocolError("the key server holds the key of another gallery")
 
     def identify(self, body) -> Result:
-        ids = self.refresh()
-        msg = self.local.identify_request(self.query(body))
+        local, ids = self.refresh()
+        msg = local.identify_request(self.query(body))
         index = Decision(self._ask(msg)).index
         if index is not None and not 0 <= index < len(ids):
             raise ProtocolError("key server returned an index outside the gallery")

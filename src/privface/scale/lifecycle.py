@@ -1,4 +1,18 @@
-"""A gallery after enrolment: ``info``, ``list_ids`` and ``withdraw`` (``privface gallery info | list | remove``).
+"""A gallery after enrolment: ``info``, ``list_ids``, ``add`` and ``withdraw`` (``privface gallery info | list | add |
+remove``).
+
+``add`` puts new identities into a hers / idface-ckks / idface-paillier gallery without the secret key (seed 003
+§3.1: ENC_DB under the public key, blocks added homomorphically). The last block's free positions are filled by
+adding an encryption of the new templates at those positions (zeros elsewhere) to its ciphertexts, while the
+scheme's decryption bound allows one more summed encryption (``GalleryScheme.max_sums``; commit entry ``sums``);
+otherwise the last block is sealed (its free positions become empty ids, scoring 0) and new blocks follow. Every
+changed or new block is written as a new generation (``layout.block_key(b, gen)``), then the meta — the gallery's
+one pointer: ``n``, ``gen`` and each block's live generation ``block_gens`` — is replaced in one store write, then
+the superseded generations are deleted (``secure_delete``, WAL purged). A crash before the meta write leaves the
+gallery as it was (orphan records, deleted by the next change); after it, the change is done. Readers read the
+meta once and the generations it names; a running local server (``scale.ident.LocalRole``) loads the changed
+blocks, re-attaches to the key server (which still accepts the previous layout for identifications in flight) and
+swaps its view in one assignment. cryptomask: ``add`` appends a batch (seed 001 Alg. 1, ``cryptomask_gallery``).
 
 ``info`` and ``list_ids`` read the gallery store's meta and commit records (``scale.layout``) of any scheme; no
 ciphertext is read. ``withdraw`` takes identities out of the answers of a hers / idface-ckks / idface-paillier
@@ -27,6 +41,7 @@ from .layout import (
     GalleryError,
     block_key,
     default_key_store,
+    part_key,
     read_json,
     record_key,
     stored_scheme,
@@ -57,7 +72,7 @@ def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]]]:
     out = []
     with open_store(gallery_url) as local:
         for b in range(g.nblocks):
-            commit = read_json(local.get(LOCAL, record_key(name, block_key(b))), f"block {b} commit record")
+            commit = read_json(local.get(LOCAL, record_key(name, block_key(b, g.gens[b]))), f"block {b} commit record")
             out.append(list(commit["ids"]))
     return scheme, out
 
@@ -128,9 +143,10 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
 
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         g = Gallery(gallery_url, name)
+        collect(local, name, g.meta, g.nblocks)
         commits, where = {}, {}
         for b in range(g.nblocks):
-            key = record_key(name, block_key(b))
+            key = record_key(name, block_key(b, g.gens[b]))
             commit = read_json(local.get(LOCAL, key), f"block {b} commit record")
             for slot, i in enumerate(commit["ids"]):
                 if i in wanted and i not in where:
@@ -144,7 +160,7 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
             commits[b]["ids"][slot] = None
         for b, commit in sorted(commits.items()):
             lease.check()
-            local.put(LOCAL, record_key(name, block_key(b)), json.dumps(commit).encode())
+            local.put(LOCAL, record_key(name, block_key(b, g.gens[b])), json.dumps(commit).encode())
         lease.check()
         meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
         meta["gen"] = int(meta.get("gen", 0)) + 1
@@ -154,4 +170,132 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
             "store_purged": purged}
 
 
-__all__ = ["info", "list_ids", "withdraw"]
+def _referenced(local, name: str, meta: dict, nblocks: int) -> set[str]:
+    """The store keys the meta's generations name: each block's commit record and its pieces."""
+    from .gallery import block_gens, parts_gen
+
+    keep = set()
+    for b, g in enumerate(block_gens(meta, nblocks)):
+        key = record_key(name, block_key(b, g))
+        commit = read_json(local.get(LOCAL, key), f"block {b} commit record")
+        keep.add(key)
+        pg = parts_gen(commit, g)
+        keep.update(record_key(name, part_key(b, pg, p)) for p in range(int(commit["parts"])))
+    return keep
+
+
+def collect(local, name: str, meta: dict, nblocks: int) -> int:
+    """Delete every block record of gallery ``name`` the meta does not name (superseded generations, orphans of a
+    change that crashed before its meta write); the number deleted."""
+    keep = _referenced(local, name, meta, nblocks)
+    gone = [k for k in local.ids(LOCAL) if k.startswith(f"{name}.block.") and k not in keep]
+    for k in gone:
+        local.delete(LOCAL, k)
+    return len(gone)
+
+
+def add(gallery_url: str, source, name: str = "default", *, key_store_url: str | None = None,
+        progress: bool = False) -> dict:
+    """Add ``source``'s identities to a gallery (module docstring); ids already answered are refused (GalleryError,
+    nothing written). Returns ``{"added", "n", "blocks_written", "blocks_filled", "blocks_sealed", "generation",
+    "seconds"}``; cryptomask: its enrolment report (a new batch, seed 001 Alg. 1)."""
+    scheme = _scheme(gallery_url, name)
+    adapter = GALLERY_SCHEMES[scheme]
+    if adapter.own_layout:
+        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name).to_dict()
+    return _change(gallery_url, source, name, replace=False)
+
+
+def update(gallery_url: str, source, name: str = "default") -> dict:
+    """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
+    write), each old slot is withdrawn and the new template added as by ``add``. Like ``withdraw``, the old
+    template stays in its block's ciphertext (module docstring of ``withdraw``): not erasure."""
+    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
+        raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
+                           "gallery, seed 001 Alg. 3): re-enrol the gallery")
+    return _change(gallery_url, source, name, replace=True)
+
+
+def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
+    import time
+
+    from .gallery import Gallery, _put_block, parts_gen
+
+    t0 = time.perf_counter()
+    new_ids = list(source.ids)
+    if len(set(new_ids)) != len(new_ids):
+        raise GalleryError("the identities given repeat an id")
+    with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
+        g = Gallery(gallery_url, name)
+        adapter = g.settings.adapter
+        collect(local, name, g.meta, g.nblocks)
+        if source.dim != g.settings.dim:
+            raise GalleryError(f"the gallery holds d = {g.settings.dim} templates, these have d = {source.dim}")
+        commits = [read_json(local.get(LOCAL, record_key(name, block_key(b, gb))), f"block {b} commit record")
+                   for b, gb in enumerate(g.gens)]
+        slots = [list(c["ids"]) for c in commits]
+        where = {i: (b, k) for b, block in enumerate(slots) for k, i in enumerate(block) if i is not None}
+        if replace:
+            missing = [i for i in new_ids if i not in where]
+            if missing:
+                raise GalleryError(f"not in gallery {name!r}: {', '.join(missing[:10])} (`gallery add` adds)")
+            for i in new_ids:
+                b, k = where[i]
+                slots[b][k] = None
+        else:
+            dup = [i for i in new_ids if i in where]
+            if dup:
+                raise GalleryError(f"already in gallery {name!r}: {', '.join(dup[:10])} (`gallery update` replaces)")
+        touched = {where[i][0] for i in new_ids} if replace else set()
+        x = source.templates(0, len(new_ids))
+        settings, pub, cap = g.settings, g.public_context, g.capacity
+        gen = int(g.meta.get("gen", 0)) + 1
+        gens, n = list(g.gens), g.n
+        writes, records, filled, sealed, pos = [], {}, 0, 0, 0
+        last = g.nblocks - 1
+        last_count = n - last * cap
+        if last_count < cap:
+            sums = int(commits[last].get("sums", 1))
+            if sums + 1 <= adapter.max_sums(settings):
+                k = min(cap - last_count, len(new_ids))
+                old = adapter.block_to_array(g.load_blocks([last])[0][0], pub)
+                fresh = adapter.block_to_array(g.public.enc_db(x[:k], offset=last_count), pub)
+                writes.append((last, adapter.add_arrays(settings, pub, old, fresh), last_count + k,
+                               slots[last] + new_ids[:k], {"sums": sums + 1}))
+                pos, filled, n = k, 1, n + k
+            else:  # sealed full: its free positions become empty ids
+                slots[last] += [None] * (cap - last_count)
+                touched.add(last)
+                n = last * cap + cap
+                sealed = 1
+        for b in sorted(touched - {w[0] for w in writes}):  # only the ids change: a new record, the same pieces
+            records[b] = dict(commits[b], count=len(slots[b]), ids=slots[b], parts_gen=parts_gen(commits[b], gens[b]))
+        b = g.nblocks
+        while pos < len(new_ids):
+            k = min(cap, len(new_ids) - pos)
+            writes.append((b, adapter.block_to_array(g.public.enc_db(x[pos:pos + k]), pub), k,
+                           new_ids[pos:pos + k], {}))
+            pos, b, n = pos + k, b + 1, n + k
+        for blk, record in records.items():
+            lease.check()
+            local.put(LOCAL, record_key(name, block_key(blk, gen)), json.dumps(record).encode())
+            gens[blk] = gen
+        for blk, arr, count, ids, extra in writes:
+            lease.check()
+            _put_block(local, name, blk, arr, count, ids, gen, extra)
+            if blk < len(gens):
+                gens[blk] = gen
+            else:
+                gens.append(gen)
+            lease.renew()
+        meta = dict(g.meta, n=n, gen=gen, block_gens=gens)
+        lease.check()
+        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
+        collect(local, name, meta, len(gens))
+        purged = local.purge()
+    return {"replaced" if replace else "added": len(new_ids), "n": n, "blocks_written": len(writes) + len(records),
+            "blocks_filled": filled, "blocks_sealed": sealed, "generation": gen, "store_purged": purged,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+__all__ = ["add", "collect", "info", "list_ids", "update", "withdraw"]
