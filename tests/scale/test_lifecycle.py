@@ -294,11 +294,16 @@ def test_add_fills_the_last_block_without_the_secret_key_and_update_replaces(tmp
                                                    len(_block_records(tmp_path)) - 1)]])  # generation 0 is gone
     with pytest.raises(GalleryError, match="already in gallery"):
         add(url, src)
-    src2, z = _more(tmp_path, 2, 128, 12, "e")  # ids e.0, e.1: new templates for them
-    rep = update(url, src2)
-    assert rep["replaced"] == 2 and rep["n"] == 47
+    src2, z = _more(tmp_path, 3, 128, 12, "e")  # ids e.0, e.1, e.2: new templates for them
+    z[2] = x[2] + 0.1 * np.random.default_rng(99).standard_normal(128)  # e.2: a new photo of the same person
+    z[2] /= np.linalg.norm(z[2])
+    np.save(tmp_path / "e.npy", z.astype(np.float32))
+    rep = update(url, NpySource([tmp_path / "e.npy"]))
+    assert rep["replaced"] == 3 and rep["n"] == 48
     assert identify(z[0], url)["id"] == "e.0" and identify(z[1], url)["id"] == "e.1"
-    assert identify(x[0], url)["id"] is None  # the old template is withdrawn (not erased)
+    assert identify(x[0], url)["id"] is None  # the old template answers nobody (withdrawn, not erased)
+    # the old slot of e.2 scores as high as its new one, but S_key leaves withdrawn slots out of its argmax
+    assert identify(x[2], url)["id"] == "e.2"
     assert list_ids(url).count("e.0") == 1 and info(url)["identities"] == 45
 
 

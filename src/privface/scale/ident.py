@@ -29,6 +29,7 @@ from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Resu
 from ..protocols.hers.parties import Decision, LocalServer
 from ..store import open_store
 from ..store.base import TemplateStore
+from ..wire import WireError
 from .gallery import KEY, SCHEMES, Gallery, Settings, gallery_ids
 from .layout import LOCAL as GALLERY
 from .layout import GalleryError, record_key
@@ -84,7 +85,10 @@ class KeyRole:
         self._lock = threading.Lock()
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
         if saved is not None:
-            self._gallery = self._open(read_message(Attach, saved))
+            try:
+                self._gallery = self._open(read_message(Attach, saved))
+            except WireError:  # kept by an earlier build (Attach had no ``empty``): the local server attaches again
+                self._gallery = None
 
     def _open(self, msg: Attach):
         if hashlib.sha256(msg.public_context).digest() != self._pk_sha256:
@@ -105,7 +109,16 @@ class KeyRole:
             raise ProtocolError(f"Attach: {e}") from None
         if secret.capacity != msg.capacity:
             raise ProtocolError("Attach: block capacity disagrees with the scheme's")
-        return secret, msg.n, msg.capacity, (settings.adapter, settings.adapter.score_layout(public))
+        empty = None
+        if msg.empty is not None:
+            if len(msg.empty) != -(-msg.n // 8):
+                raise ProtocolError(f"Attach: the empty-slot bitmap has {len(msg.empty)} bytes, n = {msg.n} needs "
+                                    f"{-(-msg.n // 8)}")
+            bits = np.unpackbits(np.frombuffer(msg.empty, dtype=np.uint8), bitorder="little")
+            if bits[msg.n:].any():
+                raise ProtocolError("Attach: the empty-slot bitmap marks slots beyond n")
+            empty = bits[:msg.n].astype(bool)
+        return secret, msg.n, msg.capacity, (settings.adapter, settings.adapter.score_layout(public)), empty
 
     def attach(self, body) -> Attached:
         msg = read_message(Attach, body)
@@ -125,12 +138,12 @@ class KeyRole:
         if self._gallery is None:
             raise ProtocolError("no gallery attached (the local server attaches when it starts)")
         for gallery in [self._gallery, *self._earlier]:  # earlier: requests begun before the gallery grew
-            secret, n, capacity, (adapter, layout) = gallery
+            secret, n, capacity, (adapter, layout), empty = gallery
             counts = block_counts(n, capacity)
             if msg.total == len(counts) and msg.counts == counts[msg.offset:msg.offset + len(msg.counts)]:
                 break
         else:
-            secret, n, capacity, (adapter, layout) = self._gallery
+            secret, n, capacity, (adapter, layout), empty = self._gallery
             counts = block_counts(n, capacity)
         if len(msg.request_id) != 16:
             raise ProtocolError("request id must be 16 bytes")
@@ -140,14 +153,14 @@ class KeyRole:
         if msg.counts != counts[msg.offset:msg.offset + len(msg.counts)]:
             raise ProtocolError("ScoreChunk: block counts differ from the gallery's layout")
         try:  # lengths; idface-paillier: every ciphertext a unit of Z_N²
-            return secret, capacity, adapter.scores_from_residues(msg.residues, list(msg.counts), layout)
+            return secret, capacity, adapter.scores_from_residues(msg.residues, list(msg.counts), layout), empty
         except (CryptoError, PrivfaceError) as e:
             raise ProtocolError(f"ScoreChunk: {e}") from None
 
     def decide(self, body) -> KeyDecision | None:
         """Fold one chunk into the request's running best (first index on ties, as ``KeyServer.decide``)."""
         msg = read_message(ScoreChunk, body)
-        secret, capacity, scores_msg = self._check(msg)
+        secret, capacity, scores_msg, empty = self._check(msg)
         with self._lock:
             now = time.monotonic()
             for rid in [r for r, (*_, t) in self._pending.items() if now - t > PENDING_TTL]:
@@ -159,6 +172,9 @@ class KeyRole:
             if done == 0 and not last and len(self._pending) >= MAX_PENDING:
                 raise ProtocolError("too many open requests at the key server")
         scores = secret.decrypt_scores(scores_msg)  # checks residues < primes; ProtocolError if tampered
+        if empty is not None:  # withdrawn slots and a sealed block's free positions answer nobody
+            base = msg.offset * capacity
+            scores = np.where(empty[base:base + len(scores)], -np.inf, scores)
         j = int(np.argmax(scores))
         if scores[j] > best:
             best, index = float(scores[j]), msg.offset * capacity + j
@@ -186,7 +202,7 @@ class LocalRole:
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
-        self._attach(self.gallery)
+        self._attach(self.gallery, local.ids)
 
     @property
     def local(self) -> LocalServer:
@@ -235,16 +251,18 @@ class LocalRole:
             for b, block in zip(changed, blocks):
                 local.blocks[b] = block
             local.ids = ids
-            if gallery.n != self.gallery.n:
-                self._attach(gallery)
+            if ids != self.view[1]:  # a new size or other empty slots: S_key's layout changes
+                self._attach(gallery, ids)
             self.gallery, self._meta = gallery, meta
             self.view = (local, ids)
             return self.view
 
-    def _attach(self, g: Gallery) -> None:
+    def _attach(self, g: Gallery, ids: list[str | None]) -> None:
         s = g.settings
+        empty = np.array([i is None for i in ids], dtype=bool)
+        bitmap = np.packbits(empty, bitorder="little").tobytes() if empty.any() else None
         attached = read_message(Attached, self.key.attach(Attach(s.scheme, s.dim, s.beta, g.n, g.capacity, g.pk_bytes,
-                                                                 s.lift, s.lift_seed)))
+                                                                 s.lift, s.lift_seed, bitmap)))
         if attached.pk_sha256 != hashlib.sha256(g.pk_bytes).digest() or attached.n != g.n:
             raise ProtocolError("the key server holds the key of another gallery")
 
