@@ -10,7 +10,7 @@ use):
     embed(image, which="single")    → the face's embedding (refuses two faces of about the same size:
                                       AmbiguousFaceError; which="largest" or N chooses); "all": one row per face
     distance(known, candidate)      → Euclidean distance(s) between embeddings
-    compare(known, candidate, tolerance=0.6) → same person? (distance ≤ tolerance)
+    compare(known, candidate, tolerance=None) → same person? (distance ≤ tolerance; default 0.53 for dlib, shared)
 
 One client per protocol, each talking to a running ``privface serve``:
     Im2020Client (im2020, 1:1 verification), DeviceClient (gsm, the user's device), KolbergClient (kolberg),
@@ -116,8 +116,9 @@ def distance(known, candidate) -> Any:
 
 
 def compare(known, candidate, tolerance: float | None = None) -> Any:
-    """Same person? ``distance(known, candidate) ≤ tolerance`` (default: the backend's threshold, 0.6, dlib's
-    published one). A bool for one known embedding, a list of bools for a list of them (``compare_faces``)."""
+    """Same person? ``distance(known, candidate) ≤ tolerance`` (default: the backend's threshold, 0.53 for dlib — the
+    one `privface compare` and every protocol's default use, ``faces.thresholds``). A bool for one known
+    embedding, a list of bools for a list of them (``compare_faces``)."""
     import numpy as np
 
     limit = _backend().threshold if tolerance is None else tolerance

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { chromium, type Page } from "playwright-core";
 
 type Step =
-  | { do: "goto" }
+  | { do: "goto"; path?: string }
   | { do: "subject"; id: string }
   | { do: "photo"; path: string }
   | { do: "camera" }
@@ -18,6 +18,7 @@ type Step =
   | { do: "import_key"; path: string }
   | { do: "export_key"; path: string }
   | { do: "screenshot"; path: string }
+  | { do: "layout" }
   | { do: "clear_storage" }
   | { do: "offline" }
   | { do: "keys" }
@@ -98,10 +99,10 @@ async function main(): Promise<void> {
       let res: Record<string, unknown> = {};
       switch (step.do) {
         case "goto": {
-          const resp = await page.goto(job.url + "/app/" + (job.query ?? ""), { waitUntil: "load" });
+          const resp = await page.goto(job.url + (step.path ?? "/app/") + (job.query ?? ""), { waitUntil: "load" });
           await page.waitForFunction(() => document.getElementById("status")!.textContent !== "Loading…", null, { timeout });
           res = { http: resp?.status(), csp: resp?.headers()["content-security-policy"] ?? null,
-            status: await page.textContent("#status") };
+            status: await page.textContent("#status"), url: page.url() };
           break;
         }
         case "subject":
@@ -152,6 +153,25 @@ async function main(): Promise<void> {
         }
         case "screenshot":
           await page.screenshot({ path: step.path, fullPage: true });
+          break;
+        case "layout": // widths and positions as laid out, without scrolling (the report page's responsive tables)
+          res = { layout: await page.evaluate(() => {
+            const box = (e: Element) => e.getBoundingClientRect();
+            return {
+              viewport: { width: innerWidth, height: innerHeight },
+              document_width: document.documentElement.scrollWidth,
+              tables: [...document.querySelectorAll("table")].map((t) => ({
+                class: t.className, right: box(t).right, scroll_width: t.parentElement!.scrollWidth,
+                client_width: t.parentElement!.clientWidth,
+                cells: [...t.querySelectorAll("td")].map((c) => ({
+                  label: c.getAttribute("data-label"), width: box(c).width, right: box(c).right,
+                  shown: getComputedStyle(c).display !== "none" && getComputedStyle(c).visibility !== "hidden" })),
+              })),
+              images: [...document.querySelectorAll("img")].map((i) => ({
+                src: i.getAttribute("src"), top: box(i).top, bottom: box(i).bottom, loaded: i.complete && i.naturalWidth > 0,
+                loading: i.getAttribute("loading") })),
+            };
+          }) };
           break;
         case "offline": // the server becomes unreachable: every protocol call fails at the network level
           await page.route("**/v1/**", (r) => r.abort("connectionrefused"));

@@ -10,6 +10,7 @@ from .common import (
     http_args,
     http_kw,
     http_stats,
+    human,
     one_face,
     print_result,
 )
@@ -73,7 +74,7 @@ def _print_bit(out: dict, face: dict, as_json: bool) -> None:
         print_result(out, True)
         return
     print("match" if out["match"] else "no match")
-    print("  ".join(f"{k} {v}" for k, v in out.items()
+    print("  ".join(f"{k} {human(k, v)}" for k, v in out.items()
                     if k not in ("match", "accepted", "id", "answer", "bytes_per_phase", "exchanges")))
     print(out["answer"])
 
@@ -135,7 +136,7 @@ def _identify_gallery(a, name: str) -> int:
         print_result(out, True)
     else:
         print(out["id"] if out["accepted"] else "no match")
-        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("id", "accepted")))
+        print("  ".join(f"{k} {human(k, v)}" for k, v in out.items() if k not in ("id", "accepted")))
     return 0 if out["accepted"] else 1
 
 

@@ -77,7 +77,7 @@ function explain(e: unknown): string {
   if (e instanceof KeyFileError) return `${e.message}. Nothing was changed.`;
   if (e instanceof ServiceError) {
     if (e.status === 0) return e.kind === "Unreachable" ? "The server cannot be reached. Nothing was stored." : e.message;
-    if (e.status === 404) return `${e.message}. Not enrolled at this server?`;
+    if (e.status === 404) return e.kind === "NotEnrolledError" ? `${e.message} at this server.` : `The server refused: ${e.message}`;
     if (e.status === 401) return `This server needs an API key (under "Server API key"): ${e.message}`;
     return `The server refused: ${e.message}`;
   }
