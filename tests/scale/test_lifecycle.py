@@ -375,3 +375,75 @@ def test_kill_9_during_add_leaves_it_done_or_not_done(tmp_path, monkeypatch):
             keys = [r[0] for r in db.execute("SELECT subject_id FROM records WHERE subject_id LIKE 'default.block.%'")]
         assert len([k for k in keys if ".part." not in k]) == (7 if done else 1)  # one record per live block
     print({"kill_outcomes": outcomes})
+
+
+def test_add_and_update_over_http_while_a_client_identifies(tmp_path):
+    """`gallery/add` (scope enrol) and `gallery/update` (scope admin) on the local server while a client identifies
+    a new person and an enrolled one in a loop: 0 errors; the new person is "no match" until the add, then found;
+    the enrolled one is found throughout, also after an update with a new photo of the same person (its old slot
+    scores as high, and S_key leaves it out). Bad bodies get 400 and change nothing."""
+    from privface.service.app import create_app
+    from privface.service.auth import ApiKeys
+    from privface.service.bindings.hers import IdentService
+    from privface.service.clients.hers import IdentClient
+    from privface.service.launch import serve_in_thread
+    from privface.store.sqlite import SQLiteStore
+
+    url, x = _gallery(tmp_path, "hers", n=30, dim=64)
+    new = np.random.default_rng(21).standard_normal(64)
+    new /= np.linalg.norm(new)
+    again = x[5] + 0.1 * np.random.default_rng(22).standard_normal(64)
+    key_store, local_store = SQLiteStore(tmp_path / "g.keys.db"), SQLiteStore(tmp_path / "local.db")
+    key_keys, local_keys = ApiKeys(key_store), ApiKeys(local_store)
+    internal = key_keys.create("internal", name="local server")[1]
+    key = IdentService(key_store, role="key", insecure_test_params=True)
+    answers, errors, stop = [], [], threading.Event()
+    with serve_in_thread(create_app(key_store, [key], keys=key_keys)) as key_url:
+        local = IdentService(local_store, role="local", gallery_url=url, key_url=key_url, key_api_key=internal)
+        with serve_in_thread(create_app(local_store, [local], keys=local_keys)) as local_url:
+            verify, enrol_key, admin = (local_keys.create(s)[1] for s in ("verify", "enrol", "admin"))
+
+            def loop():
+                with IdentClient(local_url, api_key=verify) as c:
+                    while not stop.is_set():
+                        try:
+                            answers.append((c.identify(new), c.identify(x[5])))
+                        except Exception as e:  # noqa: BLE001 (every error counts)
+                            errors.append(repr(e))
+
+            def post(step, body, k):
+                return httpx.post(f"{local_url}/v1/ident/{step}", content=json.dumps(body).encode(), timeout=120,
+                                  headers={"content-type": "application/octet-stream", "authorization": f"Bearer {k}"})
+
+            def wait(more):
+                n = len(answers)
+                while len(answers) < n + more and not errors:
+                    time.sleep(0.05)
+
+            t = threading.Thread(target=loop)
+            t.start()
+            wait(3)
+            body = {"ids": ["g.0"], "templates": [new.tolist()]}
+            assert post("gallery/add", body, verify).status_code == 403
+            for bad in ({"ids": ["g.0"]}, {"ids": ["g.0"], "templates": [[1.0] * 63]},
+                        {"ids": ["g.0"], "templates": [[1e300] * 64]}, {"ids": ["e.1"], "templates": [new.tolist()]},
+                        {"ids": ["bad id"], "templates": [new.tolist()]}):
+                assert post("gallery/add", bad, enrol_key).status_code == 400, bad
+            r = post("gallery/add", body, enrol_key)
+            assert r.status_code == 200 and r.json()["added"] == 1, r.text
+            wait(3)
+            upd = {"ids": ["e.5"], "templates": [again.tolist()]}
+            assert post("gallery/update", upd, enrol_key).status_code == 403  # replacing needs admin
+            r = post("gallery/update", upd, admin)
+            assert r.status_code == 200 and r.json()["replaced"] == 1, r.text
+            wait(3)
+            stop.set()
+            t.join()
+    key_store.close()
+    local_store.close()
+    assert errors == []
+    firsts = [a for a, _ in answers]
+    cut = firsts.index("g.0")
+    assert firsts[:cut] == [None] * cut and firsts[cut:] == ["g.0"] * (len(firsts) - cut)
+    assert [b for _, b in answers] == ["e.5"] * len(answers)
+    assert list_ids(url)[-2:] == ["g.0", "e.5"]

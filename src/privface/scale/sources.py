@@ -84,6 +84,19 @@ class ImageSource(Source):
         return unit(np.stack([self.backend.embed(str(f)) for f in self.files[lo:hi]]))
 
 
+class ArraySource(Source):
+    """Templates given as an array with their ids (a request to the local server: ``service.bindings.hers``)."""
+
+    def __init__(self, ids: list[str], x) -> None:
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[0] != len(ids) or not ids:
+            raise TemplateError(f"need one template row per id, got {x.shape} for {len(ids)} ids")
+        self.ids, self._x, self.dim = list(ids), unit(x), int(x.shape[1])
+
+    def templates(self, lo: int, hi: int) -> np.ndarray:
+        return self._x[lo:hi]
+
+
 class FusedImageSource(Source):
     """Several photos per identity, fused into one template each: the normalised mean of the photos' unit
     embeddings (docs/operations.md, "Several photos per identity": it beats the medoid on ORL). ``identities``

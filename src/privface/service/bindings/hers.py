@@ -12,6 +12,10 @@ Local server (``role="local"``, the encrypted gallery; calls the key server over
     ``gallery/list``    {} → {"ids": [...]} (JSON)                                                scope admin
     ``gallery/remove``  {"ids": [...]} → the withdrawal report (JSON, ``scale.lifecycle.withdraw``: taken out of
                         the answers, online; not erased)                                         scope admin
+    ``gallery/add``     {"ids": [...], "templates": [[d floats], …]} → the add report (``scale.lifecycle.add``:
+                        encrypted here under the public key — S_local sees plaintext templates, as it sees
+                        every query in seed 003 §3.2)                                           scope enrol
+    ``gallery/update``  the same body → ``scale.lifecycle.update`` (the old templates withdrawn)  scope admin
 """
 from __future__ import annotations
 
@@ -27,10 +31,12 @@ from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
-LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB}
+LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB,
+                "gallery/add": 4 * _MB, "gallery/update": 4 * _MB}
 SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify", "gallery/info": "admin",
-          "gallery/list": "admin", "gallery/remove": "admin"}
+          "gallery/list": "admin", "gallery/remove": "admin", "gallery/add": "enrol", "gallery/update": "admin"}
 MAX_REMOVE = 1000  # ids per ``gallery/remove`` request
+MAX_ADD = 256  # templates per ``gallery/add`` / ``gallery/update`` request
 """The API-key scope each step needs (service/auth.py): clients identify with ``verify``; only the local
 server (an ``internal`` key) talks to the key server."""
 
@@ -102,13 +108,37 @@ class IdentService:
             if step == "gallery/list":
                 return {"ids": lifecycle.list_ids(url, name)}
             ids = msg.get("ids")
-            if (set(msg) != {"ids"} or not isinstance(ids, list) or not 1 <= len(ids) <= MAX_REMOVE
+            most = MAX_REMOVE if step == "gallery/remove" else MAX_ADD
+            if (set(msg) != ({"ids"} if step == "gallery/remove" else {"ids", "templates"})
+                    or not isinstance(ids, list) or not 1 <= len(ids) <= most
                     or not all(isinstance(i, str) for i in ids)):
-                raise MessageError(f"expected {{\"ids\": [1 to {MAX_REMOVE} gallery ids]}}")
+                raise MessageError(f"expected {{\"ids\": [1 to {most} gallery ids]"
+                                   + ("}" if step == "gallery/remove" else ", \"templates\": [one per id]}"))
             for i in ids:
                 check_key("gallery", i)
-            report = lifecycle.withdraw(url, ids, name)
+            if step == "gallery/remove":
+                report = lifecycle.withdraw(url, ids, name)
+            else:
+                report = getattr(lifecycle, step.split("/")[1])(url, self._templates(ids, msg["templates"]), name)
             self.party.refresh()
             return report
-        except (GalleryError, StoreError) as e:
+        except (GalleryError, StoreError, TemplateError) as e:
             raise MessageError(str(e)) from None
+
+    def _templates(self, ids: list[str], rows):
+        """The request's templates as a source: one list of d finite numbers per id (MessageError otherwise)."""
+        import numpy as np
+
+        from ...scale.sources import ArraySource
+
+        d = self.party.dim
+        if (not isinstance(rows, list) or len(rows) != len(ids)
+                or not all(isinstance(r, list) and len(r) == d for r in rows)
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for r in rows for v in r)):
+            raise MessageError(f"templates: one list of {d} numbers per id")
+        x = np.asarray(rows, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            norms = np.linalg.norm(x, axis=1)
+        if not np.all(np.isfinite(x)) or not np.all(np.isfinite(norms)) or np.any(norms == 0):
+            raise MessageError("templates must be finite, non-zero and of finite norm")
+        return ArraySource(ids, x)
