@@ -16,7 +16,8 @@ swaps its view in one assignment. cryptomask: ``add`` appends a batch (seed 001 
 
 ``info`` and ``list_ids`` read the gallery store's meta and commit records (``scale.layout``) of any scheme; no
 ciphertext is read. ``withdraw`` takes identities out of the answers of a hers / idface-ckks / idface-paillier
-gallery (seed 003 §3.2: S_local maps the index S_key releases to an id; a withdrawn slot maps to none).
+gallery (seed 003 §3.2: a withdrawn slot's id becomes ``null``; S_local maps it to nobody and tells S_key, which
+leaves it out of its argmax: ``Attach.empty``); ``update`` withdraws and adds in one change.
 
 **What withdraw is not: erasure.** The packed block ciphertexts still carry a withdrawn template. Seed 003's
 ENC_DB packs many identities into one ciphertext — HERS one per CKKS slot (§3.1), IDFace one per base-p digit of a
