@@ -447,3 +447,38 @@ def test_add_and_update_over_http_while_a_client_identifies(tmp_path):
     assert firsts[:cut] == [None] * cut and firsts[cut:] == ["g.0"] * (len(firsts) - cut)
     assert [b for _, b in answers] == ["e.5"] * len(answers)
     assert list_ids(url)[-2:] == ["g.0", "e.5"]
+
+
+PG_URL = os.environ.get("PRIVFACE_TEST_PG_URL")
+
+
+@pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
+@pytest.mark.parametrize("scheme", ["hers", "idface-paillier"])
+def test_postgres_gallery_changes(tmp_path, scheme):
+    """The same changes on a PostgreSQL gallery store: add (a fill and a new block), update, remove; answers
+    follow; only the live generation's rows remain (the operator's VACUUM (FULL) then drops the dead row
+    versions: docs/operations.md); ``store_purged`` is False there."""
+    import secrets
+
+    import psycopg
+
+    from privface.scale.lifecycle import add, update
+
+    x = np.random.default_rng(4).standard_normal((30, 128))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(tmp_path / "e.npy", x.astype(np.float32))
+    name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
+    enrol(PG_URL, NpySource([tmp_path / "e.npy"]), scheme, key_store_url=keys, tau=TAU[scheme],
+          insecure_test_params=True, name=name)
+    src, y = _more(tmp_path, 3, 128, 31, "f")
+    assert add(PG_URL, src, name)["added"] == 3
+    src2, z = _more(tmp_path, 1, 128, 32, "e")
+    assert update(PG_URL, src2, name)["store_purged"] is False
+    assert withdraw(PG_URL, ["e.3"], name)["withdrawn"] == ["e.3"]
+    ask = lambda v: identify(v, PG_URL, key_store_url=keys, name=name)["id"]  # noqa: E731
+    assert (ask(y[1]), ask(z[0]), ask(x[0]), ask(x[3]), ask(x[4])) == ("f.1", "e.0", None, None, "e.4")
+    assert list_ids(PG_URL, name) == [f"e.{i}" for i in range(1, 30) if i != 3] + ["f.0", "f.1", "f.2", "e.0"]
+    with psycopg.connect(PG_URL) as db:
+        keys_left = [r[0] for r in db.execute("SELECT subject_id FROM privface_records WHERE protocol = 'gallery' "
+                                              "AND subject_id LIKE %s", (f"{name}.block.%",))]
+    assert keys_left and all(".g000002" in k for k in keys_left)  # generation 0 and 1 are gone
