@@ -482,3 +482,27 @@ def test_postgres_gallery_changes(tmp_path, scheme):
         keys_left = [r[0] for r in db.execute("SELECT subject_id FROM privface_records WHERE protocol = 'gallery' "
                                               "AND subject_id LIKE %s", (f"{name}.block.%",))]
     assert keys_left and all(".g000002" in k for k in keys_left)  # generation 0 and 1 are gone
+
+
+def test_cryptomask_add_is_a_new_batch_and_remove_refuses(tmp_path):
+    """cryptomask: `gallery add` appends a batch (seed 001 Alg. 1) with the gallery's own settings; the new
+    person matches; info and list count them; remove and update refuse (one bit over the whole gallery)."""
+    from privface.scale.lifecycle import add, update
+
+    x = np.random.default_rng(6).standard_normal((20, 128))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(tmp_path / "e.npy", x.astype(np.float32))
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([tmp_path / "e.npy"]), "cryptomask", tau=0.5, insecure_test_params=True)
+    src, y = _more(tmp_path, 3, 128, 41, "f")
+    assert stranger_matches(y[1], url) is False
+    assert add(url, src)["added_now"] == 3
+    assert list_ids(url)[-3:] == ["f.0", "f.1", "f.2"] and info(url)["identities"] == 23
+    assert stranger_matches(y[1], url) is True
+    for change in (lambda: withdraw(url, ["f.1"]), lambda: update(url, src)):
+        with pytest.raises(GalleryError, match="one bit over the whole gallery"):
+            change()
+
+
+def stranger_matches(v, url) -> bool:
+    return bool(identify(v, url)["match"])

@@ -202,8 +202,11 @@ def add(gallery_url: str, source, name: str = "default", *, key_store_url: str |
     "seconds"}``; cryptomask: its enrolment report (a new batch, seed 001 Alg. 1)."""
     scheme = _scheme(gallery_url, name)
     adapter = GALLERY_SCHEMES[scheme]
-    if adapter.own_layout:
-        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name).to_dict()
+    if adapter.own_layout:  # the gallery's own settings: a new batch must match them (cryptomask_gallery.enrol)
+        with open_store(gallery_url) as local:
+            meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
+                             insecure_test_params=bool(meta.get("insecure_test_params"))).to_dict()
     return _change(gallery_url, source, name, replace=False)
 
 
