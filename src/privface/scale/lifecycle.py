@@ -59,23 +59,33 @@ def _scheme(gallery_url: str, name: str) -> str:
     return scheme
 
 
-def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]]]:
-    """(scheme, the ids of every block in gallery order, ``None`` for a withdrawn slot)."""
+def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]], int]:
+    """(scheme, the ids of every block in gallery order — ``None`` for a withdrawn slot —, the bytes of the block
+    arrays the commit records describe). Reads commit records only, never a ciphertext."""
     scheme = _scheme(gallery_url, name)
     if GALLERY_SCHEMES[scheme].own_layout:
-        from .cryptomask_gallery import CMGallery
+        from .cryptomask_gallery import CMGallery, _commit
 
-        g = CMGallery(gallery_url, name)
-        return scheme, [g.ids()]
+        cm = CMGallery(gallery_url, name)
+        with open_store(gallery_url) as local:
+            commits = [_commit(local, name, b, cm.meta, cm.block_count(b), cm.basis) for b in range(cm.nblocks)]
+        return scheme, [[i for c in commits for r in c["ids"] for i in r]], sum(_bytes(c) for c in commits)
     from .gallery import Gallery
 
     g = Gallery(gallery_url, name)
-    out = []
+    out, stored = [], 0
     with open_store(gallery_url) as local:
         for b in range(g.nblocks):
             commit = read_json(local.get(LOCAL, record_key(name, block_key(b, g.gens[b]))), f"block {b} commit record")
             out.append(list(commit["ids"]))
-    return scheme, out
+            stored += _bytes(commit)
+    return scheme, out, stored
+
+
+def _bytes(commit: dict) -> int:
+    import numpy as np
+
+    return int(np.dtype(commit["dtype"]).itemsize * int(np.prod(commit["shape"])))
 
 
 def list_ids(gallery_url: str, name: str = "default") -> list[str]:
@@ -87,11 +97,9 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
     """A gallery's settings and size: scheme, identities answered and withdrawn, blocks, capacity, the idface
     transform, the stored ciphertext bytes and (``tau``) τ and its source from the key store — ``key_store_url``,
     or the default next to a ``sqlite:///g.db`` gallery when that file exists (never created here)."""
-    scheme, blocks = _slots(gallery_url, name)
+    scheme, blocks, stored = _slots(gallery_url, name)
     with open_store(gallery_url) as local:
         meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
-        stored = sum(len(local.get(LOCAL, k) or b"") for k in local.ids(LOCAL)
-                     if k.startswith(f"{name}.block.") and ".part." in k)
     slots = sum(len(b) for b in blocks)
     withdrawn = sum(i is None for b in blocks for i in b)
     out = {"name": name, "scheme": scheme, "identities": slots - withdrawn, "withdrawn": withdrawn,
