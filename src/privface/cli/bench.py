@@ -181,6 +181,15 @@ def _web(a) -> int:
     return 0
 
 
+def _gallery(a) -> int:
+    from ..bench.gallery import bench_gallery
+
+    out = bench_gallery(a.scheme or "hers", a.n, a.dim or 128, repeat=a.repeat or 3,
+                        insecure_test_params=a.insecure_test_params, progress=not a.json)
+    print_result(out, a.json)
+    return 0
+
+
 # `privface bench WHAT`, in the order of the help text; a new benchmark is one function and one row here
 BENCHES = {
     "faces": _faces,
@@ -193,6 +202,7 @@ BENCHES = {
     "kolberg": _kolberg,
     "kolberg-unlinkability": _kolberg_unlinkability,
     "identify": _identify,
+    "gallery": _gallery,
     "load": _load,
     "web": _web,
 }
@@ -217,7 +227,8 @@ def register(sub) -> None:
                    "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")
     s.add_argument("--subjects", type=int, default=100,
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
-    s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
+    s.add_argument("--n", type=int, default=1 << 13, help="identify, gallery: gallery size N (synthetic unit vectors; "
+                                                          "gallery: add, remove and update on a persisted gallery)")
     s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
     s.add_argument("--threads", type=int,
                    help="identify: threads for BLAS, the crypto core and the native core (default: one per core; "

@@ -233,6 +233,9 @@ class CMEnrolReport:
     public_bytes: int
     enrol_s: float
 
+    photos: dict | None = None
+    """Several photos per identity (``sources.FusedImageSource``): per identity the photos used and refused."""
+
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 

@@ -49,9 +49,15 @@ def record_key(name: str, key: str) -> str:
     return f"{name}.{key}"
 
 
-def block_key(b: int) -> str:
-    """Block b's commit record (its pieces' keys start with it)."""
-    return f"block.{b:06d}"
+def block_key(b: int, gen: int = 0) -> str:
+    """Block b's commit record (its pieces' keys start with it); generation ``gen`` > 0 for a block rewritten by a
+    gallery change (``scale.lifecycle``: the meta's ``block_gens`` names each block's live generation)."""
+    return f"block.{b:06d}" if gen == 0 else f"block.{b:06d}.g{gen:06d}"
+
+
+def part_key(b: int, gen: int, p: int) -> str:
+    """Piece p of block b's array in generation ``gen``."""
+    return f"{block_key(b, gen)}.part.{p:04d}"
 
 
 def ids_digest(ids: list[str]) -> str:
