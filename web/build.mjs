@@ -8,7 +8,7 @@ mkdirSync(out, { recursive: true });
 const common = { bundle: true, format: "esm", target: "es2022", logLevel: "warning" };
 const page = { ...common, entryPoints: ["src/app/main.ts"], platform: "browser", minify: true };
 const jobs = [
-  build({ ...common, entryPoints: ["test/driver.ts", "test/browser.ts"], outdir: "dist-test", outExtension: { ".js": ".mjs" },
+  build({ ...common, entryPoints: ["test/driver.ts", "test/browser.ts", "test/gsmDriver.ts"], outdir: "dist-test", outExtension: { ".js": ".mjs" },
     platform: "node", external: ["playwright-core"], banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" } }),
   // TEST FIXTURE bundle: the page with src/app/face.ts (the face pipeline) replaced by test/faceFixture.ts (tests only).
   build({ ...page, outfile: "dist-test/app-fixture.js", plugins: [{
