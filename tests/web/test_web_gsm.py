@@ -72,7 +72,7 @@ def browser_device(node, servers):
     return u, key
 
 
-@pytest.mark.parametrize("variant", ["pi1", "pi2"])
+@pytest.mark.parametrize("variant", ["pi1", "pi2", "pi3"])
 def test_browser_device_genuine_accepted_impostor_rejected(node, servers, browser_device, variant):
     _, t_url, capture, _ = servers
     u, _ = browser_device
@@ -97,9 +97,16 @@ def test_lying_browser_device_refused(node, servers, browser_device):
     capture[0] = u
     out = node(cmd="match", dev="hana", terminal=t_url, variant="pi2", tamper="m1")
     assert out.get("type") == "ServiceError" and "signature" in out["error"], out
-    out = node(cmd="match", dev="hana", terminal=t_url, variant="pi2", tamper="reply")
-    assert "error" not in out and out["report"]["aborted"] and not out["report"]["match"], out
+    for variant, what in (("pi2", "reply"), ("pi3", "pi3_x")):
+        out = node(cmd="match", dev="hana", terminal=t_url, variant=variant, tamper=what)
+        assert "error" not in out and out["report"]["aborted"] and not out["report"]["match"], (what, out)
     assert node(cmd="match", dev="hana", terminal=t_url, variant="pi2")["report"]["match"]  # honest still works
+
+
+def test_ot_point_c_is_pythons(node):
+    """The OT's C (libsodium's Elligator 2 map of a hash, built in Python) is the constant in web/src/gsm/ot.ts."""
+    from privface.crypto.ot import ED25519
+    assert node(cmd="ot_c")["hex"] == ED25519.C.hex()
 
 
 def test_browser_device_refuses_foreign_first_message(node, servers, browser_device):
@@ -129,9 +136,11 @@ def test_python_and_browser_devices_share_provider_and_terminal(node, servers, b
     # the same key in both languages: the browser device's key and m1 drive a Python Device
     from privface.crypto.paillier import PaillierPrivateKey
     sk = PaillierPrivateKey.from_primes(int(key["p"], 16), int(key["q"], 16), insecure_test_params=True)
-    twin = Device("hana", P, keypair=(sk.public_key, sk), provider_key=fetch_provider_key(sp_url))
-    m1 = Template.from_bytes(bytes.fromhex(node(cmd="enrol", dev="hana2", p=key["p"], q=key["q"], id="hana",
-                                                params=PJ, provider=sp_url, template=[int(x) for x in u])["m1"]))
+    twin = Device("hana2", P, keypair=(sk.public_key, sk), provider_key=fetch_provider_key(sp_url))
+    out = node(cmd="enrol", dev="hana2", p=key["p"], q=key["q"], id="hana2", params=PJ, provider=sp_url,
+               template=[int(x) for x in u])
+    assert "error" not in out, out
+    m1 = Template.from_bytes(bytes.fromhex(out["m1"]))
     twin.accept_enrolment(m1)
     from privface.protocols.gsm import Terminal
     term = Terminal(P, provider_key=fetch_provider_key(sp_url))

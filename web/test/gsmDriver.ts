@@ -6,7 +6,7 @@
  *   {"cmd":"enrol","dev":…,"p","q","id","params","provider","template",
  *    "tamper"?:"plaintext_proof"|"modulus_proof"|"norm"}                   → {"m1" (hex),"report"}
  *   {"cmd":"load","dev":…,"p","q","id","params","provider_key","m1"}      → {"ok"} (a device from a key file's parts)
- *   {"cmd":"match","dev":…,"terminal","variant","tamper"?:"m1"|"reply"}    → {"report"}
+ *   {"cmd":"match","dev":…,"terminal","variant","tamper"?:"m1"|"reply"|"pi3_x"} → {"report"}
  *   {"cmd":"present","dev":…,"terminal","variant"}                         → {"expires_at"}
  *   {"cmd":"reply","dev":…,"variant","challenge"}                          → {"hex"} (round 3 on a given Challenge)
  * Errors: {"error","type","status"?}.
@@ -15,6 +15,7 @@ import { createInterface } from "node:readline";
 import { arithmeticBackend, useGmp, useNative } from "../src/crypto/bignum.js";
 import { GsmDevice } from "../src/gsm/device.js";
 import { enrol, fetchProviderKey, gsmClient, match, present, ServiceError } from "../src/gsm/http.js";
+import { C_HEX } from "../src/gsm/ot.js";
 import { generateBlumKey, PaillierKey } from "../src/gsm/paillier.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../src/gsm/params.js";
 import { decode, encode } from "../src/wire/codec.js";
@@ -67,6 +68,8 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       if (r.tamper) return { report: await match(gsmClient(r.terminal), tamperMatch(dev, r.tamper), r.variant as Variant) };
       return { report: await match(gsmClient(r.terminal), dev, r.variant as Variant) };
     }
+    case "ot_c":
+      return { hex: C_HEX };
     case "reply": {
       const dev = device(r);
       const ch = unhex(r.challenge);
@@ -98,7 +101,8 @@ function tamperEnrol(dev: GsmDevice, what: string): void {
   };
 }
 
-/** A lying device at the terminal: a tampered m1 (one packed ciphertext changed) or a forged Π2 reply X + 1. */
+/** A lying device at the terminal: a tampered m1 (one packed ciphertext changed), a forged Π2 reply X + 1, or a
+ *  forged Π3 input X + 1 into the OT. */
 function tamperMatch(dev: GsmDevice, what: string): GsmDevice {
   const liar = Object.create(dev) as GsmDevice;
   if (what === "m1") {
@@ -107,6 +111,11 @@ function tamperMatch(dev: GsmDevice, what: string): GsmDevice {
     cs[0] = (cs[0]! * (dev.key.n + 1n)) % dev.key.n2; // ⟦u*_1 + 1⟧
     const forged = encode("gsm.Template", { ...m1, c_packed: cs });
     liar.firstMessage = () => forged;
+  } else if (what === "pi3_x") {
+    liar.pi3Inputs = (ch) => {
+      const [x, y] = dev.pi3Inputs(ch);
+      return [x + 1n, y];
+    };
   } else if (what === "reply") {
     liar.pi2Reply = (ch) => {
       const x = decode(dev.pi2Reply(ch), "gsm.Reply").values.x as bigint;

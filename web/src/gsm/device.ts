@@ -50,9 +50,10 @@ export function verifyFirstMessage(providerKey: Uint8Array, m1: Fields): void {
   if (!ok) throw new ProtocolError("the provider's signature on the first message does not verify");
 }
 
-/** What the device keeps for Π3 between round 3 and round 5 (its OT secrets and circuit). */
+/** What the device keeps for Π3 between round 3 and round 5 (its OT secrets and circuit): `finish` takes the
+ *  terminal's CompareChallenge bytes and gives the CompareFinish bytes. */
 export interface Pi3State {
-  finish(garblerMessage: Uint8Array): Uint8Array;
+  finish(compareChallenge: Uint8Array): Uint8Array;
 }
 
 export class GsmDevice {

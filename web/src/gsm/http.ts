@@ -111,8 +111,8 @@ export async function match(http: ServiceClient, dev: GsmDevice, variant: Varian
       result = decode(await http.step("match/finish", reply), "gsm.Decision").values as { match: boolean; aborted: boolean };
     } else {
       const { request, state } = await timedAsync(() => pi3Request(dev, challenge), (ms) => (device += ms));
-      const garbled = decode(await http.step("match/compare", request), "gsm.CompareChallenge").values;
-      const finish = timed(() => state.finish(garbled.garbler_message as Uint8Array));
+      const garbled = await http.step("match/compare", request);
+      const finish = timed(() => state.finish(garbled));
       result = decode(await http.step("match/finish", finish), "gsm.Decision").values as { match: boolean; aborted: boolean };
     }
     return { decision: result.aborted ? "abort" : result.match ? "accept" : "reject", match: result.match && !result.aborted,
