@@ -3,7 +3,38 @@
  * `privface.crypto.paillier.PaillierPrivateKey`: Paillier–Blum primes p ≡ q ≡ 3 (mod 4) for Π_epk (§8.1),
  * decryption by CRT, and the owner's r^N by CRT (two |p|-bit exponentiations per prime).
  */
-import { bitLength, gcd, isProbablePrime, modInv, modPow, randomBelow, randomPrime } from "../crypto/bignum.js";
+import { bitLength, gcd, isProbablePrime, modInv, modPow, randomBelow, randomBits, randomPrime } from "../crypto/bignum.js";
+
+const WINDOW = 5;
+
+/** T[j][v] = base^(v·2^(WINDOW·j)) mod m for j < ⌈bits/WINDOW⌉. */
+function combTable(base: bigint, bits: number, m: bigint): bigint[][] {
+  const rows: bigint[][] = [];
+  let b = base % m;
+  for (let j = 0; j < Math.ceil(bits / WINDOW); j++) {
+    const row = [1n];
+    let t = 1n;
+    for (let v = 1; v < 1 << WINDOW; v++) {
+      t = (t * b) % m;
+      row.push(t);
+    }
+    rows.push(row);
+    b = (t * b) % m;
+  }
+  return rows;
+}
+
+function combPow(table: bigint[][], e: bigint, m: bigint): bigint {
+  let acc = 1n;
+  const mask = BigInt((1 << WINDOW) - 1);
+  const w = BigInt(WINDOW);
+  for (const row of table) {
+    const v = Number(e & mask);
+    if (v) acc = (acc * row[v]!) % m;
+    e >>= w;
+  }
+  return acc;
+}
 
 export function crt(xp: bigint, xq: bigint, p: bigint, q: bigint, qInvP: bigint): bigint {
   let t = ((xp - xq) * qInvP) % p;
@@ -65,9 +96,26 @@ export class PaillierKey {
     return [crt(rp, rq, this.p, this.q, this.qInvP), crt(np, nq, this.p2, this.q2, this.q2InvP2)];
   }
 
-  /** ⟦x; r⟧ and the witness r. */
+  private short: { bits: number; tn: bigint[][]; tp: bigint[][]; tq: bigint[][] } | null = null;
+
+  /** (r, r^N mod N²) = (h^s mod N, (h^N)^s mod N²) for s ← [0, 2^⌈|N|/2⌉), h drawn once per key object, from
+   *  fixed-base tables (`OwnerShortExponentRn`: DJN10 §4.2 short exponents, for the key owner's own
+   *  encryptions only — the Π_en ciphertexts, whose witness r the Fig. 9 proof masks with a uniform unit). */
+  shortRRn(): [bigint, bigint] {
+    if (this.short === null) {
+      const bits = Math.ceil(this.bits / 2);
+      const h = randomUnit(this.n);
+      this.short = { bits, tn: combTable(h, bits, this.n), tp: combTable(modPow(h, this.n, this.p2), bits, this.p2),
+        tq: combTable(modPow(h, this.n, this.q2), bits, this.q2) };
+    }
+    const { bits, tn, tp, tq } = this.short;
+    const s = randomBits(bits);
+    return [combPow(tn, s, this.n), crt(combPow(tp, s, this.p2), combPow(tq, s, this.q2), this.p2, this.q2, this.q2InvP2)];
+  }
+
+  /** ⟦x; r⟧ and the witness r (short-exponent r, `shortRRn`). */
   encrypt(x: bigint): { c: bigint; r: bigint } {
-    const [r, rn] = this.randomRRn();
+    const [r, rn] = this.shortRRn();
     return { c: (this.plainFactor(x) * rn) % this.n2, r };
   }
 
