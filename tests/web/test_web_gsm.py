@@ -10,7 +10,7 @@ import pytest
 from privface.protocols.gsm import Challenge, Decision, Device, GsmParams, Reply, Template
 from privface.service.app import create_app
 from privface.service.bindings.gsm import GsmService, provider_key_bytes
-from privface.service.clients.gsm import DeviceClient, fetch_provider_key
+from privface.service.clients.gsm import DeviceClient, device_key_record, fetch_provider_key, load_device
 from privface.service.launch import serve_in_thread
 from privface.store import open_store
 from privface.templates.fixed_norm import fixed_norm_template
@@ -148,3 +148,25 @@ def test_python_and_browser_devices_share_provider_and_terminal(node, servers, b
     out = node(cmd="reply", dev="hana2", variant="pi2", challenge=ch.to_bytes().hex())
     assert bytes.fromhex(out["hex"]) == twin.pi2_reply(Challenge.from_bytes(ch.to_bytes())).to_bytes()
     assert isinstance(Reply.from_bytes(bytes.fromhex(out["hex"])), Reply)
+
+
+def test_key_file_moves_between_browser_and_python(node, servers, browser_device):
+    """The browser's key file (gsm.DeviceKey) drives a Python Device at the terminal, and a Python Device's key
+    file drives the browser; a key file of toy parameters is refused by a real-size device, garbage too."""
+    sp_url, t_url, capture, _ = servers
+    u, _ = browser_device
+    data = bytes.fromhex(node(cmd="export", dev="hana", provider=sp_url)["hex"])
+    py, record = load_device(data, P)
+    assert record.provider == sp_url and py.first_message().subject_id == "hana"
+    capture[0] = template(2, u, 0.1)
+    assert DeviceClient(py).match(t_url, "pi3").match
+    lee = DeviceClient(Device("lee", P, provider_key=fetch_provider_key(sp_url)))
+    v = template(8)
+    lee.enrol(sp_url, v)
+    out = node(cmd="import", dev="lee", key=device_key_record(lee.device, sp_url).to_bytes().hex(), params=PJ)
+    assert out == {"provider": sp_url, "enrolled": True}
+    capture[0] = template(9, v, 0.1)
+    assert node(cmd="match", dev="lee", terminal=t_url, variant="pi2")["report"]["match"]
+    real = {"ell": P.ell, "m": P.m, "cos_threshold": P.cos_threshold}
+    assert node(cmd="import", dev="x", key=data.hex(), params=real)["type"] == "KeyFileError"
+    assert node(cmd="import", dev="x", key="00" * 40, params=PJ)["type"] == "KeyFileError"

@@ -7,6 +7,8 @@
  *    "tamper"?:"plaintext_proof"|"modulus_proof"|"norm"}                   → {"m1" (hex),"report"}
  *   {"cmd":"load","dev":…,"p","q","id","params","provider_key","m1"}      → {"ok"} (a device from a key file's parts)
  *   {"cmd":"match","dev":…,"terminal","variant","tamper"?:"m1"|"reply"|"pi3_x"} → {"report"}
+ *   {"cmd":"export","dev":…,"provider"}                                    → {"hex": gsm.DeviceKey}
+ *   {"cmd":"import","dev":…,"key","params"}                                → {"provider","enrolled"}
  *   {"cmd":"present","dev":…,"terminal","variant"}                         → {"expires_at"}
  *   {"cmd":"reply","dev":…,"variant","challenge"}                          → {"hex"} (round 3 on a given Challenge)
  * Errors: {"error","type","status"?}.
@@ -15,6 +17,7 @@ import { createInterface } from "node:readline";
 import { arithmeticBackend, useGmp, useNative } from "../src/crypto/bignum.js";
 import { GsmDevice } from "../src/gsm/device.js";
 import { enrol, fetchProviderKey, gsmClient, match, present, ServiceError } from "../src/gsm/http.js";
+import { deviceKeyBytes, loadDeviceKey } from "../src/gsm/keyfile.js";
 import { C_HEX } from "../src/gsm/ot.js";
 import { generateBlumKey, PaillierKey } from "../src/gsm/paillier.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../src/gsm/params.js";
@@ -67,6 +70,13 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const dev = device(r);
       if (r.tamper) return { report: await match(gsmClient(r.terminal), tamperMatch(dev, r.tamper), r.variant as Variant) };
       return { report: await match(gsmClient(r.terminal), dev, r.variant as Variant) };
+    }
+    case "export":
+      return { hex: hex(deviceKeyBytes(device(r), r.provider)) };
+    case "import": {
+      const { device: dev, provider } = loadDeviceKey(unhex(r.key), new GsmParams(r.params));
+      devices.set(r.dev, dev);
+      return { provider, enrolled: dev.enrolled };
     }
     case "ot_c":
       return { hex: C_HEX };
