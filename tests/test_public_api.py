@@ -21,7 +21,7 @@ from privface import demo_data
 FACES = ["load_image", "detect", "embed", "distance", "compare"]
 CLIENTS = ["Im2020Client", "DeviceClient", "KolbergClient", "IdentClient", "VerifierClient"]
 GALLERY = ["enrol", "identify"]
-ERRORS = ["PrivfaceError", "ImageError", "NoFaceError"]
+ERRORS = ["PrivfaceError", "ImageError", "FaceError", "NoFaceError", "AmbiguousFaceError"]
 
 
 def test_all_lists_exactly_the_declared_names_and_each_exists():

@@ -205,3 +205,20 @@ class AppConnections:
             self.open[address] -= 1
             if not self.open[address]:
                 del self.open[address]
+
+
+def mount_root(app: FastAPI, services: Mapping[str, object]) -> None:
+    """``/``: a server that serves im2020 leads to its page (``/app/``); any other answers what it serves and
+    where to look (a person or a script that opens the bare address is not left with a 404)."""
+    if "im2020" in services:
+        @app.get("/", include_in_schema=False)
+        def root_page() -> Response:
+            return RedirectResponse("/app/", status_code=307)
+        return
+
+    about = {"service": "privface", "protocols": sorted(services), "docs": "/docs", "openapi": "/openapi.json",
+             "health": "/healthz", "steps": "POST /v1/{protocol}/{step}"}
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response:
+        return Response(json.dumps(about), media_type="application/json")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import privface
 from privface import demo_data
 from privface.eval import im2020_attacks as attacks
 from privface.protocols.im2020 import Client, EnrolRequest, EnrolResponse, Im2020Params
@@ -240,9 +241,22 @@ def test_cli_serve_enrol_verify_revoke(tmp_path):
         ok = _privface("verify", "--server", server, "--id", "grace", str(genuine), "--json", env=env)
         assert ok.returncode == 0, ok.stderr
         out = json.loads(ok.stdout)
-        assert list(out) == ["id", "decision", "accepted", "c1_face_ms", "c2_encrypt_ms", "c3_decrypt_ms",
+        assert list(out) == ["id", "decision", "accepted", "face", "c1_face_ms", "c2_encrypt_ms", "c3_decrypt_ms",
                              "network_ms", "total_ms", "bytes_sent", "bytes_received", "mode"]
         assert out["decision"] == "accept" and out["accepted"] is True and out["bytes_received"] > 0
+        assert out["face"].startswith("the face at ") and out["face"].endswith("(the only one)")
+
+        two = tmp_path / "two.png"  # Grace Hopper and Eileen Collins, faces of the same size (issue 35 B4)
+        Image.fromarray(demo_data.two_faces()).save(two)
+        refused = _privface("verify", "--server", server, "--id", "grace", str(two), env=env)
+        assert refused.returncode == 2 and "2 faces of about the same size" in refused.stderr, refused.stderr
+        assert "--face N" in refused.stderr and "face 0 at" in refused.stderr and "face 1 at" in refused.stderr
+        grace = 0 if privface.detect(two)[0][0] < 320 else 1
+        chosen = _privface("verify", "--server", server, "--id", "grace", "--face", str(grace), str(two), env=env)
+        assert chosen.returncode == 0, chosen.stderr
+        assert ("(largest of 2)" if grace == 0 else "(face 1 of 2)") in chosen.stdout, chosen.stdout
+        other = _privface("verify", "--server", server, "--id", "grace", "--face", str(1 - grace), str(two), env=env)
+        assert other.returncode == 1, other.stderr
 
         bad = _privface("verify", "--server", server, "--id", "grace", impostor, "--json", env=env)
         assert bad.returncode == 1 and json.loads(bad.stdout)["decision"] == "reject"

@@ -6,11 +6,13 @@ from dataclasses import dataclass, field
 from ...crypto.joye_libert import JL_112, JL_128, JLParams
 from ...templates.bits import Bounds, bits_needed
 from ...templates.quantize import IM2020_SCALE
+from ...templates.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 
-DEFAULT_TAU = 4777
-"""τ on the squared distance of ×128 templates: the EER threshold of `privface eval --dataset orl --json`
-(``threshold_quantized`` = 4777 ≈ 2^12.22 with dlib-resnet128 at ×128). Seed 000 Table II reports τ = 2^12.2;
-§V-B quotes τ ≤ 2^12.6 for its own setting. Override with ``Im2020Params(tau=…)`` / ``--tau``."""
+DEFAULT_TAU = squared_quantized(DEFAULT_THRESHOLDS["dlib-resnet128"].distance, IM2020_SCALE)
+"""τ on the squared distance of ×128 templates: ⌊(0.53·128)²⌋ = 4602 ≈ 2^12.17, the shared dlib-resnet128 default
+distance (``templates.thresholds``, the one `privface compare` uses) on the im2020 scale. Seed 000 Table II reports
+τ = 2^12.2; §V-B quotes τ ≤ 2^12.6 for its own setting. Until issue 35 it was 4777, the ORL EER threshold.
+Override with ``Im2020Params(tau=…)`` / ``--tau``."""
 
 SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
 TOY_JL = JLParams(bits=512, k=48)  # tests only, with insecure_test_params=True

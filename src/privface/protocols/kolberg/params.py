@@ -4,15 +4,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...templates.quantize import IM2020_SCALE
+from ...templates.thresholds import DEFAULT_THRESHOLDS as SHARED
+from ...templates.thresholds import squared_quantized
 
 CKKS, BFV, NTRU = "ckks", "bfv", "ntru"
 SCHEMES = (CKKS, BFV, NTRU)
 
-DEFAULT_THRESHOLDS = {CKKS: 0.2935, BFV: 4777, NTRU: 44}
-"""Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings; BFV: of the
-×128 quantised templates (4777 = the im2020 ORL EER threshold, ≈ 0.2935·128²); NTRU: Hamming distance of the
-LSSC templates (44 = the all-pairs ORL EER threshold with LSSC_EDGES). ``privface eval`` recomputes the plaintext
-EER threshold per dataset and uses that."""
+_T = SHARED["dlib-resnet128"].distance
+DEFAULT_THRESHOLDS = {CKKS: round(_T * _T, 6), BFV: squared_quantized(_T, IM2020_SCALE), NTRU: 44}
+"""Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings (0.53² = 0.2809);
+BFV: of the ×128 quantised templates (⌊(0.53·128)²⌋ = 4602, im2020's τ) — both the shared dlib-resnet128 default
+(``templates.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (44 = the
+all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface eval`` recomputes the
+plaintext EER threshold per dataset and uses that."""
 
 LSSC_EDGES = (-0.06, 0.0, 0.06)
 """Inner edges of the four segments (seed 002 §2.1): ≈ the quartiles of dlib-resnet128 coordinates

@@ -203,7 +203,8 @@ def verify(http: ServiceClient, client: Client, template, *, mode: str | None = 
                      "s3_compare_ms": _ms(time.perf_counter() - t3),
                      "compare_bytes": sum(s.request_bytes + s.response_bytes for s in http.stats[n:])}
     except RemoteNotEnrolledError as e:
-        raise RemoteNotEnrolledError(f"{client.subject_id} is not enrolled at this server ({e})", e.status) from None
+        raise RemoteNotEnrolledError(f"subject {client.subject_id!r} is not enrolled at this server",
+                                     e.status) from None
     return {"decision": "accept" if result.accepted else "reject", "accepted": result.accepted,
             "c2_encrypt_ms": _ms(t1 - t0), "c3_decrypt_ms": _ms(t3 - t2), **extra, **_wire_stats(http, since)}
 
@@ -218,7 +219,8 @@ def revoke(http: ServiceClient, client: Client) -> tuple[RevokeResponse, dict]:
         challenge = RevokeChallenge.from_bytes(http.step("revoke/start", client.revoke_start().to_bytes()))
         resp = RevokeResponse.from_bytes(http.step("revoke/finish", client.revoke_proof(challenge).to_bytes()))
     except RemoteNotEnrolledError as e:
-        raise RemoteNotEnrolledError(f"{client.subject_id} is not enrolled at this server ({e})", e.status) from None
+        raise RemoteNotEnrolledError(f"subject {client.subject_id!r} is not enrolled at this server",
+                                     e.status) from None
     finally:
         http.reset()  # the session served its one try
     return resp, _wire_stats(http, since)
@@ -232,7 +234,7 @@ def admin_revoke(http: ServiceClient, subject_id: str) -> tuple[RevokeResponse, 
     try:
         resp = RevokeResponse.from_bytes(http.step("revoke", RevokeRequest(subject_id).to_bytes()))
     except RemoteNotEnrolledError as e:
-        raise RemoteNotEnrolledError(f"{subject_id} is not enrolled at this server ({e})", e.status) from None
+        raise RemoteNotEnrolledError(f"subject {subject_id!r} is not enrolled at this server", e.status) from None
     return resp, _wire_stats(http, since)
 
 
