@@ -10,12 +10,15 @@
  *   {"cmd":"export","dev":…,"provider"}                                    → {"hex": gsm.DeviceKey}
  *   {"cmd":"import","dev":…,"key","params"}                                → {"provider","enrolled"}
  *   {"cmd":"present","dev":…,"terminal","variant"}                         → {"expires_at"}
+ *   {"cmd":"m1","dev":…,"m1"}                                              → {"ms"} (keep a new signed m1)
+ *   {"cmd":"pi3_request","dev":…,"challenge"} / {"cmd":"pi3_finish","dev":…,"compare"} → {"hex","ms"}
  *   {"cmd":"reply","dev":…,"variant","challenge"}                          → {"hex"} (round 3 on a given Challenge)
  * Errors: {"error","type","status"?}.
  */
 import { createInterface } from "node:readline";
 import { arithmeticBackend, useGmp, useNative } from "../src/crypto/bignum.js";
-import { GsmDevice } from "../src/gsm/device.js";
+import { pi3Request } from "../src/gsm/compare.js";
+import { GsmDevice, type Pi3State } from "../src/gsm/device.js";
 import { enrol, fetchProviderKey, gsmClient, match, present, ServiceError } from "../src/gsm/http.js";
 import { deviceKeyBytes, loadDeviceKey } from "../src/gsm/keyfile.js";
 import { C_HEX } from "../src/gsm/ot.js";
@@ -26,6 +29,7 @@ import { decode, encode } from "../src/wire/codec.js";
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const unhex = (s: string) => new Uint8Array(Buffer.from(s, "hex"));
 const devices = new Map<string, GsmDevice>();
+const pi3States = new Map<string, Pi3State>();
 
 type Req = Record<string, any>;
 
@@ -77,6 +81,24 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const { device: dev, provider } = loadDeviceKey(unhex(r.key), new GsmParams(r.params));
       devices.set(r.dev, dev);
       return { provider, enrolled: dev.enrolled };
+    }
+    case "m1": {
+      const t0 = performance.now();
+      device(r).acceptEnrolment(unhex(r.m1));
+      return { ms: performance.now() - t0 };
+    }
+    case "pi3_request": {
+      const t0 = performance.now();
+      const { request, state } = pi3Request(device(r), unhex(r.challenge));
+      pi3States.set(r.dev, state);
+      return { hex: hex(request), ms: performance.now() - t0 };
+    }
+    case "pi3_finish": {
+      const state = pi3States.get(r.dev);
+      pi3States.delete(r.dev);
+      if (!state) throw new Error("no Π3 session for this device");
+      const t0 = performance.now();
+      return { hex: hex(state.finish(unhex(r.compare))), ms: performance.now() - t0 };
     }
     case "ot_c":
       return { hex: C_HEX };
