@@ -170,3 +170,41 @@ def test_key_file_moves_between_browser_and_python(node, servers, browser_device
     real = {"ell": P.ell, "m": P.m, "cos_threshold": P.cos_threshold}
     assert node(cmd="import", dev="x", key=data.hex(), params=real)["type"] == "KeyFileError"
     assert node(cmd="import", dev="x", key="00" * 40, params=PJ)["type"] == "KeyFileError"
+
+
+def test_eval_device_browser_agrees_with_python_device():
+    """`eval --device browser`'s chunk runner: the TypeScript Device's decisions equal the Python Device's and the
+    plaintext decisions (Π2 replies byte-identical, checked inside), for genuine and impostor pairs."""
+    from privface.eval.gsm_browser import run_chunk
+    u = template(11)
+    templates = {0: u, 1: template(12, u, 0.1), 2: template(13)}
+    for variant in ("pi2", "pi3"):
+        rows = run_chunk(P, variant, templates, [(0, 1), (0, 2), (1, 0)])
+        plain = [int(templates[a] @ templates[b]) >= P.threshold for a, b in ((0, 1), (0, 2), (1, 0))]
+        assert [r[0] for r in rows] == [r[1] for r in rows] == plain and plain == [True, False, True]
+
+
+@pytest.mark.slow
+@pytest.mark.realsize
+def test_browser_device_real_size(node, tmp_path_factory):
+    """3072-bit keys made by the TypeScript Device, ℓ = 128, m = 16: enrolment with every proof at a Python
+    provider, Π2 and Π3 at a Python terminal, genuine accepted and impostor rejected."""
+    R = GsmParams()
+    gen = serve(tmp_path_factory, R)
+    sp_url, t_url, capture, _ = next(gen)
+    try:
+        node(cmd="backend", name="gmp")
+        key = node(cmd="keygen", bits=R.paillier_bits)
+        assert (int(key["p"], 16) * int(key["q"], 16)).bit_length() == 3072
+        u = template(21, params=R)
+        out = node(cmd="enrol", dev="real", p=key["p"], q=key["q"], id="real", params={"ell": R.ell, "m": R.m},
+                   provider=sp_url, template=[int(x) for x in u])
+        assert "error" not in out, out
+        for variant in ("pi2", "pi3"):
+            for w in (template(22, u, 0.02, params=R), template(23, params=R)):
+                capture[0] = w
+                rep = node(cmd="match", dev="real", terminal=t_url, variant=variant)["report"]
+                assert rep["match"] == (int(u @ w) >= R.threshold) and not rep["aborted"]
+        assert int(u @ template(22, u, 0.02, params=R)) >= R.threshold
+    finally:
+        gen.close()
