@@ -8,7 +8,7 @@ import { decode, encode } from "../wire/codec.js";
 import { gsmPi3Circuit } from "./circuit.js";
 import type { GsmDevice, Pi3State } from "./device.js";
 import { evaluate, GarbleError, labelsToBytes, parseGarbled } from "./garble.js";
-import { OTError, OTReceiver } from "./ot.js";
+import { OTError, OTReceiver, ReceiverRandomness } from "./ot.js";
 import { ProtocolError } from "./params.js";
 
 const LABEL = 16;
@@ -26,6 +26,18 @@ function words(b: Uint8Array): Uint32Array {
   return out;
 }
 
+const prepared = new WeakMap<GsmDevice, ReceiverRandomness>();
+
+/** The OT randomness of the device's next Π3 session, made now (e.g. while m1 is presented, before the capture);
+ *  the circuit is built too. Returns the time taken (ms). */
+export function preparePi3(dev: GsmDevice): number {
+  const t0 = performance.now();
+  const p = dev.params;
+  gsmPi3Circuit(p.circuitBits, true, p.aBits, p.xBits);
+  prepared.set(dev, new ReceiverRandomness(p.xBits + p.circuitBits));
+  return performance.now() - t0;
+}
+
 /** Round 3: decrypt X = J + pad, Y = a·J + b and send OT.Round₁ for their bits; the state finishes round 5. */
 export function pi3Request(dev: GsmDevice, challenge: Uint8Array): { request: Uint8Array; state: Pi3State } {
   const [X, Y] = dev.pi3Inputs(challenge);
@@ -33,7 +45,10 @@ export function pi3Request(dev: GsmDevice, challenge: Uint8Array): { request: Ui
   const w = p.circuitBits;
   const xb = p.xBits;
   const circuit = gsmPi3Circuit(w, true, p.aBits, xb);
-  const receiver = new OTReceiver([...bits(X & ((1n << BigInt(xb)) - 1n), xb), ...bits(Y & ((1n << BigInt(w)) - 1n), w)]);
+  const ready = prepared.get(dev);
+  prepared.delete(dev);
+  const receiver = new OTReceiver([...bits(X & ((1n << BigInt(xb)) - 1n), xb), ...bits(Y & ((1n << BigInt(w)) - 1n), w)],
+    ready && ready.size >= xb + w ? ready : undefined);
   const request = encode("gsm.CompareRequest", { ot_request: receiver.request() });
   let done = false;
   const finish = (message: Uint8Array): Uint8Array => {

@@ -67,14 +67,17 @@ export async function enrol(http: ServiceClient, dev: GsmDevice, u: readonly num
     steps: stepBytes(http) };
 }
 
-/** Send m1 ahead of the capture (§5) so the terminal validates and precomputes before the user reaches the camera. */
-export async function present(http: ServiceClient, dev: GsmDevice, variant: Variant): Promise<{ expires_at: number }> {
+/** Send m1 ahead of the capture (§5) so the terminal validates and precomputes before the user reaches the camera;
+ *  for Π3 the device meanwhile makes its OT randomness for the coming session (`preparePi3`). */
+export async function present(http: ServiceClient, dev: GsmDevice, variant: Variant): Promise<{ expires_at: number; prepare_ms: number }> {
   http.reset();
+  let prepare = 0;
+  if (variant === "pi3") prepare = (await import("./compare.js")).preparePi3(dev);
   const start = encode("gsm.MatchStart", { variant: VARIANT_IDS[variant], first_message: dev.firstMessage() });
   const answer = decode(await http.step("match/present", start), "gsm.Presented").values;
   http.reset();
   if (answer.subject_id !== dev.subjectId) throw new ProtocolError("the terminal acknowledged a different subject");
-  return { expires_at: Number(answer.expires_at) };
+  return { expires_at: Number(answer.expires_at), prepare_ms: prepare };
 }
 
 export interface MatchReport extends GsmReport {

@@ -80,19 +80,43 @@ function randomScalar(): bigint {
 let cPoint: ReturnType<typeof Point.fromHex> | null = null;
 const C = () => (cPoint ??= Point.fromHex(C_HEX));
 
-/** One batch of transfers for the choice bits `choices`; `receive` works once. */
+/** The receiver's choice-independent part of `count` transfers, made ahead of the challenge (an off-line phase,
+ *  as `ot.ReceiverRandomness`): per transfer a fresh k_j, k_j·B and C − k_j·B. Single use (`take`). */
+export class ReceiverRandomness {
+  private items: { k: bigint; y: Uint8Array; cy: Uint8Array }[] | null;
+
+  constructor(count: number) {
+    const c = C();
+    this.items = Array.from({ length: count }, () => {
+      const k = randomScalar();
+      const y = Point.BASE.multiply(k);
+      return { k, y: y.toBytes(), cy: c.subtract(y).toBytes() };
+    });
+  }
+
+  get size(): number {
+    return this.items?.length ?? 0;
+  }
+
+  take(n: number) {
+    const items = this.items;
+    this.items = null;
+    if (items === null || n > items.length) throw new OTError(`OT: precomputed randomness for ${n} transfers is not available`);
+    return items.slice(0, n);
+  }
+}
+
+/** One batch of transfers for the choice bits `choices`; `receive` works once. `precomputed`: randomness made
+ *  ahead of time (consumed). */
 export class OTReceiver {
   private k: bigint[] | null;
   readonly pk0: Uint8Array[];
 
-  constructor(readonly choices: number[]) {
+  constructor(readonly choices: number[], precomputed?: ReceiverRandomness) {
     if (choices.length === 0 || choices.some((c) => c !== 0 && c !== 1)) throw new OTError("OT: choice bits must be 0 or 1");
-    this.k = choices.map(() => randomScalar());
-    const c = C();
-    this.pk0 = this.k.map((k, j) => {
-      const y = Point.BASE.multiply(k);
-      return (choices[j] === 0 ? y : c.subtract(y)).toBytes();
-    });
+    const items = (precomputed ?? new ReceiverRandomness(choices.length)).take(choices.length);
+    this.k = items.map((it) => it.k);
+    this.pk0 = items.map((it, j) => (choices[j] === 0 ? it.y : it.cy));
   }
 
   /** OTRequest bytes: gid u8 ‖ n u32 ‖ n × 32. */
@@ -115,7 +139,7 @@ export class OTReceiver {
     if (n !== this.choices.length || m !== messageBytes) throw new OTError(`OT: expected ${this.choices.length} transfers of ${messageBytes} bytes`);
     if (data.length !== 39 + 2 * n * m) throw new OTError("OT: the response has the wrong length");
     const Rb = data.slice(7, 39);
-    const R = checkPoint(Rb, "R");
+    const R = checkPoint(Rb, "R").precompute(8, false); // one point, many scalars: a window table once
     const out = this.k.map((k, j) => {
       const c = this.choices[j]!;
       const key = uCoordinate(R.multiply(k).toBytes());
