@@ -117,7 +117,7 @@ def distance(known, candidate) -> Any:
 
 def compare(known, candidate, tolerance: float | None = None) -> Any:
     """Same person? ``distance(known, candidate) ≤ tolerance`` (default: the backend's threshold, 0.53 for dlib — the
-    one `privface compare` and every protocol's default use, ``templates.thresholds``). A bool for one known
+    one `privface compare` and every protocol's default use, ``faces.thresholds``). A bool for one known
     embedding, a list of bools for a list of them (``compare_faces``)."""
     import numpy as np
 

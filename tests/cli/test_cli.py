@@ -44,7 +44,7 @@ def test_embed_json(tmp_path):
 def test_compare_genuine_and_impostor():
     hopper = str(demo_data.enrolled_photo())
     same = json.loads(run("compare", hopper, hopper, "--json").stdout)
-    assert same["match"] is True and same["distance"] == 0 and same["threshold"] == 0.53  # templates.thresholds
+    assert same["match"] is True and same["distance"] == 0 and same["threshold"] == 0.53  # faces.thresholds
     other = json.loads(run("compare", hopper, str(demo_data.impostor_photos()["cameraman"]), "--json").stdout)
     assert other["match"] is False and other["distance"] > 0.6
 

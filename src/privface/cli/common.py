@@ -8,13 +8,13 @@ import os
 import numpy as np
 
 from ..errors import PrivfaceError
+from ..faces.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 from ..templates.quantize import IM2020_SCALE
-from ..templates.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 
 DLIB = DEFAULT_THRESHOLDS["dlib-resnet128"]
-"""The shared default operating point of the default backend (templates.thresholds) that every --help states."""
+"""The shared default operating point of the default backend (faces.thresholds) that every --help states."""
 SHARED = (f"the dlib-resnet128 default shared with `privface compare` (distance {DLIB.distance:g}) and every "
-          "protocol, templates.thresholds")
+          "protocol, faces.thresholds")
 SQUARED_TAU = squared_quantized(DLIB.distance, IM2020_SCALE)
 """im2020's default τ (and kolberg bfv's), derived here as the protocols derive it (no protocol import at start-up)."""
 TAU_HELP = (f"im2020: decision threshold on the squared distance of ×128 templates (default "

@@ -11,7 +11,7 @@ and lift. ``TARGET_FPIR`` lies below the 1e-2 goal: FPIR grows with the gallery 
 and LFW's few mislabelled duplicates (one photo under two names) sit at the top of the non-mated scores.
 A setting whose τ accepts (almost) no mated search either (``MIN_TPIR``) gets no default: it must be given τ.
 
-``--verification`` measures the 1:1 default of ``templates.thresholds`` on the same identities (``verification``):
+``--verification`` measures the 1:1 default of ``faces.thresholds`` on the same identities (``verification``):
 a 1:1 threshold, from which the protocols' 1:1 defaults derive; the 1:N τ here is chosen for a gallery-wide FPIR
 and so is stricter (dlib: cosine 0.9619 against the 1:1 default's 0.9272).
 """
@@ -101,11 +101,11 @@ def calibrate(spec: dict, data_root: str | None = None, target: float = TARGET_F
 
 
 def verification(spec: dict, data_root: str | None = None, target: float | None = None) -> dict:
-    """The 1:1 default of ``templates.thresholds`` for ``spec``, measured on the same held-out LFW identities over
+    """The 1:1 default of ``faces.thresholds`` for ``spec``, measured on the same held-out LFW identities over
     every pair of their images with a face (genuine: one identity): the largest distance on a 0.01 grid and the
     smallest cosine on a 1e-4 grid whose false-accept rate is at most ``target`` (``VERIFICATION_TARGET``), each
     with its FAR and FRR, and the distance's EER and EER threshold for comparison."""
-    from ..templates.thresholds import VERIFICATION_TARGET
+    from ..faces.thresholds import VERIFICATION_TARGET
     from . import metrics
 
     target = VERIFICATION_TARGET if target is None else target
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backend", default="dlib-resnet128")
     ap.add_argument("--data-root")
     ap.add_argument("--verification", action="store_true",
-                    help="print the 1:1 default distance threshold for templates.thresholds (writes nothing)")
+                    help="print the 1:1 default distance threshold for faces.thresholds (writes nothing)")
     a = ap.parse_args(argv)
     if a.verification:
         print(json.dumps(verification({"name": a.backend}, a.data_root)))

@@ -45,9 +45,9 @@ def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
 
 
 def at_default_threshold(backend: str, d: np.ndarray, genuine: np.ndarray) -> dict:
-    """FAR and FRR of the plaintext distances at the backend's shared default (``templates.thresholds``: the one
+    """FAR and FRR of the plaintext distances at the backend's shared default (``faces.thresholds``: the one
     `privface compare` and the protocols' defaults use), next to the dataset's own EER threshold."""
-    from ..templates.thresholds import default_threshold
+    from ..faces.thresholds import default_threshold
 
     point = default_threshold(backend)
     if point is None:

@@ -14,14 +14,14 @@ import dlib
 import numpy as np
 from PIL import Image
 
-from ..templates.thresholds import DEFAULT_THRESHOLDS
 from .base import Backend, Face, Which
 from .detect import Detector, select, shape_to_array
 from .models import model_path
+from .thresholds import DEFAULT_THRESHOLDS
 
 
 class DlibResNetBackend(Backend):
-    """dlib ResNet-128 embeddings (Euclidean metric; threshold: the shared default ``templates.thresholds``, 0.53 —
+    """dlib ResNet-128 embeddings (Euclidean metric; threshold: the shared default ``faces.thresholds``, 0.53 —
     stricter than dlib's published 0.6, which accepts 1 % of impostor pairs on held-out LFW).
 
     jitter: test-time augmentation as dlib's `jitter_image` does it (small random rotations, zooms,

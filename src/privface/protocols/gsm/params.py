@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ...crypto.packing import PackingParams, max_terms_per_block, positions
 from ...errors import ProtocolError
+from ...faces.thresholds import DEFAULT_THRESHOLDS
 from ...templates.fixed_norm import zeta
-from ...templates.thresholds import DEFAULT_THRESHOLDS
 
 VARIANTS = ("pi1", "pi2", "pi3")
 PAILLIER_BITS = 3072
@@ -33,7 +33,7 @@ TOY_PAILLIER_BITS = 1024
 LAMBDA = 40
 """§9: statistical security parameter λ = 40."""
 DEFAULT_COS_THRESHOLD = DEFAULT_THRESHOLDS["dlib-resnet128"].cosine
-"""T′ on the cosine of m = 16 templates: 0.9272, the shared dlib-resnet128 default (``templates.thresholds``: the
+"""T′ on the cosine of m = 16 templates: 0.9272, the shared dlib-resnet128 default (``faces.thresholds``: the
 operating point of `privface compare`'s distance 0.53, stated as a cosine). Until issue 35 it was 0.9277, the EER
 threshold over all 79 800 ORL pairs; `privface eval --protocol gsm` reports that as ``cos_threshold_eer`` for the
 pairs it runs. Override with GsmParams(cos_threshold=…) / --cos-threshold."""

@@ -4,13 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...crypto.joye_libert import JL_112, JL_128, JLParams
+from ...faces.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 from ...templates.bits import Bounds, bits_needed
 from ...templates.quantize import IM2020_SCALE
-from ...templates.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 
 DEFAULT_TAU = squared_quantized(DEFAULT_THRESHOLDS["dlib-resnet128"].distance, IM2020_SCALE)
 """τ on the squared distance of ×128 templates: ⌊(0.53·128)²⌋ = 4602 ≈ 2^12.17, the shared dlib-resnet128 default
-distance (``templates.thresholds``, the one `privface compare` uses) on the im2020 scale. Seed 000 Table II reports
+distance (``faces.thresholds``, the one `privface compare` uses) on the im2020 scale. Seed 000 Table II reports
 τ = 2^12.2; §V-B quotes τ ≤ 2^12.6 for its own setting. Until issue 35 it was 4777, the ORL EER threshold.
 Override with ``Im2020Params(tau=…)`` / ``--tau``."""
 

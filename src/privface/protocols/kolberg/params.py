@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...faces.thresholds import DEFAULT_THRESHOLDS as SHARED
+from ...faces.thresholds import squared_quantized
 from ...templates.quantize import IM2020_SCALE
-from ...templates.thresholds import DEFAULT_THRESHOLDS as SHARED
-from ...templates.thresholds import squared_quantized
 
 CKKS, BFV, NTRU = "ckks", "bfv", "ntru"
 SCHEMES = (CKKS, BFV, NTRU)
@@ -14,7 +14,7 @@ _T = SHARED["dlib-resnet128"].distance
 DEFAULT_THRESHOLDS = {CKKS: round(_T * _T, 6), BFV: squared_quantized(_T, IM2020_SCALE), NTRU: 44}
 """Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings (0.53² = 0.2809);
 BFV: of the ×128 quantised templates (⌊(0.53·128)²⌋ = 4602, im2020's τ) — both the shared dlib-resnet128 default
-(``templates.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (44 = the
+(``faces.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (44 = the
 all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface eval`` recomputes the
 plaintext EER threshold per dataset and uses that."""
 

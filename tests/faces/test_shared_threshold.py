@@ -1,5 +1,5 @@
 """One default threshold per face backend (issue 35 B5): `privface compare`, the evaluations and every protocol's
-default derive from ``templates.thresholds``, and the --help texts say so."""
+default derive from ``faces.thresholds``, and the --help texts say so."""
 from __future__ import annotations
 
 import json
@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from privface.faces.dlib_resnet import DlibResNetBackend
+from privface.faces.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 from privface.protocols.gsm import GsmParams
 from privface.protocols.im2020 import DEFAULT_TAU, Im2020Params
 from privface.protocols.kolberg import KolbergParams
 from privface.service.launch import serve_subprocess
 from privface.templates import IM2020_SCALE
-from privface.templates.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 
 DLIB = DEFAULT_THRESHOLDS["dlib-resnet128"]
 PRIVFACE = [sys.executable, "-m", "privface.cli"]
