@@ -80,12 +80,24 @@ def model_files() -> dict[str, Path]:
     return browser_model_files()
 
 
+def gsm_params_json(service) -> dict:
+    """What the gsm Device in the page (web/src/app/gsm.ts) needs: the role of this server and its parameters."""
+    p = service.params
+    return {"protocol": "gsm", "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
+            "paillier_bits": p.paillier_bits, "cos_threshold": p.cos_threshold,
+            "insecure_test_params": p.insecure_test_params}
+
+
 def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
-    """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``)."""
+    """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``), or gsm (the
+    gsm Device's module /app/gsm.js and its parameters)."""
     svc = services.get("im2020")
-    if svc is None:
+    if svc is not None:
+        params = params_json(svc.server.params)  # type: ignore[attr-defined]
+    elif "gsm" in services:
+        params = gsm_params_json(services["gsm"])
+    else:
         return
-    params = params_json(svc.server.params)  # type: ignore[attr-defined]
 
     def error(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response:
         return Response(text, status_code=status, media_type="text/plain; charset=utf-8",
