@@ -42,7 +42,7 @@ def test_browser_page_enrols_gsm_device_and_keeps_its_key_wrapped(tmp_path):
                     enrolled: dev.enrolled, wrapped: raw && raw.v === 1 && !(raw instanceof Uint8Array),
                     key: Array.from(key, (b) => b.toString(16).padStart(2, "0")).join("") };
                 })()""".replace("TEMPLATE", json.dumps([int(x) for x in u]))
-                res = run(sp_url, [{"do": "open", "path": "/app/", "wait": "body"}, {"do": "eval", "js": js}])
+                res = run(sp_url, [{"do": "open", "path": "/app/params.json", "wait": "body"}, {"do": "eval", "js": js}])
                 out = res[1]["value"]
                 assert out["bits"] == P.paillier_bits and out["enrolled"] and out["wrapped"], out
                 assert {"keygen", "proving", "provider"} <= set(out["stages"])
@@ -52,3 +52,14 @@ def test_browser_page_enrols_gsm_device_and_keeps_its_key_wrapped(tmp_path):
                 assert DeviceClient(device).match(t_url, "pi2").match
                 capture[0] = template(33)
                 assert not DeviceClient(device).match(t_url, "pi3").match
+
+
+def test_bench_web_gsm_toy():
+    """`privface bench web --protocol gsm` end to end with toy parameters: decisions as expected (genuine, impostor
+    alternating), no ⊥, the page's bytes per matching step equal to the Python Device's."""
+    from privface.bench.gsm_web import bench_gsm_web
+
+    out = bench_gsm_web(runs=1, ell=16, m=8, insecure_test_params=True)
+    for v in ("pi2", "pi3"):
+        assert out[v]["decisions_as_expected"] and out[v]["aborted"] == 0 and out[v]["bytes_max_diff"] <= 1, out[v]
+    assert out["enrol_bytes_max_diff"] is not None and out["keygen_ms"] > 0
