@@ -42,7 +42,8 @@ def test_browser_page_enrols_gsm_device_and_keeps_its_key_wrapped(tmp_path):
                     enrolled: dev.enrolled, wrapped: raw && raw.v === 1 && !(raw instanceof Uint8Array),
                     key: Array.from(key, (b) => b.toString(16).padStart(2, "0")).join("") };
                 })()""".replace("TEMPLATE", json.dumps([int(x) for x in u]))
-                res = run(sp_url, [{"do": "open", "path": "/app/params.json", "wait": "body"}, {"do": "eval", "js": js}])
+                res = run(sp_url, [{"do": "open", "path": "/app/params.json", "wait": "body"},
+                                   {"do": "eval", "js": js}])
                 out = res[1]["value"]
                 assert out["bits"] == P.paillier_bits and out["enrolled"] and out["wrapped"], out
                 assert {"keygen", "proving", "provider"} <= set(out["stages"])

@@ -5,9 +5,10 @@ One page on the provider's origin makes the device's key (a Web Worker) and enro
 exports the key file; a page on the terminal's origin imports it and runs `runs` presentations per variant (Π2, Π3:
 m1 presented ahead of the capture, then the match; the terminal's capture alternates genuine and impostor). The
 page reports, per step, its own compute time (``device_ms``: decryption, OT, garbled evaluation — not HTTP) and the
-bytes of each HTTP step; the Python Device runs the same presentations once, and ``bytes_equal_python`` says
-how far each step's bytes are from the Python Device's (same subject-ID length; a big integer is sent in
-its minimal big-endian bytes, so a random ciphertext or proof value one byte shorter than N² moves a count by 1). Toy parameters with ``insecure_test_params`` (tests only).
+bytes of each HTTP step; the Python Device runs the same presentations once, and ``bytes_max_diff`` says how far
+each step's bytes are from the Python Device's (same subject-ID length; a big integer is sent in its minimal
+big-endian bytes, so a random value one byte shorter than N² moves a count by 1). Toy parameters with
+``insecure_test_params`` (tests only).
 """
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def bench_gsm_web(runs: int = 10, *, ell: int = 128, m: int = 16, insecure_test_
             with serve_in_thread(create_app(t_store, [service])) as t_url:
                 enrol_js = ("(async () => { const m = await import('/app/gsm.js'); const r = await m.enrolHere("
                             f"'bench', {json.dumps([int(v) for v in u])}); const k = await m.exportKey('bench'); "
-                            "return { ...r, key: Array.from(k, (b) => b.toString(16).padStart(2, '0')).join('') }; })()")
+                            "return { ...r, key: Array.from(k, (b) => b.toString(16).padStart(2, '0')).join('') }; "
+                            "})()")
                 enrol = run_page(sp_url, [{"do": "open", "path": "/app/params.json", "wait": "body"},
                                           {"do": "eval", "js": enrol_js}], fixture=False)[1]["value"]
                 match_js = ("(async () => { const m = await import('/app/gsm.js'); const key = new Uint8Array("
