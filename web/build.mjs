@@ -19,6 +19,11 @@ const jobs = [
   }] }),
 ];
 jobs.push(build({ ...common, entryPoints: ["src/crypto/worker.ts"], outfile: out + "worker.js", platform: "browser", minify: true }));
+// the installable app (issue 39): the service worker, named after this build, and its registration
+const buildId = Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+jobs.push(build({ ...common, entryPoints: ["src/app/sw.ts"], outfile: out + "sw.js", platform: "browser", minify: true,
+  define: { __BUILD__: JSON.stringify(buildId) } }));
+jobs.push(build({ ...common, entryPoints: ["src/app/pwa.ts"], outfile: out + "pwa.js", platform: "browser", minify: true }));
 // gsm's Device (issue 39): the page module and its key generation worker
 jobs.push(build({ ...common, entryPoints: ["src/app/gsm.ts"], outfile: out + "gsm.js", platform: "browser", minify: true }));
 jobs.push(build({ ...common, entryPoints: ["src/gsm/keygenWorker.ts"], outfile: out + "gsm-keygen.js", platform: "browser", minify: true }));

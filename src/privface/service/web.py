@@ -26,6 +26,7 @@ log = logging.getLogger("privface.service")
 WEBAPP = Path(__file__).with_name("webapp")
 CSP = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob: data:; "
        "media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; font-src 'self'; "
+       "manifest-src 'self'; "
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 """'wasm-unsafe-eval' lets the page compile its own WebAssembly (GMP, onnxruntime-web); nothing else is
 evaluated, nothing inline, nothing from another origin."""
@@ -41,7 +42,8 @@ HEADERS = {
 }
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".mjs": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".wasm": "application/wasm",
-         ".json": "application/json", ".onnx": "application/octet-stream", ".png": "image/png",
+         ".json": "application/json", ".webmanifest": "application/manifest+json",
+         ".onnx": "application/octet-stream", ".png": "image/png",
          ".svg": "image/svg+xml", ".bin": "application/octet-stream"}
 RESPONSES_PER_ADDRESS = 8
 """/app/ responses in flight per client address: a browser opens at most 6 connections per origin."""
