@@ -78,7 +78,7 @@ def bench_gsm_web(runs: int = 10, *, ell: int = 128, m: int = 16, insecure_test_
                                            {"do": "eval", "js": match_js}], fixture=False)
                 page = results[1]["value"]
                 browser = results[-1].get("browser")
-                py = DeviceClient(Device("bpy00", params, provider_key=fetch_provider_key(sp_url)))
+                py = DeviceClient(Device("bpy00", params, provider_key=fetch_provider_key(sp_url)), timeout=1800)
                 py.enrol(sp_url, u)
                 py_enrol_bytes = [(s.step, s.request_bytes, s.response_bytes) for s in py.stats]
                 py_bytes = {}
