@@ -26,6 +26,19 @@ import { generateBlumKey, PaillierKey } from "../src/gsm/paillier.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../src/gsm/params.js";
 import { decode, encode } from "../src/wire/codec.js";
 
+// Node's fetch reuses a kept-alive connection the server may have closed meanwhile (uvicorn: after 5 s idle, which a
+// loaded machine reaches between two steps) and then fails before sending; a browser retries such a request itself.
+const nodeFetch = globalThis.fetch;
+globalThis.fetch = async (input, init) => {
+  try {
+    return await nodeFetch(input, init);
+  } catch (e) {
+    const code = ((e as { cause?: { code?: string } }).cause?.code) ?? "";
+    if (!["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"].includes(code)) throw e;
+    return nodeFetch(input, init);
+  }
+};
+
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const unhex = (s: string) => new Uint8Array(Buffer.from(s, "hex"));
 const devices = new Map<string, GsmDevice>();
@@ -118,14 +131,14 @@ function tamperEnrol(dev: GsmDevice, what: string): void {
   const start = dev.enrolStart.bind(dev);
   const respond = dev.enrolRespond.bind(dev);
   if (what === "norm") {
-    dev.enrolRespond = (ch) => {
-      const v = decode(respond(ch), "gsm.NormResponse").values;
+    dev.enrolRespond = async (ch) => {
+      const v = decode(await respond(ch), "gsm.NormResponse").values;
       return encode("gsm.NormResponse", { ...v, z: (v.z as bigint) + 1n });
     };
     return;
   }
-  dev.enrolStart = (u, p) => {
-    const v = decode(start(u, p), "gsm.EnrolRequest").values;
+  dev.enrolStart = async (u, p) => {
+    const v = decode(await start(u, p), "gsm.EnrolRequest").values;
     const proof = decode(v[what] as Uint8Array).values;
     const field = what === "plaintext_proof" ? "w" : "w";
     const name = what === "plaintext_proof" ? "gsm.PlaintextKnowledgeProof" : "gsm.ModulusProof";

@@ -5,6 +5,7 @@
  * in any subject ID, so it never collides with an im2020 key), export/import of the key file, and Π1–Π3 against a
  * terminal the page may reach.
  */
+import { PowPool } from "../crypto/pool.js";
 import { GsmDevice } from "../gsm/device.js";
 import { enrol, fetchProviderKey, gsmClient, match, present } from "../gsm/http.js";
 import { deviceKeyBytes, loadDeviceKey } from "../gsm/keyfile.js";
@@ -60,7 +61,13 @@ export async function enrolHere(subjectId: string, template: number[], onProgres
   const keygenMs = performance.now() - t0;
   const http = gsmClient(new URL("..", location.href).href);
   const dev = new GsmDevice(subjectId, params, key, await fetchProviderKey(http));
-  const report = await enrol(http, dev, template, onProgress);
+  const pool = new PowPool(new URL("worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
+  let report;
+  try {
+    report = await enrol(http, dev, template, onProgress, pool.powMany);
+  } finally {
+    pool.close();
+  }
   await saveKey(RECORD(subjectId), deviceKeyBytes(dev, http.base));
   return { ...report, keygen_ms: keygenMs, bits: key.bits };
 }

@@ -11,6 +11,7 @@
  */
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { decode, encode, type Fields } from "../wire/codec.js";
+import type { PowMany } from "../crypto/pool.js";
 import type { PaillierKey } from "./paillier.js";
 import { checkTemplate, decode2Sum, GsmParams, ProtocolError, VARIANT_IDS, type Variant } from "./params.js";
 import { normResponse, proveModulus, provePlaintextKnowledge } from "./zk.js";
@@ -70,8 +71,8 @@ export class GsmDevice {
   }
 
   /** Π_en round 1: c_i = ⟦u_i mod N; r_i⟧, then Π_epk and Fig. 9 bound to subject and provider. `onProgress`
-   *  gets the fraction done (encryption, then the proofs). */
-  enrolStart(u: readonly number[], onProgress?: (done: number) => void): Uint8Array {
+   *  gets the fraction done (encryption, then the proofs); `powMany`: a worker pool for the proofs' batches. */
+  async enrolStart(u: readonly number[], onProgress?: (done: number) => void, powMany?: PowMany): Promise<Uint8Array> {
     if (this.providerKey === null) throw new ProtocolError("the device needs the provider's verification key to enrol");
     const vals = checkTemplate(u, this.params);
     const ctx = enrolContext(this.subjectId, this.providerKey);
@@ -84,7 +85,7 @@ export class GsmDevice {
       witness.push({ x, r });
       if (i % 16 === 15) onProgress?.((0.5 * (i + 1)) / vals.length);
     });
-    const modulusProof = proveModulus(this.key, ctx);
+    const modulusProof = await proveModulus(this.key, ctx, undefined, powMany);
     onProgress?.(0.9);
     const plaintextProof = provePlaintextKnowledge(this.key, cts, witness, ctx);
     onProgress?.(1);
@@ -93,8 +94,8 @@ export class GsmDevice {
   }
 
   /** Π_en round 2: the Fig. 10 answer to the provider's challenge (validated first). */
-  enrolRespond(challenge: Uint8Array): Uint8Array {
-    return normResponse(this.key, challenge, this.params.ell);
+  enrolRespond(challenge: Uint8Array, powMany?: PowMany): Promise<Uint8Array> {
+    return normResponse(this.key, challenge, this.params.ell, powMany);
   }
 
   /** Keep the provider's signed m1 after checking it is ours and σ verifies. */

@@ -4,6 +4,7 @@
  * `match/compare`, `match/finish`). Every answer is decoded and checked before use; the report gives the
  * device-side compute time apart from the HTTP time, and the bytes per step.
  */
+import type { PowMany } from "../crypto/pool.js";
 import { ServiceClient, ServiceError } from "../im2020/http.js";
 import { decode, encode } from "../wire/codec.js";
 import type { GsmDevice } from "./device.js";
@@ -47,16 +48,16 @@ const stepBytes = (http: ServiceClient): StepBytes[] => http.stats.map((s) => ({
 
 /** Π_en: enrol/start (epk, ⟦u_i⟧, Π_epk, Fig. 9) → Fig. 10 challenge; enrol/finish → signed m1, kept by the device. */
 export async function enrol(http: ServiceClient, dev: GsmDevice, u: readonly number[],
-                            onProgress?: (what: string, done: number) => void): Promise<GsmReport & { subject_id: string; expires_at: number }> {
+                            onProgress?: (what: string, done: number) => void, powMany?: PowMany): Promise<GsmReport & { subject_id: string; expires_at: number }> {
   http.reset();
   let device = 0;
   let t0 = performance.now();
-  const request = dev.enrolStart(u, (d) => onProgress?.("proving", d));
+  const request = await dev.enrolStart(u, (d) => onProgress?.("proving", d), powMany);
   device += performance.now() - t0;
   onProgress?.("provider", 0);
   const challenge = await http.step("enrol/start", request);
   t0 = performance.now();
-  const answer = dev.enrolRespond(challenge);
+  const answer = await dev.enrolRespond(challenge, powMany);
   device += performance.now() - t0;
   const m1 = await http.step("enrol/finish", answer);
   t0 = performance.now();

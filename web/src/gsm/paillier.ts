@@ -3,6 +3,7 @@
  * `privface.crypto.paillier.PaillierPrivateKey`: Paillier–Blum primes p ≡ q ≡ 3 (mod 4) for Π_epk (§8.1),
  * decryption by CRT, and the owner's r^N by CRT (two |p|-bit exponentiations per prime).
  */
+import type { PowMany } from "../crypto/pool.js";
 import { bitLength, gcd, isProbablePrime, modInv, modPow, randomBelow, randomBits, randomPrime } from "../crypto/bignum.js";
 
 const WINDOW = 5;
@@ -125,6 +126,16 @@ export class PaillierKey {
     return c;
   }
 
+  /** [Dec(c)] with the CRT halves c^(p−1) mod p², c^(q−1) mod q² as two batches of `powMany` (a worker pool in
+   *  the page: `decrypt_many`'s threads). */
+  async decryptMany(cts: bigint[], powMany: PowMany = localPowMany): Promise<bigint[]> {
+    cts.forEach((c) => this.checkCiphertext(c));
+    const [hp, hq] = await Promise.all([powMany(cts.map((c) => c % this.p2), this.p - 1n, this.p2),
+      powMany(cts.map((c) => c % this.q2), this.q - 1n, this.q2)]);
+    return cts.map((_, i) => crt((((hp[i]! - 1n) / this.p) * this.hp) % this.p, (((hq[i]! - 1n) / this.q) * this.hq) % this.q,
+      this.p, this.q, this.qInvP));
+  }
+
   /** Dec(c) ∈ [0, N) by CRT. */
   decrypt(c: bigint): bigint {
     this.checkCiphertext(c);
@@ -133,6 +144,9 @@ export class PaillierKey {
     return crt(mp, mq, this.p, this.q, this.qInvP);
   }
 }
+
+/** base^exp mod m for many bases on this thread (the default when no worker pool is given). */
+export const localPowMany: PowMany = async (bases, exp, m) => bases.map((b) => modPow(b, exp, m));
 
 /** A Paillier–Blum key of exactly `bits` bits (|p| = |q| = bits/2, p ≡ q ≡ 3 mod 4), as
  *  `generate_paillier_keypair(bits, blum=True)`; `onTry` is called per prime candidate (progress). */

@@ -7,7 +7,8 @@
 import { shake256 } from "@noble/hashes/sha3.js";
 import { bitLength, isProbablePrime, jacobi, modInv, modPow, randomBelow } from "../crypto/bignum.js";
 import { bigToBytes, bytesToBig, decode, encode } from "../wire/codec.js";
-import { crt, randomUnit, type PaillierKey } from "./paillier.js";
+import type { PowMany } from "../crypto/pool.js";
+import { crt, localPowMany, randomUnit, type PaillierKey } from "./paillier.js";
 import { ProtocolError } from "./params.js";
 
 export const MOD_ROUNDS = 128;
@@ -50,32 +51,33 @@ function modChallenges(n: bigint, w: bigint, rounds: number, context: Uint8Array
 
 const mod = (a: bigint, m: bigint) => ((a % m) + m) % m;
 
-/** Π^mod prover (CGGMP20 Fig. 16): w with (w|N) = −1; z_i = y_i^(N⁻¹ mod φ(N)), x_i = ((−1)^a w^b y_i)^(1/4). */
-export function proveModulus(key: PaillierKey, context: Uint8Array, rounds = MOD_ROUNDS): Uint8Array {
+/** Π^mod prover (CGGMP20 Fig. 16): w with (w|N) = −1; z_i = y_i^(N⁻¹ mod φ(N)), x_i = ((−1)^a w^b y_i)^(1/4);
+ *  the exponentiations in four batches of `powMany` (one exponent each, per prime). */
+export async function proveModulus(key: PaillierKey, context: Uint8Array, rounds = MOD_ROUNDS,
+                                   powMany: PowMany = localPowMany): Promise<Uint8Array> {
   const { p, q, n } = key;
   if (p % 4n !== 3n || q % 4n !== 3n) throw new RangeError("Π_epk needs a Paillier–Blum key (p ≡ q ≡ 3 mod 4)");
   let w: bigint;
   do w = randomUnit(n);
   while (jacobi(w, n) !== -1);
-  const ip = modInv(n, p - 1n);
-  const iq = modInv(n, q - 1n);
-  const ep = ((p + 1n) / 4n) ** 2n % (p - 1n);
-  const eq = ((q + 1n) / 4n) ** 2n % (q - 1n);
-  const xs: bigint[] = [];
-  const zs: bigint[] = [];
+  const ys = modChallenges(n, w, rounds, context);
   const ab = new Uint8Array(rounds);
-  modChallenges(n, w, rounds, context).forEach((y, i) => {
-    zs.push(crt(modPow(y, ip, p), modPow(y, iq, q), p, q, key.qInvP));
+  const yps = ys.map((y, i) => {
     for (const [a, b] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
       const yp = mod((a ? -y : y) * (b ? w : 1n), n);
       if (jacobi(yp % p, p) === 1 && jacobi(yp % q, q) === 1) {
-        xs.push(crt(modPow(yp, ep, p), modPow(yp, eq, q), p, q, key.qInvP));
         ab[i] = a + 2 * b;
-        return;
+        return yp;
       }
     }
     throw new RangeError("y shares a factor with N");
   });
+  const [zp, zq, xp, xq] = await Promise.all([
+    powMany(ys.map((y) => y % p), modInv(n, p - 1n), p), powMany(ys.map((y) => y % q), modInv(n, q - 1n), q),
+    powMany(yps.map((y) => y % p), ((p + 1n) / 4n) ** 2n % (p - 1n), p),
+    powMany(yps.map((y) => y % q), ((q + 1n) / 4n) ** 2n % (q - 1n), q)]);
+  const zs = ys.map((_, i) => crt(zp[i]!, zq[i]!, p, q, key.qInvP));
+  const xs = ys.map((_, i) => crt(xp[i]!, xq[i]!, p, q, key.qInvP));
   return encode("gsm.ModulusProof", { w, x: xs, z: zs, ab });
 }
 
@@ -100,7 +102,8 @@ export function provePlaintextKnowledge(key: PaillierKey, cts: bigint[], witness
 
 /** Fig. 10 prover: check the challenge (ℓ ciphertexts in Z*_{N²}, N̂ a 128-bit prime), decrypt w_i, v, v̂;
  *  z = v + Σ w_i² mod N, ẑ = v̂ + Σ w_i² mod N̂. */
-export function normResponse(key: PaillierKey, challenge: Uint8Array, count: number): Uint8Array {
+export async function normResponse(key: PaillierKey, challenge: Uint8Array, count: number,
+                                   powMany: PowMany = localPowMany): Promise<Uint8Array> {
   const ch = decode(challenge, "gsm.NormChallenge").values;
   const ws = ch.w as bigint[];
   const nHat = ch.n_hat as bigint;
@@ -109,12 +112,12 @@ export function normResponse(key: PaillierKey, challenge: Uint8Array, count: num
     throw new ProtocolError(`NormChallenge N̂ must be a ${N_HAT_BITS}-bit prime`);
   }
   const all = [...ws, ch.v as bigint, ch.v_hat as bigint];
-  let plain: bigint[];
   try {
-    plain = all.map((c) => key.decrypt(c));
+    all.forEach((c) => key.checkCiphertext(c));
   } catch {
     throw new ProtocolError("NormChallenge ciphertext is not in Z*_{N²} for this key");
   }
+  const plain = await key.decryptMany(all, powMany);
   const v = plain[ws.length]!;
   const vHat = plain[ws.length + 1]!;
   const squares = plain.slice(0, ws.length).reduce((acc, x) => acc + x * x, 0n);
