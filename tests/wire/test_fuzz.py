@@ -141,7 +141,9 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     assert finish["parameters"][0]["name"] == "X-Privface-Session"
     cap = im.max_body.get("auth/start", DEFAULT_MAX_BODY)  # the step's own cap (service/limits.py) when it declares one
     assert start["requestBody"]["content"]["application/octet-stream"]["schema"]["maxLength"] == cap
-    assert set(start["responses"]["200"]["links"]) == {"im2020_auth_finish"}
+    assert set(start["responses"]["200"]["links"]) == {"im2020_auth_finish"}  # basic mode: no auth/compare
+    assert set(paths["/v1/im2020/revoke/start"]["post"]["responses"]["200"]["links"]) == {"im2020_revoke_finish"}
+    assert "links" not in paths["/v1/im2020/enrol"]["post"]["responses"]["200"]
     decide = paths["/v1/kolberg/auth/decide"]["post"]
     body = decide["requestBody"]["content"]["application/octet-stream"]
     assert body["schema"]["maxLength"] == AUTH_LIMITS["auth/decide"]

@@ -149,6 +149,16 @@ def _identify(a) -> int:
     from ..bench import identify as bench_identify
 
     schemes = bench_identify.parse_schemes(a.scheme or "idface-ckks")
+    if a.ray or a.shards:  # issue 38: resident Ray shards beside the in-process local server
+        from ..bench import sharded
+
+        if schemes != ["hers"] or not (a.ray and a.shards):
+            raise PrivfaceError("--ray and --shards go together, with --scheme hers")
+        rows = sharded.bench_sharded(a.n, a.dim or 512, sharded.parse_shards(a.shards),
+                                     address="auto" if a.ray == "local" else a.ray, repeat=a.repeat or 5,
+                                     insecure_test_params=a.insecure_test_params)
+        print(json.dumps(rows) if a.json else bench_identify.format_table(rows))
+        return 0
     options = dict(beta=a.beta, repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
                    seal_adds=a.seal_adds, threads=a.threads)
     if len(schemes) == 1:  # one object, in this process
@@ -219,6 +229,10 @@ def register(sub) -> None:
     s.add_argument("--threads", type=int,
                    help="identify: threads for BLAS, the crypto core and the native core (default: one per core; "
                         "1: the papers' single-threaded setting)")
+    s.add_argument("--ray", metavar="local|ADDRESS",
+                   help="identify --scheme hers: also run the gallery as resident Ray shards (a local Ray, or the "
+                        "cluster at ADDRESS) beside the in-process local server; needs --shards")
+    s.add_argument("--shards", metavar="K,…", help="identify --ray: shard counts to run, e.g. 1,2")
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "

@@ -93,6 +93,8 @@ def _ident_service_options(a) -> dict:
     if a.role == "key":
         options["insecure_test_params"] = a.insecure_test_params
         return options
+    if a.ray:  # issue 38: the gallery's blocks resident in K Ray actors (scale.resident)
+        options.update(ray="auto" if a.ray == "local" else a.ray, shards=a.shards)
     if not a.key_url:
         raise PrivfaceError("an ident local server needs --key-url (the key server's base URL)")
     from ..service.client import tls_context
@@ -124,6 +126,10 @@ SERVICE_OPTIONS = {
 
 def _service_options(a, name: str) -> dict:
     """Protocol options of `privface serve` for the protocol `name`."""
+    if (a.ray or a.shards is not None) and not (name == "ident" and a.role == "local"):
+        raise PrivfaceError("--ray and --shards apply to --protocol ident --role local (the gallery's shards)")
+    if a.shards is not None and (not a.ray or a.shards < 1):
+        raise PrivfaceError("--shards K needs --ray and K ≥ 1")
     options = SERVICE_OPTIONS.get(name)
     return options(a) if options else {}
 
@@ -342,6 +348,13 @@ def register(sub) -> None:
     s.add_argument("--gallery-name", default="default", help="ident, cryptomask: which gallery of the store "
                                                              "(default default)")
     s.add_argument("--key-url", help="ident local server: the key server's base URL")
+    s.add_argument("--ray", metavar="ADDRESS|local",
+                   help="ident local server: keep the gallery's blocks resident in Ray actors of the cluster at "
+                        "ADDRESS (or a local Ray), restarted elsewhere when a node is lost; the gallery store should "
+                        "then be PostgreSQL, which every node reads")
+    s.add_argument("--shards", type=int, metavar="K",
+                   help="ident local server with --ray: gallery shards, one CPU each, spread over the nodes "
+                        "(default: one per CPU of the cluster)")
     s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
                                          "(default: $PRIVFACE_KEY_API_KEY)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")

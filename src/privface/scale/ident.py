@@ -160,12 +160,19 @@ class KeyRole:
 
 
 class LocalRole:
-    """S_local over the wire: the persisted gallery (every block in memory) and a link to S_key; ``identify``
-    (Query → Result) runs IP_DB, sends the message in ``ScoreChunk``s and resolves the decision."""
+    """S_local over the wire: the persisted gallery (every block in memory, or resident in ``shards`` Ray actors
+    of the cluster at ``ray``: ``scale.resident``) and a link to S_key; ``identify`` (Query → Result) runs IP_DB,
+    sends the message in ``ScoreChunk``s and resolves the decision."""
 
-    def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None) -> None:
+    def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None,
+                 ray: str | None = None, shards: int | None = None) -> None:
         self.gallery = Gallery(gallery_url, name)
-        self.local = self.gallery.local_server()
+        if ray is None:
+            self.local = self.gallery.local_server()
+        else:
+            from .resident import ResidentLocalServer
+
+            self.local = ResidentLocalServer(self.gallery, address=ray, shards=shards)
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))

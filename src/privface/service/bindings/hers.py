@@ -32,7 +32,9 @@ class IdentService:
     """Options: ``role`` ("key" or "local"), ``gallery_name``; key: ``insecure_test_params`` (accept a toy
     public context); local: ``gallery_url`` (the gallery store), ``key_url`` (or an in-process ``key`` with
     ``attach`` and ``decide``, for tests), ``key_api_key`` (scope ``internal``), ``key_tls`` (ssl.SSLContext),
-    ``timeout``, ``chunk`` (blocks per ScoreChunk; default: as many as fit 3 MiB)."""
+    ``timeout``, ``chunk`` (blocks per ScoreChunk; default: as many as fit 3 MiB), ``ray`` (a Ray cluster address,
+    or "auto" for a local Ray) and ``shards`` (K resident gallery shards on it: ``scale.resident``; a shard
+    restarting after node loss answers 503 with Retry-After)."""
 
     name = PROTOCOL
     first_steps: tuple[str, ...]
@@ -41,9 +43,11 @@ class IdentService:
     def __init__(self, store: TemplateStore, *, role: str = "local", gallery_name: str = "default",
                  gallery_url: str | None = None, key_url: str | None = None, key=None, key_api_key: str | None = None,
                  key_tls=None, timeout: float = 600.0, chunk: int | None = None,
-                 insecure_test_params: bool = False) -> None:
+                 insecure_test_params: bool = False, ray: str | None = None, shards: int | None = None) -> None:
         self.store, self.role = store, role
         if role == "key":
+            if ray is not None:
+                raise ValueError("Ray shards serve the local server's gallery; the key server runs alone")
             self.party = KeyRole(store, gallery_name, insecure_test_params=insecure_test_params)
             self.max_body = KEY_LIMITS
         elif role == "local":
@@ -55,7 +59,7 @@ class IdentService:
                 from ..clients.hers import HttpKeyServer
                 key = HttpKeyServer(key_url, timeout=timeout, api_key=key_api_key, tls=key_tls)
             self.key = key
-            self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk)
+            self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk, ray=ray, shards=shards)
             self.max_body = LOCAL_LIMITS
         else:
             raise ValueError(f"ident role must be key or local, got {role!r}")
