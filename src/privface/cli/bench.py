@@ -172,6 +172,13 @@ def _identify(a) -> int:
 def _web(a) -> int:
     from ..bench import web as bench_web
 
+    if a.protocol == "gsm":
+        from ..bench.gsm_web import bench_gsm_web
+
+        out = bench_gsm_web(runs=a.repeat or 10, ell=a.ell or 128, m=a.m or 16,
+                            insecure_test_params=bool(getattr(a, "insecure_test_params", False)))
+        print_result(out, a.json)
+        return 0
     if a.parity:
         out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None)
     else:
@@ -245,7 +252,7 @@ def register(sub) -> None:
     s.add_argument("--paillier-bits", type=int, default=3072,
                    help="gsm: Paillier modulus bits (default 3072 as seed 004 §9; 2048 is the 112-bit minimum)")
     s.add_argument("--no-pi3", action="store_true", help="gsm: skip Π3 (its garbled circuit)")
-    s.add_argument("--protocol", help="load: the protocol served (im2020)")
+    s.add_argument("--protocol", help="load: the protocol served (im2020); web: gsm runs the gsm Device in the page")
     s.add_argument("--concurrency", type=int, default=50, help="load: clients authenticating at once (default 50)")
     s.add_argument("--seconds", type=float, default=60.0, help="load: how long (default 60)")
     s.add_argument("--identities", type=int, default=None,

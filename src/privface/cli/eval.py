@@ -66,13 +66,15 @@ def _eval_pairs(a) -> int:
         raise PrivfaceError("--scheme paillier applies to --protocol idface only")
     if a.protocol != "im2020" and (a.mode != "basic" or a.checkpoint):
         raise PrivfaceError("--mode and --checkpoint apply to --protocol im2020 only")
-    if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
-        raise PrivfaceError("--variant, --cos-threshold and --m apply to --protocol gsm only")
+    if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None or a.device):
+        raise PrivfaceError("--variant, --cos-threshold, --m and --device apply to --protocol gsm only")
+    if a.device == "browser" and (a.variant or "pi1") == "pi1":
+        raise PrivfaceError("--device browser runs --variant pi2 or pi3")
     ds = load(a.dataset, a.data_root)
     checkpoint = None if a.no_checkpoint else (a.checkpoint or "auto")
     out = evaluate(ds, backend_spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
                    progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
-                   checkpoint=checkpoint, variant=a.variant or "pi1")
+                   checkpoint=checkpoint, variant=a.variant or "pi1", device=a.device or "python")
     print_result(out, a.json)
     return 0
 
@@ -156,6 +158,9 @@ def register(sub) -> None:
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
+    s.add_argument("--device", choices=["python", "browser"],
+                   help="gsm: the device side in Python (default) or in the browser's TypeScript Device (web/src/gsm, "
+                        "run by Node; needs the built web/), each pair checked against the Python Device")
     s.add_argument("--cos-threshold", type=float, help=f"gsm: cosine threshold T′ (default {DLIB.cosine:g}: {SHARED}, "
                                                        "as a cosine); cryptomask: τ (default: the plaintext τ at FPIR "
                                                        "1e-2)")
