@@ -11,9 +11,9 @@ from ..errors import PrivfaceError
 
 
 def backend_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="dlib-resnet128", choices=["dlib-resnet128", "pca", "onnx"],
+    p.add_argument("--backend", default="dlib-resnet128", choices=["dlib-resnet128", "sface", "pca", "onnx"],
                    help="face backend (default: dlib-resnet128)")
-    p.add_argument("--model", help="model file for --backend pca or onnx")
+    p.add_argument("--model", help="model file for --backend pca or onnx (sface: default the installed file)")
     p.add_argument("--jitter", type=int, default=None, help="dlib-resnet128: jitter passes per face (slower, steadier)")
     p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
 
