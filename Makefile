@@ -16,7 +16,14 @@ NATIVE_STAMP := $(VENV)/.privface-native-installed
 
 .PHONY: install native demo test lint docs clean
 
-install: $(STAMP) $(NATIVE_STAMP) web $(SFACE)
+install: $(STAMP) $(NATIVE_STAMP) web chromium $(SFACE)
+
+# Debian's Chromium for the browser tests (tests/web, tests/docs/test_site_browser.py, `privface bench web`): installed
+# as native/install-deps installs the native core's packages — with apt-get when missing and run as root; otherwise it
+# says what to do and `make test` ends with a loud line naming the browser tests it skipped (tests/conftest.py).
+.PHONY: chromium
+chromium:
+	.ci/install-chromium
 
 # The browser client (web/, TypeScript): npm ci from the committed lockfile, then the esbuild bundle into
 # src/privface/service/webapp/ (git-ignored package data served at /app/) and the Node test driver.

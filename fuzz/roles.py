@@ -112,8 +112,11 @@ def _im2020(root, rec, mode: str) -> Iterator[list[Role]]:
             remote.enrol(http, alice, ref)  # stays enrolled: the auth/start seeds stay valid
             remote.verify(http, alice, np.clip(ref + rng.integers(-3, 4, params.dims), -params.max_abs, params.max_abs))
             remote.verify(http, alice, face_like_template(params, rng))
-            remote.enrol(http, Client("bob", params), ref)
-            remote.revoke(http, "bob")
+            bob = Client("bob", params)
+            remote.enrol(http, bob, ref)
+            remote.revoke(http, bob)  # by proof of key possession (revoke/start, revoke/finish)
+            remote.enrol(http, bob, ref)
+            remote.admin_revoke(http, "bob")
         yield [role]
 
 

@@ -21,6 +21,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
 
 
+BROWSER_FIX = "sudo .ci/install-chromium (Debian's chromium; `make install` runs it when root), then make test"
+
+
+def browser_skips(reports) -> list:
+    """The skipped reports of browser tests (marker ``browser``) skipped for a missing Chromium, Node or built page —
+    not those left out on purpose (slow, stress)."""
+    def reason(rep) -> str:
+        return str(rep.longrepr[2]) if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+
+    return [rep for rep in reports if "browser" in rep.keywords
+            and not reason(rep).startswith(("Skipped: slow:", "Skipped: stress:", "slow:", "stress:"))]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """A loud last line when browser tests were skipped: they pass silently otherwise (issue 35 B9)."""
+    skipped = browser_skips(terminalreporter.stats.get("skipped", []))
+    if skipped:
+        terminalreporter.write_sep("!", f"{len(skipped)} BROWSER TESTS SKIPPED (Chromium, Node or the built page "
+                                        f"missing): {BROWSER_FIX}", red=True, bold=True)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The datasets root from PRIVFACE_DATA; tests that need it are skipped without it."""

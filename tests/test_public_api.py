@@ -21,7 +21,7 @@ from privface import demo_data
 FACES = ["load_image", "detect", "embed", "distance", "compare"]
 CLIENTS = ["Im2020Client", "DeviceClient", "KolbergClient", "IdentClient", "VerifierClient"]
 GALLERY = ["enrol", "identify"]
-ERRORS = ["PrivfaceError", "ImageError", "NoFaceError"]
+ERRORS = ["PrivfaceError", "ImageError", "FaceError", "NoFaceError", "AmbiguousFaceError"]
 
 
 def test_all_lists_exactly_the_declared_names_and_each_exists():
@@ -119,7 +119,8 @@ def test_im2020_client_enrols_verifies_and_revokes_over_http(tmp_path, photos):
             assert again.server == url and again.subject_id == "grace"
             assert again.verify(genuine) is True
             assert again.revoke().revoked is True
-        assert store.get("im2020", "grace") is None
+            assert again.report["key_file_removed"] == str(key)
+        assert store.get("im2020", "grace") is None and not key.exists()  # the key opens nothing any more
 
 
 # The library guide's example (it was the README's "Library" section before the README's content moved to docs/;
@@ -172,7 +173,7 @@ def test_readme_library_example_runs(tmp_path, monkeypatch):
         exec(compile(code, str(README), "exec"), names)
         assert store.get("im2020", "me") is None  # revoked at the end
     assert privface.compare(names["others"], names["me"]).count(True) == 1
-    assert (tmp_path / "me.key").stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "me.key").exists()  # revoke() proved possession of its key, then deleted it
 
 
 def test_enrol_and_identify_a_gallery_of_photos(tmp_path, photos):

@@ -21,6 +21,8 @@ const jobs = [
 jobs.push(build({ ...common, entryPoints: ["src/crypto/worker.ts"], outfile: out + "worker.js", platform: "browser", minify: true }));
 if (existsSync("src/face/index.ts")) {
   jobs.push(build({ ...page, outfile: out + "app.js" }));
+  // the face pipeline's Web Worker (src/app/faceWorker.ts): decoding, resizing, detection and embedding off the page
+  jobs.push(build({ ...page, entryPoints: ["src/app/faceWorker.ts"], outfile: out + "face-worker.js" }));
   // bench web --parity: the face pipeline's parity harness on the served models (test/bench only)
   jobs.push(build({ ...page, entryPoints: ["test/parityPage.ts"], outfile: "dist-test/parity.js" }));
   // onnxruntime-web's WebAssembly runtime, served from /app/ort/ (its loader imports the .mjs next to the .wasm)

@@ -153,7 +153,7 @@ def cli_reference() -> str:
     from privface.cli import build_parser
 
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "100"  # argparse wraps help text to $COLUMNS: the same page on every machine
+    os.environ["COLUMNS"] = "80"  # argparse wraps help to $COLUMNS: the same page everywhere, fits the content column
     try:
         parser = build_parser()
         out = []

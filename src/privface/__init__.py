@@ -7,9 +7,10 @@ Faces (face_recognition's ``load_image_file`` / ``face_locations`` / ``face_enco
 use):
     load_image(image)               → H×W×3 uint8 RGB array (path, bytes, PIL image or array)
     detect(image)                   → face boxes (left, top, right, bottom), largest first
-    embed(image, which="largest")   → the main face's embedding; ``which="all"``: one row per face
+    embed(image, which="single")    → the face's embedding (refuses two faces of about the same size:
+                                      AmbiguousFaceError; which="largest" or N chooses); "all": one row per face
     distance(known, candidate)      → Euclidean distance(s) between embeddings
-    compare(known, candidate, tolerance=0.6) → same person? (distance ≤ tolerance)
+    compare(known, candidate, tolerance=None) → same person? (distance ≤ tolerance; default 0.53 for dlib, shared)
 
 One client per protocol, each talking to a running ``privface serve``:
     Im2020Client (im2020, 1:1 verification), DeviceClient (gsm, the user's device), KolbergClient (kolberg),
@@ -17,7 +18,8 @@ One client per protocol, each talking to a running ``privface serve``:
 
 Encrypted galleries (1:N): enrol(gallery_url, templates, scheme, …), identify(embedding, gallery_url, …)
 
-Errors: PrivfaceError (base of every error raised on purpose), ImageError, NoFaceError.
+Errors: PrivfaceError (base of every error raised on purpose), ImageError, FaceError (NoFaceError,
+AmbiguousFaceError).
 
 Everything else is private and may change without notice: names starting with an underscore, and every module
 and name not listed in ``__all__`` (``privface.faces``, ``privface.protocols``, ``privface.crypto`` … are the
@@ -28,7 +30,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import ImageError, NoFaceError, PrivfaceError
+from .errors import AmbiguousFaceError, FaceError, ImageError, NoFaceError, PrivfaceError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +40,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "DeviceClient", "IdentClient", "Im2020Client", "ImageError", "KolbergClient", "NoFaceError", "PrivfaceError",
+    "AmbiguousFaceError", "DeviceClient", "FaceError", "IdentClient", "Im2020Client", "ImageError", "KolbergClient",
+    "NoFaceError", "PrivfaceError",
     "VerifierClient", "compare", "detect", "distance", "embed", "enrol", "identify", "load_image",
 ]
 
@@ -89,9 +92,11 @@ def detect(image) -> list[tuple[int, int, int, int]]:
     return [d.box for d in detector.detect(work, scale)]
 
 
-def embed(image, which: Literal["largest", "center", "all"] = "largest") -> np.ndarray:
-    """The 128-D embedding of the largest face (``which="center"``: the face nearest the centre); raises NoFaceError
-    when there is none. ``which="all"``: a (faces × 128) array, one row per face, largest first (0 rows if none)."""
+def embed(image, which: Literal["single", "largest", "center", "all"] | int = "single") -> np.ndarray:
+    """The 128-D embedding of the face in the image; raises NoFaceError when there is none, and AmbiguousFaceError
+    (naming the faces) when the second-largest face's area is ≥ 0.8 × the largest's. ``which="largest"``: the
+    largest whatever the others; ``which=N``: face N of ``detect(image)`` (largest first, from 0); ``"center"``:
+    the face nearest the centre; ``"all"``: a (faces × 128) array, one row per face, largest first (0 rows if none)."""
     backend = _backend()
     if which != "all":
         return backend.embed(image, which)
@@ -111,8 +116,9 @@ def distance(known, candidate) -> Any:
 
 
 def compare(known, candidate, tolerance: float | None = None) -> Any:
-    """Same person? ``distance(known, candidate) ≤ tolerance`` (default: the backend's threshold, 0.6, dlib's
-    published one). A bool for one known embedding, a list of bools for a list of them (``compare_faces``)."""
+    """Same person? ``distance(known, candidate) ≤ tolerance`` (default: the backend's threshold, 0.53 for dlib — the
+    one `privface compare` and every protocol's default use, ``faces.thresholds``). A bool for one known
+    embedding, a list of bools for a list of them (``compare_faces``)."""
     import numpy as np
 
     limit = _backend().threshold if tolerance is None else tolerance

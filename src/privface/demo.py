@@ -52,7 +52,7 @@ def run_demo(as_json: bool = False) -> int:
                          "c2_encrypt_ms": r["c2_encrypt_ms"], "server_ms": r["server_ms"],
                          "c3_decrypt_ms": r["c3_decrypt_ms"], "network_ms": r["network_ms"], "total_ms": _ms(t0),
                          "bytes_sent": r["bytes_sent"], "bytes_received": r["bytes_received"]})
-        remote.revoke(http, client.subject_id)
+        remote.revoke(http, client)
     correct = sum(r["correct"] for r in rows)
     out = {"backend": backend.name, "protocol": "im2020", "transport": "http", "security_bits": params.security_bits,
            "tau": params.tau, "enrol": enrol, "attempts": rows, "correct": correct, "total": len(rows)}

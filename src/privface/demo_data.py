@@ -48,3 +48,24 @@ def altered_copies(path: Path) -> dict[str, np.ndarray]:
         "grey, JPEG q=35": np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB")),
         "shrunk to 1/3": np.asarray(im.resize((w // 3, h // 3), Image.BILINEAR)),
     }
+
+
+def _face_square(path: Path, box: tuple[int, int, int, int], side: int) -> Image.Image:
+    """The photo cropped to a square twice the face box's size around it, resized to side × side."""
+    left, top, right, bottom = box
+    cx, cy, half = (left + right) / 2, (top + bottom) / 2, (right - left)
+    im = Image.open(path).convert("RGB")
+    return im.crop((round(cx - half), round(cy - half), round(cx + half), round(cy + half))).resize(
+        (side, side), Image.BICUBIC)
+
+
+def two_faces(second_scale: float = 1.0, side: int = 320) -> np.ndarray:
+    """A photo of two people side by side: Grace Hopper (left, her face about side/2 px) and Eileen Collins (right,
+    scaled by second_scale, bottom-aligned). second_scale 1: two faces of about the same size; 0.5: one much smaller."""
+    grace = _face_square(enrolled_photo(), (161, 137, 376, 352), side)
+    other = _face_square(impostor_photos()["astronaut (Eileen Collins)"], (179, 83, 266, 170),
+                         max(8, round(side * second_scale)))
+    out = Image.new("RGB", (2 * side, side), (128, 128, 128))
+    out.paste(grace, (0, 0))
+    out.paste(other, (side, side - other.height))
+    return np.asarray(out)

@@ -9,8 +9,33 @@ class ImageError(PrivfaceError):
     """The input is not a readable image (missing file, not an image, corrupt, wrong array shape)."""
 
 
-class NoFaceError(PrivfaceError):
+class FaceError(PrivfaceError):
+    """No usable face in an image: none found, or which one to use is not clear (or not there)."""
+
+
+class NoFaceError(FaceError):
     """No face was found in an image."""
+
+
+class AmbiguousFaceError(FaceError):
+    """Two or more faces of about the same size (`faces.detect.SAME_SIZE`) and no choice of which to use.
+
+    boxes: (left, top, right, bottom) of every face found, largest first, in input-image pixels — the numbering
+    ``which=N`` (Python) and ``--face N`` (CLI) choose by."""
+
+    def __init__(self, boxes: list[tuple[int, int, int, int]], where: str = "the image"):
+        self.boxes = [tuple(b) for b in boxes]
+        self.where = where
+        listed = ", ".join(f"face {i} at {box_text(b)}" for i, b in enumerate(self.boxes))
+        super().__init__(f"{len(self.boxes)} faces of about the same size in {where} ({listed}): choose one with "
+                         f"--face N (command line) or which=N (Python), N as listed (largest first), or use the "
+                         f"largest with --face largest / which=\"largest\"")
+
+
+def box_text(box) -> str:
+    """A face box (left, top, right, bottom) as people read it: "x,y w×h" (top-left corner, size) in pixels."""
+    left, top, right, bottom = (int(v) for v in box)
+    return f"{left},{top} {right - left}×{bottom - top}"
 
 
 class ModelError(PrivfaceError):

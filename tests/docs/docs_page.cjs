@@ -2,7 +2,8 @@
  * Opens a page of the built documentation site in Debian's Chromium with playwright-core (the machinery of the
  * web tests, tests/web), once per viewport, for tests/docs/test_site.py. One JSON argument
  * {url, origin, chromium, viewports: [{name, width, height, path}]} and one JSON line out: {results: [...]} with,
- * per viewport, the title, the first heading, the nav links, the widths (overflow), the text length, the
+ * per viewport, the title, the first heading, the nav links, the widths (overflow), the text length, the code
+ * blocks (how many, how many wider than their box), the
  * requests that left the site's origin (aborted) and the console errors; a screenshot is written to `path`.
  * Run with NODE_PATH=web/node_modules (playwright-core is the web client's dev dependency).
  */
@@ -42,6 +43,8 @@ async function main() {
           scroll_width: document.documentElement.scrollWidth,
           inner_width: window.innerWidth,
           text_length: document.body.innerText.length,
+          pre_count: document.querySelectorAll("article pre").length,
+          pre_overflow: [...document.querySelectorAll("article pre > code")].filter((p) => p.scrollWidth > p.clientWidth + 1).length,
         };
       });
       results.push({ name: vp.name, ...info, external, errors, path: vp.path });

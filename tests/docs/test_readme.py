@@ -57,7 +57,7 @@ def test_readme_verification_example_runs(photo_dir):
         exec(compile(code.replace(README_URL, url), "README.md (1:1)", "exec"), scope)
     assert scope["accepted"] is True
     assert scope["rejected"] is False
-    assert (photo_dir / "me.key").is_file()
+    assert not (photo_dir / "me.key").exists()  # client.revoke() deleted it
 
 
 def test_readme_identification_example_runs(photo_dir, capsys):

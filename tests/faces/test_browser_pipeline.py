@@ -67,3 +67,21 @@ def test_browser_pipeline_reports_no_face_and_corrupt_images(harness, tmp_path):
     blank_result, truncated_result = _run(harness, [blank, truncated], tmp_path)
     assert blank_result["error"] == "no face" and blank_result["descriptor"] is None
     assert "truncated" in truncated_result["error"] and truncated_result["descriptor"] is None
+
+
+def test_browser_pipeline_downscales_a_large_photo_as_python_does(harness, tmp_path):
+    """A 1500×2000 photo is brought to 960×1280 before detection on both sides (Pillow's bicubic, strip by strip in
+    the browser): same box, same template (issue 35 B2)."""
+    from PIL import Image
+
+    from privface.demo_data import enrolled_photo
+
+    big = tmp_path / "big.ppm"
+    Image.open(enrolled_photo()).convert("RGB").crop((31, 0, 481, 600)).resize((1500, 2000), Image.BICUBIC).save(big)
+    backend = DlibResNetBackend()
+    work, scale = backend.detector.working_image(np.asarray(Image.open(big)))
+    assert work.shape[:2] == (1280, 960)
+    (r,) = _run(harness, [big], tmp_path)
+    face = backend.faces(big)[0]
+    assert r["error"] is None and tuple(r["box"]) == face.box
+    assert np.linalg.norm(np.array(r["descriptor"]) - face.embedding) <= 0.02

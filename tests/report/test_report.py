@@ -6,6 +6,8 @@ import html as htmllib
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,7 +131,7 @@ def test_command_end_to_end_on_tiny_jobs(tmp_path, monkeypatch, capsys):
     for sec in data["papers"]:
         for row in sec["rows"]:
             if row["ours"] is not None:
-                assert htmllib.escape(html.num(row["ours"], row["unit"])) in page, row
+                assert htmllib.escape(html.shown(row, "ours")) in page, row
                 shown += 1
     assert shown >= 10  # im2020 Table I and the gsm rows at ℓ = 128
     for row in data["comparison"]:
@@ -157,3 +159,127 @@ def test_failed_job_is_reported_not_fatal(tmp_path, monkeypatch):
     [o] = jobs.run_jobs([job], tmp_path, "c", progress=False)
     assert o.status == "error" and "ZeroDivisionError" in o.note
     assert not list(tmp_path.glob("*.json"))  # nothing cached: the next run tries again
+
+
+# ---------------------------------------------------------------- issue 35 B7: what a reader of the page tripped over
+
+
+def test_shown_quotes_have_the_papers_symbols():
+    """The text copies print ± as "£" or "+" (OCR of seed 003's Tab. 2) and keep LaTeX ("$76 (\\pm 1)$"): the page shows
+    the symbols, and the number read from the quote is still the row's value."""
+    assert papers.shown_quote("0.063 £ 0.0005s") == "0.063 ± 0.0005 s"
+    assert papers.shown_quote("48.9 + 0.20s") == "48.9 ± 0.20 s"
+    assert papers.shown_quote("198 £+ 0.73s") == "198 ± 0.73 s"
+    assert papers.shown_quote("$76 (\\pm 1)$") == "76 (±1)"
+    assert papers.shown_quote("618 ( $\\pm 26$ )") == "618 (±26)"
+    assert papers.shown_quote("up to $\\sim 5\\times$") == "up to ∼5×"
+    assert papers.shown_quote("9642%") == "96.42%"
+    assert papers.shown_quote("a total of 142KB") == "a total of 142KB"
+    for row in papers.load()["rows"]:
+        shown = papers.shown_quote(row["quote"])
+        assert not re.search(r"[£$\\]", shown), shown
+        assert papers.quoted_number(shown) == row["value"]
+
+
+def _filled_outcomes():
+    """im2020 (its bytes quoted in KiB), kolberg (KB and MB), identify (GB) and an ORL eval (a % row)."""
+    im = {"security_bits": 112, "jl_modulus_bits": 2048, "k": 128, "transport": "http", "workers": 2, "repeat": 3,
+          "c2_encrypt_ms": 30.1, "s1_blind_esed_ms": 9.5, "c3_decrypt_ms": 765.0, "s2_unblind_ms": 0.02,
+          "network_ms": 4.1, "total_ms": 164.4, "auth_bytes": 45312, "enrol_bytes": 22116}
+    kolberg = [{"scheme": s, "dim": 512, "security_bits": 128, "keygen_ms": 300.0, "encrypt_ms": 4.0,
+                "compare_ms": 30.0, "key_bytes": 400_000, "template_bytes": 140_000} for s in ("ckks", "bfv", "ntru")]
+    return [_outcome("bench.im2020.basic", im), _outcome("bench.kolberg", kolberg),
+            _outcome("bench.identify.hers.n1024", {"scheme": "hers", "n": 1024, "dim": 512, "identify_s": 0.125,
+                                                   "comm_bytes": 131076, "storage_bytes": 67108864, "enrol_s": 12.0}),
+            _outcome("eval.orl.plain", {"dataset": "orl", "eer": 0.011, "eer_quantized": 0.0125, "auc": 0.9995,
+                                        "genuine_pairs": 1800, "impostor_pairs": 78000})]
+
+
+@pytest.fixture
+def filled_page(tmp_path):
+    data = build.build(_filled_outcomes(), tmp_path, mode="quick", commit="abc", started=0.0, load_start=[],
+                       data_note="PRIVFACE_DATA=/data")
+    return data, html.render(data)
+
+
+def _outside_quotes(page: str) -> str:
+    return re.sub(r"<q>.*?</q>", "", page)
+
+
+def test_page_quotes_show_symbols_not_ocr_or_latex(filled_page):
+    data, page = filled_page
+    assert "£" not in page and "\\pm" not in page and "\\times" not in page and "$" not in page
+    assert "0.063 ± 0.0005 s" in page and "76 (±1)" in page
+    # report.json keeps the text copy's characters (test_every_quote_is_in_its_paper) beside what the page shows
+    row = next(r for s in data["papers"] for r in s["rows"] if r["quote"] == "0.063 £ 0.0005s")
+    assert row["quote_shown"] == "0.063 ± 0.0005 s"
+
+
+def test_page_has_one_unit_system(filled_page):
+    """Sizes in SI units only (kB = 1000 B): im2020's KiB figures are converted, kolberg's KB written kB."""
+    data, page = filled_page
+    text = _outside_quotes(page)
+    assert not re.search(r"\d\s*(KiB|MiB|GiB|KB|Kb)\b", text), re.findall(r".{30}(?:KiB|MiB|GiB|KB)\b", text)
+    assert re.search(r"\d\s?kB\b", text)
+    auth = next(r for s in data["papers"] for r in s["rows"] if r["quantity"] == "bytes of one authentication")
+    assert auth["unit"] == "KiB" and auth["shown"]["unit"] == "kB"
+    assert auth["shown"]["paper"] == pytest.approx(33.64 * 1.024) and auth["shown"]["ours"] == pytest.approx(45.312)
+    assert html.num(auth["shown"]["paper"], "kB") in page
+
+
+def test_every_ratio_says_which_way_is_better(filled_page):
+    data, page = filled_page
+    cells = re.findall(r'<td data-label="ours ÷ paper[^"]*" class="num ratio"><div>(.*?)</div></td>', page)
+    measured = [c for c in cells if c != "—"]
+    assert len(measured) >= 15
+    for c in measured:
+        assert re.fullmatch(r"[\d.e+-]+×<span class=\"verdict (better|worse|same)\">(ours (faster|slower|smaller|"
+                            r"larger|better|worse)|about the same)</span>", c), c
+    rows = {r["quantity"]: r for s in data["papers"] for r in s["rows"]}
+    assert rows["C3 client level-2 decryption"]["verdict"] == {"class": "same", "words": "about the same"}
+    assert rows["C2 client encryption of Γ′"]["verdict"] == {"class": "better", "words": "ours faster"}
+    assert rows["bytes of one authentication"]["verdict"] == {"class": "worse", "words": "ours larger"}
+    assert rows["ORL EER (plaintext system)"]["verdict"] == {"class": "worse", "words": "ours worse"}  # 1.25 > 0.37
+    assert rows["ORL AUC"]["verdict"]["class"] == "same"
+    assert rows["NTRU template encryption"]["verdict"] == {"class": "better", "words": "ours faster"}
+    # the comparison table's columns say which way is better too
+    assert page.count("lower is better") >= 3
+
+
+def test_a_rate_row_must_say_which_way_is_better():
+    data = json.loads(json.dumps(papers.load()))
+    row = next(r for r in data["rows"] if r["quantity"] == "ORL EER (plaintext system)")
+    del row["better"]
+    with pytest.raises(ValueError, match="better"):
+        papers.validate(data)
+
+
+def test_jobs_table_has_no_empty_column(filled_page):
+    """The note sits under the status (cached from …, the error, why skipped); no column of empty cells."""
+    data, page = filled_page
+    jobs_table = page[page.index('<table class="jobs">'):]
+    jobs_table = jobs_table[:jobs_table.index("</table>")]
+    head = re.findall(r"<th>(.*?)</th>", jobs_table)
+    assert "note" not in head
+    cells = re.findall(r'<td data-label="([^"]*)"[^>]*><div>(.*?)</div></td>', jobs_table)
+    for label in set(lab for lab, _ in cells):
+        assert any(v.strip() for lab, v in cells if lab == label), label
+
+
+def test_plots_are_not_lazy_and_have_their_size(filled_page):
+    data, page = filled_page
+    assert 'loading="lazy"' not in page
+    for p in data["plots"]:
+        assert f'width="{p["width"]}" height="{p["height"]}"' in page and p["width"] > 100
+
+
+def test_pages_are_written_as_utf8_whatever_the_locale(tmp_path):
+    """The page says charset=utf-8: it is written as UTF-8 even where the locale's encoding is ASCII or Latin-1."""
+    out = tmp_path / "index.html"
+    text = "0.063 ± 0.0005 s, Π₃ → ∼5×"
+    code = ("import sys; from pathlib import Path; from privface.report.jobs import write_atomically; "
+            f"write_atomically(Path(sys.argv[1]), {ascii(text)}, 0o644)")  # ascii: the command line is ASCII here
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert out.read_bytes().decode("utf-8") == text

@@ -116,7 +116,7 @@ def test_a_client_that_stops_reading_is_dropped(monkeypatch):
 
 def test_a_stream_is_audited_when_it_ends_with_its_outcome(served, caplog):
     """The audit record of a streamed step is written when the stream ends, with the whole duration; a stream cut
-    short is recorded as refused with error StreamEnded, not as a 200 that was never delivered."""
+    short is recorded as cut (error StreamEnded), not as a 200 that was never delivered (test_service_bodies.py)."""
     url, svc = served
     caplog.set_level(logging.INFO, logger="privface.audit")
     with ServiceClient(url, "streamer") as http:

@@ -106,7 +106,7 @@ def test_cli_serve_tls_mtls_and_keys(certs, tmp_path):
 
     def revoke(*extra, key=admin):
         return subprocess.run([sys.executable, "-m", "privface.cli", "revoke", "--server", server, "--id", "nobody",
-                               "--key", str(tmp_path / "none.key"), *extra],
+                               "--admin", *extra],
                               env={**env, **({"PRIVFACE_API_KEY": key} if key else {})},
                               capture_output=True, text=True, timeout=60)
     try:

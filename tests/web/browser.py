@@ -18,7 +18,7 @@ CHROMIUM = os.environ.get("PRIVFACE_CHROMIUM", "/usr/bin/chromium")
 
 def chromium() -> str:
     if not (Path(CHROMIUM).is_file() and shutil.which("node") and RUNNER.is_file()):
-        pytest.skip("Chromium, node or the built browser runner is missing (scripts/install-chromium, make install)")
+        pytest.skip("Chromium, node or the built browser runner is missing (sudo .ci/install-chromium, make install)")
     return CHROMIUM
 
 

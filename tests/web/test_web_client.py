@@ -1,6 +1,7 @@
 """The browser's im2020 client (web/src, run under Node) against the Python codec and Server party."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -8,7 +9,15 @@ import pytest
 
 from privface.crypto.joye_libert import JoyeLibertPrivateKey
 from privface.protocols.im2020 import Im2020Params
-from privface.protocols.im2020.messages import AuthChallenge, AuthFinish, AuthStart, ClientKey, EnrolRequest
+from privface.protocols.im2020.messages import (
+    AuthChallenge,
+    AuthFinish,
+    AuthStart,
+    ClientKey,
+    EnrolRequest,
+    RevokeProof,
+    RevokeStart,
+)
 from privface.protocols.im2020.parties import Client, Server
 from privface.service.clients.im2020 import key_record
 from privface.store import open_store
@@ -131,6 +140,26 @@ def test_python_key_file_drives_browser_client(node):
     challenge, _ = server.auth_start(client.auth_start(near))
     fin = node(cmd="finish", key=key, params=pj, challenge=challenge.to_bytes().hex())
     assert int(fin["s_star"]) == client.blinded_score(AuthChallenge.from_bytes(challenge.to_bytes()))
+
+
+def test_browser_client_proves_key_possession_to_revoke(node):
+    """The TypeScript client answers the Python Server's revocation challenge (revoke/start): the server accepts
+    its ρ; a challenge holding a stored β_i instead (a server fishing for a decryption) gets no answer."""
+    params = Im2020Params.toy()
+    pj = _params_json(params)
+    client = Client("kim", params)
+    key = key_record(client, "http://127.0.0.1:1").to_bytes().hex()
+    store = open_store("sqlite://")
+    server = Server(store, params)
+    server.enrol(client.enrol(_templates(np.random.default_rng(3), params.dims)[0]))
+    challenge, session = server.revoke_start(RevokeStart("kim"))
+    fishing = dataclasses.replace(challenge, ciphertext=EnrolRequest.from_bytes(store.get("im2020", "kim")).c_beta[0])
+    refused = node(cmd="revoke_proof", key=key, params=pj, challenge=fishing.to_bytes().hex())
+    assert refused["type"] == "ProtocolError" and "nothing was sent" in refused["error"]
+    proof = node(cmd="revoke_proof", key=key, params=pj, challenge=challenge.to_bytes().hex())
+    assert bytes.fromhex(proof["hex"]) == client.revoke_proof(challenge).to_bytes()
+    assert server.revoke_finish(session, RevokeProof.from_bytes(bytes.fromhex(proof["hex"]))).revoked
+    assert store.get("im2020", "kim") is None
 
 
 def test_corrupt_or_foreign_key_file_refused(node):

@@ -80,9 +80,11 @@ def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors,
         {"do": "screenshot", "path": str(SHOTS / "web-verified-desktop.png")},
         *_with(photos, descriptors, "impostor", "verify"),
         {"do": "export_key", "path": str(key)},
-        {"do": "click", "id": "revoke"},
-        {"do": "click", "id": "revoke"},  # not enrolled any more
-        {"do": "import_key", "path": str(key)}, *_with(photos, descriptors, "genuine", "verify"),  # revoked key
+        {"do": "click", "id": "revoke"}, {"do": "click", "id": "revoke-confirm"},
+        {"do": "click", "id": "revoke"},  # this device's key is gone
+        {"do": "import_key", "path": str(key)},  # the revoked key
+        {"do": "click", "id": "revoke"}, {"do": "click", "id": "revoke-confirm"},  # not enrolled any more
+        *_with(photos, descriptors, "genuine", "verify"),
     ]
     r = {i: s for i, s in enumerate(run(url, steps))}
     assert r[0]["http"] == 200 and r[0]["csp"] == CSP and r[0]["status"] == "Ready."
@@ -91,14 +93,17 @@ def test_enrol_verify_revoke_through_the_file_input(server, photos, descriptors,
     no_face = r[6 if fixture_bundle() else 5]
     assert no_face["state"] == "error" and "No face was found" in no_face["status"], no_face
     results = [s for s in r.values() if s["step"] == "click"][2:]
-    enrol, genuine, impostor, revoke, revoke_again, verify_revoked = results
+    enrol, genuine, impostor, ask, revoke, no_key, _, revoke_again, verify_revoked = results
     assert enrol["decision"] == "Enrolled", enrol
     assert enrol["report"]["keygen_ms"] > 0 and enrol["report"]["bytes_sent"] > 128 * 256
     assert genuine["decision"] == "Accepted" and genuine["report"]["accepted"] is True, genuine
     for k in ("face_ms", "encrypt_ms", "server_ms", "decrypt_ms", "network_ms", "bytes_sent", "bytes_received"):
         assert genuine["report"][k] >= 0
     assert impostor["decision"] == "Rejected" and impostor["report"]["accepted"] is False, impostor
+    assert ask["state"] == "ok" and "Confirm below to revoke alice" in ask["status"], ask
     assert revoke["decision"] == "Revoked" and store.get("im2020", "alice") is None
+    assert "this device's key are deleted" in revoke["status"], revoke
+    assert no_key["state"] == "error" and "no key for alice" in no_key["status"], no_key
     assert revoke_again["state"] == "error" and "not enrolled" in revoke_again["status"]
     assert verify_revoked["state"] == "error" and "not enrolled" in verify_revoked["status"], verify_revoked
     assert key.stat().st_size > 300
@@ -172,11 +177,11 @@ def test_camera_path_with_the_fake_capture_device(server, photos, descriptors, t
              {"do": "camera"}, *_face(descriptors, "enrolled"), {"do": "click", "id": "enrol"},
              {"do": "camera"}, *_face(descriptors, "enrolled"), {"do": "click", "id": "verify"},
              {"do": "screenshot", "path": str(SHOTS / "web-camera-mobile.png")},
-             {"do": "click", "id": "revoke"}]
+             {"do": "click", "id": "revoke"}, {"do": "click", "id": "revoke-confirm"}]
     r = run(url, steps, camera=str(clip), viewport=MOBILE)
     cams = [s for s in r if s["step"] == "camera"]
-    assert all(c["state"] == "ok" and c["status"] == "Picture ready." for c in cams), cams
-    enrol, verify, revoke = [s for s in r if s["step"] == "click"]
+    assert all(c["state"] == "ok" and c["status"].startswith("Picture ready") for c in cams), cams
+    enrol, verify, _, revoke = [s for s in r if s["step"] == "click"]
     assert enrol["decision"] == "Enrolled" and verify["decision"] == "Accepted", (enrol, verify)
     assert revoke["decision"] == "Revoked" and store.get("im2020", "erin") is None
 
@@ -190,8 +195,39 @@ def test_camera_permission_denied(server, photos, tmp_path):
     assert r[3]["state"] == "error" and store.get("im2020", "frank") is None
 
 
+def test_revoke_needs_this_devices_key_and_a_confirmation(server, photos, descriptors, tmp_path):
+    """f27799f: on a server without API keys the page revoked any ID typed in, with no key for it, and said
+    "this device's key is deleted". Now revoking proves possession of the key in IndexedDB (revoke/start,
+    revoke/finish) and asks first; cancelling changes nothing."""
+    url, store = server
+    key = tmp_path / "kim.key"
+    steps = [{"do": "goto"}, {"do": "subject", "id": "kim"}, *_with(photos, descriptors, "enrolled", "enrol"),
+             {"do": "export_key", "path": str(key)},
+             {"do": "clear_storage"}, {"do": "click", "id": "revoke"},  # another device: no key for kim
+             {"do": "import_key", "path": str(key)},
+             {"do": "click", "id": "revoke"}, {"do": "click", "id": "revoke-cancel"},
+             {"do": "click", "id": "revoke"},
+             {"do": "screenshot", "path": str(SHOTS / "web-revoke-confirm-desktop.png")},
+             {"do": "click", "id": "revoke-confirm"}, {"do": "keys"}]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    r = run(url, steps)
+    enrol, no_key, ask, cancel, ask_again, revoke = [s for s in r if s["step"] == "click"]
+    assert enrol["decision"] == "Enrolled", enrol
+    assert no_key["state"] == "error" and "no key for kim" in no_key["status"], no_key
+    assert ask["state"] == "ok" and "Confirm below to revoke kim" in ask["status"], ask
+    assert cancel["status"] == "Revocation cancelled: nothing was changed.", cancel
+    assert ask_again["state"] == "ok" and "Confirm below" in ask_again["status"], ask_again
+    assert revoke["decision"] == "Revoked", revoke
+    assert revoke["status"] == "Revoked kim: the server's record and this device's key are deleted.", revoke
+    assert revoke["report"]["bytes_sent"] > 0 and revoke["report"]["decrypt_ms"] >= 0
+    assert "kim" not in r[-2]["keys"] and store.get("im2020", "kim") is None
+    errors = [s for s in r if s["step"] == "errors"][0]["errors"]
+    assert [e for e in errors if not e.startswith("Failed to load resource")] == []
+
+
 def test_server_with_api_keys(photos, descriptors, tmp_path):
-    """Without a key the page says the server needs one and stores nothing; with an enrol+verify key it works."""
+    """Without a key the page says the server needs one and stores nothing; with an enrol+verify key it works,
+    revocation included (by the key's proof: f27799f answered "needs the admin scope")."""
     from privface.service.auth import ApiKeys
 
     db = f"sqlite:///{tmp_path / 'keys.db'}"
@@ -199,11 +235,13 @@ def test_server_with_api_keys(photos, descriptors, tmp_path):
     with serve_subprocess("im2020", db, auth=True) as url:
         r = run(url, [{"do": "goto"}, {"do": "subject", "id": "gina"}, *_with(photos, descriptors, "enrolled", "enrol"),
                       {"do": "api_key", "key": secret}, *_with(photos, descriptors, "enrolled", "enrol"),
-                      *_with(photos, descriptors, "genuine", "verify")])
-    no_key, enrol, verify = [s for s in r if s["step"] == "click"]
+                      *_with(photos, descriptors, "genuine", "verify"),
+                      {"do": "click", "id": "revoke"}, {"do": "click", "id": "revoke-confirm"}])
+    no_key, enrol, verify, _, revoke = [s for s in r if s["step"] == "click"]
     assert no_key["state"] == "error" and "needs an API key" in no_key["status"], no_key
     assert enrol["decision"] == "Enrolled" and verify["decision"] == "Accepted", (enrol, verify)
-    assert open_store(db).get("im2020", "gina") is not None
+    assert revoke["decision"] == "Revoked", revoke
+    assert open_store(db).get("im2020", "gina") is None
 
 
 def test_secure_comparison_server_is_refused_before_decrypting(photos, descriptors, tmp_path):

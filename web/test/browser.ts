@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { chromium, type Page } from "playwright-core";
 
 type Step =
-  | { do: "goto" }
+  | { do: "goto"; path?: string }
   | { do: "subject"; id: string }
   | { do: "photo"; path: string }
   | { do: "camera" }
@@ -18,11 +18,18 @@ type Step =
   | { do: "import_key"; path: string }
   | { do: "export_key"; path: string }
   | { do: "screenshot"; path: string }
+  | { do: "layout" }
   | { do: "clear_storage" }
   | { do: "offline" }
   | { do: "keys" }
   | { do: "api_key"; key: string }
-  | { do: "parity"; bundle: string; paths: string[]; names: string[] };
+  | { do: "pick_face"; index: number }
+  | { do: "click_face"; index: number }
+  | { do: "preview" }
+  | { do: "longtasks" }
+  | { do: "parity"; bundle: string; paths: string[]; names: string[] }
+  | { do: "open"; path: string; wait: string }
+  | { do: "eval"; js: string };
 
 interface Job {
   url: string;
@@ -35,6 +42,8 @@ interface Job {
   timeout_ms?: number;
   query?: string;
   out?: string;
+  /** record the page's long tasks (PerformanceObserver "longtask") from its first script on; step "longtasks" */
+  longtasks?: boolean;
 }
 
 async function seq(page: Page): Promise<number> {
@@ -67,6 +76,15 @@ async function main(): Promise<void> {
   try {
     const context = await browser.newContext({ viewport: job.viewport ?? { width: 1280, height: 900 }, acceptDownloads: true });
     if (job.camera && !job.deny_camera) await context.grantPermissions(["camera"], { origin: new URL(job.url).origin });
+    if (job.longtasks) {
+      await context.addInitScript(() => {
+        const g = globalThis as unknown as { __longtasks: { start: number; duration: number }[] };
+        g.__longtasks = [];
+        new PerformanceObserver((list) => {
+          for (const e of list.getEntries()) g.__longtasks.push({ start: e.startTime, duration: e.duration });
+        }).observe({ type: "longtask", buffered: true });
+      });
+    }
     const page = await context.newPage();
     const errors: string[] = [];
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
@@ -81,10 +99,10 @@ async function main(): Promise<void> {
       let res: Record<string, unknown> = {};
       switch (step.do) {
         case "goto": {
-          const resp = await page.goto(job.url + "/app/" + (job.query ?? ""), { waitUntil: "load" });
+          const resp = await page.goto(job.url + (step.path ?? "/app/") + (job.query ?? ""), { waitUntil: "load" });
           await page.waitForFunction(() => document.getElementById("status")!.textContent !== "Loading…", null, { timeout });
           res = { http: resp?.status(), csp: resp?.headers()["content-security-policy"] ?? null,
-            status: await page.textContent("#status") };
+            status: await page.textContent("#status"), url: page.url() };
           break;
         }
         case "subject":
@@ -136,6 +154,25 @@ async function main(): Promise<void> {
         case "screenshot":
           await page.screenshot({ path: step.path, fullPage: true });
           break;
+        case "layout": // widths and positions as laid out, without scrolling (the report page's responsive tables)
+          res = { layout: await page.evaluate(() => {
+            const box = (e: Element) => e.getBoundingClientRect();
+            return {
+              viewport: { width: innerWidth, height: innerHeight },
+              document_width: document.documentElement.scrollWidth,
+              tables: [...document.querySelectorAll("table")].map((t) => ({
+                class: t.className, right: box(t).right, scroll_width: t.parentElement!.scrollWidth,
+                client_width: t.parentElement!.clientWidth,
+                cells: [...t.querySelectorAll("td")].map((c) => ({
+                  label: c.getAttribute("data-label"), width: box(c).width, right: box(c).right,
+                  shown: getComputedStyle(c).display !== "none" && getComputedStyle(c).visibility !== "hidden" })),
+              })),
+              images: [...document.querySelectorAll("img")].map((i) => ({
+                src: i.getAttribute("src"), top: box(i).top, bottom: box(i).bottom, loaded: i.complete && i.naturalWidth > 0,
+                loading: i.getAttribute("loading") })),
+            };
+          }) };
+          break;
         case "offline": // the server becomes unreachable: every protocol call fails at the network level
           await page.route("**/v1/**", (r) => r.abort("connectionrefused"));
           break;
@@ -145,6 +182,39 @@ async function main(): Promise<void> {
           break;
         case "keys":
           res = { keys: await page.textContent("#keys") };
+          break;
+        case "pick_face": { // choose a face in the list under the preview
+          const b = await seq(page);
+          await page.selectOption("#face-choice", String(step.index));
+          res = await settled(page, b, timeout);
+          break;
+        }
+        case "click_face": { // click the middle of face `index`'s box in the preview (boxes in photo pixels)
+          const b = await seq(page);
+          const { faces, size } = await page.evaluate(() => {
+            const c = document.getElementById("canvas")!;
+            return { faces: JSON.parse(c.dataset.faces ?? "[]") as number[][], size: (c.dataset.size ?? "1,1").split(",").map(Number) };
+          });
+          const [l, t, r, bt] = faces[step.index]!;
+          const box = (await page.locator("#canvas").boundingBox())!;
+          await page.mouse.click(box.x + ((l! + r!) / 2 / size[0]!) * box.width, box.y + ((t! + bt!) / 2 / size[1]!) * box.height);
+          res = await settled(page, b, timeout);
+          break;
+        }
+        case "preview":
+          res = await page.evaluate(() => {
+            const c = document.getElementById("canvas") as HTMLCanvasElement;
+            const row = document.getElementById("face-row")!;
+            return { hidden: c.hidden, width: c.width, height: c.height, faces: JSON.parse(c.dataset.faces ?? "[]"),
+              used: c.dataset.used, choices: row.hidden ? [] : Array.from((document.getElementById("face-choice") as
+                HTMLSelectElement).options).map((o) => o.text), source: document.getElementById("source")!.textContent };
+          });
+          break;
+        case "longtasks":
+          res = await page.evaluate(() => ({
+            longtasks: (globalThis as unknown as { __longtasks?: unknown[] }).__longtasks ?? null,
+            marks: performance.getEntriesByType("mark").map((m) => ({ name: m.name, start: m.startTime })),
+          }));
           break;
         case "parity": { // embed files with the browser face pipeline (bench web --parity)
           const bundle = readFileSync(step.bundle);
@@ -157,6 +227,17 @@ async function main(): Promise<void> {
             (globalThis as unknown as { privfaceParity: (x: unknown) => Promise<unknown> }).privfaceParity(imgs), images) };
           break;
         }
+        case "open": { // another page of the server (e.g. /docs), once `wait` (a selector) is on it
+          const resp = await page.goto(job.url + step.path, { waitUntil: "load" });
+          await page.waitForSelector(step.wait, { timeout });
+          const h = resp?.headers() ?? {};
+          res = { http: resp?.status(), csp: h["content-security-policy"] ?? null, xfo: h["x-frame-options"] ?? null,
+            text: await page.textContent("body") };
+          break;
+        }
+        case "eval": // an expression evaluated in the page (awaited if a promise); its JSON value
+          res = { value: await page.evaluate(step.js) };
+          break;
         case "clear_storage":
           await page.evaluate(() => new Promise<void>((r) => { const q = indexedDB.deleteDatabase("privface"); q.onsuccess = q.onerror = () => r(); }));
           break;

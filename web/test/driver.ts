@@ -5,6 +5,7 @@
  *   {"cmd":"keygen","jl":{bits,k,p_bits},"params":…,"id":…,"server":…} → {"key": key file hex, "ms": …}
  *   {"cmd":"enrol"|"auth_start","key":…,"params":…,"template":[…]} → {"hex": message}
  *   {"cmd":"finish","key":…,"params":…,"challenge":hex} → {"hex": AuthFinish, "s_star": decimal}
+ *   {"cmd":"revoke_proof","key":…,"params":…,"challenge":hex} → {"hex": RevokeProof} | {"error": …}
  *   {"cmd":"backend","name":"gmp"|"bigint"}         → {"backend": …}
  */
 import { createInterface } from "node:readline";
@@ -46,6 +47,10 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const t0 = performance.now();
       const { sStar } = await client.blindedScore(unhex(r.challenge));
       return { hex: hex(client.authFinish(sStar)), s_star: sStar.toString(), ms: performance.now() - t0 };
+    }
+    case "revoke_proof": {
+      const { client } = loadKeyFile(unhex(r.key), r.params);
+      return { hex: hex(await client.revokeProof(unhex(r.challenge))) };
     }
   }
   throw new Error(`unknown command ${r.cmd}`);

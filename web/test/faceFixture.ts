@@ -6,6 +6,12 @@
 export class NoFaceError extends Error {
   override name = "NoFaceError";
 }
+export class AmbiguousFaceError extends Error {
+  override name = "AmbiguousFaceError";
+}
+export class PhotoError extends Error {
+  override name = "PhotoError";
+}
 
 type Queue = (number[] | null)[];
 
@@ -13,10 +19,19 @@ export function preload(): Promise<unknown> {
   return Promise.resolve();
 }
 
-export async function embed(_image: { width: number; height: number; data: Uint8ClampedArray }) {
+export async function open(source: Blob | ImageBitmap) {
+  const bmp = source instanceof ImageBitmap ? source : await createImageBitmap(source).catch(() => {
+    throw new PhotoError("not an image this browser can read");
+  });
+  const { width, height } = bmp;
+  return { width, height, workWidth: width, workHeight: height, preview: bmp, ambiguous: false, decode_ms: 0, detect_ms: 0,
+    faces: [{ box: [0, 0, width - 1, height - 1] as [number, number, number, number], area: width * height }] };
+}
+
+export async function embed(face: number) {
   const q = (globalThis as unknown as { __privfaceFixtureDescriptors?: Queue }).__privfaceFixtureDescriptors;
   if (!q || q.length === 0) throw new Error("test fixture: no descriptor queued");
   const d = q.shift()!;
   if (d === null) throw new NoFaceError("no face");
-  return { descriptor: Float32Array.from(d), box: null, timings: {} };
+  return { descriptor: Float32Array.from(d), box: [0, 0, 1, 1] as [number, number, number, number], face, timings: {} };
 }

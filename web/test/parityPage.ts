@@ -3,7 +3,7 @@
  * `privface bench web --parity`, it embeds images with the browser face pipeline (web/src/face/parity.ts)
  * on the models the server serves, and returns descriptors for comparison with the Python pipeline.
  */
-import { modelFiles } from "../src/app/face.js";
+import { modelFiles } from "../src/app/models.js";
 import { runParity } from "../src/face/parity.js";
 
 (globalThis as unknown as Record<string, unknown>).privfaceParity = async (images: { name: string; b64: string }[]) => {

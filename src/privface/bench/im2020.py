@@ -119,7 +119,7 @@ def _run_http(params: Im2020Params, client: Client, enrolled, probe, repeat: int
             sizes = tuple(b for st in steps for b in (st.request_bytes, st.response_bytes))  # messages in order
             accepted = r["accepted"]
             _time_offline(client, probe, t, pool)
-        remote.revoke(http, client.subject_id)
+        remote.revoke(http, client)
     return reg["bytes_sent"] + reg["bytes_received"], sizes, accepted
 
 

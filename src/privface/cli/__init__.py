@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from .. import heap
+from .. import __version__, heap
 from ..errors import PrivfaceError
 from . import bench, faces, gallery, identify, keys, report, serve, verification
 from . import eval as eval_cmd
@@ -31,6 +31,7 @@ REGISTER = (
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="privface", description=__doc__)
+    p.add_argument("--version", action="version", version=f"privface {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     for register in REGISTER:
         register(sub)
@@ -47,13 +48,27 @@ def main(argv: list[str] | None = None) -> int:
 
             config.apply(_subparser(parser, "serve"), argv[1:], os.environ)
         a = parser.parse_args(argv)
-        return a.func(a)
+        code = a.func(a)
+        sys.stdout.flush()  # a reader that left early (`| head -1`) is met here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except PrivfaceError as e:
         print(f"privface: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("privface: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe (``privface … | head -1``): stop quietly with the status a process killed
+    by SIGPIPE has (128 + 13), as other command-line tools do; stdout goes to /dev/null so that the flush at
+    interpreter exit cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:

@@ -6,13 +6,21 @@ import os
 
 from ..errors import PrivfaceError
 from .common import (
+    TAU_HELP,
     backend_args,
     backend_spec,
     check_choice,
+    human,
+    human_row,
     im2020_params,
     mode_args,
     print_result,
 )
+
+
+def _people(rows):
+    """A bench's row (or rows) with its numbers as people read them (``human``) for its ``format_table``."""
+    return human_row(rows) if isinstance(rows, dict) else [human_row(r) for r in rows]
 
 
 def _faces(a) -> int:
@@ -33,7 +41,7 @@ def _im2020(a) -> int:
                                      insecure_test_params=a.insecure_test_params, transport=a.transport,
                                      mode=a.mode, compare_bits=64 if a.compare_bits == "64" else None,
                                      pool=not a.no_pool)
-    print(json.dumps(rows) if a.json else bench_im2020.format_table(rows))
+    print(json.dumps(rows) if a.json else bench_im2020.format_table(_people(rows)))
     return 0
 
 
@@ -50,8 +58,8 @@ def _im2020_attacks(a) -> int:
         print(json.dumps(out))
     else:
         for row in out.pop("experiments"):
-            print("  ".join(f"{k}={v}" for k, v in row.items()))
-        print("hbcs  " + "  ".join(f"{k}={v}" for k, v in out.pop("hbcs").items()))
+            print("  ".join(f"{k}={human(k, v)}" for k, v in row.items()))
+        print("hbcs  " + "  ".join(f"{k}={human(k, v)}" for k, v in out.pop("hbcs").items()))
         print_result(out, False)
     return 0
 
@@ -68,9 +76,9 @@ def _gsm(a) -> int:
     except ValueError as e:
         raise PrivfaceError(str(e)) from None
     if a.ell is not None:
-        print(json.dumps(rows[0]) if a.json else bench_gsm.format_table(rows))
+        print(json.dumps(rows[0]) if a.json else bench_gsm.format_table(_people(rows)))
     else:
-        print(json.dumps(rows) if a.json else bench_gsm.format_table(rows))
+        print(json.dumps(rows) if a.json else bench_gsm.format_table(_people(rows)))
     return 0
 
 
@@ -87,7 +95,7 @@ def _lattice(a) -> int:
     from ..bench import lattice as bench_lattice
 
     rows = bench_lattice.bench_lattice(repeat=a.repeat or 15)
-    print(json.dumps(rows) if a.json else bench_lattice.format_table(rows))
+    print(json.dumps(rows) if a.json else bench_lattice.format_table(_people(rows)))
     return 0
 
 
@@ -98,7 +106,7 @@ def _kolberg(a) -> int:
     rows = bench_kolberg.bench_kolberg(dims=(a.dim,) if a.dim else bench_kolberg.DIMS,
                                        schemes=(a.scheme,) if a.scheme else bench_kolberg.SCHEMES,
                                        repeat=a.repeat or 20)
-    print(json.dumps(rows) if a.json else bench_kolberg.format_table(rows))
+    print(json.dumps(rows) if a.json else bench_kolberg.format_table(_people(rows)))
     return 0
 
 
@@ -119,7 +127,7 @@ def _gsm_enrol(a) -> int:
     out = bench_gsm_zk.bench_gsm_enrol(a.ell or 256, a.m or 16, 512 if a.insecure_test_params else 3072,
                                        repeat=a.repeat or 3, insecure_test_params=a.insecure_test_params,
                                        workers=a.workers)
-    print(json.dumps(out) if a.json else bench_gsm_zk.format_table(out))
+    print(json.dumps(out) if a.json else bench_gsm_zk.format_table(_people(out)))
     return 0
 
 
@@ -133,7 +141,7 @@ def _load(a) -> int:
     row = bench_load.bench_load(a.protocol or "im2020", concurrency=a.concurrency, seconds=a.seconds,
                                 identities=a.identities, security_bits=a.security_bits or 112,
                                 insecure_test_params=a.insecure_test_params)
-    print(json.dumps(row) if a.json else bench_load.format_table(row))
+    print(json.dumps(row) if a.json else bench_load.format_table(_people(row)))
     return 0
 
 
@@ -147,7 +155,7 @@ def _identify(a) -> int:
         out = bench_identify.bench_identify(schemes[0], a.n, a.dim or 512, **options)
     else:  # a list, one child process per scheme
         out = bench_identify.bench_schemes(schemes, a.n, a.dim or 512, **options)
-    print(json.dumps(out) if a.json else bench_identify.format_table(out))
+    print(json.dumps(out) if a.json else bench_identify.format_table(_people(out)))
     return 0
 
 
@@ -238,7 +246,7 @@ def register(sub) -> None:
                    help="im2020-attacks: trials of the cheap experiments (forged s*, MC1, plaintext c)")
     s.add_argument("--he-trials", type=int, default=20,
                    help="im2020-attacks: trials of the experiments that run BlindESED and decryption")
-    s.add_argument("--tau", type=int, help="im2020-attacks: decision threshold (default 4777)")
+    s.add_argument("--tau", type=int, help=TAU_HELP.replace("im2020:", "im2020-attacks:"))
     s.add_argument("--hbcs-pairs", type=int, help="im2020-attacks: (r0, r1) pairs of the HBCS transcript "
                    "enumeration (default: all 128)")
     s.add_argument("--arith", default="bigint", choices=["bigint", "gmp-wasm"],

@@ -8,14 +8,80 @@ import os
 import numpy as np
 
 from ..errors import PrivfaceError
+from ..faces.thresholds import DEFAULT_THRESHOLDS, squared_quantized
+from ..templates.quantize import IM2020_SCALE
+
+DLIB = DEFAULT_THRESHOLDS["dlib-resnet128"]
+"""The shared default operating point of the default backend (faces.thresholds) that every --help states."""
+SHARED = "the --backend's default shared with `privface compare` and every protocol, faces.thresholds"
+SQUARED_TAU = squared_quantized(DLIB.distance, IM2020_SCALE)
+"""dlib-resnet128's im2020 τ (and kolberg bfv's), derived here as the protocols derive it (no protocol import at
+start-up)."""
+
+
+def per_backend(fmt) -> str:
+    """``fmt(operating point)`` for every backend with a shared default, e.g. "dlib-resnet128 0.53, sface 1.1"."""
+    return ", ".join(f"{name} {fmt(p)}" for name, p in DEFAULT_THRESHOLDS.items())
+
+
+TAU_HELP = ("im2020: decision threshold on the squared distance of ×128 templates (default ⌊(t·128)²⌋ of the "
+            "--backend's shared distance t: "
+            + per_backend(lambda p: f"{squared_quantized(p.distance, IM2020_SCALE)} = ⌊({p.distance:g}·128)²⌋")
+            + f"; {SHARED})")
+
+
+DEFAULT_BACKEND = "dlib-resnet128"
+"""The face backend of every command that embeds a face and of every protocol default (--backend)."""
 
 
 def backend_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="dlib-resnet128", choices=["dlib-resnet128", "sface", "pca", "onnx"],
-                   help="face backend (default: dlib-resnet128)")
+    p.add_argument("--backend", default=DEFAULT_BACKEND, choices=["dlib-resnet128", "sface", "pca", "onnx"],
+                   help=f"face backend (default: {DEFAULT_BACKEND}); the protocols' default thresholds are this "
+                        "backend's (faces.thresholds)")
     p.add_argument("--model", help="model file for --backend pca or onnx (sface: default the installed file)")
     p.add_argument("--jitter", type=int, default=None, help="dlib-resnet128: jitter passes per face (slower, steadier)")
     p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
+
+
+def face_args(p: argparse.ArgumentParser, what: str = "the photo") -> None:
+    p.add_argument("--face", default="single", type=_face_choice, metavar="largest|N",
+                   help=f"which face of {what} to use when there are several. Default: the largest, refused when "
+                        "another is about as large (its box area ≥ 0.8× the largest's); largest: the largest anyway; "
+                        "N: face N as the refusal (or `privface embed --all`) lists them, largest first from 0")
+
+
+def _face_choice(v: str) -> str | int:
+    if v in ("single", "largest", "center"):
+        return v
+    if v.isdigit():
+        return int(v)
+    raise argparse.ArgumentTypeError(f"expected largest or a face number (0, 1, …), got {v!r}")
+
+
+def one_face(a, image, backend=None):
+    """The face of `image` to use (--face) with the command's backend: (Face, ms). Its ``describe()`` names it in
+    the command's output: which face was used, of how many."""
+    import time
+
+    from ..faces.registry import make_backend
+
+    backend = backend or make_backend(**backend_spec(a))
+    t0 = time.perf_counter()
+    face = backend.face(image, getattr(a, "face", "single"))
+    return face, round((time.perf_counter() - t0) * 1000, 3)
+
+
+def backend_name(a) -> str:
+    """The command's face backend: --backend, or the default for a command without one."""
+    return getattr(a, "backend", None) or DEFAULT_BACKEND
+
+
+def _backend_default(what, backend: str):
+    """A protocol default of ``backend`` (faces.thresholds), or a PrivfaceError saying to give it explicitly."""
+    try:
+        return what(backend)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
 
 
 def backend_spec(a) -> dict:
@@ -32,18 +98,55 @@ def backend_spec(a) -> dict:
     return spec
 
 
+THIN = "\u202f"
+"""Digit-group separator in tables for people: a narrow no-break space (SI: 26 843 546, never 2.68435e+07)."""
+
+
+def grouped(n: int) -> str:
+    return f"{n:,}".replace(",", THIN)
+
+
+def size(n: float) -> str:
+    """A byte count as people read it: 812 B, 26.8 MB, 1.07 GB (SI units, as the docs use)."""
+    for unit, div in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.3g} {unit}" if abs(n) / div < 1000 else f"{grouped(round(n / div))} {unit}"
+    return f"{int(n)} B"
+
+
+def human(key: str, v):
+    """``v`` (the value of ``key``) as a table for people shows it: byte counts (keys naming bytes) with a unit,
+    integers from 10 000 on in thin-space groups (floats rounded), smaller floats to 6 significant digits, which
+    needs an exponent only when tiny (1e-05) — ``--json`` prints the numbers themselves."""
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        return v
+    if "bytes" in key:
+        return size(float(v))
+    if isinstance(v, int | np.integer):
+        return grouped(int(v)) if abs(v) >= 10_000 else str(int(v))
+    v = float(v)
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    return grouped(round(v)) if abs(v) >= 10_000 else f"{v:.6g}"  # .6g below 10 000: an exponent only if tiny
+
+
+def human_row(row: dict) -> dict:
+    """Every scalar of ``row`` through ``human`` (for a bench table's ``format_table``); nested values as they are."""
+    return {k: human(k, v) for k, v in row.items()}
+
+
 def print_result(obj: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(obj, default=_jsonable))
         return
     width = max(len(k) for k in obj)
     for k, v in obj.items():
-        if isinstance(v, float):
-            v = f"{v:.6g}"
-        elif isinstance(v, dict):
-            v = "  ".join(f"{kk}: {vv:.4g}" if isinstance(vv, float) else f"{kk}: {vv}" for kk, vv in v.items())
+        if isinstance(v, dict):
+            v = "  ".join(f"{kk}: {human(f'{k}.{kk}', vv)}" for kk, vv in v.items())  # bytes_per_phase.x: bytes
         elif isinstance(v, list) and len(v) > 8:
             v = f"[{len(v)} values]"
+        else:
+            v = human(k, v)
         print(f"{k:<{width}}  {v}")
 
 
@@ -62,12 +165,15 @@ def check_choice(flag: str, value, choices) -> None:
 
 def gsm_params(a, ell: int = 128):
     from ..protocols.gsm import GsmParams
+    from ..protocols.gsm.params import default_cos_threshold
 
     kw = {"ell": ell}
     if getattr(a, "m", None) is not None:
         kw["m"] = a.m
     if getattr(a, "cos_threshold", None) is not None:
         kw["cos_threshold"] = a.cos_threshold
+    else:
+        kw["cos_threshold"] = _backend_default(default_cos_threshold, backend_name(a))
     try:
         if getattr(a, "insecure_test_params", False):
             return GsmParams.toy(**kw)
@@ -77,9 +183,10 @@ def gsm_params(a, ell: int = 128):
 
 
 def im2020_params(a):
-    from ..protocols.im2020 import DEFAULT_TAU, Im2020Params
+    from ..protocols.im2020 import Im2020Params
+    from ..protocols.im2020.params import default_tau
 
-    tau = DEFAULT_TAU if getattr(a, "tau", None) is None else a.tau
+    tau = _backend_default(default_tau, backend_name(a)) if getattr(a, "tau", None) is None else a.tau
     kw = {"tau": tau, "mode": getattr(a, "mode", None) or "basic"}
     if getattr(a, "compare_bits", None) == "64":
         kw["compare_bits"] = 64

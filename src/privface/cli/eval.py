@@ -5,12 +5,15 @@ import sys
 
 from ..errors import PrivfaceError
 from .common import (
+    SHARED,
+    TAU_HELP,
     backend_args,
     backend_spec,
     check_choice,
     gsm_params,
     im2020_params,
     mode_args,
+    per_backend,
     print_result,
 )
 
@@ -153,11 +156,13 @@ def register(sub) -> None:
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
-    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: the ORL EER threshold); "
-                                                       "cryptomask: τ (default: the plaintext τ at FPIR 1e-2)")
+    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: "
+                                                       f"{per_backend(lambda p: f'{p.cosine:g}')}: {SHARED}, "
+                                                       "as a cosine); cryptomask: τ (default: the plaintext τ at FPIR "
+                                                       "1e-2)")
     s.add_argument("--pairs", type=int,
                    help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine) instead of all")
-    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
+    s.add_argument("--tau", type=int, help=TAU_HELP)
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128], help="im2020: security level")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="im2020, idface, hers: toy key sizes, for a quick smoke test only (insecure)")

@@ -7,6 +7,9 @@ from ..errors import PrivfaceError
 from .common import (
     backend_args,
     backend_spec,
+    face_args,
+    one_face,
+    per_backend,
     print_result,
 )
 
@@ -15,19 +18,20 @@ def cmd_embed(a) -> int:
     from ..faces.registry import make_backend
 
     backend = make_backend(**backend_spec(a))
-    faces = backend.faces(a.image, "all" if a.all else "largest")
+    faces = backend.faces(a.image, "all") if a.all else [one_face(a, a.image, backend)[0]]
     if not faces:
         raise PrivfaceError(f"no face found in {a.image}")
-    rows = [{"box": list(f.box), "detector": f.detector, "landmarks": f.landmarks.round(1).tolist(),
+    rows = [{"face": f.index, "of": f.found, "box": list(f.box), "detector": f.detector,
+             "landmarks": f.landmarks.round(1).tolist(),
              "embedding": [round(float(x), 6) for x in f.embedding]} for f in faces]
     out = {"image": a.image, "backend": backend.name, "dim": len(faces[0].embedding), "faces": rows}
     if a.json:
         print(json.dumps(out))
     else:
-        for k, f in enumerate(rows):
+        for face, f in zip(faces, rows):
             e = f["embedding"]
-            print(f"face {k}: box={f['box']} detector={f['detector']} embedding[{len(e)}]="
-                  f"[{', '.join(f'{x:.4f}' for x in e[:4])}, …]")
+            print(f"face {face.index}: {face.describe()} box={f['box']} detector={f['detector']} "
+                  f"embedding[{len(e)}]=[{', '.join(f'{x:.4f}' for x in e[:4])}, …]")
     return 0
 
 
@@ -38,11 +42,12 @@ def cmd_compare(a) -> int:
 
     backend = make_backend(**backend_spec(a))
     t0 = time.perf_counter()
-    ea, eb = backend.embed(a.image_a), backend.embed(a.image_b)
-    dist = float(backend.distance(ea, eb))
+    (fa, _), (fb, _) = one_face(a, a.image_a, backend), one_face(a, a.image_b, backend)
+    dist = float(backend.distance(fa.embedding, fb.embedding))
     thr = a.threshold if a.threshold is not None else backend.threshold
     out = {"backend": backend.name, "distance": round(dist, 6), "threshold": thr,
-           "match": dist <= thr, "seconds": round(time.perf_counter() - t0, 3)}
+           "match": dist <= thr, "face_a": fa.describe(), "face_b": fb.describe(),
+           "seconds": round(time.perf_counter() - t0, 3)}
     print_result(out, a.json)
     return 0
 
@@ -91,14 +96,20 @@ def register(sub) -> None:
     s.add_argument("image")
     s.add_argument("--all", action="store_true", help="every face, not only the largest")
     backend_args(s)
+    face_args(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_embed)
 
     s = sub.add_parser("compare", help="plaintext baseline: distance, threshold and decision for two images")
     s.add_argument("image_a")
     s.add_argument("image_b")
-    s.add_argument("--threshold", type=float, help="decision threshold on distance (default: the backend's)")
+    s.add_argument("--threshold", type=float,
+                   help="decision threshold on distance (default: the backend's; "
+                        f"{per_backend(lambda p: f'{p.distance:g}')}, "
+                        "the default every protocol derives its own from — im2020 τ, kolberg, gsm T′ — chosen for "
+                        f"a false-accept rate of 1e-3 on held-out LFW; dlib's published 0.6 accepts 1e-2)")
     backend_args(s)
+    face_args(s, "each photo")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_compare)
 

@@ -6,10 +6,12 @@ import numpy as np
 from ..errors import PrivfaceError
 from .common import (
     backend_args,
-    backend_spec,
+    face_args,
     http_args,
     http_kw,
     http_stats,
+    human,
+    one_face,
     print_result,
 )
 from .gallery import GALLERY_SCHEMES
@@ -17,9 +19,8 @@ from .verification import cmd_kolberg_client
 
 
 def _identify_embedding(a):
-    """(embedding, face_ms or None) from a face photo or a .npy file holding one embedding."""
-    import time
-
+    """(embedding, {"face": which face was used, "face_ms": ms}) from a face photo, or (embedding, {}) from a .npy
+    file holding one embedding."""
     if a.image.endswith(".npy"):
         try:
             x = np.load(a.image, allow_pickle=False)
@@ -27,28 +28,25 @@ def _identify_embedding(a):
             raise PrivfaceError(f"cannot read {a.image}: {e}") from None
         if x.size == 0 or x.ndim > 2 or (x.ndim == 2 and x.shape[0] != 1):
             raise PrivfaceError(f"{a.image}: expected one embedding, got shape {x.shape}")
-        return x, None
-    from ..faces.registry import make_backend
-
-    t = time.perf_counter()
-    x = make_backend(**backend_spec(a)).embed(a.image)
-    return x, round((time.perf_counter() - t) * 1000, 3)
+        return x, {}
+    face, ms = one_face(a, a.image)
+    return face.embedding, {"face": face.describe(), "face_ms": ms}
 
 
 def _ident_client(a) -> int:
     """identify --protocol ident --server URL: the hers / idface local server (seed 003 §3.2) over HTTP."""
     from ..service.clients.hers import IdentClient
 
-    x, face_ms = _identify_embedding(a)
+    x, face = _identify_embedding(a)
     with IdentClient(a.server, **http_kw(a)) as http:
         found = http.identify(x)
-        out = {"protocol": "ident", "id": found, "accepted": found is not None, **http_stats(http)}
-    if face_ms is not None:
-        out["face_ms"] = face_ms
+        out = {"protocol": "ident", "id": found, "accepted": found is not None, **http_stats(http), **face}
     if a.json:
         print_result(out, True)
     else:
         print(found if found is not None else "no match")
+        if face:
+            print(f"face {face['face']}")
     return 0 if found is not None else 1
 
 
@@ -61,24 +59,22 @@ def _cryptomask_client(a) -> int:
         raise PrivfaceError("--protocol cryptomask takes --key-store and --name (no --scheme, --ray, --workers)")
     if not a.key_store:
         raise PrivfaceError("--protocol cryptomask needs --key-store URL (the verifier's sk_v and τ)")
-    x, face_ms = _identify_embedding(a)
+    x, face = _identify_embedding(a)
     with VerifierClient(a.server, a.key_store, name=a.name or "default", **http_kw(a)) as http:
         out = http.identify(x)
         out = {**out, "answer": ANSWER, **http_stats(http)}
-    _print_bit(out, face_ms, a.json)
+    _print_bit(out, face, a.json)
     return 0 if out["match"] else 1
 
 
-def _print_bit(out: dict, face_ms, as_json: bool) -> None:
+def _print_bit(out: dict, face: dict, as_json: bool) -> None:
     """cryptomask's 1-bit answer (in process or over HTTP): JSON, or "match"/"no match" and the figures."""
-    out = {"match": out["match"], "accepted": out["match"], **out}
-    if face_ms is not None:
-        out["face_ms"] = face_ms
+    out = {"match": out["match"], "accepted": out["match"], **out, **face}
     if as_json:
         print_result(out, True)
         return
     print("match" if out["match"] else "no match")
-    print("  ".join(f"{k} {v}" for k, v in out.items()
+    print("  ".join(f"{k} {human(k, v)}" for k, v in out.items()
                     if k not in ("match", "accepted", "id", "answer", "bytes_per_phase", "exchanges")))
     print(out["answer"])
 
@@ -133,16 +129,14 @@ def _identify_gallery(a, name: str) -> int:
     gallery_scheme = Gallery(a.gallery, name).settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
         raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
-    x, face_ms = _identify_embedding(a)
+    x, face = _identify_embedding(a)
     out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
-    out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}}
-    if face_ms is not None:
-        out["face_ms"] = face_ms
+    out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}, **face}
     if a.json:
         print_result(out, True)
     else:
         print(out["id"] if out["accepted"] else "no match")
-        print("  ".join(f"{k} {v}" for k, v in out.items() if k not in ("id", "accepted")))
+        print("  ".join(f"{k} {human(k, v)}" for k, v in out.items() if k not in ("id", "accepted")))
     return 0 if out["accepted"] else 1
 
 
@@ -152,9 +146,9 @@ def _identify_cryptomask(a, name: str) -> int:
 
     if a.scheme is not None and a.scheme != "cryptomask":
         raise PrivfaceError(f"the gallery was enrolled with cryptomask, not {a.scheme}")
-    x, face_ms = _identify_embedding(a)
+    x, face = _identify_embedding(a)
     out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
-    _print_bit(out, face_ms, a.json)
+    _print_bit(out, face, a.json)
     return 0 if out["match"] else 1
 
 
@@ -169,6 +163,7 @@ def register(sub) -> None:
     where.add_argument("--gallery", help="an encrypted gallery's store URL (made by `privface gallery enrol`)")
     s.add_argument("image", help="face photo (--gallery: or a .npy file holding one embedding)")
     backend_args(s)
+    face_args(s)
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru", *GALLERY_SCHEMES],
                    help="--server: the server's scheme (default bfv); --gallery: checked against the gallery's")
     s.add_argument("--key-store", help="--gallery: the key server's store URL (default for sqlite:///g.db: "

@@ -4,10 +4,15 @@ from __future__ import annotations
 import os
 
 from ..errors import PrivfaceError
+from ..faces.thresholds import squared_quantized
+from ..templates.quantize import IM2020_SCALE
 from .common import (
+    DEFAULT_BACKEND,
+    TAU_HELP,
     gsm_params,
     im2020_params,
     mode_args,
+    per_backend,
 )
 
 
@@ -61,7 +66,7 @@ def _gsm_service_options(a) -> dict:
     from ..faces.registry import make_backend
     from ..templates.fixed_norm import fixed_norm_template
 
-    backend, m, path = make_backend(), options["params"].m, a.capture
+    backend, m, path = make_backend(a.backend), options["params"].m, a.capture
     options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
     return options
 
@@ -72,7 +77,15 @@ def _kolberg_service_options(a) -> dict:
         raise PrivfaceError("--protocol kolberg needs --role db or --role auth")
     if a.role == "db" and not a.auth_url:
         raise PrivfaceError("a kolberg DB server needs --auth-url (the auth server's base URL)")
-    options = {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+    from ..protocols.kolberg.params import KolbergParams, default_thresholds
+
+    scheme = a.scheme or "bfv"
+    try:
+        default_thresholds(a.backend)
+        params = KolbergParams(scheme, backend=a.backend)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+    options = {"role": a.role, "scheme": scheme, "params": params, "auth_url": a.auth_url}
     if a.role == "db":
         from ..service.client import tls_context
 
@@ -106,7 +119,7 @@ def _cryptomask_service_options(a) -> dict:
     if a.role != "cs":
         raise PrivfaceError("--protocol cryptomask needs --role cs (the verifier is `privface identify "
                             "--protocol cryptomask --server URL --key-store URL`)")
-    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name}
+    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name, "memory": a.memory_budget}
 
 
 # protocol name -> its `privface serve` options; a protocol with none (e.g. hers' in-process demo) gets {}
@@ -125,12 +138,31 @@ def _service_options(a, name: str) -> dict:
     return options(a) if options else {}
 
 
+def page_url(scheme: str, host: str, port: int) -> str:
+    """The URL of the browser page (``/app/``) a person on this machine opens: a wildcard address as loopback."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/app/"
+
+
 class _Shutdown(Exception):
     """SIGINT/SIGTERM reached `privface serve` (after uvicorn finished its graceful shutdown)."""
 
 
 def _shutdown(signum, frame):
     raise _Shutdown
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000**2, "mb": 1000**2, "mib": 1 << 20,
+          "g": 1000**3, "gb": 1000**3, "gib": 1 << 30}
+
+
+def size(text: str) -> int:
+    """A byte count: a whole number with an optional unit (B, kB, KiB, MB, MiB, GB, GiB), e.g. 4GiB."""
+    t = str(text).strip().lower().replace(" ", "")
+    number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    if not number.isdigit() or t[len(number):] not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(number) * _UNITS[t[len(number):]]
 
 
 def _serve_ops_args(s) -> None:
@@ -152,15 +184,44 @@ def _serve_ops_args(s) -> None:
     s.add_argument("--lockout-backoff", type=float, default=30.0,
                    help="first lockout in seconds, doubling with every further rejection (default 30)")
     s.add_argument("--lockout-max", type=float, default=3600.0, help="longest lockout in seconds (default 3600)")
+    s.add_argument("--body-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="seconds a request body may take to arrive, from when the service starts reading it; then "
+                   "408 and the connection closed (default 300)")
+    s.add_argument("--body-min-rate", type=size, default=16384, metavar="BYTES",
+                   help="bytes per second a request body must bring in every --body-rate-window, the first window "
+                   "being its grace period; slower (a slow-loris upload): 408 and the connection closed; 0: off "
+                   "(default 16384, 16 KiB/s)")
+    s.add_argument("--body-rate-window", type=float, default=10.0, metavar="SECONDS",
+                   help="seconds over which --body-min-rate is measured (default 10)")
+    s.add_argument("--max-requests-per-caller", type=int, default=32, metavar="N",
+                   help="requests one API key (or client address without keys) may have in flight; beyond: 429 "
+                   "before the body is read; keys with the internal or admin scope are not limited (default 32)")
+    s.add_argument("--max-body-bytes-per-caller", type=size, default=64 << 20, metavar="BYTES",
+                   help="request-body bytes one API key (or address) may have in flight together; beyond: 429 (a "
+                   "caller's only body may still reach its step's cap; default 64MiB)")
+    s.add_argument("--max-connections", type=int, default=1024, metavar="N",
+                   help="open connections and requests the whole server serves at once; beyond: 503 (uvicorn's "
+                   "limit_concurrency); 0: no limit (default 1024)")
+    s.add_argument("--backlog", type=int, default=2048, metavar="N",
+                   help="connections the kernel queues before the server accepts them (default 2048)")
+    s.add_argument("--memory-budget", type=size, default=None, metavar="BYTES",
+                   help="cryptomask cs: bytes the identifications' Alg. 3 exchanges may hold together (each round's "
+                   "body from its head on, and its answer), beside the loaded gallery; sets how many "
+                   "identifications run at once (at most 8: 4 at 2^20 with the default) and refuses uploads past it "
+                   "(default 4GiB)")
 
 
 def _serve_limits(a, store) -> dict:
-    from ..service.limits import Lockout, RateLimiter
+    from ..service.limits import BodyLimits, InFlight, Lockout, RateLimiter
 
+    if a.max_connections < 0 or a.backlog < 1:
+        raise PrivfaceError("--max-connections must be ≥ 0 and --backlog ≥ 1")
     try:
         return {"rate_limit": RateLimiter(a.rate_limit, a.rate_burst) if a.rate_limit > 0 else None,
                 "lockout": Lockout(store, a.lockout_failures, a.lockout_backoff, a.lockout_max)
-                if a.lockout_failures > 0 else None}
+                if a.lockout_failures > 0 else None,
+                "body_limits": BodyLimits(a.body_timeout, a.body_min_rate, a.body_rate_window),
+                "in_flight": InFlight(a.max_requests_per_caller, a.max_body_bytes_per_caller)}
     except ValueError as e:
         raise PrivfaceError(str(e)) from None
 
@@ -215,6 +276,10 @@ def cmd_serve(a) -> int:
                 from ..service.bindings.gsm import provider_key_bytes
 
                 note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
+            if svc.name == "cryptomask":
+                cs = svc.party
+                note.info(f"cryptomask: memory budget {cs.memory} bytes: {cs.max_sessions} identifications at once, "
+                          f"{cs.max_per_caller} per caller")
             if svc.name == "gsm" and svc.role == "terminal" and svc.allow_pi1:
                 note.warning("WARNING: --allow-variant pi1: this terminal serves Π1, whose result is the device's "
                              "own claim (answered as such, not counted, audited as pi1-claimed-…)")
@@ -224,6 +289,8 @@ def cmd_serve(a) -> int:
                   f"{'; mutual TLS' if a.tls_client_ca else ''}; rate limit "
                   f"{f'{a.rate_limit:g}/s burst {a.rate_burst}' if limits['rate_limit'] else 'off'}; lockout "
                   f"{f'after {a.lockout_failures} rejections' if limits['lockout'] else 'off'})")
+        if any(s.name == "im2020" for s in services):
+            note.info(f"browser page: {page_url(scheme, a.host, a.port)}")
         tls = {}
         if a.tls_cert:
             import ssl
@@ -236,7 +303,8 @@ def cmd_serve(a) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _shutdown)
         uvicorn.Server(uvicorn.Config(app, host=a.host, port=a.port, log_config=None, log_level=a.log_level,
-                                      access_log=False, timeout_graceful_shutdown=30, **tls)).run()
+                                      access_log=False, timeout_graceful_shutdown=30, backlog=a.backlog,
+                                      limit_concurrency=a.max_connections or None, **tls)).run()
     except _Shutdown:
         pass
     finally:
@@ -247,18 +315,36 @@ def cmd_serve(a) -> int:
 
 def register(sub) -> None:
     """serve."""
-    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols")
+    s = sub.add_parser("serve", help="run the HTTP service for one or more protocols",
+                       description="Run the HTTP service for one or more protocols. With --protocol im2020 it also "
+                                   "serves the browser page at /app/ (`/` leads there): e.g. `privface serve "
+                                   "--protocol im2020 --no-auth`, then open http://127.0.0.1:8000/app/. API docs at "
+                                   "/docs, liveness at /healthz. Decision thresholds default to the face backend's "
+                                   "shared one (--backend; the distance `privface compare` uses, faces.thresholds): "
+                                   "im2020 τ and kolberg bfv ⌊(t·128)²⌋ (squared distance ×128: "
+                                   + per_backend(lambda p: squared_quantized(p.distance, IM2020_SCALE))
+                                   + "), kolberg ckks t² (squared distance: "
+                                   + per_backend(lambda p: f"{p.distance ** 2:g}")
+                                   + "), gsm T′ (cosine: " + per_backend(lambda p: f"{p.cosine:g}")
+                                   + "); kolberg ntru a Hamming threshold of its own ("
+                                   + per_backend(lambda p: p.ntru) + ").")
     s.add_argument("--protocol", action="append", required=True, metavar="NAME",
                    help="protocol to mount, e.g. im2020 (repeat for several)")
+    s.add_argument("--backend", default=DEFAULT_BACKEND, choices=["dlib-resnet128", "sface"],
+                   help=f"face backend of the templates this server decides on (default {DEFAULT_BACKEND}): its "
+                        "default thresholds (faces.thresholds) are im2020's τ, gsm's T′ and kolberg's; a gsm "
+                        "terminal embeds --capture with it")
     s.add_argument("--db", default="sqlite:///privface.db",
                    help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface, "
+                        "put TLS in front or use --tls-cert)")
+    s.add_argument("--port", type=int, default=8000, help="TCP port to listen on (default 8000)")
     s.add_argument("--session-ttl", type=float, default=120.0, help="seconds a flow's session lives (default 120)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--security-bits", type=int, default=112, choices=[112, 128],
                    help="im2020: security level of client keys; only its N size and k are accepted (default 112)")
-    s.add_argument("--tau", type=int, help="im2020: decision threshold on the squared distance (default 4777)")
+    s.add_argument("--tau", type=int, help=TAU_HELP)
     s.add_argument("--tp-public-key", metavar="PEM",
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",

@@ -4,11 +4,12 @@ from __future__ import annotations
 from .common import (
     MODES,
     backend_args,
-    backend_spec,
+    face_args,
     http_args,
     http_kw,
     http_stats,
     im2020_params,
+    one_face,
     print_result,
 )
 
@@ -22,15 +23,15 @@ def _key_path(a):
 
 
 def _face_template(a, params):
-    """C1: detect, align, embed (default backend) and quantize ×scale; (Γ, ms)."""
+    """C1: detect, align, embed (default backend, the face --face picks) and quantize ×scale; (Γ, ms, which face)."""
     import time
 
-    from ..faces.registry import make_backend
     from ..templates import quantize
 
     t0 = time.perf_counter()
-    template = quantize(make_backend(**backend_spec(a)).embed(a.image), params.scale)
-    return template, round((time.perf_counter() - t0) * 1000, 3)
+    face, _ = one_face(a, a.image)
+    template = quantize(face.embedding, params.scale)
+    return template, round((time.perf_counter() - t0) * 1000, 3), face.describe()
 
 
 ENROL = ("enrol", "enroll")  # the command and its alias (argparse stores the name typed)
@@ -51,7 +52,7 @@ def cmd_enrol(a) -> int:
     params, path = im2020_params(a), _key_path(a)
     if path.exists() and not a.force:
         raise remote.KeyFileError(f"key file {path} exists; pass --force to replace it")
-    template, c1_ms = _face_template(a, params)
+    template, c1_ms, used = _face_template(a, params)
     t = time.perf_counter()
     client = Client(a.id, params)
     keygen_ms = round((time.perf_counter() - t) * 1000, 3)
@@ -63,7 +64,7 @@ def cmd_enrol(a) -> int:
         pending.discard()
         raise
     out = {"id": a.id, "server": a.server, "key_file": str(pending.commit()), "replaced": resp.replaced,
-           "c1_face_ms": c1_ms, "keygen_ms": keygen_ms, "c2_encrypt_ms": st["c2_encrypt_ms"],
+           "face": used, "c1_face_ms": c1_ms, "keygen_ms": keygen_ms, "c2_encrypt_ms": st["c2_encrypt_ms"],
            "network_ms": st["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
            "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}
     print_result(out, a.json)
@@ -81,10 +82,10 @@ def cmd_verify(a) -> int:
     client, record = remote.load_client(_key_path(a), workers=a.workers)
     if record.subject_id != a.id:
         raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
-    template, c1_ms = _face_template(a, client.params)
+    template, c1_ms, used = _face_template(a, client.params)
     with remote.service_client(a.server, **http_kw(a)) as http:
         r = remote.verify(http, client, template, mode=a.mode)
-    out = {"id": a.id, "decision": r["decision"], "accepted": r["accepted"], "c1_face_ms": c1_ms,
+    out = {"id": a.id, "decision": r["decision"], "accepted": r["accepted"], "face": used, "c1_face_ms": c1_ms,
            "c2_encrypt_ms": r["c2_encrypt_ms"], "c3_decrypt_ms": r["c3_decrypt_ms"],
            "network_ms": r["network_ms"], "total_ms": round((time.perf_counter() - t0) * 1000, 3),
            "bytes_sent": r["bytes_sent"], "bytes_received": r["bytes_received"]}
@@ -101,26 +102,35 @@ def cmd_revoke(a) -> int:
     from ..service.clients import im2020 as remote
 
     check_subject_id(PROTOCOL, a.id)
-    with remote.service_client(a.server, **http_kw(a)) as http:
-        resp, st = remote.revoke(http, a.id)
-    path = _key_path(a)
-    removed = path.is_file()
-    if removed:
-        path.unlink()
-    print_result({"id": a.id, "revoked": resp.revoked, "key_file_removed": str(path) if removed else None,
-            "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}, a.json)
+    if a.admin:  # no key needed, none touched: an admin revokes someone else's enrolment
+        with remote.service_client(a.server, **http_kw(a)) as http:
+            resp, st = remote.admin_revoke(http, a.id)
+        removed, note = None, f"revoked {a.id} at {a.server} as an admin (no key file was used or deleted)"
+    else:
+        path = _key_path(a)
+        if not path.exists():
+            raise remote.KeyFileError(f"no key file at {path}: revoking proves possession of {a.id}'s key, so pass "
+                                      f"--key FILE (or, with an admin API key, --admin to revoke without it)")
+        client, record = remote.load_client(path)
+        if record.subject_id != a.id:
+            raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
+        with remote.service_client(a.server, **http_kw(a)) as http:
+            resp, st = remote.revoke(http, client)
+        path.unlink(missing_ok=True)
+        removed, note = str(path), f"revoked {a.id} at {a.server} and deleted its key file {path}"
+    out = {"id": a.id, "revoked": resp.revoked, "key_file_removed": removed,
+           "bytes_sent": st["bytes_sent"], "bytes_received": st["bytes_received"]}
+    print_result(out, a.json)
+    if not a.json:
+        print(note[0].upper() + note[1:] + ".")
     return 0
 
 
 def _kolberg_embedding(a):
-    """The face's embedding for the kolberg commands (default backend); (embedding, ms)."""
-    import time
-
-    from ..faces.registry import make_backend
-
-    t0 = time.perf_counter()
-    x = make_backend(**backend_spec(a)).embed(a.image)
-    return x, round((time.perf_counter() - t0) * 1000, 3)
+    """The face's embedding for the kolberg commands (default backend, the face --face picks); (embedding, ms,
+    which face)."""
+    face, ms = one_face(a, a.image)
+    return face.embedding, ms, face.describe()
 
 
 def _kolberg_client(a):
@@ -138,7 +148,7 @@ def cmd_kolberg_client(a) -> int:
 
     if a.cmd != "identify":
         check_subject_id(PROTOCOL, a.id)
-    x, face_ms = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None)
+    x, face_ms, used = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None, None)
     with _kolberg_client(a) as http:
         out = {"protocol": "kolberg", "scheme": http.params.scheme}
         if a.cmd in ENROL:
@@ -152,7 +162,7 @@ def cmd_kolberg_client(a) -> int:
             out.update(id=a.id, revoked=http.revoke(a.id))
         out.update(http_stats(http))
     if face_ms is not None:
-        out["face_ms"] = face_ms
+        out.update(face=used, face_ms=face_ms)
     print_result(out, a.json)
     return 1 if out.get("accepted") is False else 0
 
@@ -163,6 +173,7 @@ def client_args(s, image: bool = True) -> None:
     if image:
         s.add_argument("image", help="face photo")
         backend_args(s)
+        face_args(s)
     s.add_argument("--key", metavar="FILE",
                    help="client key file (default ~/.config/privface/keys/<server host>/<id>.key)")
     s.add_argument("--json", action="store_true")
@@ -196,7 +207,10 @@ def register(sub) -> None:
                         "comparison is sent if the server runs another")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("revoke", help="over HTTP: delete ID's enrolment (im2020: and the local key file)")
+    s = sub.add_parser("revoke", help="over HTTP: delete ID's enrolment (im2020: by proving possession of its key "
+                                      "file, then deleting that file)")
     client_args(s, image=False)
     kolberg_args(s)
+    s.add_argument("--admin", action="store_true",
+                   help="im2020: revoke without the ID's key (needs an admin API key; keeps any key file)")
     s.set_defaults(func=cmd_revoke)

@@ -44,6 +44,18 @@ def distances(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarr
     return np.where(found[i] & found[j], d, MISSING)
 
 
+def at_default_threshold(backend: str, d: np.ndarray, genuine: np.ndarray) -> dict:
+    """FAR and FRR of the plaintext distances at the backend's shared default (``faces.thresholds``: the one
+    `privface compare` and the protocols' defaults use), next to the dataset's own EER threshold."""
+    from ..faces.thresholds import default_threshold
+
+    point = default_threshold(backend)
+    if point is None:
+        return {"default_threshold": None, "far_at_default": None, "frr_at_default": None}
+    far, frr = metrics.far_frr(d, genuine, point.distance)
+    return {"default_threshold": point.distance, "far_at_default": round(far, 6), "frr_at_default": round(frr, 6)}
+
+
 def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 128, cache=True,
              workers: int | None = None, progress: bool = False, report: str | Path | None = None,
              pairs: int | None = None, protocol_params=None, checkpoint: str | Path | None = "auto",
@@ -115,6 +127,7 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         "eer_quantized": res_q.eer,
         "threshold_quantized": int(np.floor(res_q.eer_threshold)),
         "quantization_scale": scale,
+        **at_default_threshold(spec.get("name", "dlib-resnet128"), d, genuine),
         "tar_at_far": res.tar_at_far,
         "pairs_total": pairs_total,
         **extra,

@@ -8,10 +8,11 @@ from typing import Literal
 
 import numpy as np
 
-from ..errors import NoFaceError
+from ..errors import AmbiguousFaceError, NoFaceError, box_text
 from .image import ImageInput, load_rgb
 
-Which = Literal["largest", "center", "all"]
+Which = Literal["single", "largest", "center", "all"] | int
+"""Which face (detect.select): "single" (refuses two of about the same size), "largest", "center", "all" or N."""
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,20 @@ class Face:
     embedding: np.ndarray
     detector: str = "hog"
     score: float = field(default=0.0, compare=False)
+    found: int = field(default=1, compare=False)  # faces detected in the image
+    index: int = field(default=0, compare=False)  # this face's number among them, largest first
 
     @property
     def area(self) -> int:
         left, top, right, bottom = self.box
         return max(0, right - left) * max(0, bottom - top)
+
+    def describe(self) -> str:
+        """Which face was used, for people: "the face at 120,80 200×210 (largest of 2)"."""
+        where = f"the face at {box_text(self.box)}"
+        if self.found == 1:
+            return f"{where} (the only one)"
+        return f"{where} ({'largest' if self.index == 0 else f'face {self.index}'} of {self.found})"
 
 
 class Backend(ABC):
@@ -52,8 +62,9 @@ class Backend(ABC):
 
     @abstractmethod
     def faces_rgb(self, rgb: np.ndarray, which: Which = "largest") -> list[Face]:
-        """Faces in an H×W×3 uint8 RGB array; [] when there is none. which: "largest" (one face),
-        "center" (one face, nearest the image centre) or "all" (largest first)."""
+        """Faces in an H×W×3 uint8 RGB array; [] when there is none. which: "single" (one face; AmbiguousFaceError
+        when two are about the same size), "largest" (one face), "center" (one face, nearest the image centre),
+        N (face N, largest first) or "all" (largest first)."""
 
     def options(self) -> dict:
         """Everything that changes the embedding; part of the embedding-cache key."""
@@ -61,14 +72,25 @@ class Backend(ABC):
 
     def faces(self, image: ImageInput, which: Which = "largest") -> list[Face]:
         """Faces in an image given as a path, bytes, PIL image or array (see `load_rgb`)."""
-        return self.faces_rgb(load_rgb(image), which)
+        try:
+            return self.faces_rgb(load_rgb(image), which)
+        except AmbiguousFaceError as e:
+            raise AmbiguousFaceError(e.boxes, _describe(image)) from None
 
-    def embed(self, image: ImageInput, which: Which = "largest") -> np.ndarray:
-        """The embedding of the largest (or most central) face; raises NoFaceError when there is none."""
+    def face(self, image: ImageInput, which: Which = "single") -> Face:
+        """The one face to use (see `faces_rgb`; by default the largest, refused when another is about as large:
+        AmbiguousFaceError); NoFaceError when there is none. Its `describe()` says which it was."""
+        if which == "all":
+            raise ValueError("face() returns one face: which='all' is for faces()")
         found = self.faces(image, which)
         if not found:
             raise NoFaceError(f"no face found in {_describe(image)}")
-        return found[0].embedding
+        return found[0]
+
+    def embed(self, image: ImageInput, which: Which = "single") -> np.ndarray:
+        """The embedding of one face (`face`): by default the largest, refused (AmbiguousFaceError) when another is
+        about as large; which="largest" takes the largest anyway, N face N. NoFaceError when there is none."""
+        return self.face(image, which).embedding
 
     @staticmethod
     def distance(a: np.ndarray, b: np.ndarray) -> float:

@@ -130,7 +130,8 @@ class ONNXBackend(Backend):
         marks = [shape_to_array(self.detector.landmarks68(work, d), scale) for d in dets]
         chips = np.stack([align(rgb, arcface_points(p)) for p in marks])
         emb = self.embed_chips(chips)
-        return [Face(box=d.box, landmarks=p[DLIB5_FROM_68], chip=c, embedding=e, detector=d.detector, score=d.score)
+        return [Face(box=d.box, landmarks=p[DLIB5_FROM_68], chip=c, embedding=e, detector=d.detector, score=d.score,
+                     found=d.found, index=d.index)
                 for d, p, c, e in zip(dets, marks, chips, emb)]
 
     def preprocess(self, chips: np.ndarray) -> np.ndarray:

@@ -128,7 +128,8 @@ class PCABackend(Backend):
             return []
         emb = self._project(np.stack([self._vector(chip) for _, _, chip in found])).astype(np.float32)
         return [Face(box=det.box, landmarks=shape_to_array(shape, det.scale), chip=chip, embedding=e,
-                     detector=det.detector, score=det.score)
+                     detector=det.detector, score=det.score,
+                     found=det.found, index=det.index)
                 for (det, shape, chip), e in zip(found, emb)]
 
     def options(self) -> dict:

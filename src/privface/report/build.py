@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from . import papers, plots
+from .html import human_bytes
 from .jobs import Outcome
 
 #: Post-quantum or not, and why (the hardness each protocol's secrecy rests on).
@@ -93,8 +94,9 @@ def paper_sections(outcomes: list[Outcome]) -> list[dict]:
         for row in (r for r in data["rows"] if r["paper"] == name):
             ours = papers.resolve(row, results)
             out = {"where": row["where"], "quantity": row["quantity"], "paper_value": row["value"],
-                   "unit": row["unit"], "quote": row["quote"], "paper_setting": row.get("setting", p["setting"]),
-                   "ours": None, "ratio": None, "our_setting": None, "job": None, "command": None,
+                   "unit": row["unit"], "quote": row["quote"], "quote_shown": papers.shown_quote(row["quote"]),
+                   "paper_setting": row.get("setting", p["setting"]), "ours": None, "ratio": None,
+                   "better": papers.better(row), "verdict": None, "our_setting": None, "job": None, "command": None,
                    "extrapolated_from": None}
             if ours is not None:
                 job_id = ours["job"]
@@ -113,8 +115,12 @@ def paper_sections(outcomes: list[Outcome]) -> list[dict]:
                            command=jobs[job_id].command if job_id in jobs else None,
                            extrapolated_from=ours["extrapolated_from"],
                            ratio=(ours["value"] / row["value"]) if row["value"] else None)
+                out["verdict"] = papers.verdict(row, out["ratio"])
             elif row.get("ours"):
                 out["our_setting"] = "not measured in this run"
+            unit = papers.SHOWN_UNIT.get(row["unit"], row["unit"])
+            out["shown"] = {"unit": unit, "paper": papers.convert(row["value"], row["unit"], unit),
+                            "ours": None if out["ours"] is None else papers.convert(out["ours"], row["unit"], unit)}
             rows.append(out)
         sections.append({"paper": name, "seed": p["seed"], "title": p["title"], "setting": p["setting"],
                          "file": p["file"], "rows": rows})
@@ -211,7 +217,7 @@ def comparison(outcomes: list[Outcome]) -> list[dict]:
         add("gsm", f"gsm Π{v[-1]}", "1:1", ms(_get(res, job, f"{v}_ms")),
             "matching phase, m1 received (ℓ = 128, m = 16)",
             _get(res, job, f"{v}_total_bytes"),
-            "m1 + the session's messages" + (f"; {reused} B with m1 reused" if reused is not None else ""),
+            "m1 + the session's messages" + (f"; {human_bytes(reused)} with m1 reused" if reused is not None else ""),
             _get(res, job, f"{v}_m1_bytes"), "m1, kept on the user's device (none at the provider)",
             _security(cat["gsm"]), "gsm", _leakage(cat["gsm"], v),
             lambda ds, s=f"gsm-{v}": _pair_accuracy(res, ds, s), [job, f"eval.orl.gsm-{v}"])
@@ -270,7 +276,7 @@ def baseline(outcomes: list[Outcome]) -> dict:
 
 def make_plots(outcomes: list[Outcome], out: Path) -> list[dict]:
     res = _results(outcomes)
-    made = []
+    made: list[dict] = []
     series: dict[str, list] = {}
     for k, r in res.items():
         if k.startswith("bench.identify.") and isinstance(r, dict):
@@ -293,31 +299,37 @@ def make_plots(outcomes: list[Outcome], out: Path) -> list[dict]:
     if (p := plots.bytes_per_protocol(bars, out / "bytes_1to1.png")) is not None:
         made.append({"file": p.name, "title": "Bytes per 1:1 verification", "alt": "bar chart of bytes per protocol",
                      "jobs": ["bench.im2020.basic", "bench.im2020.secure-comparison", job, "bench.kolberg"]})
+    names = {"im2020": "im2020 basic", "im2020-sc": "im2020 sec. comp.", "gsm-pi1": "gsm Π1", "gsm-pi2": "gsm Π2",
+             "gsm-pi3": "gsm Π3", "kolberg-ckks": "kolberg CKKS", "kolberg-bfv": "kolberg BFV",
+             "kolberg-ntru": "kolberg NTRU"}
     for ds in ("orl", "lfw"):
         curve = _get(res, f"eval.{ds}.plain", "roc_curve")
-        points = []
-        for suffix in ("im2020", "im2020-sc", "gsm-pi1", "gsm-pi2", "gsm-pi3", "kolberg-ckks", "kolberg-bfv",
-                       "kolberg-ntru"):
+        pairs = []
+        for suffix, name in names.items():
             r = res.get(f"eval.{ds}.{suffix}")
-            if isinstance(r, dict) and r.get("eer_quantized") is not None:
-                e = r["eer_quantized"]
-                points.append((f"{suffix}: EER point, {r.get('mismatches')} of {r.get('pairs_run')} decisions "
-                               "differ from plaintext", e, 1 - e))
+            if isinstance(r, dict) and r.get("eer_quantized") is not None and r.get("eer") is not None:
+                n = r.get("pairs_run") or (r.get("genuine_pairs") or 0) + (r.get("impostor_pairs") or 0)
+                pairs.append((name, r["eer"], r["eer_quantized"], n, r.get("mismatches")))
+        ident = []
         for suffix in ("hers", "idface-ckks", "idface-paillier"):
             t = _get(res, f"eval.{ds}.{suffix}", "tpir_encrypted/1e-2")
             if isinstance(t, dict):
-                points.append((f"{suffix} (1:N): TPIR at FPIR 1e-2, encrypted", t["fpir"], t["tpir"]))
+                ident.append((f"{suffix} (1:N, encrypted): TPIR at FPIR 1e-2", t["fpir"], t["tpir"]))
         r = res.get(f"eval.{ds}.cryptomask")
         if isinstance(r, dict):
-            points.append(("cryptomask (1:N, 1 bit): plaintext", r["detect_nonmated_plaintext"],
-                           r["detect_mated_plaintext"]))
-            points.append(("cryptomask (1:N, 1 bit): encrypted", r["detect_nonmated_encrypted"],
-                           r["detect_mated_encrypted"]))
+            ident.append(("cryptomask (1:N, 1 bit), encrypted", r["detect_nonmated_encrypted"],
+                          r["detect_mated_encrypted"]))
         title = "ORL" if ds == "orl" else f"LFW ({(res.get(f'eval.{ds}.plain') or {}).get('dataset', 'lfw')})"
-        if (p := plots.roc(curve, points, f"ROC — {title}: plaintext and protocols", out / f"roc_{ds}.png")):
-            made.append({"file": p.name, "title": f"ROC on {title}: plaintext curve, protocols' operating points",
-                         "alt": f"ROC curve on {title} with one marker per protocol",
+        if (p := plots.accuracy(curve, pairs, ident, f"Accuracy on {title}: plaintext and protocols",
+                                out / f"accuracy_{ds}.png")):
+            made.append({"file": p.name, "title": f"Accuracy on {title}: DET of the plaintext distances with the 1:N "
+                                                  "operating points; each 1:1 protocol's EER beside plaintext's on "
+                                                  "the same pairs",
+                         "alt": f"left: DET curve on {title} with one marker per 1:N protocol; right: EER per 1:1 "
+                                "protocol against plaintext EER on the same pairs",
                          "jobs": sorted(k for k in res if k.startswith(f"eval.{ds}."))})
+    for plot in made:
+        plot["width"], plot["height"] = plots.png_size(out / plot["file"])
     return made
 
 

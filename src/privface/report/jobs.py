@@ -213,7 +213,7 @@ def write_atomically(path: Path, text: str, mode: int = 0o600) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:  # not the locale's: the page says charset=utf-8
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -252,7 +252,7 @@ def _run_one(job: Job, cache_dir: Path, commit: str, fresh: bool, data_available
         return Outcome(job, None, "skipped", 0.0, "PRIVFACE_DATA is not set or has no ORL/LFW: not run")
     if path.is_file() and not fresh:
         try:
-            saved = json.loads(path.read_text())
+            saved = json.loads(path.read_text(encoding="utf-8"))
             return Outcome(job, saved["result"], "cached", saved.get("seconds", 0.0),
                            f"cached result from {saved.get('finished', '?')}")
         except (ValueError, KeyError):
@@ -272,7 +272,7 @@ def _run_one(job: Job, cache_dir: Path, commit: str, fresh: bool, data_available
     result = _jsonable(result)
     write_atomically(path, json.dumps({"id": job.id, "args": job.args, "commit": commit, "seconds": round(seconds, 2),
                                        "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                                       "result": result}, indent=1))
+                                       "result": result}, indent=1, ensure_ascii=False))
     return Outcome(job, result, "ok", seconds)
 
 

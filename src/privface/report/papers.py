@@ -13,8 +13,11 @@ from importlib import resources
 
 #: Factor to the base unit (seconds, bytes, fraction) of every unit a row may use.
 UNITS = {"ms": ("time", 1e-3), "s": ("time", 1.0), "B": ("bytes", 1.0), "KiB": ("bytes", 1024.0),
-         "KB": ("bytes", 1e3), "MB": ("bytes", 1e6), "GB": ("bytes", 1e9), "%": ("rate", 1e-2),
+         "KB": ("bytes", 1e3), "kB": ("bytes", 1e3), "MB": ("bytes", 1e6), "GB": ("bytes", 1e9), "%": ("rate", 1e-2),
          "fraction": ("rate", 1.0), "": ("number", 1.0), "×": ("number", 1.0)}
+#: The unit a row is shown in: the page has one unit system, SI (1 kB = 1000 B), whatever the paper printed.
+SHOWN_UNIT = {"KiB": "kB", "KB": "kB"}
+BETTER = ("lower", "higher")
 PAPERS = ("im2020", "cryptomask", "kolberg", "idface", "gsm")
 ROW_KEYS = {"paper", "where", "quantity", "value", "unit", "quote"}
 
@@ -50,6 +53,61 @@ def validate(data: dict) -> None:
                 raise ValueError(f"papers.json row {k}: our unit {ours.get('unit')!r} is not a {row['unit']!r} kind")
             if not ours.get("job") or not ours.get("field"):
                 raise ValueError(f"papers.json row {k}: ours needs job and field")
+            if better(row) is None:
+                raise ValueError(f"papers.json row {k}: a {row['unit']!r} figure needs \"better\": lower or higher")
+        if row.get("better") not in (None, *BETTER):
+            raise ValueError(f"papers.json row {k}: better must be one of {BETTER}")
+        if quoted_number(shown_quote(row["quote"])) != float(row["value"]):
+            raise ValueError(f"papers.json row {k}: the quote as shown, {shown_quote(row['quote'])!r}, lost its number")
+
+
+def better(row: dict) -> str | None:
+    """Which way the row's figure is better: ``row["better"]``, else lower for a time or a size."""
+    if row.get("better"):
+        return row["better"]
+    return "lower" if UNITS[row["unit"]][0] in ("time", "bytes") else None
+
+
+def verdict(row: dict, ratio: float | None) -> dict | None:
+    """How ours (``ratio`` = ours ÷ paper) compares, in words a reader needs no header for: ``{"class": better |
+    worse | same, "words": "ours faster" …}``; within 5 % is "about the same"."""
+    direction = better(row)
+    if ratio is None or direction is None or ratio <= 0:
+        return None
+    kind = UNITS[row["unit"]][0]
+    good, bad = {"time": ("faster", "slower"), "bytes": ("smaller", "larger")}.get(kind, ("better", "worse"))
+    if 1 / 1.05 <= ratio <= 1.05:
+        return {"class": "same", "words": "about the same"}
+    ours_better = (ratio < 1) == (direction == "lower")
+    return {"class": "better" if ours_better else "worse", "words": f"ours {good if ours_better else bad}"}
+
+
+#: LaTeX in the text copies (math mode of the OCR of tables and abstracts) → Unicode.
+LATEX = {"pm": "±", "times": "×", "sim": "∼", "approx": "≈", "leq": "≤", "geq": "≥", "le": "≤", "ge": "≥",
+         "cdot": "·", "mu": "µ", "alpha": "α", "beta": "β", "lambda": "λ", "tau": "τ", "ell": "ℓ", "%": "%"}
+_SUPER = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
+
+
+def _math(text: str) -> str:
+    text = re.sub(r"\\([A-Za-z]+|%)", lambda m: LATEX.get(m.group(1), m.group(1)), text)
+    text = re.sub(r"\^\{?([-+]?\d+)\}?", lambda m: m.group(1).translate(_SUPER), text)
+    text = re.sub(r"[{}]", "", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"([±∼≈]) (?=\d)", r"\1", re.sub(r" ×", "×", text))
+
+
+def shown_quote(quote: str) -> str:
+    """A quote as the paper prints it, from its text copy (papers.json keeps the copy's characters, which a test
+    finds in the copy): LaTeX (``$76 (\\pm 1)$``) as Unicode (76 (±1)), and the OCR damage of seed 003's Tab. 2 undone —
+    its mean ± standard deviation cells read "0.063 £ 0.0005s", "48.9 + 0.20s", "198 £+ 0.73s"; "9642%" lost its point
+    (``quoted_number``)."""
+    text = re.sub(r"\$([^$]*)\$", lambda m: _math(m.group(1)), quote)
+    text = re.sub(r"(\d)\s*(?:£\+|\+£|=\+|£|\+)\s*(\d[\d.,]*)\s*s\b", r"\1 ± \2 s", text)
+    text = text.replace("£", "±")
+    m = _NUMBER.search(text)
+    if m and len(m.group()) == 4 and m.group().isdigit() and text.strip().endswith("%"):  # as quoted_number
+        text = f"{text[:m.start() + 2]}.{text[m.start() + 2:]}"
+    return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")

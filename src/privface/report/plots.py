@@ -1,6 +1,8 @@
 """The report's PNGs: matplotlib's object API on the Agg canvas (as eval.report), no pyplot, no display."""
 from __future__ import annotations
 
+import math
+import struct
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -16,6 +18,35 @@ def _save(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
+
+
+def upper_bound(k: int, n: int, alpha: float = 0.05) -> float:
+    """One-sided Clopper–Pearson upper bound on a rate seen ``k`` times in ``n`` trials: the p with
+    P(X ≤ k | n, p) = alpha (0 of n: 1 − alpha^(1/n), ≈ 3/n)."""
+    if k >= n:
+        return 1.0
+
+    def cdf(p: float) -> float:
+        if p <= 0:
+            return 1.0
+        if p >= 1:
+            return 0.0
+        return sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p)
+                            + (n - i) * math.log1p(-p)) for i in range(k + 1))
+
+    lo, hi = k / n, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) > alpha else (lo, mid)
+    return hi
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels, from the PNG's IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
 
 
 def identify_scaling(series: dict[str, list[tuple[int, float, float]]], path: Path) -> Path | None:
@@ -69,27 +100,61 @@ def bytes_per_protocol(bars: list[tuple[str, float, float | None]], path: Path) 
     return _save(fig, path)
 
 
-def roc(curve: dict | None, points: list[tuple[str, float, float]], title: str, path: Path) -> Path | None:
-    """The plaintext ROC curve (TAR against FAR, log FAR) and each protocol's operating points ``(label, far, tar)``."""
-    if not curve and not points:
+def accuracy(curve: dict | None, pairs: list[tuple[str, float, float, int, int | None]],
+             ident: list[tuple[str, float, float]], title: str, path: Path) -> Path | None:
+    """Two panels. Left, a DET plot (log–log: false non-match against false match rate) of the plaintext float
+    distances over all the dataset's pairs, with each 1:N protocol's operating point (FNIR = 1 − TPIR at its FPIR).
+    Right, for each 1:1 protocol, the share of its decisions that differ from the plaintext decisions on the same
+    pairs, with its one-sided 95 % upper bound (Clopper–Pearson): how many pairs ran shows as how long the bar is.
+    ``curve``: {far, tar}; ``pairs``: (label, plaintext EER, protocol EER, pairs, differing); ``ident``: (label,
+    FPIR, TPIR)."""
+    if not curve and not pairs and not ident:
         return None
-    fig = Figure(figsize=(6.0, 4.6))
-    ax = fig.add_subplot()
-    if curve:
-        far = [f for f in curve["far"] if f > 0]
-        tar = [t for f, t in zip(curve["far"], curve["tar"]) if f > 0]
-        ax.plot(far, tar, lw=1.5, color="black", label="plaintext (float distances)")
+    fig = Figure(figsize=(11.0, 0.32 * max(len(pairs), 8) + 2.2), layout="constrained")
+    ax_d, ax_e = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.15]})
+    floor = 1e-4
+    if curve:  # a rate of 0 (a small sample: FNMR 0 beyond some FMR) is drawn on the axis
+        pts = [(max(f, floor), max(1 - t, floor)) for f, t in zip(curve["far"], curve["tar"]) if f > 0]
+        if pts:
+            zero = " [FNMR 0: bottom edge]" if any(p[1] <= floor for p in pts) else ""
+            ax_d.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.6, color="black", clip_on=False,
+                      drawstyle="steps-post", label="plaintext (float distances, all pairs)" + zero)
     markers = "osD^v<>phX*"
-    for k, (label, far_, tar_) in enumerate(points):
-        edge = " [FAR 0: at the left edge]" if far_ < 1e-5 else ""
-        ax.plot([max(far_, 1e-5)], [tar_], markers[k % len(markers)], ms=6, label=label + edge, alpha=0.85,
-                clip_on=False)
-    ax.set_xscale("log")
-    ax.set_xlim(1e-5, 1)
-    ax.set_ylim(min([0.8] + [p[2] - 0.02 for p in points]), 1.005)
-    ax.set_xlabel("FAR / FPIR")
-    ax.set_ylabel("TAR / TPIR")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    for k, (label, fpir, tpir) in enumerate(ident):
+        edge = " [FPIR 0: left edge]" if fpir < floor else ""
+        edge += " [FNIR 0: bottom edge]" if 1 - tpir < floor else ""
+        ax_d.plot([max(fpir, floor)], [max(1 - tpir, floor)], markers[k % len(markers)], ms=7, alpha=0.9,
+                  clip_on=False, label=label + edge)
+    for ax in (ax_d,):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(floor, 1)
+        ax.set_ylim(floor, 1)
+        ax.set_xlabel("false match rate (FMR / FPIR)")
+        ax.set_ylabel("false non-match rate (FNMR / FNIR)")
+        ax.set_title("DET: plaintext curve, 1:N operating points\n(lower left is better)", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    pairs = [p for p in pairs if p[4] is not None and p[3]]
+    if pairs:
+        ys = list(range(len(pairs)))[::-1]
+        rate = [100 * p[4] / p[3] for p in pairs]
+        upper = [100 * upper_bound(p[4], p[3]) for p in pairs]
+        ax_e.hlines(ys, rate, upper, color="#4c72b0", lw=5, alpha=0.45, label="95 % upper bound (fewer pairs: longer)")
+        ax_e.plot(rate, ys, "o", color="#d62728", ms=6, label="decisions that differ, measured")
+        for y, u, p in zip(ys, upper, pairs):
+            ax_e.annotate(f"{p[4]} of {p[3]:,}", (u, y), xytext=(4, 0), textcoords="offset points", va="center",
+                          fontsize=8)
+        ax_e.set_yticks(ys, [p[0] for p in pairs], fontsize=9)
+        ax_e.set_ylim(-0.7, len(pairs) - 0.3)
+        ax_e.set_xlim(0, max(upper) * 1.25)
+        ax_e.set_xlabel("decisions that differ from plaintext on the protocol's pairs (%)")
+        ax_e.set_title("1:1 protocols against plaintext, same pairs\n(lower is better)", fontsize=10)
+        ax_e.grid(True, axis="x", alpha=0.3)
+        ax_e.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    else:
+        ax_e.set_axis_off()
+        ax_e.text(0.5, 0.5, "no 1:1 protocol evaluated", ha="center", va="center")
+    fig.suptitle(title, fontsize=12)
     return _save(fig, path)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ..errors import PrivfaceError
 from ..store.base import TemplateStore
+from .base import ScopeError
 
 SCOPES = ("enrol", "verify", "admin", "internal", "metrics")
 """``enrol``: register a template · ``verify``: authentication / matching / identification flows ·
@@ -38,10 +39,6 @@ _NAME = re.compile(r"^[A-Za-z0-9._@+ -]{1,64}$")
 
 class AuthError(PrivfaceError):
     """No API key, a malformed or unknown one, or a wrong secret (HTTP 401)."""
-
-
-class ScopeError(PrivfaceError):
-    """The key is valid but lacks the scope the step needs, or the step declares none (HTTP 403)."""
 
 
 @dataclass(frozen=True)

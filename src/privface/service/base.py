@@ -23,12 +23,22 @@ class MessageError(PrivfaceError):
     """A message failed validation: wrong type, size, range or group membership (HTTP 400)."""
 
 
+class RejectedAttemptError(MessageError):
+    """A deciding step's message that only a cheating client sends (e.g. a forged §VII output label): refused
+    like any bad message (HTTP 400) and counted as a rejected attempt by the failure counter (limits.Lockout)."""
+
+
 class SessionError(PrivfaceError):
     """Missing, unknown or expired session, or a step out of order (HTTP 409)."""
 
 
 class SessionLimitError(SessionError):
     """Too many open sessions (HTTP 503): the server is busy, try again later."""
+
+
+class ScopeError(PrivfaceError):
+    """The key is valid but lacks the scope the step needs, or the step declares none; or the step refuses this
+    caller the way it was asked (e.g. a revocation without proof where nobody is an admin) (HTTP 403)."""
 
 
 class LimitError(PrivfaceError):
@@ -48,7 +58,8 @@ class AlreadyEnrolledError(PrivfaceError):
 class Caller:
     """Who calls a step: ``id`` is ``key:<key id>``, or ``addr:<client address>`` when the service runs
     without API keys (the identity the rate limit and the session quota count); ``scopes`` are the key's,
-    None without API keys (then every step is open to everyone, revocation included)."""
+    None without API keys (then every step is open to everyone; nobody is an admin, so e.g. an im2020 revocation
+    needs the key's proof)."""
 
     id: str
     scopes: frozenset[str] | None = None

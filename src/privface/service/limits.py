@@ -1,6 +1,10 @@
 """Limits of the HTTP service (issue 8 §2) beyond the body caps and sessions of app.py / sessions.py:
 
 ``RateLimiter``  a token bucket per client (API key id, else client address);
+``BodyLimits``   how long a request body may take to arrive: a deadline, and a minimum rate in every window of
+                 ``rate_window`` seconds (a slow-loris body is cut with 408, issue 35 A1/A2);
+``InFlight``     requests and body bytes in flight per client (429 beyond), so that stalled uploads of one key
+                 cannot pile up;
 ``Lockout``      consecutive rejected verification attempts per subject ID, with lockout and exponential
                  back-off: online guessing (seed 000 §VI, attack MC2: a malicious client submits templates
                  until one is accepted) gets at most ``failures`` tries, then one try per growing back-off.
@@ -20,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..store.base import TemplateStore
 from ..store.lease import update
@@ -72,6 +77,73 @@ class RateLimiter:
         full = [c for c in self._buckets if self._tokens(c, now) >= self.burst]
         for c in full or list(self._buckets)[: max(1, len(self._buckets) // 10)]:
             del self._buckets[c]
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    """How long a request body may take: at most ``timeout`` s from the moment the service starts reading it, and at
+    least ``min_rate`` bytes/s in every window of ``rate_window`` s (the first window is the grace period; a body
+    that ends within a window is never cut for rate). ``min_rate`` 0 turns the rate check off."""
+
+    timeout: float = 300.0
+    min_rate: float = 16_384.0
+    rate_window: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.min_rate < 0 or self.rate_window <= 0:
+            raise ValueError("body limits: timeout > 0, min_rate ≥ 0 and rate_window > 0")
+
+
+class InFlight:
+    """Requests and body bytes in flight per client (``Caller.id``): at most ``max_requests`` requests, and at most
+    ``max_bytes`` body bytes together, except that a client's only request holding bytes may hold up to its step's
+    own cap (so a single large upload, e.g. a cryptomask round at 2^20, is never refused for it). ``enter``/``leave``
+    bracket a request; ``add`` counts bytes as they arrive (or as declared by Content-Length, before any is read).
+    Refusals (LimitError) change nothing. Called from the event loop; the lock only guards against other threads."""
+
+    def __init__(self, max_requests: int = 32, max_bytes: int = 64 << 20) -> None:
+        if max_requests < 1 or max_bytes < 1:
+            raise ValueError("in-flight limits: max_requests ≥ 1 and max_bytes ≥ 1")
+        self.max_requests, self.max_bytes = max_requests, max_bytes
+        self._requests: dict[str, int] = {}
+        self._bytes: dict[str, dict[int, int]] = {}  # client → {request ticket: bytes}
+        self._lock = threading.Lock()
+        self._next = 0
+
+    def enter(self, client: str) -> int:
+        """A ticket for one more request of ``client``, or LimitError (nothing counted)."""
+        with self._lock:
+            n = self._requests.get(client, 0)
+            if n >= self.max_requests:
+                raise LimitError(f"this client already has {n} requests in flight; wait for one to finish", 1)
+            self._requests[client] = n + 1
+            self._next += 1
+            self._bytes.setdefault(client, {})[self._next] = 0
+            return self._next
+
+    def add(self, client: str, ticket: int, n: int) -> None:
+        """Count ``n`` more body bytes of request ``ticket``; LimitError (nothing counted) if the client's bytes in
+        flight would pass ``max_bytes`` while another of its requests holds bytes."""
+        with self._lock:
+            mine = self._bytes[client]
+            others = sum(v for k, v in mine.items() if k != ticket)
+            if others and others + mine[ticket] + n > self.max_bytes:
+                raise LimitError(f"this client has more than {self.max_bytes} bytes of request bodies in flight; "
+                                 "send one large body at a time", 1)
+            mine[ticket] += n
+
+    def leave(self, client: str, ticket: int) -> None:
+        with self._lock:
+            mine = self._bytes.get(client, {})
+            if mine.pop(ticket, None) is None:
+                return
+            self._requests[client] -= 1
+            if not self._requests[client]:
+                del self._requests[client], self._bytes[client]
+
+    def requests(self, client: str) -> int:
+        with self._lock:
+            return self._requests.get(client, 0)
 
 
 class Lockout:
@@ -162,4 +234,4 @@ class Lockout:
         return self._update(protocol, subject, count)
 
 
-__all__ = ["LimitError", "RateLimiter", "Lockout", "LOCKOUT_NAMESPACE", "caller_counter"]
+__all__ = ["LimitError", "RateLimiter", "BodyLimits", "InFlight", "Lockout", "LOCKOUT_NAMESPACE", "caller_counter"]

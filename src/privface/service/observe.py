@@ -17,7 +17,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 AUDIT_LOGGER = "privface.audit"
 _audit_logger = logging.getLogger(AUDIT_LOGGER)
-AUDIT_FIELDS = ("party", "party_name", "client", "protocol", "step", "subject", "decision", "status", "error", "ms")
+AUDIT_FIELDS = ("party", "party_name", "client", "protocol", "step", "route", "subject", "decision", "status", "error",
+                "ms")
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
@@ -37,11 +38,24 @@ _PLAIN = re.compile(r"[A-Za-z0-9._@+:/-]*")
 _NAME = re.compile(r"[a-z0-9_/-]{1,64}")
 
 
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ud800-\udfff"
+                     "\ufeff\ufff9-\ufffb]")
+"""What a text log line never prints as is: C0 and C1 control characters (terminal escapes), line and paragraph
+separators, zero-width and bidirectional formatting characters (which could disguise a line), lone surrogates."""
+
+
+def _escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string that keeps every other character as it is (``—``, ``τ``, ``é``),
+    not ``\\u2014``: quotes, backslashes and the ``_UNSAFE`` characters escaped."""
+    inner = json.dumps(text, ensure_ascii=False)[1:-1]
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", inner)
+
+
 def _text_value(value) -> str:
     """A field value for a text log line: plain tokens as they are, anything else (spaces, ``=``, quotes,
     control characters) as a JSON string, so a value can never end the line or forge another field."""
     text = str(value)
-    return text if _PLAIN.fullmatch(text) else json.dumps(text)
+    return text if _PLAIN.fullmatch(text) else f'"{_escaped(text)}"'
 
 
 class TextFormatter(logging.Formatter):
@@ -51,7 +65,7 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "fields", None) or {}
         tail = "".join(f" {k}={_text_value(v)}" for k, v in fields.items() if v is not None)
-        msg = json.dumps(record.getMessage())[1:-1]  # one line: \n, \r, \t and control characters escaped
+        msg = _escaped(record.getMessage())  # one line: \n, \r, \t and control characters escaped
         return f"{self.formatTime(record)} {record.levelname.lower()} {record.name}: {msg}{tail}"
 
 

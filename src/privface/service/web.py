@@ -2,16 +2,27 @@
 browser, served by privface itself — every asset from the package's ``webapp/`` directory (built from
 ``web/`` by ``make install``), no CDN, under a strict Content-Security-Policy — and ``/app/params.json``, the
 server's im2020 parameters, from which the page takes its key sizes, k, τ and the quantization scale.
+
+Files are streamed from disk (never read whole into memory), each with a strong ETag (its SHA-256, computed once
+per file version) answered with 304 on a matching If-None-Match; a client address holds at most
+``RESPONSES_PER_ADDRESS`` /app/ responses at a time (429 with Retry-After beyond), and a client that takes no
+piece of a response for ``SEND_TIMEOUT`` s loses the connection (issue 35 A3).
 """
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import RedirectResponse, Response
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+log = logging.getLogger("privface.service")
 WEBAPP = Path(__file__).with_name("webapp")
 CSP = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob: data:; "
        "media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; font-src 'self'; "
@@ -32,6 +43,10 @@ TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
          ".mjs": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".wasm": "application/wasm",
          ".json": "application/json", ".onnx": "application/octet-stream", ".png": "image/png",
          ".svg": "image/svg+xml", ".bin": "application/octet-stream"}
+RESPONSES_PER_ADDRESS = 8
+"""/app/ responses in flight per client address: a browser opens at most 6 connections per origin."""
+SEND_TIMEOUT = 60.0
+"""Seconds an /app/ response waits for the client to take one piece before the connection is dropped."""
 
 
 def params_json(params) -> dict:
@@ -72,8 +87,9 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
         return
     params = params_json(svc.server.params)  # type: ignore[attr-defined]
 
-    def error(status: int, text: str) -> Response:
-        return Response(text, status_code=status, media_type="text/plain; charset=utf-8", headers=HEADERS)
+    def error(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response:
+        return Response(text, status_code=status, media_type="text/plain; charset=utf-8",
+                        headers={**HEADERS, **(headers or {})})
 
     @app.get("/app", include_in_schema=False)
     def app_redirect() -> Response:
@@ -96,18 +112,113 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
                         headers=HEADERS)
 
     @app.get("/app/models/{name}", include_in_schema=False)
-    def app_model(name: str) -> Response:
-        path = model(name)
+    async def app_model(name: str, request: Request) -> Response:
+        path = await run_in_threadpool(model, name)
         if path is None or not path.is_file():
             return error(404, "no such model")
-        return Response(path.read_bytes(), media_type=TYPES.get(path.suffix, "application/octet-stream"),
-                        headers={**HEADERS, "cache-control": "max-age=86400"})
+        return await _file(request, path, {**HEADERS, "cache-control": "max-age=86400"})
 
     @app.get("/app/{name:path}", include_in_schema=False)
-    def app_asset(name: str = "") -> Response:
+    async def app_asset(request: Request, name: str = "") -> Response:
         if not (WEBAPP / "index.html").is_file():
             return error(503, "the privface web page is not built: run `make install` (needs Node.js and npm)")
         path = _asset(name or "index.html")
         if path is None:
             return error(404, "not found")
-        return Response(path.read_bytes(), media_type=TYPES[path.suffix], headers=HEADERS)
+        return await _file(request, path, HEADERS)
+
+    app.add_middleware(AppConnections, limit=RESPONSES_PER_ADDRESS, refuse=lambda: error(
+        429, "too many requests for the page from this address at once; retry shortly", {"retry-after": "1"}))
+
+
+_etags: dict[tuple[Path, int, int], str] = {}
+
+
+def _etag(path: Path) -> str:
+    """The file's strong ETag: its SHA-256 (truncated), once per (path, mtime, size); read in 1 MiB pieces."""
+    st = path.stat()
+    version = (path, st.st_mtime_ns, st.st_size)
+    if version not in _etags:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            while piece := f.read(1 << 20):
+                h.update(piece)
+        _etags[version] = f'"{h.hexdigest()[:32]}"'
+    return _etags[version]
+
+
+async def _file(request: Request, path: Path, headers: Mapping[str, str]) -> Response:
+    """``path`` streamed (FileResponse: 64 KiB pieces, sent as the client takes them), or 304 when the client's
+    If-None-Match names its ETag."""
+    etag = await run_in_threadpool(_etag, path)
+    headers = {**headers, "etag": etag}
+    wanted = {t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")}
+    if etag in wanted or "*" in wanted:
+        return Response(status_code=304, headers=headers)
+    return FileResponse(path, media_type=TYPES.get(path.suffix, "application/octet-stream"), headers=headers)
+
+
+class _SlowReader(Exception):
+    pass
+
+
+def _slow(e: BaseException) -> bool:
+    """Whether ``e`` is (or a task group's group holds only) ``_SlowReader``."""
+    if isinstance(e, BaseExceptionGroup):
+        return all(_slow(x) for x in e.exceptions)
+    return isinstance(e, _SlowReader)
+
+
+class AppConnections:
+    """ASGI middleware for ``/app`` and ``/app/…``: at most ``limit`` responses in flight per client address
+    (``refuse()`` answers beyond: 429), each piece of a response sent within ``SEND_TIMEOUT`` s or the response
+    abandoned (the server closes the connection). Counts live in the event loop: no lock needed."""
+
+    def __init__(self, app: ASGIApp, limit: int, refuse) -> None:
+        self.app, self.limit, self.refuse = app, limit, refuse
+        self.open: dict[str, int] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == "/app" or path.startswith("/app/")):
+            await self.app(scope, receive, send)
+            return
+        address = (scope.get("client") or ("?", 0))[0]
+        if self.open.get(address, 0) >= self.limit:
+            await self.refuse()(scope, receive, send)
+            return
+
+        async def timed(message: Message) -> None:
+            try:
+                await asyncio.wait_for(send(message), SEND_TIMEOUT)
+            except TimeoutError:
+                raise _SlowReader from None
+
+        self.open[address] = self.open.get(address, 0) + 1
+        try:
+            await self.app(scope, receive, timed)
+        except Exception as e:
+            if not _slow(e):
+                raise
+            log.warning("%r: the client took nothing for %.0f s; answer cut short", path[:80], SEND_TIMEOUT)
+        finally:
+            self.open[address] -= 1
+            if not self.open[address]:
+                del self.open[address]
+
+
+def mount_root(app: FastAPI, services: Mapping[str, object]) -> None:
+    """``/``: a server that serves im2020 leads to its page (``/app/``); any other answers what it serves and
+    where to look (a person or a script that opens the bare address is not left with a 404)."""
+    if "im2020" in services:
+        @app.get("/", include_in_schema=False)
+        def root_page() -> Response:
+            return RedirectResponse("/app/", status_code=307)
+        return
+
+    about = {"service": "privface", "protocols": sorted(services), "docs": "/docs", "openapi": "/openapi.json",
+             "health": "/healthz", "steps": "POST /v1/{protocol}/{step}"}
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response:
+        return Response(json.dumps(about), media_type="application/json")

@@ -419,6 +419,7 @@ def test_privface_serve_cs_and_identify_cli(cs, tmp_path, capsys):
     from privface.errors import PrivfaceError
 
     args = build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "cs", "--db", cs["gallery"]])
-    assert _cryptomask_service_options(args) == {"role": "cs", "gallery_url": cs["gallery"], "gallery_name": "default"}
+    assert _cryptomask_service_options(args) == {"role": "cs", "gallery_url": cs["gallery"], "gallery_name": "default",
+                                                 "memory": None}
     with pytest.raises(PrivfaceError, match="--role cs"):
         _cryptomask_service_options(build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "key"]))

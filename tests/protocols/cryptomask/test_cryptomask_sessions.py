@@ -67,18 +67,21 @@ def role(cs):
 
 
 class SlowVerifier(VerifierClient):
-    """A verifier that lets ``pause`` seconds pass on the CS's clock before each of its steps."""
+    """A verifier that lets ``pause`` seconds pass on the CS's clock before each of its steps (before round 0 at most
+    ``FIRST_ROUND_TTL`` − 1: an honest verifier sends it right after the distances)."""
 
     def __init__(self, *args, clock: Clock, pause: float, **kw) -> None:
         super().__init__(*args, **kw)
-        self.clock, self.pause = clock, pause
+        self.clock, self.pause, self.reveals = clock, pause, 0
 
     def step(self, step: str, body: bytes) -> bytes:
         self.clock.now += self.pause
         return super().step(step, body)
 
     def exchange(self, step: str, body, length=None):
-        self.clock.now += self.pause
+        first = step == "identify/reveal" and not self.reveals
+        self.reveals += step == "identify/reveal"
+        self.clock.now += min(self.pause, server.FIRST_ROUND_TTL - 1) if first else self.pause
         return super().exchange(step, body, length)
 
 
@@ -98,9 +101,9 @@ def _head(sid: bytes, r: int = 0) -> bytes:
 
 
 def test_an_active_identification_outlives_the_old_ttl_while_an_idle_one_expires(cs, role):
-    """A verifier stepping every IDLE_TTL − 1 s completes (12 exchanges: ≈ 1 400 s, past the former fixed 600 s) with
-    the plaintext bit; a session started beside it and never stepped is gone after IDLE_TTL, its memory with it,
-    and its next step hears "expired … start the identification again"."""
+    """A verifier stepping every IDLE_TTL − 1 s completes (12 exchanges: ≈ 1 300 s, past the former fixed 600 s) with
+    the plaintext bit; a session started beside it and never stepped is gone after FIRST_ROUND_TTL, its memory
+    with it, and its next step hears "expired … start the identification again"."""
     key = cs["keys"].create("verify")[1]
     with _http(cs, key) as http:
         idle = _start(http, cs)
@@ -109,25 +112,25 @@ def test_an_active_identification_outlives_the_old_ttl_while_an_idle_one_expires
         y = cs["x"][17]
         with SlowVerifier(cs["url"], cs["keys_url"], api_key=key, clock=cs["clock"], pause=server.IDLE_TTL - 1) as v:
             got = v.identify(y)
-        assert cs["clock"].now - t0 > 600 + server.IDLE_TTL
+        assert cs["clock"].now - t0 > 600 + server.IDLE_TTL - server.FIRST_ROUND_TTL
         plain = bool((encoding.quantize(cs["x"]) @ encoding.quantize(y)).max() >= round(0.5 * (1 << 16)))
         assert got["match"] is plain is True
         gc.collect()
         assert len(role) == 0 and ref() is None  # the idle session's rows and state are freed
         with pytest.raises(ServiceError) as e:
             http.step("identify/reveal", _head(idle))
-        assert e.value.status == 400 and "expired (no step for 120 s)" in str(e.value)
+        assert e.value.status == 400 and "expired (no round 0 within 30 s of the distances)" in str(e.value)
         assert "start the identification again" in str(e.value)
         with pytest.raises(ServiceError, match="unknown cryptomask session"):
             http.step("identify/reveal", _head(bytes(16)))
 
 
 def test_a_refused_step_does_not_keep_a_session_alive(cs, role):
-    """Only a successful step pushes the expiry: a round sent out of order every minute does not."""
+    """Only a successful step pushes the expiry: a round sent out of order every 20 s does not."""
     with _http(cs) as http:
         sid = _start(http, cs)
         for want in ("out of order", "expired"):
-            cs["clock"].now += server.IDLE_TTL / 2
+            cs["clock"].now += server.FIRST_ROUND_TTL * 2 / 3
             with pytest.raises(ServiceError, match=want):
                 http.step("identify/reveal", _head(sid, 2))
         assert len(role) == 0
@@ -144,17 +147,18 @@ def test_max_age_ends_even_an_active_identification(cs, role, monkeypatch):
 
 def test_one_caller_gets_its_share_and_others_still_get_in(cs, role):
     """MAX_PER_CALLER identifications per API key (the next one: 429 LimitError, Retry-After = when the first of
-    them would expire idle), MAX_SESSIONS in all (then 503 SessionLimitError for everyone); expiry frees both."""
+    them would expire without its round 0), MAX_SESSIONS in all (then 503 SessionLimitError for everyone); expiry
+    frees the CS's slots at once, the caller's share once the abandoned ones' ABANDONED_HOLD is over."""
     assert (server.MAX_PER_CALLER, server.MAX_SESSIONS) == (2, 8)
     keys = [cs["keys"].create("verify")[1] for _ in range(5)]
     with _http(cs, keys[0]) as http:
         _start(http, cs)
-        cs["clock"].now += 30
+        cs["clock"].now += 10
         _start(http, cs)
     r = httpx.post(f"{cs['url']}/v1/cryptomask/identify/start", content=cs["query"], timeout=60,
                    headers={"content-type": "application/octet-stream", "authorization": f"Bearer {keys[0]}"})
     assert r.status_code == 429 and r.json()["type"] == "LimitError" and "already has 2" in r.json()["error"]
-    assert r.headers["retry-after"] == str(int(server.IDLE_TTL) - 30)
+    assert r.headers["retry-after"] == str(int(server.FIRST_ROUND_TTL) - 10)
     assert len(role) == 2
     for key in keys[1:4]:  # three more callers take the remaining six slots
         with _http(cs, key) as http:
@@ -165,8 +169,12 @@ def test_one_caller_gets_its_share_and_others_still_get_in(cs, role):
         _start(http, cs)
     assert e.value.status == 503 and "too many identifications open" in str(e.value)
     cs["clock"].now += server.IDLE_TTL
+    with _http(cs, keys[4]) as http:
+        _start(http, cs)  # everything idle expired: others get in at once
+    assert len(role) == 1
+    cs["clock"].now += server.ABANDONED_HOLD
     with _http(cs, keys[0]) as http:
-        _start(http, cs)  # everything idle expired: the first caller is back in
+        _start(http, cs)  # the first caller's abandoned starts no longer count
     assert len(role) == 1
 
 
@@ -208,3 +216,42 @@ def test_a_session_answers_only_the_key_that_started_it(cs, role):
     with _http(cs, owner) as http, pytest.raises(ServiceError) as e:
         http.step("identify/reveal", _head(sid, 3))
     assert "RoundHead 3 out of order (expected 0)" in str(e.value)  # the owner's session is there, unchanged
+
+
+def test_abandoned_identifications_free_the_cs_soon_and_count_against_their_caller(cs, role):
+    """Issue 35 A4: four keys × two starts whose verifier leaves after the distances held every slot for IDLE_TTL, so
+    a fifth key got 503 for two minutes. Now a session without its round 0 ends FIRST_ROUND_TTL after its distances
+    (everyone gets in again), and each abandoned one counts against its own caller's share for ABANDONED_HOLD."""
+    keys = [cs["keys"].create("verify")[1] for _ in range(5)]
+    for key in keys[:4]:
+        with _http(cs, key) as http:
+            _start(http, cs)
+            _start(http, cs)
+    with _http(cs, keys[4]) as http, pytest.raises(ServiceError) as e:
+        _start(http, cs)
+    assert e.value.status == 503
+    cs["clock"].now += server.FIRST_ROUND_TTL + 1
+    assert len(role) == 0
+    with _http(cs, keys[4]) as http:
+        _start(http, cs)
+    r = httpx.post(f"{cs['url']}/v1/cryptomask/identify/start", content=cs["query"], timeout=60,
+                   headers={"content-type": "application/octet-stream", "authorization": f"Bearer {keys[0]}"})
+    assert r.status_code == 429 and "abandoned 2 recently" in r.json()["error"]
+    assert int(r.headers["retry-after"]) == server.ABANDONED_HOLD - 1  # held from when they expired
+    cs["clock"].now += server.ABANDONED_HOLD
+    with _http(cs, keys[0]) as http:
+        _start(http, cs)
+        _start(http, cs)  # its whole share again
+
+
+def test_a_distances_stream_cut_counts_as_abandoned(cs, role):
+    """A verifier that drops the start's answer part-way ends its session at once and is held to it."""
+    caller = "test:cut"
+    for _ in range(server.MAX_PER_CALLER):
+        frames = role.start(cs["query"], caller)
+        next(frames)
+        frames.close()
+    assert len(role) == 0
+    with pytest.raises(server.TooManySessions, match="abandoned 2 recently") as e:
+        role.start(cs["query"], caller)
+    assert e.value.per_caller

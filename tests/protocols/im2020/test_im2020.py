@@ -220,7 +220,8 @@ def service():
 
 
 def test_service_flow(client, service):
-    assert service.name == "im2020" and service.steps == ("enrol", "auth/start", "auth/finish", "revoke")
+    assert service.name == "im2020" and service.steps == ("enrol", "auth/start", "auth/finish", "revoke/start",
+                                                        "revoke/finish", "revoke")
     enrolled = face(10)
     out = service.handle("enrol", client.enrol(enrolled).to_bytes(), None)
     assert out.state is None and EnrolResponse.from_bytes(out.body).replaced is False

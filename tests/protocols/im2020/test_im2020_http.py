@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import privface
 from privface import demo_data
 from privface.eval import im2020_attacks as attacks
 from privface.protocols.im2020 import Client, EnrolRequest, EnrolResponse, Im2020Params
@@ -78,12 +79,12 @@ def test_register_verify_replace_revoke(http, store):
     assert remote.verify(http, alice2, near(face(4), 5))["accepted"] is True
     assert remote.verify(http, alice2, near(enrolled, 2))["accepted"] is False
 
-    assert remote.revoke(http, "alice")[0].revoked is True and store.get("im2020", "alice") is None
+    assert remote.revoke(http, alice2)[0].revoked is True and store.get("im2020", "alice") is None
     with pytest.raises(RemoteNotEnrolledError, match="not enrolled") as e:
         remote.verify(http, alice2, face(4))
     assert e.value.status == 404
     with pytest.raises(RemoteNotEnrolledError):
-        remote.revoke(http, "alice")
+        remote.revoke(http, alice2)
 
 
 def test_tampered_and_truncated_messages_are_400_without_state_change(http, store):
@@ -240,9 +241,22 @@ def test_cli_serve_enrol_verify_revoke(tmp_path):
         ok = _privface("verify", "--server", server, "--id", "grace", str(genuine), "--json", env=env)
         assert ok.returncode == 0, ok.stderr
         out = json.loads(ok.stdout)
-        assert list(out) == ["id", "decision", "accepted", "c1_face_ms", "c2_encrypt_ms", "c3_decrypt_ms",
+        assert list(out) == ["id", "decision", "accepted", "face", "c1_face_ms", "c2_encrypt_ms", "c3_decrypt_ms",
                              "network_ms", "total_ms", "bytes_sent", "bytes_received", "mode"]
         assert out["decision"] == "accept" and out["accepted"] is True and out["bytes_received"] > 0
+        assert out["face"].startswith("the face at ") and out["face"].endswith("(the only one)")
+
+        two = tmp_path / "two.png"  # Grace Hopper and Eileen Collins, faces of the same size (issue 35 B4)
+        Image.fromarray(demo_data.two_faces()).save(two)
+        refused = _privface("verify", "--server", server, "--id", "grace", str(two), env=env)
+        assert refused.returncode == 2 and "2 faces of about the same size" in refused.stderr, refused.stderr
+        assert "--face N" in refused.stderr and "face 0 at" in refused.stderr and "face 1 at" in refused.stderr
+        grace = 0 if privface.detect(two)[0][0] < 320 else 1
+        chosen = _privface("verify", "--server", server, "--id", "grace", "--face", str(grace), str(two), env=env)
+        assert chosen.returncode == 0, chosen.stderr
+        assert ("(largest of 2)" if grace == 0 else "(face 1 of 2)") in chosen.stdout, chosen.stdout
+        other = _privface("verify", "--server", server, "--id", "grace", "--face", str(1 - grace), str(two), env=env)
+        assert other.returncode == 1, other.stderr
 
         bad = _privface("verify", "--server", server, "--id", "grace", impostor, "--json", env=env)
         assert bad.returncode == 1 and json.loads(bad.stdout)["decision"] == "reject"
@@ -258,10 +272,13 @@ def test_cli_serve_enrol_verify_revoke(tmp_path):
         still = _privface("verify", "--server", server, "--id", "grace", str(genuine), "--json", env=env)
         assert still.returncode == 0 and json.loads(still.stdout)["accepted"] is True
 
-        revoked = _privface("revoke", "--server", server, "--id", "grace", "--json", env=env)
+        revoked = _privface("revoke", "--server", server, "--id", "grace", "--json",
+                            env={**env, "PRIVFACE_API_KEY": enrol_only})  # the key's proof: no admin needed
         assert revoked.returncode == 0 and json.loads(revoked.stdout)["revoked"] is True
         assert not os.path.exists(key)
-        gone = _privface("revoke", "--server", server, "--id", "grace", env=env)
+        nofile = _privface("revoke", "--server", server, "--id", "grace", env=env)
+        assert nofile.returncode == 2 and "no key file" in nofile.stderr and "--admin" in nofile.stderr
+        gone = _privface("revoke", "--server", server, "--id", "grace", "--admin", env=env)
         assert gone.returncode == 2 and "not enrolled" in gone.stderr
         nokey = _privface("verify", "--server", server, "--id", "grace", str(genuine), env=env)
         assert nokey.returncode == 2 and "no key file" in nokey.stderr
@@ -270,7 +287,7 @@ def test_cli_serve_enrol_verify_revoke(tmp_path):
         _, err = proc.communicate(timeout=30)
     assert "INSECURE" in err.upper() and "TOY KEY SIZES" in err and "API keys required" in err
     assert api_key not in err and api_key.split("_", 2)[2] not in err  # the secret is never logged
-    down = _privface("revoke", "--server", server, "--id", "grace", env=env)
+    down = _privface("revoke", "--server", server, "--id", "grace", "--admin", env=env)
     assert down.returncode == 2 and "cannot reach" in down.stderr
 
 

@@ -242,3 +242,29 @@ def test_real_size_secure_comparison(store, compare_bits):
         assert run_secure(server, client, probe) == expect == (sed(probe, enrolled) < params.tau)
         challenge, session = basic.auth_start(client.auth_start(probe))
         assert basic.auth_finish(session, client.auth_finish(challenge))[0].accepted == expect
+
+
+def test_forged_labels_count_as_rejections_over_http(store):
+    """Issue 35 A6: a forged output label is refused (400) and counted by the failure counter like a rejection,
+    so `failures` forged labels lock the subject out as `failures` rejected attempts do."""
+    from privface.service.client import ServiceError
+    from privface.service.limits import LOCKOUT_NAMESPACE, Lockout
+
+    lock = Lockout(store, failures=3, base=600)
+    with serving(create_app(store, [Im2020Service(store, params=SECURE)], lockout=lock)) as url, \
+            remote.service_client(url) as http:
+        alice, enrolled = Client("alice", SECURE, workers=1), face(1)
+        remote.enrol(http, alice, enrolled)
+        forged = CompareFinish((1).to_bytes(4, "big") + bytes(16)).to_bytes()
+        for n in range(1, 4):
+            http.reset()
+            challenge = AuthChallenge.from_bytes(http.step("auth/start", alice.auth_start(enrolled).to_bytes()))
+            request, _ = alice.compare_request(challenge)
+            http.step("auth/compare", request.to_bytes())
+            with pytest.raises(RemoteMessageError, match="output label"):
+                http.step("auth/finish", forged)
+            assert json.loads(store.get(LOCKOUT_NAMESPACE.format(protocol="im2020"), "alice"))["failures"] == n
+        http.reset()
+        with pytest.raises(ServiceError) as e:  # locked out: even the genuine face waits for the back-off
+            remote.verify(http, alice, enrolled)
+        assert e.value.status == 429

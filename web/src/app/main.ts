@@ -9,10 +9,8 @@ import {
   checkSubjectId, Im2020Client, keyFileBytes, KeyFileError, loadKeyFile, ProtocolError, quantize, type Im2020Params,
 } from "../im2020/client.js";
 import { enrol, revoke, ServiceClient, ServiceError, verify, type Report } from "../im2020/http.js";
-import { embed, NoFaceError, preload } from "./face.js";
+import { AmbiguousFaceError, embed, NoFaceError, open, type Opened, PhotoError, preload, type Stage } from "./face.js";
 import { deleteKey, listKeys, loadKey, saveKey } from "./keystore.js";
-
-type RGBA = { width: number; height: number; data: Uint8ClampedArray };
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const ui = {
@@ -23,10 +21,16 @@ const ui = {
   progress: $<HTMLProgressElement>("progress"), result: $("result"), decision: $("decision"),
   timings: $<HTMLTableElement>("timings"), keys: $("keys"), keyExport: $<HTMLButtonElement>("key-export"),
   keyImport: $<HTMLInputElement>("key-import"), level: $("level"), apiKey: $<HTMLInputElement>("api-key"),
+  revokeAsk: $("revoke-ask"), revokeQuestion: $("revoke-question"),
+  revokeConfirm: $<HTMLButtonElement>("revoke-confirm"), revokeCancel: $<HTMLButtonElement>("revoke-cancel"),
+  faceChoice: $<HTMLSelectElement>("face-choice"), faceRow: $("face-row"),
 };
 
 let params: Im2020Params | null = null;
-let image: RGBA | null = null;
+/** The photo chosen (decoded and searched for faces in the face worker) and the face picked in it, if any. */
+let photo: (Opened & { label: string; camera: boolean }) | null = null;
+let picked: number | null = null;
+let photoSeq = 0;
 let stream: MediaStream | null = null;
 const http = new ServiceClient(location.origin);
 let pool: PowPool | null = null;
@@ -39,7 +43,7 @@ function status(text: string, error = false): void {
 }
 
 function busy(on: boolean): void {
-  for (const b of [ui.enrol, ui.verify, ui.revoke, ui.keyExport, ui.cameraStart]) b.disabled = on;
+  for (const b of [ui.enrol, ui.verify, ui.revoke, ui.revokeConfirm, ui.revokeCancel, ui.keyExport, ui.cameraStart]) b.disabled = on;
   document.body.dataset.busy = on ? "1" : "0";
 }
 
@@ -49,7 +53,7 @@ function showReport(title: string, cls: string, report: Report): void {
   ui.decision.className = `decision ${cls}`;
   const rows: [string, string][] = [];
   const names: Record<string, string> = {
-    face_ms: "C1 face (detect, align, embed)", keygen_ms: "key generation", encrypt_ms: "C2 encrypt",
+    face_ms: "C1 face (detect, align, embed)", decode_ms: "photo decoding", keygen_ms: "key generation", encrypt_ms: "C2 encrypt",
     server_ms: "server", decrypt_ms: "C3 decrypt", network_ms: "network", total_ms: "total",
     bytes_sent: "bytes sent", bytes_received: "bytes received",
   };
@@ -69,10 +73,11 @@ function showReport(title: string, cls: string, report: Report): void {
 /** A user-facing sentence for any failure; nothing was stored when this is shown. */
 function explain(e: unknown): string {
   if (e instanceof NoFaceError) return "No face was found in this image. Nothing was sent or stored.";
+  if (e instanceof AmbiguousFaceError || e instanceof PhotoError) return `${e.message} Nothing was sent or stored.`;
   if (e instanceof KeyFileError) return `${e.message}. Nothing was changed.`;
   if (e instanceof ServiceError) {
     if (e.status === 0) return e.kind === "Unreachable" ? "The server cannot be reached. Nothing was stored." : e.message;
-    if (e.status === 404) return `${e.message}. Not enrolled at this server?`;
+    if (e.status === 404) return e.kind === "NotEnrolledError" ? `${e.message} at this server.` : `The server refused: ${e.message}`;
     if (e.status === 401) return `This server needs an API key (under "Server API key"): ${e.message}`;
     return `The server refused: ${e.message}`;
   }
@@ -93,31 +98,155 @@ async function refreshKeys(): Promise<void> {
 
 // ---------------------------------------------------------------- face image
 
-function toRGBA(src: CanvasImageSource, width: number, height: number, label: string): void {
-  ui.canvas.width = width;
-  ui.canvas.height = height;
-  const ctx = ui.canvas.getContext("2d", { willReadFrequently: true })!;
-  ctx.drawImage(src, 0, 0, width, height);
-  image = { width, height, data: ctx.getImageData(0, 0, width, height).data };
-  ui.canvas.hidden = false;
-  ui.source.textContent = label;
+const STAGES: Record<Stage, [number, string]> = {
+  decoding: [1, "Decoding the photo"], detecting: [2, "Finding the faces"], aligning: [3, "Aligning the face"],
+  embedding: [4, "Embedding the face"],
+};
+
+/** Progress of the face worker: the stage in the status line and the progress bar (4 stages). */
+function stage(name: Stage, done?: number): void {
+  const [n, text] = STAGES[name];
+  ui.progress.hidden = false;
+  ui.progress.max = 4;
+  ui.progress.value = n - 1 + (done ?? 0);
+  status(`${text}… (${n}/4${done !== undefined && done < 1 ? `, ${Math.round(done * 100)}%` : ""})`);
+}
+
+/** The face the template is taken from: the one picked, else the largest unless another is about as large. */
+function usedFace(): number {
+  if (!photo) throw new ProtocolError("Choose a photo or take a picture first.");
+  if (photo.faces.length === 0) throw new NoFaceError();
+  if (picked !== null) return picked;
+  if (photo.ambiguous) {
+    throw new AmbiguousFaceError(`This photo has ${photo.faces.length} faces of about the same size: click the one ` +
+      'to use in the photo, or pick it under "Face to use".');
+  }
+  return 0;
+}
+
+/** The preview: the photo as detection saw it, every face outlined, the one used in green and numbered. */
+function drawPreview(): void {
+  if (!photo) return;
+  const { workWidth: w, workHeight: h, width } = photo;
+  ui.canvas.width = w;
+  ui.canvas.height = h;
+  const ctx = ui.canvas.getContext("2d")!;
+  if (photo.preview) ctx.drawImage(photo.preview, 0, 0);
+  const k = w / width;
+  let used: number | null = null;
+  try {
+    used = usedFace();
+  } catch {
+    used = null;
+  }
+  const line = Math.max(2, Math.round(w / 250));
+  const size = Math.max(16, Math.round(w / 16));
+  ctx.font = `bold ${size}px sans-serif`;
+  photo.faces.forEach(({ box: [l, t, r, b] }, i) => {
+    const on = i === used;
+    ctx.lineWidth = on ? line * 2 : line;
+    ctx.strokeStyle = on ? "#1a7f37" : photo!.ambiguous && picked === null ? "#d29922" : "#8c959f";
+    ctx.setLineDash(on ? [] : [line * 3, line * 2]);
+    ctx.strokeRect(l * k, t * k, (r - l) * k, (b - t) * k);
+    if (photo!.faces.length > 1) {
+      ctx.fillStyle = ctx.strokeStyle;
+      ctx.setLineDash([]);
+      ctx.lineWidth = line;
+      ctx.strokeStyle = "rgba(0, 0, 0, 0.75)";
+      ctx.strokeText(String(i + 1), l * k + line * 2, t * k + size + line);
+      ctx.fillText(String(i + 1), l * k + line * 2, t * k + size + line);
+    }
+  });
+  ui.canvas.dataset.faces = JSON.stringify(photo.faces.map((f) => f.box));
+  ui.canvas.dataset.size = `${photo.width},${photo.height}`;
+  ui.canvas.dataset.used = used === null ? "" : String(used);
+}
+
+function describeFace(i: number): string {
+  const [l, t, r, b] = photo!.faces[i]!.box;
+  const where = photo!.faces.length > 1 ? ` — ${i === 0 ? "largest, " : ""}at ${l},${t}` : "";
+  return `Face ${i + 1}${where} (${r - l}×${b - t} px)`;
+}
+
+/** The list of faces under the preview (shown when there are several). */
+function listFaces(): void {
+  const n = photo?.faces.length ?? 0;
+  ui.faceRow.hidden = n < 2;
+  const options = [new Option(photo?.ambiguous ? "— choose a face —" : "the largest", "")];
+  for (let i = 0; i < n; i++) options.push(new Option(describeFace(i), String(i)));
+  ui.faceChoice.replaceChildren(...options);
+  ui.faceChoice.value = picked === null ? "" : String(picked);
+}
+
+function photoStatus(): void {
+  if (!photo) return;
+  const n = photo.faces.length;
+  const what = photo.camera ? "Picture" : "Photo";
+  if (n === 0) status("No face was found in this image: choose another photo.", true);
+  else if (photo.ambiguous && picked === null) {
+    status(`This photo has ${n} faces of about the same size: click the one to use in the photo, or pick it under ` +
+      `"Face to use". Nothing is sent until you choose.`, true);
+  } else if (n === 1) status(`${what} ready: the face outlined in green is used.`);
+  else {
+    const i = usedFace();
+    status(`${what} ready: face ${i + 1} of ${n}${i === 0 ? ", the largest," : ""} is used (outlined in green); ` +
+      "click another face to use it.");
+  }
+}
+
+function pick(i: number | null): void {
+  if (!photo || (i !== null && !photo.faces[i])) return;
+  picked = i;
+  drawPreview();
+  listFaces();
+  photoStatus();
+}
+
+/** Decode a photo or a camera frame in the face worker, show it and its faces. */
+async function loadPhoto(source: Blob | ImageBitmap, label: string): Promise<void> {
+  const seq = ++photoSeq;
+  photo = null;
+  picked = null;
+  ui.faceRow.hidden = true;
+  busy(true);
+  try {
+    const opened = await open(source, stage);
+    if (seq !== photoSeq) return;
+    photo = { ...opened, label, camera: source instanceof ImageBitmap };
+    ui.source.textContent = `${label} (${opened.width}×${opened.height})`;
+    ui.canvas.hidden = false;
+    drawPreview();
+    listFaces();
+    ui.progress.hidden = true;
+    photoStatus();
+  } catch (e) {
+    if (seq !== photoSeq) return;
+    ui.progress.hidden = true;
+    ui.canvas.hidden = true;
+    ui.source.textContent = "No face image yet.";
+    status(e instanceof PhotoError ? `"${label}" is ${e.message.startsWith("not ") ? "" : "not usable: "}${e.message}. ` +
+      "Nothing was sent or stored." : explain(e), true);
+  } finally {
+    if (seq === photoSeq) busy(false);
+  }
 }
 
 async function onPhoto(): Promise<void> {
   const file = ui.photo.files?.[0];
   ui.photo.value = "";
   if (!file) return;
-  image = null;
-  ui.canvas.hidden = true;
-  try {
-    const bmp = await createImageBitmap(file);
-    toRGBA(bmp, bmp.width, bmp.height, `Photo: ${file.name} (${bmp.width}×${bmp.height})`);
-    bmp.close();
-    status("Photo ready.");
-  } catch {
-    ui.source.textContent = "No face image yet.";
-    status(`"${file.name}" is not an image this browser can read. Nothing was sent or stored.`, true);
-  }
+  performance.mark("privface:photo-chosen");
+  await loadPhoto(file, file.name);
+}
+
+/** A click on the preview picks the face under it. */
+function onCanvasClick(e: MouseEvent): void {
+  if (!photo) return;
+  const rect = ui.canvas.getBoundingClientRect();
+  const x = ((e.clientX - rect.left) / rect.width) * photo.width;
+  const y = ((e.clientY - rect.top) / rect.height) * photo.height;
+  const hit = photo.faces.findIndex(({ box: [l, t, r, b] }) => x >= l && x <= r && y >= t && y <= b);
+  if (hit >= 0) pick(hit);
 }
 
 async function startCamera(): Promise<void> {
@@ -137,35 +266,43 @@ async function startCamera(): Promise<void> {
   status("Camera on: look at it and take the picture.");
 }
 
-function takePicture(): void {
+async function takePicture(): Promise<void> {
   const { videoWidth: w, videoHeight: h } = ui.video;
   if (!w || !h) {
     status("The camera gives no picture yet; try again.", true);
     return;
   }
-  toRGBA(ui.video, w, h, `Camera picture (${w}×${h})`);
+  const frame = await createImageBitmap(ui.video);
   stream?.getTracks().forEach((t) => t.stop());
   stream = null;
   ui.video.hidden = true;
   ui.cameraShot.hidden = true;
-  status("Picture ready.");
+  await loadPhoto(frame, "Camera picture");
 }
 
-async function face(): Promise<{ template: number[]; ms: number }> {
-  if (!image) throw new ProtocolError("Choose a photo or take a picture first.");
+/** " (face 2 of 2)" after a result where the photo had several faces. */
+function which(index: number): string {
+  const n = photo?.faces.length ?? 1;
+  return n > 1 ? ` (face ${index + 1} of ${n}${index === 0 ? ", the largest" : ""})` : "";
+}
+
+/** C1: the chosen face's template (aligned and embedded in the face worker); ms counts detection too. */
+async function face(): Promise<{ template: number[]; ms: number; index: number }> {
+  const index = usedFace();
   if (!params) throw new ProtocolError("The server's parameters are not loaded.");
-  status("Finding and embedding the face…");
   const t0 = performance.now();
-  const { descriptor } = await embed(image);
-  return { template: quantize(descriptor, params.scale), ms: performance.now() - t0 };
+  const { descriptor } = await embed(index, stage);
+  ui.progress.hidden = true;
+  performance.mark("privface:face-done");
+  return { template: quantize(descriptor, params.scale), ms: photo!.detect_ms + performance.now() - t0, index };
 }
 
 // ---------------------------------------------------------------- actions
 
 async function doEnrol(): Promise<void> {
   const id = subjectId();
-  const t0 = performance.now();
-  const { template, ms } = await face();
+  const t0 = performance.now() - (photo?.detect_ms ?? 0); // C1's detection ran when the photo was chosen
+  const { template, ms, index } = await face();
   status("Generating your key pair (this takes a few seconds)…");
   ui.progress.hidden = false;
   ui.progress.removeAttribute("value");
@@ -182,8 +319,9 @@ async function doEnrol(): Promise<void> {
   await refreshKeys();
   clients.set(id, { file: keyFileBytes(client, location.origin), client });
   prepareLater(client);
-  status(r.replaced ? `Enrolled ${id} (replaced the previous enrolment).` : `Enrolled ${id}.`);
-  showReport("Enrolled", "accept", { ...r, face_ms: ms, keygen_ms: keygen, total_ms: performance.now() - t0 });
+  status(r.replaced ? `Enrolled ${id}${which(index)} (replaced the previous enrolment).` : `Enrolled ${id}${which(index)}.`);
+  showReport("Enrolled", "accept", { ...r, face_ms: ms, keygen_ms: keygen, total_ms: performance.now() - t0,
+    decode_ms: photo!.decode_ms, face: index, faces: photo!.faces.length });
 }
 
 const clients = new Map<string, { file: Uint8Array; client: Im2020Client }>();
@@ -207,25 +345,60 @@ function prepareLater(client: Im2020Client): void {
 async function doVerify(): Promise<void> {
   const id = subjectId();
   const client = await clientFor(id);
-  const t0 = performance.now();
-  const { template, ms } = await face();
+  const t0 = performance.now() - (photo?.detect_ms ?? 0); // C1's detection ran when the photo was chosen
+  const { template, ms, index } = await face();
   status("Encrypting, matching on the server, decrypting…");
   const r = await verify(http, client, template, pool?.powMany);
   const total = performance.now() - t0;
   prepareLater(client);
-  status(r.accepted ? `Verified: this is ${id}.` : `Not verified as ${id}.`);
+  status(r.accepted ? `Verified: this is ${id}${which(index)}.` : `Not verified as ${id}${which(index)}.`);
   showReport(r.accepted ? "Accepted" : "Rejected", r.accepted ? "accept" : "reject",
-    { ...r, face_ms: ms, total_ms: total, total_excl_face_ms: total - ms, workers: pool?.size ?? 0 });
+    { ...r, face_ms: ms, total_ms: total, total_excl_face_ms: total - ms, workers: pool?.size ?? 0,
+      decode_ms: photo!.decode_ms, face: index, faces: photo!.faces.length });
+}
+
+/** The ID a shown confirmation is for (the Revoke button asks first; Yes revokes this ID, nothing else). */
+let revoking: string | null = null;
+
+/** Revoke, first step: only with this device's key for the ID (the server takes its proof of possession);
+ *  asks for confirmation in the page. */
+async function askRevoke(): Promise<void> {
+  const id = subjectId();
+  await clientFor(id); // no key here: refused before anything is asked or sent
+  revoking = id;
+  ui.revokeQuestion.textContent = `Revoke ${id}? The server deletes its enrolment (this device proves it holds ` +
+    `the key) and this device deletes the key. This cannot be undone: to use ${id} again you enrol again.`;
+  ui.revokeAsk.hidden = false;
+  status(`Confirm below to revoke ${id}, or cancel.`);
 }
 
 async function doRevoke(): Promise<void> {
-  const id = subjectId();
-  const r = await revoke(http, id);
-  await deleteKey(id);
+  const id = revoking;
+  revoking = null;
+  if (!id || id !== ui.subject.value.trim()) throw new ProtocolError("The ID changed since you asked: nothing was revoked; click Revoke again.");
+  const r = await revoke(http, await clientFor(id));
   clients.delete(id);
+  let kept: string | null = null;
+  try {
+    await deleteKey(id);
+    if (await loadKey(id)) kept = "it is still there";
+  } catch (e) {
+    kept = (e as Error).message ?? String(e);
+  }
   await refreshKeys();
-  status(`Revoked ${id}: the server's record and this device's key are deleted.`);
+  if (kept) {
+    status(`Revoked ${id} at the server, but this device's key could not be deleted (${kept}): it opens nothing ` +
+      "any more; clear this site's data to remove it.", true);
+  } else {
+    status(`Revoked ${id}: the server's record and this device's key are deleted.`);
+  }
   showReport("Revoked", "reject", r);
+}
+
+function cancelRevoke(): void {
+  revoking = null;
+  ui.revokeAsk.hidden = true;
+  status("Revocation cancelled: nothing was changed.");
 }
 
 async function doExport(): Promise<void> {
@@ -258,6 +431,7 @@ function action(f: () => Promise<void>): () => void {
     busy(true);
     http.apiKey = ui.apiKey.value.trim() || null;
     ui.result.hidden = true;
+    ui.revokeAsk.hidden = true; // a confirmation holds only until the next action
     f().catch((e) => {
       ui.progress.hidden = true;
       status(explain(e), true);
@@ -298,10 +472,14 @@ async function init(): Promise<void> {
 
 ui.photo.addEventListener("change", () => void onPhoto());
 ui.cameraStart.addEventListener("click", () => void startCamera());
-ui.cameraShot.addEventListener("click", takePicture);
+ui.cameraShot.addEventListener("click", () => void takePicture());
+ui.canvas.addEventListener("click", onCanvasClick);
+ui.faceChoice.addEventListener("change", () => pick(ui.faceChoice.value === "" ? null : Number(ui.faceChoice.value)));
 ui.enrol.addEventListener("click", action(doEnrol));
 ui.verify.addEventListener("click", action(doVerify));
-ui.revoke.addEventListener("click", action(doRevoke));
+ui.revoke.addEventListener("click", action(askRevoke));
+ui.revokeConfirm.addEventListener("click", action(doRevoke));
+ui.revokeCancel.addEventListener("click", cancelRevoke);
 ui.keyExport.addEventListener("click", action(doExport));
 ui.keyImport.addEventListener("change", action(doImport));
 void init();

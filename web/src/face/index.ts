@@ -1,7 +1,8 @@
 /**
  * The face pipeline in the browser, giving the template Python's `dlib-resnet128` backend gives
- * (privface.faces.dlib_resnet with its default Detector): upscale small images (Pillow bicubic)
- * to a shorter side of 224, dlib's HOG frontal face detector (pyramid upsampling below 400 px),
+ * (privface.faces.dlib_resnet with its default Detector): downscale large images (Pillow bicubic)
+ * to a longer side of 1280, upscale small ones to a shorter side of 224, dlib's HOG frontal face
+ * detector (pyramid upsampling below 400 px),
  * the largest detection, dlib's 5-point shape predictor, dlib's 150×150 face chip (padding 0.25),
  * and the ResNet-128 in onnxruntime-web.
  *
@@ -14,7 +15,7 @@ import { orientations } from "./fhog.js";
 import { type RGBAImage, type RGBImage, rgbaToRgb } from "./geometry.js";
 import { HogDetector } from "./hog.js";
 import { MmodDetector, type MmodMeta } from "./mmod.js";
-import { resizeBicubic } from "./resize.js";
+import { resizeBicubic, resizeBicubicStrips } from "./resize.js";
 import { ResNet, type ResNetOptions } from "./resnet.js";
 import { type Point, type Rect, ShapePredictor } from "./shapePredictor.js";
 
@@ -61,8 +62,11 @@ export interface EmbedResult {
   detector: "hog" | "cnn";
 }
 
-/** Python's Detector defaults. */
+/** Python's Detector defaults (privface.faces.detect: MAX_SIDE, SAME_SIZE). */
 export const MIN_SIDE = 224;
+export const MAX_SIDE = 1280;
+/** Two faces are "about the same size" when the second-largest's box area is ≥ SAME_SIZE × the largest's. */
+export const SAME_SIZE = 0.8;
 const UPSAMPLE = 1;
 const UPSAMPLE_BELOW = 400;
 
@@ -102,12 +106,66 @@ export class FacePipeline {
     if (this.mmod) await this.mmod.run(grey(100, 100), 0);
   }
 
-  /** Detector.working_image: small images upscaled (bicubic) so the shorter side is MIN_SIDE. */
+  /** Detector.working_image's size: large images downscaled so the longer side is MAX_SIDE, small ones upscaled so
+   * the shorter side is MIN_SIDE (both bicubic); scale = working pixels per input pixel. */
+  static workingSize(width: number, height: number): { width: number; height: number; scale: number } {
+    let scale = 1;
+    if (Math.max(width, height) > MAX_SIDE) scale = MAX_SIDE / Math.max(width, height);
+    else if (Math.min(width, height) < MIN_SIDE) scale = MIN_SIDE / Math.min(width, height);
+    else return { width, height, scale };
+    return { width: roundHalfEven(width * scale), height: roundHalfEven(height * scale), scale };
+  }
+
+  /** Detector.working_image (see workingSize); a downscale goes through the strip reader the face worker uses. */
   static workingImage(rgb: RGBImage): { work: RGBImage; scale: number } {
-    const m = Math.min(rgb.width, rgb.height);
-    if (m >= MIN_SIDE) return { work: rgb, scale: 1 };
-    const scale = MIN_SIDE / m;
-    return { work: resizeBicubic(rgb, roundHalfEven(rgb.width * scale), roundHalfEven(rgb.height * scale)), scale };
+    const { width, height, scale } = FacePipeline.workingSize(rgb.width, rgb.height);
+    if (scale === 1) return { work: rgb, scale };
+    if (scale > 1) return { work: resizeBicubic(rgb, width, height), scale };
+    const row = 3 * rgb.width;
+    const strip = (y0: number, rows: number) => rgb.data.subarray(y0 * row, (y0 + rows) * row);
+    return { work: resizeBicubicStrips(rgb.width, rgb.height, width, height, strip, 256, undefined, 3), scale };
+  }
+
+  /** Detector.working_image of an image read in RGBA strips (a decoded photo too large to hold whole). */
+  static workingImageStrips(width: number, height: number, strip: (y0: number, rows: number) => ArrayLike<number>,
+    progress?: (done: number) => void): { work: RGBImage; scale: number } {
+    const size = FacePipeline.workingSize(width, height);
+    return { work: resizeBicubicStrips(width, height, size.width, size.height, strip, 256, progress), scale: size.scale };
+  }
+
+  /** Detector.detect: every face, largest first (HOG; the CNN where HOG finds none). */
+  async detectAll(work: RGBImage): Promise<{ rects: Rect[]; detector: "hog" | "cnn" }> {
+    const small = Math.min(work.width, work.height) < UPSAMPLE_BELOW;
+    let rects = this.detector.run(work, small ? UPSAMPLE : 0).map((d) => d.rect);
+    let detector: "hog" | "cnn" = "hog";
+    if (rects.length === 0 && this.mmod) {
+      rects = (await this.mmod.run(work, small ? 1 : 0)).map((d) => d.rect);
+      detector = "cnn";
+    }
+    const area = (r: Rect) => (r.right - r.left + 1) * (r.bottom - r.top + 1);
+    return { rects: rects.map((r, i) => ({ r, i })).sort((a, b) => area(b.r) - area(a.r) || a.i - b.i).map((x) => x.r),
+      detector };
+  }
+
+  /** A box in working pixels as Python's Detection.box gives it (input pixels, rounded half to even). */
+  static inputBox(rect: Rect, scale: number): [number, number, number, number] {
+    return [rect.left, rect.top, rect.right, rect.bottom].map((v) => roundHalfEven(v / scale)) as [number, number, number, number];
+  }
+
+  /** Landmarks, chip and descriptor of the face at `rect` of a working image (stage: "aligning", "embedding"). */
+  async embedAt(work: RGBImage, scale: number, rect: Rect, stage?: (name: "aligning" | "embedding") => void):
+    Promise<{ descriptor: Float32Array; landmarks: [number, number][]; timings: Record<string, number> }> {
+    stage?.("aligning");
+    const t0 = now();
+    const parts: Point[] = this.predictor.predict(work, rect);
+    const t1 = now();
+    const chip = faceChip(work, parts, 150, 0.25);
+    const t2 = now();
+    stage?.("embedding");
+    const descriptor = await this.net.embed(chip);
+    const t3 = now();
+    return { descriptor, landmarks: parts.map(([x, y]) => [x / scale, y / scale] as [number, number]),
+      timings: { landmarks_ms: t1 - t0, chip_ms: t2 - t1, embed_ms: t3 - t2 } };
   }
 
   /** Detector.detect + select("largest"): HOG first, the CNN where HOG finds nothing. */
@@ -147,7 +205,7 @@ export class FacePipeline {
     const t4 = now();
     return {
       descriptor,
-      box: [rect.left, rect.top, rect.right, rect.bottom].map((v) => roundHalfEven(v / scale)) as [number, number, number, number],
+      box: FacePipeline.inputBox(rect, scale),
       landmarks: parts.map(([x, y]) => [x / scale, y / scale] as [number, number]),
       detector: found.detector,
       timings: { detect_ms: t1 - t0, landmarks_ms: t2 - t1, chip_ms: t3 - t2, embed_ms: t4 - t3, total_ms: t4 - t0 },

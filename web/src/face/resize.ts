@@ -61,37 +61,72 @@ function clip8(v: number): number {
   return x < 0 ? 0 : x > 255 ? 255 : x;
 }
 
+/** The horizontal pass over `rows` rows of `src` (`channels` bytes per pixel, RGB or RGBA) into `out` (RGB, outW
+ * wide) from its row `outRow`. */
+function horizontal(src: ArrayLike<number>, channels: number, inW: number, rows: number, c: Coeffs, outW: number,
+  out: Uint8Array, outRow: number): void {
+  const { ksize, bounds, kk } = c;
+  for (let y = 0; y < rows; y++)
+    for (let xx = 0; xx < outW; xx++) {
+      const xmin = bounds[2 * xx]!, xmax = bounds[2 * xx + 1]!;
+      for (let ch = 0; ch < 3; ch++) {
+        let ss = 1 << (PRECISION_BITS - 1);
+        for (let x = 0; x < xmax; x++) ss += src[channels * (y * inW + x + xmin) + ch]! * kk[xx * ksize + x]!;
+        out[3 * ((outRow + y) * outW + xx) + ch] = clip8(ss);
+      }
+    }
+}
+
+function vertical(cur: RGBImage, outH: number): RGBImage {
+  const { width: outW, height: inH, data: src } = cur;
+  const { ksize, bounds, kk } = precompute(inH, outH);
+  const out = new Uint8Array(outW * outH * 3);
+  for (let yy = 0; yy < outH; yy++) {
+    const ymin = bounds[2 * yy]!, ymax = bounds[2 * yy + 1]!;
+    for (let x = 0; x < outW; x++)
+      for (let ch = 0; ch < 3; ch++) {
+        let ss = 1 << (PRECISION_BITS - 1);
+        for (let y = 0; y < ymax; y++) ss += src[3 * ((y + ymin) * outW + x) + ch]! * kk[yy * ksize + y]!;
+        out[3 * (yy * outW + x) + ch] = clip8(ss);
+      }
+  }
+  return { width: outW, height: outH, data: out };
+}
+
 export function resizeBicubic(img: RGBImage, outW: number, outH: number): RGBImage {
   const { width: inW, height: inH, data } = img;
   let cur: RGBImage = img;
   if (outW !== inW) {
-    const { ksize, bounds, kk } = precompute(inW, outW);
     const out = new Uint8Array(outW * inH * 3);
-    for (let y = 0; y < inH; y++)
-      for (let xx = 0; xx < outW; xx++) {
-        const xmin = bounds[2 * xx]!, xmax = bounds[2 * xx + 1]!;
-        for (let c = 0; c < 3; c++) {
-          let ss = 1 << (PRECISION_BITS - 1);
-          for (let x = 0; x < xmax; x++) ss += data[3 * (y * inW + x + xmin) + c]! * kk[xx * ksize + x]!;
-          out[3 * (y * outW + xx) + c] = clip8(ss);
-        }
-      }
+    horizontal(data, 3, inW, inH, precompute(inW, outW), outW, out, 0);
     cur = { width: outW, height: inH, data: out };
   }
-  if (outH !== inH) {
-    const { ksize, bounds, kk } = precompute(inH, outH);
-    const src = cur.data;
-    const out = new Uint8Array(outW * outH * 3);
-    for (let yy = 0; yy < outH; yy++) {
-      const ymin = bounds[2 * yy]!, ymax = bounds[2 * yy + 1]!;
-      for (let x = 0; x < outW; x++)
-        for (let c = 0; c < 3; c++) {
-          let ss = 1 << (PRECISION_BITS - 1);
-          for (let y = 0; y < ymax; y++) ss += src[3 * ((y + ymin) * outW + x) + c]! * kk[yy * ksize + y]!;
-          out[3 * (yy * outW + x) + c] = clip8(ss);
-        }
-    }
-    cur = { width: outW, height: outH, data: out };
-  }
+  if (outH !== inH) cur = vertical(cur, outH);
   return cur === img ? { width: inW, height: inH, data: data.slice() } : cur;
+}
+
+/**
+ * `resizeBicubic` of an image read in horizontal strips (`strip(y0, rows)`: those rows, RGBA as a canvas's
+ * getImageData gives them, or RGB with channels = 3), so that a 50-megapixel photo is never held whole: the horizontal pass runs strip by
+ * strip, the vertical pass on its (outW-wide) result. `progress(done)` is called after each strip (0–1).
+ */
+export function resizeBicubicStrips(inW: number, inH: number, outW: number, outH: number,
+  strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip = 256,
+  progress?: (done: number) => void, channels: 3 | 4 = 4): RGBImage {
+  const c = outW !== inW ? precompute(inW, outW) : null;
+  const w = c ? outW : inW;
+  const out = new Uint8Array(w * inH * 3);
+  for (let y0 = 0; y0 < inH; y0 += rowsPerStrip) {
+    const rows = Math.min(rowsPerStrip, inH - y0);
+    const src = strip(y0, rows);
+    if (c) horizontal(src, channels, inW, rows, c, outW, out, y0);
+    else for (let i = 0, j = 3 * y0 * inW; i < rows * inW * channels; i += channels, j += 3) {
+      out[j] = src[i]!;
+      out[j + 1] = src[i + 1]!;
+      out[j + 2] = src[i + 2]!;
+    }
+    progress?.((y0 + rows) / inH);
+  }
+  const cur: RGBImage = { width: w, height: inH, data: out };
+  return outH !== inH ? vertical(cur, outH) : cur;
 }

@@ -109,11 +109,43 @@ export class Im2020Client {
     return encode("im2020.AuthFinish", { blinded_score: sStar });
   }
 
+  /** revoke/start: ask for a challenge that only the holder of this ID's secret key can answer. */
+  revokeStart(): Uint8Array {
+    return encode("im2020.RevokeStart", { subject_id: this.subjectId });
+  }
+
+  /** As `Client.revoke_proof`: ρ = Dec(c) (c checked to be a ciphertext), returned as the RevokeProof for
+   *  revoke/finish only when SHA-256(context ‖ RevokeProof(ID, ρ)) equals the server's commitment, so the answer
+   *  tells the server only the ρ it chose and a challenge holding any other ciphertext gets no decryption. */
+  async revokeProof(challenge: Uint8Array): Promise<Uint8Array> {
+    const v = decode(challenge, "im2020.RevokeChallenge").values;
+    const commitment = v.commitment as Uint8Array;
+    if (commitment.length !== 32) throw new ProtocolError("the revocation challenge's commitment is not a SHA-256 digest: nothing was sent");
+    if (!globalThis.crypto?.subtle) throw new ProtocolError("revoking needs this page over https or on localhost (WebCrypto)");
+    let rho: bigint;
+    try {
+      rho = this.sk.decryptValues([v.ciphertext as bigint])[0]!;
+    } catch (e) {
+      if (e instanceof CryptoError) {
+        throw new ProtocolError(`invalid ciphertext in the revocation challenge (a wrong key for this ID, or a faulty server): ${e.message}; nothing was sent`);
+      }
+      throw e;
+    }
+    const proof = encode("im2020.RevokeProof", { subject_id: this.subjectId, plaintext: rho });
+    const opened = new Uint8Array(REVOKE_CONTEXT.length + proof.length);
+    opened.set(REVOKE_CONTEXT);
+    opened.set(proof, REVOKE_CONTEXT.length);
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", opened));
+    if (digest.some((b, i) => b !== commitment[i])) {
+      throw new ProtocolError("the server's revocation challenge does not decrypt to the value it committed to " +
+        "(a wrong key for this ID, or a faulty server): nothing was sent");
+    }
+    return proof;
+  }
 }
 
-export function revokeRequest(subjectId: string): Uint8Array {
-  return encode("im2020.RevokeRequest", { subject_id: checkSubjectId(subjectId) });
-}
+/** `parties.REVOKE_CONTEXT`: domain separation of the server's commitment to a revocation challenge's answer. */
+const REVOKE_CONTEXT = new TextEncoder().encode("privface/im2020/revoke-proof/v1\0");
 
 // ---------------------------------------------------------------- key file
 

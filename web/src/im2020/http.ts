@@ -5,7 +5,7 @@
  */
 import { decode } from "../wire/codec.js";
 import type { PowMany } from "../crypto/pool.js";
-import { Im2020Client, revokeRequest } from "./client.js";
+import type { Im2020Client } from "./client.js";
 
 export const SESSION_HEADER = "X-Privface-Session";
 
@@ -112,9 +112,18 @@ export async function verify(http: ServiceClient, client: Im2020Client, template
   return { decision: accepted ? "accept" : "reject", accepted, encrypt_ms: t1 - t0, decrypt_ms: t3 - t2, ...http.totals() };
 }
 
-export async function revoke(http: ServiceClient, subjectId: string): Promise<Report> {
+/** Revocation by proof of key possession (`Server.revoke_start`): revoke/start → c = Enc(ρ) and the server's
+ *  commitment; revoke/finish with ρ = Dec(c), sent only if it opens the commitment. */
+export async function revoke(http: ServiceClient, client: Im2020Client): Promise<Report> {
   http.reset();
-  const body = revokeRequest(subjectId);
-  const resp = decode(await http.step("revoke", body), "im2020.RevokeResponse").values;
-  return { revoked: resp.revoked as boolean, ...http.totals() };
+  try {
+    const challenge = await http.step("revoke/start", client.revokeStart());
+    const t0 = performance.now();
+    const proof = await client.revokeProof(challenge);
+    const decrypt = performance.now() - t0;
+    const resp = decode(await http.step("revoke/finish", proof), "im2020.RevokeResponse").values;
+    return { revoked: resp.revoked as boolean, decrypt_ms: decrypt, ...http.totals() };
+  } finally {
+    http.reset(); // the challenge served its one try
+  }
 }

@@ -9,11 +9,15 @@ exchange per round (``reveal``; round 0 also carries the base-OT response), so t
 do not depend on the gallery size. Every message is decoded and checked (session, round, part sizes against what
 ``reveal_cs`` waits for, residues below their primes) before anything changes: a bad one is a ProtocolError and
 leaves the session as it was, so the verifier may send the right one; ``admit_round`` checks a round's head before
-its body is read, and gives the exact size the body must have. A distances stream that is not read to its end ends
-its session. A session ends ``IDLE_TTL`` seconds after its last successful step, ``MAX_AGE`` seconds after it
-started at the latest, or with its last Alg. 3 round; its rows, d_0 and Alg. 3 state are then dropped (at the next
-request). At most ``MAX_SESSIONS`` are open (fewer for a large gallery: ``SESSION_MEMORY``), at most
-``MAX_PER_CALLER`` per caller. Nothing of a session is logged.
+its body is read, and gives the exact size the body must have; it also reserves the round's exchange: one round of an
+identification at a time (a second upload is refused before its body is read), its body and answer counted against
+the memory budget (``memory``, default ``SESSION_MEMORY``) until the exchange's ``release``. A distances stream that is
+not read to its end ends its session. A session ends ``FIRST_ROUND_TTL`` seconds after its distances were sent if no
+round 0 comes, ``IDLE_TTL`` seconds after its last successful step, ``MAX_AGE`` seconds after it started at the
+latest, or with its last Alg. 3 round; its rows, d_0 and Alg. 3 state are then dropped (at the next request). At most
+``MAX_SESSIONS`` are open (fewer for a large gallery: the budget), at most ``MAX_PER_CALLER`` per caller, and an
+identification its caller abandoned (ended otherwise than by its last round) still counts against that caller's
+share for ``ABANDONED_HOLD`` seconds. Nothing of a session is logged.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -62,9 +66,18 @@ MAX_SESSIONS, MAX_PER_CALLER = 8, 2
 ≈ 0.5 kB per template at its peak, as in process: the leaves' OT keys are used as they are extended), and per caller
 (the service's client identity: API key id, else client address), so that one caller cannot hold every slot."""
 SESSION_MEMORY = 4 << 30
-"""Bytes the open identifications' Alg. 3 rounds may hold together: a round being computed holds its body and its
-answer, ≈ 2·``max_round_bytes`` (≈ 1.0 GB at 2^20 in one batch), so a large gallery admits fewer than
-``MAX_SESSIONS`` at once (4 at 2^20) and a key holder cannot make the CS buffer 8 such rounds."""
+"""The default memory budget: bytes the open identifications' Alg. 3 exchanges may hold together. An exchange holds its
+body (counted from the moment its head is admitted, while it is being received) and its answer until that is sent,
+≤ 2·``max_round_bytes`` (≈ 1.0 GB at 2^20 in one batch), one exchange per identification at a time, so a large
+gallery admits fewer than ``MAX_SESSIONS`` at once (4 at 2^20) and a key holder cannot make the CS buffer more than
+the budget, however many uploads it opens."""
+FIRST_ROUND_TTL = 30.0
+"""Seconds between the last distance chunk sent and round 0's head: a verifier that leaves after the distances frees
+its slot within this (an honest one only sets up its base OTs and Alg. 3's first message: a few seconds at 2^20)."""
+ABANDONED_HOLD = 300.0
+"""Seconds an identification that ended without its last round (expired, or its distances not read) still counts
+against its caller's share (``MAX_PER_CALLER``; not against ``MAX_SESSIONS``): a caller that keeps abandoning starts
+holds its own share, not everyone's slots."""
 IDLE_TTL, MAX_AGE = 120.0, 3600.0
 """A session ends ``IDLE_TTL`` s after its last successful step (a silent verifier frees its slot within two
 minutes; an honest one waits for one answer and its own work on it between steps; every distance chunk sent counts
@@ -72,6 +85,10 @@ as a step) and ``MAX_AGE`` s after it started whatever it does (2^20: ≈ 90 s o
 covers a heavily loaded machine). A step being computed never expires."""
 _ENDED = 64
 """Expired session ids remembered, so that their next step hears "expired" rather than "unknown"."""
+
+
+class RoundBusy(ProtocolError):
+    """A round of this identification is already being received or answered (one exchange at a time)."""
 
 
 class TooManySessions(ProtocolError):
@@ -108,16 +125,20 @@ class CSSession:
     round: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: int = 0  # steps holding or waiting for ``lock`` (guarded by the role's lock); a busy session never expires
+    exchange: int = 0  # bytes reserved by the round being received or answered (0: none; guarded by the role's lock)
+    why: str = "idle"  # what ``expires`` is: "idle" (IDLE_TTL), "first" (FIRST_ROUND_TTL)
 
 
 class CloudServerRole:
     """The CS's steps: ``gallery`` (bytes → GalleryInfo), ``start`` (Query → a frame stream: Started, the distance
     chunks), ``admit_round`` (a round's head → its body's exact size) and ``reveal`` (one Alg. 3 round → a frame
     stream). ``cs`` is a loaded ``he.CloudServer`` with k_sw; ``info`` what ``gallery`` answers. ``batch``: Alg. 3
-    entries per batch (None: every entry in one, so the rounds do not grow with the gallery; tests set less)."""
+    entries per batch (None: every entry in one, so the rounds do not grow with the gallery; tests set less).
+    ``memory``: the budget of the Alg. 3 exchanges in flight (``SESSION_MEMORY``); ValueError if it cannot hold one
+    identification's."""
 
     def __init__(self, cs: he.CloudServer, pk_bytes: bytes, *, insecure_test_params: bool, clock=time.monotonic,
-                 chunk: int | None = None, batch: int | None = None) -> None:
+                 chunk: int | None = None, batch: int | None = None, memory: int | None = None) -> None:
         self.cs, self.clock = cs, clock
         self.batch = batch or max(64, -(-cs.count // 64) * 64)
         self.chunk = chunk or chunk_packs(cs.n)  # packs (of cs.group ciphertexts) per DistanceChunk
@@ -126,9 +147,16 @@ class CloudServerRole:
         self.query_bytes = he.query_bytes(cs.n, cs.dim)
         self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
         """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
-        self.max_sessions = max(1, min(MAX_SESSIONS, SESSION_MEMORY // (2 * self.round_limit)))
+        self.memory = SESSION_MEMORY if memory is None else int(memory)
+        if self.memory < 2 * self.round_limit:
+            raise ValueError(f"a memory budget of {self.memory} bytes cannot hold one identification of this gallery "
+                             f"(at least {2 * self.round_limit})")
+        self.max_sessions = max(1, min(MAX_SESSIONS, self.memory // (2 * self.round_limit)))
         self.max_per_caller = min(MAX_PER_CALLER, self.max_sessions)
+        self.in_flight = 0
+        """Bytes reserved by the exchanges in flight (bodies being received, answers being sent), ≤ ``memory``."""
         self._sessions: dict[bytes, CSSession] = {}
+        self._abandoned: dict[str, list[float]] = {}  # caller → until when each abandoned identification counts
         self._ended: OrderedDict[bytes, str] = OrderedDict()  # expired id → why, the last _ENDED
         self._lock = threading.Lock()
 
@@ -142,14 +170,26 @@ class CloudServerRole:
             return len(self._sessions)
 
     def _expire(self) -> None:
-        """Drop the sessions past their expiry that no step is using (with the role's lock held)."""
+        """Drop the sessions past their expiry that no step or exchange is using (with the role's lock held); each
+        counts against its caller as abandoned."""
         now = self.clock()
-        for sid in [k for k, s in self._sessions.items() if s.expires <= now and not s.busy]:
+        for sid in [k for k, s in self._sessions.items() if s.expires <= now and not s.busy and not s.exchange]:
             s = self._sessions.pop(sid)
             self._ended[sid] = (f"older than {MAX_AGE:.0f} s" if s.expires >= s.deadline
+                                else f"no round 0 within {FIRST_ROUND_TTL:.0f} s of the distances" if s.why == "first"
                                 else f"no step for {IDLE_TTL:.0f} s")
             while len(self._ended) > _ENDED:
                 self._ended.popitem(last=False)
+            self._abandon(s.caller, s.expires, now)
+        for caller in [c for c, held in self._abandoned.items() if max(held) <= now]:
+            del self._abandoned[caller]
+
+    def _abandon(self, caller: str | None, ended: float, now: float) -> None:
+        """Count an identification of ``caller`` that ended at ``ended`` without its last round (with the role's lock
+        held)."""
+        if caller is not None:
+            held = [t for t in self._abandoned.get(caller, []) if t > now]
+            self._abandoned[caller] = sorted([*held, ended + ABANDONED_HOLD])[-MAX_PER_CALLER:]
 
     @contextmanager
     def _step(self, sid: bytes, caller: str | None) -> Iterator[CSSession]:
@@ -162,7 +202,7 @@ class CloudServerRole:
         try:
             with s.lock:
                 yield s
-                s.expires = min(self.clock() + IDLE_TTL, s.deadline)
+                s.expires, s.why = min(self.clock() + IDLE_TTL, s.deadline), "idle"
         finally:
             with self._lock:
                 s.busy -= 1
@@ -171,11 +211,13 @@ class CloudServerRole:
         """TooManySessions unless a new session fits (with the role's lock held, expired ones dropped)."""
         self._expire()
         now = self.clock()
-        mine = [] if caller is None else [s for s in self._sessions.values() if s.caller == caller]
-        if len(mine) >= self.max_per_caller:
-            raise TooManySessions(f"this client already has {len(mine)} cryptomask identifications open; finish "
-                                  "one or retry later", per_caller=True,
-                                  retry_after=min(s.expires for s in mine) - now)
+        mine = [] if caller is None else [s.expires for s in self._sessions.values() if s.caller == caller]
+        held = [] if caller is None else [t for t in self._abandoned.get(caller, []) if t > now]
+        if len(mine) + len(held) >= self.max_per_caller:
+            raise TooManySessions((f"this client already has {len(mine)} cryptomask identifications open"
+                                   + (f" and abandoned {len(held)} recently" if held else "")
+                                   + "; finish one or retry later"), per_caller=True,
+                                  retry_after=min(mine + held) - now)
         if len(self._sessions) >= self.max_sessions:
             raise TooManySessions("the CS has too many identifications open; try again later", per_caller=False,
                                   retry_after=min(s.expires for s in self._sessions.values()) - now)
@@ -196,9 +238,12 @@ class CloudServerRole:
                                 else "unknown cryptomask session: start the identification again")
         return s
 
-    def _end(self, sid: bytes) -> None:
+    def _end(self, sid: bytes, abandoned: bool = False) -> None:
         with self._lock:
-            self._sessions.pop(sid, None)
+            s = self._sessions.pop(sid, None)
+            if s is not None and abandoned:
+                now = self.clock()
+                self._abandon(s.caller, now, now)
 
     def start(self, body, caller: str | None = None) -> Iterator[bytes]:
         """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``
@@ -236,20 +281,43 @@ class CloudServerRole:
                 chunk = DistanceChunk(sid, i, he.to_wire(msg.c1), he.to_wire(msg.c0)).to_bytes()
                 del msg
                 yield framed(chunk)
+            with self._lock:  # every chunk sent: round 0 must follow soon
+                s = self._lookup(sid, caller)
+                s.expires, s.why = min(self.clock() + FIRST_ROUND_TTL, s.deadline), "first"
             done = True
         finally:
             if not done:
-                self._end(sid)
+                self._end(sid, abandoned=True)
 
-    def admit_round(self, head_frame: bytes, caller: str | None = None) -> int:
-        """A round's head, checked against its session before the rest of the body is read (nothing changes):
-        → the exact size its body must have. ProtocolError for another caller's or an unknown session, a round out
-        of order, part sizes other than Alg. 3 waits for, or a base-OT response outside round 0."""
+    def admit_round(self, head_frame: bytes, caller: str | None = None) -> tuple[int, Callable[[], None]]:
+        """A round's head, checked against its session before the rest of the body is read: → (the exact size its body
+        must have, ``release``). The exchange is reserved until ``release()`` (call it once the answer is sent or
+        the request failed): no other round of this identification is admitted meanwhile, its body and answer
+        (``size + round_limit``) count against ``memory``, and the session does not expire. ProtocolError for another
+        caller's or an unknown session, a round out of order, part sizes other than Alg. 3 waits for, or a base-OT
+        response outside round 0; ``RoundBusy`` while another round of it is in flight, ``TooManySessions`` when
+        the budget is full (nothing reserved)."""
         head = read_message(RoundHead, head_frame)
+        size = round_bytes(len(head_frame), head.sizes)
         with self._lock:
             s = self._lookup(head.session, caller)
+            if s.exchange:
+                raise RoundBusy("a round of this identification is already being received or answered; send the "
+                                "next one after its answer")
             self._check_head(s, head)
-        return round_bytes(len(head_frame), head.sizes)
+            need = size + self.round_limit
+            if self.in_flight + need > self.memory:
+                raise TooManySessions("the CS's memory budget is in use; try again later", per_caller=False,
+                                      retry_after=1)
+            s.exchange, self.in_flight = need, self.in_flight + need
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._lock:
+                if not released:
+                    released, s.exchange, self.in_flight = True, 0, self.in_flight - need
+        return size, release
 
     def _check_head(self, s: CSSession, head: RoundHead) -> None:
         if s.party is None or s.party.done:

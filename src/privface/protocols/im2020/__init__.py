@@ -16,16 +16,19 @@ from .messages import (
     CompareRequest,
     EnrolRequest,
     EnrolResponse,
+    RevokeChallenge,
     Revoked,
+    RevokeProof,
     RevokeRequest,
     RevokeResponse,
+    RevokeStart,
     SignedEnrolRequest,
     TPImageRequest,
     TPRequest,
     TPResponse,
 )
 from .params import DEFAULT_TAU, SECURITY_LEVELS, Im2020Params
-from .parties import AuthSession, Client, CompareSession, Server, SubjectExistsError, TrustedParty
+from .parties import AuthSession, Client, CompareSession, RevokeSession, Server, SubjectExistsError, TrustedParty
 
 _P = Im2020Params()
 
@@ -69,16 +72,21 @@ DESCRIPTION = {
                         "and one whose serial is not above the last it stored for the ID (kept after revocation)",
         "registration": "create-only: an enrolled ID is replaced only by a caller allowed to (admin key)",
         "public_key_sizes": "exactly the configured N bits and k",
+        "revocation": "by proof of key possession: the server sends c = Enc(ρ), ρ ∈_R M, with a SHA-256 commitment "
+                      "to the answer; the client returns ρ = Dec(c) only if it opens the commitment (any enrol "
+                      "key); without the proof only an admin key may revoke",
     },
-    "steps": ["enrol", "auth/start", "auth/finish", "revoke"],
-    "steps_secure_comparison": ["enrol", "auth/start", "auth/compare", "auth/finish", "revoke"],
+    "steps": ["enrol", "auth/start", "auth/finish", "revoke/start", "revoke/finish", "revoke"],
+    "steps_secure_comparison": ["enrol", "auth/start", "auth/compare", "auth/finish", "revoke/start",
+                                "revoke/finish", "revoke"],
 }
 
 __all__ = [
     "AuthChallenge", "AuthFinish", "AuthResult", "AuthSession", "AuthStart", "ClientKey", "Client", "CompareChallenge",
     "CompareFinish", "CompareRequest", "CompareSession", "DEFAULT_TAU",
     "DESCRIPTION", "Decision", "Im2020Params", "Randomizers", "EnrolRequest", "EnrolResponse",
-    "RevokeRequest", "RevokeResponse", "Revoked", "SECURITY_LEVELS", "Server", "SignedEnrolRequest",
+    "RevokeChallenge", "RevokeProof", "RevokeRequest", "RevokeResponse", "RevokeSession", "RevokeStart", "Revoked",
+    "SECURITY_LEVELS", "Server", "SignedEnrolRequest",
     "SubjectExistsError", "TPImageRequest", "TPRequest", "TPResponse",
     "TrustedParty",
     "blind_esed", "decide", "unblind",

@@ -127,8 +127,37 @@ class AuthResult(Message):
 
 @dataclass
 class RevokeRequest(Message):
+    """Admin → server: delete ID's record without a proof of key possession (an ``admin`` API key only)."""
+
     WIRE_NAME = "im2020.RevokeRequest"
     subject_id: str
+
+
+@dataclass
+class RevokeStart(Message):
+    """Client → server: ID, asking for a challenge that only the holder of ID's secret key can answer."""
+
+    WIRE_NAME = "im2020.RevokeStart"
+    subject_id: str
+
+
+@dataclass
+class RevokeChallenge(Message):
+    """Server → client: c = Enc(ρ) under the stored pk for a fresh ρ ∈_R M, and the server's commitment
+    SHA-256(context ‖ RevokeProof(ID, ρ)) to the one answer it will accept (``parties.revoke_commitment``)."""
+
+    WIRE_NAME = "im2020.RevokeChallenge"
+    ciphertext: int
+    commitment: bytes
+
+
+@dataclass
+class RevokeProof(Message):
+    """Client → server: ID and ρ = Dec(c), sent only when it opens the server's commitment."""
+
+    WIRE_NAME = "im2020.RevokeProof"
+    subject_id: str
+    plaintext: int
 
 
 @dataclass

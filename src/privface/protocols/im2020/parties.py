@@ -6,6 +6,9 @@ membership under the right key, signature) before any state changes, else ``Prot
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -22,6 +25,7 @@ from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, inverse_squar
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
 from ...crypto.ot import ED25519, OTRequest, ReceiverRandomness
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
+from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point
 from ...store.base import TemplateStore
 from ...templates.quantize import quantize
 from ...wire import message_type
@@ -37,9 +41,12 @@ from .messages import (
     CompareRequest,
     EnrolRequest,
     EnrolResponse,
+    RevokeChallenge,
     Revoked,
+    RevokeProof,
     RevokeRequest,
     RevokeResponse,
+    RevokeStart,
     SignedEnrolRequest,
     TPImageRequest,
     TPRequest,
@@ -56,13 +63,21 @@ PROTOCOL = "im2020"
 SWAP_TRIES = 16  # compare-and-swap rounds before a write that keeps losing to concurrent ones gives up
 SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v2\x00"
 """Domain separation of the TP's σ over ID‖C‖pk‖serial‖expires; the v1 σ (over ID‖C‖pk) is not accepted."""
+REVOKE_CONTEXT = b"privface/im2020/revoke-proof/v1\x00"
+"""Domain separation of the server's commitment to the answer of a revocation challenge (``revoke_commitment``)."""
 TP_VALIDITY = 600
 """Seconds a TP-signed registration stays valid."""
 MAX_CLOCK_SKEW = 60
 """Seconds a server accepts a TP-signed registration past its expiry (TP and server clocks differ)."""
-NORM_RANGE = (1.0, 2.0)
-"""§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
-in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
+NORM_RANGE = DEFAULT_THRESHOLDS["dlib-resnet128"].norm_range
+"""§VII template check: the L2 norm of Γ/scale, dlib-resnet128's range (1.0, 2.0): its embeddings of the 400 ORL
+faces have norms in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside.
+Each backend has its own (``norm_range``; sface's unit embeddings: (0.9, 1.1))."""
+
+
+def norm_range(backend: str) -> tuple[float, float]:
+    """The §VII template-check range for ``backend``'s templates (``faces.thresholds``)."""
+    return operating_point(backend).norm_range
 
 
 # ---------------------------------------------------------------- validation helpers
@@ -133,6 +148,12 @@ def enrolment_from_bytes(data: bytes) -> EnrolRequest | SignedEnrolRequest:
     if message_type(data) == SignedEnrolRequest.WIRE_NAME:
         return SignedEnrolRequest.from_bytes(data)
     return EnrolRequest.from_bytes(data)
+
+
+def revoke_commitment(proof: RevokeProof) -> bytes:
+    """SHA-256(REVOKE_CONTEXT ‖ wire encoding of RevokeProof(ID, ρ)): the server's commitment to the only
+    answer it accepts. It hides ρ (k ≥ λ uniform bits: 136 at 112-bit, 152 at 128-bit) and binds it."""
+    return hashlib.sha256(REVOKE_CONTEXT + proof.to_bytes()).digest()
 
 
 def stored_state(record: bytes | None) -> tuple[bool, int]:
@@ -245,10 +266,36 @@ class Client:
                                      precomputed=pool if pool is not None and len(pool) >= w else None)
         return CompareRequest(evaluator.request().to_bytes()), evaluator
 
+    def revoke_start(self) -> RevokeStart:
+        """Ask for a challenge of key possession before revoking (``Server.revoke_start``)."""
+        return RevokeStart(self.subject_id)
+
+    def revoke_proof(self, challenge: RevokeChallenge) -> RevokeProof:
+        """ρ = Dec(c) (c checked to be a ciphertext: range, unit, J_N), returned only when RevokeProof(ID, ρ)
+        opens the server's commitment: so an answer tells the server only the ρ it already knew, and a server
+        that sent some other ciphertext (say one β_i of the stored C) gets no decryption back."""
+        if len(challenge.commitment) != hashlib.sha256().digest_size:
+            raise ProtocolError("the revocation challenge's commitment is not a SHA-256 digest: nothing was sent")
+        try:
+            (rho,) = self._sk.decrypt_values([challenge.ciphertext])
+        except CryptoError as e:
+            raise ProtocolError(f"invalid ciphertext in the revocation challenge (a wrong key for this ID, or a "
+                                f"faulty server): {e}; nothing was sent") from None
+        proof = RevokeProof(self.subject_id, int(rho))
+        if not hmac.compare_digest(revoke_commitment(proof), challenge.commitment):
+            raise ProtocolError("the server's revocation challenge does not decrypt to the value it committed to "
+                                "(a wrong key for this ID, or a faulty server): nothing was sent")
+        return proof
+
     @staticmethod
     def compare_finish(evaluator: Evaluator, msg: CompareChallenge) -> CompareFinish:
         """Evaluate the garbled circuit; the output label goes back undecoded (only the server decodes it)."""
         return CompareFinish(evaluate_garbled(evaluator, msg.garbler_message, "server"))
+
+
+class ForgedLabelError(ProtocolError):
+    """§VII: an output label that is neither label of the output wire — only a cheating client sends one, so a
+    service counts it as a rejected attempt (it decided nothing, but it was a guess)."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +314,17 @@ class CompareSession:
 
     subject_id: str
     garbler: Garbler = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RevokeSession:
+    """Server state between revoke/start and revoke/finish: the ID, the SHA-256 of the record the challenge
+    was made for, and ρ (one try: the HTTP session is taken by the first revoke/finish)."""
+
+    subject_id: str
+    record_digest: bytes
+    rho: int = field(repr=False)
+    k: int
 
 
 class Server:
@@ -346,6 +404,10 @@ class Server:
             self._cache.pop(subject_id, None)
 
     def enrolled(self, subject_id: str) -> tuple[JoyeLibertPublicKey, list[cf.Level1]]:
+        return self._enrolled(subject_id)[1:]
+
+    def _enrolled(self, subject_id: str) -> tuple[bytes, JoyeLibertPublicKey, list[cf.Level1]]:
+        """The stored record's bytes, pk and C (validated; cached)."""
         _check_id(subject_id)
         record = self.store.get(PROTOCOL, subject_id)
         if record is None or message_type(record) == Revoked.WIRE_NAME:  # header only: cache hits stay cheap
@@ -354,7 +416,7 @@ class Server:
             hit = self._cache.get(subject_id)
             if hit is not None and hit[0] == record:
                 self._cache.move_to_end(subject_id)
-                return hit[1], hit[2]
+                return record, hit[1], hit[2]
         pk, C = self._validated(enrolment_from_bytes(record))
         if self.cache_size > 0:
             with self._cache_lock:
@@ -362,7 +424,7 @@ class Server:
                 self._cache.move_to_end(subject_id)
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
-        return pk, C
+        return record, pk, C
 
     def auth_start(self, req: AuthStart) -> tuple[AuthChallenge, AuthSession]:
         """Validate C′ under the stored pk, draw r0, r1 and answer S* = BlindESED(C, C′, r0, r1, pk)."""
@@ -407,23 +469,61 @@ class Server:
         try:
             accepted = session.garbler.decide(EvaluatorResult.from_bytes(msg.output_labels))
         except CryptoError as e:
-            raise ProtocolError(f"invalid output label, attempt refused: {e}") from None
+            raise ForgedLabelError(f"invalid output label, attempt refused: {e}") from None
         return AuthResult(accepted)
 
     def revoke(self, req: RevokeRequest) -> RevokeResponse:
-        """Delete the record; a TP-signed one leaves the ``Revoked`` tombstone with its serial, so that no
-        registration signed before the revocation is accepted again (compare-and-swap, as ``register``)."""
-        _check_id(req.subject_id)
+        """Delete the record without a proof of key possession (an admin's revocation; the service allows it
+        to ``admin`` keys only)."""
+        return self._delete(req.subject_id)
+
+    def revoke_start(self, req: RevokeStart) -> tuple[RevokeChallenge, RevokeSession]:
+        """A challenge that only the holder of ID's secret key answers: c = Enc(ρ) under the stored pk for a
+        fresh ρ ∈_R M = Z_{2^k} (``secrets``), with the commitment ``revoke_commitment(RevokeProof(ID, ρ))``.
+
+        Soundness: Joye–Libert, the LHE under HE′ (seed 000 §II-B, §V-B: [20]), is IND-CPA,
+        so without sk = p the value ρ is hidden and a guess is right with probability 2^−k (k ≥ 136 at the
+        secure levels); each challenge allows one answer. Privacy: the client answers only when Dec(c) opens
+        the commitment, so an answer tells the server only the ρ it chose — a server deviating from the
+        honest-but-curious model of §III (HBCS) gets no decryption of another ciphertext back, unlike an
+        authentication's S*. The session keeps ρ and the digest of the record the challenge was made for."""
+        record, pk, _ = self._enrolled(req.subject_id)
+        rho = secrets.randbelow(pk.message_space)
+        c = pk.encrypt(rho)
+        commitment = revoke_commitment(RevokeProof(req.subject_id, rho))
+        session = RevokeSession(req.subject_id, hashlib.sha256(record).digest(), rho, int(pk.k))
+        return RevokeChallenge(int(c.value), commitment), session
+
+    def revoke_finish(self, session: RevokeSession, proof: RevokeProof) -> RevokeResponse:
+        """Delete the record if ρ is right (compared in constant time over k bits) and the record is still the
+        one the challenge was made for; a wrong proof, another ID or a changed record changes nothing."""
+        if proof.subject_id != session.subject_id:
+            raise ProtocolError("the proof names another ID than its challenge: nothing was revoked")
+        if not 0 <= proof.plaintext < (1 << session.k):
+            raise ProtocolError("the proof is outside the message space: nothing was revoked")
+        width = (session.k + 7) // 8
+        if not hmac.compare_digest(proof.plaintext.to_bytes(width, "big"), session.rho.to_bytes(width, "big")):
+            raise ProtocolError("wrong proof of key possession: nothing was revoked")
+        return self._delete(session.subject_id, expect=session.record_digest)
+
+    def _delete(self, subject_id: str, expect: bytes | None = None) -> RevokeResponse:
+        """Delete the record (only if its SHA-256 is ``expect``, when given); a TP-signed one leaves the
+        ``Revoked`` tombstone with its serial, so that no registration signed before the revocation is accepted
+        again (compare-and-swap, as ``enrol``)."""
+        _check_id(subject_id)
         for _ in range(SWAP_TRIES):
-            current = self.store.get(PROTOCOL, req.subject_id)
+            current = self.store.get(PROTOCOL, subject_id)
             enrolled, last = stored_state(current)
             if not enrolled:
-                raise UnknownSubjectError(f"subject {req.subject_id!r} is not enrolled")
-            tombstone = Revoked(req.subject_id, last).to_bytes() if last else None
-            if self.store.swap(PROTOCOL, req.subject_id, current, tombstone):
-                self._forget(req.subject_id)
-                return RevokeResponse(req.subject_id, True)
-        raise SubjectExistsError(f"subject {req.subject_id!r} changed during the revocation; try again")
+                raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
+            if expect is not None and not hmac.compare_digest(hashlib.sha256(current or b"").digest(), expect):
+                raise ProtocolError(f"subject {subject_id!r} was enrolled again since the challenge was made: "
+                                    "nothing was revoked; start again")
+            tombstone = Revoked(subject_id, last).to_bytes() if last else None
+            if self.store.swap(PROTOCOL, subject_id, current, tombstone):
+                self._forget(subject_id)
+                return RevokeResponse(subject_id, True)
+        raise SubjectExistsError(f"subject {subject_id!r} changed during the revocation; try again")
 
 
 def _check_id(subject_id: str) -> None:

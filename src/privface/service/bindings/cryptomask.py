@@ -17,15 +17,17 @@ CS's (``server.MAX_SESSIONS``) 503, as the service answers too many requests fro
 Size limits come from the gallery the CS serves: ``identify/start`` exactly one query; ``identify/reveal`` the
 largest round this gallery's Alg. 3 has (``server.max_round_bytes``) — and before anything past its head is read,
 the head is checked against the caller's session (``stream_heads``/``admit``), which gives the exact size the body
-must have, so a caller with a valid key cannot make the CS buffer more than its own next round.
+must have, so a caller with a valid key cannot make the CS buffer more than its own next round — one at a time per
+identification (a second upload of a round in flight: 409 before its body is read), and only while the CS's memory
+budget (``memory``, ``privface serve --memory-budget``) holds it with its answer (else 503).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ...errors import CryptoError, ProtocolError, TemplateError
+from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ...protocols.cryptomask.messages import HEAD_LIMIT
-from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, TooManySessions
+from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, RoundBusy, TooManySessions
 from ...store.base import TemplateStore
 from ...wire import WireError
 from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
@@ -38,14 +40,15 @@ SCOPES = {step: "verify" for step in STEPS}
 class CryptoMaskService:
     """Options: ``role`` ("cs"), ``gallery_url`` (the gallery store, required), ``gallery_name``; for tests
     ``chunk`` (ciphertexts per DistanceChunk) and ``batch`` (Alg. 3 entries per batch, a multiple of 64; default:
-    one batch over the whole gallery)."""
+    one batch over the whole gallery); ``memory``: the CS's memory budget in bytes (``server.SESSION_MEMORY``)."""
 
     name = PROTOCOL
     scopes = SCOPES
     takes_caller = True  # ``handle`` gets the caller: its share of identifications, and only its own sessions
 
     def __init__(self, store: TemplateStore, *, role: str = "cs", gallery_url: str | None = None,
-                 gallery_name: str = "default", chunk: int | None = None, batch: int | None = None) -> None:
+                 gallery_name: str = "default", chunk: int | None = None, batch: int | None = None,
+                 memory: int | None = None) -> None:
         if role != "cs":
             raise ValueError(f"cryptomask serves role cs (the verifier is a client), got {role!r}")
         if not gallery_url:
@@ -54,9 +57,12 @@ class CryptoMaskService:
 
         gallery = CMGallery(gallery_url, gallery_name)  # GalleryError (exit 2) if damaged
         self.role, self.store = role, store
-        self.party = CloudServerRole(gallery.cloud_server(), gallery.pk_bytes,
-                                     insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
-                                     batch=batch)
+        try:
+            self.party = CloudServerRole(gallery.cloud_server(), gallery.pk_bytes,
+                                         insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
+                                         batch=batch, memory=memory)
+        except ValueError as e:  # a budget below one identification's need
+            raise PrivfaceError(f"--memory-budget: {e}") from None
         self.steps = self.first_steps = tuple(STEPS)
         self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
                          "identify/reveal": self.party.round_limit}
@@ -64,11 +70,16 @@ class CryptoMaskService:
         """Steps whose body is a frame stream checked by ``admit`` once its first frame (at most this many bytes) is
         read (service/app.py)."""
 
-    def admit(self, step: str, head: bytes, caller: Caller | None = None) -> int:
-        """The exact body size of a round whose head frame is ``head`` (MessageError if the head does not fit the
-        caller's session); nothing changes."""
+    def admit(self, step: str, head: bytes, caller: Caller | None = None):
+        """(the exact body size of a round whose head frame is ``head``, the exchange's ``release``): MessageError if
+        the head does not fit the caller's session, SessionError while another round of it is in flight,
+        SessionLimitError when the memory budget is full; a refusal reserves nothing."""
         try:
             return self.party.admit_round(head, caller and caller.id)
+        except RoundBusy as e:
+            raise SessionError(str(e)) from None
+        except TooManySessions as e:
+            raise SessionLimitError(str(e)) from None
         except (WireError, ProtocolError) as e:
             raise MessageError(str(e)) from None
 

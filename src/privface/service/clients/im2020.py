@@ -22,6 +22,7 @@ from ...protocols.im2020.messages import (
     ClientKey,
     CompareChallenge,
     EnrolResponse,
+    RevokeChallenge,
     RevokeRequest,
     RevokeResponse,
     TPResponse,
@@ -202,18 +203,38 @@ def verify(http: ServiceClient, client: Client, template, *, mode: str | None = 
                      "s3_compare_ms": _ms(time.perf_counter() - t3),
                      "compare_bytes": sum(s.request_bytes + s.response_bytes for s in http.stats[n:])}
     except RemoteNotEnrolledError as e:
-        raise RemoteNotEnrolledError(f"{client.subject_id} is not enrolled at this server ({e})", e.status) from None
+        raise RemoteNotEnrolledError(f"subject {client.subject_id!r} is not enrolled at this server",
+                                     e.status) from None
     return {"decision": "accept" if result.accepted else "reject", "accepted": result.accepted,
             "c2_encrypt_ms": _ms(t1 - t0), "c3_decrypt_ms": _ms(t3 - t2), **extra, **_wire_stats(http, since)}
 
 
-def revoke(http: ServiceClient, subject_id: str) -> tuple[RevokeResponse, dict]:
+def revoke(http: ServiceClient, client: Client) -> tuple[RevokeResponse, dict]:
+    """Revoke the client's own enrolment by proving possession of its key (``Server.revoke_start``):
+    revoke/start → c = Enc(ρ) and a commitment, ρ = Dec(c) sent in revoke/finish only if it opens the
+    commitment. Any API key that may enrol (or admin) may do this. Returns the answer and bytes/times."""
+    since = len(http.stats)
+    http.reset()
+    try:
+        challenge = RevokeChallenge.from_bytes(http.step("revoke/start", client.revoke_start().to_bytes()))
+        resp = RevokeResponse.from_bytes(http.step("revoke/finish", client.revoke_proof(challenge).to_bytes()))
+    except RemoteNotEnrolledError as e:
+        raise RemoteNotEnrolledError(f"subject {client.subject_id!r} is not enrolled at this server",
+                                     e.status) from None
+    finally:
+        http.reset()  # the session served its one try
+    return resp, _wire_stats(http, since)
+
+
+def admin_revoke(http: ServiceClient, subject_id: str) -> tuple[RevokeResponse, dict]:
+    """Revoke any ID without its key (``revoke``): needs an ``admin`` API key; refused by a server without API
+    keys, where the key's proof (``revoke``) is the only way."""
     since = len(http.stats)
     http.reset()
     try:
         resp = RevokeResponse.from_bytes(http.step("revoke", RevokeRequest(subject_id).to_bytes()))
     except RemoteNotEnrolledError as e:
-        raise RemoteNotEnrolledError(f"{subject_id} is not enrolled at this server ({e})", e.status) from None
+        raise RemoteNotEnrolledError(f"subject {subject_id!r} is not enrolled at this server", e.status) from None
     return resp, _wire_stats(http, since)
 
 
@@ -225,8 +246,9 @@ class Im2020Client:
     """An im2020 ``Client`` party talking to one server: ``enrol`` / ``verify`` / ``revoke`` with face embeddings
     (quantized ×``params.scale`` here, as C1 of §IV-B.2 does), by way of ``register``, ``verify`` and ``revoke``
     above. ``Im2020Client(url, subject_id)`` makes a fresh key pair; ``from_key_file`` reloads one saved by
-    ``enrol(…, key_file=…)``. ``report``: the figures (times, bytes) of the last call. ``options``: see
-    ServiceClient (``api_key``, ``tls``, ``timeout``, ``transport``)."""
+    ``enrol(…, key_file=…)``; ``key_file`` is then that file, which ``revoke`` deletes. ``report``: the figures
+    (times, bytes) of the last call. ``options``: see ServiceClient (``api_key``, ``tls``, ``timeout``,
+    ``transport``)."""
 
     def __init__(self, server: str, subject_id: str | None = None, params: Im2020Params | None = None, *,
                  client: Client | None = None, workers: int | None = None, **options) -> None:
@@ -235,6 +257,7 @@ class Im2020Client:
                 raise TypeError("Im2020Client needs a subject_id (or a client)")
             client = Client(subject_id, params or Im2020Params(), workers=workers)
         self.server, self.client, self.report = server, client, {}
+        self.key_file: Path | None = None
         self.http = service_client(server, **options)
 
     @classmethod
@@ -242,7 +265,9 @@ class Im2020Client:
                       **options) -> Im2020Client:
         """The client of a key file (``load_client``); ``server`` defaults to the one recorded in it."""
         client, record = load_client(Path(path), workers=workers)
-        return cls(server or record.server, client=client, **options)
+        made = cls(server or record.server, client=client, **options)
+        made.key_file = Path(path)
+        return made
 
     @property
     def subject_id(self) -> str:
@@ -259,7 +284,8 @@ class Im2020Client:
                 pending.discard()
             raise
         if pending is not None:
-            self.report["key_file"] = str(pending.commit())
+            self.key_file = pending.commit()
+            self.report["key_file"] = str(self.key_file)
         return resp
 
     def verify(self, embedding, *, mode: str | None = None) -> bool:
@@ -268,7 +294,16 @@ class Im2020Client:
         return bool(self.report["accepted"])
 
     def revoke(self) -> RevokeResponse:
-        resp, self.report = revoke(self.http, self.client.subject_id)
+        """Revoke this client's enrolment by proving possession of its key (``revoke``), then delete the key
+        file it was loaded from or saved to (``key_file``; ``report["key_file_removed"]``): the key opens
+        nothing any more. Nothing is deleted when the server refuses (e.g. not enrolled: perhaps the wrong
+        server)."""
+        resp, self.report = revoke(self.http, self.client)
+        removed = None
+        if resp.revoked and self.key_file is not None:
+            self.key_file.unlink(missing_ok=True)
+            removed, self.key_file = str(self.key_file), None
+        self.report["key_file_removed"] = removed
         return resp
 
     def close(self) -> None:

@@ -1,0 +1,114 @@
+/**
+ * The page's C1 step (seed 000 §IV-B, Table I) off the main thread: a Web Worker that decodes the photo
+ * (createImageBitmap), brings it to the working size of Python's Detector (downscaled to a longer side of 1280,
+ * read in strips so a 50-megapixel photo is never held whole; small ones upscaled), finds every face, and on
+ * request aligns and embeds one of them with the face pipeline (web/src/face: HOG/CNN detectors, landmarks,
+ * chip, ResNet-128 in onnxruntime-web). The page (face.ts) only draws and talks; nothing here blocks it.
+ *
+ * Messages in: {op: "init", base, threads} · {op: "open", id, source: Blob | ImageBitmap} · {op: "embed", id, face}.
+ * Out: {id, stage} while working (decoding, detecting, aligning, embedding), then {id, result} or {id, error}.
+ */
+import { FacePipeline, SAME_SIZE, type RGBImage } from "../face/index.js";
+import type { Rect } from "../face/shapePredictor.js";
+import { modelFiles } from "./models.js";
+
+/** As Python's faces.image.MAX_PIXELS: decompression bombs are refused. */
+const MAX_PIXELS = 64_000_000;
+
+interface Current { work: RGBImage; scale: number; rects: Rect[] }
+
+const scope = self as unknown as { onmessage: ((e: MessageEvent) => void) | null; postMessage(v: unknown, t?: Transferable[]): void };
+let pipeline: Promise<FacePipeline> | null = null;
+let current: Current | null = null;
+let queue: Promise<unknown> = Promise.resolve();
+
+class Refused extends Error {
+  constructor(readonly kind: string, message: string) {
+    super(message);
+  }
+}
+
+function strips(bitmap: ImageBitmap): (y0: number, rows: number) => Uint8ClampedArray {
+  const canvas = new OffscreenCanvas(bitmap.width, 256);
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  if (!ctx) throw new Error("no 2d canvas in this worker");
+  return (y0, rows) => {
+    ctx.clearRect(0, 0, bitmap.width, rows);
+    ctx.drawImage(bitmap, 0, y0, bitmap.width, rows, 0, 0, bitmap.width, rows);
+    return ctx.getImageData(0, 0, bitmap.width, rows).data;
+  };
+}
+
+function preview(work: RGBImage): ImageBitmap {
+  const rgba = new Uint8ClampedArray(work.width * work.height * 4);
+  for (let i = 0, j = 0; j < work.data.length; i += 4, j += 3) {
+    rgba[i] = work.data[j]!;
+    rgba[i + 1] = work.data[j + 1]!;
+    rgba[i + 2] = work.data[j + 2]!;
+    rgba[i + 3] = 255;
+  }
+  const canvas = new OffscreenCanvas(work.width, work.height);
+  canvas.getContext("2d")!.putImageData(new ImageData(rgba, work.width, work.height), 0, 0);
+  return canvas.transferToImageBitmap();
+}
+
+async function open(id: number, source: Blob | ImageBitmap): Promise<void> {
+  current = null;
+  const stage = (name: string, done?: number) => scope.postMessage({ id, stage: name, done });
+  stage("decoding");
+  const t0 = performance.now();
+  let bitmap: ImageBitmap;
+  try { // as Pillow: no colour-profile conversion, no premultiplied alpha; EXIF orientation applied (exif_transpose)
+    bitmap = source instanceof ImageBitmap ? source : await createImageBitmap(source,
+      { colorSpaceConversion: "none", premultiplyAlpha: "none", imageOrientation: "from-image" });
+  } catch {
+    throw new Refused("not-image", "not an image this browser can read");
+  }
+  const { width, height } = bitmap;
+  try {
+    if (width < 8 || height < 8) throw new Refused("too-small", `${width}×${height} is too small to hold a face`);
+    if (width * height > MAX_PIXELS) throw new Refused("too-large", `${width}×${height} is larger than 64 megapixels`);
+    const { work, scale } = FacePipeline.workingImageStrips(width, height, strips(bitmap), (done) => stage("decoding", done));
+    const decodeMs = performance.now() - t0;
+    const shown = preview(work);
+    stage("detecting");
+    const pipe = await (pipeline ?? Promise.reject(new Error("face models not loaded")));
+    const t1 = performance.now();
+    const { rects, detector } = await pipe.detectAll(work);
+    current = { work, scale, rects };
+    const area = (r: Rect) => (r.right - r.left + 1) * (r.bottom - r.top + 1);
+    scope.postMessage({ id, result: {
+      width, height, workWidth: work.width, workHeight: work.height, detector, preview: shown,
+      faces: rects.map((r) => ({ box: FacePipeline.inputBox(r, scale), area: area(r) })),
+      ambiguous: rects.length >= 2 && area(rects[1]!) >= SAME_SIZE * area(rects[0]!),
+      decode_ms: decodeMs, detect_ms: performance.now() - t1,
+    } }, [shown]);
+  } finally {
+    bitmap.close();
+  }
+}
+
+async function embed(id: number, face: number): Promise<void> {
+  if (!current) throw new Refused("no-image", "choose a photo or take a picture first");
+  const rect = current.rects[face];
+  if (!rect) throw new Refused("no-face", current.rects.length ? `there is no face ${face}` : "no face found in the image");
+  const pipe = await pipeline!;
+  const r = await pipe.embedAt(current.work, current.scale, rect, (name) => scope.postMessage({ id, stage: name }));
+  scope.postMessage({ id, result: { ...r, box: FacePipeline.inputBox(rect, current.scale), face } });
+}
+
+scope.onmessage = (e: MessageEvent) => {
+  const m = e.data as { op: string; id: number; base?: string; threads?: number; source?: Blob | ImageBitmap; face?: number };
+  if (m.op === "init") {
+    pipeline ??= modelFiles(m.base!).then((files) => FacePipeline.load(files,
+      { wasmPaths: new URL("ort/", m.base!).href, threads: m.threads ?? 1 }));
+    pipeline.then(() => scope.postMessage({ id: m.id, result: true }),
+      (err) => scope.postMessage({ id: m.id, error: { kind: "models", message: String((err as Error).message ?? err) } }));
+    return;
+  }
+  // one job at a time, in order: a photo chosen while another is still being decoded replaces it only after
+  const job = queue.then(() => (m.op === "open" ? open(m.id, m.source!) : embed(m.id, m.face ?? 0)));
+  queue = job.catch(() => undefined);
+  job.catch((err: unknown) => scope.postMessage({ id: m.id, error: {
+    kind: err instanceof Refused ? err.kind : "other", message: String((err as Error).message ?? err) } }));
+};
