@@ -21,7 +21,7 @@ Two more per-backend values sit beside it, because they are scores of their own,
   saturated or random vector falls outside.
 
 Not held here: the 1:N thresholds of a gallery (``scale/default_tau.json``: a cosine chosen for a false-positive
-identification rate over a whole gallery, hence stricter than this 1:1 one — dlib: 0.9619 against 0.9272).
+identification rate over a whole gallery, hence stricter than this 1:1 one — dlib: 0.9557 against 0.9272).
 
 A new backend adds one entry, measured the same way: ``python -m privface.eval.default_tau --verification
 --backend NAME`` (all pairs of the LFW identities held out of every evaluation).
