@@ -5,6 +5,7 @@ import sys
 
 from ..errors import PrivfaceError
 from .common import (
+    EVAL_BACKEND,
     SHARED,
     TAU_HELP,
     backend_args,
@@ -177,6 +178,6 @@ def register(sub) -> None:
                         "directory named by dataset, backend, level, τ, mode and --pairs)")
     s.add_argument("--no-checkpoint", action="store_true", help="im2020: neither resume nor record progress")
     s.add_argument("--yes", action="store_true", help="im2020 secure-comparison: run every pair without --pairs")
-    backend_args(s)
+    backend_args(s, default=EVAL_BACKEND)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)
