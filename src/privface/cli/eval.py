@@ -5,7 +5,7 @@ import sys
 
 from ..errors import PrivfaceError
 from .common import (
-    DLIB,
+    EVAL_BACKEND,
     SHARED,
     TAU_HELP,
     backend_args,
@@ -14,6 +14,7 @@ from .common import (
     gsm_params,
     im2020_params,
     mode_args,
+    per_backend,
     print_result,
 )
 
@@ -161,7 +162,8 @@ def register(sub) -> None:
     s.add_argument("--device", choices=["python", "browser"],
                    help="gsm: the device side in Python (default) or in the browser's TypeScript Device (web/src/gsm, "
                         "run by Node; needs the built web/), each pair checked against the Python Device")
-    s.add_argument("--cos-threshold", type=float, help=f"gsm: cosine threshold T′ (default {DLIB.cosine:g}: {SHARED}, "
+    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: "
+                                                       f"{per_backend(lambda p: f'{p.cosine:g}')}: {SHARED}, "
                                                        "as a cosine); cryptomask: τ (default: the plaintext τ at FPIR "
                                                        "1e-2)")
     s.add_argument("--pairs", type=int,
@@ -181,6 +183,6 @@ def register(sub) -> None:
                         "directory named by dataset, backend, level, τ, mode and --pairs)")
     s.add_argument("--no-checkpoint", action="store_true", help="im2020: neither resume nor record progress")
     s.add_argument("--yes", action="store_true", help="im2020 secure-comparison: run every pair without --pairs")
-    backend_args(s)
+    backend_args(s, default=EVAL_BACKEND)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)

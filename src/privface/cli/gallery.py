@@ -163,7 +163,7 @@ def register(sub) -> None:
     g.add_argument("--tau", type=float, help="the key server's threshold (hers, cryptomask: a cosine; idface: an "
                                              "integer score); default: calibrated for the --backend and setting on "
                                              "held-out LFW identities for a gallery-wide FPIR, so stricter than the "
-                                             "1:1 default of compare and the 1:1 protocols (dlib: cosine 0.9619 vs "
+                                             "1:1 default of compare and the 1:1 protocols (dlib: cosine 0.9557 vs "
                                              "0.9272) (docs: idface, τ default thresholds)")
     g.add_argument("--insecure-test-params", action="store_true",
                    help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")

@@ -4,13 +4,15 @@ from __future__ import annotations
 import os
 
 from ..errors import PrivfaceError
+from ..faces.thresholds import squared_quantized
+from ..templates.quantize import IM2020_SCALE
 from .common import (
-    DLIB,
-    SQUARED_TAU,
+    DEFAULT_BACKEND,
     TAU_HELP,
     gsm_params,
     im2020_params,
     mode_args,
+    per_backend,
 )
 
 
@@ -64,7 +66,7 @@ def _gsm_service_options(a) -> dict:
     from ..faces.registry import make_backend
     from ..templates.fixed_norm import fixed_norm_template
 
-    backend, m, path = make_backend(), options["params"].m, a.capture
+    backend, m, path = make_backend(a.backend), options["params"].m, a.capture
     options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
     return options
 
@@ -75,7 +77,15 @@ def _kolberg_service_options(a) -> dict:
         raise PrivfaceError("--protocol kolberg needs --role db or --role auth")
     if a.role == "db" and not a.auth_url:
         raise PrivfaceError("a kolberg DB server needs --auth-url (the auth server's base URL)")
-    options = {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+    from ..protocols.kolberg.params import KolbergParams, default_thresholds
+
+    scheme = a.scheme or "bfv"
+    try:
+        default_thresholds(a.backend)
+        params = KolbergParams(scheme, backend=a.backend)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+    options = {"role": a.role, "scheme": scheme, "params": params, "auth_url": a.auth_url}
     if a.role == "db":
         from ..service.client import tls_context
 
@@ -316,12 +326,20 @@ def register(sub) -> None:
                                    "serves the browser page at /app/ (`/` leads there): e.g. `privface serve "
                                    "--protocol im2020 --no-auth`, then open http://127.0.0.1:8000/app/. API docs at "
                                    "/docs, liveness at /healthz. Decision thresholds default to the face backend's "
-                                   f"shared one (dlib-resnet128: distance {DLIB.distance:g}, as `privface compare`): "
-                                   f"im2020 τ and kolberg bfv {SQUARED_TAU} (squared distance ×128), kolberg ckks "
-                                   f"{DLIB.distance ** 2:g} (squared distance), gsm T′ {DLIB.cosine:g} (cosine); "
-                                   "kolberg ntru has a Hamming threshold of its own.")
+                                   "shared one (--backend; the distance `privface compare` uses, faces.thresholds): "
+                                   "im2020 τ and kolberg bfv ⌊(t·128)²⌋ (squared distance ×128: "
+                                   + per_backend(lambda p: squared_quantized(p.distance, IM2020_SCALE))
+                                   + "), kolberg ckks t² (squared distance: "
+                                   + per_backend(lambda p: f"{p.distance ** 2:g}")
+                                   + "), gsm T′ (cosine: " + per_backend(lambda p: f"{p.cosine:g}")
+                                   + "); kolberg ntru a Hamming threshold of its own ("
+                                   + per_backend(lambda p: p.ntru) + ").")
     s.add_argument("--protocol", action="append", required=True, metavar="NAME",
                    help="protocol to mount, e.g. im2020 (repeat for several)")
+    s.add_argument("--backend", default=DEFAULT_BACKEND, choices=["dlib-resnet128", "sface"],
+                   help=f"face backend of the templates this server decides on (default {DEFAULT_BACKEND}): its "
+                        "default thresholds (faces.thresholds) are im2020's τ, gsm's T′ and kolberg's; a gsm "
+                        "terminal embeds --capture with it")
     s.add_argument("--db", default="sqlite:///privface.db",
                    help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
     s.add_argument("--host", default="127.0.0.1",

@@ -59,6 +59,7 @@ from .layout import (
     check_tau,
     default_key_store,
     ids_digest,
+    meta_backend,
     new_tau,
     part_key,
     progress_bar,
@@ -286,7 +287,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     ids = source.ids
     wanted = {"version": VERSION, "scheme": settings.scheme, "dim": settings.dim, "beta": settings.beta,
               "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": ids_digest(ids),
-              **settings.transform_meta()}
+              "backend": backend, **settings.transform_meta()}
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         meta_raw = local.get(LOCAL, record_key(name, "meta"))
         if meta_raw is None:
@@ -301,6 +302,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
             local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
         else:
             meta = read_json(meta_raw, "gallery meta")
+            meta = {**meta, "backend": meta_backend(meta)}
             differ = sorted(k for k in wanted if meta.get(k) != wanted[k])
             if differ and meta.get("block_gens") is not None:
                 raise GalleryError("the gallery was changed by `privface gallery add` since it was enrolled: add "
@@ -384,6 +386,7 @@ class Gallery:
             if pk is None:
                 raise GalleryError("the gallery's public key is missing")
             self.settings = _meta_settings(self.meta)
+            self.backend = meta_backend(self.meta)
             self.pk_bytes = pk
             self.public_context = _load_public(self.settings, pk)
             if any(self.meta.get(k) != v for k, v in self.settings.public_meta(self.public_context).items()):

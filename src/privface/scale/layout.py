@@ -151,3 +151,23 @@ def progress_bar(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, unit="tpl", desc="enrol", file=sys.stderr, disable=None)
+
+
+LEGACY_BACKEND = "dlib-resnet128"
+"""The face backend of a gallery whose meta has no ``backend`` (made before galleries recorded it)."""
+
+
+def meta_backend(meta: dict) -> str:
+    """The face backend a gallery's templates come from (its meta's ``backend``; ``LEGACY_BACKEND`` if absent)."""
+    backend = meta.get("backend", LEGACY_BACKEND)
+    if not isinstance(backend, str) or not backend:
+        raise GalleryError("gallery meta is damaged (backend)")
+    return backend
+
+
+def check_backend(meta: dict, backend: str) -> None:
+    """GalleryError unless probes of ``backend`` may be compared with the gallery's templates (one backend)."""
+    held = meta_backend(meta)
+    if backend != held:
+        raise GalleryError(f"the gallery holds {held} templates; this face was embedded with {backend}: "
+                           f"embed it with --backend {held} (templates of two face models never compare)")
