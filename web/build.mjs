@@ -8,7 +8,7 @@ mkdirSync(out, { recursive: true });
 const common = { bundle: true, format: "esm", target: "es2022", logLevel: "warning" };
 const page = { ...common, entryPoints: ["src/app/main.ts"], platform: "browser", minify: true };
 const jobs = [
-  build({ ...common, entryPoints: ["test/driver.ts", "test/browser.ts"], outdir: "dist-test", outExtension: { ".js": ".mjs" },
+  build({ ...common, entryPoints: ["test/driver.ts", "test/browser.ts", "test/gsmDriver.ts"], outdir: "dist-test", outExtension: { ".js": ".mjs" },
     platform: "node", external: ["playwright-core"], banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" } }),
   // TEST FIXTURE bundle: the page with src/app/face.ts (the face pipeline) replaced by test/faceFixture.ts (tests only).
   build({ ...page, outfile: "dist-test/app-fixture.js", plugins: [{
@@ -19,6 +19,14 @@ const jobs = [
   }] }),
 ];
 jobs.push(build({ ...common, entryPoints: ["src/crypto/worker.ts"], outfile: out + "worker.js", platform: "browser", minify: true }));
+// the installable app (issue 39): the service worker, named after this build, and its registration
+const buildId = Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+jobs.push(build({ ...common, entryPoints: ["src/app/sw.ts"], outfile: out + "sw.js", platform: "browser", minify: true,
+  define: { __BUILD__: JSON.stringify(buildId) } }));
+jobs.push(build({ ...common, entryPoints: ["src/app/pwa.ts"], outfile: out + "pwa.js", platform: "browser", minify: true }));
+// gsm's Device (issue 39): the page module and its key generation worker
+jobs.push(build({ ...common, entryPoints: ["src/app/gsm.ts"], outfile: out + "gsm.js", platform: "browser", minify: true }));
+jobs.push(build({ ...common, entryPoints: ["src/gsm/keygenWorker.ts"], outfile: out + "gsm-keygen.js", platform: "browser", minify: true }));
 if (existsSync("src/face/index.ts")) {
   jobs.push(build({ ...page, outfile: out + "app.js" }));
   // the face pipeline's Web Worker (src/app/faceWorker.ts): decoding, resizing, detection and embedding off the page

@@ -129,13 +129,32 @@ def compare(known, candidate, tolerance: float | None = None) -> Any:
 def enrol(gallery_url: str, templates, scheme: str, **options) -> Any:
     """Encrypt templates into a persisted gallery (resumable, block-atomic) and return its EnrolReport.
 
-    templates: image files or folders (embedded with the default backend; id = file stem) or ``.npy`` files of
-    embeddings (ids ``<stem>.<row>``). scheme: "hers", "idface-ckks", "idface-paillier" or "cryptomask".
-    options: as ``privface gallery enrol`` (key_store_url, tau, centring, lift, name, …)."""
-    from . import scale
+    templates: image files or folders (embedded with the default backend; id = file stem), ``.npy`` files of
+    embeddings (ids ``<stem>.<row>``), or a dict {id: [photos]}: several photos per identity, fused into one
+    template (the normalised mean of their unit embeddings; ``report.photos`` lists per identity the photos used
+    and those refused — no face, two faces of about the same size, not an image).
+    scheme: "hers", "idface-ckks", "idface-paillier" or "cryptomask".
+    options: as ``privface gallery enrol`` (key_store_url, tau, beta, centring, lift, name, …), with its defaults:
+    idface centred with the shipped mean and, for d = 128, lifted to D = 2048 (``lift=0``: no lift)."""
+    from pathlib import Path
 
-    paths = [templates] if isinstance(templates, str) or hasattr(templates, "__fspath__") else list(templates)
-    return scale.enrol(gallery_url, scale.open_source([str(p) for p in paths], _backend), scheme, **options)
+    from . import scale
+    from .scale.gallery import deployment_defaults
+    from .scale.sources import FusedImageSource
+
+    if isinstance(templates, dict):
+        source = FusedImageSource({str(i): [Path(p) for p in ([ps] if isinstance(ps, (str, Path)) else ps)]
+                                   for i, ps in templates.items()}, _backend())
+    else:
+        paths = [templates] if isinstance(templates, str) or hasattr(templates, "__fspath__") else list(templates)
+        source = scale.open_source([str(p) for p in paths], _backend)
+    if scheme != "cryptomask":
+        centring, lift = deployment_defaults(scheme, source.dim, options.pop("centring", None),
+                                             options.pop("lift", None))
+        options.update(centring=centring, lift=lift)
+    report = scale.enrol(gallery_url, source, scheme, **options)
+    report.photos = getattr(source, "report", None)
+    return report
 
 
 def identify(embedding, gallery_url: str, **options) -> dict:

@@ -68,3 +68,12 @@ class SubjectExistsError(ProtocolError):
 
 class CheckpointError(PrivfaceError):
     """An evaluation checkpoint file belongs to other settings or is damaged beyond its last line."""
+
+
+class UnavailableError(PrivfaceError):
+    """A part of the service is down for a while (e.g. a gallery shard restarting after its node was lost):
+    nothing was answered, retry after ``retry_after`` seconds (HTTP 503 with Retry-After)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, int(-(-retry_after // 1)))  # whole seconds, as Retry-After wants

@@ -44,3 +44,45 @@ def test_bench_identify_refuses_unknown_or_repeated_schemes():
     for bad in ("cryptomask,rsa", "hers,hers", "", "hers,"):
         with pytest.raises(PrivfaceError):
             parse_schemes(bad)
+
+
+def test_cli_bench_identify_ray_shards_beside_in_process(tmp_path):
+    """`--ray local --shards 1,2` (issue 38): the in-process row, then one row per shard count, each with the
+    per-shard load time, resident bytes and IP_DB time, a bit-identical IP_DB message and the same answer. In a child
+    process: Ray's gRPC threads must not stay in the test process (tests/scale/test_gallery.py)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), str(root)]))
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "bench", "identify", "--scheme", "hers", "--n", "3000",
+                        "--dim", "64", "--ray", "local", "--shards", "1,2", "--repeat", "1", "--insecure-test-params",
+                        "--json"], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(r.stdout)
+    assert [(row["mode"], row["shards"]) for row in rows] == [("in-process", 0), ("ray", 1), ("ray", 2)]
+    assert rows[0]["answer_equals_plaintext"] is True and rows[0]["blocks"] == 3
+    for row in rows[1:]:
+        assert row["answer_equals_in_process"] is True and row["resident_bytes"] == rows[0]["resident_bytes"]
+        assert [s["blocks"] for s in row["per_shard"]] == ([3] if row["shards"] == 1 else [2, 1])
+        assert all(s["load_s"] > 0 and s["ip_db_s"] > 0 and s["resident_bytes"] > 0 for s in row["per_shard"])
+        assert row["fanout_overhead_s"] >= 0 or abs(row["fanout_overhead_s"]) < 0.05
+
+
+def test_bench_identify_ray_needs_hers_and_shards(capsys):
+    from privface.bench.sharded import parse_shards
+    from privface.cli import main
+    from privface.errors import PrivfaceError
+
+    assert parse_shards("1,2") == [1, 2]
+    for bad in ("0", "1,1", "", "a"):
+        with pytest.raises(PrivfaceError):
+            parse_shards(bad)
+    for args in (["--scheme", "idface-ckks", "--ray", "local", "--shards", "2"],
+                 ["--scheme", "hers", "--ray", "local"]):
+        assert main(["bench", "identify", *args, "--n", "10", "--insecure-test-params"]) != 0
+        assert "--ray and --shards go together" in capsys.readouterr().err

@@ -45,13 +45,22 @@ def test_squared_quantized_accepts_exactly_the_seds_within_the_distance(sed):
     assert (sed <= squared_quantized(t, IM2020_SCALE)) == (sed <= (t * IM2020_SCALE) ** 2)
 
 
-def test_help_states_the_shared_default():
-    assert f"{DLIB.distance:g}" in " ".join(run("compare", "--help").stdout.split())
-    serve = " ".join(run("serve", "--help").stdout.split())
-    assert f"default {DEFAULT_TAU} = ⌊({DLIB.distance:g}·128)²⌋" in serve
-    assert f"kolberg ckks {KolbergParams('ckks').tau:g}" in serve and f"gsm T′ {DLIB.cosine:g}" in serve
-    assert f"default {DEFAULT_TAU}" in " ".join(run("eval", "--help").stdout.split())
-    assert f"default {DLIB.cosine:g}" in " ".join(run("eval", "--help").stdout.split())
+def flat(text: str) -> str:
+    """--help as one line (argparse wraps lines at spaces and after hyphens)."""
+    return " ".join(text.split()).replace("- ", "-")
+
+
+@pytest.mark.parametrize("backend", sorted(DEFAULT_THRESHOLDS))
+def test_help_states_each_backends_default(backend):
+    p = DEFAULT_THRESHOLDS[backend]
+    tau = squared_quantized(p.distance, IM2020_SCALE)
+    assert f"{backend} {p.distance:g}" in flat(run("compare", "--help").stdout)
+    serve = flat(run("serve", "--help").stdout)
+    assert f"{backend} {tau} = ⌊({p.distance:g}·128)²⌋" in serve
+    assert f"{backend} {KolbergParams('ckks', backend=backend).tau:g}" in serve
+    assert f"{backend} {p.cosine:g}" in serve and f"{backend} {p.ntru}" in serve
+    ev = flat(run("eval", "--help").stdout)
+    assert f"{backend} {tau} = " in ev and f"{backend} {p.cosine:g}" in ev
 
 
 def test_compare_uses_the_default(tmp_path):
@@ -86,3 +95,31 @@ def test_eval_reports_the_default(tmp_path):
     out = at_default_threshold("dlib-resnet128", d, genuine)
     assert out == {"default_threshold": DLIB.distance, "far_at_default": 0.5, "frr_at_default": round(1 / 3, 6)}
     assert at_default_threshold("pca", d, genuine)["default_threshold"] is None
+
+
+@pytest.mark.parametrize("backend", sorted(DEFAULT_THRESHOLDS))
+def test_the_cli_takes_the_protocol_defaults_of_its_backend(backend):
+    """im2020 τ, gsm T′ (eval, serve) and a kolberg server's thresholds are the --backend's, not dlib's."""
+    from argparse import Namespace
+
+    from privface.cli.common import gsm_params, im2020_params
+    from privface.cli.serve import _kolberg_service_options
+    from privface.protocols.im2020.params import default_tau
+
+    p = DEFAULT_THRESHOLDS[backend]
+    a = Namespace(backend=backend, tau=None, cos_threshold=None, insecure_test_params=True, security_bits=None)
+    assert im2020_params(a).tau == default_tau(backend) == squared_quantized(p.distance, IM2020_SCALE)
+    assert gsm_params(a).cos_threshold == p.cosine
+    k = Namespace(backend=backend, role="auth", scheme="ntru", auth_url=None)
+    assert _kolberg_service_options(k)["params"].tau == p.ntru
+
+
+def test_a_backend_without_defaults_needs_explicit_thresholds():
+    from argparse import Namespace
+
+    from privface.cli.common import im2020_params
+    from privface.errors import PrivfaceError
+
+    with pytest.raises(PrivfaceError, match="no default threshold for face backend 'pca'"):
+        im2020_params(Namespace(backend="pca", tau=None, insecure_test_params=True))
+    assert im2020_params(Namespace(backend="pca", tau=5000, insecure_test_params=True)).tau == 5000

@@ -269,3 +269,38 @@ def test_postgres_gallery_resumes(tmp_path, small_parts):
     rep = enrol(PG_URL, src, "hers", key_store_url=keys, tau=0.5, insecure_test_params=True, name=name)
     assert (rep.blocks_encrypted, rep.blocks_skipped) == (1, 2)
     assert identify(x[2050], PG_URL, key_store_url=keys, name=name)["id"] == "emb.2050"
+
+
+def test_the_gallery_records_its_backend_and_refuses_another(tmp_path):
+    """Issue 36: a gallery records the face backend of its templates; a probe of another backend is refused, and
+    resuming with another backend too; a gallery made before the record reads as dlib-resnet128."""
+    import subprocess
+    import sys
+
+    from privface import demo_data
+    from privface.scale.layout import LOCAL, check_backend, record_key
+    from privface.store import open_store
+
+    x, url = _unit(20, 128, 5), f"sqlite:///{tmp_path}/g.db"
+    src = NpySource([_npy(tmp_path, x)])
+    enrol(url, src, "hers", tau=0.5, insecure_test_params=True, backend="sface")
+    g = Gallery(url)
+    assert g.backend == "sface" and g.meta["backend"] == "sface"
+    check_backend(g.meta, "sface")
+    with pytest.raises(GalleryError, match="holds sface templates; this face was embedded with dlib-resnet128"):
+        check_backend(g.meta, "dlib-resnet128")
+    with pytest.raises(GalleryError, match="backend"):
+        enrol(url, src, "hers", tau=0.5, insecure_test_params=True, backend="dlib-resnet128")
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "identify", "--gallery", url,
+                        str(demo_data.enrolled_photo()), "--backend", "dlib-resnet128"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "holds sface templates" in r.stderr
+
+    with open_store(url) as local:  # a gallery from before issue 36: no backend in its meta
+        meta = json.loads(local.get(LOCAL, record_key("default", "meta")))
+        del meta["backend"]
+        local.put(LOCAL, record_key("default", "meta"), json.dumps(meta).encode())
+    assert Gallery(url).backend == "dlib-resnet128"
+    with pytest.raises(GalleryError, match="backend"):
+        enrol(url, src, "hers", tau=0.5, insecure_test_params=True, backend="sface")
+    assert enrol(url, src, "hers", tau=0.5, insecure_test_params=True).n == 20

@@ -11,14 +11,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "web" / "dist-test" / "driver.mjs"
+GSM_DRIVER = ROOT / "web" / "dist-test" / "gsmDriver.mjs"
 
 
 class NodeDriver:
-    def __init__(self) -> None:
+    def __init__(self, path: Path = DRIVER) -> None:
         node = shutil.which("node")
-        if node is None or not DRIVER.is_file():
+        if node is None or not path.is_file():
             pytest.skip("node or the built web test driver is missing (run make install)")
-        self.proc = subprocess.Popen([node, str(DRIVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([node, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self, **request) -> dict:
         assert self.proc.stdin and self.proc.stdout

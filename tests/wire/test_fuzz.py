@@ -53,11 +53,13 @@ def test_committed_seed_corpus_covers_every_message_type():
             names.add(decode(f.read_bytes())[0])
         except Exception:  # the mutated seeds
             pass
-    # every message but the client's key file and the store records (they hold keys), the §VII trusted party's
+    # every message but the clients' key files (im2020, gsm) and the store records (they hold keys), the §VII
+    # trusted party's
     # messages (no service role serves them) and the garbled-circuit challenges and ident's public context (over
     # the corpus' 40 kB cap, as cryptomask's query rows and gallery info (pk); the services target records them
     # at start-up)
-    skip = ("im2020.TP", "im2020.ClientKey", "kolberg.AuthKeyRecord", "kolberg.StoredReference", "gsm.CompareChallenge",
+    skip = ("im2020.TP", "im2020.ClientKey", "gsm.DeviceKey",
+            "kolberg.AuthKeyRecord", "kolberg.StoredReference", "gsm.CompareChallenge",
             "im2020.CompareChallenge", "ident.Attach", "cryptomask.Query", "cryptomask.GalleryInfo")
     missing = {m["name"] for m in SCHEMA["messages"]} - names - {
         m["name"] for m in SCHEMA["messages"] if m["name"].startswith(skip)}
@@ -139,7 +141,9 @@ def test_openapi_describes_every_step_of_every_role(tmp_path):
     assert finish["parameters"][0]["name"] == "X-Privface-Session"
     cap = im.max_body.get("auth/start", DEFAULT_MAX_BODY)  # the step's own cap (service/limits.py) when it declares one
     assert start["requestBody"]["content"]["application/octet-stream"]["schema"]["maxLength"] == cap
-    assert set(start["responses"]["200"]["links"]) == {"im2020_auth_finish"}
+    assert set(start["responses"]["200"]["links"]) == {"im2020_auth_finish"}  # basic mode: no auth/compare
+    assert set(paths["/v1/im2020/revoke/start"]["post"]["responses"]["200"]["links"]) == {"im2020_revoke_finish"}
+    assert "links" not in paths["/v1/im2020/enrol"]["post"]["responses"]["200"]
     decide = paths["/v1/kolberg/auth/decide"]["post"]
     body = decide["requestBody"]["content"]["application/octet-stream"]
     assert body["schema"]["maxLength"] == AUTH_LIMITS["auth/decide"]

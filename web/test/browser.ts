@@ -29,7 +29,9 @@ type Step =
   | { do: "longtasks" }
   | { do: "parity"; bundle: string; paths: string[]; names: string[] }
   | { do: "open"; path: string; wait: string }
-  | { do: "eval"; js: string };
+  | { do: "eval"; js: string }
+  | { do: "installability" }
+  | { do: "offline_reload"; wait: string };
 
 interface Job {
   url: string;
@@ -74,7 +76,9 @@ async function main(): Promise<void> {
   const browser = await chromium.launch({ executablePath: job.chromium, headless: true, args });
   const out: Record<string, unknown>[] = [];
   try {
-    const context = await browser.newContext({ viewport: job.viewport ?? { width: 1280, height: 900 }, acceptDownloads: true });
+    // a fixture build is swapped in by page.route, which a service worker's own fetches would bypass: none then
+    const context = await browser.newContext({ viewport: job.viewport ?? { width: 1280, height: 900 }, acceptDownloads: true,
+      serviceWorkers: job.fixture ? "block" : "allow" });
     if (job.camera && !job.deny_camera) await context.grantPermissions(["camera"], { origin: new URL(job.url).origin });
     if (job.longtasks) {
       await context.addInitScript(() => {
@@ -233,6 +237,24 @@ async function main(): Promise<void> {
           const h = resp?.headers() ?? {};
           res = { http: resp?.status(), csp: h["content-security-policy"] ?? null, xfo: h["x-frame-options"] ?? null,
             text: await page.textContent("body") };
+          break;
+        }
+        case "installability": { // Chromium's own check of the manifest and service worker (the install prompt's)
+          await page.waitForFunction(() => navigator.serviceWorker?.controller !== null, null, { timeout });
+          const cdp = await page.context().newCDPSession(page);
+          const r = (await cdp.send("Page.getInstallabilityErrors")) as { installabilityErrors: unknown[] };
+          const m = (await cdp.send("Page.getAppManifest")) as { url: string; errors: unknown[] };
+          res = { errors: r.installabilityErrors, manifest: m.url, manifest_errors: m.errors };
+          break;
+        }
+        case "offline_reload": { // the network goes away, the page is opened again (the service worker serves it)
+          await page.context().setOffline(true);
+          const resp = await page.reload({ waitUntil: "load" });
+          await page.waitForSelector(step.wait, { timeout });
+          await page.waitForFunction(() => document.getElementById("status")?.textContent !== "Loading…", null, { timeout });
+          res = { http: resp?.status(), from_sw: resp?.fromServiceWorker() ?? null, status: await page.textContent("#status"),
+            keys: await page.textContent("#keys") };
+          await page.context().setOffline(false);
           break;
         }
         case "eval": // an expression evaluated in the page (awaited if a promise); its JSON value

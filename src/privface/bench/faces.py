@@ -27,13 +27,14 @@ def bench_faces(spec: dict, *, dataset: str = "orl", images: int = 40, repeat: i
     """Median milliseconds per image for decode + detect + align + embed (the whole face pipeline).
 
     Each image is processed `repeat` times after one warm-up pass; the median over all timings is
-    reported, with the detection and embedding shares measured separately on the same images.
+    reported, with the detection share measured separately on the same images; for the ONNX backends
+    (`sface`, `onnx`) also landmarks + ArcFace alignment and the embedding network alone.
     """
     backend = make_backend(**spec)
     name, imgs = _images(dataset, images, data_root)
     rgbs = [load_rgb(i) for i in imgs]
     backend.faces_rgb(rgbs[0])  # warm-up: loads the models
-    total, detect, undetected = [], [], 0
+    total, detect, align, embed, undetected = [], [], [], [], 0
     for img in imgs:
         for _ in range(repeat):
             t = time.perf_counter()
@@ -44,13 +45,33 @@ def bench_faces(spec: dict, *, dataset: str = "orl", images: int = 40, repeat: i
         if det is not None:
             t = time.perf_counter()
             work, scale = det.working_image(load_rgb(img))
-            det.detect(work, scale)
+            dets = det.detect(work, scale)
             detect.append((time.perf_counter() - t) * 1000)
+            if dets and hasattr(backend, "embed_chips"):
+                align_ms, embed_ms = _onnx_stages(backend, load_rgb(img), work, scale, dets[0])
+                align.append(align_ms)
+                embed.append(embed_ms)
     out = {"backend": backend.name, "dataset": name, "images": len(imgs), "repeat": repeat,
            "median_ms_per_image": round(statistics.median(total), 2),
            "p90_ms_per_image": round(float(np.percentile(total, 90)), 2)}
     if detect:
         out["median_ms_detect"] = round(statistics.median(detect), 2)
+    if align:
+        out["median_ms_align"] = round(statistics.median(align), 2)
+        out["median_ms_embed"] = round(statistics.median(embed), 2)
     out["undetected"] = undetected
     out["options"] = backend.options()
     return out
+
+
+def _onnx_stages(backend, rgb, work, scale, detection) -> tuple[float, float]:
+    """Milliseconds for 68 landmarks + the five-point ArcFace alignment, and for the network on that chip."""
+    from ..faces.detect import shape_to_array
+    from ..faces.onnx_backend import align, arcface_points
+
+    t = time.perf_counter()
+    marks = shape_to_array(backend.detector.landmarks68(work, detection), scale)
+    chip = align(rgb, arcface_points(marks))
+    t1 = time.perf_counter()
+    backend.embed_chips(chip[None])
+    return (t1 - t) * 1000, (time.perf_counter() - t1) * 1000

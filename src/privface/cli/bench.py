@@ -149,6 +149,16 @@ def _identify(a) -> int:
     from ..bench import identify as bench_identify
 
     schemes = bench_identify.parse_schemes(a.scheme or "idface-ckks")
+    if a.ray or a.shards:  # issue 38: resident Ray shards beside the in-process local server
+        from ..bench import sharded
+
+        if schemes != ["hers"] or not (a.ray and a.shards):
+            raise PrivfaceError("--ray and --shards go together, with --scheme hers")
+        rows = sharded.bench_sharded(a.n, a.dim or 512, sharded.parse_shards(a.shards),
+                                     address="auto" if a.ray == "local" else a.ray, repeat=a.repeat or 5,
+                                     insecure_test_params=a.insecure_test_params)
+        print(json.dumps(rows) if a.json else bench_identify.format_table(rows))
+        return 0
     options = dict(beta=a.beta, repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
                    seal_adds=a.seal_adds, threads=a.threads)
     if len(schemes) == 1:  # one object, in this process
@@ -162,11 +172,27 @@ def _identify(a) -> int:
 def _web(a) -> int:
     from ..bench import web as bench_web
 
+    if a.protocol == "gsm":
+        from ..bench.gsm_web import bench_gsm_web
+
+        out = bench_gsm_web(runs=a.repeat or 10, ell=a.ell or 128, m=a.m or 16,
+                            insecure_test_params=bool(getattr(a, "insecure_test_params", False)))
+        print_result(out, a.json)
+        return 0
     if a.parity:
         out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None)
     else:
         out = bench_web.bench_web(runs=a.repeat or 10, security_bits=a.security_bits or 112, arith=a.arith,
                                   workers=a.workers, face_threads=a.face_threads)
+    print_result(out, a.json)
+    return 0
+
+
+def _gallery(a) -> int:
+    from ..bench.gallery import bench_gallery
+
+    out = bench_gallery(a.scheme or "hers", a.n, a.dim or 128, repeat=a.repeat or 3,
+                        insecure_test_params=a.insecure_test_params, progress=not a.json)
     print_result(out, a.json)
     return 0
 
@@ -183,6 +209,7 @@ BENCHES = {
     "kolberg": _kolberg,
     "kolberg-unlinkability": _kolberg_unlinkability,
     "identify": _identify,
+    "gallery": _gallery,
     "load": _load,
     "web": _web,
 }
@@ -207,11 +234,16 @@ def register(sub) -> None:
                    "identify: template dimension d (idface: 128, 512, or a lift dimension 1024 / 2048; default 512)")
     s.add_argument("--subjects", type=int, default=100,
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
-    s.add_argument("--n", type=int, default=1 << 13, help="identify: gallery size N (synthetic unit vectors)")
+    s.add_argument("--n", type=int, default=1 << 13, help="identify, gallery: gallery size N (synthetic unit vectors; "
+                                                          "gallery: add, remove and update on a persisted gallery)")
     s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
     s.add_argument("--threads", type=int,
                    help="identify: threads for BLAS, the crypto core and the native core (default: one per core; "
                         "1: the papers' single-threaded setting)")
+    s.add_argument("--ray", metavar="local|ADDRESS",
+                   help="identify --scheme hers: also run the gallery as resident Ray shards (a local Ray, or the "
+                        "cluster at ADDRESS) beside the in-process local server; needs --shards")
+    s.add_argument("--shards", metavar="K,…", help="identify --ray: shard counts to run, e.g. 1,2")
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
@@ -220,7 +252,7 @@ def register(sub) -> None:
     s.add_argument("--paillier-bits", type=int, default=3072,
                    help="gsm: Paillier modulus bits (default 3072 as seed 004 §9; 2048 is the 112-bit minimum)")
     s.add_argument("--no-pi3", action="store_true", help="gsm: skip Π3 (its garbled circuit)")
-    s.add_argument("--protocol", help="load: the protocol served (im2020)")
+    s.add_argument("--protocol", help="load: the protocol served (im2020); web: gsm runs the gsm Device in the page")
     s.add_argument("--concurrency", type=int, default=50, help="load: clients authenticating at once (default 50)")
     s.add_argument("--seconds", type=float, default=60.0, help="load: how long (default 60)")
     s.add_argument("--identities", type=int, default=None,

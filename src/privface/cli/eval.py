@@ -5,7 +5,7 @@ import sys
 
 from ..errors import PrivfaceError
 from .common import (
-    DLIB,
+    EVAL_BACKEND,
     SHARED,
     TAU_HELP,
     backend_args,
@@ -14,6 +14,7 @@ from .common import (
     gsm_params,
     im2020_params,
     mode_args,
+    per_backend,
     print_result,
 )
 
@@ -66,13 +67,15 @@ def _eval_pairs(a) -> int:
         raise PrivfaceError("--scheme paillier applies to --protocol idface only")
     if a.protocol != "im2020" and (a.mode != "basic" or a.checkpoint):
         raise PrivfaceError("--mode and --checkpoint apply to --protocol im2020 only")
-    if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None):
-        raise PrivfaceError("--variant, --cos-threshold and --m apply to --protocol gsm only")
+    if a.protocol != "gsm" and (a.variant or a.cos_threshold is not None or a.m is not None or a.device):
+        raise PrivfaceError("--variant, --cos-threshold, --m and --device apply to --protocol gsm only")
+    if a.device == "browser" and (a.variant or "pi1") == "pi1":
+        raise PrivfaceError("--device browser runs --variant pi2 or pi3")
     ds = load(a.dataset, a.data_root)
     checkpoint = None if a.no_checkpoint else (a.checkpoint or "auto")
     out = evaluate(ds, backend_spec(a), protocol=a.protocol, cache=not a.no_cache, workers=a.workers,
                    progress=not a.json, report=a.report, pairs=a.pairs, protocol_params=params,
-                   checkpoint=checkpoint, variant=a.variant or "pi1")
+                   checkpoint=checkpoint, variant=a.variant or "pi1", device=a.device or "python")
     print_result(out, a.json)
     return 0
 
@@ -156,7 +159,11 @@ def register(sub) -> None:
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")
-    s.add_argument("--cos-threshold", type=float, help=f"gsm: cosine threshold T′ (default {DLIB.cosine:g}: {SHARED}, "
+    s.add_argument("--device", choices=["python", "browser"],
+                   help="gsm: the device side in Python (default) or in the browser's TypeScript Device (web/src/gsm, "
+                        "run by Node; needs the built web/), each pair checked against the Python Device")
+    s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: "
+                                                       f"{per_backend(lambda p: f'{p.cosine:g}')}: {SHARED}, "
                                                        "as a cosine); cryptomask: τ (default: the plaintext τ at FPIR "
                                                        "1e-2)")
     s.add_argument("--pairs", type=int,
@@ -176,6 +183,6 @@ def register(sub) -> None:
                         "directory named by dataset, backend, level, τ, mode and --pairs)")
     s.add_argument("--no-checkpoint", action="store_true", help="im2020: neither resume nor record progress")
     s.add_argument("--yes", action="store_true", help="im2020 secure-comparison: run every pair without --pairs")
-    backend_args(s)
+    backend_args(s, default=EVAL_BACKEND)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_eval)

@@ -5,11 +5,11 @@ import json
 
 from ..errors import PrivfaceError
 from .common import (
-    DLIB,
     backend_args,
     backend_spec,
     face_args,
     one_face,
+    per_backend,
     print_result,
 )
 
@@ -104,7 +104,8 @@ def register(sub) -> None:
     s.add_argument("image_a")
     s.add_argument("image_b")
     s.add_argument("--threshold", type=float,
-                   help=f"decision threshold on distance (default: the backend's; dlib-resnet128: {DLIB.distance:g}, "
+                   help="decision threshold on distance (default: the backend's; "
+                        f"{per_backend(lambda p: f'{p.distance:g}')}, "
                         "the default every protocol derives its own from — im2020 τ, kolberg, gsm T′ — chosen for "
                         f"a false-accept rate of 1e-3 on held-out LFW; dlib's published 0.6 accepts 1e-2)")
     backend_args(s)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import PrivfaceError
 from .common import (
     backend_args,
     backend_spec,
@@ -16,28 +17,132 @@ GALLERY_SCHEMES += ("cryptomask",)  # seed 001: 1-bit answer (scale.cryptomask_g
 
 def cmd_gallery_enrol(a) -> int:
     from ..faces.registry import make_backend
-    from ..scale import enrol, open_source
+    from ..scale import enrol
+    from ..scale.gallery import cost_note, deployment_defaults
 
     if a.insecure_test_params:
         print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
               file=sys.stderr)
-    source = open_source(a.inputs, lambda: make_backend(**backend_spec(a)))
+    source = _source(a, lambda: make_backend(**backend_spec(a)))
     centring, lift = a.centring, a.lift
-    if a.scheme.startswith("idface"):  # the eval's defaults: centred and, for d = 128, lifted (accuracy: docs)
-        from ..eval.identify_eval import DEFAULT_LIFT
-
-        centring = centring or "shipped"
-        lift = DEFAULT_LIFT.get(source.dim, 0) if lift is None else lift
+    if a.scheme != "cryptomask":  # idface: centred and, for d = 128, lifted (accuracy: docs)
+        centring, lift = deployment_defaults(a.scheme, source.dim, centring, lift)
     report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
                    insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name,
                    centring=centring or "none", backend=backend_spec(a).get("name", "dlib-resnet128"),
                    lift=lift or None)
-    print_result(report.to_dict(), a.json)
+    note = cost_note(report) if hasattr(report, "lift") else None
+    if note:
+        print(f"privface: {note}", file=sys.stderr)
+    report.photos = getattr(source, "report", None)
+    out = report.to_dict()
+    photos = out.pop("photos")
+    if a.json and photos is not None:
+        out["photos"] = photos
+    print_result(out, a.json)
+    if not a.json and photos:
+        _print_photos(photos)
     return 0
 
 
+def _source(a, backend_factory):
+    """The enrolment's templates: ``.npy`` rows or one photo per identity (``open_source``), or several photos per
+    identity fused into one template (``--fuse`` folders, ``--photo ID=PATH``)."""
+    from ..scale.sources import FusedImageSource, identity_folders, open_source, photo_pairs
+
+    if a.photo and (a.inputs or a.fuse):
+        raise PrivfaceError("give --photo ID=PATH pairs or input folders, not both")
+    if a.photo:
+        return FusedImageSource(photo_pairs(a.photo), backend_factory())
+    if not a.inputs:
+        raise PrivfaceError("give inputs (.npy files, images, folders) or --photo ID=PATH")
+    if a.fuse:
+        return FusedImageSource(identity_folders(a.inputs), backend_factory())
+    return open_source(a.inputs, backend_factory)
+
+
+def _print_photos(photos: dict) -> None:
+    """Per identity: photos used, and each refused one with the reason."""
+    width = max(len(i) for i in photos)
+    for ident, r in photos.items():
+        print(f"{ident:<{width}}  {r['used']} used" + (f", {len(r['refused'])} refused" if r["refused"] else ""))
+        for f in r["refused"]:
+            print(f"{'':<{width}}    refused {f['photo']}: {f['reason']}")
+
+
+def cmd_gallery_info(a) -> int:
+    from ..scale.lifecycle import info
+
+    print_result(info(a.gallery, a.name, a.key_store), a.json)
+    return 0
+
+
+def cmd_gallery_list(a) -> int:
+    import json
+
+    from ..scale.lifecycle import list_ids
+
+    ids = list_ids(a.gallery, a.name)
+    print(json.dumps(ids) if a.json else "\n".join(ids))
+    return 0
+
+
+def cmd_gallery_remove(a) -> int:
+    from ..scale.lifecycle import withdraw
+
+    report = withdraw(a.gallery, a.ids, a.name)
+    print("privface: withdrawn from the answers, NOT erased: the packed block ciphertexts still hold the "
+          "template(s); docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+    print_result(report, a.json)
+    return 0
+
+
+def cmd_gallery_add(a, replace: bool = False) -> int:
+    from ..faces.registry import make_backend
+    from ..scale.lifecycle import add, update
+
+    source = _source(a, lambda: make_backend(**backend_spec(a)))
+    report = update(a.gallery, source, a.name) if replace else add(a.gallery, source, a.name,
+                                                                   key_store_url=a.key_store, progress=not a.json)
+    if replace:
+        print("privface: the old templates are withdrawn from the answers, NOT erased: the packed block ciphertexts "
+              "still hold them; docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+    report["photos"] = getattr(source, "report", None)
+    photos = report.pop("photos")
+    if a.json and photos is not None:
+        report["photos"] = photos
+    print_result(report, a.json)
+    if not a.json and photos:
+        _print_photos(photos)
+    return 0
+
+
+def cmd_gallery_update(a) -> int:
+    return cmd_gallery_add(a, replace=True)
+
+
+def _input_args(p) -> None:
+    p.add_argument("inputs", nargs="*", help=".npy embedding files (ids <stem>.<row>) or images / directories "
+                                             "(ids: file stems); with --fuse, folders of photos, one per identity")
+    p.add_argument("--fuse", action="store_true",
+                   help="several photos per identity: each input folder is one identity (id = folder name; a folder "
+                        "of folders: one identity per subfolder), its photos fused into one template (normalised "
+                        "mean of the unit embeddings); photos without a usable face are refused and listed")
+    p.add_argument("--photo", action="append", metavar="ID=PATH",
+                   help="a photo of identity ID (repeat: several photos of one identity are fused as with --fuse)")
+
+
+def _store_args(p, key_store: bool = False) -> None:
+    p.add_argument("--gallery", required=True, help="store URL of S_local's encrypted blocks, e.g. sqlite:///g.db")
+    if key_store:
+        p.add_argument("--key-store", help="store URL of S_key's secret key (for τ; default for sqlite:///g.db: "
+                                           "sqlite:///g.keys.db)")
+    p.add_argument("--name", default="default", help="the gallery's name in the store")
+    p.add_argument("--json", action="store_true")
+
+
 def register(sub) -> None:
-    """gallery enrol."""
+    """gallery enrol | info | list | remove."""
     s = sub.add_parser("gallery", help="encrypted 1:N galleries (hers, idface-ckks, idface-paillier; seed 003; "
                                        "cryptomask: seed 001)")
     gsub = s.add_subparsers(dest="gallery_cmd", required=True)
@@ -58,13 +163,37 @@ def register(sub) -> None:
     g.add_argument("--tau", type=float, help="the key server's threshold (hers, cryptomask: a cosine; idface: an "
                                              "integer score); default: calibrated for the --backend and setting on "
                                              "held-out LFW identities for a gallery-wide FPIR, so stricter than the "
-                                             "1:1 default of compare and the 1:1 protocols (dlib: cosine 0.9619 vs "
+                                             "1:1 default of compare and the 1:1 protocols (dlib: cosine 0.9557 vs "
                                              "0.9272) (docs: idface, τ default thresholds)")
     g.add_argument("--insecure-test-params", action="store_true",
                    help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")
-    g.add_argument("inputs", nargs="+", help=".npy embedding files (ids <stem>.<row>) or images / directories "
-                                             "(ids: file stems)")
+    _input_args(g)
     backend_args(g)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_gallery_enrol)
+
+    i = gsub.add_parser("info", help="a gallery's scheme, settings, size, τ and stored bytes (reads no ciphertext)")
+    _store_args(i, key_store=True)
+    i.set_defaults(func=cmd_gallery_info)
+    ls = gsub.add_parser("list", help="the identities a gallery answers with, one a line (withdrawn ones left out)")
+    _store_args(ls)
+    ls.set_defaults(func=cmd_gallery_list)
+    r = gsub.add_parser("remove", help="withdraw identities from a hers / idface gallery's answers (online, "
+                                       "crash-safe; NOT erasure: the block ciphertexts keep the template)")
+    _store_args(r)
+    r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")
+    r.set_defaults(func=cmd_gallery_remove)
+    ad = gsub.add_parser("add", help="add identities to a gallery without its secret key (hers / idface: fills the "
+                                     "last block's free positions homomorphically, then new blocks; cryptomask: a "
+                                     "new batch); online and crash-safe (one meta write)")
+    _store_args(ad, key_store=True)
+    _input_args(ad)
+    backend_args(ad)
+    ad.set_defaults(func=cmd_gallery_add)
+    up = gsub.add_parser("update", help="replace identities' templates (hers / idface; the old ones are withdrawn "
+                                        "from the answers, not erased); one meta write")
+    _store_args(up)
+    _input_args(up)
+    backend_args(up)
+    up.set_defaults(func=cmd_gallery_update)

@@ -6,6 +6,7 @@ import numpy as np
 from ..errors import PrivfaceError
 from .common import (
     backend_args,
+    backend_name,
     face_args,
     http_args,
     http_kw,
@@ -18,9 +19,14 @@ from .gallery import GALLERY_SCHEMES
 from .verification import cmd_kolberg_client
 
 
-def _identify_embedding(a):
+def _identify_embedding(a, gallery_meta: dict | None = None):
     """(embedding, {"face": which face was used, "face_ms": ms}) from a face photo, or (embedding, {}) from a .npy
-    file holding one embedding."""
+    file holding one embedding. With a local gallery's meta, a photo is embedded only with the gallery's backend
+    (``scale.layout.check_backend``)."""
+    if gallery_meta is not None and not a.image.endswith(".npy"):
+        from ..scale.layout import check_backend
+
+        check_backend(gallery_meta, backend_name(a))
     if a.image.endswith(".npy"):
         try:
             x = np.load(a.image, allow_pickle=False)
@@ -126,10 +132,11 @@ def _identify_gallery(a, name: str) -> int:
     """identify --gallery with a hers / idface gallery (seed 003): the id found, or nobody."""
     from ..scale import Gallery, identify
 
-    gallery_scheme = Gallery(a.gallery, name).settings.scheme
+    gallery = Gallery(a.gallery, name)
+    gallery_scheme = gallery.settings.scheme
     if a.scheme is not None and a.scheme != gallery_scheme:
         raise PrivfaceError(f"the gallery was enrolled with {gallery_scheme}, not {a.scheme}")
-    x, face = _identify_embedding(a)
+    x, face = _identify_embedding(a, gallery.meta)
     out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
     out = {"id": out["id"], "accepted": out["id"] is not None, **{k: v for k, v in out.items() if k != "id"}, **face}
     if a.json:
@@ -143,10 +150,11 @@ def _identify_gallery(a, name: str) -> int:
 def _identify_cryptomask(a, name: str) -> int:
     """identify --gallery with a cryptomask gallery (seed 001): the verifier's bit, no id (exit 0 match, 1 none)."""
     from ..scale import identify
+    from ..scale.cryptomask_gallery import CMGallery
 
     if a.scheme is not None and a.scheme != "cryptomask":
         raise PrivfaceError(f"the gallery was enrolled with cryptomask, not {a.scheme}")
-    x, face = _identify_embedding(a)
+    x, face = _identify_embedding(a, CMGallery(a.gallery, name).meta)
     out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
     _print_bit(out, face, a.json)
     return 0 if out["match"] else 1

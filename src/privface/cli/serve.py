@@ -4,13 +4,15 @@ from __future__ import annotations
 import os
 
 from ..errors import PrivfaceError
+from ..faces.thresholds import squared_quantized
+from ..templates.quantize import IM2020_SCALE
 from .common import (
-    DLIB,
-    SQUARED_TAU,
+    DEFAULT_BACKEND,
     TAU_HELP,
     gsm_params,
     im2020_params,
     mode_args,
+    per_backend,
 )
 
 
@@ -64,7 +66,7 @@ def _gsm_service_options(a) -> dict:
     from ..faces.registry import make_backend
     from ..templates.fixed_norm import fixed_norm_template
 
-    backend, m, path = make_backend(), options["params"].m, a.capture
+    backend, m, path = make_backend(a.backend), options["params"].m, a.capture
     options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
     return options
 
@@ -75,7 +77,15 @@ def _kolberg_service_options(a) -> dict:
         raise PrivfaceError("--protocol kolberg needs --role db or --role auth")
     if a.role == "db" and not a.auth_url:
         raise PrivfaceError("a kolberg DB server needs --auth-url (the auth server's base URL)")
-    options = {"role": a.role, "scheme": a.scheme or "bfv", "auth_url": a.auth_url}
+    from ..protocols.kolberg.params import KolbergParams, default_thresholds
+
+    scheme = a.scheme or "bfv"
+    try:
+        default_thresholds(a.backend)
+        params = KolbergParams(scheme, backend=a.backend)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
+    options = {"role": a.role, "scheme": scheme, "params": params, "auth_url": a.auth_url}
     if a.role == "db":
         from ..service.client import tls_context
 
@@ -93,6 +103,8 @@ def _ident_service_options(a) -> dict:
     if a.role == "key":
         options["insecure_test_params"] = a.insecure_test_params
         return options
+    if a.ray:  # issue 38: the gallery's blocks resident in K Ray actors (scale.resident)
+        options.update(ray="auto" if a.ray == "local" else a.ray, shards=a.shards)
     if not a.key_url:
         raise PrivfaceError("an ident local server needs --key-url (the key server's base URL)")
     from ..service.client import tls_context
@@ -124,6 +136,10 @@ SERVICE_OPTIONS = {
 
 def _service_options(a, name: str) -> dict:
     """Protocol options of `privface serve` for the protocol `name`."""
+    if (a.ray or a.shards is not None) and not (name == "ident" and a.role == "local"):
+        raise PrivfaceError("--ray and --shards apply to --protocol ident --role local (the gallery's shards)")
+    if a.shards is not None and (not a.ray or a.shards < 1):
+        raise PrivfaceError("--shards K needs --ray and K ≥ 1")
     options = SERVICE_OPTIONS.get(name)
     return options(a) if options else {}
 
@@ -310,12 +326,20 @@ def register(sub) -> None:
                                    "serves the browser page at /app/ (`/` leads there): e.g. `privface serve "
                                    "--protocol im2020 --no-auth`, then open http://127.0.0.1:8000/app/. API docs at "
                                    "/docs, liveness at /healthz. Decision thresholds default to the face backend's "
-                                   f"shared one (dlib-resnet128: distance {DLIB.distance:g}, as `privface compare`): "
-                                   f"im2020 τ and kolberg bfv {SQUARED_TAU} (squared distance ×128), kolberg ckks "
-                                   f"{DLIB.distance ** 2:g} (squared distance), gsm T′ {DLIB.cosine:g} (cosine); "
-                                   "kolberg ntru has a Hamming threshold of its own.")
+                                   "shared one (--backend; the distance `privface compare` uses, faces.thresholds): "
+                                   "im2020 τ and kolberg bfv ⌊(t·128)²⌋ (squared distance ×128: "
+                                   + per_backend(lambda p: squared_quantized(p.distance, IM2020_SCALE))
+                                   + "), kolberg ckks t² (squared distance: "
+                                   + per_backend(lambda p: f"{p.distance ** 2:g}")
+                                   + "), gsm T′ (cosine: " + per_backend(lambda p: f"{p.cosine:g}")
+                                   + "); kolberg ntru a Hamming threshold of its own ("
+                                   + per_backend(lambda p: p.ntru) + ").")
     s.add_argument("--protocol", action="append", required=True, metavar="NAME",
                    help="protocol to mount, e.g. im2020 (repeat for several)")
+    s.add_argument("--backend", default=DEFAULT_BACKEND, choices=["dlib-resnet128", "sface"],
+                   help=f"face backend of the templates this server decides on (default {DEFAULT_BACKEND}): its "
+                        "default thresholds (faces.thresholds) are im2020's τ, gsm's T′ and kolberg's; a gsm "
+                        "terminal embeds --capture with it")
     s.add_argument("--db", default="sqlite:///privface.db",
                    help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
     s.add_argument("--host", default="127.0.0.1",
@@ -342,6 +366,13 @@ def register(sub) -> None:
     s.add_argument("--gallery-name", default="default", help="ident, cryptomask: which gallery of the store "
                                                              "(default default)")
     s.add_argument("--key-url", help="ident local server: the key server's base URL")
+    s.add_argument("--ray", metavar="ADDRESS|local",
+                   help="ident local server: keep the gallery's blocks resident in Ray actors of the cluster at "
+                        "ADDRESS (or a local Ray), restarted elsewhere when a node is lost; the gallery store should "
+                        "then be PostgreSQL, which every node reads")
+    s.add_argument("--shards", type=int, metavar="K",
+                   help="ident local server with --ray: gallery shards, one CPU each, spread over the nodes "
+                        "(default: one per CPU of the cluster)")
     s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
                                          "(default: $PRIVFACE_KEY_API_KEY)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")

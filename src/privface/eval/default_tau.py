@@ -7,13 +7,14 @@ a face is enrolled; every image of every held-out identity is searched against t
 identity** (a non-mated search, seed 003 §5.2's open-set rule: accept iff the best score ≥ τ), and against the
 full gallery for the calibration TPIR. Scores are the ones S_key decides on: the cosine for hers and cryptomask
 (seed 001 §3.4 quantises it, a shift below 1e-4), the integer ⟨T_α(x), T_β(y)⟩ for idface after its centring
-and lift. ``TARGET_FPIR`` lies below the 1e-2 goal: FPIR grows with the gallery (the evaluation's is larger),
-and LFW's few mislabelled duplicates (one photo under two names) sit at the top of the non-mated scores.
+and lift. ``TARGET_FPIR`` lies below the 1e-2 goal: FPIR grows with the gallery (the evaluation's is larger).
+LFW files a few photos under two names; such a pair is a non-mated search every model accepts, so the images of
+each are dropped first (``duplicates``: a pixel rule, the same for every backend; ``source.dropped_duplicates``).
 A setting whose τ accepts (almost) no mated search either (``MIN_TPIR``) gets no default: it must be given τ.
 
 ``--verification`` measures the 1:1 default of ``faces.thresholds`` on the same identities (``verification``):
 a 1:1 threshold, from which the protocols' 1:1 defaults derive; the 1:N τ here is chosen for a gallery-wide FPIR
-and so is stricter (dlib: cosine 0.9619 against the 1:1 default's 0.9272).
+and so is stricter (dlib: cosine 0.9557 against the 1:1 default's 0.9272).
 """
 from __future__ import annotations
 
@@ -24,13 +25,30 @@ from importlib import resources
 import numpy as np
 
 from ..faces.registry import make_backend
-from .datasets import CALIBRATION_BYTE, load_identification
+from .datasets import CALIBRATION_BYTE, Dataset, load_identification
+from .duplicates import MIN_CORRELATION, SIZE, cross_identity_duplicates
 from .embed import embed_paths
 from .identify_eval import _unit
 
 TARGET_FPIR = 3e-3
 MIN_TPIR = 0.01
 FILE = "default_tau.json"
+
+
+def calibration_set(data_root: str | None = None) -> tuple[Dataset, list[dict]]:
+    """The held-out LFW identities without their cross-identity duplicate photos, and the pairs dropped."""
+    ds = load_identification("lfw", data_root, part="calibration")
+    pairs = cross_identity_duplicates(ds.paths, ds.ids)
+    drop = {k for i, j, _ in pairs for k in (i, j)}
+    keep = [k for k in range(len(ds.paths)) if k not in drop]
+    dropped = [{"images": [ds.paths[i].name, ds.paths[j].name], "correlation": c} for i, j, c in pairs]
+    return Dataset(ds.name, [ds.paths[k] for k in keep], np.asarray(ds.ids)[keep], meta=ds.meta), dropped
+
+
+def _dropped_source(dropped: list[dict]) -> dict:
+    return {"dropped_duplicates": dropped,
+            "duplicate_rule": f"different identities, grey {SIZE}×{SIZE} thumbnails correlate ≥ {MIN_CORRELATION}: "
+                              "both images dropped (eval.duplicates)"}
 
 
 def threshold(nonmated_best: np.ndarray, target: float, step: float) -> float:
@@ -56,7 +74,7 @@ def calibrate(spec: dict, data_root: str | None = None, target: float = TARGET_F
     from ..scale.default_tau import idface_key
 
     backend = spec.get("name", "dlib-resnet128")
-    ds = load_identification("lfw", data_root, part="calibration")
+    ds, dropped = calibration_set(data_root)
     emb = embed_paths(ds.paths, spec, which="center")
     ids = np.asarray(ds.ids).astype(str)
     rows = np.flatnonzero(emb.found)
@@ -94,7 +112,7 @@ def calibrate(spec: dict, data_root: str | None = None, target: float = TARGET_F
     source = {"dataset": "lfw (grey), identities held out of every LFW evaluation: first byte of SHA-256(name) "
                          f"< {CALIBRATION_BYTE}",
               "identities": int(g.size), "searches": int(rows.size), "mated_searches": int(mated.sum()),
-              "undetected": emb.undetected,
+              "undetected": emb.undetected, **_dropped_source(dropped),
               "target_fpir": target, "face": "center", "backend_options": make_backend(**spec).options(),
               "command": "python -m privface.eval.default_tau"}
     return {"dim": dim, "source": source, "tau": out}
@@ -109,7 +127,7 @@ def verification(spec: dict, data_root: str | None = None, target: float | None 
     from . import metrics
 
     target = VERIFICATION_TARGET if target is None else target
-    ds = load_identification("lfw", data_root, part="calibration")
+    ds, dropped = calibration_set(data_root)
     emb = embed_paths(ds.paths, spec, which="center")
     rows = np.flatnonzero(emb.found)
     ids = np.asarray(ds.ids).astype(str)[rows]
@@ -135,6 +153,7 @@ def verification(spec: dict, data_root: str | None = None, target: float | None 
             "target_far": target, "eer": round(eer, 6), "eer_threshold": round(eer_t, 4),
             "genuine_pairs": int(genuine.sum()), "impostor_pairs": int((~genuine).sum()),
             "identities": int(np.unique(ids).size), "norm_median": round(float(np.median(np.sqrt(sq))), 4),
+            **_dropped_source(dropped),
             "command": "python -m privface.eval.default_tau --verification"}
 
 

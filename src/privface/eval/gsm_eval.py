@@ -72,8 +72,11 @@ def _run_chunk(params: GsmParams, variant: str, templates: dict[int, np.ndarray]
 
 def protocol_scores(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np.ndarray, genuine: np.ndarray,
                     missing: float, *, params: GsmParams | None = None, variant: str = "pi1",
-                    workers: int | None = None, progress: bool = False) -> tuple[np.ndarray, dict]:
-    """(ζ² − ⟨u, w⟩ per pair — a distance for the ROC —, extra output keys incl. ``mismatches``)."""
+                    workers: int | None = None, progress: bool = False, device: str = "python"
+                    ) -> tuple[np.ndarray, dict]:
+    """(ζ² − ⟨u, w⟩ per pair — a distance for the ROC —, extra output keys incl. ``mismatches``). ``device``
+    "browser": the device side runs in the browser's TypeScript Device (``gsm_browser``), checked pair by pair
+    against the Python Device (``mismatches_vs_python_device``)."""
     params = dataclasses.replace(params or GsmParams(), ell=vectors.shape[1])  # ℓ = the embedding dimension
     t0 = time.perf_counter()
     U = gsm_templates(np.nan_to_num(vectors), found, params.m)
@@ -85,6 +88,14 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np
     workers = max(1, workers or os.cpu_count() or 1)
     chunks = [c for c in np.array_split(order, min(len(order), workers * 4) or 1) if len(c)]
     decisions = np.zeros(len(i), dtype=bool)
+    python_decisions = np.zeros(len(i), dtype=bool)
+    device_ms: list[float] = []
+    if device == "browser":
+        from .gsm_browser import run_chunk
+    elif device == "python":
+        run_chunk = _run_chunk
+    else:
+        raise ValueError(f"device must be python or browser, got {device!r}")
     bar = None
     if progress:
         from tqdm import tqdm
@@ -93,10 +104,16 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np
     # forkserver, not fork: the parent has crypto thread pools (and maybe Ray's gRPC threads); a forked child
     # inherits whatever lock one of them held and hangs.
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
-        futures = [(c, pool.submit(_run_chunk, params, variant, {k: U[k] for k in set(i[c]) | set(j[c])},
+        futures = [(c, pool.submit(run_chunk, params, variant, {k: U[k] for k in set(i[c]) | set(j[c])},
                                    list(zip(i[c].tolist(), j[c].tolist())))) for c in chunks]
         for c, f in futures:
-            decisions[c] = f.result()
+            rows = f.result()
+            if device == "browser":
+                decisions[c] = [r[0] for r in rows]
+                python_decisions[c] = [r[1] for r in rows]
+                device_ms.extend(r[2] for r in rows)
+            else:
+                decisions[c] = rows
             if bar:
                 bar.update(len(c))
     if bar:
@@ -118,4 +135,8 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, i: np.ndarray, j: np
         "protocol_seconds": round(time.perf_counter() - t0, 2),
         "protocol_workers": workers,
     }
+    if device == "browser":
+        differ = int((decisions[run] != python_decisions[run]).sum())
+        extra.update({"device": "browser", "mismatches_vs_python_device": differ,
+                      "browser_device_ms_median": round(float(np.median(device_ms)), 1) if device_ms else None})
     return dist, extra

@@ -31,15 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import PrivfaceError
+from ..protocols.idface.lift import DEFAULT_LIFT  # idface's default lift D per d; ``lift`` = 0 turns it off
 from . import metrics
 from .datasets import Dataset
 from .embed import embed_paths
 
 PROTOCOLS = ("idface", "hers")
 CENTRINGS = ("shipped", "gallery", "none")
-#: idface's default lift dimension D per template dimension d (``lift`` = 0 turns it off): d = 128 (dlib)
-#: meets the ≤ 1 point rank-1 goal on LFW only lifted (docs/protocols/idface.md).
-DEFAULT_LIFT = {128: 2048}
 FPIR_TARGETS = (1e-2, 1e-3)
 
 

@@ -59,7 +59,7 @@ def at_default_threshold(backend: str, d: np.ndarray, genuine: np.ndarray) -> di
 def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 128, cache=True,
              workers: int | None = None, progress: bool = False, report: str | Path | None = None,
              pairs: int | None = None, protocol_params=None, checkpoint: str | Path | None = "auto",
-             variant: str = "pi1") -> dict:
+             variant: str = "pi1", device: str = "python") -> dict:
     """Verification figures for `ds` under backend `spec`; keys as documented in docs/cli.md (JSON keys).
 
     protocol "plain" scores the quantized templates in the clear; "im2020" runs every pair (or a
@@ -101,7 +101,7 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         from .gsm_eval import protocol_scores
 
         dq, extra = protocol_scores(emb.vectors, emb.found, i, j, genuine, MISSING, params=protocol_params,
-                                    variant=variant, workers=workers, progress=progress)
+                                    variant=variant, workers=workers, progress=progress, device=device)
         scale = extra["zeta"]
     elif protocol == "kolberg":
         from ..protocols.kolberg import KolbergParams

@@ -3,18 +3,24 @@ from __future__ import annotations
 
 from .base import Backend
 
-BACKENDS = ("dlib-resnet128", "pca", "onnx")
+BACKENDS = ("dlib-resnet128", "sface", "pca", "onnx")
 
 
 def make_backend(name: str = "dlib-resnet128", model: str | None = None, **options) -> Backend:
     """A backend by name. `model` is the model file for `pca` (trained with `privface train-pca`)
-    and `onnx` (an ArcFace-style .onnx file); options go to the backend's constructor."""
-    if name == "dlib-resnet128":
+    and `onnx` (an ArcFace-style .onnx file), optional for `sface` (default: the file `make install`
+    fetched; any file is checked against the pinned sha256); options go to the backend's constructor."""
+    if name in ("dlib-resnet128", "sface"):
         from .detect import Detector
-        from .dlib_resnet import DlibResNetBackend
 
         det_keys = ("min_side", "upsample", "cnn_fallback", "whole_fallback")
         det = Detector(**{k: options.pop(k) for k in det_keys if k in options})
+        if name == "sface":
+            from .sface import SFaceBackend
+
+            return SFaceBackend(model, detector=det, **options)
+        from .dlib_resnet import DlibResNetBackend
+
         return DlibResNetBackend(detector=det, **options)
     if name in ("pca", "onnx") and not model:
         from ..errors import ModelError

@@ -1,6 +1,8 @@
 """Ray for the sharded galleries: connect (or start a local Ray), and one actor per contiguous range of blocks."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..errors import PrivfaceError
@@ -18,9 +20,12 @@ def _ray():
 def init_ray(address: str = "auto", num_cpus: int | None = None):
     """Connect to Ray unless already connected: ``auto`` = a local Ray (or $RAY_ADDRESS), else a cluster address.
 
-    A local Ray starts its workers at niceness 0 (Ray's default 15 starves the shards on a busy machine); start a
-    cluster with ``RAY_worker_niceness=0`` for the same effect.
+    A local Ray binds 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, unless set otherwise; read when Ray
+    is first imported) and starts its workers at niceness 0 (Ray's default 15 starves the shards on a busy
+    machine); start a cluster with ``RAY_worker_niceness=0`` for the same effect.
     """
+    if address == "auto" and not os.environ.get("RAY_ADDRESS"):  # a local Ray: its ports on 127.0.0.1 only
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     ray = _ray()
     if not ray.is_initialized():
         kwargs = {"include_dashboard": False, "log_to_driver": False}

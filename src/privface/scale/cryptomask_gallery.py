@@ -68,6 +68,7 @@ from .layout import (
     check_tau,
     default_key_store,
     ids_digest,
+    meta_backend,
     new_tau,
     progress_bar,
     read_json,
@@ -233,6 +234,9 @@ class CMEnrolReport:
     public_bytes: int
     enrol_s: float
 
+    photos: dict | None = None
+    """Several photos per identity (``sources.FusedImageSource``): per identity the photos used and refused."""
+
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
@@ -277,7 +281,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                     "insecure_test_params": insecure_test_params, "delta": delta, "slices": encoding.slices(dim),
                     "cts_per_block": CTS_PER_BLOCK,
                     "ksw_sha256": hashlib.sha256(K.tobytes()).hexdigest(),
-                    "galois_sha256": hashlib.sha256(GK.tobytes()).hexdigest(), "batches": [], "n": 0}
+                    "galois_sha256": hashlib.sha256(GK.tobytes()).hexdigest(), "batches": [], "n": 0,
+                    "backend": backend}
             pub = kg.public
         else:
             meta = read_json(raw, "gallery meta")
@@ -285,6 +290,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 raise GalleryError(f"the gallery was enrolled with {meta.get('scheme')}, not cryptomask (scheme)")
             meta = _meta(raw, "gallery meta")
             differ = [k for k, v in (("dim", dim), ("insecure_test_params", insecure_test_params)) if meta.get(k) != v]
+            differ += ["backend"] if meta_backend(meta) != backend else []
             if differ:
                 raise GalleryError(f"the gallery was enrolled with other settings ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
@@ -360,6 +366,7 @@ class CMGallery:
             self.ksw = _ksw(local.get(LOCAL, record_key(name, "ksw")), self.meta, self.basis)
             self.galois = _galois(local.get(LOCAL, record_key(name, "galois")), self.meta, self.basis)
             self.n, self.dim, self.delta = self.meta["n"], self.meta["dim"], self.meta["delta"]
+            self.backend = meta_backend(self.meta)
             self.capacity = self.delta * self.meta["cts_per_block"]
             self.nblocks = -(-self.n // self.capacity)
             missing = [b for b in range(self.nblocks) if local.get(LOCAL, record_key(name, block_key(b))) is None]

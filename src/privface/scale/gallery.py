@@ -59,7 +59,9 @@ from .layout import (
     check_tau,
     default_key_store,
     ids_digest,
+    meta_backend,
     new_tau,
+    part_key,
     progress_bar,
     read_json,
     record_key,
@@ -71,8 +73,9 @@ from .sources import ImageSource, NpySource, Source, open_source, unit
 
 SCHEMES = BLOCK_SCHEMES
 __all__ = ["KEY", "LEASE", "LEASE_TTL", "LOCAL", "PART_BYTES", "SCHEMES", "VERSION", "EnrolReport", "Gallery",
-           "GalleryError", "ImageSource", "NpySource", "Settings", "Source", "check_tau", "default_key_store",
-           "enrol", "gallery_ids", "key_server", "new_tau", "open_source", "tau_of", "unit", "writer_lease"]
+           "GalleryError", "ImageSource", "NpySource", "Settings", "Source", "check_tau", "cost_note",
+           "default_key_store", "deployment_defaults", "enrol",
+           "gallery_ids", "key_server", "new_tau", "open_source", "tau_of", "unit", "writer_lease"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,33 @@ class Settings:
 CENTRINGS = ("none", "shipped")
 
 
+def deployment_defaults(scheme: str, dim: int, centring: str | None, lift: int | None) -> tuple[str, int | None]:
+    """(centring, lift) as ``privface gallery enrol`` and ``privface.enrol`` choose them when not given: idface
+    centred with the backend's shipped mean and lifted to ``protocols.idface.lift.DEFAULT_LIFT`` (d = 128 → 2048;
+    the settings whose default τ is calibrated and whose accuracy the docs report); ``lift`` 0 is no lift. hers and
+    cryptomask take neither. (``enrol`` itself takes them literally: no centring, no lift unless asked.)"""
+    from ..protocols.idface.lift import DEFAULT_LIFT
+
+    if not gallery_scheme(scheme).transform:
+        return centring or "none", lift or None
+    return centring or "shipped", (DEFAULT_LIFT.get(dim) if lift is None else lift) or None
+
+
+def cost_note(report) -> str | None:
+    """A line for the enrolment output when the gallery fills under a tenth of its (last) block: what a block of
+    this setting costs and what is smaller (issue 37: 20 faces in idface-ckks with the 2048-D lift are one 537 MB
+    block, against 16.8 MB for hers). None when the blocks are well used."""
+    if not report.blocks or report.n >= report.templates_per_block // 10:
+        return None
+    block = report.storage_bytes / report.blocks
+    text = (f"one {report.scheme} block is {block / 1e6:.1f} MB and holds up to {report.templates_per_block} "
+            f"identities; these {report.n} use {report.storage_bytes_per_identity / 1e6:.2f} MB each")
+    if report.lift:
+        text += (f" — the lift to D = {report.lift} makes each block {report.lift // report.dim}× larger (it keeps "
+                 "idface's accuracy at d = 128); --lift 0 or --scheme hers is smaller for a small gallery")
+    return text + "."
+
+
 def _settings(scheme: str, dim: int, beta: int | None, insecure: bool, centring: str = "none",
               backend: str = "dlib-resnet128", lift: int | None = None) -> Settings:
     adapter = gallery_scheme(scheme, blocks=True)
@@ -180,6 +210,27 @@ def _meta_settings(meta: dict) -> Settings:
     return settings
 
 
+def block_gens(meta: dict, nblocks: int) -> list[int]:
+    """Each block's live generation: the meta's ``block_gens`` after a gallery change (``scale.lifecycle``), else
+    all 0 (as enrolment writes them)."""
+    gens = meta.get("block_gens")
+    if gens is None:
+        return [0] * nblocks
+    if (not isinstance(gens, list) or len(gens) != nblocks
+            or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gens)):
+        raise GalleryError("gallery meta is damaged (block_gens)")
+    return gens
+
+
+def parts_gen(commit: dict, gen: int) -> int:
+    """The generation whose pieces a commit record names: its own, or (``parts_gen``) an earlier one's, when a
+    change rewrote only the record (a block sealed full by ``scale.lifecycle.add``)."""
+    g = commit.get("parts_gen", gen)
+    if not isinstance(g, int) or isinstance(g, bool) or not 0 <= g <= gen:
+        raise GalleryError("a block commit record is damaged (parts_gen)")
+    return g
+
+
 def _int(v) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise TypeError(f"expected an integer, got {v!r}")
@@ -201,6 +252,9 @@ class EnrolReport:
     storage_bytes: int
     storage_bytes_per_identity: float
     enrol_s: float
+
+    photos: dict | None = None
+    """Several photos per identity (``sources.FusedImageSource``): per identity the photos used and refused."""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -233,7 +287,7 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     ids = source.ids
     wanted = {"version": VERSION, "scheme": settings.scheme, "dim": settings.dim, "beta": settings.beta,
               "insecure_test_params": insecure_test_params, "n": len(ids), "ids_sha256": ids_digest(ids),
-              **settings.transform_meta()}
+              "backend": backend, **settings.transform_meta()}
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         meta_raw = local.get(LOCAL, record_key(name, "meta"))
         if meta_raw is None:
@@ -248,7 +302,11 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
             local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
         else:
             meta = read_json(meta_raw, "gallery meta")
+            meta = {**meta, "backend": meta_backend(meta)}
             differ = sorted(k for k in wanted if meta.get(k) != wanted[k])
+            if differ and meta.get("block_gens") is not None:
+                raise GalleryError("the gallery was changed by `privface gallery add` since it was enrolled: add "
+                                   "identities with `gallery add`, or use another --gallery to start afresh")
             if differ:
                 raise GalleryError(f"the gallery was enrolled with other settings or inputs ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
@@ -300,15 +358,17 @@ def _storage_bytes(settings: Settings, pub, nblocks: int) -> int:
     return int(nblocks * np.dtype(dtype).itemsize * int(np.prod(shape)))
 
 
-def _put_block(store, name: str, b: int, array: np.ndarray, count: int, ids: list[str]) -> None:
+def _put_block(store, name: str, b: int, array: np.ndarray, count: int, ids: list, gen: int = 0,
+               extra: dict | None = None) -> None:
+    """Block b's pieces, then its commit record (generation ``gen``; ``extra``: more commit entries)."""
     data = np.ascontiguousarray(array)
     raw = memoryview(data).cast("B")
     parts = max(1, -(-len(raw) // PART_BYTES))
     for p in range(parts):
-        store.put(LOCAL, record_key(name, f"{block_key(b)}.part.{p:04d}"), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
+        store.put(LOCAL, record_key(name, part_key(b, gen, p)), raw[p * PART_BYTES:(p + 1) * PART_BYTES])
     commit = {"count": count, "dtype": str(data.dtype), "shape": list(data.shape), "parts": parts,
-              "sha256": hashlib.sha256(raw).hexdigest(), "ids": ids}
-    store.put(LOCAL, record_key(name, block_key(b)), json.dumps(commit).encode())
+              "sha256": hashlib.sha256(raw).hexdigest(), "ids": ids, **(extra or {})}
+    store.put(LOCAL, record_key(name, block_key(b, gen)), json.dumps(commit).encode())
 
 
 # -------------------------------------------------------------------------------------------- loading
@@ -326,6 +386,7 @@ class Gallery:
             if pk is None:
                 raise GalleryError("the gallery's public key is missing")
             self.settings = _meta_settings(self.meta)
+            self.backend = meta_backend(self.meta)
             self.pk_bytes = pk
             self.public_context = _load_public(self.settings, pk)
             if any(self.meta.get(k) != v for k, v in self.settings.public_meta(self.public_context).items()):
@@ -335,7 +396,9 @@ class Gallery:
             if not (isinstance(self.n, int) and self.n >= 1 and self.capacity == self.public.capacity):
                 raise GalleryError("gallery meta is damaged (n, or capacity disagrees with its public key)")
             self.nblocks = -(-self.n // self.capacity)
-            missing = [b for b in range(self.nblocks) if local.get(LOCAL, record_key(name, block_key(b))) is None]
+            self.gens = block_gens(self.meta, self.nblocks)
+            missing = [b for b in range(self.nblocks)
+                       if local.get(LOCAL, record_key(name, block_key(b, self.gens[b]))) is None]
         if missing:
             raise GalleryError(f"the gallery is incomplete ({len(missing)} of {self.nblocks} blocks missing): "
                                "re-run the same `privface gallery enrol` to finish it")
@@ -347,7 +410,8 @@ class Gallery:
         blocks, ids = [], []
         with open_store(self.url) as local:
             for b in indices:
-                commit = read_json(local.get(LOCAL, record_key(self.name, block_key(b))), f"block {b} commit record")
+                commit = read_json(local.get(LOCAL, record_key(self.name, block_key(b, self.gens[b]))),
+                                   f"block {b} commit record")
                 count = commit.get("count")
                 expect = min(self.capacity, self.n - b * self.capacity)
                 if (commit.get("dtype") != dtype or commit.get("shape") != list(shape) or count != expect
@@ -357,7 +421,7 @@ class Gallery:
                 raw = memoryview(arr).cast("B")
                 pos = 0
                 for p in range(int(commit["parts"])):
-                    piece = local.get(LOCAL, record_key(self.name, f"{block_key(b)}.part.{p:04d}"))
+                    piece = local.get(LOCAL, record_key(self.name, part_key(b, parts_gen(commit, self.gens[b]), p)))
                     if piece is None or pos + len(piece) > len(raw):
                         raise GalleryError(f"block {b}: piece {p} missing or too long")
                     raw[pos:pos + len(piece)] = piece
@@ -397,6 +461,7 @@ def gallery_ids(gallery: Gallery) -> list[str]:
     out = []
     with open_store(gallery.url) as local:
         for b in range(gallery.nblocks):
-            commit = read_json(local.get(LOCAL, record_key(gallery.name, block_key(b))), f"block {b} commit record")
+            commit = read_json(local.get(LOCAL, record_key(gallery.name, block_key(b, gallery.gens[b]))),
+                               f"block {b} commit record")
             out.extend(commit["ids"])
     return out

@@ -26,9 +26,13 @@ import numpy as np
 from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ..protocols.common import read_message
 from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
-from ..protocols.hers.parties import Decision
+from ..protocols.hers.parties import Decision, LocalServer
+from ..store import open_store
 from ..store.base import TemplateStore
-from .gallery import KEY, SCHEMES, Gallery, Settings
+from ..wire import WireError
+from .gallery import KEY, SCHEMES, Gallery, Settings, gallery_ids
+from .layout import LOCAL as GALLERY
+from .layout import GalleryError, record_key
 from .schemes import GALLERY_SCHEMES
 from .sources import unit
 
@@ -37,6 +41,8 @@ ATTACH_SPACE = "ident-key"
 CHUNK_BYTES = 3 << 20
 """Residue bytes per ``ScoreChunk`` at most (whole blocks; real parameters: 12 idface / 24 hers blocks)."""
 MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
+EARLIER_LAYOUTS = 4
+"""Earlier layouts (gallery sizes) of the attached gallery S_key still accepts chunks of, for requests in flight."""
 MAX_PENDING, PENDING_TTL = 256, 600.0
 """Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
 
@@ -74,11 +80,15 @@ class KeyRole:
             raise PrivfaceError(f"the key store's record of gallery {name!r} is damaged") from None
         self._sk = sk
         self._gallery = None  # (secret scheme, n, capacity, (scheme adapter, its ScoreChunk layout))
+        self._earlier: list = []  # the layouts before the last attachments (requests in flight while a gallery grew)
         self._pending: dict[bytes, tuple[int, float, int, float]] = {}  # id → (next block, best, index, start)
         self._lock = threading.Lock()
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
         if saved is not None:
-            self._gallery = self._open(read_message(Attach, saved))
+            try:
+                self._gallery = self._open(read_message(Attach, saved))
+            except WireError:  # kept by an earlier build (Attach had no ``empty``): the local server attaches again
+                self._gallery = None
 
     def _open(self, msg: Attach):
         if hashlib.sha256(msg.public_context).digest() != self._pk_sha256:
@@ -99,7 +109,16 @@ class KeyRole:
             raise ProtocolError(f"Attach: {e}") from None
         if secret.capacity != msg.capacity:
             raise ProtocolError("Attach: block capacity disagrees with the scheme's")
-        return secret, msg.n, msg.capacity, (settings.adapter, settings.adapter.score_layout(public))
+        empty = None
+        if msg.empty is not None:
+            if len(msg.empty) != -(-msg.n // 8):
+                raise ProtocolError(f"Attach: the empty-slot bitmap has {len(msg.empty)} bytes, n = {msg.n} needs "
+                                    f"{-(-msg.n // 8)}")
+            bits = np.unpackbits(np.frombuffer(msg.empty, dtype=np.uint8), bitorder="little")
+            if bits[msg.n:].any():
+                raise ProtocolError("Attach: the empty-slot bitmap marks slots beyond n")
+            empty = bits[:msg.n].astype(bool)
+        return secret, msg.n, msg.capacity, (settings.adapter, settings.adapter.score_layout(public)), empty
 
     def attach(self, body) -> Attached:
         msg = read_message(Attach, body)
@@ -108,7 +127,8 @@ class KeyRole:
         with self._lock:
             if self.store.get(ATTACH_SPACE, f"{self.name}.attach") != frame:
                 self.store.put(ATTACH_SPACE, f"{self.name}.attach", frame)
-                self._pending.clear()  # another layout: chunks of earlier requests no longer fit
+            if self._gallery is not None and self._gallery[1] != gallery[1]:  # the gallery grew (scale.lifecycle.add)
+                self._earlier = ([self._gallery] + self._earlier)[:EARLIER_LAYOUTS]
             self._gallery = gallery
         return Attached(self._pk_sha256, msg.n)
 
@@ -117,8 +137,14 @@ class KeyRole:
         state read or kept)."""
         if self._gallery is None:
             raise ProtocolError("no gallery attached (the local server attaches when it starts)")
-        secret, n, capacity, (adapter, layout) = self._gallery
-        counts = block_counts(n, capacity)
+        for gallery in [self._gallery, *self._earlier]:  # earlier: requests begun before the gallery grew
+            secret, n, capacity, (adapter, layout), empty = gallery
+            counts = block_counts(n, capacity)
+            if msg.total == len(counts) and msg.counts == counts[msg.offset:msg.offset + len(msg.counts)]:
+                break
+        else:
+            secret, n, capacity, (adapter, layout), empty = self._gallery
+            counts = block_counts(n, capacity)
         if len(msg.request_id) != 16:
             raise ProtocolError("request id must be 16 bytes")
         if msg.total != len(counts) or not msg.counts or msg.offset + len(msg.counts) > msg.total:
@@ -127,14 +153,14 @@ class KeyRole:
         if msg.counts != counts[msg.offset:msg.offset + len(msg.counts)]:
             raise ProtocolError("ScoreChunk: block counts differ from the gallery's layout")
         try:  # lengths; idface-paillier: every ciphertext a unit of Z_N²
-            return secret, capacity, adapter.scores_from_residues(msg.residues, list(msg.counts), layout)
+            return secret, capacity, adapter.scores_from_residues(msg.residues, list(msg.counts), layout), empty
         except (CryptoError, PrivfaceError) as e:
             raise ProtocolError(f"ScoreChunk: {e}") from None
 
     def decide(self, body) -> KeyDecision | None:
         """Fold one chunk into the request's running best (first index on ties, as ``KeyServer.decide``)."""
         msg = read_message(ScoreChunk, body)
-        secret, capacity, scores_msg = self._check(msg)
+        secret, capacity, scores_msg, empty = self._check(msg)
         with self._lock:
             now = time.monotonic()
             for rid in [r for r, (*_, t) in self._pending.items() if now - t > PENDING_TTL]:
@@ -146,6 +172,9 @@ class KeyRole:
             if done == 0 and not last and len(self._pending) >= MAX_PENDING:
                 raise ProtocolError("too many open requests at the key server")
         scores = secret.decrypt_scores(scores_msg)  # checks residues < primes; ProtocolError if tampered
+        if empty is not None:  # withdrawn slots and a sealed block's free positions answer nobody
+            base = msg.offset * capacity
+            scores = np.where(empty[base:base + len(scores)], -np.inf, scores)
         j = int(np.argmax(scores))
         if scores[j] > best:
             best, index = float(scores[j]), msg.offset * capacity + j
@@ -160,20 +189,33 @@ class KeyRole:
 
 
 class LocalRole:
-    """S_local over the wire: the persisted gallery (every block in memory) and a link to S_key; ``identify``
-    (Query → Result) runs IP_DB, sends the message in ``ScoreChunk``s and resolves the decision."""
+    """S_local over the wire: the persisted gallery (every block in memory, or resident in ``shards`` Ray actors
+    of the cluster at ``ray``: ``scale.resident``) and a link to S_key; ``identify`` (Query → Result) runs IP_DB,
+    sends the message in ``ScoreChunk``s and resolves the decision."""
 
-    def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None) -> None:
+    def __init__(self, gallery_url: str, key, name: str = "default", *, chunk: int | None = None,
+                 ray: str | None = None, shards: int | None = None) -> None:
+        self._store = open_store(gallery_url)  # the meta is read once per identification (``refresh``)
+        self._meta = self._store.get(GALLERY, record_key(name, "meta"))
         self.gallery = Gallery(gallery_url, name)
-        self.local = self.gallery.local_server()
+        self.resident = ray is not None
+        if ray is None:
+            local = self.gallery.local_server()
+        else:
+            from .resident import ResidentLocalServer
+
+            local = ResidentLocalServer(self.gallery, address=ray, shards=shards)
+        self.view: tuple = (local, local.ids)
+        self._reload = threading.Lock()
         s = self.gallery.settings
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
-        g = self.gallery
-        attached = read_message(Attached, key.attach(Attach(s.scheme, s.dim, s.beta, g.n, g.capacity, g.pk_bytes,
-                                                             s.lift, s.lift_seed)))
-        if attached.pk_sha256 != hashlib.sha256(self.gallery.pk_bytes).digest() or attached.n != self.gallery.n:
-            raise ProtocolError("the key server holds the key of another gallery")
+        self._attach(self.gallery, local.ids)
+
+    @property
+    def local(self) -> LocalServer:
+        """The current view's S_local (blocks and ids)."""
+        return self.view[0]
 
     def query(self, body) -> np.ndarray:
         raw = read_message(Query, body).template
@@ -188,9 +230,60 @@ class LocalRole:
         except TemplateError as e:
             raise ProtocolError(f"Query: {e}") from None
 
+    def refresh(self) -> tuple[LocalServer, list[str | None]]:
+        """The gallery view to answer this identification with (blocks and ids). When the meta changed
+        (``scale.lifecycle``: a withdrawal rewrote ids, an add wrote new block generations), the gallery is read
+        again — only the blocks whose generation changed are loaded —, S_key is attached to the new layout, and
+        the new view replaces the old in one assignment: identifications in flight finish on the view they took.
+        Resident shards (``ray``) keep the gallery they loaded: a server with shards refuses changes (the binding)."""
+        if self.resident:  # shards serve the gallery they loaded (online changes on shards: issue 38 §2)
+            return self.view
+        meta = self._store.get(GALLERY, record_key(self.gallery.name, "meta"))
+        if meta == self._meta:
+            return self.view
+        with self._reload:
+            if meta == self._meta:
+                return self.view
+            for attempt in range(5):
+                try:
+                    gallery = Gallery(self.gallery.url, self.gallery.name)
+                    changed = [b for b in range(gallery.nblocks)
+                               if b >= self.gallery.nblocks or gallery.gens[b] != self.gallery.gens[b]]
+                    blocks, _ = gallery.load_blocks(changed)
+                    ids = gallery_ids(gallery)
+                    break
+                except GalleryError:  # a generation was replaced while being read: read the new meta again
+                    if attempt == 4:
+                        raise
+                    time.sleep(0.05 * (attempt + 1))
+            old, _ = self.view
+            local = LocalServer(gallery.public)
+            local.blocks = list(old.blocks[:gallery.nblocks]) + [None] * max(0, gallery.nblocks - len(old.blocks))
+            for b, block in zip(changed, blocks):
+                local.blocks[b] = block
+            local.ids = ids
+            if ids != self.view[1]:  # a new size or other empty slots: S_key's layout changes
+                self._attach(gallery, ids)
+            self.gallery, self._meta = gallery, meta
+            self.view = (local, ids)
+            return self.view
+
+    def _attach(self, g: Gallery, ids: list[str | None]) -> None:
+        s = g.settings
+        empty = np.array([i is None for i in ids], dtype=bool)
+        bitmap = np.packbits(empty, bitorder="little").tobytes() if empty.any() else None
+        attached = read_message(Attached, self.key.attach(Attach(s.scheme, s.dim, s.beta, g.n, g.capacity, g.pk_bytes,
+                                                                 s.lift, s.lift_seed, bitmap)))
+        if attached.pk_sha256 != hashlib.sha256(g.pk_bytes).digest() or attached.n != g.n:
+            raise ProtocolError("the key server holds the key of another gallery")
+
     def identify(self, body) -> Result:
-        msg = self.local.identify_request(self.query(body))
-        who = self.local.resolve(Decision(self._ask(msg)))
+        local, ids = self.refresh()
+        msg = local.identify_request(self.query(body))
+        index = Decision(self._ask(msg)).index
+        if index is not None and not 0 <= index < len(ids):
+            raise ProtocolError("key server returned an index outside the gallery")
+        who = None if index is None else ids[index]
         return Result(who is not None, who)
 
     def _residues(self, msg, lo: int, hi: int) -> bytes:

@@ -49,9 +49,15 @@ def record_key(name: str, key: str) -> str:
     return f"{name}.{key}"
 
 
-def block_key(b: int) -> str:
-    """Block b's commit record (its pieces' keys start with it)."""
-    return f"block.{b:06d}"
+def block_key(b: int, gen: int = 0) -> str:
+    """Block b's commit record (its pieces' keys start with it); generation ``gen`` > 0 for a block rewritten by a
+    gallery change (``scale.lifecycle``: the meta's ``block_gens`` names each block's live generation)."""
+    return f"block.{b:06d}" if gen == 0 else f"block.{b:06d}.g{gen:06d}"
+
+
+def part_key(b: int, gen: int, p: int) -> str:
+    """Piece p of block b's array in generation ``gen``."""
+    return f"{block_key(b, gen)}.part.{p:04d}"
 
 
 def ids_digest(ids: list[str]) -> str:
@@ -145,3 +151,23 @@ def progress_bar(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, initial=initial, unit="tpl", desc="enrol", file=sys.stderr, disable=None)
+
+
+LEGACY_BACKEND = "dlib-resnet128"
+"""The face backend of a gallery whose meta has no ``backend`` (made before galleries recorded it)."""
+
+
+def meta_backend(meta: dict) -> str:
+    """The face backend a gallery's templates come from (its meta's ``backend``; ``LEGACY_BACKEND`` if absent)."""
+    backend = meta.get("backend", LEGACY_BACKEND)
+    if not isinstance(backend, str) or not backend:
+        raise GalleryError("gallery meta is damaged (backend)")
+    return backend
+
+
+def check_backend(meta: dict, backend: str) -> None:
+    """GalleryError unless probes of ``backend`` may be compared with the gallery's templates (one backend)."""
+    held = meta_backend(meta)
+    if backend != held:
+        raise GalleryError(f"the gallery holds {held} templates; this face was embedded with {backend}: "
+                           f"embed it with --backend {held} (templates of two face models never compare)")

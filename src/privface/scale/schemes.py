@@ -76,6 +76,15 @@ class GalleryScheme:
         """A stored block array back as the scheme's block (checked where the scheme can check it)."""
         raise NotImplementedError
 
+    def max_sums(self, settings) -> int:
+        """How many encryptions a stored block's ciphertexts may be the sum of (``scale.lifecycle.add`` adds an
+        encryption of new templates at free positions while the decryption bound holds; 1: never)."""
+        return 1
+
+    def add_arrays(self, settings, pub, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The stored array of the sum of two blocks' ciphertexts (homomorphic addition, seed 003 §3.1)."""
+        raise NotImplementedError
+
     def concat_scores(self, parts: list):
         """Shards' IP_DB messages joined in block order: the message one process builds over all blocks."""
         return CKKSScores(np.concatenate([p.arrays for p in parts]), [c for p in parts for c in p.counts])
@@ -125,6 +134,19 @@ class HersGallery(GalleryScheme):
     def block_from_array(self, arr, count, pub, what):
         return HERSBlock(arr, count)
 
+    def max_sums(self, settings):
+        """HERS_ERROR (2^−16) over the fresh CKKS error (≈ 2^−19, protocols.hers.params): the error of a sum of k
+        encryptions grows as √k, so up to 64 keep a block's slots within the bound the tests assert."""
+        return 64
+
+    def add_arrays(self, settings, pub, a, b):
+        q = np.uint64(pub._levels[tuple(pub.seal_context.first_parms_id())][0])
+        low = np.uint64((1 << 30) - 1)
+        full = [x[0].astype(np.uint64) | (x[1].astype(np.uint64) << np.uint64(30)) for x in (a, b)]
+        s = full[0] + full[1]
+        s -= q * (s >= q)
+        return np.stack([s & low, s >> np.uint64(30)]).astype(np.uint32)
+
 
 class IDFaceCKKSGallery(GalleryScheme):
     """IDFace over CKKS (seed 003 §4): T_α templates, packed, with the centring and lift recorded in the meta."""
@@ -146,6 +168,18 @@ class IDFaceCKKSGallery(GalleryScheme):
 
     def block_from_array(self, arr, count, pub, what):
         return CKKSBlock(arr, count)
+
+    def max_sums(self, settings):
+        """IP_DB sums β columns; NOISE_BOUND (2^12 < Δ/2) is asserted for sums of ≤ 512 fresh encryptions
+        (protocols.idface.ckks), so a block may hold ⌊512 / β⌋ summed encryptions (β = 15: 34; the lift's
+        β = 1365 is already at its own bound: 1)."""
+        return max(1, 512 // settings.idface_params().beta)
+
+    def add_arrays(self, settings, pub, a, b):
+        q = np.uint64(pub._levels[tuple(pub.seal_context.first_parms_id())][0])
+        s = a + b
+        s -= q * (s >= q)
+        return s
 
 
 class IDFacePaillierGallery(IDFaceCKKSGallery):
@@ -178,6 +212,15 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
 
     def block_to_array(self, block, pub):
         return pb.block_to_array(block, pub)
+
+    def max_sums(self, settings):
+        return 1 << 30  # Paillier adds exactly (a product mod N²), without noise
+
+    def add_arrays(self, settings, pub, a, b):
+        x, y = (pb.block_from_array(arr, 1, pub, "block") for arr in (a, b))
+        nsq = pub.nsquare
+        cols = [[u * v % nsq for u, v in zip(cu, cv)] for cu, cv in zip(x.columns, y.columns)]
+        return pb.block_to_array(type(x)(cols, 1), pub)
 
     def block_from_array(self, arr, count, pub, what):
         return pb.block_from_array(arr, count, pub, what)

@@ -73,6 +73,8 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
     gallery = Gallery(gallery_url, name)
     key = key_server(gallery, key_store_url)
     local = gallery.local_server() if ray is None else RayLocalServer(gallery, address=ray, workers=workers)
+    if None in local.ids:  # withdrawn slots (scale.lifecycle) answer nobody: S_key leaves them out
+        key.empty = np.array([i is None for i in local.ids], dtype=bool)
     load_s = time.perf_counter() - t
     shards = 1 if ray is None else len(local.shards)
     try:

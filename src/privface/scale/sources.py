@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TemplateError
+from ..errors import AmbiguousFaceError, FaceError, ImageError, TemplateError
 from ..faces.registry import make_backend
 from .layout import GalleryError
 
@@ -82,6 +82,84 @@ class ImageSource(Source):
 
     def templates(self, lo: int, hi: int) -> np.ndarray:
         return unit(np.stack([self.backend.embed(str(f)) for f in self.files[lo:hi]]))
+
+
+class ArraySource(Source):
+    """Templates given as an array with their ids (a request to the local server: ``service.bindings.hers``)."""
+
+    def __init__(self, ids: list[str], x) -> None:
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[0] != len(ids) or not ids:
+            raise TemplateError(f"need one template row per id, got {x.shape} for {len(ids)} ids")
+        self.ids, self._x, self.dim = list(ids), unit(x), int(x.shape[1])
+
+    def templates(self, lo: int, hi: int) -> np.ndarray:
+        return self._x[lo:hi]
+
+
+class FusedImageSource(Source):
+    """Several photos per identity, fused into one template each: the normalised mean of the photos' unit
+    embeddings (docs/operations.md, "Several photos per identity": it beats the medoid on ORL). ``identities``
+    maps each id to its photos. A photo that yields no usable face (none, two of about the same size, not an
+    image: ``FaceError`` / ``ImageError``) is refused and the rest are fused; an identity left with none is a
+    GalleryError before its block is encrypted. ``report``: per identity read so far, the photos used and the
+    ones refused with the reason."""
+
+    def __init__(self, identities: dict[str, list[Path]], backend) -> None:
+        if not identities:
+            raise GalleryError("no identities given")
+        empty = [i for i, photos in identities.items() if not photos]
+        if empty:
+            raise GalleryError(f"no photos for {', '.join(empty[:10])}")
+        self.identities, self.backend, self.dim = identities, backend, int(backend.dim)
+        self.ids = list(identities)
+        self.report: dict[str, dict] = {}
+
+    def fuse(self, ident: str) -> np.ndarray:
+        rows, refused = [], []
+        for f in self.identities[ident]:
+            try:
+                rows.append(self.backend.embed(str(f)))
+            except (FaceError, ImageError) as e:
+                reason = ("two or more faces of about the same size" if isinstance(e, AmbiguousFaceError)
+                          else "no face" if isinstance(e, FaceError) else f"not a readable image ({e})")
+                refused.append({"photo": str(f), "reason": reason})
+        self.report[ident] = {"used": len(rows), "refused": refused}
+        if not rows:
+            raise GalleryError(f"{ident}: none of its {len(refused)} photos has a usable face")
+        return unit(unit(np.stack(rows)).mean(axis=0, keepdims=True))[0]
+
+    def templates(self, lo: int, hi: int) -> np.ndarray:
+        return np.stack([self.fuse(i) for i in self.ids[lo:hi]])
+
+
+def identity_folders(paths: list[str | os.PathLike]) -> dict[str, list[Path]]:
+    """One identity per folder (id = the folder's name, photos = the images in it, sorted); a folder holding no
+    image but subfolders stands for one identity per subfolder (``people/alice/*.jpg``, ``people/bob/*.jpg``)."""
+    out: dict[str, list[Path]] = {}
+    for p in map(Path, paths):
+        if not p.is_dir():
+            raise GalleryError(f"not a folder: {p} (one folder of photos per identity)")
+        photos = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+        folders = [p] if photos else sorted(d for d in p.iterdir() if d.is_dir())
+        for d in folders:
+            if d.name in out:
+                raise GalleryError(f"two folders for identity {d.name!r}")
+            out[d.name] = sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+    return out
+
+
+def photo_pairs(pairs: list[str]) -> dict[str, list[Path]]:
+    """``ID=PATH`` pairs (``--photo``, repeated) → photos per identity, in the order given."""
+    out: dict[str, list[Path]] = {}
+    for pair in pairs:
+        ident, sep, path = pair.partition("=")
+        if not sep or not ident or not path:
+            raise GalleryError(f"--photo takes ID=PATH, got {pair!r}")
+        if not Path(path).is_file():
+            raise GalleryError(f"no such photo: {path}")
+        out.setdefault(ident, []).append(Path(path))
+    return out
 
 
 def open_source(paths: list[str], backend_factory=None) -> Source:

@@ -6,7 +6,8 @@ Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 
 missing/unknown/expired/out of order, 408 body too slow (``BodyLimits``: past its deadline, or below the minimum
 rate in a window; the connection is closed), 413 body over the step's limit, 415 not application/octet-stream, 429
 rate limit, subject locked out or too many requests / body bytes in flight for this caller (limits.py, with
-Retry-After), 503 store unavailable or too many sessions, 500 anything else.
+Retry-After), 503 store unavailable, too many sessions or a gallery shard restarting (``errors.UnavailableError``,
+with Retry-After), 500 anything else.
 Every error body is `{"error": "…", "type": "…"}`, never a traceback.
 
 A step may answer with a stream (``StepResult.stream``: pieces produced as the previous one is sent, each send
@@ -40,7 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from ..errors import PrivfaceError
+from ..errors import PrivfaceError, UnavailableError
 from ..store.base import StoreUnavailableError, TemplateStore
 from ..wire.codec import PREFIX_BYTES
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
@@ -91,7 +92,7 @@ def status_of(e: PrivfaceError) -> int:
     """The HTTP status of a typed error raised by a step."""
     if isinstance(e, NotEnrolledError):
         return 404
-    if isinstance(e, (SessionLimitError, StoreUnavailableError)):
+    if isinstance(e, (SessionLimitError, StoreUnavailableError, UnavailableError)):
         return 503
     if isinstance(e, (SessionError, AlreadyEnrolledError)):
         return 409
@@ -337,8 +338,9 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
         except PrivfaceError as e:
             seen["error"] = type(e).__name__
             unavailable = isinstance(e, StoreUnavailableError)  # details stay on the server
+            retry = {"retry-after": str(e.retry_after)} if isinstance(e, UnavailableError) else None
             return _error(status_of(e), "template store unavailable" if unavailable else str(e),
-                          type(e).__name__)
+                          type(e).__name__, headers=retry)
         except Exception as e:  # a bug: tell the client nothing, log only the type (no bodies)
             seen["error"] = "InternalError"
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)

@@ -39,7 +39,9 @@ def _operation(svc: ProtocolService, step: str, cap: int, template: dict) -> dic
                         **{str(c): {"description": d, "content": error} for c, d in ERRORS.items()}}}
     if "security" in template:
         op["security"] = template["security"]
-    then = [t for t in svc.steps if t not in svc.first_steps]
+    follows = getattr(svc, "next_steps", None)  # step → the steps that take its session, where a service says
+    then = ([t for t in follows.get(step, ()) if t in svc.steps] if follows is not None
+            else [t for t in svc.steps if t not in svc.first_steps])
     if then:  # OpenAPI links: a continuation step takes the session id this answer returns (stateful fuzzing)
         op["responses"]["200"]["links"] = {_op_id(svc, t): {
             "operationId": _op_id(svc, t),

@@ -26,6 +26,7 @@ log = logging.getLogger("privface.service")
 WEBAPP = Path(__file__).with_name("webapp")
 CSP = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' blob: data:; "
        "media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; font-src 'self'; "
+       "manifest-src 'self'; "
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 """'wasm-unsafe-eval' lets the page compile its own WebAssembly (GMP, onnxruntime-web); nothing else is
 evaluated, nothing inline, nothing from another origin."""
@@ -41,7 +42,8 @@ HEADERS = {
 }
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".mjs": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".wasm": "application/wasm",
-         ".json": "application/json", ".onnx": "application/octet-stream", ".png": "image/png",
+         ".json": "application/json", ".webmanifest": "application/manifest+json",
+         ".onnx": "application/octet-stream", ".png": "image/png",
          ".svg": "image/svg+xml", ".bin": "application/octet-stream"}
 RESPONSES_PER_ADDRESS = 8
 """/app/ responses in flight per client address: a browser opens at most 6 connections per origin."""
@@ -80,12 +82,24 @@ def model_files() -> dict[str, Path]:
     return browser_model_files()
 
 
+def gsm_params_json(service) -> dict:
+    """What the gsm Device in the page (web/src/app/gsm.ts) needs: the role of this server and its parameters."""
+    p = service.params
+    return {"protocol": "gsm", "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
+            "paillier_bits": p.paillier_bits, "cos_threshold": p.cos_threshold,
+            "insecure_test_params": p.insecure_test_params}
+
+
 def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
-    """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``)."""
+    """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``), or gsm (the
+    gsm Device's module /app/gsm.js and its parameters)."""
     svc = services.get("im2020")
-    if svc is None:
+    if svc is not None:
+        params = params_json(svc.server.params)  # type: ignore[attr-defined]
+    elif "gsm" in services:
+        params = gsm_params_json(services["gsm"])
+    else:
         return
-    params = params_json(svc.server.params)  # type: ignore[attr-defined]
 
     def error(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response:
         return Response(text, status_code=status, media_type="text/plain; charset=utf-8",

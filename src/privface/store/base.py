@@ -105,6 +105,12 @@ class TemplateStore(ABC):
     def ids(self, protocol: str) -> list[str]:
         """Enrolled subject ids of a protocol, sorted."""
 
+    def purge(self) -> bool:
+        """Remove what superseded or deleted records left in the store's files (SQLite: the WAL); True when
+        done. PostgreSQL keeps dead row versions until the operator runs ``VACUUM (FULL)`` on
+        ``privface_records`` (docs/operations.md, "Changing a gallery"): this returns False there."""
+        return False
+
     def close(self) -> None:  # noqa: B027 (optional hook: stores without connections keep this no-op)
         """Release connections (the store is unusable afterwards)."""
 

@@ -108,6 +108,19 @@ class SQLiteStore(TemplateStore):
         return self._run("UPDATE records SET record=?, updated=julianday('now') WHERE protocol=? AND subject_id=? "
                          "AND record=?", (record, protocol, subject_id, expected)).rowcount == 1
 
+    def purge(self, tries: int = 50) -> bool:
+        """Copy the WAL into the database and truncate it to zero bytes (``PRAGMA wal_checkpoint(TRUNCATE)``),
+        retried while readers hold it: with ``secure_delete`` the freed pages of the database are already
+        zeroed, and afterwards no superseded record is left in the -wal file either. True when done."""
+        if self.path is None:
+            return True
+        for attempt in range(tries):
+            busy = self._run("PRAGMA wal_checkpoint(TRUNCATE)", ()).fetchone()[0]
+            if not busy:
+                return True
+            time.sleep(0.02 * (attempt + 1))
+        return False
+
     def ids(self, protocol) -> list[str]:
         check_key(protocol, "x")
         rows = self._run("SELECT subject_id FROM records WHERE protocol=? ORDER BY subject_id", (protocol,))

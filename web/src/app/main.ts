@@ -92,7 +92,7 @@ function subjectId(): string {
 }
 
 async function refreshKeys(): Promise<void> {
-  const ids = await listKeys();
+  const ids = (await listKeys()).filter((id) => !id.includes("/")); // gsm keys are "gsm/<ID>" (web/src/gsm)
   ui.keys.textContent = ids.length ? ids.join(", ") : "none";
 }
 

@@ -24,6 +24,11 @@ export class PowPool {
     return this.workers.length;
   }
 
+  /** Stop the workers (pending batches never resolve). */
+  close(): void {
+    for (const w of this.workers) w.terminate();
+  }
+
   powMany: PowMany = async (bases, exp, mod) => {
     const per = Math.ceil(bases.length / this.workers.length);
     const parts = this.workers.map((w, i) => {

@@ -123,3 +123,19 @@ class Presented(Message):
     WIRE_NAME = "gsm.Presented"
     subject_id: str
     expires_at: int
+
+
+@dataclass
+class DeviceKey(Message):
+    """The device's key file (seed 004 §5: esk, and the m1 it keeps): the Paillier–Blum primes p, q, the subject,
+    the provider's URL and Ed25519 verification key, and the signed first message m1 (empty before enrolment).
+    Secret — written mode 0600 by the CLI, kept wrapped by the browser page (web/src/app/keystore.ts)."""
+
+    WIRE_NAME = "gsm.DeviceKey"
+    subject_id: str
+    provider: str
+    provider_key: bytes
+    p: int
+    q: int
+    first_message: bytes = b""
+    insecure_test_params: bool = False

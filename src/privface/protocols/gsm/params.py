@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ...crypto.packing import PackingParams, max_terms_per_block, positions
 from ...errors import ProtocolError
-from ...faces.thresholds import DEFAULT_THRESHOLDS
+from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point
 from ...templates.fixed_norm import zeta
 
 VARIANTS = ("pi1", "pi2", "pi3")
@@ -37,6 +37,13 @@ DEFAULT_COS_THRESHOLD = DEFAULT_THRESHOLDS["dlib-resnet128"].cosine
 operating point of `privface compare`'s distance 0.53, stated as a cosine). Until issue 35 it was 0.9277, the EER
 threshold over all 79 800 ORL pairs; `privface eval --protocol gsm` reports that as ``cos_threshold_eer`` for the
 pairs it runs. Override with GsmParams(cos_threshold=…) / --cos-threshold."""
+
+
+def default_cos_threshold(backend: str) -> float:
+    """T′ for ``backend``: its shared default cosine (``faces.thresholds``)."""
+    return operating_point(backend).cosine
+
+
 TEMPLATE_LIFETIME = 365 * 24 * 3600
 """Seconds a provider-signed first message stays valid (the terminal refuses it afterwards)."""
 

@@ -23,7 +23,9 @@ PROTOCOL = "ident"
 class Attach(Message):
     """S_local → S_key: the gallery's settings, size, block capacity and public context (pk, no secret);
     idface-ckks: the lift (D, seed) that sets α and β (the centring mean stays with S_local: decryption
-    does not use it)."""
+    does not use it); ``empty``: a bitmap (bit i of byte i // 8, little-endian bit order) of the gallery indices
+    that hold no identity — withdrawn or replaced by ``privface gallery remove | update``, or the free positions
+    of a sealed block —, which S_key leaves out of its argmax (None: none)."""
 
     WIRE_NAME = "ident.Attach"
     scheme: str
@@ -34,6 +36,7 @@ class Attach(Message):
     public_context: bytes
     lift: int | None = None
     lift_seed: int | None = None
+    empty: bytes | None = None
 
 
 @dataclass

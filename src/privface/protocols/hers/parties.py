@@ -71,11 +71,15 @@ class LocalServer:
 class KeyServer:
     """S_key: the secret-key side of the scheme and the threshold τ."""
 
-    def __init__(self, secret_scheme, tau: float) -> None:
+    def __init__(self, secret_scheme, tau: float, empty=None) -> None:
         self.secret, self.tau = secret_scheme, tau
+        self.empty = empty
+        """Bool mask of gallery indices holding no identity (withdrawn), left out of the argmax; None: none."""
 
     def decide(self, message) -> Decision:
         scores = self.secret.decrypt_scores(message)  # validates the message
+        if self.empty is not None:
+            scores = np.where(self.empty[:len(scores)], -np.inf, scores)
         best = int(np.argmax(scores))
         return Decision(best if scores[best] >= self.tau else None)
 

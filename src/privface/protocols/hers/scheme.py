@@ -86,9 +86,12 @@ class HERS:
         if self.moduli.shape[0] != 1 or dim > 512:
             raise TemplateError("HERS here needs one data prime and d ≤ 512 (exact int64 multiply-adds)")
 
-    def enc_db(self, x) -> HERSBlock:
-        """Alg. 1: encrypt each column of the block (≤ slot-count rows) with SEAL; keep the residues."""
+    def enc_db(self, x, offset: int = 0) -> HERSBlock:
+        """Alg. 1: encrypt each column of the block (≤ slot-count rows) with SEAL; keep the residues. ``offset``:
+        the templates fill slots offset, offset + 1, … and the slots before hold 0."""
         x = unit_rows(x, self.dim)
+        if offset:
+            x = np.concatenate([np.zeros((offset, self.dim)), x])
         if x.shape[0] > self.capacity:
             raise TemplateError(f"a HERS block holds at most {self.capacity} templates")
         cols = np.empty((self.dim, 2 * self.public.n), dtype=np.uint64)

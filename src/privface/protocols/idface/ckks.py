@@ -74,14 +74,16 @@ class _Common:
 class IDFaceCKKS(_Common):
     """Public side (S_local): IDFace.ENC_DB and IDFace.IP_DB."""
 
-    def enc_db(self, x) -> CKKSBlock:
-        """T_α, separation, Encode, then one encryption per (sign, column)."""
+    def enc_db(self, x, offset: int = 0) -> CKKSBlock:
+        """T_α, separation, Encode, then one encryption per (sign, column). ``offset``: the templates take block
+        positions offset, offset + 1, … and the positions before stay 0 (a block to add to a stored one whose
+        first ``offset`` positions are used: ``scale.lifecycle.add``)."""
         z = self.params.enrol_transform(x)
-        if z.shape[1] != self.params.width or z.shape[0] > self.capacity:
+        if z.shape[1] != self.params.width or not 0 <= offset <= offset + z.shape[0] <= self.capacity:
             raise TemplateError(f"a block holds ≤ {self.capacity} templates of width {self.params.width}")
-        count, d = z.shape
+        count, d = offset + z.shape[0], z.shape[1]
         padded = np.zeros((self.capacity, d), dtype=np.int8)
-        padded[:count] = z
+        padded[offset:count] = z
         digits = padded.reshape(self.m, self.n, d)  # template t → (digit ⌊t/n⌋, coefficient t mod n)
         polys = np.empty((2, d, self.n), dtype=np.uint64)
         for s, part in enumerate(separate(digits)):

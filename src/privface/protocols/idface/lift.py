@@ -24,6 +24,8 @@ from ...errors import TemplateError
 
 #: The seed of the lift frame (fixed; galleries record it).
 LIFT_SEED = 3
+#: The lift D used when none is asked for, by template dimension d (docs, idface page: rank-1 at d = 128).
+DEFAULT_LIFT = {128: 2048}
 #: The largest lift accepted: 2D ciphertexts per block (D = 4096: 1 GiB per CKKS block at N = 8192).
 MAX_LIFT = 4096
 

@@ -50,17 +50,18 @@ class _Common:
 class IDFacePaillier(_Common):
     """Public side (S_local)."""
 
-    def enc_db(self, x) -> PaillierBlock:
+    def enc_db(self, x, offset: int = 0) -> PaillierBlock:
+        """``offset``: the templates take digits offset, offset + 1, … (the lower digits stay 0)."""
         z = self.params.enrol_transform(x)
-        if z.shape[1] != self.params.width or z.shape[0] > self.m:
+        if z.shape[1] != self.params.width or not 0 <= offset <= offset + z.shape[0] <= self.m:
             raise TemplateError(f"a block holds ≤ {self.m} templates of width {self.params.width}")
         p = self.params.base
-        weights = [p ** i for i in range(z.shape[0])]
+        weights = [p ** (offset + i) for i in range(z.shape[0])]
         plain = [[sum(w for w, bit in zip(weights, col) if bit) for col in part.T] for part in separate(z)]
         flat = [m for row in plain for m in row]
         cts = parallel_map(lambda m: self.public.encrypt(m).value, flat)
         d = self.params.width
-        return PaillierBlock([cts[:d], cts[d:]], z.shape[0])
+        return PaillierBlock([cts[:d], cts[d:]], offset + z.shape[0])
 
     def ip_db(self, y, blocks: list[PaillierBlock]) -> PaillierScores:
         z = self.params.query_transform(y)

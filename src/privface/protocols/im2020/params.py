@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...crypto.joye_libert import JL_112, JL_128, JLParams
-from ...faces.thresholds import DEFAULT_THRESHOLDS, squared_quantized
+from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point, squared_quantized
 from ...templates.bits import Bounds, bits_needed
 from ...templates.quantize import IM2020_SCALE
 
@@ -12,7 +12,12 @@ DEFAULT_TAU = squared_quantized(DEFAULT_THRESHOLDS["dlib-resnet128"].distance, I
 """τ on the squared distance of ×128 templates: ⌊(0.53·128)²⌋ = 4602 ≈ 2^12.17, the shared dlib-resnet128 default
 distance (``faces.thresholds``, the one `privface compare` uses) on the im2020 scale. Seed 000 Table II reports
 τ = 2^12.2; §V-B quotes τ ≤ 2^12.6 for its own setting. Until issue 35 it was 4777, the ORL EER threshold.
-Override with ``Im2020Params(tau=…)`` / ``--tau``."""
+Override with ``Im2020Params(tau=…)`` / ``--tau``; another backend's default is ``default_tau(backend)``."""
+
+
+def default_tau(backend: str, scale: int = IM2020_SCALE) -> int:
+    """τ for ``backend``: ⌊(t·scale)²⌋ of its shared default distance t (``faces.thresholds``; sface: 0.x)."""
+    return squared_quantized(operating_point(backend).distance, scale)
 
 SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
 TOY_JL = JLParams(bits=512, k=48)  # tests only, with insecure_test_params=True

@@ -25,6 +25,7 @@ from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, inverse_squar
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
 from ...crypto.ot import ED25519, OTRequest, ReceiverRandomness
 from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
+from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point
 from ...store.base import TemplateStore
 from ...templates.quantize import quantize
 from ...wire import message_type
@@ -68,9 +69,15 @@ TP_VALIDITY = 600
 """Seconds a TP-signed registration stays valid."""
 MAX_CLOCK_SKEW = 60
 """Seconds a server accepts a TP-signed registration past its expiry (TP and server clocks differ)."""
-NORM_RANGE = (1.0, 2.0)
-"""§VII template check: the L2 norm of Γ/scale. dlib-resnet128 embeddings of the 400 ORL faces have norms
-in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside."""
+NORM_RANGE = DEFAULT_THRESHOLDS["dlib-resnet128"].norm_range
+"""§VII template check: the L2 norm of Γ/scale, dlib-resnet128's range (1.0, 2.0): its embeddings of the 400 ORL
+faces have norms in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside.
+Each backend has its own (``norm_range``; sface's unit embeddings: (0.9, 1.1))."""
+
+
+def norm_range(backend: str) -> tuple[float, float]:
+    """The §VII template-check range for ``backend``'s templates (``faces.thresholds``)."""
+    return operating_point(backend).norm_range
 
 
 # ---------------------------------------------------------------- validation helpers

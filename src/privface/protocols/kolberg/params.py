@@ -3,20 +3,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...faces.thresholds import DEFAULT_THRESHOLDS as SHARED
-from ...faces.thresholds import squared_quantized
+from ...faces.thresholds import operating_point, squared_quantized
 from ...templates.quantize import IM2020_SCALE
 
 CKKS, BFV, NTRU = "ckks", "bfv", "ntru"
 SCHEMES = (CKKS, BFV, NTRU)
 
-_T = SHARED["dlib-resnet128"].distance
-DEFAULT_THRESHOLDS = {CKKS: round(_T * _T, 6), BFV: squared_quantized(_T, IM2020_SCALE), NTRU: 44}
+
+
+def default_thresholds(backend: str) -> dict[str, float]:
+    """Each scheme's default threshold for ``backend`` (``faces.thresholds``): CKKS t², BFV ⌊(t·128)²⌋ of its
+    shared distance t, NTRU its own Hamming threshold."""
+    point = operating_point(backend)
+    t = point.distance
+    return {CKKS: round(t * t, 6), BFV: squared_quantized(t, IM2020_SCALE), NTRU: point.ntru}
+
+
+DEFAULT_THRESHOLDS = default_thresholds("dlib-resnet128")
 """Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings (0.53² = 0.2809);
 BFV: of the ×128 quantised templates (⌊(0.53·128)²⌋ = 4602, im2020's τ) — both the shared dlib-resnet128 default
 (``faces.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (44 = the
 all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface eval`` recomputes the
-plaintext EER threshold per dataset and uses that."""
+plaintext EER threshold per dataset and uses that. Another backend's: ``default_thresholds(backend)``, or
+``KolbergParams(backend=…)``."""
 
 LSSC_EDGES = (-0.06, 0.0, 0.06)
 """Inner edges of the four segments (seed 002 §2.1): ≈ the quartiles of dlib-resnet128 coordinates
@@ -33,6 +42,7 @@ class KolbergParams:
     scale: int = IM2020_SCALE  # BFV: integer template ⌊128·x⌋
     lssc_edges: tuple[float, ...] = LSSC_EDGES  # NTRU: 3 bits per feature
     max_gallery: int = 100_000
+    backend: str = "dlib-resnet128"  # the face backend whose default thresholds apply when threshold is None
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -44,7 +54,7 @@ class KolbergParams:
 
     @property
     def tau(self) -> float:
-        return DEFAULT_THRESHOLDS[self.scheme] if self.threshold is None else self.threshold
+        return default_thresholds(self.backend)[self.scheme] if self.threshold is None else self.threshold
 
     @property
     def template_bits(self) -> int:

@@ -7,23 +7,36 @@ Key server (``role="key"``, its store = the gallery's key store, holds sk; score
     ``attach``    Attach → Attached          (the local server, once at start; checked against sk's pk digest)
     ``decide``    ScoreChunk → KeyDecision   (empty body until the chunk that completes the request)
 Local server (``role="local"``, the encrypted gallery; calls the key server over HTTP with an ``internal`` key):
-    ``identify``  Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
+    ``identify``        Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
+    ``gallery/info``    {} → the gallery's settings and size (JSON, ``scale.lifecycle.info``)       scope admin
+    ``gallery/list``    {} → {"ids": [...]} (JSON)                                                scope admin
+    ``gallery/remove``  {"ids": [...]} → the withdrawal report (JSON, ``scale.lifecycle.withdraw``: taken out of
+                        the answers, online; not erased)                                         scope admin
+    ``gallery/add``     {"ids": [...], "templates": [[d floats], …]} → the add report (``scale.lifecycle.add``:
+                        encrypted here under the public key — S_local sees plaintext templates, as it sees
+                        every query in seed 003 §3.2)                                           scope enrol
+    ``gallery/update``  the same body → ``scale.lifecycle.update`` (the old templates withdrawn)  scope admin
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
 from ...protocols.hers.messages import PROTOCOL
 from ...scale.ident import KeyRole, LocalRole
-from ...store.base import TemplateStore
+from ...store.base import StoreError, TemplateStore
 from ...wire import WireError
 from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
-LOCAL_LIMITS = {"identify": 8 * _KB}
-SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify"}
+LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB,
+                "gallery/add": 4 * _MB, "gallery/update": 4 * _MB}
+SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify", "gallery/info": "admin",
+          "gallery/list": "admin", "gallery/remove": "admin", "gallery/add": "enrol", "gallery/update": "admin"}
+MAX_REMOVE = 1000  # ids per ``gallery/remove`` request
+MAX_ADD = 256  # templates per ``gallery/add`` / ``gallery/update`` request
 """The API-key scope each step needs (service/auth.py): clients identify with ``verify``; only the local
 server (an ``internal`` key) talks to the key server."""
 
@@ -32,7 +45,9 @@ class IdentService:
     """Options: ``role`` ("key" or "local"), ``gallery_name``; key: ``insecure_test_params`` (accept a toy
     public context); local: ``gallery_url`` (the gallery store), ``key_url`` (or an in-process ``key`` with
     ``attach`` and ``decide``, for tests), ``key_api_key`` (scope ``internal``), ``key_tls`` (ssl.SSLContext),
-    ``timeout``, ``chunk`` (blocks per ScoreChunk; default: as many as fit 3 MiB)."""
+    ``timeout``, ``chunk`` (blocks per ScoreChunk; default: as many as fit 3 MiB), ``ray`` (a Ray cluster address,
+    or "auto" for a local Ray) and ``shards`` (K resident gallery shards on it: ``scale.resident``; a shard
+    restarting after node loss answers 503 with Retry-After)."""
 
     name = PROTOCOL
     first_steps: tuple[str, ...]
@@ -41,9 +56,11 @@ class IdentService:
     def __init__(self, store: TemplateStore, *, role: str = "local", gallery_name: str = "default",
                  gallery_url: str | None = None, key_url: str | None = None, key=None, key_api_key: str | None = None,
                  key_tls=None, timeout: float = 600.0, chunk: int | None = None,
-                 insecure_test_params: bool = False) -> None:
+                 insecure_test_params: bool = False, ray: str | None = None, shards: int | None = None) -> None:
         self.store, self.role = store, role
         if role == "key":
+            if ray is not None:
+                raise ValueError("Ray shards serve the local server's gallery; the key server runs alone")
             self.party = KeyRole(store, gallery_name, insecure_test_params=insecure_test_params)
             self.max_body = KEY_LIMITS
         elif role == "local":
@@ -55,7 +72,7 @@ class IdentService:
                 from ..clients.hers import HttpKeyServer
                 key = HttpKeyServer(key_url, timeout=timeout, api_key=key_api_key, tls=key_tls)
             self.key = key
-            self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk)
+            self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk, ray=ray, shards=shards)
             self.max_body = LOCAL_LIMITS
         else:
             raise ValueError(f"ident role must be key or local, got {role!r}")
@@ -66,6 +83,8 @@ class IdentService:
             raise MessageError(f"ident {self.role} server has no step {step!r}")
         if state is not None:
             raise SessionError("ident steps take no session")
+        if step.startswith("gallery/"):
+            return StepResult(json.dumps(self._gallery_step(step, body)).encode())
         try:
             reply = getattr(self.party, step)(body)  # the role's steps are its party's methods
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
@@ -73,3 +92,61 @@ class IdentService:
         if step == "identify":
             return StepResult(reply.to_bytes(), subject=reply.subject_id, accepted=reply.accepted)
         return StepResult(b"" if reply is None else reply.to_bytes())
+
+    def _gallery_step(self, step: str, body: bytes) -> dict:
+        """The admin steps of the local server on its own gallery (``scale.lifecycle``); body validated first."""
+        from ...scale import lifecycle
+        from ...scale.layout import GalleryError
+        from ...store.base import check_key
+
+        if step in ("gallery/add", "gallery/update", "gallery/remove") and self.party.resident:
+            raise MessageError(f"{step}: this server keeps its gallery in Ray shards, which do not take changes "
+                               "yet; change the gallery with a server without --ray, then restart this one")
+
+        try:
+            msg = json.loads(body or b"{}")
+        except ValueError:
+            raise MessageError("expected a JSON object") from None
+        if not isinstance(msg, dict):
+            raise MessageError("expected a JSON object")
+        url, name = self.party.gallery.url, self.party.gallery.name
+        try:
+            if step == "gallery/info":
+                return lifecycle.info(url, name, tau=False)  # S_local never reads the key store
+            if step == "gallery/list":
+                return {"ids": lifecycle.list_ids(url, name)}
+            ids = msg.get("ids")
+            most = MAX_REMOVE if step == "gallery/remove" else MAX_ADD
+            if (set(msg) != ({"ids"} if step == "gallery/remove" else {"ids", "templates"})
+                    or not isinstance(ids, list) or not 1 <= len(ids) <= most
+                    or not all(isinstance(i, str) for i in ids)):
+                raise MessageError(f"expected {{\"ids\": [1 to {most} gallery ids]"
+                                   + ("}" if step == "gallery/remove" else ", \"templates\": [one per id]}"))
+            for i in ids:
+                check_key("gallery", i)
+            if step == "gallery/remove":
+                report = lifecycle.withdraw(url, ids, name)
+            else:
+                report = getattr(lifecycle, step.split("/")[1])(url, self._templates(ids, msg["templates"]), name)
+            self.party.refresh()
+            return report
+        except (GalleryError, StoreError, TemplateError) as e:
+            raise MessageError(str(e)) from None
+
+    def _templates(self, ids: list[str], rows):
+        """The request's templates as a source: one list of d finite numbers per id (MessageError otherwise)."""
+        import numpy as np
+
+        from ...scale.sources import ArraySource
+
+        d = self.party.dim
+        if (not isinstance(rows, list) or len(rows) != len(ids)
+                or not all(isinstance(r, list) and len(r) == d for r in rows)
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for r in rows for v in r)):
+            raise MessageError(f"templates: one list of {d} numbers per id")
+        x = np.asarray(rows, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            norms = np.linalg.norm(x, axis=1)
+        if not np.all(np.isfinite(x)) or not np.all(np.isfinite(norms)) or np.any(norms == 0):
+            raise MessageError("templates must be finite, non-zero and of finite norm")
+        return ArraySource(ids, x)

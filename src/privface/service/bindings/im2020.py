@@ -63,6 +63,10 @@ class Im2020Service:
     """Revocation: a key that may enrol revokes an ID by proving possession of its secret key (revoke/start →
     challenge, revoke/finish → proof; ``Server.revoke_start``); ``revoke`` (no proof) takes an ``admin`` key and
     is refused on a service without API keys, where nobody is an admin."""
+    next_steps = {"auth/start": ("auth/compare", "auth/finish"), "auth/compare": ("auth/finish",),
+                  "revoke/start": ("revoke/finish",)}
+    """The steps that continue each step's session (OpenAPI links, service/openapi.py); auth/compare only in
+    secure-comparison mode."""
     takes_caller = True  # enrol replaces an enrolled ID only for a caller that may (``Caller.may_replace``)
 
     def __init__(self, store: TemplateStore, **options) -> None:

@@ -8,21 +8,23 @@ from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from ...crypto.paillier import PaillierPrivateKey
 from ...errors import CryptoError, ProtocolError
 from ...protocols.gsm import zk
-from ...protocols.gsm.keyfile import provider_key_from_bytes
+from ...protocols.gsm.keyfile import provider_key_bytes, provider_key_from_bytes
 from ...protocols.gsm.messages import (
     VARIANT_IDS,
     Challenge,
     Claim,
     CompareChallenge,
     Decision,
+    DeviceKey,
     MatchStart,
     Presented,
     ProviderKey,
     Template,
 )
-from ...protocols.gsm.params import check_variant
+from ...protocols.gsm.params import GsmParams, check_variant
 from ...protocols.gsm.parties import PROTOCOL, Device
 from ...wire import WireError
 from ..client import ServiceClient
@@ -106,3 +108,32 @@ class DeviceClient:
                 decision = _parse(Decision.from_bytes, http.step("match/finish", finish.to_bytes()))
             self.stats = list(http.stats)
         return decision
+
+
+def device_key_record(device: Device, provider_url: str) -> DeviceKey:
+    """The device's key file record (wire ``gsm.DeviceKey``): esk = (p, q), subject, provider URL and key, and m1
+    once enrolled — the format the browser page exports and imports."""
+    if device.provider_key is None:
+        raise ProtocolError("a device key file needs the provider's verification key")
+    m1 = device.first_message().to_bytes() if device._m1 is not None else b""
+    return DeviceKey(device.subject_id, provider_url, provider_key_bytes(device.provider_key), int(device._sk.p),
+                     int(device._sk.q), m1, device.params.insecure_test_params)
+
+
+def load_device(data: bytes, params: GsmParams, *, workers: int | None = None) -> tuple[Device, DeviceKey]:
+    """A ``Device`` from key-file bytes: the primes are checked (distinct primes of the required size, a
+    Paillier–Blum pair), the m1 it holds is checked against subject, key and the provider's signature."""
+    record = _parse(DeviceKey.from_bytes, data)
+    if record.insecure_test_params and not params.insecure_test_params:
+        raise ProtocolError("this key file holds insecure test parameters; it does not fit this server")
+    try:
+        sk = PaillierPrivateKey.from_primes(record.p, record.q, insecure_test_params=params.insecure_test_params)
+    except CryptoError as e:
+        raise ProtocolError(f"the key file's Paillier key is invalid: {e}") from None
+    if record.p % 4 != 3 or record.q % 4 != 3:
+        raise ProtocolError("the key file's Paillier key is not a Paillier–Blum key (p ≡ q ≡ 3 mod 4)")
+    device = Device(record.subject_id, params, keypair=(sk.public_key, sk),
+                    provider_key=provider_key_from_bytes(record.provider_key), workers=workers)
+    if record.first_message:
+        device.accept_enrolment(_parse(Template.from_bytes, record.first_message))
+    return device, record

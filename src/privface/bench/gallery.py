@@ -1,0 +1,69 @@
+"""`privface bench gallery`: what changing a persisted gallery costs (``scale.lifecycle``, issue 37 item 5).
+
+A gallery of N seeded synthetic unit vectors is enrolled into a fresh SQLite store (timed once), then timed, each a
+median over ``repeat`` runs: ``add_one_s`` (one identity, ``gallery add``), ``remove_s`` (one identity withdrawn,
+``gallery remove``), ``update_s`` (one identity's template replaced, ``gallery update``); and once
+``add_batch_s`` for ``batch`` identities in one change, with ``add_per_identity_s`` = add_batch_s / batch (the
+amortised figure). Every change is a real one on the real store (new block generations, the meta write, the old
+generations deleted, the WAL truncated). ``load_average`` is the host's (1, 5, 15 min) when the row was made.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..scale import NpySource, enrol
+from ..scale.lifecycle import add, info, update, withdraw
+from ..scale.sources import ArraySource
+
+
+def _unit(rng, n: int, dim: int) -> np.ndarray:
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x
+
+
+def bench_gallery(scheme: str = "hers", n: int = 1 << 14, dim: int = 128, *, batch: int = 1024, repeat: int = 3,
+                  insecure_test_params: bool = False, workdir: str | None = None, progress: bool = False) -> dict:
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        path = Path(tmp) / "g.npy"
+        gallery = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, dim))
+        for lo in range(0, n, 1 << 16):
+            gallery[lo:lo + (1 << 16)] = _unit(rng, min(1 << 16, n - lo), dim)
+        gallery.flush()
+        del gallery
+        url = f"sqlite:///{tmp}/g.db"
+        kw = {"lift": 0, "centring": "none"} if scheme.startswith("idface") else {}
+        t = time.perf_counter()
+        rep = enrol(url, NpySource([path]), scheme, tau=0.5 if scheme == "hers" else 3.0,
+                    insecure_test_params=insecure_test_params, progress=progress, **kw)
+        enrol_s = time.perf_counter() - t
+        adds, removes, updates = [], [], []
+        for r in range(repeat):
+            t = time.perf_counter()
+            add(url, ArraySource([f"one.{r}"], _unit(rng, 1, dim)))
+            adds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        add(url, ArraySource([f"batch.{i}" for i in range(batch)], _unit(rng, batch, dim)))
+        batch_s = time.perf_counter() - t
+        for r in range(repeat):
+            t = time.perf_counter()
+            withdraw(url, [f"g.{r * 7}"])
+            removes.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            update(url, ArraySource([f"g.{r * 7 + 1}"], _unit(rng, 1, dim)))
+            updates.append(time.perf_counter() - t)
+        after = info(url)
+    return {"bench": "gallery", "scheme": scheme, "n": n, "dim": dim, "insecure_test_params": insecure_test_params,
+            "enrol_s": round(enrol_s, 2), "storage_bytes": rep.storage_bytes, "blocks": rep.blocks,
+            "add_one_s": round(statistics.median(adds), 4), "add_batch": batch, "add_batch_s": round(batch_s, 3),
+            "add_per_identity_s": round(batch_s / batch, 6), "remove_s": round(statistics.median(removes), 4),
+            "update_s": round(statistics.median(updates), 4), "repeat": repeat,
+            "identities_after": after["identities"], "cpus": os.cpu_count(),
+            "load_average": [round(v, 2) for v in os.getloadavg()]}

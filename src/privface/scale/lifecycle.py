@@ -1,0 +1,313 @@
+"""A gallery after enrolment: ``info``, ``list_ids``, ``add`` and ``withdraw`` (``privface gallery info | list | add |
+remove``).
+
+``add`` puts new identities into a hers / idface-ckks / idface-paillier gallery without the secret key (seed 003
+§3.1: ENC_DB under the public key, blocks added homomorphically). The last block's free positions are filled by
+adding an encryption of the new templates at those positions (zeros elsewhere) to its ciphertexts, while the
+scheme's decryption bound allows one more summed encryption (``GalleryScheme.max_sums``; commit entry ``sums``);
+otherwise the last block is sealed (its free positions become empty ids, scoring 0) and new blocks follow. Every
+changed or new block is written as a new generation (``layout.block_key(b, gen)``), then the meta — the gallery's
+one pointer: ``n``, ``gen`` and each block's live generation ``block_gens`` — is replaced in one store write, then
+the superseded generations are deleted (``secure_delete``, WAL purged). A crash before the meta write leaves the
+gallery as it was (orphan records, deleted by the next change); after it, the change is done. Readers read the
+meta once and the generations it names; a running local server (``scale.ident.LocalRole``) loads the changed
+blocks, re-attaches to the key server (which still accepts the previous layout for identifications in flight) and
+swaps its view in one assignment. cryptomask: ``add`` appends a batch (seed 001 Alg. 1, ``cryptomask_gallery``).
+
+``info`` and ``list_ids`` read the gallery store's meta and commit records (``scale.layout``) of any scheme; no
+ciphertext is read. ``withdraw`` takes identities out of the answers of a hers / idface-ckks / idface-paillier
+gallery (seed 003 §3.2: a withdrawn slot's id becomes ``null``; S_local maps it to nobody and tells S_key, which
+leaves it out of its argmax: ``Attach.empty``); ``update`` withdraws and adds in one change.
+
+**What withdraw is not: erasure.** The packed block ciphertexts still carry a withdrawn template. Seed 003's
+ENC_DB packs many identities into one ciphertext — HERS one per CKKS slot (§3.1), IDFace one per base-p digit of a
+coefficient (CKKS) or of a Paillier plaintext (§4.2) — and zeroing one slot or digit without the secret key is not
+a linear map these schemes offer: a CKKS slot mask is a plaintext product that needs a level HERS_CKKS does not
+have (one data prime, no rescaling), and a digit of Σ_i p^i·x_i is not a linear function of the plaintext. So the
+key holder decrypting a block still finds the withdrawn template (docs/operations.md, "Changing a gallery").
+
+A withdrawal is one store write per block (the block's commit record, its ``ids`` entry set to ``null``), then the
+meta's ``gen`` is bumped so that running local servers (``scale.ident.LocalRole``) re-read the ids; each write is
+atomic, so a crash leaves every block withdrawn or not, and a running identification resolves against the ids it
+read when it started. Withdrawals take the gallery's writer lease (``layout.writer_lease``), as enrolment does.
+"""
+from __future__ import annotations
+
+import json
+
+from ..store import open_store
+from ..store.sqlite import SQLiteStore
+from .layout import (
+    LOCAL,
+    GalleryError,
+    block_key,
+    default_key_store,
+    part_key,
+    read_json,
+    record_key,
+    stored_scheme,
+    tau_of,
+    writer_lease,
+)
+from .schemes import GALLERY_SCHEMES
+
+
+def _scheme(gallery_url: str, name: str) -> str:
+    scheme = stored_scheme(gallery_url, name)
+    if scheme not in GALLERY_SCHEMES:
+        raise GalleryError(f"no gallery {name!r} in this store (or its meta is damaged)")
+    return scheme
+
+
+def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]], int]:
+    """(scheme, the ids of every block in gallery order — ``None`` for a withdrawn slot —, the bytes of the block
+    arrays the commit records describe). Reads commit records only, never a ciphertext."""
+    scheme = _scheme(gallery_url, name)
+    if GALLERY_SCHEMES[scheme].own_layout:
+        from .cryptomask_gallery import CMGallery, _commit
+
+        cm = CMGallery(gallery_url, name)
+        with open_store(gallery_url) as local:
+            commits = [_commit(local, name, b, cm.meta, cm.block_count(b), cm.basis) for b in range(cm.nblocks)]
+        return scheme, [[i for c in commits for r in c["ids"] for i in r]], sum(_bytes(c) for c in commits)
+    from .gallery import Gallery
+
+    g = Gallery(gallery_url, name)
+    out, stored = [], 0
+    with open_store(gallery_url) as local:
+        for b in range(g.nblocks):
+            commit = read_json(local.get(LOCAL, record_key(name, block_key(b, g.gens[b]))), f"block {b} commit record")
+            out.append(list(commit["ids"]))
+            stored += _bytes(commit)
+    return scheme, out, stored
+
+
+def _bytes(commit: dict) -> int:
+    import numpy as np
+
+    return int(np.dtype(commit["dtype"]).itemsize * int(np.prod(commit["shape"])))
+
+
+def list_ids(gallery_url: str, name: str = "default") -> list[str]:
+    """The identities a gallery answers with, in gallery order (withdrawn ones left out)."""
+    return [i for block in _slots(gallery_url, name)[1] for i in block if i is not None]
+
+
+def info(gallery_url: str, name: str = "default", key_store_url: str | None = None, *, tau: bool = True) -> dict:
+    """A gallery's settings and size: scheme, identities answered and withdrawn, blocks, capacity, the idface
+    transform, the stored ciphertext bytes and (``tau``) τ and its source from the key store — ``key_store_url``,
+    or the default next to a ``sqlite:///g.db`` gallery when that file exists (never created here)."""
+    scheme, blocks, stored = _slots(gallery_url, name)
+    with open_store(gallery_url) as local:
+        meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+    slots = sum(len(b) for b in blocks)
+    withdrawn = sum(i is None for b in blocks for i in b)
+    out = {"name": name, "scheme": scheme, "identities": slots - withdrawn, "withdrawn": withdrawn,
+           "slots": slots, "dim": meta.get("dim"), "insecure_test_params": meta.get("insecure_test_params"),
+           "generation": int(meta.get("gen", 0))}
+    if GALLERY_SCHEMES[scheme].own_layout:
+        out.update(blocks=-(-slots // (meta["delta"] * meta["cts_per_block"])) if slots else 0,
+                   capacity=meta["delta"] * meta["cts_per_block"], batches=len(meta.get("batches", [])))
+    else:
+        lift = meta.get("lift")
+        out.update(blocks=len(blocks), capacity=meta.get("capacity"), beta=meta.get("beta"),
+                   centring="none" if meta.get("centring") is None else "shipped",
+                   lift=None if lift is None else lift.get("dim"))
+    out["storage_bytes"] = stored
+    out["storage_bytes_per_identity"] = round(stored / max(1, slots - withdrawn), 1)
+    if tau:
+        out.update(_tau(gallery_url, name, key_store_url))
+    return out
+
+
+def _tau(gallery_url: str, name: str, key_store_url: str | None) -> dict:
+    if key_store_url is None:
+        try:
+            key_store_url = default_key_store(gallery_url)
+        except GalleryError:
+            key_store_url = None
+        if key_store_url is not None and not SQLiteStore.path_of(key_store_url).exists():
+            key_store_url = None
+    if key_store_url is None:
+        return {"tau": None, "tau_source": "key store not given (--key-store)"}
+    try:
+        return tau_of(gallery_url, name, key_store_url)
+    except GalleryError as e:
+        return {"tau": None, "tau_source": f"key store unreadable ({e})"}
+
+
+def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
+    """Take ``ids`` out of the answers of a hers / idface gallery (see the module docstring: not erasure).
+
+    Every id must be answered by the gallery now (GalleryError naming the others, before anything is written).
+    Returns ``{"withdrawn": [...], "blocks_written": k, "erased": False, "generation": g}``."""
+    scheme = _scheme(gallery_url, name)
+    if GALLERY_SCHEMES[scheme].own_layout:
+        raise GalleryError("a cryptomask gallery answers one bit over the whole gallery (seed 001 Alg. 3): a "
+                           "template cannot be withdrawn from its answers without re-enrolling the gallery")
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        raise GalleryError("name at least one identity to remove")
+    from .gallery import Gallery
+
+    with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
+        g = Gallery(gallery_url, name)
+        collect(local, name, g.meta, g.nblocks)
+        commits, where = {}, {}
+        for b in range(g.nblocks):
+            key = record_key(name, block_key(b, g.gens[b]))
+            commit = read_json(local.get(LOCAL, key), f"block {b} commit record")
+            for slot, i in enumerate(commit["ids"]):
+                if i in wanted and i not in where:
+                    where[i] = (b, slot)
+                    commits[b] = commit
+        unknown = [i for i in wanted if i not in where]
+        if unknown:
+            raise GalleryError(f"not in gallery {name!r}: {', '.join(unknown[:10])}"
+                               + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""))
+        for b, slot in where.values():
+            commits[b]["ids"][slot] = None
+        for b, commit in sorted(commits.items()):
+            lease.check()
+            local.put(LOCAL, record_key(name, block_key(b, g.gens[b])), json.dumps(commit).encode())
+        lease.check()
+        meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+        meta["gen"] = int(meta.get("gen", 0)) + 1
+        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
+        purged = local.purge()  # the superseded commit records named the ids
+    return {"withdrawn": wanted, "blocks_written": len(commits), "erased": False, "generation": meta["gen"],
+            "store_purged": purged}
+
+
+def _referenced(local, name: str, meta: dict, nblocks: int) -> set[str]:
+    """The store keys the meta's generations name: each block's commit record and its pieces."""
+    from .gallery import block_gens, parts_gen
+
+    keep = set()
+    for b, g in enumerate(block_gens(meta, nblocks)):
+        key = record_key(name, block_key(b, g))
+        commit = read_json(local.get(LOCAL, key), f"block {b} commit record")
+        keep.add(key)
+        pg = parts_gen(commit, g)
+        keep.update(record_key(name, part_key(b, pg, p)) for p in range(int(commit["parts"])))
+    return keep
+
+
+def collect(local, name: str, meta: dict, nblocks: int) -> int:
+    """Delete every block record of gallery ``name`` the meta does not name (superseded generations, orphans of a
+    change that crashed before its meta write); the number deleted."""
+    keep = _referenced(local, name, meta, nblocks)
+    gone = [k for k in local.ids(LOCAL) if k.startswith(f"{name}.block.") and k not in keep]
+    for k in gone:
+        local.delete(LOCAL, k)
+    return len(gone)
+
+
+def add(gallery_url: str, source, name: str = "default", *, key_store_url: str | None = None,
+        progress: bool = False) -> dict:
+    """Add ``source``'s identities to a gallery (module docstring); ids already answered are refused (GalleryError,
+    nothing written). Returns ``{"added", "n", "blocks_written", "blocks_filled", "blocks_sealed", "generation",
+    "seconds"}``; cryptomask: its enrolment report (a new batch, seed 001 Alg. 1)."""
+    scheme = _scheme(gallery_url, name)
+    adapter = GALLERY_SCHEMES[scheme]
+    if adapter.own_layout:  # the gallery's own settings: a new batch must match them (cryptomask_gallery.enrol)
+        with open_store(gallery_url) as local:
+            meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
+                             insecure_test_params=bool(meta.get("insecure_test_params"))).to_dict()
+    return _change(gallery_url, source, name, replace=False)
+
+
+def update(gallery_url: str, source, name: str = "default") -> dict:
+    """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
+    write), each old slot is withdrawn and the new template added as by ``add``. Like ``withdraw``, the old
+    template stays in its block's ciphertext (module docstring of ``withdraw``): not erasure."""
+    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
+        raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
+                           "gallery, seed 001 Alg. 3): re-enrol the gallery")
+    return _change(gallery_url, source, name, replace=True)
+
+
+def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
+    import time
+
+    from .gallery import Gallery, _put_block, parts_gen
+
+    t0 = time.perf_counter()
+    new_ids = list(source.ids)
+    if len(set(new_ids)) != len(new_ids):
+        raise GalleryError("the identities given repeat an id")
+    with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
+        g = Gallery(gallery_url, name)
+        adapter = g.settings.adapter
+        collect(local, name, g.meta, g.nblocks)
+        if source.dim != g.settings.dim:
+            raise GalleryError(f"the gallery holds d = {g.settings.dim} templates, these have d = {source.dim}")
+        commits = [read_json(local.get(LOCAL, record_key(name, block_key(b, gb))), f"block {b} commit record")
+                   for b, gb in enumerate(g.gens)]
+        slots = [list(c["ids"]) for c in commits]
+        where = {i: (b, k) for b, block in enumerate(slots) for k, i in enumerate(block) if i is not None}
+        if replace:
+            missing = [i for i in new_ids if i not in where]
+            if missing:
+                raise GalleryError(f"not in gallery {name!r}: {', '.join(missing[:10])} (`gallery add` adds)")
+            for i in new_ids:
+                b, k = where[i]
+                slots[b][k] = None
+        else:
+            dup = [i for i in new_ids if i in where]
+            if dup:
+                raise GalleryError(f"already in gallery {name!r}: {', '.join(dup[:10])} (`gallery update` replaces)")
+        touched = {where[i][0] for i in new_ids} if replace else set()
+        x = source.templates(0, len(new_ids))
+        settings, pub, cap = g.settings, g.public_context, g.capacity
+        gen = int(g.meta.get("gen", 0)) + 1
+        gens, n = list(g.gens), g.n
+        writes, records, filled, sealed, pos = [], {}, 0, 0, 0
+        last = g.nblocks - 1
+        last_count = n - last * cap
+        if last_count < cap:
+            sums = int(commits[last].get("sums", 1))
+            if sums + 1 <= adapter.max_sums(settings):
+                k = min(cap - last_count, len(new_ids))
+                old = adapter.block_to_array(g.load_blocks([last])[0][0], pub)
+                fresh = adapter.block_to_array(g.public.enc_db(x[:k], offset=last_count), pub)
+                writes.append((last, adapter.add_arrays(settings, pub, old, fresh), last_count + k,
+                               slots[last] + new_ids[:k], {"sums": sums + 1}))
+                pos, filled, n = k, 1, n + k
+            else:  # sealed full: its free positions become empty ids
+                slots[last] += [None] * (cap - last_count)
+                touched.add(last)
+                n = last * cap + cap
+                sealed = 1
+        for b in sorted(touched - {w[0] for w in writes}):  # only the ids change: a new record, the same pieces
+            records[b] = dict(commits[b], count=len(slots[b]), ids=slots[b], parts_gen=parts_gen(commits[b], gens[b]))
+        b = g.nblocks
+        while pos < len(new_ids):
+            k = min(cap, len(new_ids) - pos)
+            writes.append((b, adapter.block_to_array(g.public.enc_db(x[pos:pos + k]), pub), k,
+                           new_ids[pos:pos + k], {}))
+            pos, b, n = pos + k, b + 1, n + k
+        for blk, record in records.items():
+            lease.check()
+            local.put(LOCAL, record_key(name, block_key(blk, gen)), json.dumps(record).encode())
+            gens[blk] = gen
+        for blk, arr, count, ids, extra in writes:
+            lease.check()
+            _put_block(local, name, blk, arr, count, ids, gen, extra)
+            if blk < len(gens):
+                gens[blk] = gen
+            else:
+                gens.append(gen)
+            lease.renew()
+        meta = dict(g.meta, n=n, gen=gen, block_gens=gens)
+        lease.check()
+        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
+        collect(local, name, meta, len(gens))
+        purged = local.purge()
+    return {"replaced" if replace else "added": len(new_ids), "n": n, "blocks_written": len(writes) + len(records),
+            "blocks_filled": filled, "blocks_sealed": sealed, "generation": gen, "store_purged": purged,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+__all__ = ["add", "collect", "info", "list_ids", "update", "withdraw"]

@@ -1,0 +1,26 @@
+"""`privface bench gallery` (issue 37 item 5): a real enrolment and real add / remove / update on a fresh store;
+the row has the documented keys and the gallery ends with the identities it should hold. Toy CKKS."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from privface.bench.gallery import bench_gallery
+
+
+@pytest.mark.parametrize("scheme", ["hers", "idface-paillier"])
+def test_bench_gallery_row(scheme):
+    row = bench_gallery(scheme, 300, 128, batch=20, repeat=2, insecure_test_params=True)
+    assert row["n"] == 300 and row["identities_after"] == 300 + 2 + 20 - 2  # adds, minus the withdrawn
+    for key in ("enrol_s", "add_one_s", "add_batch_s", "add_per_identity_s", "remove_s", "update_s"):
+        assert row[key] > 0, key
+    assert len(row["load_average"]) == 3
+
+
+def test_bench_gallery_cli_json():
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "bench", "gallery", "--scheme", "hers", "--n", "100",
+                        "--dim", "16", "--repeat", "1", "--insecure-test-params", "--json"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["scheme"] == "hers"

@@ -1,0 +1,98 @@
+/**
+ * The gsm Device in the page (issue 39), served at /app/gsm.js by a gsm provider: key generation in a Web Worker
+ * with progress, enrolment at this provider (Π_en with its proofs), the key file (wire gsm.DeviceKey, with the
+ * signed m1) kept wrapped under the page's non-extractable AES-GCM key (keystore.ts, record "gsm/<ID>": "/" is not
+ * in any subject ID, so it never collides with an im2020 key), export/import of the key file, and Π1–Π3 against a
+ * terminal the page may reach.
+ */
+import { PowPool } from "../crypto/pool.js";
+import { GsmDevice } from "../gsm/device.js";
+import { enrol, fetchProviderKey, gsmClient, match, present } from "../gsm/http.js";
+import { deviceKeyBytes, loadDeviceKey } from "../gsm/keyfile.js";
+import { PaillierKey } from "../gsm/paillier.js";
+import { GsmParams, type GsmParamsInit, type Variant } from "../gsm/params.js";
+import { loadKey, saveKey } from "./keystore.js";
+
+export { GsmDevice, GsmParams };
+
+const RECORD = (id: string) => `gsm/${id}`;
+
+/** The server's gsm parameters (/app/params.json of a gsm server). */
+export async function serverParams(): Promise<GsmParams> {
+  const r = await fetch("params.json", { cache: "no-store" });
+  const p = (await r.json()) as GsmParamsInit & { protocol?: string };
+  if (p.protocol !== "gsm") throw new Error("this server does not speak gsm");
+  return new GsmParams(p);
+}
+
+/** A Paillier–Blum key of `bits` bits made in a Web Worker; `onProgress(tries)` per 8 prime candidates. */
+export function generateKeyInWorker(bits: number, onProgress?: (tries: number) => void, arith = "gmp-wasm"): Promise<PaillierKey> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(new URL(`gsm-keygen.js?arith=${arith}`, import.meta.url), { type: "module" });
+    w.onmessage = (e: MessageEvent<{ tries?: number; p?: string; q?: string; error?: string }>) => {
+      if (e.data.error) {
+        w.terminate();
+        reject(new Error(e.data.error));
+      } else if (e.data.p && e.data.q) {
+        w.terminate();
+        try {
+          resolve(new PaillierKey(BigInt("0x" + e.data.p), BigInt("0x" + e.data.q)));
+        } catch (err) {
+          reject(err as Error);
+        }
+      } else if (e.data.tries !== undefined) {
+        onProgress?.(e.data.tries);
+      }
+    };
+    w.onerror = (e) => {
+      w.terminate();
+      reject(new Error(e.message || "the key generation worker failed"));
+    };
+    w.postMessage({ bits });
+  });
+}
+
+/** Enrol `template` (ℓ integers of norm ζ) under `subjectId` at this provider with a fresh key; the key file with m1
+ *  is stored wrapped. */
+export async function enrolHere(subjectId: string, template: number[], onProgress?: (what: string, n: number) => void) {
+  const params = await serverParams();
+  const t0 = performance.now();
+  const key = await generateKeyInWorker(params.paillierBits, (n) => onProgress?.("keygen", n));
+  const keygenMs = performance.now() - t0;
+  const http = gsmClient(new URL("..", location.href).href);
+  const dev = new GsmDevice(subjectId, params, key, await fetchProviderKey(http));
+  const pool = new PowPool(new URL("worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
+  let report;
+  try {
+    report = await enrol(http, dev, template, onProgress, pool.powMany);
+  } finally {
+    pool.close();
+  }
+  await saveKey(RECORD(subjectId), deviceKeyBytes(dev, http.base));
+  return { ...report, keygen_ms: keygenMs, bits: key.bits };
+}
+
+/** The stored device of `subjectId` (unwrapped and checked), or null. */
+export async function storedDevice(subjectId: string): Promise<GsmDevice | null> {
+  const data = await loadKey(RECORD(subjectId));
+  return data === null ? null : loadDeviceKey(data, await serverParams()).device;
+}
+
+export async function exportKey(subjectId: string): Promise<Uint8Array | null> {
+  return loadKey(RECORD(subjectId));
+}
+
+/** Import a key file (checked first: it must load as a device for this server's parameters). */
+export async function importKey(data: Uint8Array): Promise<string> {
+  const { device } = loadDeviceKey(data, await serverParams());
+  await saveKey(RECORD(device.subjectId), data);
+  return device.subjectId;
+}
+
+export async function presentAndMatch(subjectId: string, terminal: string, variant: Variant) {
+  const dev = await storedDevice(subjectId);
+  if (dev === null) throw new Error(`no gsm key for ${subjectId} on this device`);
+  const http = gsmClient(terminal);
+  await present(http, dev, variant);
+  return match(http, dev, variant);
+}

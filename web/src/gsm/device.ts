@@ -1,0 +1,168 @@
+/**
+ * The Device party of Game-Set-MATCH (seed 004 §5–§7) in the browser, as `privface.protocols.gsm.parties.Device`:
+ * it holds its Paillier key pair (esk never leaves it) and the provider-signed first message m1.
+ *
+ *   enrolStart(u)       Π_en round 1 (§6, §8): epk, ⟦u_i⟧, Π_epk, Fig. 9 — an EnrolRequest
+ *   enrolRespond(ch)    Π_en round 2: the Fig. 10 answer — a NormResponse
+ *   acceptEnrolment(m1) keep m1 after checking subject, key and the provider's Ed25519 signature σ
+ *   pi1Decide / pi2Reply / pi3Request + pi3Finish   round 3 (Fig. 3, 4, 5) on the terminal's Challenge
+ *
+ * Every incoming message is decoded by the wire codec and checked before use.
+ */
+import { ed25519 } from "@noble/curves/ed25519.js";
+import { decode, encode, type Fields } from "../wire/codec.js";
+import type { PowMany } from "../crypto/pool.js";
+import type { PaillierKey } from "./paillier.js";
+import { checkTemplate, decode2Sum, GsmParams, ProtocolError, VARIANT_IDS, type Variant } from "./params.js";
+import { normResponse, proveModulus, provePlaintextKnowledge } from "./zk.js";
+
+export const SIGNATURE_CONTEXT = new TextEncoder().encode("privface/gsm/first-message/v1\0");
+export const ENROL_CONTEXT = new TextEncoder().encode("privface/gsm/enrol/v1\0");
+const SUBJECT = /^[A-Za-z0-9._@+-]{1,128}$/;
+
+function cat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** What the provider signs: the context and m1 encoded with an empty σ. */
+export function signedBytes(m1: Fields): Uint8Array {
+  return cat(SIGNATURE_CONTEXT, encode("gsm.Template", { ...m1, signature: new Uint8Array(0) }));
+}
+
+/** Fiat–Shamir context of Π_epk and Fig. 9: subject and provider key (`enrol_context`). */
+export function enrolContext(subjectId: string, providerKey: Uint8Array): Uint8Array {
+  const id = new TextEncoder().encode(subjectId);
+  return cat(ENROL_CONTEXT, new Uint8Array([id.length >> 8, id.length & 0xff]), id, providerKey);
+}
+
+export function verifyFirstMessage(providerKey: Uint8Array, m1: Fields): void {
+  let ok = false;
+  try {
+    ok = ed25519.verify(m1.signature as Uint8Array, signedBytes(m1), providerKey);
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new ProtocolError("the provider's signature on the first message does not verify");
+}
+
+/** What the device keeps for Π3 between round 3 and round 5 (its OT secrets and circuit): `finish` takes the
+ *  terminal's CompareChallenge bytes and gives the CompareFinish bytes. */
+export interface Pi3State {
+  finish(compareChallenge: Uint8Array): Uint8Array;
+}
+
+export class GsmDevice {
+  private m1: Fields | null = null;
+  private m1Bytes: Uint8Array | null = null;
+
+  constructor(readonly subjectId: string, readonly params: GsmParams, readonly key: PaillierKey,
+              readonly providerKey: Uint8Array | null = null) {
+    if (!SUBJECT.test(subjectId)) throw new ProtocolError("a subject ID is 1–128 of A–Z a–z 0–9 . _ @ + -");
+    if (providerKey !== null && providerKey.length !== 32) throw new ProtocolError("an Ed25519 verification key is 32 bytes");
+    if (key.bits < params.paillierBits) {
+      throw new ProtocolError(`a ${key.bits}-bit Paillier key is below the required ${params.paillierBits} bits`);
+    }
+  }
+
+  /** Π_en round 1: c_i = ⟦u_i mod N; r_i⟧, then Π_epk and Fig. 9 bound to subject and provider. `onProgress`
+   *  gets the fraction done (encryption, then the proofs); `powMany`: a worker pool for the proofs' batches. */
+  async enrolStart(u: readonly number[], onProgress?: (done: number) => void, powMany?: PowMany): Promise<Uint8Array> {
+    if (this.providerKey === null) throw new ProtocolError("the device needs the provider's verification key to enrol");
+    const vals = checkTemplate(u, this.params);
+    const ctx = enrolContext(this.subjectId, this.providerKey);
+    const cts: bigint[] = [];
+    const witness: { x: bigint; r: bigint }[] = [];
+    vals.forEach((v, i) => {
+      const x = ((v % this.key.n) + this.key.n) % this.key.n;
+      const { c, r } = this.key.encrypt(x);
+      cts.push(c);
+      witness.push({ x, r });
+      if (i % 16 === 15) onProgress?.((0.5 * (i + 1)) / vals.length);
+    });
+    const modulusProof = await proveModulus(this.key, ctx, undefined, powMany);
+    onProgress?.(0.9);
+    const plaintextProof = provePlaintextKnowledge(this.key, cts, witness, ctx);
+    onProgress?.(1);
+    return encode("gsm.EnrolRequest", { subject_id: this.subjectId, pk_n: this.key.n, c_u: cts,
+      modulus_proof: modulusProof, plaintext_proof: plaintextProof });
+  }
+
+  /** Π_en round 2: the Fig. 10 answer to the provider's challenge (validated first). */
+  enrolRespond(challenge: Uint8Array, powMany?: PowMany): Promise<Uint8Array> {
+    return normResponse(this.key, challenge, this.params.ell, powMany);
+  }
+
+  /** Keep the provider's signed m1 after checking it is ours and σ verifies. */
+  acceptEnrolment(m1Bytes: Uint8Array): Fields {
+    const m1 = decode(m1Bytes, "gsm.Template").values;
+    if (m1.subject_id !== this.subjectId || m1.pk_n !== this.key.n) {
+      throw new ProtocolError("the provider's first message is for another device or key");
+    }
+    if (this.providerKey !== null) verifyFirstMessage(this.providerKey, m1);
+    this.m1 = m1;
+    this.m1Bytes = m1Bytes.slice();
+    return m1;
+  }
+
+  get enrolled(): boolean {
+    return this.m1 !== null;
+  }
+
+  /** Round 1 (all variants): m1's bytes, reusable across sessions. */
+  firstMessage(): Uint8Array {
+    if (this.m1Bytes === null) throw new ProtocolError("the device is not enrolled");
+    return this.m1Bytes;
+  }
+
+  firstMessageFields(): Fields {
+    if (this.m1 === null) throw new ProtocolError("the device is not enrolled");
+    return this.m1;
+  }
+
+  private checkChallenge(ch: Fields, variant: Variant): bigint[] {
+    if (ch.variant !== VARIANT_IDS[variant]) throw new ProtocolError(`expected a ${variant} challenge, got variant ${String(ch.variant)}`);
+    if ((ch.c_y !== null) !== (variant === "pi3")) {
+      throw new ProtocolError(`a ${variant} challenge has ${variant === "pi3" ? "two" : "one"} ciphertext(s)`);
+    }
+    return variant === "pi3" ? [ch.c_x as bigint, ch.c_y as bigint] : [ch.c_x as bigint];
+  }
+
+  /** Σ slots of Decode₂(Dec(c)) mod 2^k (Fig. 3 round 3 step 1). */
+  decodeMany(cts: bigint[], decrypt: (c: bigint[]) => bigint[] = (cs) => cs.map((c) => this.key.decrypt(c))): bigint[] {
+    const m1 = this.firstMessageFields();
+    for (const c of cts) {
+      try {
+        this.key.checkCiphertext(c);
+      } catch {
+        throw new ProtocolError("invalid ciphertext: not in Z*_{N²} for this key");
+      }
+    }
+    return decrypt(cts).map((x) => decode2Sum(this.params.m, m1.n as number, m1.d as number, this.params.lam, x));
+  }
+
+  /** Fig. 3 round 3: IP = J − ζ²; send [IP ≥ T] (Π1: the device learns IP). */
+  pi1Decide(challenge: Uint8Array): Uint8Array {
+    const [c] = this.checkChallenge(decode(challenge, "gsm.Challenge").values, "pi1");
+    const ip = this.decodeMany([c!])[0]! - this.params.zeta2;
+    return encode("gsm.Decision", { match: ip >= this.params.threshold, aborted: false });
+  }
+
+  /** Fig. 4 round 3: X = a·J + b, decoded; the device learns nothing (uniform b). */
+  pi2Reply(challenge: Uint8Array): Uint8Array {
+    const cts = this.checkChallenge(decode(challenge, "gsm.Challenge").values, "pi2");
+    return encode("gsm.Reply", { x: this.decodeMany(cts)[0]! });
+  }
+
+  /** Fig. 5 round 3 steps 1–2: X = J + pad, Y = a·J + b. */
+  pi3Inputs(challenge: Uint8Array): [bigint, bigint] {
+    const cts = this.checkChallenge(decode(challenge, "gsm.Challenge").values, "pi3");
+    const [x, y] = this.decodeMany(cts);
+    return [x!, y!];
+  }
+}
