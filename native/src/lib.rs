@@ -16,6 +16,7 @@ pub mod modexp;
 pub mod ot;
 pub mod otext;
 pub mod prp;
+pub mod softspoken;
 
 /// SHA-256 of the crate's sources at build time (see build.rs); the Python wrapper compares it.
 pub const SOURCE_HASH: &str = env!("PRIVFACE_NATIVE_SOURCE_HASH");

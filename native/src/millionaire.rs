@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::bfv::pool;
-use crate::otext::{KAPPA, PyIknpReceiver, PyIknpSender, Receiver, Sender, Shared, contiguous, read_row, row_bytes};
+use crate::otext::{PyIknpReceiver, PyIknpSender, Receiver, Sender, Shared, contiguous, read_row, row_bytes};
 
 /// Entries per parallel task of the element-wise steps (leaf openings, triples, B2A).
 const CHUNK: usize = 1 << 16;
@@ -395,7 +395,7 @@ fn mill_leaves_send<'py>(
     Ok(cts.into_iter().map(|c| c.into_pyarray(py)).collect())
 }
 
-/// R's extension on the bits of x (m,) uint64 (counter: the first tweak of its m·ell OTs) → (u (κ,
+/// R's extension on the bits of x (m,) uint64 (counter: the first tweak of its m·ell OTs) → (u (u_rows,
 /// row_bytes(m·ell)) uint8, per block the masks (m,) uint8), for the block widths.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
@@ -409,8 +409,8 @@ fn mill_leaves_recv<'py>(
 ) -> PyResult<(Bound<'py, PyArray2<u8>>, Vec<Bits<'py>>)> {
     let x = contiguous(&x, "x")?;
     let nb = row_bytes(x.len() * ell);
-    let u = PyArray2::<u8>::zeros(py, [KAPPA, nb], false);
     let inner = &mut receiver.inner;
+    let u = PyArray2::<u8>::zeros(py, [inner.u_rows(), nb], false);
     let masks = {
         let mut w = u.readwrite();
         let us = w
@@ -507,6 +507,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::otext::KAPPA;
 
     fn keys(m: usize, salt: u8) -> Vec<u8> {
         (0..16 * m)
@@ -535,8 +536,15 @@ mod tests {
     #[test]
     fn the_receiver_unmasks_the_message_at_its_block_value() {
         // several extension tasks (120 entries of 17 OTs each), the last one short; every width 1..=6
-        for widths in [[4usize, 4, 4, 4, 1], [6, 5, 3, 2, 1]] {
-            let (mut s, mut r) = crate::otext::pair();
+        for (widths, soft) in [
+            ([4usize, 4, 4, 4, 1], None),
+            ([6, 5, 3, 2, 1], None),
+            ([4, 4, 3, 3, 3], Some(4)),
+        ] {
+            let (mut s, mut r) = match soft {
+                None => crate::otext::pair(),
+                Some(k) => crate::otext::pair_soft(k),
+            };
             let (m, ell) = (1000usize, 17usize);
             let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
             let x: Vec<u64> = (0..m as u64).map(|i| i * 104_729 % (1 << ell)).collect();
@@ -544,7 +552,8 @@ mod tests {
             let es: Vec<Vec<u8>> = (0..5)
                 .map(|b| (0..m).map(|i| ((i / 3 + b) % 2) as u8).collect())
                 .collect();
-            let mut u = vec![0u8; KAPPA * row_bytes(m * ell)];
+            let mut u = vec![0u8; r.u_rows() * row_bytes(m * ell)];
+            assert_eq!(r.u_rows(), KAPPA / soft.unwrap_or(1));
             let masks = leaves_recv(&mut r, 3, ell, &widths, &x, &mut u).unwrap();
             let inp = LeafInputs {
                 y: &y,

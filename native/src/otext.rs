@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use crate::bfv::pool;
 use crate::prp::{Prp, TCCR_KEY, ctr_fill, tccr_to, tccr_with};
+use crate::softspoken::{delta_chunk, ggm_punctured, ggm_send, subset_sums, xor_into};
 
 /// The security parameter κ: base OTs, rows of the IKNP matrix, bits per random-OT key.
 pub const KAPPA: usize = 128;
@@ -62,11 +63,16 @@ impl Streams {
         if seeds.len() != 16 * KAPPA {
             return Err(format!("IKNP: expected {KAPPA} seeds of 16 bytes"));
         }
+        Ok(Streams::of(seeds))
+    }
+
+    /// One stream per 16-byte seed (SoftSpokenOT: (κ/k)·2^k of them).
+    pub fn of(seeds: &[u8]) -> Streams {
         let keys = seeds
             .chunks(16)
             .map(|k| Prp::new(k.try_into().expect("16 bytes")))
             .collect();
-        Ok(Streams { keys, pos: 0 })
+        Streams { keys, pos: 0 }
     }
 
     /// The next `nbytes` of every stream: κ rows of `nbytes`, row-major.
@@ -388,6 +394,8 @@ struct Scratch {
     cols: Vec<u8>,
     h0: Vec<u8>,
     h1: Vec<u8>,
+    /// SoftSpokenOT: an instance's 2^k stream rows (allocated on first use)
+    soft: Vec<u8>,
 }
 
 impl Scratch {
@@ -398,6 +406,7 @@ impl Scratch {
             cols: vec![0; 16 * TILE_COLS],
             h0: vec![0; 16 * TILE_COLS],
             h1: vec![0; 16 * TILE_COLS],
+            soft: Vec::new(),
         }
     }
 }
@@ -507,10 +516,49 @@ fn prefetch(data: &[u8], at: usize, len: usize) {
     }
 }
 
-/// The extension sender: Δ and the seeds k_i^{Δ_i} it learnt as base-OT receiver.
+/// SoftSpokenOT's sender rows of one task (`softspoken`): per instance i the 2^k − 1 streams it knows, row y =
+/// r_{y ⊕ Δ_i} (row 0, the punctured leaf, zero), their subset sums w_{i,b} ⊕ Δ_{i,b}·c_i into tile rows i·k + b
+/// (bytes skip..skip + w, skip returned).
+#[allow(clippy::too_many_arguments)]
+fn soft_sender_tile(
+    streams: &Streams,
+    delta: &[u8; 16],
+    k: usize,
+    u: &[u8],
+    nb: usize,
+    off: usize,
+    w: usize,
+    s: &mut Scratch,
+) -> usize {
+    let n = 1usize << k;
+    let Scratch { tile, row, soft, .. } = s;
+    soft.resize(n * STRIDE, 0);
+    let mut skip = 0;
+    for i in 0..KAPPA / k {
+        let di = delta_chunk(delta, i, k);
+        soft[..STRIDE].fill(0);
+        for y in 1..n {
+            skip = streams.blocks((i << k) + (y ^ di), off, w, &mut soft[y * STRIDE..(y + 1) * STRIDE]);
+        }
+        let ui = &u[i * nb + off..i * nb + off + w];
+        subset_sums(soft, STRIDE, skip, w, k, row, |b, v| {
+            let q = &mut tile[(i * k + b) * STRIDE + skip..][..w];
+            q.copy_from_slice(v);
+            if di >> b & 1 == 1 {
+                xor_into(q, ui);
+            }
+        });
+    }
+    skip
+}
+
+/// The extension sender: Δ and the seeds k_i^{Δ_i} it learnt as base-OT receiver (IKNP), or SoftSpokenOT's
+/// punctured leaves.
 pub struct Sender {
     delta: [u8; 16],
     streams: Streams,
+    /// SoftSpokenOT's k (streams: (κ/k)·2^k leaves, instance-major, leaf Δ_i all-zero and unused); None: IKNP
+    soft: Option<usize>,
 }
 
 impl Sender {
@@ -519,7 +567,26 @@ impl Sender {
         Ok(Sender {
             delta,
             streams: Streams::new(seeds)?,
+            soft: None,
         })
+    }
+
+    /// SoftSpokenOT's sender with width k: Δ and its κ base-OT outputs (message Δ_j of OT j).
+    pub fn softspoken(k: usize, delta: &[u8], got: &[u8]) -> Result<Sender, String> {
+        let delta: [u8; 16] = delta
+            .try_into()
+            .map_err(|_| "SoftSpokenOT: Δ must be 16 bytes".to_string())?;
+        let leaves = ggm_punctured(k, &delta, got)?;
+        Ok(Sender {
+            delta,
+            streams: Streams::of(&leaves),
+            soft: Some(k),
+        })
+    }
+
+    /// Rows of the receiver's message u: κ (IKNP) or κ/k (SoftSpokenOT).
+    pub fn u_rows(&self) -> usize {
+        self.soft.map_or(KAPPA, |k| KAPPA / k)
     }
 
     /// The receiver's u (κ rows of row_bytes(m)) → (H(j, q_j), H(j, q_j ⊕ Δ)), each m × 16 bytes, with
@@ -561,14 +628,14 @@ impl Sender {
     where
         F: Fn(usize, &[u8], &[u8]) + Sync,
     {
-        let nb = row_bytes(m);
-        if u.len() != KAPPA * nb {
-            return Err(format!("IKNP: u must be {KAPPA} × {nb} bytes"));
+        let (nb, rows) = (row_bytes(m), self.u_rows());
+        if u.len() != rows * nb {
+            return Err(format!("OT extension: u must be {rows} × {nb} bytes"));
         }
         let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
         let (delta, d128) = (self.delta, u128::from_le_bytes(self.delta));
-        let streams = &self.streams;
+        let (streams, soft) = (&self.streams, self.soft);
         (0..m.div_ceil(cols))
             .into_par_iter()
             .for_each_init(Scratch::new, |s, t| {
@@ -576,7 +643,10 @@ impl Sender {
                 let n = cols.min(m - first);
                 let w = n.div_ceil(8);
                 let mut skip = 0;
-                for r in 0..KAPPA {
+                if let Some(k) = soft {
+                    skip = soft_sender_tile(streams, &delta, k, u, nb, off, w, s);
+                }
+                for r in (0..KAPPA).filter(|_| soft.is_none()) {
                     prefetch(u, (r + AHEAD) * nb + off, w);
                     let row = &mut s.tile[r * STRIDE..(r + 1) * STRIDE];
                     skip = streams.blocks(r, off, w, row);
@@ -601,6 +671,8 @@ impl Sender {
 pub struct Receiver {
     s0: Streams,
     s1: Streams,
+    /// SoftSpokenOT's k (s0: the (κ/k)·2^k leaves, s1 empty); None: IKNP
+    soft: Option<usize>,
 }
 
 impl Receiver {
@@ -608,20 +680,38 @@ impl Receiver {
         Ok(Receiver {
             s0: Streams::new(seeds0)?,
             s1: Streams::new(seeds1)?,
+            soft: None,
         })
+    }
+
+    /// SoftSpokenOT's receiver with width k from κ/k random roots: (the receiver, its base-OT messages 0 and 1,
+    /// κ × 16 bytes each, to send as base-OT sender).
+    pub fn softspoken(k: usize, roots: &[u8]) -> Result<(Receiver, Vec<u8>, Vec<u8>), String> {
+        let (m0, m1, leaves) = ggm_send(k, roots)?;
+        let r = Receiver {
+            s0: Streams::of(&leaves),
+            s1: Streams::of(&[]),
+            soft: Some(k),
+        };
+        Ok((r, m0, m1))
+    }
+
+    /// Rows of the message u: κ (IKNP) or κ/k (SoftSpokenOT).
+    pub fn u_rows(&self) -> usize {
+        self.soft.map_or(KAPPA, |k| KAPPA / k)
     }
 
     /// Choice bits r (m, nonzero = 1) → (u = G(k^0) ⊕ G(k^1) ⊕ r, κ rows of row_bytes(m); H(j, t_j), m × 16).
     pub fn extend(&mut self, choices: &[u8], counter: u64) -> (Vec<u8>, Vec<u8>) {
         let m = choices.len();
-        let (mut u, mut kr) = (vec![0u8; KAPPA * row_bytes(m)], vec![0u8; 16 * m]);
+        let (mut u, mut kr) = (vec![0u8; self.u_rows() * row_bytes(m)], vec![0u8; 16 * m]);
         self.extend_prefix(choices, counter, 16, &mut u, &mut kr)
             .expect("outputs sized for the choices");
         (u, kr)
     }
 
     /// `extend` into caller-provided outputs, keeping the first `width` bytes of every key: u of
-    /// κ × row_bytes(m) bytes, kr of m × width.
+    /// u_rows × row_bytes(m) bytes, kr of m × width.
     pub fn extend_prefix(
         &mut self,
         choices: &[u8],
@@ -661,16 +751,16 @@ impl Receiver {
     where
         F: Fn(usize, &[u8]) + Sync,
     {
-        let nb = row_bytes(m);
-        if u.len() != KAPPA * nb {
-            return Err(format!("IKNP: u must be {KAPPA} × {nb} bytes"));
+        let (nb, rows) = (row_bytes(m), self.u_rows());
+        if u.len() != rows * nb {
+            return Err(format!("OT extension: u must be {rows} × {nb} bytes"));
         }
         if bits.len() != m.div_ceil(8) {
             return Err(format!("IKNP: {m} choices are {} packed bytes", m.div_ceil(8)));
         }
         let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
-        let (s0, s1) = (&self.s0, &self.s1);
+        let (s0, s1, soft) = (&self.s0, &self.s1, self.soft);
         let uo = Shared::new(u);
         let tasks = m.div_ceil(cols);
         (0..tasks).into_par_iter().for_each_init(Scratch::new, |s, t| {
@@ -681,7 +771,25 @@ impl Receiver {
             let wu = if t + 1 == tasks { nb - off } else { w };
             let pk = &bits[off..off + w];
             let (mut pad, mut skip) = ([0u8; 8], 0);
-            for r in 0..KAPPA {
+            if let Some(k) = soft {
+                let Scratch { tile, row, soft, .. } = &mut *s;
+                soft.resize(STRIDE << k, 0);
+                for i in 0..KAPPA / k {
+                    for x in 0..1usize << k {
+                        skip = s0.blocks((i << k) + x, off, w, &mut soft[x * STRIDE..(x + 1) * STRIDE]);
+                    }
+                    subset_sums(soft, STRIDE, skip, w, k, row, |b, v| {
+                        tile[(i * k + b) * STRIDE + skip..][..w].copy_from_slice(v);
+                    });
+                    // SAFETY: task t alone owns bytes off..off + wu of every row, in bounds of rows × nb.
+                    let ui = unsafe { uo.slice(i * nb + off, wu) };
+                    // c_i = u_i ⊕ r; the padding past the last choice byte is zero
+                    ui[..w].copy_from_slice(&soft[skip..skip + w]);
+                    xor_into(&mut ui[..w], pk);
+                    ui[w..].fill(0);
+                }
+            }
+            for r in (0..KAPPA).filter(|_| soft.is_none()) {
                 let ti = &mut s.tile[r * STRIDE..(r + 1) * STRIDE];
                 skip = s0.blocks(r, off, w, ti);
                 s1.blocks(r, off, w, &mut s.row);
@@ -733,6 +841,18 @@ pub(crate) fn pair() -> (Sender, Receiver) {
     )
 }
 
+/// A SoftSpokenOT sender and receiver of width k on fixed roots and Δ, through the base-OT messages (tests).
+#[cfg(test)]
+pub(crate) fn pair_soft(k: usize) -> (Sender, Receiver) {
+    let roots: Vec<u8> = (0..16 * (KAPPA / k)).map(|i| (i * 11 + 3) as u8).collect();
+    let delta: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+    let (r, m0, m1) = Receiver::softspoken(k, &roots).unwrap();
+    let got: Vec<u8> = (0..KAPPA)
+        .flat_map(|i| if delta[i / 8] >> (i % 8) & 1 == 1 { &m1 } else { &m0 }[16 * i..16 * i + 16].to_vec())
+        .collect();
+    (Sender::softspoken(k, &delta, &got).unwrap(), r)
+}
+
 // ----------------------------------------------------------------------------------------- Python
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
@@ -770,6 +890,20 @@ impl PyIknpSender {
         Ok(PyIknpSender {
             inner: Sender::new(delta, seeds).map_err(err)?,
         })
+    }
+
+    /// SoftSpokenOT's sender (`softspoken`): width k, Δ (16 bytes), its κ base-OT outputs (κ × 16 bytes).
+    #[staticmethod]
+    fn softspoken(k: usize, delta: &[u8], got: &[u8]) -> PyResult<Self> {
+        Ok(PyIknpSender {
+            inner: Sender::softspoken(k, delta, got).map_err(err)?,
+        })
+    }
+
+    /// Rows of the receiver's message u: κ (IKNP) or κ/k (SoftSpokenOT).
+    #[getter]
+    fn u_rows(&self) -> usize {
+        self.inner.u_rows()
     }
 
     /// u (κ × row_bytes(m), uint8) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, width) uint8 (the keys' first
@@ -815,6 +949,12 @@ impl PyIknpReceiver {
         })
     }
 
+    /// Rows of the message u: κ (IKNP) or κ/k (SoftSpokenOT).
+    #[getter]
+    fn u_rows(&self) -> usize {
+        self.inner.u_rows()
+    }
+
     /// Choice bits (m,) uint8 → (u (κ, row_bytes(m)) uint8, H(j, t_j) (m, width) uint8), tweaks counter + j.
     #[pyo3(signature = (choices, counter, width = 16))]
     #[allow(clippy::type_complexity)]
@@ -829,7 +969,7 @@ impl PyIknpReceiver {
         let nb = row_bytes(r.len());
         let inner = &mut self.inner;
         let (u, kr) = (
-            PyArray2::<u8>::zeros(py, [KAPPA, nb], false),
+            PyArray2::<u8>::zeros(py, [inner.u_rows(), nb], false),
             PyArray2::<u8>::zeros(py, [r.len(), width], false),
         );
         {
@@ -840,6 +980,27 @@ impl PyIknpReceiver {
         }
         Ok((u, kr))
     }
+}
+
+/// SoftSpokenOT's receiver (`softspoken`) of width k from κ/k random 16-byte roots → (the receiver, its κ
+/// base-OT messages 0 and 1 as κ × 16 bytes each).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn softspoken_receiver<'py>(
+    py: Python<'py>,
+    k: usize,
+    roots: &[u8],
+) -> PyResult<(
+    PyIknpReceiver,
+    Bound<'py, pyo3::types::PyBytes>,
+    Bound<'py, pyo3::types::PyBytes>,
+)> {
+    let (inner, m0, m1) = Receiver::softspoken(k, roots).map_err(err)?;
+    Ok((
+        PyIknpReceiver { inner },
+        pyo3::types::PyBytes::new(py, &m0),
+        pyo3::types::PyBytes::new(py, &m1),
+    ))
 }
 
 /// TCCR(x_i, tweaks_i) for rows x (n × 16 bytes, uint8) and tweaks (n,) uint64 → (n, 16) uint8.
@@ -882,6 +1043,7 @@ fn tccr_key<'py>(py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(softspoken_receiver, m)?)?;
     m.add_class::<PyIknpSender>()?;
     m.add_class::<PyIknpReceiver>()?;
     m.add_function(wrap_pyfunction!(tccr_hash, m)?)?;
@@ -895,6 +1057,33 @@ mod tests {
     use super::*;
 
     use super::pair;
+
+    #[test]
+    fn softspoken_outputs_are_random_ots_with_iknp_s_correlation() {
+        for k in [1usize, 2, 4, 8] {
+            let (mut s, mut r) = pair_soft(k);
+            assert_eq!((s.u_rows(), r.u_rows()), (KAPPA / k, KAPPA / k));
+            let mut counter = 0;
+            for m in [1usize, 100, 64, 5000] {
+                let choices: Vec<u8> = (0..m).map(|j| ((j * 5 + m) % 3 == 0) as u8).collect();
+                let (u, kr) = r.extend(&choices, counter);
+                assert_eq!(u.len(), KAPPA / k * row_bytes(m));
+                let (k0, k1) = s.extend(&u, m, counter).unwrap();
+                for j in 0..m {
+                    let want = if choices[j] == 1 { &k1 } else { &k0 };
+                    let other = if choices[j] == 1 { &k0 } else { &k1 };
+                    assert_eq!(
+                        &kr[16 * j..16 * j + 16],
+                        &want[16 * j..16 * j + 16],
+                        "k {k} m {m} OT {j}"
+                    );
+                    assert_ne!(&kr[16 * j..16 * j + 16], &other[16 * j..16 * j + 16]);
+                }
+                counter += m as u64;
+            }
+            assert!(s.extend(&vec![0u8; KAPPA * 8], 5, 0).is_err() || k == 1);
+        }
+    }
 
     #[test]
     fn iknp_outputs_are_random_ots() {

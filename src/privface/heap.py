@@ -1,12 +1,12 @@
 """Keep freed memory in the process (glibc's malloc), so that a query's large buffers are not zeroed again.
 
 glibc serves every block above 32 MB with its own mmap and unmaps it at free; the next query's buffers of the
-same size (cryptomask's IKNP u, ≈ 0.5 GB per query at 2^20; hers' inner products) are then fresh pages that the
-kernel zeroes on first touch. ``retain`` takes blocks of every size from the heap (``M_MMAP_MAX`` 0) and keeps up
-to ``TRIM`` bytes of free memory at its top (``M_TRIM_THRESHOLD``), as jemalloc or tcmalloc would. The price: a
-process keeps up to ``TRIM`` of freed memory resident after a large query. ``privface``'s command line (hence
-``serve``) and its benchmark children call it; ``PRIVFACE_HEAP=system`` leaves glibc's defaults. A library user
-calls it once, or not.
+same size (cryptomask's OT-extension u, ≈ 0.12 GB per query at 2^20 on SoftSpokenOT, 0.5 GB on IKNP; hers' inner
+products) are then fresh pages that the kernel zeroes on first touch. ``retain`` takes blocks of every size from
+the heap (``M_MMAP_MAX`` 0) and keeps up to ``TRIM`` bytes of free memory at its top (``M_TRIM_THRESHOLD``), as
+jemalloc or tcmalloc would. The price: a process keeps up to ``TRIM`` of freed memory resident after a large query.
+``privface``'s command line (hence ``serve``) and its benchmark children call it; ``PRIVFACE_HEAP=system`` leaves
+glibc's defaults. A library user calls it once, or not.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Secure comparison, bit triples and B2A from IKNP random OTs (``otext``), vectorised over many inputs, one
-function per party.
+"""Secure comparison, bit triples and B2A from random OTs (``otext``: IKNP or SoftSpokenOT, the same correlation),
+vectorised over many inputs, one function per party.
 
 Seed 001 §2.6 / Alg. 3 use the OT-based millionaires' protocol of CrypTFlow2 (Rathee et al., CCS 2020,
 ref. [26]): x = x_{q−1}‖…‖x_0 and y likewise in blocks of w bits; per block a 1-out-of-2^w OT gives boolean
@@ -49,9 +49,10 @@ def random_bits(n: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(os.urandom((n + 7) // 8), dtype=np.uint8))[:n]
 
 
-def u_part(m: int) -> Part:
-    """The receiver's IKNP message for m random OTs (κ rows of whole 64-bit words)."""
-    return Part(KAPPA * (-(-m // 64) * 8))
+def u_part(m: int, rows: int = KAPPA) -> Part:
+    """The receiver's extension message u for m random OTs (``rows`` rows of whole 64-bit words: κ for IKNP, κ/k
+    for SoftSpokenOT)."""
+    return Part(rows * (-(-m // 64) * 8))
 
 
 def _widths(ell: int) -> list[int]:
@@ -160,8 +161,8 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
     y_S = _check_inputs(y_S, ell)
     m, widths = y_S.size, _widths(ell)
     sizes = _levels(len(widths), m)
-    us = yield from ch.recv(u_part(m * ell), *[u_part(2 * n) for n in sizes], phase=phase)
-    u = us[0].reshape(KAPPA, -1)
+    us = yield from ch.recv(u_part(m * ell, S.rows), *[u_part(2 * n, S.rows) for n in sizes], phase=phase)
+    u = us[0].reshape(S.rows, -1)
     core, counter = S.reserve(u, m * ell)
     # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]) of every block, masked by bits 2v, 2v + 1 of ⊕_t K_{t, v_t}
     rand = [(random_bits(m), random_bits(m)) for _ in widths]
@@ -171,7 +172,7 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
         ch.send(phase, ct)
     triples = []
     for u_t, n in zip(us[1:], sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
-        t0, t1 = S.extend(u_t.reshape(KAPPA, -1), 2 * n, width=1)
+        t0, t1 = S.extend(u_t.reshape(S.rows, -1), 2 * n, width=1)
         b = random_bits(n)
         a, c, corr = ext.triples_send(t0, t1, b)
         ch.send(phase, pack(corr))
@@ -189,8 +190,8 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
 def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
     """S's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
-    (u,) = yield from ch.recv(u_part(b_S.size), phase=phase)
-    k0, k1 = S.extend(u.reshape(KAPPA, -1), b_S.size, width=4)
+    (u,) = yield from ch.recv(u_part(b_S.size, S.rows), phase=phase)
+    k0, k1 = S.extend(u.reshape(S.rows, -1), b_S.size, width=4)
     D, share = ext.b2a_send(k0, k1, b_S)  # D = r0 − r1 + b_S, S's share b_S − 2·(−r0) (mod 2^32)
     ch.send(phase, D)
     return share

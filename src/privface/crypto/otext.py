@@ -14,6 +14,13 @@ module extends κ = 128 base OTs to millions of random OTs:
   correlation-robust hash TCCR(x, j) = π(π(x) ⊕ j) ⊕ π(x), π fixed-key AES-128 (Guo–Katz–Wang–Yu, S&P 2020).
   The tweak j is a global counter, never reused between calls.
 
+SoftSpokenOT (Roy, CRYPTO 2022; ``SoftSpokenSender``, ``SoftSpokenReceiver``, the default of Alg. 3) gives the same
+correlation q_j = t_j ⊕ r_j·Δ from κ/k small-field VOLEs over F_{2^k}: the receiver's u is κ/k rows instead of κ
+(128/k bits per OT: 32 at k = 4, against IKNP's 128), for 2^k PRG streams per k rows instead of 2 per row. Its κ
+base OTs carry the levels of κ/k GGM trees (native/src/softspoken.rs); everything after the correlation (the
+transpose, the TCCR hash, the tweaks) is IKNP's. Its setup messages begin with ``SOFTSPOKEN_TAG``, the version and
+k, so that a peer on the other variant or version fails at setup with a clear error, not with wrong bits.
+
 Python keeps the base OTs, Δ, the counters and the checks; the PRG expansion, the bit-matrix transpose and
 the hashing are native calls that release the GIL. A consumer that needs only a few bits of each key asks for
 a prefix (``width``) or, natively, takes the keys task by task without storing them (``reserve``). The numpy
@@ -31,6 +38,11 @@ from .native import ext
 from .ot import ED25519, OTReceiver, OTRequest, OTResponse, OTSender
 
 KAPPA = 128
+SOFTSPOKEN_K = 4
+"""SoftSpokenOT's default width k (docs/crypto.md: k = 8 halves the bytes again for 8× the sender's PRG work)."""
+SOFTSPOKEN_KS = (1, 2, 4, 8)
+SOFTSPOKEN_TAG = b"privface/softspoken"
+SOFTSPOKEN_VERSION = 1
 _FIXED_KEY = hashlib.shake_256(b"privface/otext/tccr/v1").digest(16)
 """π's key; native/src/otext.rs holds the same 16 bytes (``ext.tccr_key()``, compared by the tests)."""
 
@@ -52,6 +64,9 @@ def _transpose(rows: np.ndarray, m: int) -> np.ndarray:
 
 class IKNPSender:
     """The extension sender (base-OT receiver). ``setup_request`` → receiver → ``setup_finish``."""
+
+    rows = KAPPA
+    """Rows of the receiver's message u."""
 
     def __init__(self) -> None:
         self._delta_bits = np.unpackbits(np.frombuffer(_random(16), dtype=np.uint8), bitorder="little")
@@ -81,14 +96,16 @@ class IKNPSender:
         if self._core is None:
             raise CryptoError("IKNP: setup first")
         nb = -(-m // 64) * 8
-        if not isinstance(u, np.ndarray) or u.dtype != np.uint8 or u.shape != (KAPPA, nb):
-            raise CryptoError(f"IKNP: u must be uint8 ({KAPPA}, {nb})")
+        if not isinstance(u, np.ndarray) or u.dtype != np.uint8 or u.shape != (self.rows, nb):
+            raise CryptoError(f"OT extension: u must be uint8 ({self.rows}, {nb})")
         first, self.counter = self.counter, self.counter + m
         return self._core, first
 
 
 class IKNPReceiver:
     """The extension receiver (base-OT sender)."""
+
+    rows = KAPPA
 
     def __init__(self) -> None:
         self._seeds = [(_random(16), _random(16)) for _ in range(KAPPA)]
@@ -108,8 +125,75 @@ class IKNPReceiver:
     def reserve(self, m: int):
         """Take the tweaks of m OTs: (the native receiver, the first tweak), for a native step that extends and
         uses the keys in one pass (``millionaire``'s leaves)."""
+        if self._core is None:
+            raise CryptoError("OT extension: setup first")
         first, self.counter = self.counter, self.counter + m
         return self._core, first
+
+
+def _header(k: int) -> bytes:
+    return SOFTSPOKEN_TAG + bytes([SOFTSPOKEN_VERSION, k])
+
+
+def _split(message: bytes, what: str) -> tuple[int, bytes]:
+    """A SoftSpokenOT setup message → (k, the base-OT message); CryptoError when it names another variant."""
+    n = len(SOFTSPOKEN_TAG)
+    if not isinstance(message, bytes | bytearray) or not message.startswith(SOFTSPOKEN_TAG) or len(message) < n + 2:
+        raise CryptoError(f"{what} names no SoftSpokenOT version: the peer runs another OT extension (privface "
+                          "before SoftSpokenOT ran IKNP); both sides need the same release")
+    version, k = message[n], message[n + 1]
+    if version != SOFTSPOKEN_VERSION or k not in SOFTSPOKEN_KS:
+        raise CryptoError(f"{what}: SoftSpokenOT version {version}, k = {k}; this side runs version "
+                          f"{SOFTSPOKEN_VERSION}, k in {SOFTSPOKEN_KS}")
+    return k, bytes(message[n + 2:])
+
+
+class SoftSpokenSender(IKNPSender):
+    """SoftSpokenOT's extension sender (Roy, CRYPTO 2022, semi-honest; native/src/softspoken.rs): as
+    ``IKNPSender``, its κ base-OT choices Δ; it learns every GGM leaf but leaf Δ_i of each instance, and the
+    receiver's u has κ/k rows. ``k`` (``SOFTSPOKEN_KS``) is this side's choice; the request carries it."""
+
+    def __init__(self, k: int = SOFTSPOKEN_K) -> None:
+        if k not in SOFTSPOKEN_KS:
+            raise CryptoError(f"SoftSpokenOT: k must be one of {SOFTSPOKEN_KS}")
+        super().__init__()
+        self.k = k
+        self.rows = KAPPA // k
+
+    def setup_request(self) -> bytes:
+        return _header(self.k) + super().setup_request()
+
+    def setup_finish(self, response: bytes) -> None:
+        k, body = _split(response, "the base-OT response")
+        if k != self.k:
+            raise CryptoError(f"the base-OT response is for k = {k}, not {self.k}")
+        resp = OTResponse.from_bytes(body)
+        if resp.message_bytes != 16:
+            raise CryptoError("the base-OT response: SoftSpokenOT's messages are 16 bytes")
+        got = self._base.receive(resp)
+        if any(len(m) != 16 for m in got):
+            raise CryptoError("SoftSpokenOT: base-OT messages must be 16 bytes")
+        self._core = ext.IknpSender.softspoken(self.k, self.delta.tobytes(), b"".join(got))
+
+
+class SoftSpokenReceiver(IKNPReceiver):
+    """SoftSpokenOT's extension receiver (base-OT sender): κ/k random GGM roots; k is the sender's, read from its
+    request (``setup_response``), which builds the native receiver."""
+
+    def __init__(self) -> None:
+        self._core = None
+        self.counter = 0
+        self.k = 0
+        self.rows = 0
+
+    def setup_response(self, request: bytes) -> bytes:
+        k, body = _split(request, "the base-OT request")
+        req = OTRequest.from_bytes(body)
+        core, m0, m1 = ext.softspoken_receiver(k, _random(16 * (KAPPA // k)))
+        pairs = [(m0[16 * j:16 * j + 16], m1[16 * j:16 * j + 16]) for j in range(KAPPA)]
+        resp = OTSender(ED25519).respond(req, pairs).to_bytes()
+        self._core, self.k, self.rows = core, k, KAPPA // k
+        return _header(k) + resp
 
 
 def _random(n: int) -> bytes:

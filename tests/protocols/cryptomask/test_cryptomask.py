@@ -7,7 +7,7 @@ from privface.crypto import rlwe, seal_arrays, seal_io
 from privface.crypto.lattice import generate_lattice_keypair
 from privface.crypto.millionaire import MASK32, Wire, b2a, drelu_shares, millionaire, random_bits
 from privface.crypto.ntt import RNSNTT
-from privface.crypto.otext import IKNPReceiver, IKNPSender, _transpose
+from privface.crypto.otext import IKNPReceiver, IKNPSender, SoftSpokenReceiver, SoftSpokenSender, _transpose
 from privface.errors import CryptoError, ProtocolError, TemplateError
 from privface.protocols import catalogue
 from privface.protocols.cryptomask import CM_BFV, CryptoMask, encoding
@@ -93,9 +93,9 @@ def test_bit_transpose_matches_unpack_transpose():
         assert np.array_equal(_transpose(r, m), ref)
 
 
-@pytest.fixture(scope="module")
-def ot_pair():
-    S, R = IKNPSender(), IKNPReceiver()
+@pytest.fixture(scope="module", params=["iknp", "softspoken"])
+def ot_pair(request):
+    S, R = (IKNPSender(), IKNPReceiver()) if request.param == "iknp" else (SoftSpokenSender(), SoftSpokenReceiver())
     S.setup_finish(R.setup_response(S.setup_request()))
     return S, R
 

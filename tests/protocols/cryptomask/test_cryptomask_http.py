@@ -7,7 +7,7 @@ import pytest
 
 from privface.crypto.exchange import Party
 from privface.crypto.millionaire import Wire
-from privface.crypto.otext import IKNPReceiver
+from privface.crypto.otext import SoftSpokenReceiver
 from privface.errors import CryptoError, ProtocolError
 from privface.protocols.cryptomask.params import COMPARE_BITS, TS_BOUND
 from privface.protocols.cryptomask.reveal import reveal, reveal_cs, reveal_verifier, setup_ot
@@ -38,7 +38,7 @@ def test_a_threshold_outside_the_comparison_ring_is_refused():
     """|ts| ≤ 2^17 keeps |d − ts| inside the ring 2^COMPARE_BITS's signed range: the verifier refuses more."""
     for ts in (TS_BOUND + 1, -TS_BOUND - 1):
         with pytest.raises(ProtocolError, match="threshold"):
-            next(reveal_verifier(IKNPReceiver(), np.zeros(64, np.int64), ts, Wire(), 64))
+            next(reveal_verifier(SoftSpokenReceiver(), np.zeros(64, np.int64), ts, Wire(), 64))
 
 
 def test_split_reveal_messages_are_checked_before_use():
@@ -244,7 +244,7 @@ def test_bad_messages_get_400_and_change_nothing(cs):
         s = svc._sessions[sid]
         want = _expected(cs, sid)
         zeros = [bytes(n) for n in want]
-        ot = IKNPReceiver().setup_response(started.ot_request)
+        ot = SoftSpokenReceiver().setup_response(started.ot_request)
         assert "unknown" in refused("identify/reveal", _round(bytes(16), 0, zeros, ot))
         assert "out of order" in refused("identify/reveal", _round(sid, 1, zeros))
         assert "expected" in refused("identify/reveal", _round(sid, 0, [b"\x00" * 10], ot))  # other part sizes
@@ -270,7 +270,7 @@ def test_streamed_bodies_are_bounded_by_the_callers_own_next_round(cs):
         started, _ = _start(cs, http)
     sid = started.session
     want = _expected(cs, sid)
-    ot = IKNPReceiver().setup_response(started.ot_request)
+    ot = SoftSpokenReceiver().setup_response(started.ot_request)
     body = _round(sid, 0, [bytes(n) for n in want], ot)
     exact = len(body)
     cap = cs["svc"].max_body["identify/reveal"]
@@ -321,17 +321,25 @@ def test_a_distances_stream_not_read_to_its_end_ends_its_session(cs):
 
 
 def test_base_ot_response_is_checked_before_use(cs):
-    """Round 0's base-OT response with 32-byte seeds: 400 before the base OTs are used up; the session is as it
-    was."""
+    """Round 0's base-OT response with 32-byte seeds, or without SoftSpokenOT's tag (a verifier from before it, on
+    IKNP), or for another k: 400 before the base OTs are used up; the session is as it was."""
+    from privface.crypto import otext
     from privface.crypto.ot import ED25519, OTRequest, OTSender
 
     with ServiceClient(cs["url"], "cryptomask", api_key=cs["keys"].create("verify")[1]) as http:
         started, _ = _start(cs, http, seed=9)
         sid = started.session
         zeros = [bytes(n) for n in _expected(cs, sid)]
-        long_seeds = OTSender(ED25519).respond(OTRequest.from_bytes(started.ot_request), [(bytes(32), bytes(32))] * 128)
+        k, body = otext._split(started.ot_request, "request")
+        assert k == otext.SOFTSPOKEN_K
+        long_seeds = OTSender(ED25519).respond(OTRequest.from_bytes(body), [(bytes(32), bytes(32))] * 128)
         with pytest.raises(RemoteMessageError, match="16 bytes"):
-            http.step("identify/reveal", _round(sid, 0, zeros, long_seeds.to_bytes()))
+            http.step("identify/reveal", _round(sid, 0, zeros, otext._header(k) + long_seeds.to_bytes()))
+        bare = OTSender(ED25519).respond(OTRequest.from_bytes(body), [(bytes(16), bytes(16))] * 128).to_bytes()
+        with pytest.raises(RemoteMessageError, match="another OT extension"):
+            http.step("identify/reveal", _round(sid, 0, zeros, bare))
+        with pytest.raises(RemoteMessageError, match="k = 8, not 4"):
+            http.step("identify/reveal", _round(sid, 0, zeros, otext._header(8) + bare))
         assert cs["svc"].party._sessions[sid].round == 0
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from privface.crypto.exchange import Party, Wire
-from privface.crypto.otext import IKNPReceiver
+from privface.crypto.otext import SoftSpokenReceiver
 from privface.protocols.common import read_message
 from privface.protocols.cryptomask.messages import HEAD_LIMIT, Query, RoundHead, Started, round_frames
 from privface.protocols.cryptomask.parties import threshold
@@ -41,7 +41,7 @@ def _round0(url: str, keys_url: str, key: str, y) -> bytes:
         with v.exchange("identify/start", Query(v._verifier.query(y).to_bytes()).to_bytes()) as answer:
             started = read_message(Started, answer.frame(HEAD_LIMIT))
             d1, _ = v._distances(started.session, answer, Wire())
-        r = IKNPReceiver()
+        r = SoftSpokenReceiver()
         ot = r.setup_response(started.ot_request)
         msg = Party(reveal_verifier(r, d1, threshold(v._tau), Wire(), v.info.batch), "verifier").start()
         length, frames = round_frames(RoundHead(started.session, 0, ot, [int(p.size) for p in msg]), msg)

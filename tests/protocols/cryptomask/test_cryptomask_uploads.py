@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from privface.crypto.exchange import Party, Wire
-from privface.crypto.otext import IKNPReceiver
+from privface.crypto.otext import SoftSpokenReceiver
 from privface.errors import PrivfaceError
 from privface.protocols.common import read_message
 from privface.protocols.cryptomask.messages import HEAD_LIMIT, Query, RoundHead, Started, round_frames
@@ -59,7 +59,7 @@ def _round0(cs, key, i):
         with v.exchange("identify/start", Query(v._verifier.query(cs["x"][i]).to_bytes()).to_bytes()) as answer:
             started = read_message(Started, answer.frame(HEAD_LIMIT))
             d1, _ = v._distances(started.session, answer, Wire())
-        r = IKNPReceiver()
+        r = SoftSpokenReceiver()
         ot = r.setup_response(started.ot_request)
         party = Party(reveal_verifier(r, d1, threshold(v._tau), Wire(), v.info.batch), "verifier")
         msg = party.start()

@@ -5,9 +5,9 @@ as a frame stream (``wire.framed``: u32 length | frame, each frame under the mes
 
 * ``GalleryRequest`` → ``GalleryInfo`` (pk, which the verifier checks against its key store's digest, and the
   layout);
-* ``Query`` (Alg. 2 line 2, §4.5: the query rows under sk_v) → ``Started`` (the CS's session and its IKNP base-OT
-  request), then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked c_0 of
-  ``chunk`` packs, each frame under 3 MiB), computed as the response is sent;
+* ``Query`` (Alg. 2 line 2, §4.5: the query rows under sk_v) → ``Started`` (the CS's session and its SoftSpokenOT
+  base-OT request), then every ``DistanceChunk`` in order in the same response (Alg. 2 line 11: c_1 and the masked
+  c_0 of ``chunk`` packs, each frame under 3 MiB), computed as the response is sent;
 * Alg. 3's rounds (``reveal``), either way: a ``RoundHead`` (session, round, the sizes of the message's parts; in the
   verifier's round 0 also its base-OT response, so the base OTs ride on the first round) then the parts, each cut
   into ``RoundPiece`` frames of at most ``PIECE_BYTES`` (``round_frames``, ``read_round``).
@@ -56,7 +56,9 @@ class Query(Message):
 
 @dataclass
 class Started(Message):
-    """CS → verifier: the identification's session id (16 random bytes) and the IKNP base-OT request."""
+    """CS → verifier: the identification's session id (16 random bytes) and the SoftSpokenOT base-OT request: it
+    begins with ``otext.SOFTSPOKEN_TAG``, the version and k, so a verifier on another OT extension or version refuses
+    it at setup (privface before SoftSpokenOT sent a bare IKNP request, which this verifier refuses)."""
 
     WIRE_NAME = "cryptomask.Started"
     session: bytes
@@ -78,8 +80,8 @@ class DistanceChunk(Message):
 @dataclass
 class RoundHead(Message):
     """The head of one Alg. 3 message (``reveal``), either way: round ``round`` (from 0), the byte sizes of its parts
-    (their data follows in ``RoundPiece`` frames), and ``ot``: in the verifier's round 0 its IKNP base-OT response
-    (the verifier is the base-OT sender), else empty."""
+    (their data follows in ``RoundPiece`` frames), and ``ot``: in the verifier's round 0 its SoftSpokenOT base-OT
+    response (the verifier is the base-OT sender), else empty."""
 
     WIRE_NAME = "cryptomask.RoundHead"
     session: bytes

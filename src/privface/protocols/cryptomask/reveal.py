@@ -16,7 +16,8 @@ Each party is a generator over ``crypto.exchange`` (``reveal_cs``, ``reveal_veri
 first and every verifier message gets one CS message back, so over HTTP each round is one request
 (``service``); ``reveal`` runs the same two generators against each other in process. Entries are processed
 in batches of ``batch`` (a multiple of 64, all steps vectorised); only the two 32-bit sums persist. The bytes
-per phase do not depend on the batch size (IKNP pads each batch to 64 entries, a multiple of 64 needs none).
+per phase do not depend on the batch size (the OT extension pads each batch to 64 entries, a multiple of 64 needs
+none). The random OTs are SoftSpokenOT's (``crypto.otext``, k = ``SOFTSPOKEN_K``): 128/k bits of u per OT.
 """
 from __future__ import annotations
 
@@ -24,19 +25,19 @@ import numpy as np
 
 from ...crypto.exchange import Chan, Wire, bits_part, pack, run_pair, unpack
 from ...crypto.millionaire import MASK32, b2a_R, b2a_S, drelu_R, drelu_S
-from ...crypto.otext import IKNPReceiver, IKNPSender
+from ...crypto.otext import IKNPReceiver, IKNPSender, SoftSpokenReceiver, SoftSpokenSender
 from ...errors import ProtocolError
 from .params import COMPARE_BITS, SUM_BITS, T_BITS, TS_BOUND
 
 BATCH = 1 << 15
 """Entries per batch when a caller bounds Alg. 3's memory; ``CryptoMask.identify``, ``identify --gallery`` and the CS
-over HTTP use one batch over every entry (messages of ≈ 448 B per entry, streamed as frames over HTTP), so their
-rounds do not grow with the gallery."""
+over HTTP use one batch over every entry (messages of ≈ 130 B per entry at k = 4, streamed as frames over HTTP), so
+their rounds do not grow with the gallery."""
 
 
 def setup_ot(wire: Wire) -> tuple[IKNPSender, IKNPReceiver]:
-    """The IKNP base OTs (once per CS–verifier pair), both sides in process."""
-    S, R = IKNPSender(), IKNPReceiver()
+    """SoftSpokenOT's base OTs (once per CS–verifier pair), both sides in process."""
+    S, R = SoftSpokenSender(), SoftSpokenReceiver()
     req = S.setup_request()
     resp = R.setup_response(req)
     wire.send("ot_setup", len(req) + len(resp))

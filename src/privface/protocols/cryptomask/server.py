@@ -1,5 +1,5 @@
 """The Cloud Server of seed 001 (§3.1) as a long-lived role over a persisted gallery: Alg. 2's CS part and the
-CS's side of Alg. 3 (P_0, IKNP sender), one session per identification.
+CS's side of Alg. 3 (P_0, OT-extension sender: SoftSpokenOT), one session per identification.
 
 The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, switched to sk_v (§4.5), when the
 role starts. A session is created by a ``Query`` (§4.5's three rows under sk_v, Alg. 2 line 2), whose answer is a
@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...crypto.exchange import Party, Wire, check
-from ...crypto.ot import OTResponse
-from ...crypto.otext import IKNPSender
+from ...crypto.otext import SoftSpokenSender
 from ...errors import CryptoError, ProtocolError
 from ...wire import FrameReader, WireError, framed
 from ..common import read_message
@@ -116,7 +115,7 @@ class CSSession:
     (one array per chunk, then inside Alg. 3's CS side, ``party``, started once every chunk is sent)."""
 
     rows: np.ndarray | None
-    ot: IKNPSender
+    ot: SoftSpokenSender
     expires: float  # IDLE_TTL after the last successful step, at most ``deadline``
     deadline: float  # MAX_AGE after the start
     caller: str | None = None
@@ -253,7 +252,7 @@ class CloudServerRole:
         with self._lock:
             self._check_room(caller)
         switched = self.cs.prepare(query)  # checks residues < primes
-        ot = IKNPSender()
+        ot = SoftSpokenSender()
         sid = secrets.token_bytes(16)
         with self._lock:
             self._check_room(caller)  # again: others may have started meanwhile
@@ -349,9 +348,7 @@ class CloudServerRole:
             try:
                 check(parts, s.party.expect, s.party.what)  # before the base OTs are used up
                 if head.round == 0:
-                    if OTResponse.from_bytes(head.ot).message_bytes != 16:
-                        raise ProtocolError("RoundHead: the base-OT seeds must be 16 bytes")
-                    s.ot.setup_finish(head.ot)
+                    s.ot.setup_finish(head.ot)  # checks the variant tag and 16-byte messages before any use
                 out = s.party.step(parts)
             except (CryptoError, ValueError) as e:
                 raise ProtocolError(f"Alg. 3 round {head.round}: {e}") from None

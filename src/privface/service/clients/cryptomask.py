@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ...crypto.exchange import Party, Wire
-from ...crypto.otext import IKNPReceiver
+from ...crypto.otext import SoftSpokenReceiver
 from ...errors import CryptoError, ProtocolError
 from ...protocols.common import read_message
 from ...protocols.cryptomask.he import Distances, from_wire, packs
@@ -79,7 +79,7 @@ class VerifierClient(ServiceClient):
             sid = started.session
             d1, shares_s = self._distances(sid, answer, wire)
         t2 = time.perf_counter()
-        R = IKNPReceiver()
+        R = SoftSpokenReceiver()
         try:
             ot = R.setup_response(started.ot_request)
         except (CryptoError, ValueError) as e:
