@@ -179,9 +179,10 @@ def test_bench_im2020_over_http_has_the_same_keys_and_bytes():
     (http,) = json.loads(run("bench", "im2020", "--insecure-test-params", "--no-face", "--repeat", "2",
                              "--json").stdout)  # HTTP is the default transport
     assert set(http) == set(local) and http["transport"] == "http" and http["accepted"] is True
-    # the same frames (bigints are minimal-length, so sizes vary by a few bytes between runs)
-    assert http["auth_bytes_by_message"] == pytest.approx(local["auth_bytes_by_message"], rel=0.01)
-    assert http["enrol_bytes"] == pytest.approx(local["enrol_bytes"], rel=0.01)
+    # the same frames (bigints are minimal-length, so sizes vary by a few bytes between runs: a 14-byte AuthFinish
+    # may be 13 bytes, hence the absolute slack)
+    assert http["auth_bytes_by_message"] == pytest.approx(local["auth_bytes_by_message"], rel=0.01, abs=2)
+    assert http["enrol_bytes"] == pytest.approx(local["enrol_bytes"], rel=0.01, abs=2)
     assert http["network_ms"] > 0 and http["s1_blind_esed_ms"] > 0 and http["s2_unblind_ms"] > 0
     parts = ("c2_encrypt_ms", "s1_blind_esed_ms", "c3_decrypt_ms", "s2_unblind_ms", "network_ms")
     assert http["total_ms"] == pytest.approx(sum(http[k] for k in parts), abs=0.01)
