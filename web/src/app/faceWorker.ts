@@ -3,19 +3,22 @@
  * (createImageBitmap), brings it to the working size of Python's Detector (downscaled to a longer side of 1280,
  * read in strips so a 50-megapixel photo is never held whole; small ones upscaled), finds every face, and on
  * request aligns and embeds one of them with the face pipeline (web/src/face: HOG/CNN detectors, landmarks,
- * chip, ResNet-128 in onnxruntime-web). The page (face.ts) only draws and talks; nothing here blocks it.
+ * chip, ResNet-128 in onnxruntime-web; or, on a server whose backend is sface, 68 landmarks, the ArcFace chip of the
+ * photo as given and SFace). The page (face.ts) only draws and talks; nothing here blocks it.
  *
  * Messages in: {op: "init", base, threads} · {op: "open", id, source: Blob | ImageBitmap} · {op: "embed", id, face}.
  * Out: {id, stage} while working (decoding, detecting, aligning, embedding), then {id, result} or {id, error}.
  */
 import { FacePipeline, SAME_SIZE, type RGBImage } from "../face/index.js";
 import type { Rect } from "../face/shapePredictor.js";
+import { resizeBicubicStrips } from "../face/resize.js";
 import { modelFiles } from "./models.js";
 
 /** As Python's faces.image.MAX_PIXELS: decompression bombs are refused. */
 const MAX_PIXELS = 64_000_000;
 
-interface Current { work: RGBImage; scale: number; rects: Rect[] }
+/** input: the photo as given, where it is no larger than the working image (sface aligns on it, as Python does). */
+interface Current { work: RGBImage; scale: number; rects: Rect[]; input: RGBImage | null }
 
 const scope = self as unknown as { onmessage: ((e: MessageEvent) => void) | null; postMessage(v: unknown, t?: Transferable[]): void };
 let pipeline: Promise<FacePipeline> | null = null;
@@ -68,14 +71,17 @@ async function open(id: number, source: Blob | ImageBitmap): Promise<void> {
   try {
     if (width < 8 || height < 8) throw new Refused("too-small", `${width}×${height} is too small to hold a face`);
     if (width * height > MAX_PIXELS) throw new Refused("too-large", `${width}×${height} is larger than 64 megapixels`);
-    const { work, scale } = FacePipeline.workingImageStrips(width, height, strips(bitmap), (done) => stage("decoding", done));
+    const read = strips(bitmap);
+    const { work, scale } = FacePipeline.workingImageStrips(width, height, read, (done) => stage("decoding", done));
     const decodeMs = performance.now() - t0;
     const shown = preview(work);
     stage("detecting");
     const pipe = await (pipeline ?? Promise.reject(new Error("face models not loaded")));
+    // an upscaled photo is small: kept as given for sface's alignment (a downscaled one is aligned on `work`)
+    const input = scale === 1 ? work : scale > 1 && pipe.backend === "sface" ? resizeBicubicStrips(width, height, width, height, read) : null;
     const t1 = performance.now();
     const { rects, detector } = await pipe.detectAll(work);
-    current = { work, scale, rects };
+    current = { work, scale, rects, input };
     const area = (r: Rect) => (r.right - r.left + 1) * (r.bottom - r.top + 1);
     scope.postMessage({ id, result: {
       width, height, workWidth: work.width, workHeight: work.height, detector, preview: shown,
@@ -93,7 +99,8 @@ async function embed(id: number, face: number): Promise<void> {
   const rect = current.rects[face];
   if (!rect) throw new Refused("no-face", current.rects.length ? `there is no face ${face}` : "no face found in the image");
   const pipe = await pipeline!;
-  const r = await pipe.embedAt(current.work, current.scale, rect, (name) => scope.postMessage({ id, stage: name }));
+  const r = await pipe.embedAt(current.work, current.scale, rect, (name) => scope.postMessage({ id, stage: name }),
+    current.input);
   scope.postMessage({ id, result: { ...r, box: FacePipeline.inputBox(rect, current.scale), face } });
 }
 
@@ -102,7 +109,7 @@ scope.onmessage = (e: MessageEvent) => {
   if (m.op === "init") {
     pipeline ??= modelFiles(m.base!).then((files) => FacePipeline.load(files,
       { wasmPaths: new URL("ort/", m.base!).href, threads: m.threads ?? 1 }));
-    pipeline.then(() => scope.postMessage({ id: m.id, result: true }),
+    pipeline.then((pipe) => scope.postMessage({ id: m.id, result: pipe.backend }),
       (err) => scope.postMessage({ id: m.id, error: { kind: "models", message: String((err as Error).message ?? err) } }));
     return;
   }
