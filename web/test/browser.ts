@@ -76,9 +76,11 @@ async function main(): Promise<void> {
   const browser = await chromium.launch({ executablePath: job.chromium, headless: true, args });
   const out: Record<string, unknown>[] = [];
   try {
-    // a fixture build is swapped in by page.route, which a service worker's own fetches would bypass: none then
+    // a fixture build (and the parity bundle) is swapped in by page.route, which a service worker's own fetches would
+    // bypass: none then
+    const routed = !!job.fixture || job.steps.some((s) => s.do === "parity");
     const context = await browser.newContext({ viewport: job.viewport ?? { width: 1280, height: 900 }, acceptDownloads: true,
-      serviceWorkers: job.fixture ? "block" : "allow" });
+      serviceWorkers: routed ? "block" : "allow" });
     if (job.camera && !job.deny_camera) await context.grantPermissions(["camera"], { origin: new URL(job.url).origin });
     if (job.longtasks) {
       await context.addInitScript(() => {
