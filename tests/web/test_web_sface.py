@@ -19,6 +19,20 @@ from .browser import fixture_bundle, run
 
 pytestmark = pytest.mark.browser
 MAX_L2 = 0.02  # bench web --parity's goal (issue 36)
+OFFSET = 300
+
+
+def large(photo, k: int, side: int, out):
+    """`photo` enlarged k× by pixel replication, on a black side×side image at (OFFSET, OFFSET) when side > 0 — what
+    the page's test code draws on its canvas."""
+    im = Image.open(photo).convert("RGB")
+    im = im.resize((im.width * k, im.height * k), Image.Resampling.NEAREST)
+    if side:
+        canvas = Image.new("RGB", (side, side))
+        canvas.paste(im, (OFFSET, OFFSET))
+        im = canvas
+    im.save(out)
+    return out
 
 # The page's own face worker, driven as face.ts drives it: init (the models of the server's backend), open, embed.
 WORKER = """(async () => {
@@ -36,8 +50,19 @@ WORKER = """(async () => {
   });
   const backend = await call({ op: "init", base: location.href, threads: 1 });
   const out = [];
-  for (const b64 of IMAGES) {
-    await call({ op: "open", source: new Blob([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))]) });
+  for (const [b64, k, side] of IMAGES) {
+    let blob = new Blob([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))]);
+    if (k > 1 || side > 0) { // enlarged k× by pixel replication, on a black side×side canvas at (OFFSET, OFFSET)
+      const bmp = await createImageBitmap(blob);
+      const canvas = side > 0 ? new OffscreenCanvas(side, side) : new OffscreenCanvas(bmp.width * k, bmp.height * k);
+      const ctx = canvas.getContext("2d");
+      ctx.fillStyle = "#000";
+      ctx.fillRect(0, 0, canvas.width, canvas.height);
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(bmp, side > 0 ? OFFSET : 0, side > 0 ? OFFSET : 0, bmp.width * k, bmp.height * k);
+      blob = await canvas.convertToBlob({ type: "image/png" });
+    }
+    await call({ op: "open", source: blob });
     out.push(Array.from((await call({ op: "embed", face: 0 })).descriptor));
   }
   w.terminate();
@@ -58,11 +83,14 @@ def photos(tmp_path_factory, data_root):
     return paths
 
 
-def _page(url: str, photos) -> dict:
+def _page(url: str, photos, enlarge: tuple[tuple[int, int], ...] = ()) -> dict:
+    """The page worker's descriptors of `photos`, each made larger in the browser first (see `large`): (k, side)."""
     if fixture_bundle():
         pytest.skip("the browser face pipeline is not built into the page")
-    images = json.dumps([base64.b64encode(p.read_bytes()).decode() for p in photos])
-    steps = [{"do": "goto"}, {"do": "eval", "js": f"(() => {{ const IMAGES = {images}; return {WORKER}; }})()"}]
+    enlarge = enlarge or ((1, 0),) * len(photos)
+    images = json.dumps([[base64.b64encode(p.read_bytes()).decode(), k, side] for p, (k, side) in zip(photos, enlarge)])
+    steps = [{"do": "goto"}, {"do": "eval",
+                                "js": f"(() => {{ const IMAGES = {images}, OFFSET = {OFFSET}; return {WORKER}; }})()"}]
     return run(url, steps, timeout=900)[1]["value"]
 
 
@@ -79,13 +107,17 @@ def test_page_on_an_sface_server_runs_sface(photos, tmp_path):
         assert {"sface.onnx", "landmarks68.dat"} <= set(listed)
         if "backend" not in httpx.get(f"{url}/app/params.json", timeout=60).json():
             pytest.skip("this server's /app/params.json does not name its backend yet (issue 36's default flip)")
-        out = _page(url, photos)
+        # and two photos larger than the page's 1280-px working image, aligned on the photo as given as Python does:
+        # a face over twice the chip (Pillow's BOX shrink of the whole photo) and one under (a crop of the bitmap)
+        sizes = ((1, 0),) * len(photos) + ((16, 0), (2, 2000))
+        out = _page(url, [*photos, photos[0], photos[0]], sizes)
     assert out["backend"] == "sface"
-    browser, python = np.asarray(out["descriptors"], np.float64), _python("sface", photos)
-    assert browser.shape == (3, 128)
+    shown = [*photos, large(photos[0], 16, 0, tmp_path / "x16.png"), large(photos[0], 2, 2000, tmp_path / "pad.png")]
+    browser, python = np.asarray(out["descriptors"], np.float64), _python("sface", shown)
+    assert browser.shape == (5, 128)
     assert np.linalg.norm(browser - python, axis=1).max() <= MAX_L2
     # and not dlib's template: SFace and dlib's ResNet give unrelated vectors
-    assert np.linalg.norm(browser - _python("dlib-resnet128", photos), axis=1).min() > 0.5
+    assert np.linalg.norm(browser[:3] - _python("dlib-resnet128", photos), axis=1).min() > 0.5
 
 
 def test_page_on_a_dlib_server_runs_dlib(photos, tmp_path):
@@ -100,6 +132,6 @@ def test_sface_pipeline_matches_python_through_the_parity_harness(photos, tmp_pa
     """bench web --parity's harness with the backend named (whatever the server's own)."""
     from privface.bench.web import bench_parity
 
-    out = bench_parity("orl", images=3, backend="sface")
+    out = bench_parity("orl", images=11, backend="sface")  # two subjects: impostor pairs for the EER
     assert out["backend"] == "sface" and out["undetected_browser"] == 0
     assert out["max_l2"] <= MAX_L2 and out["decisions_equal_frac"] == 1.0

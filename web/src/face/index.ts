@@ -18,11 +18,12 @@ import { HogDetector } from "./hog.js";
 import { MmodDetector, type MmodMeta } from "./mmod.js";
 import { resizeBicubic, resizeBicubicStrips } from "./resize.js";
 import { ResNet, type ResNetOptions } from "./resnet.js";
-import { alignArcface, arcfacePoints, DLIB5_FROM_68, SFace } from "./sface.js";
+import { alignArcface, arcfacePoints, DLIB5_FROM_68, type PhotoSource, SFace } from "./sface.js";
 import { type Point, type Rect, ShapePredictor } from "./shapePredictor.js";
 
 export { type RGBAImage, type RGBImage } from "./geometry.js";
 export { readPgm } from "./pgm.js";
+export type { PhotoSource } from "./sface.js";
 
 /** Raised when no face is found in the image (nothing is embedded, nothing should be sent). */
 export class NoFaceError extends Error {
@@ -129,10 +130,9 @@ export class FacePipeline {
   }
 
   /** The chip and descriptor of the face with landmarks `parts` (working pixels). dlib-resnet128: dlib's 150×150
-   * chip of the working image. sface: the ArcFace chip of `input` (the image as given, points in its pixels, as
-   * Python aligns) — or, where the caller no longer holds it (a photo downscaled for detection), of the working
-   * image. Landmarks returned in input pixels (sface: the five Face.landmarks of Python). */
-  private async describe(work: RGBImage, scale: number, parts: Point[], input: RGBImage | null,
+   * chip of the working image. sface: the ArcFace chip of `input` (the image as given, or a reader of it for a photo
+   * too large to hold; points in its pixels, as Python aligns) — or, without one, of the working image. Landmarks returned in input pixels (sface: the five Face.landmarks of Python). */
+  private async describe(work: RGBImage, scale: number, parts: Point[], input: RGBImage | PhotoSource | null,
     stage?: (name: "embedding") => void): Promise<{ descriptor: Float32Array; landmarks: [number, number][]; chip_ms: number; embed_ms: number }> {
     const t0 = now();
     const net = this.net;
@@ -204,7 +204,7 @@ export class FacePipeline {
   /** Landmarks, chip and descriptor of the face at `rect` of a working image (stage: "aligning", "embedding");
    * `input`: the image as given, where the caller holds it (see `describe`). */
   async embedAt(work: RGBImage, scale: number, rect: Rect, stage?: (name: "aligning" | "embedding") => void,
-    input: RGBImage | null = null):
+    input: RGBImage | PhotoSource | null = null):
     Promise<{ descriptor: Float32Array; landmarks: [number, number][]; timings: Record<string, number> }> {
     stage?.("aligning");
     const t0 = now();

@@ -135,7 +135,19 @@ export function resizeBox(img: RGBImage, outW: number, outH: number): RGBImage {
 export function resizeBicubicStrips(inW: number, inH: number, outW: number, outH: number,
   strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip = 256,
   progress?: (done: number) => void, channels: 3 | 4 = 4): RGBImage {
-  const c = outW !== inW ? precompute(inW, outW) : null;
+  return resizeStrips(inW, inH, outW, outH, strip, rowsPerStrip, progress, channels, BICUBIC);
+}
+
+/** `resizeBox` of an image read in strips (as `resizeBicubicStrips`). */
+export function resizeBoxStrips(inW: number, inH: number, outW: number, outH: number,
+  strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip = 256, channels: 3 | 4 = 4): RGBImage {
+  return resizeStrips(inW, inH, outW, outH, strip, rowsPerStrip, undefined, channels, BOX);
+}
+
+function resizeStrips(inW: number, inH: number, outW: number, outH: number,
+  strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip: number,
+  progress: ((done: number) => void) | undefined, channels: 3 | 4, filter: Filter): RGBImage {
+  const c = outW !== inW ? precompute(inW, outW, filter) : null;
   const w = c ? outW : inW;
   const out = new Uint8Array(w * inH * 3);
   for (let y0 = 0; y0 < inH; y0 += rowsPerStrip) {
@@ -150,5 +162,5 @@ export function resizeBicubicStrips(inW: number, inH: number, outW: number, outH
     progress?.((y0 + rows) / inH);
   }
   const cur: RGBImage = { width: w, height: inH, data: out };
-  return outH !== inH ? vertical(cur, outH) : cur;
+  return outH !== inH ? vertical(cur, outH, filter) : cur;
 }

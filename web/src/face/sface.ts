@@ -35,14 +35,25 @@ export function arcfacePoints(parts: Point[], scale = 1): number[] {
   return [...mean(36), ...mean(42), ...p[30]!, ...p[48]!, ...p[54]!];
 }
 
-/** onnx_backend.warp_affine: Image.transform(AFFINE, BILINEAR) by the inverse of the 2×3 similarity `m`. */
-export function warpAffine(img: RGBImage, m: readonly number[], size = ARCFACE_CHIP): RGBImage {
+/** A part of a larger image: `img` holds the pixels from (x0, y0) of an image `width`×`height`. */
+export interface Frame {
+  x0: number;
+  y0: number;
+  width: number;
+  height: number;
+}
+
+/** onnx_backend.warp_affine: Image.transform(AFFINE, BILINEAR) by the inverse of the 2×3 similarity `m`. With a
+ * `frame`, `img` is a crop of the image `m` refers to, holding every pixel the chip samples (see `chipRegion`). */
+export function warpAffine(img: RGBImage, m: readonly number[], size = ARCFACE_CHIP, frame?: Frame): RGBImage {
   const [a, b, tx, c, d, ty] = m as [number, number, number, number, number, number];
   const det = a * d - b * c;
   const i00 = d / det, i01 = -b / det, i10 = -c / det, i11 = a / det;
   const t0 = -(i00 * tx + i01 * ty), t1 = -(i10 * tx + i11 * ty);
   const c0 = t0 + 0.5 - (i00 * 0.5 + i01 * 0.5), c1 = t1 + 0.5 - (i10 * 0.5 + i11 * 0.5);
-  const { width: w, height: h, data } = img;
+  const { data } = img;
+  const stride = img.width;
+  const { x0: ox, y0: oy, width: w, height: h } = frame ?? { x0: 0, y0: 0, width: img.width, height: img.height };
   const out = new Uint8Array(size * size * 3);
   for (let y = 0; y < size; y++)
     for (let x = 0; x < size; x++) {
@@ -54,9 +65,9 @@ export function warpAffine(img: RGBImage, m: readonly number[], size = ARCFACE_C
       yin -= 0.5;
       const xi = Math.floor(xin), yi = Math.floor(yin);
       const dx = xin - xi, dy = yin - yi;
-      const row0 = Math.min(Math.max(yi, 0), h - 1) * w;
-      const x0 = Math.min(Math.max(xi, 0), w - 1), x1 = Math.min(Math.max(xi + 1, 0), w - 1);
-      const row1 = yi + 1 >= 0 && yi + 1 < h ? (yi + 1) * w : -1;
+      const row0 = (Math.min(Math.max(yi, 0), h - 1) - oy) * stride;
+      const x0 = Math.min(Math.max(xi, 0), w - 1) - ox, x1 = Math.min(Math.max(xi + 1, 0), w - 1) - ox;
+      const row1 = yi + 1 >= 0 && yi + 1 < h ? (yi + 1 - oy) * stride : -1;
       for (let ch = 0; ch < 3; ch++) {
         const p0 = data[3 * (row0 + x0) + ch]!, p1 = data[3 * (row0 + x1) + ch]!;
         const v1 = p0 + (p1 - p0) * dx;
@@ -71,24 +82,51 @@ export function warpAffine(img: RGBImage, m: readonly number[], size = ARCFACE_C
   return { width: size, height: size, data: out };
 }
 
+/** The pixels of a width×height image the chip of similarity `m` samples (with a margin of 2), clipped to it. */
+export function chipRegion(m: readonly number[], width: number, height: number, size = ARCFACE_CHIP): Frame {
+  const [a, b, tx, c, d, ty] = m as [number, number, number, number, number, number];
+  const det = a * d - b * c;
+  const xs: number[] = [], ys: number[] = [];
+  for (const [u, v] of [[0, 0], [size, 0], [0, size], [size, size]] as const) {
+    xs.push((d * (u - tx) - b * (v - ty)) / det);
+    ys.push((-c * (u - tx) + a * (v - ty)) / det);
+  }
+  const x0 = Math.max(0, Math.floor(Math.min(...xs)) - 2), y0 = Math.max(0, Math.floor(Math.min(...ys)) - 2);
+  const x1 = Math.min(width, Math.ceil(Math.max(...xs)) + 3), y1 = Math.min(height, Math.ceil(Math.max(...ys)) + 3);
+  return { x0: Math.min(x0, width - 1), y0: Math.min(y0, height - 1), width: Math.max(1, x1 - x0), height: Math.max(1, y1 - y0) };
+}
+
 /** Python's round(): halves to even. */
 function roundHalfEven(x: number): number {
   const r = Math.round(x);
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
+/** An image too large to hold whole (a photo the face worker reads from its decoded bitmap). */
+export interface PhotoSource {
+  width: number;
+  height: number;
+  /** the RGB pixels of a region */
+  crop(region: Frame): RGBImage;
+  /** the whole image shrunk with Pillow's BOX filter */
+  shrink(width: number, height: number): RGBImage;
+}
+
 /** onnx_backend.align: the 112×112 ArcFace chip for five ArcFace points (flat x, y) in `img` pixels. */
-export function alignArcface(img: RGBImage, points5: number[]): RGBImage {
+export function alignArcface(img: RGBImage | PhotoSource, points5: number[]): RGBImage {
   let m = similarityTransform(points5, ARCFACE_REF);
   const scale = Math.hypot(m[0], m[3]);
+  const { width: w, height: h } = img;
   if (scale < 0.5) {
-    const { width: w, height: h } = img;
     const nw = Math.max(1, roundHalfEven(w * scale)), nh = Math.max(1, roundHalfEven(h * scale));
-    img = resizeBox(img, nw, nh);
+    const small = "data" in img ? resizeBox(img, nw, nh) : img.shrink(nw, nh);
     points5 = points5.map((v, i) => (v + 0.5) * (i % 2 === 0 ? nw / w : nh / h) - 0.5);
     m = similarityTransform(points5, ARCFACE_REF);
+    return warpAffine(small, m, ARCFACE_CHIP);
   }
-  return warpAffine(img, m, ARCFACE_CHIP);
+  if ("data" in img) return warpAffine(img, m, ARCFACE_CHIP);
+  const region = chipRegion(m, w, h);
+  return warpAffine(img.crop(region), m, ARCFACE_CHIP, { ...region, width: w, height: h });
 }
 
 export class SFace {
