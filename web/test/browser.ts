@@ -27,7 +27,7 @@ type Step =
   | { do: "click_face"; index: number }
   | { do: "preview" }
   | { do: "longtasks" }
-  | { do: "parity"; bundle: string; paths: string[]; names: string[] }
+  | { do: "parity"; bundle: string; paths: string[]; names: string[]; backend?: string }
   | { do: "open"; path: string; wait: string }
   | { do: "eval"; js: string }
   | { do: "installability" }
@@ -76,9 +76,11 @@ async function main(): Promise<void> {
   const browser = await chromium.launch({ executablePath: job.chromium, headless: true, args });
   const out: Record<string, unknown>[] = [];
   try {
-    // a fixture build is swapped in by page.route, which a service worker's own fetches would bypass: none then
+    // a fixture build (and the parity bundle) is swapped in by page.route, which a service worker's own fetches would
+    // bypass: none then
+    const routed = !!job.fixture || job.steps.some((s) => s.do === "parity");
     const context = await browser.newContext({ viewport: job.viewport ?? { width: 1280, height: 900 }, acceptDownloads: true,
-      serviceWorkers: job.fixture ? "block" : "allow" });
+      serviceWorkers: routed ? "block" : "allow" });
     if (job.camera && !job.deny_camera) await context.grantPermissions(["camera"], { origin: new URL(job.url).origin });
     if (job.longtasks) {
       await context.addInitScript(() => {
@@ -227,8 +229,9 @@ async function main(): Promise<void> {
           await page.addScriptTag({ url: "parity.js", type: "module" });
           await page.waitForFunction(() => "privfaceParity" in globalThis, null, { timeout });
           const images = step.paths.map((p, i) => ({ name: step.names[i]!, b64: readFileSync(p).toString("base64") }));
-          res = { parity: await page.evaluate((imgs) =>
-            (globalThis as unknown as { privfaceParity: (x: unknown) => Promise<unknown> }).privfaceParity(imgs), images) };
+          res = { parity: await page.evaluate(([imgs, backend]) =>
+            (globalThis as unknown as { privfaceParity: (x: unknown, b?: string) => Promise<unknown> }).privfaceParity(imgs, backend),
+          [images, step.backend] as const) };
           break;
         }
         case "open": { // another page of the server (e.g. /docs), once `wait` (a selector) is on it

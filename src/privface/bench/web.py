@@ -61,28 +61,32 @@ def _median(rows: list[dict], key: str) -> float | None:
 
 
 def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, arith: str = "bigint",
-              workers: int | None = None, face_threads: int | None = None) -> dict:
+              workers: int | None = None, face_threads: int | None = None, backend: str | None = None) -> dict:
     """Medians over `runs` verifications (genuine probe) and `enrolments` enrolments (key generation and
     registration) in one headless Chromium page. `arith`: the page's big-integer arithmetic (native bigint,
     its default, or gmp-wasm); `workers`: its Web Workers for C3 (default one per core, 0 = none);
-    `face_threads`: onnxruntime-web's threads for C1 (the page's default: 1)."""
+    `face_threads`: onnxruntime-web's threads for C1 (the page's default: 1); `backend`: the server's
+    ``--backend``, whose model the page runs (default: the server's default)."""
     _check()
     from .. import demo_data
     from ..service.launch import serve_subprocess
 
     fixture = not browser_pipeline()
     photo = demo_data.enrolled_photo()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, serve_subprocess(
+            "im2020", f"sqlite:///{Path(tmp) / 'bench.db'}",
+            ["--security-bits", str(security_bits), *_backend(backend)]) as url:
         from PIL import Image, ImageOps
 
+        backend = served_backend(url)
         probe = Path(tmp) / "probe.png"
         ImageOps.mirror(Image.open(photo).convert("RGB")).save(probe)
         queue = {}
         if fixture:
             from ..faces.registry import make_backend
 
-            backend = make_backend()
-            queue = {p: [float(x) for x in backend.embed(str(p))] for p in (photo, probe)}
+            model = make_backend(backend)
+            queue = {p: [float(x) for x in model.embed(str(p))] for p in (photo, probe)}
 
         def face(p):
             return [{"do": "fixture", "descriptor": queue[p]}] if fixture else []
@@ -94,12 +98,10 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
         steps += [{"do": "subject", "id": "bench0"}, {"do": "photo", "path": str(probe)}]
         for _ in range(runs):
             steps += [*face(probe), {"do": "click", "id": "verify"}]
-        db = Path(tmp) / "bench.db"
-        with serve_subprocess("im2020", f"sqlite:///{db}", ["--security-bits", str(security_bits)]) as url:
-            query = "?" + "&".join([*(["arith=gmp-wasm"] if arith == "gmp-wasm" else []),
-                                    *([f"workers={workers}"] if workers is not None else []),
-                                    *([f"face_threads={face_threads}"] if face_threads is not None else [])])
-            results = run_page(url, steps, fixture=fixture, query=query)
+        query = "?" + "&".join([*(["arith=gmp-wasm"] if arith == "gmp-wasm" else []),
+                                *([f"workers={workers}"] if workers is not None else []),
+                                *([f"face_threads={face_threads}"] if face_threads is not None else [])])
+        results = run_page(url, steps, fixture=fixture, query=query)
     clicks = [r for r in results if r.get("step") == "click"]
     bad = [r for r in clicks if r.get("state") == "error"]
     if bad:
@@ -113,7 +115,8 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
         r["total_excl_face_ms"] = r["total_ms"] - r["face_ms"]
     browser = next(r for r in results if r.get("step") == "errors")["browser"]
     return {
-        "browser": f"Chromium {browser} (headless)", "security_bits": security_bits, "runs": len(auth),
+        "browser": f"Chromium {browser} (headless)", "backend": backend, "security_bits": security_bits,
+        "runs": len(auth),
         "face_pipeline": "test-fixture" if fixture else "browser", "arithmetic": auth[0].get("backend"),
         "workers": auth[0].get("workers"), "accepted_frac": sum(bool(r["accepted"]) for r in auth) / len(auth),
         "keygen_ms": _median(enrol, "keygen_ms"), "register_ms": _median(enrol, "register_ms"),
@@ -124,12 +127,25 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
     }
 
 
+def _backend(backend: str | None) -> list[str]:
+    return ["--backend", backend] if backend else []
+
+
+def served_backend(url: str) -> str:
+    """The face backend of the server at `url` as its page reads it (/app/params.json `backend`; a server that
+    does not say runs dlib-resnet128)."""
+    import httpx
+
+    return str(httpx.get(f"{url}/app/params.json", timeout=10).json().get("backend", "dlib-resnet128"))
+
+
 def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: int | None = None,
-                 timeout: float = 3600) -> dict:
-    """Issue 19 item 6: every image of ``dataset`` embedded in headless Chromium (the page's face pipeline,
-    web/src/face, on the models /app/models/ serves) and by the Python dlib-resnet128 backend, compared by
+                 timeout: float = 3600, backend: str | None = None) -> dict:
+    """Issue 19 item 6 (issue 36 for sface): every image of ``dataset`` embedded in headless Chromium (the page's
+    face pipeline, web/src/face, on the models /app/models/ serves for a ``privface serve --backend backend``) and
+    by the Python backend of that name (default: the server's default), compared by
     ``eval.web_parity.parity_summary``: detections, L2 distances, equal ×128 coordinates, equal decisions at
-    the im2020 threshold over all pairs, EERs."""
+    the backend's im2020 threshold over all pairs, EERs."""
     _check()
     if not browser_pipeline():
         raise PrivfaceError("bench web --parity needs the browser face pipeline (web/src/face) built into the page")
@@ -138,23 +154,26 @@ def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: 
     from ..eval import datasets
     from ..eval.embed import embed_paths
     from ..eval.web_parity import parity_summary
-    from ..protocols.im2020 import Im2020Params
+    from ..protocols.im2020.params import default_tau
     from ..service.launch import serve_subprocess
 
     ds = datasets.load(dataset, data_root)
     paths = ds.paths[:images] if images else ds.paths
     ids = np.asarray(ds.ids[:len(paths)])
-    py = embed_paths(paths, {"name": "dlib-resnet128"})
-    with tempfile.TemporaryDirectory() as tmp, serve_subprocess("im2020", f"sqlite:///{Path(tmp) / 'p.db'}") as url:
+    with tempfile.TemporaryDirectory() as tmp, serve_subprocess("im2020", f"sqlite:///{Path(tmp) / 'p.db'}",
+                                                                _backend(backend)) as url:
+        backend = backend or served_backend(url)
+        py = embed_paths(paths, {"name": backend})
         step = {"do": "parity", "bundle": str(WEB / "dist-test" / "parity.js"), "paths": [str(p) for p in paths],
-                "names": [str(i) for i in range(len(paths))]}
+                "names": [str(i) for i in range(len(paths))], "backend": backend}
         results = run_page(url, [{"do": "goto"}, step], fixture=False, timeout=timeout,
                            timeout_ms=int(timeout * 1000))
     rows = results[1]["parity"]
     keep = py.found  # images the Python backend embedded (ORL: all)
     browser = [np.asarray(r["descriptor"], np.float64) if r["descriptor"] is not None else None
                for r, k in zip(rows, keep) if k]
-    out = {"dataset": ds.name, **parity_summary(py.vectors[keep], browser, ids[keep], Im2020Params().tau),
+    out = {"dataset": ds.name, "backend": backend,
+           **parity_summary(py.vectors[keep], browser, ids[keep], default_tau(backend)),
            "undetected_python": int((~keep).sum())}
     face_ms = [r["face_ms"] for r in rows if r["descriptor"] is not None]
     out["face_ms_median"] = round(statistics.median(face_ms), 3) if face_ms else None

@@ -180,12 +180,20 @@ def _web(a) -> int:
         print_result(out, a.json)
         return 0
     if a.parity:
-        out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None)
+        out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None,
+                                     backend=_web_backend(a))
     else:
         out = bench_web.bench_web(runs=a.repeat or 10, security_bits=a.security_bits or 112, arith=a.arith,
-                                  workers=a.workers, face_threads=a.face_threads)
+                                  workers=a.workers, face_threads=a.face_threads, backend=_web_backend(a))
     print_result(out, a.json)
     return 0
+
+
+def _web_backend(a) -> str:
+    """web: the server's --backend, whose model the page runs (the page runs dlib-resnet128 and sface only)."""
+    if a.backend not in ("dlib-resnet128", "sface"):
+        raise PrivfaceError(f"bench web: the page runs dlib-resnet128 or sface, not {a.backend}")
+    return str(a.backend)
 
 
 def _gallery(a) -> int:

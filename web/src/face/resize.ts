@@ -18,16 +18,29 @@ function bicubic(x: number): number {
   return 0;
 }
 
+/** Pillow's BOX filter (support 1/2): `Image.resize(size, Image.BOX)`, as onnx_backend.align shrinks a large face. */
+function box(x: number): number {
+  return x > -0.5 && x <= 0.5 ? 1 : 0;
+}
+
+interface Filter {
+  fn: (x: number) => number;
+  support: number;
+}
+
+const BICUBIC: Filter = { fn: bicubic, support: 2 };
+const BOX: Filter = { fn: box, support: 0.5 };
+
 interface Coeffs {
   ksize: number;
   bounds: Int32Array; // xmin, xmax (count) per output pixel
   kk: Int32Array;
 }
 
-function precompute(inSize: number, outSize: number): Coeffs {
+function precompute(inSize: number, outSize: number, filter: Filter = BICUBIC): Coeffs {
   const scale = inSize / outSize;
   const filterscale = Math.max(scale, 1);
-  const support = 2 * filterscale;
+  const support = filter.support * filterscale;
   const ksize = Math.ceil(support) * 2 + 1;
   const bounds = new Int32Array(outSize * 2);
   const kk = new Int32Array(outSize * ksize);
@@ -42,7 +55,7 @@ function precompute(inSize: number, outSize: number): Coeffs {
     xmax -= xmin;
     let ww = 0;
     for (let x = 0; x < xmax; x++) {
-      const w = bicubic((x + xmin - center + 0.5) * ss);
+      const w = filter.fn((x + xmin - center + 0.5) * ss);
       k[x] = w;
       ww += w;
     }
@@ -77,9 +90,9 @@ function horizontal(src: ArrayLike<number>, channels: number, inW: number, rows:
     }
 }
 
-function vertical(cur: RGBImage, outH: number): RGBImage {
+function vertical(cur: RGBImage, outH: number, filter: Filter = BICUBIC): RGBImage {
   const { width: outW, height: inH, data: src } = cur;
-  const { ksize, bounds, kk } = precompute(inH, outH);
+  const { ksize, bounds, kk } = precompute(inH, outH, filter);
   const out = new Uint8Array(outW * outH * 3);
   for (let yy = 0; yy < outH; yy++) {
     const ymin = bounds[2 * yy]!, ymax = bounds[2 * yy + 1]!;
@@ -93,16 +106,25 @@ function vertical(cur: RGBImage, outH: number): RGBImage {
   return { width: outW, height: outH, data: out };
 }
 
-export function resizeBicubic(img: RGBImage, outW: number, outH: number): RGBImage {
+function resize(img: RGBImage, outW: number, outH: number, filter: Filter): RGBImage {
   const { width: inW, height: inH, data } = img;
   let cur: RGBImage = img;
   if (outW !== inW) {
     const out = new Uint8Array(outW * inH * 3);
-    horizontal(data, 3, inW, inH, precompute(inW, outW), outW, out, 0);
+    horizontal(data, 3, inW, inH, precompute(inW, outW, filter), outW, out, 0);
     cur = { width: outW, height: inH, data: out };
   }
-  if (outH !== inH) cur = vertical(cur, outH);
+  if (outH !== inH) cur = vertical(cur, outH, filter);
   return cur === img ? { width: inW, height: inH, data: data.slice() } : cur;
+}
+
+export function resizeBicubic(img: RGBImage, outW: number, outH: number): RGBImage {
+  return resize(img, outW, outH, BICUBIC);
+}
+
+/** Pillow's `Image.resize(size, Image.BOX)` (same separable fixed-point resampling, box filter). */
+export function resizeBox(img: RGBImage, outW: number, outH: number): RGBImage {
+  return resize(img, outW, outH, BOX);
 }
 
 /**
@@ -113,7 +135,19 @@ export function resizeBicubic(img: RGBImage, outW: number, outH: number): RGBIma
 export function resizeBicubicStrips(inW: number, inH: number, outW: number, outH: number,
   strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip = 256,
   progress?: (done: number) => void, channels: 3 | 4 = 4): RGBImage {
-  const c = outW !== inW ? precompute(inW, outW) : null;
+  return resizeStrips(inW, inH, outW, outH, strip, rowsPerStrip, progress, channels, BICUBIC);
+}
+
+/** `resizeBox` of an image read in strips (as `resizeBicubicStrips`). */
+export function resizeBoxStrips(inW: number, inH: number, outW: number, outH: number,
+  strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip = 256, channels: 3 | 4 = 4): RGBImage {
+  return resizeStrips(inW, inH, outW, outH, strip, rowsPerStrip, undefined, channels, BOX);
+}
+
+function resizeStrips(inW: number, inH: number, outW: number, outH: number,
+  strip: (y0: number, rows: number) => ArrayLike<number>, rowsPerStrip: number,
+  progress: ((done: number) => void) | undefined, channels: 3 | 4, filter: Filter): RGBImage {
+  const c = outW !== inW ? precompute(inW, outW, filter) : null;
   const w = c ? outW : inW;
   const out = new Uint8Array(w * inH * 3);
   for (let y0 = 0; y0 < inH; y0 += rowsPerStrip) {
@@ -128,5 +162,5 @@ export function resizeBicubicStrips(inW: number, inH: number, outW: number, outH
     progress?.((y0 + rows) / inH);
   }
   const cur: RGBImage = { width: w, height: inH, data: out };
-  return outH !== inH ? vertical(cur, outH) : cur;
+  return outH !== inH ? vertical(cur, outH, filter) : cur;
 }

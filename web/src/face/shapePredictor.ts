@@ -63,9 +63,7 @@ export class ShapePredictor {
         if (nLeaves !== nSplits + 1) r.fail("tree is not full");
         const leaves: Float32Array[] = [];
         for (let k = 0; k < nLeaves; k++) {
-          const m = r.matrix();
-          if (m.data.length !== initialShape.length) r.fail("leaf size differs from the shape");
-          leaves.push(Float32Array.from(m.data));
+          leaves.push(r.matrixF32(initialShape.length, "leaf size differs from the shape"));
         }
         trees.push({ idx1, idx2, thresh, leaves });
       }
