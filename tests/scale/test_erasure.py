@@ -145,6 +145,45 @@ def test_a_refresh_answer_that_is_not_the_keys_is_refused(tmp_path):
     assert block_bytes(url) == old and "e.1" in list_ids(url)
 
 
+def test_update_over_http_erases_with_the_key_servers_reencrypt(tmp_path):
+    """`privface serve --protocol ident` roles (uvicorn on loopback): ``gallery/update`` on the local server erases
+    the old template through the key server's ``reencrypt`` step (scope internal), which refuses other callers."""
+    import httpx
+
+    from privface.service.app import create_app
+    from privface.service.auth import ApiKeys
+    from privface.service.bindings.hers import IdentService
+    from privface.service.clients.hers import IdentClient
+    from privface.service.launch import serve_in_thread
+    from privface.store.sqlite import SQLiteStore
+
+    url, x = _gallery(tmp_path, n=12)
+    old = block_bytes(url)[0]
+    y = _templates(1, 16, 11)
+    key_store, local_store = SQLiteStore(tmp_path / "g.keys.db"), SQLiteStore(tmp_path / "local.db")
+    key_keys, local_keys = ApiKeys(key_store), ApiKeys(local_store)
+    internal, verify_k = key_keys.create("internal")[1], key_keys.create("verify")[1]
+    key = IdentService(key_store, role="key", insecure_test_params=True)
+    with serve_in_thread(create_app(key_store, [key], keys=key_keys)) as key_url:
+        r = httpx.post(f"{key_url}/v1/ident/reencrypt", content=b"x", timeout=60,
+                       headers={"content-type": "application/octet-stream", "authorization": f"Bearer {verify_k}"})
+        assert r.status_code == 403
+        local = IdentService(local_store, role="local", gallery_url=url, key_url=key_url, key_api_key=internal)
+        with serve_in_thread(create_app(local_store, [local], keys=local_keys)) as local_url:
+            admin, verify = local_keys.create("admin")[1], local_keys.create("verify")[1]
+            r = httpx.post(f"{local_url}/v1/ident/gallery/update", timeout=120,
+                           content=json.dumps({"ids": ["e.4"], "templates": y.tolist()}).encode(),
+                           headers={"content-type": "application/octet-stream", "authorization": f"Bearer {admin}"})
+            assert r.status_code == 200 and r.json()["erased"] is True, r.text
+            with IdentClient(local_url, api_key=verify) as c:
+                assert c.identify(y[0]) == "e.4" and c.identify(x[4]) is None and c.identify(x[5]) == "e.5"
+    key_store.close()
+    local_store.close()
+    got = decrypt_gallery(url)[0]
+    assert np.abs(got[4]).max() < 1e-5 and np.abs(got[12] - y[0]).max() < 1e-5
+    assert not any(w in _files(tmp_path) for w in windows(old, k=32))
+
+
 @pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
 def test_postgres_remove_erases(tmp_path):
     """PostgreSQL: the erased block is new rows, the old rows are deleted; the dead row versions go with the

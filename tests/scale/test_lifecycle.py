@@ -186,7 +186,7 @@ def test_remove_over_http_while_a_client_identifies(tmp_path):
             assert post("gallery/remove", {"ids": ["nobody"]}).status_code == 400
             assert post("gallery/remove", {"ids": "e.5"}).status_code == 400
             r = post("gallery/remove", {"ids": ["e.5"]})
-            assert r.status_code == 200 and r.json()["withdrawn"] == ["e.5"]
+            assert r.status_code == 200 and r.json()["withdrawn"] == ["e.5"] and r.json()["erased"] is True, r.text
             n = len(answers)
             while len(answers) < n + 3:
                 time.sleep(0.05)
