@@ -215,3 +215,21 @@ def test_postgres_remove_erases(tmp_path):
         pytest.skip("the cluster's files are not readable by this user")
     assert live[:64] in stored  # the scan finds what is stored
     assert not any(w in stored for w in windows(old, k=32))  # the table and its TOAST: no old window
+
+
+@pytest.mark.slow
+def test_remove_erases_at_real_parameters(tmp_path):
+    """HERS_CKKS (N = 8192, q₀·P = 2^120), d = 128: the real refresh (k = 5 copies, ≥ 40-bit hiding) zeroes the
+    removed slot, keeps the others and leaves none of the old block's bytes in the files."""
+    x = _templates(10, 128, 7)
+    np.save(tmp_path / "e.npy", x.astype(np.float32))
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([tmp_path / "e.npy"]), "hers", tau=0.9)
+    before, old = decrypt_gallery(url)[0], block_bytes(url)[0]
+    report = withdraw(url, ["e.6"], key=key_server(Gallery(url)).secret)
+    assert report["erased"] is True and report["erase_hiding_bits"] >= 40
+    after = decrypt_gallery(url)[0]
+    assert np.abs(after[6]).max() < 1e-5 and np.abs(before[6] - x[6]).max() < 1e-5
+    assert np.abs(np.delete(after - before, 6, axis=0)).max() < 1e-5
+    assert not any(w in _files(tmp_path) for w in windows(old, k=64))
+    assert identify(x[6], url)["id"] is None and identify(x[2], url)["id"] == "e.2"

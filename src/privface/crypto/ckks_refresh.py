@@ -168,13 +168,22 @@ class CKKSRefresh:
         return seal_arrays.ntt(self.context, self.evaluator, self.top, polys)
 
 
+def _random_bytes(n: int) -> bytes:
+    """n bytes of the ChaCha20 keystream under a fresh key and nonce from the OS CSPRNG (``secrets``): a CSPRNG
+    three times faster than ``os.urandom`` for the 10⁸ bytes a block's refresh draws."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    return Cipher(algorithms.ChaCha20(secrets.token_bytes(32), secrets.token_bytes(16)), None).encryptor().update(
+        bytes(n))
+
+
 def _uniform(q: int, n: int) -> np.ndarray:
-    """n uniform residues mod q (uint64) from the OS CSPRNG, by rejection sampling (q ≥ 2^59: few rejections)."""
+    """n uniform residues mod q (uint64) from ``_random_bytes``, by rejection sampling (q ≥ 2^59: few rejections)."""
     mask = np.uint64((1 << q.bit_length()) - 1)
     out, have = [], 0
     while have < n:
         want = n - have
-        raw = np.frombuffer(secrets.token_bytes(8 * (want + want // 16 + 64)), dtype="<u8") & mask
+        raw = np.frombuffer(_random_bytes(8 * (want + want // 16 + 64)), dtype="<u8") & mask
         raw = raw[raw < np.uint64(q)][:want]
         out.append(raw)
         have += raw.size
@@ -186,7 +195,7 @@ _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 def _binomial(n: int) -> np.ndarray:
     """n samples of the centred binomial distribution with η = 24 (σ = √12 ≈ 3.46 ≥ SEAL's 3.2), int64."""
-    raw = np.frombuffer(secrets.token_bytes(6 * n), dtype=np.uint8).reshape(n, 2, 3)
+    raw = np.frombuffer(_random_bytes(6 * n), dtype=np.uint8).reshape(n, 2, 3)
     bits = _POPCOUNT[raw].sum(axis=2)
     return bits[:, 0] - bits[:, 1]
 
