@@ -19,17 +19,19 @@ ciphertext is read. ``withdraw`` takes identities out of the answers of a hers /
 gallery (seed 003 §3.2: a withdrawn slot's id becomes ``null``; S_local maps it to nobody and tells S_key, which
 leaves it out of its argmax: ``Attach.empty``); ``update`` withdraws and adds in one change.
 
-**What withdraw is not: erasure.** The packed block ciphertexts still carry a withdrawn template. Seed 003's
-ENC_DB packs many identities into one ciphertext — HERS one per CKKS slot (§3.1), IDFace one per base-p digit of a
-coefficient (CKKS) or of a Paillier plaintext (§4.2) — and zeroing one slot or digit without the secret key is not
-a linear map these schemes offer: a CKKS slot mask is a plaintext product that needs a level HERS_CKKS does not
-have (one data prime, no rescaling), and a digit of Σ_i p^i·x_i is not a linear function of the plaintext. So the
-key holder decrypting a block still finds the withdrawn template (docs/operations.md, "Changing a gallery").
+**Erasure (hers).** With S_key's refresh link (``key``), ``withdraw`` and ``update`` also erase: each block holding
+a removed template is rewritten by ``HERS.erase`` — a masked interactive refresh with S_key (``crypto.ckks_refresh``:
+S_key sees one-time-padded copies only) and a 0/1 slot mask at the refreshed level — into a new generation whose
+empty slots decrypt to ≈ 0; then the meta write and the deletion of the old generation, as for ``add``. Seed 003's
+IDFace packs one identity per base-p digit of a coefficient (CKKS) or of a Paillier plaintext, and a digit is not a
+linear function of the plaintext: idface galleries withdraw only, and their key holder can still decrypt a withdrawn
+template (docs/operations.md, "Changing a gallery").
 
-A withdrawal is one store write per block (the block's commit record, its ``ids`` entry set to ``null``), then the
-meta's ``gen`` is bumped so that running local servers (``scale.ident.LocalRole``) re-read the ids; each write is
-atomic, so a crash leaves every block withdrawn or not, and a running identification resolves against the ids it
-read when it started. Withdrawals take the gallery's writer lease (``layout.writer_lease``), as enrolment does.
+A withdrawal without erasure is one store write per block (the block's commit record, its ``ids`` entry set to
+``null``), then the meta's ``gen`` is bumped so that running local servers (``scale.ident.LocalRole``) re-read the
+ids; each write is atomic, so a crash leaves every block withdrawn or not, and a running identification resolves
+against the ids it read when it started. Withdrawals take the gallery's writer lease (``layout.writer_lease``), as
+enrolment does.
 """
 from __future__ import annotations
 
