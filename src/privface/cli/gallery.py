@@ -91,14 +91,18 @@ def _refresh_key(a):
     """S_key's refresh for erasure (hers): the secret key from --key-store (default next to a sqlite:///g.db
     gallery), in this process; None with --withdraw-only or for a scheme that cannot erase."""
     from ..scale.gallery import Gallery, key_server
-    from ..scale.layout import GalleryError, stored_scheme
+    from ..scale.layout import GalleryError, default_key_store, stored_scheme
     from ..scale.schemes import GALLERY_SCHEMES
+    from ..store.sqlite import SQLiteStore
 
     scheme = stored_scheme(a.gallery, a.name)
     if a.withdraw_only or scheme not in GALLERY_SCHEMES or not GALLERY_SCHEMES[scheme].erasable:
         return None
     try:
-        return key_server(Gallery(a.gallery, a.name), a.key_store).secret
+        url = a.key_store or default_key_store(a.gallery)
+        if url.startswith("sqlite:") and not SQLiteStore.path_of(url).exists():  # never create an empty key store
+            raise GalleryError(f"no key store at {url}")
+        return key_server(Gallery(a.gallery, a.name), url).secret
     except GalleryError as e:
         raise GalleryError(f"erasing needs S_key's secret key ({e}); give --key-store, or --withdraw-only to only "
                            "take the identities out of the answers") from None
