@@ -190,13 +190,11 @@ def _uniform(q: int, n: int) -> np.ndarray:
     return np.concatenate(out) if len(out) > 1 else out[0]
 
 
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
-
-
 def _binomial(n: int) -> np.ndarray:
-    """n samples of the centred binomial distribution with η = 24 (σ = √12 ≈ 3.46 ≥ SEAL's 3.2), int64."""
-    raw = np.frombuffer(_random_bytes(6 * n), dtype=np.uint8).reshape(n, 2, 3)
-    bits = _POPCOUNT[raw].sum(axis=2)
+    """n samples of the centred binomial distribution with η = 24 (σ = √12 ≈ 3.46 ≥ SEAL's 3.2), int64: the
+    difference of the bit counts of two 24-bit random words."""
+    raw = np.frombuffer(_random_bytes(8 * n), dtype="<u4").reshape(n, 2) & np.uint32(0xFFFFFF)
+    bits = np.bitwise_count(raw).astype(np.int64)
     return bits[:, 0] - bits[:, 1]
 
 
