@@ -10,7 +10,8 @@ needs one more prime than a ciphertext stored at one prime q₀ has. The refresh
 1. ``mask`` (holder of the ciphertexts, no secret): for each ciphertext, ``attempts`` = k copies ct + (r_t, 0) with
    r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext.
 2. ``reencrypt_top`` (key holder): w_t = Dec(ct + r_t) mod q₀, lifted to (−q₀/2, q₀/2], encrypted afresh under s
-   at modulus q₀·P (symmetric RLWE encryption: fresh uniform a, centred binomial error η = 24). The key holder
+   at modulus q₀·P (symmetric RLWE encryption: uniform a expanded from a fresh 32-byte seed, which travels instead
+   of a; centred binomial error η = 24). The key holder
    sees k uniform values per ciphertext and is not told which slots are being erased, nor which copy will be used.
 3. ``erase`` (holder): per ciphertext, a copy whose mask is *clean* — every centred coefficient |r_i| ≤ ⌊q₀/2⌋ − B,
    B ≥ |m_i + e_i| (``plaintext_bound``), so that w − r = m + e exactly over the integers — is chosen; r is
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import struct
 
 import numpy as np
 import tenseal.sealapi as sealapi
@@ -101,18 +103,31 @@ class CKKSRefresh:
         rc = np.where(r > half, r.astype(np.int64) - np.int64(self.q0), r.astype(np.int64))
         return out, rc.reshape(attempts, k, self.n)
 
-    def erase(self, top: np.ndarray, r: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer (attempts·k, 2, 2, n) to
-        ``mask`` and its masks r (attempts, k, n); CryptoError when some ciphertext has no clean copy."""
-        top = self._check(top, 2)
+    def erase(self, answer: list, r: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
+        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the masks r
+        (attempts, k, n); CryptoError when the answer does not fit or some ciphertext has no clean copy."""
         attempts, k = r.shape[:2]
-        if r.shape != (attempts, k, self.n) or top.shape[0] != attempts * k or keep.shape != (self.n // 2,):
-            raise CryptoError("erase: answer, masks or slot mask of the wrong shape")
+        if r.shape != (attempts, k, self.n) or keep.shape != (self.n // 2,):
+            raise CryptoError("erase: masks or slot mask of the wrong shape")
+        where = []  # copy index → (chunk, index in chunk)
+        for c, (b, seed) in enumerate(answer):
+            if not isinstance(b, np.ndarray) or b.ndim != 3 or b.shape[1:] != (2, self.n) or len(seed) != 32:
+                raise CryptoError("erase: the key holder's answer has the wrong shape")
+            where += [(c, i) for i in range(b.shape[0])]
+        if len(where) != attempts * k:
+            raise CryptoError(f"erase: the key holder answered {len(where)} copies, {attempts * k} were sent")
         clean = np.all(np.abs(r) <= self.clean, axis=2)  # (attempts, k)
         if not clean.any(axis=0).all():
             raise CryptoError("refresh: no clean copy for some ciphertext (a rare event: start again)")
         pick = np.argmax(clean, axis=0)
-        top, r = top.reshape(attempts, k, 2, 2, self.n)[pick, np.arange(k)], r[pick, np.arange(k)]
+        top = np.empty((k, 2, 2, self.n), dtype=np.uint64)
+        for j in range(k):
+            c, i = where[pick[j] * k + j]
+            b, seed = answer[c]
+            top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
+        self._check(top, 2)
+        r = r[pick, np.arange(k)]
         top = top.copy()
         top[:, 0] = (top[:, 0] + self.top_moduli - self._ntt_top(r)) % self.top_moduli
         mu = sealapi.Plaintext()
@@ -128,9 +143,10 @@ class CKKSRefresh:
         return out
 
     # ---------------------------------------------------------------- key holder
-    def reencrypt_top(self, secret_key, masked: np.ndarray) -> np.ndarray:
-        """Step 2: decrypt each masked ciphertext (k, 2, 1, n) to w and return fresh encryptions of w at q₀·P,
-        (k, 2, 2, n) NTT form. ``masked`` is checked (shape, dtype, residues < q₀) before any use."""
+    def reencrypt_top(self, secret_key, masked: np.ndarray) -> tuple[np.ndarray, bytes]:
+        """Step 2: decrypt each masked ciphertext (k, 2, 1, n) to w and return fresh encryptions (b, a) of w at
+        q₀·P, NTT form, as (b (k, 2, n), seed): a_i = ``expand_a(seed, i)``, so only b and 32 bytes travel.
+        ``masked`` is checked (shape, dtype, residues < q₀) before any use."""
         masked = self._check(masked, 1)
         s = seal_arrays.secret_key_array(secret_key, self.n, 2)
         q0 = np.array([[self.q0]], dtype=np.uint64)
@@ -140,11 +156,27 @@ class CKKSRefresh:
         wc = np.where(w > half, w.astype(np.int64) - np.int64(self.q0), w.astype(np.int64))
         k = masked.shape[0]
         plain = self._ntt_top(wc + _binomial(k * self.n).reshape(k, self.n))
-        a = np.stack([_uniform(int(q), k * self.n).reshape(k, self.n) for q in (self.q0, self.p)], axis=1)
-        out = np.empty((k, 2, 2, self.n), dtype=np.uint64)
-        out[:, 1] = a
+        seed = secrets.token_bytes(32)
+        a = np.stack([self.expand_a(seed, i) for i in range(k)])
         as_ = seal_arrays.mulmod(a, s[None], self.top_moduli[None])
-        out[:, 0] = (plain + self.top_moduli - as_) % self.top_moduli
+        return (plain + self.top_moduli - as_) % self.top_moduli, seed
+
+    def expand_a(self, seed: bytes, i: int) -> np.ndarray:
+        """The uniform a (2, n) of the i-th fresh encryption, NTT form mod (q₀, P): the ChaCha20 keystream under
+        ``seed`` with nonce i, by rejection sampling (as SEAL's seeded ciphertexts expand theirs)."""
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+        stream = Cipher(algorithms.ChaCha20(seed, struct.pack("<QQ", 0, i)), None).encryptor()
+        out = np.empty((2, self.n), dtype=np.uint64)
+        for limb, q in enumerate((self.q0, self.p)):
+            mask, got = np.uint64((1 << q.bit_length()) - 1), []
+            have = 0
+            while have < self.n:
+                raw = np.frombuffer(stream.update(bytes(8 * (self.n - have + 64))), dtype="<u8") & mask
+                raw = raw[raw < np.uint64(q)][:self.n - have]
+                got.append(raw)
+                have += raw.size
+            out[limb] = np.concatenate(got)
         return out
 
     # ---------------------------------------------------------------- helpers

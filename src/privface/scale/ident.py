@@ -44,7 +44,7 @@ MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
 EARLIER_LAYOUTS = 4
 """Earlier layouts (gallery sizes) of the attached gallery S_key still accepts chunks of, for requests in flight."""
 REENCRYPT_CIPHERTEXTS = 8
-"""Ciphertexts per ``Reencrypt`` frame (erasure): 1 MiB out, 2 MiB back at N = 8192."""
+"""Ciphertexts per ``Reencrypt`` frame (erasure): 1 MiB out and back at N = 8192."""
 MAX_PENDING, PENDING_TTL = 256, 600.0
 """Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
 
@@ -205,7 +205,8 @@ class KeyRole:
         if not raw or len(raw) % per or len(raw) // per > REENCRYPT_CIPHERTEXTS:
             raise ProtocolError(f"Reencrypt: 1 to {REENCRYPT_CIPHERTEXTS} ciphertexts of {per} bytes")
         masked = np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(-1, 2, 1, n)
-        return Reencrypted(np.ascontiguousarray(secret.refresh(masked), dtype="<u8").tobytes())
+        (b, seed), = secret.refresh(masked)
+        return Reencrypted(np.ascontiguousarray(b, dtype="<u8").tobytes(), seed)
 
 
 class KeyLink:
@@ -216,17 +217,18 @@ class KeyLink:
     def __init__(self, key) -> None:
         self.key = key
 
-    def refresh(self, masked: np.ndarray) -> np.ndarray:
+    def refresh(self, masked: np.ndarray) -> list[tuple[np.ndarray, bytes]]:
         n = masked.shape[-1]
         out = []
         for lo in range(0, masked.shape[0], REENCRYPT_CIPHERTEXTS):
             part = masked[lo:lo + REENCRYPT_CIPHERTEXTS]
             frame = Reencrypt(np.ascontiguousarray(part, "<u8").tobytes())
             reply = read_message(Reencrypted, self.key.reencrypt(frame))
-            if len(reply.ciphertexts) != part.shape[0] * 2 * 2 * n * 8:
+            if len(reply.ciphertexts) != part.shape[0] * 2 * n * 8 or len(reply.seed) != 32:
                 raise ProtocolError("the key server's Reencrypted has the wrong length")
-            out.append(np.frombuffer(reply.ciphertexts, dtype="<u8").astype(np.uint64).reshape(-1, 2, 2, n))
-        return np.concatenate(out)
+            out.append((np.frombuffer(reply.ciphertexts, dtype="<u8").astype(np.uint64).reshape(-1, 2, n),
+                        reply.seed))
+        return out
 
 
 class LocalRole:

@@ -103,10 +103,12 @@ class Reencrypt(Message):
 
 @dataclass
 class Reencrypted(Message):
-    """S_key → S_local: fresh encryptions of their plaintexts at q₀·P, little-endian uint64 (k, 2, 2, n)."""
+    """S_key → S_local: fresh encryptions (b, a) of their plaintexts at q₀·P: b as little-endian uint64 (k, 2, n),
+    a expanded from ``seed`` (``CKKSRefresh.expand_a``)."""
 
     WIRE_NAME = "ident.Reencrypted"
     ciphertexts: bytes
+    seed: bytes
 
 
 __all__ = ["Attach", "Attached", "KeyDecision", "Query", "Reencrypt", "Reencrypted", "Result", "ScoreChunk"]

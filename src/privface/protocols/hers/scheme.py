@@ -141,7 +141,8 @@ class HERS:
     def erase(self, block: HERSBlock, keep, key, *, hiding: float = 40.0) -> tuple[HERSBlock, dict]:
         """A new block whose slots with ``keep`` False decrypt to ≈ 0 and the others to what ``block``'s do,
         sharing no bytes with it (``crypto.ckks_refresh``): the masked copies of the d column ciphertexts go to
-        S_key's ``key.refresh`` (its answer: fresh encryptions at q₀·P), then the slot mask is applied here.
+        S_key's ``key.refresh`` (its answer: [(b, seed)] chunks of fresh encryptions at q₀·P), then the slot mask is
+        applied here.
         Returns (block, {"attempts", "hiding_bits", "bytes_sent", "bytes_received"})."""
         ref = self.refresher()
         keep = np.asarray(keep, dtype=bool)
@@ -153,11 +154,12 @@ class HERS:
         masked, r = ref.mask(cts, attempts)
         answer = key.refresh(masked)
         fresh = ref.erase(answer, r, keep.astype(np.float64)).reshape(self.dim, 2 * self.public.n)
+        received = sum(int(b.nbytes) + len(seed) for b, seed in answer)
         planes = np.stack([fresh & _LOW, fresh >> np.uint64(30)]).astype(np.uint32)
         return HERSBlock(planes, block.count), {
             "attempts": attempts, "hiding_bits": round(hiding_bits(ref.q0, ref.bound, self.public.n, self.dim,
                                                                    attempts), 1),
-            "bytes_sent": int(masked.nbytes), "bytes_received": int(np.asarray(answer).nbytes)}
+            "bytes_sent": int(masked.nbytes), "bytes_received": received}
 
     @staticmethod
     def block_bytes(block: HERSBlock) -> int:
@@ -184,15 +186,16 @@ class HERSKey:
         self.capacity = self.public.slot_count
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
 
-    def refresh(self, masked: np.ndarray) -> np.ndarray:
+    def refresh(self, masked: np.ndarray) -> list[tuple[np.ndarray, bytes]]:
         """S_key's step of the erasing refresh (``crypto.ckks_refresh.CKKSRefresh.reencrypt_top``): the masked
-        column ciphertexts decrypted and encrypted afresh at q₀·P. At most 16·512 ciphertexts per call."""
+        column ciphertexts decrypted and encrypted afresh at q₀·P, as one (b, seed) chunk. At most 16·512
+        ciphertexts per call."""
         if getattr(self, "_refresh", None) is None:
             self._refresh = CKKSRefresh(self.public)
         if not isinstance(masked, np.ndarray) or masked.ndim != 4 or not 1 <= masked.shape[0] <= 16 * 512:
             raise ProtocolError("refresh: expected 1 to 8192 masked ciphertexts")
         try:
-            return self._refresh.reencrypt_top(self.secret._secret_key, masked)
+            return [self._refresh.reencrypt_top(self.secret._secret_key, masked)]
         except CryptoError as e:
             raise ProtocolError(str(e)) from None
 
