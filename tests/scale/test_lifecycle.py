@@ -93,7 +93,7 @@ def test_cli_info_list_remove(tmp_path):
         return r
 
     assert json.loads(cli("list", "--gallery", url, "--json").stdout) == [f"e.{i}" for i in range(6)]
-    r = cli("remove", "--gallery", url, "e.2", "e.4", "--json")
+    r = cli("remove", "--gallery", url, "e.2", "e.4", "--withdraw-only", "--json")
     assert json.loads(r.stdout)["withdrawn"] == ["e.2", "e.4"] and "NOT erased" in r.stderr
     assert cli("list", "--gallery", url).stdout.split() == ["e.0", "e.1", "e.3", "e.5"]
     got = json.loads(cli("info", "--gallery", url, "--json").stdout)
@@ -186,7 +186,7 @@ def test_remove_over_http_while_a_client_identifies(tmp_path):
             assert post("gallery/remove", {"ids": ["nobody"]}).status_code == 400
             assert post("gallery/remove", {"ids": "e.5"}).status_code == 400
             r = post("gallery/remove", {"ids": ["e.5"]})
-            assert r.status_code == 200 and r.json()["withdrawn"] == ["e.5"]
+            assert r.status_code == 200 and r.json()["withdrawn"] == ["e.5"] and r.json()["erased"] is True, r.text
             n = len(answers)
             while len(answers) < n + 3:
                 time.sleep(0.05)

@@ -4,7 +4,10 @@ A gallery of N seeded synthetic unit vectors is enrolled into a fresh SQLite sto
 median over ``repeat`` runs: ``add_one_s`` (one identity, ``gallery add``), ``remove_s`` (one identity withdrawn,
 ``gallery remove``), ``update_s`` (one identity's template replaced, ``gallery update``); and once
 ``add_batch_s`` for ``batch`` identities in one change, with ``add_per_identity_s`` = add_batch_s / batch (the
-amortised figure). Every change is a real one on the real store (new block generations, the meta write, the old
+amortised figure). hers erases on remove and update (``scale.lifecycle``: S_key's masked refresh, its key step
+run in this process, so ``remove_s`` counts both servers' work on the shared cores); ``remove_bytes_to_key`` and
+``remove_bytes_from_key`` are what one erasing remove exchanges with S_key, ``withdraw_s`` a remove without
+erasure. Every change is a real one on the real store (new block generations, the meta write, the old
 generations deleted, the WAL truncated). ``load_average`` is the host's (1, 5, 15 min) when the row was made.
 """
 from __future__ import annotations
@@ -18,7 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ..scale import NpySource, enrol
+from ..scale.gallery import Gallery, key_server
 from ..scale.lifecycle import add, info, update, withdraw
+from ..scale.schemes import GALLERY_SCHEMES
 from ..scale.sources import ArraySource
 
 
@@ -44,7 +49,8 @@ def bench_gallery(scheme: str = "hers", n: int = 1 << 14, dim: int = 128, *, bat
         rep = enrol(url, NpySource([path]), scheme, tau=0.5 if scheme == "hers" else 3.0,
                     insecure_test_params=insecure_test_params, progress=progress, **kw)
         enrol_s = time.perf_counter() - t
-        adds, removes, updates = [], [], []
+        key = key_server(Gallery(url)).secret if GALLERY_SCHEMES[scheme].erasable else None
+        adds, removes, updates, withdraws, erase = [], [], [], [], {}
         for r in range(repeat):
             t = time.perf_counter()
             add(url, ArraySource([f"one.{r}"], _unit(rng, 1, dim)))
@@ -54,16 +60,24 @@ def bench_gallery(scheme: str = "hers", n: int = 1 << 14, dim: int = 128, *, bat
         batch_s = time.perf_counter() - t
         for r in range(repeat):
             t = time.perf_counter()
-            withdraw(url, [f"g.{r * 7}"])
+            erase = withdraw(url, [f"g.{r * 7}"], key=key)
             removes.append(time.perf_counter() - t)
             t = time.perf_counter()
-            update(url, ArraySource([f"g.{r * 7 + 1}"], _unit(rng, 1, dim)))
+            update(url, ArraySource([f"g.{r * 7 + 1}"], _unit(rng, 1, dim)), key=key)
             updates.append(time.perf_counter() - t)
+            if key is not None:
+                t = time.perf_counter()
+                withdraw(url, [f"g.{r * 7 + 2}"])
+                withdraws.append(time.perf_counter() - t)
         after = info(url)
     return {"bench": "gallery", "scheme": scheme, "n": n, "dim": dim, "insecure_test_params": insecure_test_params,
             "enrol_s": round(enrol_s, 2), "storage_bytes": rep.storage_bytes, "blocks": rep.blocks,
             "add_one_s": round(statistics.median(adds), 4), "add_batch": batch, "add_batch_s": round(batch_s, 3),
             "add_per_identity_s": round(batch_s / batch, 6), "remove_s": round(statistics.median(removes), 4),
-            "update_s": round(statistics.median(updates), 4), "repeat": repeat,
+            "update_s": round(statistics.median(updates), 4), "repeat": repeat, "erased": bool(erase.get("erased")),
+            "withdraw_s": round(statistics.median(withdraws), 4) if withdraws else None,
+            "remove_bytes_to_key": erase.get("erase_bytes_sent"),
+            "remove_bytes_from_key": erase.get("erase_bytes_received"),
+            "erase_hiding_bits": erase.get("erase_hiding_bits"),
             "identities_after": after["identities"], "cpus": os.cpu_count(),
             "load_average": [round(v, 2) for v in os.getloadavg()]}

@@ -87,12 +87,38 @@ def cmd_gallery_list(a) -> int:
     return 0
 
 
+def _refresh_key(a):
+    """S_key's refresh for erasure (hers): the secret key from --key-store (default next to a sqlite:///g.db
+    gallery), in this process; None with --withdraw-only or for a scheme that cannot erase."""
+    from ..scale.gallery import Gallery, key_server
+    from ..scale.layout import GalleryError, default_key_store, stored_scheme
+    from ..scale.schemes import GALLERY_SCHEMES
+    from ..store.sqlite import SQLiteStore
+
+    scheme = stored_scheme(a.gallery, a.name)
+    if a.withdraw_only or scheme not in GALLERY_SCHEMES or not GALLERY_SCHEMES[scheme].erasable:
+        return None
+    try:
+        url = a.key_store or default_key_store(a.gallery)
+        if url.startswith("sqlite:") and not SQLiteStore.path_of(url).exists():  # never create an empty key store
+            raise GalleryError(f"no key store at {url}")
+        return key_server(Gallery(a.gallery, a.name), url).secret
+    except GalleryError as e:
+        raise GalleryError(f"erasing needs S_key's secret key ({e}); give --key-store, or --withdraw-only to only "
+                           "take the identities out of the answers") from None
+
+
+def _not_erased(report: dict) -> None:
+    if not report.get("erased", True):
+        print("privface: withdrawn from the answers, NOT erased: the packed block ciphertexts still hold the old "
+              "template(s); docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+
+
 def cmd_gallery_remove(a) -> int:
     from ..scale.lifecycle import withdraw
 
-    report = withdraw(a.gallery, a.ids, a.name)
-    print("privface: withdrawn from the answers, NOT erased: the packed block ciphertexts still hold the "
-          "template(s); docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+    report = withdraw(a.gallery, a.ids, a.name, key=_refresh_key(a))
+    _not_erased(report)
     print_result(report, a.json)
     return 0
 
@@ -102,11 +128,10 @@ def cmd_gallery_add(a, replace: bool = False) -> int:
     from ..scale.lifecycle import add, update
 
     source = _source(a, lambda: make_backend(**backend_spec(a)))
-    report = update(a.gallery, source, a.name) if replace else add(a.gallery, source, a.name,
-                                                                   key_store_url=a.key_store, progress=not a.json)
+    report = (update(a.gallery, source, a.name, key=_refresh_key(a)) if replace
+              else add(a.gallery, source, a.name, key_store_url=a.key_store, progress=not a.json))
     if replace:
-        print("privface: the old templates are withdrawn from the answers, NOT erased: the packed block ciphertexts "
-              "still hold them; docs/operations.md, \"Changing a gallery\"", file=sys.stderr)
+        _not_erased(report)
     report["photos"] = getattr(source, "report", None)
     photos = report.pop("photos")
     if a.json and photos is not None:
@@ -139,6 +164,12 @@ def _store_args(p, key_store: bool = False) -> None:
                                            "sqlite:///g.keys.db)")
     p.add_argument("--name", default="default", help="the gallery's name in the store")
     p.add_argument("--json", action="store_true")
+
+
+def _erase_args(p) -> None:
+    p.add_argument("--withdraw-only", action="store_true",
+                   help="hers: only take the old templates out of the answers, without S_key (NOT erasure: the "
+                        "block ciphertexts keep them)")
 
 
 def register(sub) -> None:
@@ -179,9 +210,11 @@ def register(sub) -> None:
     ls = gsub.add_parser("list", help="the identities a gallery answers with, one a line (withdrawn ones left out)")
     _store_args(ls)
     ls.set_defaults(func=cmd_gallery_list)
-    r = gsub.add_parser("remove", help="withdraw identities from a hers / idface gallery's answers (online, "
-                                       "crash-safe; NOT erasure: the block ciphertexts keep the template)")
-    _store_args(r)
+    r = gsub.add_parser("remove", help="remove identities from a hers / idface gallery (online, crash-safe): hers "
+                                       "erases them from the block ciphertexts with S_key's masked refresh (needs "
+                                       "--key-store); idface only withdraws them from the answers")
+    _store_args(r, key_store=True)
+    _erase_args(r)
     r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")
     r.set_defaults(func=cmd_gallery_remove)
     ad = gsub.add_parser("add", help="add identities to a gallery without its secret key (hers / idface: fills the "
@@ -191,9 +224,10 @@ def register(sub) -> None:
     _input_args(ad)
     backend_args(ad)
     ad.set_defaults(func=cmd_gallery_add)
-    up = gsub.add_parser("update", help="replace identities' templates (hers / idface; the old ones are withdrawn "
-                                        "from the answers, not erased); one meta write")
-    _store_args(up)
+    up = gsub.add_parser("update", help="replace identities' templates (hers / idface; the old ones erased as by "
+                                        "remove for hers, withdrawn from the answers for idface); one meta write")
+    _store_args(up, key_store=True)
+    _erase_args(up)
     _input_args(up)
     backend_args(up)
     up.set_defaults(func=cmd_gallery_update)

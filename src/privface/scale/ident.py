@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ..protocols.common import read_message
-from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Result, ScoreChunk
+from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Reencrypt, Reencrypted, Result, ScoreChunk
 from ..protocols.hers.parties import Decision, LocalServer
 from ..store import open_store
 from ..store.base import TemplateStore
@@ -43,6 +43,8 @@ CHUNK_BYTES = 3 << 20
 MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
 EARLIER_LAYOUTS = 4
 """Earlier layouts (gallery sizes) of the attached gallery S_key still accepts chunks of, for requests in flight."""
+REENCRYPT_CIPHERTEXTS = 8
+"""Ciphertexts per ``Reencrypt`` frame (erasure): 1 MiB out and back at N = 8192."""
 MAX_PENDING, PENDING_TTL = 256, 600.0
 """Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
 
@@ -188,6 +190,47 @@ class KeyRole:
         return KeyDecision(msg.request_id, index if best >= self.tau else None)
 
 
+    def reencrypt(self, body) -> Reencrypted:
+        """The erasing refresh's key step (hers: ``HERSKey.refresh``) on the attached gallery's key: checked
+        (length, residues below q₀) before decryption; what leaves is a fresh encryption, never a plaintext."""
+        msg = read_message(Reencrypt, body)
+        if self._gallery is None:
+            raise ProtocolError("no gallery attached (the local server attaches when it starts)")
+        secret = self._gallery[0]
+        if not hasattr(secret, "refresh"):
+            raise ProtocolError("this gallery's scheme does not erase by refresh")
+        n = secret.public.n
+        raw = msg.ciphertexts
+        per = 2 * n * 8
+        if not raw or len(raw) % per or len(raw) // per > REENCRYPT_CIPHERTEXTS:
+            raise ProtocolError(f"Reencrypt: 1 to {REENCRYPT_CIPHERTEXTS} ciphertexts of {per} bytes")
+        masked = np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(-1, 2, 1, n)
+        (b, seed), = secret.refresh(masked)
+        return Reencrypted(np.ascontiguousarray(b, dtype="<u8").tobytes(), seed)
+
+
+class KeyLink:
+    """S_local's side of the erasing refresh over a link with ``reencrypt`` (a ``KeyRole`` in process, or
+    ``service.clients.hers.HttpKeyServer``): ``refresh(masked)`` sends the masked ciphertexts in frames of
+    ``REENCRYPT_CIPHERTEXTS`` and returns S_key's answers, checked for shape."""
+
+    def __init__(self, key) -> None:
+        self.key = key
+
+    def refresh(self, masked: np.ndarray) -> list[tuple[np.ndarray, bytes]]:
+        n = masked.shape[-1]
+        out = []
+        for lo in range(0, masked.shape[0], REENCRYPT_CIPHERTEXTS):
+            part = masked[lo:lo + REENCRYPT_CIPHERTEXTS]
+            frame = Reencrypt(np.ascontiguousarray(part, "<u8").tobytes())
+            reply = read_message(Reencrypted, self.key.reencrypt(frame))
+            if len(reply.ciphertexts) != part.shape[0] * 2 * n * 8 or len(reply.seed) != 32:
+                raise ProtocolError("the key server's Reencrypted has the wrong length")
+            out.append((np.frombuffer(reply.ciphertexts, dtype="<u8").astype(np.uint64).reshape(-1, 2, n),
+                        reply.seed))
+        return out
+
+
 class LocalRole:
     """S_local over the wire: the persisted gallery (every block in memory, or resident in ``shards`` Ray actors
     of the cluster at ``ray``: ``scale.resident``) and a link to S_key; ``identify`` (Query → Result) runs IP_DB,
@@ -211,6 +254,11 @@ class LocalRole:
         self.key, self.dim = key, s.dim
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
         self._attach(self.gallery, local.ids)
+
+    def erase_link(self, key=None) -> KeyLink | None:
+        """The link ``scale.lifecycle`` erases with (hers) over ``key`` (default: this server's link to S_key), or
+        None for a scheme that cannot erase."""
+        return KeyLink(key or self.key) if self.gallery.settings.adapter.erasable else None
 
     @property
     def local(self) -> LocalServer:

@@ -19,17 +19,19 @@ ciphertext is read. ``withdraw`` takes identities out of the answers of a hers /
 gallery (seed 003 §3.2: a withdrawn slot's id becomes ``null``; S_local maps it to nobody and tells S_key, which
 leaves it out of its argmax: ``Attach.empty``); ``update`` withdraws and adds in one change.
 
-**What withdraw is not: erasure.** The packed block ciphertexts still carry a withdrawn template. Seed 003's
-ENC_DB packs many identities into one ciphertext — HERS one per CKKS slot (§3.1), IDFace one per base-p digit of a
-coefficient (CKKS) or of a Paillier plaintext (§4.2) — and zeroing one slot or digit without the secret key is not
-a linear map these schemes offer: a CKKS slot mask is a plaintext product that needs a level HERS_CKKS does not
-have (one data prime, no rescaling), and a digit of Σ_i p^i·x_i is not a linear function of the plaintext. So the
-key holder decrypting a block still finds the withdrawn template (docs/operations.md, "Changing a gallery").
+**Erasure (hers).** With S_key's refresh link (``key``), ``withdraw`` and ``update`` also erase: each block holding
+a removed template is rewritten by ``HERS.erase`` — a masked interactive refresh with S_key (``crypto.ckks_refresh``:
+S_key sees one-time-padded copies only) and a 0/1 slot mask at the refreshed level — into a new generation whose
+empty slots decrypt to ≈ 0; then the meta write and the deletion of the old generation, as for ``add``. Seed 003's
+IDFace packs one identity per base-p digit of a coefficient (CKKS) or of a Paillier plaintext, and a digit is not a
+linear function of the plaintext: idface galleries withdraw only, and their key holder can still decrypt a withdrawn
+template (docs/operations.md, "Changing a gallery").
 
-A withdrawal is one store write per block (the block's commit record, its ``ids`` entry set to ``null``), then the
-meta's ``gen`` is bumped so that running local servers (``scale.ident.LocalRole``) re-read the ids; each write is
-atomic, so a crash leaves every block withdrawn or not, and a running identification resolves against the ids it
-read when it started. Withdrawals take the gallery's writer lease (``layout.writer_lease``), as enrolment does.
+A withdrawal without erasure is one store write per block (the block's commit record, its ``ids`` entry set to
+``null``), then the meta's ``gen`` is bumped so that running local servers (``scale.ident.LocalRole``) re-read the
+ids; each write is atomic, so a crash leaves every block withdrawn or not, and a running identification resolves
+against the ids it read when it started. Withdrawals take the gallery's writer lease (``layout.writer_lease``), as
+enrolment does.
 """
 from __future__ import annotations
 
@@ -136,11 +138,14 @@ def _tau(gallery_url: str, name: str, key_store_url: str | None) -> dict:
         return {"tau": None, "tau_source": f"key store unreadable ({e})"}
 
 
-def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
-    """Take ``ids`` out of the answers of a hers / idface gallery (see the module docstring: not erasure).
+def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=None) -> dict:
+    """Take ``ids`` out of the answers of a hers / idface gallery; with ``key`` (S_key's refresh link: an object with
+    ``refresh(masked) -> answer``, e.g. the gallery's ``HERSKey`` or ``service.clients.hers.HttpKeyServer``) and an
+    erasable scheme (hers), also erase them: every block holding one is rewritten by ``erase`` as a new generation
+    whose withdrawn slots decrypt to ≈ 0, and the superseded generation is deleted (module docstring).
 
     Every id must be answered by the gallery now (GalleryError naming the others, before anything is written).
-    Returns ``{"withdrawn": [...], "blocks_written": k, "erased": False, "generation": g}``."""
+    Returns ``{"withdrawn": [...], "blocks_written": k, "erased": bool, "generation": g, ...}``."""
     scheme = _scheme(gallery_url, name)
     if GALLERY_SCHEMES[scheme].own_layout:
         raise GalleryError("a cryptomask gallery answers one bit over the whole gallery (seed 001 Alg. 3): a "
@@ -148,15 +153,16 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         raise GalleryError("name at least one identity to remove")
-    from .gallery import Gallery
+    from .gallery import Gallery, _put_block
 
+    erase = key is not None and GALLERY_SCHEMES[scheme].erasable
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         g = Gallery(gallery_url, name)
         collect(local, name, g.meta, g.nblocks)
         commits, where = {}, {}
         for b in range(g.nblocks):
-            key = record_key(name, block_key(b, g.gens[b]))
-            commit = read_json(local.get(LOCAL, key), f"block {b} commit record")
+            key_b = record_key(name, block_key(b, g.gens[b]))
+            commit = read_json(local.get(LOCAL, key_b), f"block {b} commit record")
             for slot, i in enumerate(commit["ids"]):
                 if i in wanted and i not in where:
                     where[i] = (b, slot)
@@ -167,16 +173,56 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
                                + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""))
         for b, slot in where.values():
             commits[b]["ids"][slot] = None
-        for b, commit in sorted(commits.items()):
-            lease.check()
-            local.put(LOCAL, record_key(name, block_key(b, g.gens[b])), json.dumps(commit).encode())
-        lease.check()
         meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
-        meta["gen"] = int(meta.get("gen", 0)) + 1
-        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
-        purged = local.purge()  # the superseded commit records named the ids
-    return {"withdrawn": wanted, "blocks_written": len(commits), "erased": False, "generation": meta["gen"],
-            "store_purged": purged}
+        meta["gen"] = gen = int(meta.get("gen", 0)) + 1
+        report: dict = {}
+        if erase:
+            erased = _erase_blocks(g, {b: c["ids"] for b, c in commits.items()}, key, lease, report)
+            gens = list(g.gens)
+            for b, arr in erased.items():
+                lease.check()
+                _put_block(local, name, b, arr, int(commits[b]["count"]), commits[b]["ids"], gen,
+                           _carried(commits[b]))
+                gens[b] = gen
+            meta["block_gens"] = gens
+        else:
+            for b, commit in sorted(commits.items()):
+                lease.check()
+                local.put(LOCAL, record_key(name, block_key(b, g.gens[b])), json.dumps(commit).encode())
+        lease.check()
+        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
+        if erase:
+            collect(local, name, meta, g.nblocks)
+        purged = local.purge()  # the superseded records (commit records naming the ids; erased: the old blocks)
+    return {"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": meta["gen"],
+            "store_purged": purged, **report}
+
+
+def _carried(commit: dict) -> dict:
+    """The commit entries an erased block keeps (``sums``: its kept slots keep their noise)."""
+    return {k: commit[k] for k in ("sums",) if k in commit}
+
+
+def _erase_blocks(g, ids: dict, key, lease, report: dict) -> dict:
+    """{b: the erased array of block b} for the blocks ``ids`` names (b → its ids, ``None`` where withdrawn): every
+    slot without an id is zeroed (``GalleryScheme.erase``). Adds the refresh's figures to ``report``."""
+    import time
+
+    import numpy as np
+
+    t0 = time.perf_counter()
+    adapter, pub = g.settings.adapter, g.public_context
+    out, sent, received, hiding = {}, 0, 0, None
+    for b in sorted(ids):
+        block = g.load_blocks([b])[0][0]
+        keep = np.zeros(g.capacity, dtype=bool)
+        keep[:len(ids[b])] = [i is not None for i in ids[b]]
+        out[b], r = adapter.erase(g.public, adapter.block_to_array(block, pub), block.count, keep, key)
+        sent, received, hiding = sent + r["bytes_sent"], received + r["bytes_received"], r["hiding_bits"]
+        lease.renew()
+    report.update(erase_seconds=round(time.perf_counter() - t0, 3), erase_bytes_sent=sent,
+                  erase_bytes_received=received, erase_hiding_bits=hiding)
+    return out
 
 
 def _referenced(local, name: str, meta: dict, nblocks: int) -> set[str]:
@@ -218,17 +264,17 @@ def add(gallery_url: str, source, name: str = "default", *, key_store_url: str |
     return _change(gallery_url, source, name, replace=False)
 
 
-def update(gallery_url: str, source, name: str = "default") -> dict:
+def update(gallery_url: str, source, name: str = "default", *, key=None) -> dict:
     """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
-    write), each old slot is withdrawn and the new template added as by ``add``. Like ``withdraw``, the old
-    template stays in its block's ciphertext (module docstring of ``withdraw``): not erasure."""
+    write), each old slot is withdrawn and the new template added as by ``add``. With ``key`` and an erasable
+    scheme the old templates are erased as by ``withdraw``; otherwise they stay in their blocks' ciphertexts."""
     if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
         raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
                            "gallery, seed 001 Alg. 3): re-enrol the gallery")
-    return _change(gallery_url, source, name, replace=True)
+    return _change(gallery_url, source, name, replace=True, key=key)
 
 
-def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
+def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dict:
     import time
 
     from .gallery import Gallery, _put_block, parts_gen
@@ -259,6 +305,9 @@ def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
             if dup:
                 raise GalleryError(f"already in gallery {name!r}: {', '.join(dup[:10])} (`gallery update` replaces)")
         touched = {where[i][0] for i in new_ids} if replace else set()
+        report: dict = {}
+        erased = (_erase_blocks(g, {b: slots[b] for b in touched}, key, lease, report)
+                  if touched and key is not None and adapter.erasable else {})
         x = source.templates(0, len(new_ids))
         settings, pub, cap = g.settings, g.public_context, g.capacity
         gen = int(g.meta.get("gen", 0)) + 1
@@ -270,7 +319,7 @@ def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
             sums = int(commits[last].get("sums", 1))
             if sums + 1 <= adapter.max_sums(settings):
                 k = min(cap - last_count, len(new_ids))
-                old = adapter.block_to_array(g.load_blocks([last])[0][0], pub)
+                old = erased[last] if last in erased else adapter.block_to_array(g.load_blocks([last])[0][0], pub)
                 fresh = adapter.block_to_array(g.public.enc_db(x[:k], offset=last_count), pub)
                 writes.append((last, adapter.add_arrays(settings, pub, old, fresh), last_count + k,
                                slots[last] + new_ids[:k], {"sums": sums + 1}))
@@ -280,6 +329,8 @@ def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
                 touched.add(last)
                 n = last * cap + cap
                 sealed = 1
+        for b in sorted(set(erased) - {w[0] for w in writes}):
+            writes.append((b, erased[b], len(slots[b]), slots[b], _carried(commits[b])))
         for b in sorted(touched - {w[0] for w in writes}):  # only the ids change: a new record, the same pieces
             records[b] = dict(commits[b], count=len(slots[b]), ids=slots[b], parts_gen=parts_gen(commits[b], gens[b]))
         b = g.nblocks
@@ -307,6 +358,7 @@ def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
         purged = local.purge()
     return {"replaced" if replace else "added": len(new_ids), "n": n, "blocks_written": len(writes) + len(records),
             "blocks_filled": filled, "blocks_sealed": sealed, "generation": gen, "store_purged": purged,
+            **({"erased": bool(erased) or not touched} if replace else {}), **report,
             "seconds": round(time.perf_counter() - t0, 3)}
 
 

@@ -36,6 +36,7 @@ class GalleryScheme:
 
     name: str
     transform = False  # takes β, the centring μ and the lift (idface's pre-transform)
+    erasable = False  # ``erase`` zeroes withdrawn slots in the ciphertexts (with S_key's refresh)
     own_layout = False  # keeps its own store layout, enrolment and identification (not scale.gallery's blocks)
 
     def tau_key(self, settings, centring: str) -> str:
@@ -133,6 +134,13 @@ class HersGallery(GalleryScheme):
 
     def block_from_array(self, arr, count, pub, what):
         return HERSBlock(arr, count)
+
+    erasable = True
+
+    def erase(self, public, arr, count, keep, key):
+        """(array, report): block ``arr`` with the slots where ``keep`` is False zeroed (``HERS.erase``)."""
+        block, report = public.erase(HERSBlock(arr, count), keep, key)
+        return block.planes, report
 
     def max_sums(self, settings):
         """HERS_ERROR (2^−16) over the fresh CKKS error (≈ 2^−19, protocols.hers.params): the error of a sum of k

@@ -7,6 +7,9 @@ query, a run of whole blocks per chunk so that a 2^20 gallery fits the 4 MiB fra
 ``Attached``, then after the chunk that completes the request ``KeyDecision`` (best index ≥ τ, or none).
 Client ↔ S_local: ``Query`` (the plaintext template, as seed 003 lets S_local see it) → ``Result``.
 
+Erasure (hers, ``privface gallery remove | update``): S_local → S_key ``Reencrypt`` (one-time-padded copies of
+block ciphertexts, ``crypto.ckks_refresh``) → ``Reencrypted`` (fresh encryptions of the padded plaintexts at q₀·P).
+
 S_key receives no identity and no template: a random request id and ciphertext residues only.
 """
 from __future__ import annotations
@@ -89,4 +92,23 @@ class Result(Message):
     subject_id: str | None = None
 
 
-__all__ = ["Attach", "Attached", "KeyDecision", "Query", "Result", "ScoreChunk"]
+@dataclass
+class Reencrypt(Message):
+    """S_local → S_key: masked one-prime CKKS ciphertexts as little-endian uint64 of shape (k, 2, 1, n), NTT form
+    (``crypto.ckks_refresh.CKKSRefresh.mask``)."""
+
+    WIRE_NAME = "ident.Reencrypt"
+    ciphertexts: bytes
+
+
+@dataclass
+class Reencrypted(Message):
+    """S_key → S_local: fresh encryptions (b, a) of their plaintexts at q₀·P: b as little-endian uint64 (k, 2, n),
+    a expanded from ``seed`` (``CKKSRefresh.expand_a``)."""
+
+    WIRE_NAME = "ident.Reencrypted"
+    ciphertexts: bytes
+    seed: bytes
+
+
+__all__ = ["Attach", "Attached", "KeyDecision", "Query", "Reencrypt", "Reencrypted", "Result", "ScoreChunk"]

@@ -6,6 +6,9 @@ encoded as the constant plaintext k_j = round(Δ_y·y_j) and summed. SEAL encryp
 run on the exported RNS residues in numpy (``HERS.ip_db``), faster than SEAL's ``multiply_plain`` +
 ``add_inplace`` through the binding (``bench identify --seal-adds`` compares them); SEAL decrypts.
 
+Erasure (``HERS.erase``, ``HERSKey.refresh``): the slots of withdrawn templates are zeroed by a masked interactive
+refresh with S_key (``crypto.ckks_refresh``; S_key sees one-time-padded ciphertexts only).
+
 Parameters and the precision bound: ``params.py``.
 """
 from __future__ import annotations
@@ -16,9 +19,10 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ...crypto import seal_arrays
+from ...crypto.ckks_refresh import CKKSRefresh, attempts_for, hiding_bits
 from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ...crypto.parallel import parallel_map
-from ...errors import ProtocolError, TemplateError
+from ...errors import CryptoError, ProtocolError, TemplateError
 from .params import HERS_CKKS, QUERY_SCALE_BITS
 
 _LOW = np.uint64((1 << 30) - 1)
@@ -129,6 +133,34 @@ class HERS:
         parallel_map(one, range(len(blocks)))
         return CKKSScores(out, [b.count for b in blocks])
 
+    def refresher(self) -> CKKSRefresh:
+        if getattr(self, "_refresh", None) is None:
+            self._refresh = CKKSRefresh(self.public)
+        return self._refresh
+
+    def erase(self, block: HERSBlock, keep, key, *, hiding: float = 40.0) -> tuple[HERSBlock, dict]:
+        """A new block whose slots with ``keep`` False decrypt to ≈ 0 and the others to what ``block``'s do,
+        sharing no bytes with it (``crypto.ckks_refresh``): the masked copies of the d column ciphertexts go to
+        S_key's ``key.refresh`` (its answer: [(b, seed)] chunks of fresh encryptions at q₀·P), then the slot mask is
+        applied here.
+        Returns (block, {"attempts", "hiding_bits", "bytes_sent", "bytes_received"})."""
+        ref = self.refresher()
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.capacity,):
+            raise TemplateError(f"erase: the slot mask needs {self.capacity} entries")
+        cols = block.planes[0].astype(np.uint64) | (block.planes[1].astype(np.uint64) << np.uint64(30))
+        cts = cols.reshape(self.dim, 2, 1, self.public.n)
+        attempts = attempts_for(ref.q0, ref.bound, self.public.n, self.dim, hiding)
+        masked, r = ref.mask(cts, attempts)
+        answer = key.refresh(masked)
+        fresh = ref.erase(answer, r, keep.astype(np.float64)).reshape(self.dim, 2 * self.public.n)
+        received = sum(int(b.nbytes) + len(seed) for b, seed in answer)
+        planes = np.stack([fresh & _LOW, fresh >> np.uint64(30)]).astype(np.uint32)
+        return HERSBlock(planes, block.count), {
+            "attempts": attempts, "hiding_bits": round(hiding_bits(ref.q0, ref.bound, self.public.n, self.dim,
+                                                                   attempts), 1),
+            "bytes_sent": int(masked.nbytes), "bytes_received": received}
+
     @staticmethod
     def block_bytes(block: HERSBlock) -> int:
         """Ciphertext residue bytes (2·L·n·8 per column, held as two uint32 halves)."""
@@ -153,6 +185,19 @@ class HERSKey:
         self.secret, self.public = secret, secret.public
         self.capacity = self.public.slot_count
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
+
+    def refresh(self, masked: np.ndarray) -> list[tuple[np.ndarray, bytes]]:
+        """S_key's step of the erasing refresh (``crypto.ckks_refresh.CKKSRefresh.reencrypt_top``): the masked
+        column ciphertexts decrypted and encrypted afresh at q₀·P, as one (b, seed) chunk. At most 16·512
+        ciphertexts per call."""
+        if getattr(self, "_refresh", None) is None:
+            self._refresh = CKKSRefresh(self.public)
+        if not isinstance(masked, np.ndarray) or masked.ndim != 4 or not 1 <= masked.shape[0] <= 16 * 512:
+            raise ProtocolError("refresh: expected 1 to 8192 masked ciphertexts")
+        try:
+            return [self._refresh.reencrypt_top(self.secret._secret_key, masked)]
+        except CryptoError as e:
+            raise ProtocolError(str(e)) from None
 
     def decrypt_scores(self, msg: CKKSScores) -> np.ndarray:
         check_scores(msg, self.public, 1, self.capacity)

@@ -6,16 +6,17 @@ ciphertexts per block) or Paillier (ct⁺, ct⁻) pairs. Bad input raises Messag
 Key server (``role="key"``, its store = the gallery's key store, holds sk; scores never leave it):
     ``attach``    Attach → Attached          (the local server, once at start; checked against sk's pk digest)
     ``decide``    ScoreChunk → KeyDecision   (empty body until the chunk that completes the request)
+    ``reencrypt`` Reencrypt → Reencrypted    (erasure, hers: the masked refresh's key step, ``crypto.ckks_refresh``)
 Local server (``role="local"``, the encrypted gallery; calls the key server over HTTP with an ``internal`` key):
     ``identify``        Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
     ``gallery/info``    {} → the gallery's settings and size (JSON, ``scale.lifecycle.info``)       scope admin
     ``gallery/list``    {} → {"ids": [...]} (JSON)                                                scope admin
-    ``gallery/remove``  {"ids": [...]} → the withdrawal report (JSON, ``scale.lifecycle.withdraw``: taken out of
-                        the answers, online; not erased)                                         scope admin
+    ``gallery/remove``  {"ids": [...]} → the removal report (JSON, ``scale.lifecycle.withdraw``: taken out of
+                        the answers, online; hers: erased with the key server's ``reencrypt``)  scope admin
     ``gallery/add``     {"ids": [...], "templates": [[d floats], …]} → the add report (``scale.lifecycle.add``:
                         encrypted here under the public key — S_local sees plaintext templates, as it sees
                         every query in seed 003 §3.2)                                           scope enrol
-    ``gallery/update``  the same body → ``scale.lifecycle.update`` (the old templates withdrawn)  scope admin
+    ``gallery/update``  the same body → ``scale.lifecycle.update`` (the old templates removed as by remove)  scope admin
 """
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ from ...wire import WireError
 from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
-KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB}
+KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB, "reencrypt": 2 * _MB}
 LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB,
                 "gallery/add": 4 * _MB, "gallery/update": 4 * _MB}
-SCOPES = {"attach": "internal", "decide": "internal", "identify": "verify", "gallery/info": "admin",
+SCOPES = {"attach": "internal", "decide": "internal", "reencrypt": "internal", "identify": "verify",
+          "gallery/info": "admin",
           "gallery/list": "admin", "gallery/remove": "admin", "gallery/add": "enrol", "gallery/update": "admin"}
 MAX_REMOVE = 1000  # ids per ``gallery/remove`` request
 MAX_ADD = 256  # templates per ``gallery/add`` / ``gallery/update`` request
@@ -70,7 +72,13 @@ class IdentService:
                 if not key_url:
                     raise ValueError("an ident local server needs the key server's URL (--key-url)")
                 from ..clients.hers import HttpKeyServer
-                key = HttpKeyServer(key_url, timeout=timeout, api_key=key_api_key, tls=key_tls)
+
+                def link():  # one connection per user: erasure runs beside the identifications' link
+                    return HttpKeyServer(key_url, timeout=timeout, api_key=key_api_key, tls=key_tls)
+                key = link()
+                self._erase_key = link
+            else:
+                self._erase_key = lambda: key
             self.key = key
             self.party = LocalRole(gallery_url, key, gallery_name, chunk=chunk, ray=ray, shards=shards)
             self.max_body = LOCAL_LIMITS
@@ -124,13 +132,21 @@ class IdentService:
                                    + ("}" if step == "gallery/remove" else ", \"templates\": [one per id]}"))
             for i in ids:
                 check_key("gallery", i)
-            if step == "gallery/remove":
-                report = lifecycle.withdraw(url, ids, name)
-            else:
-                report = getattr(lifecycle, step.split("/")[1])(url, self._templates(ids, msg["templates"]), name)
+            link = self._erase_key() if step != "gallery/add" else None
+            try:
+                key = self.party.erase_link(link) if link is not None else None
+                if step == "gallery/remove":
+                    report = lifecycle.withdraw(url, ids, name, key=key)
+                elif step == "gallery/update":
+                    report = lifecycle.update(url, self._templates(ids, msg["templates"]), name, key=key)
+                else:
+                    report = lifecycle.add(url, self._templates(ids, msg["templates"]), name)
+            finally:
+                if link is not None and link is not self.key:
+                    link.close()
             self.party.refresh()
             return report
-        except (GalleryError, StoreError, TemplateError) as e:
+        except (GalleryError, StoreError, TemplateError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
 
     def _templates(self, ids: list[str], rows):

@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import ProtocolError
 from ...protocols.common import message_bytes as _bytes
 from ...protocols.common import parse_answer as _parse
-from ...protocols.hers.messages import PROTOCOL, Attached, KeyDecision, Query, Result
+from ...protocols.hers.messages import PROTOCOL, Attached, KeyDecision, Query, Reencrypted, Result
 from ..client import ServiceClient
 
 
@@ -28,6 +28,10 @@ class HttpKeyServer(_IdentHttp):
         self.reset()
         body = self.step("decide", _bytes(chunk))
         return _parse(KeyDecision, body) if body else None
+
+    def reencrypt(self, msg) -> Reencrypted:
+        self.reset()
+        return _parse(Reencrypted, self.step("reencrypt", _bytes(msg)))
 
 
 class IdentClient(_IdentHttp):

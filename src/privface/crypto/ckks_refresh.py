@@ -1,0 +1,233 @@
+"""Erasing CKKS slots of stored one-prime ciphertexts by a masked interactive refresh (Mouchet, Troncoso-Pastoriza,
+Bossuat, Hubaux, "Multiparty Homomorphic Encryption from Ring-Learning-with-Errors", PoPETs 2021 §IV-E: collective
+refresh, here with one key holder).
+
+Why a refresh. No integer-coefficient plaintext zeroes one CKKS slot: the slots of m are its values at the primitive
+2N-th roots of unity, which are Galois conjugates, so an integer polynomial vanishing at one vanishes at all (it is
+then divisible by X^N + 1). A 0/1 slot mask μ is therefore encoded at a scale P and the product rescaled by P: it
+needs one more prime than a ciphertext stored at one prime q₀ has. The refresh lifts the ciphertext to q₀·P:
+
+1. ``mask`` (holder of the ciphertexts, no secret): for each ciphertext, ``attempts`` = k copies ct + (r_t, 0) with
+   r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext.
+2. ``reencrypt_top`` (key holder): w_t = Dec(ct + r_t) mod q₀, lifted to (−q₀/2, q₀/2], encrypted afresh under s
+   at modulus q₀·P (symmetric RLWE encryption: uniform a expanded from a fresh 32-byte seed, which travels instead
+   of a; centred binomial error η = 24). The key holder
+   sees k uniform values per ciphertext and is not told which slots are being erased, nor which copy will be used.
+3. ``erase`` (holder): per ciphertext, a copy whose mask is *clean* — every centred coefficient |r_i| ≤ ⌊q₀/2⌋ − B,
+   B ≥ |m_i + e_i| (``plaintext_bound``), so that w − r = m + e exactly over the integers — is chosen; r is
+   subtracted at q₀·P, the result multiplied by μ encoded at scale P (0 at the erased slots, 1 elsewhere),
+   rescaled back to q₀ (scale Δ·P/P = Δ) and a fresh public-key encryption of 0 added. It decrypts to μ ⊙ v
+   (erased slots ≈ 0 up to CKKS noise) and shares no bytes with the old ciphertext.
+
+Hiding. The choice depends on the masks only and is never sent, so the key holder's view is independent of m unless
+no copy of some ciphertext is clean; then ``erase`` fails (nothing is written; the caller may start again). A copy
+is dirty with probability ≤ N·2B/q₀, so the key holder's view is within statistical distance
+c·(N·2B/q₀)^k of one independent of the gallery for c ciphertexts (``hiding_bits``; ``attempts_for`` picks k).
+A one-copy mask drawn from [−R, R] with no wrap-around (the plain collective refresh) gives only
+≈ log₂(q₀/2B) − log₂(c·N) bits at one 60-bit prime: the copies buy the rest without a second stored prime.
+
+The second prime P is the context's special prime (its key level is q₀·P, so the key holder's secret-key residues
+mod P exist already); a helper SEAL context with primes (q₀, P, P') does the encoding, NTT and rescale (SEAL's NTT
+tables depend on the prime and N only, so its q₀ level is the stored ciphertexts' representation).
+"""
+from __future__ import annotations
+
+import math
+import secrets
+import struct
+
+import numpy as np
+import tenseal.sealapi as sealapi
+
+from ..errors import CryptoError
+from . import seal_arrays
+
+
+def plaintext_bound(scale: float, max_slot: float = 1.0 + 1e-6) -> int:
+    """B ≥ |m_i + e_i| for a ciphertext whose slots hold real |v| ≤ max_slot at scale Δ: |m_i| ≤ (2/N)·Σ_j |v_j|·Δ
+    ≤ Δ·max_slot; Δ/256 more covers the noise of many summed encryptions (≈ 2^16 at Δ = 2^36)."""
+    return int(scale * max_slot + scale / 256) + 1
+
+
+def hiding_bits(q0: int, bound: int, n: int, ciphertexts: int, attempts: int) -> float:
+    """−log₂ of the statistical distance bound c·(N·2B/q₀)^k of the module docstring."""
+    return -(math.log2(ciphertexts) + attempts * math.log2(n * 2 * bound / q0))
+
+
+def attempts_for(q0: int, bound: int, n: int, ciphertexts: int, bits: float = 40.0) -> int:
+    """The fewest copies k giving ``hiding_bits`` ≥ bits."""
+    k = 1
+    while hiding_bits(q0, bound, n, ciphertexts, k) < bits:
+        k += 1
+    return k
+
+
+class CKKSRefresh:
+    """The refresh for the one-prime ciphertexts of ``public`` (a ``LatticePublicContext`` whose data level is one
+    prime q₀ and whose key level is q₀·P)."""
+
+    def __init__(self, public) -> None:
+        self.public, self.n = public, public.n
+        key_primes = [m.value() for m in public.seal_context.key_context_data().parms().coeff_modulus()]
+        self.pid = public.seal_context.first_parms_id()
+        data = public._levels[tuple(self.pid)]
+        if len(data) != 1 or len(key_primes) != 2:
+            raise CryptoError("the refresh is for ciphertexts stored at one prime (key level q₀·P)")
+        self.q0, self.p = key_primes
+        spare = [m.value() for m in sealapi.CoeffModulus.Create(self.n, [60] * 3) if m.value() not in key_primes]
+        primes = [sealapi.Modulus(v) for v in (self.q0, self.p, spare[0])]
+        parms = sealapi.EncryptionParameters(sealapi.SCHEME_TYPE.CKKS)
+        parms.set_poly_modulus_degree(self.n)
+        parms.set_coeff_modulus(primes)
+        self.context = sealapi.SEALContext(parms, True, sealapi.SEC_LEVEL_TYPE.NONE)
+        self.top = self.context.first_parms_id()
+        self.evaluator = sealapi.Evaluator(self.context)
+        self.encoder = sealapi.CKKSEncoder(self.context)
+        self.top_moduli = np.array([[self.q0], [self.p]], dtype=np.uint64)
+        self.bound = plaintext_bound(public.scale)
+        self.clean = self.q0 // 2 - self.bound
+
+    # ---------------------------------------------------------------- holder of the ciphertexts (no secret key)
+    def mask(self, cts: np.ndarray, attempts: int) -> tuple[np.ndarray, np.ndarray]:
+        """(masked, r): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n), shape (attempts·k, 2, 1, n)
+        copy-major, and their masks r (attempts, k, n), centred int64."""
+        cts = self._check(cts, 1)
+        k = cts.shape[0]
+        if not 1 <= attempts <= 16:
+            raise CryptoError("refresh: 1 to 16 copies per ciphertext")
+        r = _uniform(self.q0, attempts * k * self.n).reshape(attempts * k, self.n)
+        out = np.tile(cts, (attempts, 1, 1, 1))
+        out[:, 0, 0] += self._ntt_low(r)
+        out[:, 0, 0] %= np.uint64(self.q0)
+        half = np.uint64(self.q0 // 2)
+        rc = np.where(r > half, r.astype(np.int64) - np.int64(self.q0), r.astype(np.int64))
+        return out, rc.reshape(attempts, k, self.n)
+
+    def erase(self, answer: list, r: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
+        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the masks r
+        (attempts, k, n); CryptoError when the answer does not fit or some ciphertext has no clean copy."""
+        attempts, k = r.shape[:2]
+        if r.shape != (attempts, k, self.n) or keep.shape != (self.n // 2,):
+            raise CryptoError("erase: masks or slot mask of the wrong shape")
+        where = []  # copy index → (chunk, index in chunk)
+        for c, (b, seed) in enumerate(answer):
+            if not isinstance(b, np.ndarray) or b.ndim != 3 or b.shape[1:] != (2, self.n) or len(seed) != 32:
+                raise CryptoError("erase: the key holder's answer has the wrong shape")
+            where += [(c, i) for i in range(b.shape[0])]
+        if len(where) != attempts * k:
+            raise CryptoError(f"erase: the key holder answered {len(where)} copies, {attempts * k} were sent")
+        clean = np.all(np.abs(r) <= self.clean, axis=2)  # (attempts, k)
+        if not clean.any(axis=0).all():
+            raise CryptoError("refresh: no clean copy for some ciphertext (a rare event: start again)")
+        pick = np.argmax(clean, axis=0)
+        top = np.empty((k, 2, 2, self.n), dtype=np.uint64)
+        for j in range(k):
+            c, i = where[pick[j] * k + j]
+            b, seed = answer[c]
+            top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
+        self._check(top, 2)
+        r = r[pick, np.arange(k)]
+        top = top.copy()
+        top[:, 0] = (top[:, 0] + self.top_moduli - self._ntt_top(r)) % self.top_moduli
+        mu = sealapi.Plaintext()
+        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), mu)
+        out = np.empty((top.shape[0], 2, 1, self.n), dtype=np.uint64)
+        for i in range(top.shape[0]):
+            ct = seal_arrays.ciphertext_from_array(self.context, self.top, top[i], scale=self.public.scale)
+            self.evaluator.multiply_plain_inplace(ct, mu)
+            self.evaluator.rescale_to_next_inplace(ct)
+            out[i] = seal_arrays.ciphertext_to_array(ct)
+        out += seal_arrays.encryptions_of_zero(self.public.encryptor, top.shape[0])
+        out %= np.uint64(self.q0)
+        return out
+
+    # ---------------------------------------------------------------- key holder
+    def reencrypt_top(self, secret_key, masked: np.ndarray) -> tuple[np.ndarray, bytes]:
+        """Step 2: decrypt each masked ciphertext (k, 2, 1, n) to w and return fresh encryptions (b, a) of w at
+        q₀·P, NTT form, as (b (k, 2, n), seed): a_i = ``expand_a(seed, i)``, so only b and 32 bytes travel.
+        ``masked`` is checked (shape, dtype, residues < q₀) before any use."""
+        masked = self._check(masked, 1)
+        s = seal_arrays.secret_key_array(secret_key, self.n, 2)
+        q0 = np.array([[self.q0]], dtype=np.uint64)
+        w = seal_arrays.decrypt_arrays(masked, s[:1], q0)
+        w = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.pid, w)[:, 0]
+        half = np.uint64(self.q0 // 2)
+        wc = np.where(w > half, w.astype(np.int64) - np.int64(self.q0), w.astype(np.int64))
+        k = masked.shape[0]
+        plain = self._ntt_top(wc + _binomial(k * self.n).reshape(k, self.n))
+        seed = secrets.token_bytes(32)
+        a = np.stack([self.expand_a(seed, i) for i in range(k)])
+        as_ = seal_arrays.mulmod(a, s[None], self.top_moduli[None])
+        return (plain + self.top_moduli - as_) % self.top_moduli, seed
+
+    def expand_a(self, seed: bytes, i: int) -> np.ndarray:
+        """The uniform a (2, n) of the i-th fresh encryption, NTT form mod (q₀, P): the ChaCha20 keystream under
+        ``seed`` with nonce i, by rejection sampling (as SEAL's seeded ciphertexts expand theirs)."""
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+        stream = Cipher(algorithms.ChaCha20(seed, struct.pack("<QQ", 0, i)), None).encryptor()
+        out = np.empty((2, self.n), dtype=np.uint64)
+        for limb, q in enumerate((self.q0, self.p)):
+            mask, got = np.uint64((1 << q.bit_length()) - 1), []
+            have = 0
+            while have < self.n:
+                raw = np.frombuffer(stream.update(bytes(8 * (self.n - have + 64))), dtype="<u8") & mask
+                raw = raw[raw < np.uint64(q)][:self.n - have]
+                got.append(raw)
+                have += raw.size
+            out[limb] = np.concatenate(got)
+        return out
+
+    # ---------------------------------------------------------------- helpers
+    def _check(self, cts: np.ndarray, limbs: int) -> np.ndarray:
+        shape = (2, limbs, self.n)
+        if not isinstance(cts, np.ndarray) or cts.dtype != np.uint64 or cts.ndim != 4 or cts.shape[1:] != shape:
+            raise CryptoError(f"refresh: expected uint64 ciphertexts (k, {', '.join(map(str, shape))})")
+        moduli = self.top_moduli[:limbs]
+        if np.any(cts >= moduli):
+            raise CryptoError("refresh: residue not below its prime")
+        return cts
+
+    def _ntt_low(self, coeffs: np.ndarray) -> np.ndarray:
+        """(k, n) NTT-form residues mod q₀ of integer polynomials (k, n)."""
+        polys = np.mod(coeffs, self.q0).astype(np.uint64)[:, None, :]
+        return seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.pid, polys)[:, 0]
+
+    def _ntt_top(self, coeffs: np.ndarray) -> np.ndarray:
+        """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n)."""
+        polys = np.stack([np.mod(coeffs, q).astype(np.uint64) for q in (self.q0, self.p)], axis=1)
+        return seal_arrays.ntt(self.context, self.evaluator, self.top, polys)
+
+
+def _random_bytes(n: int) -> bytes:
+    """n bytes of the ChaCha20 keystream under a fresh key and nonce from the OS CSPRNG (``secrets``): a CSPRNG
+    three times faster than ``os.urandom`` for the 10⁸ bytes a block's refresh draws."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    return Cipher(algorithms.ChaCha20(secrets.token_bytes(32), secrets.token_bytes(16)), None).encryptor().update(
+        bytes(n))
+
+
+def _uniform(q: int, n: int) -> np.ndarray:
+    """n uniform residues mod q (uint64) from ``_random_bytes``, by rejection sampling (q ≥ 2^59: few rejections)."""
+    mask = np.uint64((1 << q.bit_length()) - 1)
+    out, have = [], 0
+    while have < n:
+        want = n - have
+        raw = np.frombuffer(_random_bytes(8 * (want + want // 16 + 64)), dtype="<u8") & mask
+        raw = raw[raw < np.uint64(q)][:want]
+        out.append(raw)
+        have += raw.size
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
+def _binomial(n: int) -> np.ndarray:
+    """n samples of the centred binomial distribution with η = 24 (σ = √12 ≈ 3.46 ≥ SEAL's 3.2), int64: the
+    difference of the bit counts of two 24-bit random words."""
+    raw = np.frombuffer(_random_bytes(8 * n), dtype="<u4").reshape(n, 2) & np.uint32(0xFFFFFF)
+    bits = np.bitwise_count(raw).astype(np.int64)
+    return bits[:, 0] - bits[:, 1]
+
+
+__all__ = ["CKKSRefresh", "attempts_for", "hiding_bits", "plaintext_bound"]
