@@ -68,8 +68,10 @@ class KeyRole:
     layout (block offset, count per block, byte length, residues below their primes) before anything is
     decrypted or any state changes."""
 
-    def __init__(self, store: TemplateStore, name: str = "default", *, insecure_test_params: bool = False) -> None:
+    def __init__(self, store: TemplateStore, name: str = "default", *, insecure_test_params: bool = False,
+                 workers: int = 1) -> None:
         self.store, self.name, self.insecure_test_params = store, name, insecure_test_params
+        self.workers, self._decrypt_pool = workers, None  # ``workers`` > 1: decryption in child processes
         sk, meta = store.get(KEY, f"{name}.sk"), store.get(KEY, f"{name}.meta")
         if sk is None or meta is None:
             raise PrivfaceError(f"the key store holds no key of gallery {name!r} (privface gallery enrol --key-store)")
@@ -109,6 +111,13 @@ class KeyRole:
             raise ProtocolError(f"Attach: {e}") from None
         if secret.capacity != msg.capacity:
             raise ProtocolError("Attach: block capacity disagrees with the scheme's")
+        if self.workers > 1:  # the key's own processes (scale.key_pool), started once: every attach has this pk
+            from .key_pool import DecryptPool
+
+            with self._lock:
+                if self._decrypt_pool is None:
+                    self._decrypt_pool = DecryptPool(secret, settings, msg.public_context, self._sk, self.workers)
+            secret = self._decrypt_pool
         empty = None
         if msg.empty is not None:
             if len(msg.empty) != -(-msg.n // 8):
