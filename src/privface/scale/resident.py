@@ -77,14 +77,15 @@ class _Shard:
                 "pid": os.getpid()}
 
     def ip_db(self, query):
-        """(lo, hi, IP_DB(y, blocks lo … hi − 1), seconds); a shard that failed to load tries once more first."""
+        """(lo, hi, IP_DB(y, blocks lo … hi − 1), seconds, CPU seconds); a shard that failed to load tries once
+        more first."""
         if self.error is not None:
             self._load()
             if self.error is not None:
                 raise ShardNotLoaded(self.error)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         msg = self.gallery.public.ip_db(query, self.blocks)
-        return self.lo, self.hi, msg, time.perf_counter() - t
+        return self.lo, self.hi, msg, time.perf_counter() - t, time.process_time() - c
 
 
 class ResidentLocalServer:
@@ -140,14 +141,14 @@ class ResidentLocalServer:
                 parts = ray.get([s.ip_db.remote(query) for s in self.shards], timeout=timeout)
             except ray.exceptions.RayError:  # a shard died, is restarting, timed out or could not load its blocks
                 continue
-            self.shard_s = [p[3] for p in parts]
+            self.shard_s, self.shard_cpu_s = [p[3] for p in parts], [p[4] for p in parts]
             return self._combine(parts)
         raise UnavailableError("a shard of the gallery is restarting (a cluster node was lost): nothing was "
                                "answered, retry shortly", RETRY_AFTER)
 
     def _combine(self, parts):
         """The shards' messages in block order, each checked to be its own range with the layout's counts."""
-        for (lo, hi), (plo, phi, msg, _) in zip(self.ranges, parts):
+        for (lo, hi), (plo, phi, msg, *_) in zip(self.ranges, parts):
             if (plo, phi) != (lo, hi) or list(msg.counts) != self.counts[lo:hi]:
                 raise UnavailableError("a shard answered for other blocks than its own: nothing was answered, "
                                        "retry shortly", RETRY_AFTER)
