@@ -101,10 +101,6 @@ class IdentService:
         from ...scale.layout import GalleryError
         from ...store.base import check_key
 
-        if step in ("gallery/add", "gallery/update", "gallery/remove") and self.party.resident:
-            raise MessageError(f"{step}: this server keeps its gallery in Ray shards, which do not take changes "
-                               "yet; change the gallery with a server without --ray, then restart this one")
-
         try:
             msg = json.loads(body or b"{}")
         except ValueError:
