@@ -2,7 +2,8 @@
 local server whose blocks live in 2 Ray actors (a local Ray, every port on 127.0.0.1), and an enrolment of a new
 block made by another process in the store, while a client identifies in a loop over real loopback HTTP: 0 errors,
 every answer the gallery's before or after a change (never a mix), the new block placed on the last shard, and
-after all changes every answer equal to the in-process local server's on the same store. Toy ring, real SEAL."""
+after all changes every answer equal to the in-process local server's on the same store, also after the shard
+holding the new block restarts with the range it was created with. Toy ring, real SEAL."""
 import json
 import threading
 import time
@@ -101,6 +102,22 @@ def test_changes_reach_the_shards_while_a_client_identifies(tmp_path, monkeypatc
                         want = oracle.identify(Query(np.asarray(p, "<f8").tobytes()).to_bytes()).subject_id
                         assert c.identify(p) == want
                     assert c.identify(x[9]) is None and c.identify(more[0]) == "m.0"
+                    # the last shard restarts (as after node loss) with the range it was created with: it loads the
+                    # served version's blocks itself at the next identification, or the client gets a 503
+                    pid = shards.info()[1]["pid"]
+                    ray.kill(shards.shards[1], no_restart=False)
+                    deadline, got = time.monotonic() + 60, None
+                    while time.monotonic() < deadline and got is None:
+                        try:
+                            got = c.identify(more[-1])
+                        except Exception as e:  # noqa: BLE001
+                            assert "503" in str(e) or "restarting" in str(e), e
+                            time.sleep(1)
+                    assert got == f"m.{MORE - 1}" and shards.info()[1]["pid"] != pid
+                    assert [(i["lo"], i["hi"]) for i in shards.info()] == [(0, 1), (1, 3)]
+                    for p in probes:
+                        want = oracle.identify(Query(np.asarray(p, "<f8").tobytes()).to_bytes()).subject_id
+                        assert c.identify(p) == want
     finally:
         stop.set()
         if local is not None:
