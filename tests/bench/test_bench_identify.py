@@ -66,10 +66,15 @@ def test_cli_bench_identify_ray_shards_beside_in_process(tmp_path):
     rows = json.loads(r.stdout)
     assert [(row["mode"], row["shards"]) for row in rows] == [("in-process", 0), ("ray", 1), ("ray", 2)]
     assert rows[0]["answer_equals_plaintext"] is True and rows[0]["blocks"] == 3
+    assert rows[0]["key_ciphertexts"] == 3 and rows[0]["key_decrypt_same"] is True  # S_key: own process = workers
+    assert rows[0]["key_decrypt_ct_per_s"] > 0 and rows[0]["key_decrypt_parallel_ct_per_s"] > 0
+    assert abs(rows[0]["resident_bytes_per_identity"] - rows[0]["resident_bytes"] / 3000) < 0.1
     for row in rows[1:]:
+        assert row["key_server_s"] > 0 and row["cpu_ratio"] > 0 and row["ip_db_cpu_s"] > 0
         assert row["answer_equals_in_process"] is True and row["resident_bytes"] == rows[0]["resident_bytes"]
         assert [s["blocks"] for s in row["per_shard"]] == ([3] if row["shards"] == 1 else [2, 1])
-        assert all(s["load_s"] > 0 and s["ip_db_s"] > 0 and s["resident_bytes"] > 0 for s in row["per_shard"])
+        assert all(s["load_s"] > 0 and s["ip_db_s"] > 0 and s["resident_bytes"] > 0 and s["ip_db_cpu_s"] > 0
+                   for s in row["per_shard"])
         assert row["fanout_overhead_s"] >= 0 or abs(row["fanout_overhead_s"]) < 0.05
 
 

@@ -178,10 +178,11 @@ def test_resident_shards_answer_as_one_process_and_survive_node_loss(tmp_path, m
 
 def test_shards_answering_for_other_blocks_give_no_answer():
     from privface.protocols.hers.scheme import CKKSScores
-    from privface.scale.resident import ResidentLocalServer
+    from privface.scale.resident import ResidentLocalServer, ShardView
 
     server = ResidentLocalServer.__new__(ResidentLocalServer)
-    server.ranges, server.counts = [(0, 2), (2, 3)], [1024, 1024, 7]
+    server.scheme = None
+    view = ShardView(server, "v", [(0, 2), (2, 3)], [1024, 1024, 7], [])
 
     def part(lo, hi, counts):
         return lo, hi, CKKSScores(np.zeros((len(counts), 1, 2, 1, 4), np.uint64), counts), 0.0
@@ -189,7 +190,7 @@ def test_shards_answering_for_other_blocks_give_no_answer():
     for parts in ([part(0, 2, [1024, 1024]), part(0, 2, [1024, 1024])],  # a restarted shard with another range
                   [part(0, 2, [1024, 1024]), part(2, 3, [1024])]):  # a block of another size
         with pytest.raises(UnavailableError):
-            server._combine(parts)
+            server._combine(parts, view)
 
 
 def test_serve_ray_options_are_checked():

@@ -156,7 +156,7 @@ def _identify(a) -> int:
             raise PrivfaceError("--ray and --shards go together, with --scheme hers")
         rows = sharded.bench_sharded(a.n, a.dim or 512, sharded.parse_shards(a.shards),
                                      address="auto" if a.ray == "local" else a.ray, repeat=a.repeat or 5,
-                                     insecure_test_params=a.insecure_test_params)
+                                     insecure_test_params=a.insecure_test_params, runs=a.runs or 1)
         print(json.dumps(rows) if a.json else bench_identify.format_table(rows))
         return 0
     options = dict(beta=a.beta, repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
@@ -252,6 +252,8 @@ def register(sub) -> None:
                    help="identify --scheme hers: also run the gallery as resident Ray shards (a local Ray, or the "
                         "cluster at ADDRESS) beside the in-process local server; needs --shards")
     s.add_argument("--shards", metavar="K,…", help="identify --ray: shard counts to run, e.g. 1,2")
+    s.add_argument("--runs", type=int, metavar="R",
+                   help="identify --ray: run each shard count R times, fresh shards each (default 1)")
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "

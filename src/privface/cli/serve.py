@@ -101,7 +101,9 @@ def _ident_service_options(a) -> dict:
         raise PrivfaceError("--protocol ident needs --role key or --role local")
     options = {"role": a.role, "gallery_name": a.gallery_name}
     if a.role == "key":
-        options["insecure_test_params"] = a.insecure_test_params
+        from ..scale.key_pool import key_workers
+
+        options.update(insecure_test_params=a.insecure_test_params, key_workers=key_workers(a.key_workers))
         return options
     if a.ray:  # issue 38: the gallery's blocks resident in K Ray actors (scale.resident)
         options.update(ray="auto" if a.ray == "local" else a.ray, shards=a.shards)
@@ -140,6 +142,8 @@ def _service_options(a, name: str) -> dict:
         raise PrivfaceError("--ray and --shards apply to --protocol ident --role local (the gallery's shards)")
     if a.shards is not None and (not a.ray or a.shards < 1):
         raise PrivfaceError("--shards K needs --ray and K ≥ 1")
+    if a.key_workers is not None and not (name == "ident" and a.role == "key"):
+        raise PrivfaceError("--key-workers applies to --protocol ident --role key (its decryption processes)")
     options = SERVICE_OPTIONS.get(name)
     return options(a) if options else {}
 
@@ -373,6 +377,9 @@ def register(sub) -> None:
     s.add_argument("--shards", type=int, metavar="K",
                    help="ident local server with --ray: gallery shards, one CPU each, spread over the nodes "
                         "(default: one per CPU of the cluster)")
+    s.add_argument("--key-workers", type=int, metavar="W",
+                   help="ident key server: decryption processes of its own, the secret key never leaves the "
+                        "machine (default: $PRIVFACE_KEY_WORKERS, else one per core)")
     s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
                                          "(default: $PRIVFACE_KEY_API_KEY)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")

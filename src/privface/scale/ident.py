@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
+from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError, UnavailableError
 from ..protocols.common import read_message
 from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Reencrypt, Reencrypted, Result, ScoreChunk
 from ..protocols.hers.parties import Decision, LocalServer
@@ -70,8 +70,10 @@ class KeyRole:
     layout (block offset, count per block, byte length, residues below their primes) before anything is
     decrypted or any state changes."""
 
-    def __init__(self, store: TemplateStore, name: str = "default", *, insecure_test_params: bool = False) -> None:
+    def __init__(self, store: TemplateStore, name: str = "default", *, insecure_test_params: bool = False,
+                 workers: int = 1) -> None:
         self.store, self.name, self.insecure_test_params = store, name, insecure_test_params
+        self.workers, self._decrypt_pool = workers, None  # ``workers`` > 1: decryption in child processes
         sk, meta = store.get(KEY, f"{name}.sk"), store.get(KEY, f"{name}.meta")
         if sk is None or meta is None:
             raise PrivfaceError(f"the key store holds no key of gallery {name!r} (privface gallery enrol --key-store)")
@@ -111,6 +113,13 @@ class KeyRole:
             raise ProtocolError(f"Attach: {e}") from None
         if secret.capacity != msg.capacity:
             raise ProtocolError("Attach: block capacity disagrees with the scheme's")
+        if self.workers > 1:  # the key's own processes (scale.key_pool), started once: every attach has this pk
+            from .key_pool import DecryptPool
+
+            with self._lock:
+                if self._decrypt_pool is None:
+                    self._decrypt_pool = DecryptPool(secret, settings, msg.public_context, self._sk, self.workers)
+            secret = self._decrypt_pool
         empty = None
         if msg.empty is not None:
             if len(msg.empty) != -(-msg.n // 8):
@@ -247,7 +256,8 @@ class LocalRole:
         else:
             from .resident import ResidentLocalServer
 
-            local = ResidentLocalServer(self.gallery, address=ray, shards=shards)
+            self.shards = ResidentLocalServer(self.gallery, address=ray, shards=shards)
+            local = self.shards.bind()
         self.view: tuple = (local, local.ids)
         self._reload = threading.Lock()
         s = self.gallery.settings
@@ -283,15 +293,16 @@ class LocalRole:
         (``scale.lifecycle``: a withdrawal rewrote ids, an add wrote new block generations), the gallery is read
         again — only the blocks whose generation changed are loaded —, S_key is attached to the new layout, and
         the new view replaces the old in one assignment: identifications in flight finish on the view they took.
-        Resident shards (``ray``) keep the gallery they loaded: a server with shards refuses changes (the binding)."""
-        if self.resident:  # shards serve the gallery they loaded (online changes on shards: issue 38 §2)
-            return self.view
+        Resident shards (``ray``): the shards stage the new version (``ResidentLocalServer.update``: each loads its
+        changed blocks) before the view switches (issue 38 §2)."""
         meta = self._store.get(GALLERY, record_key(self.gallery.name, "meta"))
         if meta == self._meta:
             return self.view
         with self._reload:
             if meta == self._meta:
                 return self.view
+            if self.resident:
+                return self._refresh_shards(meta)
             for attempt in range(5):
                 try:
                     gallery = Gallery(self.gallery.url, self.gallery.name)
@@ -315,6 +326,25 @@ class LocalRole:
             self.gallery, self._meta = gallery, meta
             self.view = (local, ids)
             return self.view
+
+    def _refresh_shards(self, meta: bytes | None) -> tuple:
+        """The changed gallery staged on the shards, S_key attached to its layout, then the view switched."""
+        for attempt in range(5):
+            try:
+                gallery = Gallery(self.gallery.url, self.gallery.name)
+                ids = gallery_ids(gallery)
+                local = self.shards.update(gallery, ids)
+                break
+            except GalleryError as e:  # changed again while being read, or a shard could not stage it: read anew
+                if attempt == 4:
+                    raise UnavailableError(f"the gallery's shards could not take its change yet ({e}): nothing "
+                                           "was answered, retry shortly", 10) from None
+                time.sleep(0.05 * (attempt + 1))
+        if ids != self.view[1]:
+            self._attach(gallery, ids)
+        self.gallery, self._meta = gallery, meta
+        self.view = (local, ids)
+        return self.view
 
     def _attach(self, g: Gallery, ids: list[str | None]) -> None:
         s = g.settings

@@ -197,7 +197,11 @@ def test_serve_command_wiring(servers, monkeypatch):
         assert svc.party.identify(Query(np.asarray(s["x"][2], "<f8").tobytes())).subject_id == "faces.2"
     key_args = build_parser().parse_args(["serve", "--protocol", "ident", "--role", "key", "--db", s["keys_url"],
                                           "--insecure-test-params"])
-    assert _ident_service_options(key_args) == {"role": "key", "gallery_name": "default", "insecure_test_params": True}
+    monkeypatch.setenv("PRIVFACE_KEY_WORKERS", "3")  # the key server's decryption processes (scale.key_pool)
+    assert _ident_service_options(key_args) == {"role": "key", "gallery_name": "default", "insecure_test_params": True,
+                                                "key_workers": 3}
+    key_args.key_workers = 1
+    assert _ident_service_options(key_args)["key_workers"] == 1
     bad = build_parser().parse_args(["serve", "--protocol", "ident", "--role", "local", "--db", "sqlite:///x.db"])
     with pytest.raises(PrivfaceError, match="--key-url"):
         _ident_service_options(bad)

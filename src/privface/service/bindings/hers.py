@@ -49,7 +49,8 @@ class IdentService:
     ``attach`` and ``decide``, for tests), ``key_api_key`` (scope ``internal``), ``key_tls`` (ssl.SSLContext),
     ``timeout``, ``chunk`` (blocks per ScoreChunk; default: as many as fit 3 MiB), ``ray`` (a Ray cluster address,
     or "auto" for a local Ray) and ``shards`` (K resident gallery shards on it: ``scale.resident``; a shard
-    restarting after node loss answers 503 with Retry-After)."""
+    restarting after node loss answers 503 with Retry-After); key: ``key_workers`` (decryption processes of the key
+    server's own: ``scale.key_pool``; 1 = in its process)."""
 
     name = PROTOCOL
     first_steps: tuple[str, ...]
@@ -58,12 +59,13 @@ class IdentService:
     def __init__(self, store: TemplateStore, *, role: str = "local", gallery_name: str = "default",
                  gallery_url: str | None = None, key_url: str | None = None, key=None, key_api_key: str | None = None,
                  key_tls=None, timeout: float = 600.0, chunk: int | None = None,
-                 insecure_test_params: bool = False, ray: str | None = None, shards: int | None = None) -> None:
+                 insecure_test_params: bool = False, ray: str | None = None, shards: int | None = None,
+                 key_workers: int = 1) -> None:
         self.store, self.role = store, role
         if role == "key":
             if ray is not None:
                 raise ValueError("Ray shards serve the local server's gallery; the key server runs alone")
-            self.party = KeyRole(store, gallery_name, insecure_test_params=insecure_test_params)
+            self.party = KeyRole(store, gallery_name, insecure_test_params=insecure_test_params, workers=key_workers)
             self.max_body = KEY_LIMITS
         elif role == "local":
             if not gallery_url:
@@ -106,10 +108,6 @@ class IdentService:
         from ...scale import lifecycle
         from ...scale.layout import GalleryError
         from ...store.base import check_key
-
-        if step in ("gallery/add", "gallery/update", "gallery/remove") and self.party.resident:
-            raise MessageError(f"{step}: this server keeps its gallery in Ray shards, which do not take changes "
-                               "yet; change the gallery with a server without --ray, then restart this one")
 
         try:
             msg = json.loads(body or b"{}")
