@@ -519,7 +519,7 @@ class Server:
         the commitment, so an answer tells the server only the ρ it chose — a server deviating from the
         honest-but-curious model of §III (HBCS) gets no decryption of another ciphertext back, unlike an
         authentication's S*. The session keeps ρ and the digest of the record the challenge was made for."""
-        record, pk, _ = self._enrolled(req.subject_id)
+        record, pk, _, _ = self._enrolled(req.subject_id)
         rho = secrets.randbelow(pk.message_space)
         c = pk.encrypt(rho)
         commitment = revoke_commitment(RevokeProof(req.subject_id, rho))
