@@ -384,8 +384,8 @@ class Server:
         against the stored record (enrolled? last serial?) and the write are one compare-and-swap, so of two
         concurrent registrations of a new ID exactly one is stored, and serials only grow."""
         self._validated(req)
-        check_backend(self.params.backend, req.backend, "this enrolment")
         serial = self._check_tp(req)
+        check_backend(self.params.backend, req.backend, "this enrolment")
         record = req.to_bytes()
         for _ in range(SWAP_TRIES):
             current = self.store.get(PROTOCOL, req.subject_id)
