@@ -53,8 +53,8 @@ class RemoteBackendMismatchError(ServiceError, BackendMismatchError):
     (``server_backend``, ``client_backend``)."""
 
     def __init__(self, message: str, status: int, server_backend: str, client_backend: str):
-        ServiceError.__init__(self, message, status)
-        self.server_backend, self.client_backend = server_backend, client_backend
+        BackendMismatchError.__init__(self, message, server_backend, client_backend)
+        self.status = status
 
 
 @dataclass(frozen=True)
