@@ -169,3 +169,13 @@ def test_kolberg_enrolment_and_probes_of_another_backend_are_409(tmp_path, serve
                 with pytest.raises(RemoteBackendMismatchError) as e:
                     probe()
                 _refused_naming_both(e.value, server, OTHER[server])
+
+
+@pytest.mark.parametrize("backend", [None, DLIB])
+def test_app_params_name_the_servers_backend(backend):
+    """/app/params.json says which backend the page must embed with and name (sface unless --backend)."""
+    params = Im2020Params.toy() if backend is None else toy(backend)
+    store = open_store("sqlite://")
+    with serve_in_thread(create_app(store, [Im2020Service(store, params=params)])) as url:
+        answer = httpx.get(f"{url}/app/params.json").json()
+    assert answer["backend"] == (backend or SFACE) and answer["tau"] == params.tau
