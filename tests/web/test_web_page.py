@@ -139,7 +139,7 @@ def test_cli_and_page_share_one_key_file(server, photos, descriptors, tmp_path):
     """A subject enrolled with the CLI verifies from the page with the same key file, and the reverse."""
     url, _ = server
     cli_key = tmp_path / "carol.key"
-    out = _cli("enrol", "--server", url, "--id", "carol", "--key", str(cli_key), str(photos["enrolled"]))
+    out = _cli("enrol", "--server", url, "--id", "carol", "--key", str(cli_key), *DLIB, str(photos["enrolled"]))
     assert out.returncode == 0, out.stderr
     page_key = tmp_path / "dave.key"
     steps = [{"do": "goto"}, {"do": "import_key", "path": str(cli_key)},
