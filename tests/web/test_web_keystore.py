@@ -97,7 +97,7 @@ def test_plain_records_of_the_old_page_are_wrapped_on_load(photos, tmp_path):
     db = f"sqlite:///{tmp_path / 'm.db'}"
     with serve_subprocess("im2020", db, DLIB) as url:
         out = subprocess.run([sys.executable, "-m", "privface.cli", "enrol", "--server", url, "--id", "lee", "--key",
-                              str(key), str(photos["enrolled"])], capture_output=True, text=True, timeout=300)
+                              str(key), *DLIB, str(photos["enrolled"])], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
         file = key.read_bytes()
         r = run(url, [{"do": "open", "path": "/healthz", "wait": "body"},  # the page's origin, before the page runs

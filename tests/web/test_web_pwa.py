@@ -14,13 +14,11 @@ from .browser import run
 
 pytestmark = pytest.mark.browser
 
-DLIB = ["--backend", "dlib-resnet128"]  # the page computes dlib descriptors here (issue 36: named)
-
 
 def test_page_is_installable_and_opens_offline(tmp_path):
     db = tmp_path / "privface.db"
     key = tmp_path / "pwa.key"
-    with serve_subprocess("im2020", f"sqlite:///{db}", DLIB) as url:
+    with serve_subprocess("im2020", f"sqlite:///{db}") as url:
         key.write_bytes(key_record(Client("pwa", Im2020Params()), url).to_bytes())
         r = run(url, [{"do": "goto"}, {"do": "import_key", "path": str(key)}, {"do": "installability"},
                       {"do": "offline_reload", "wait": "#keys"}])
