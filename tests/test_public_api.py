@@ -56,16 +56,35 @@ def photos():
     return demo_data.enrolled_photo(), demo_data.impostor_photos()["astronaut (Eileen Collins)"]
 
 
-def test_load_detect_embed_match_the_backend(backend, photos):
+@pytest.fixture(scope="module")
+def sface():
+    from privface.faces.registry import make_backend
+
+    return make_backend("sface")
+
+
+def test_load_detect_embed_match_the_backend(sface, backend, photos):
+    """The default backend is sface (issue 36); ``backend="dlib-resnet128"`` selects dlib."""
     grace, _ = photos
     image = privface.load_image(grace)
     assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
     boxes = privface.detect(image)
-    assert boxes == [f.box for f in backend.faces(grace, "all")] and len(boxes) == 1
-    np.testing.assert_array_equal(privface.embed(grace), backend.embed(grace))
+    assert boxes == [f.box for f in sface.faces(grace, "all")] and len(boxes) == 1
+    np.testing.assert_array_equal(privface.embed(grace), sface.embed(grace))
     every = privface.embed(image, which="all")
-    assert every.shape == (1, backend.dim)
-    np.testing.assert_array_equal(every[0], backend.embed(grace))
+    assert every.shape == (1, sface.dim)
+    np.testing.assert_array_equal(every[0], sface.embed(grace))
+    np.testing.assert_array_equal(privface.embed(grace, backend="dlib-resnet128"), backend.embed(grace))
+    assert privface.detect(image, backend="dlib-resnet128") == boxes  # one detector for both
+
+
+def test_compare_defaults_to_sfaces_threshold(sface, photos):
+    grace, astronaut = photos
+    copy = next(iter(demo_data.altered_copies(grace).values()))
+    a, b, c = privface.embed(grace), privface.embed(copy), privface.embed(astronaut)
+    assert privface.compare(a, b) is True and privface.compare(a, c) is False
+    d = privface.distance(a, c)
+    assert privface.compare(a, c) is bool(d <= 1.12) and sface.threshold == 1.12
 
 
 def test_embed_without_a_face():
@@ -79,20 +98,21 @@ def test_embed_without_a_face():
 
 
 def test_compare_and_distance_decide_as_the_backend(backend, demo_faces):
-    """Every pair of demo embeddings (references and altered copies of three people): same distance and same
-    decision as the backend's ``distance ≤ threshold``; genuine pairs match, impostor pairs do not."""
+    """Every pair of demo embeddings (dlib's: references and altered copies of three people): same distance and
+    same decision as the backend's ``distance ≤ threshold``; genuine pairs match, impostor pairs do not."""
+    dlib = "dlib-resnet128"
     people = [(name, e) for name, (ref, copies) in demo_faces.items() for e in [ref, *copies]]
     for a_name, a in people:
         for b_name, b in people:
             d = backend.distance(a, b)
             assert privface.distance(a, b) == pytest.approx(float(d), abs=0)
-            assert privface.compare(a, b) is bool(d <= backend.threshold)
-            assert privface.compare(a, b) is (a_name == b_name)
+            assert privface.compare(a, b, backend=dlib) is bool(d <= backend.threshold)
+            assert privface.compare(a, b, backend=dlib) is (a_name == b_name)
             assert privface.compare(a, b, tolerance=float(d)) is True
     known = [e for _, e in people]
     probe = demo_faces["grace"][1][0]
     np.testing.assert_array_equal(privface.distance(known, probe), backend.distance(np.asarray(known), probe))
-    assert privface.compare(known, probe) == [bool(d <= backend.threshold)
+    assert privface.compare(known, probe, backend=dlib) == [bool(d <= backend.threshold)
                                               for d in backend.distance(np.asarray(known), probe)]
 
 

@@ -62,6 +62,25 @@ class UnknownSubjectError(ProtocolError):
     """A protocol message names a subject that is not enrolled."""
 
 
+class BackendMismatchError(ProtocolError):
+    """Templates of two face backends met (issue 36): an enrolment or probe made on ``client_backend`` at a server,
+    or against an enrolment, of ``server_backend``. Their distances mean nothing together, so nothing is compared
+    (HTTP 409, the body naming both)."""
+
+    def __init__(self, message: str, server_backend: str, client_backend: str) -> None:
+        super().__init__(message)
+        self.server_backend, self.client_backend = server_backend, client_backend
+
+
+def check_backend(server_backend: str, client_backend: str, what: str) -> None:
+    """BackendMismatchError unless ``client_backend`` (of ``what``: "this enrolment", "this probe", …) is
+    ``server_backend``."""
+    if client_backend != server_backend:
+        raise BackendMismatchError(f"{what} was made with the face backend {client_backend}, but this server decides "
+                                   f"on {server_backend} templates: use --backend {server_backend} (templates of two "
+                                   f"backends cannot be compared)", server_backend, client_backend)
+
+
 class SubjectExistsError(ProtocolError):
     """A registration names a subject that is already enrolled (registration creates only)."""
 

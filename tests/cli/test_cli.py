@@ -43,10 +43,15 @@ def test_embed_json(tmp_path):
 
 def test_compare_genuine_and_impostor():
     hopper = str(demo_data.enrolled_photo())
-    same = json.loads(run("compare", hopper, hopper, "--json").stdout)
-    assert same["match"] is True and same["distance"] == 0 and same["threshold"] == 0.53  # faces.thresholds
-    other = json.loads(run("compare", hopper, str(demo_data.impostor_photos()["cameraman"]), "--json").stdout)
-    assert other["match"] is False and other["distance"] > 0.6
+    cameraman = str(demo_data.impostor_photos()["cameraman"])
+    same = json.loads(run("compare", hopper, hopper, "--json").stdout)  # the default backend: sface (issue 36)
+    assert same["match"] is True and same["distance"] == 0 and same["threshold"] == 1.12  # faces.thresholds
+    assert same["backend"] == "sface"
+    other = json.loads(run("compare", hopper, cameraman, "--json").stdout)
+    assert other["match"] is False and other["distance"] > 1.12
+    dlib = json.loads(run("compare", hopper, cameraman, "--backend", "dlib-resnet128", "--json").stdout)
+    assert dlib["backend"] == "dlib-resnet128" and dlib["threshold"] == 0.53
+    assert dlib["match"] is False and dlib["distance"] > 0.6
 
 
 def test_compare_bad_input_is_a_clear_error(tmp_path):
@@ -84,7 +89,7 @@ def test_eval_without_data_root_says_how_to_fix(monkeypatch):
 def test_demo_runs_and_decides_correctly():
     r = run("demo", "--json")
     out = json.loads(r.stdout)
-    assert out["correct"] == out["total"] == 6
+    assert out["correct"] == out["total"] == 6 and out["backend"] == "sface"  # the default backend (issue 36)
     assert {a["genuine"] for a in out["attempts"]} == {True, False}
     assert out["protocol"] == "im2020" and out["transport"] == "http" and out["security_bits"] == 112
     assert all(a["decision"] == ("accept" if a["genuine"] else "reject") for a in out["attempts"])

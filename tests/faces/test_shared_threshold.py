@@ -33,9 +33,14 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 def test_every_default_derives_from_the_backends_one():
     t = DLIB.distance
     assert DlibResNetBackend.threshold == t
-    assert DEFAULT_TAU == Im2020Params().tau == squared_quantized(t, IM2020_SCALE) == math.floor((t * 128) ** 2)
-    assert KolbergParams("bfv").tau == DEFAULT_TAU and KolbergParams("ckks").tau == pytest.approx(t * t)
-    assert GsmParams().cos_threshold == DLIB.cosine
+    dlib = "dlib-resnet128"
+    assert Im2020Params(backend=dlib).tau == squared_quantized(t, IM2020_SCALE) == math.floor((t * 128) ** 2)
+    assert KolbergParams("bfv", backend=dlib).tau == Im2020Params(backend=dlib).tau
+    assert KolbergParams("ckks", backend=dlib).tau == pytest.approx(t * t)
+    assert GsmParams().cos_threshold == DLIB.cosine  # gsm's protocol default (the CLI passes its --backend's)
+    s = DEFAULT_THRESHOLDS["sface"].distance  # the default backend since issue 36: the protocols' defaults are its
+    assert DEFAULT_TAU == Im2020Params().tau == squared_quantized(s, IM2020_SCALE) == 20552
+    assert KolbergParams("bfv").tau == DEFAULT_TAU and KolbergParams("ckks").tau == pytest.approx(s * s)
 
 
 @given(st.integers(0, 2 * (128 * 128) * 128))
@@ -67,7 +72,8 @@ def test_compare_uses_the_default(tmp_path):
     from privface import demo_data
 
     photo = str(demo_data.enrolled_photo())
-    assert json.loads(run("compare", photo, photo, "--json").stdout)["threshold"] == DLIB.distance
+    assert json.loads(run("compare", photo, photo, "--json").stdout)["threshold"] == \
+        DEFAULT_THRESHOLDS["sface"].distance  # the default backend since issue 36
 
 
 @pytest.mark.dataset
@@ -76,11 +82,12 @@ def test_compare_and_im2020_agree_on_the_orl_pair_at_0_5996(data_root, tmp_path)
     dlib's 0.6 while im2020 (τ then 4777 ≈ 0.54²·128²) rejected it. Now both reject: compare in the clear, im2020
     end to end over loopback HTTP (toy keys; the server's default τ)."""
     a, b = (str(data_root / "orl" / "images" / p) for p in ("s5/1.pgm", "s40/10.pgm"))
-    plain = json.loads(run("compare", a, b, "--json").stdout)
+    dlib = ["--backend", "dlib-resnet128"]  # the pair is dlib's (the default backend is sface since issue 36)
+    plain = json.loads(run("compare", a, b, "--json", *dlib).stdout)
     assert plain["distance"] == pytest.approx(0.5996, abs=1e-4) and plain["threshold"] == DLIB.distance
     key = str(tmp_path / "s5.key")
-    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}", ["--insecure-test-params"]) as url:
-        run("enrol", a, "--server", url, "--id", "s5", "--key", key, "--insecure-test-params")
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}", ["--insecure-test-params", *dlib]) as url:
+        run("enrol", a, "--server", url, "--id", "s5", "--key", key, "--insecure-test-params", *dlib)
         r = run("verify", b, "--server", url, "--id", "s5", "--key", key, "--json", check=False)
     assert r.returncode in (0, 1), r.stderr
     encrypted = json.loads(r.stdout)

@@ -33,7 +33,8 @@ def test_default_tau_refuses_strangers(scheme, data_root, backend, tmp_path):
         (faces / f"s{k}.pgm").symlink_to(data_root / "orl" / "images" / f"s{k}" / "1.pgm")
     url = f"sqlite:///{tmp_path}/g.db"
     r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "enrol", "--scheme", scheme,
-                        "--gallery", url, "--json", str(faces)], capture_output=True, text=True, timeout=1800)
+                        "--gallery", url, "--backend", "dlib-resnet128", "--json", str(faces)],  # dlib's τ and probes
+                       capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["n"] == 40
     strangers = _strangers(data_root)

@@ -83,11 +83,9 @@ def test_codec_refuses_what_python_refuses(node, bad):
 
 
 def _params_json(params: Im2020Params) -> dict:
-    jl = params.jl
-    return {"protocol": "im2020", "security_bits": params.security_bits, "dims": params.dims,
-            "max_abs": params.max_abs, "scale": params.scale, "tau": params.tau, "mode": params.mode,
-            "insecure_test_params": params.insecure_test_params,
-            "jl": {"bits": jl.bits, "k": jl.k, "p_bits": jl.p_bits}}
+    from privface.service.web import params_json
+
+    return params_json(params)  # /app/params.json, with the server's face backend (issue 36)
 
 
 def _templates(rng: np.random.Generator, dims: int):
@@ -170,3 +168,26 @@ def test_corrupt_or_foreign_key_file_refused(node):
     assert out["type"] == "KeyFileError" and "does not fit this server" in out["error"]
     out = node(cmd="enrol", key="00" * 40, params=pj, template=[0] * 128)
     assert out["type"] == "KeyFileError"
+
+
+def test_browser_client_names_the_servers_backend_and_refuses_a_key_of_another(node):
+    """Issue 36: the page's enrolment and C′ carry /app/params.json's ``backend``; a key file enrolled with another
+    backend is refused before anything is sent; a key file from before backends were recorded is dlib-resnet128's."""
+    from privface.protocols.im2020.messages import AuthStart, LegacyClientKey
+
+    sface, dlib = Im2020Params.toy(), Im2020Params.toy(backend="dlib-resnet128")
+    gamma = _templates(np.random.default_rng(4), sface.dims)[0]
+    client = Client("ada", sface)
+    key = key_record(client, "http://127.0.0.1:1").to_bytes().hex()
+    reg = node(cmd="enrol", key=key, params=_params_json(sface), template=gamma)
+    assert EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])).backend == "sface"
+    start = node(cmd="auth_start", key=key, params=_params_json(sface), template=gamma)
+    assert AuthStart.from_bytes(bytes.fromhex(start["hex"])).backend == "sface"
+    out = node(cmd="enrol", key=key, params=_params_json(dlib), template=gamma)
+    assert out["type"] == "KeyFileError" and "enrolled with the face backend sface" in out["error"]
+    sk = client._sk
+    old = LegacyClientKey("ada", "x", int(sk.p), int(sk.q), int(client.pk.y), int(client.pk.k), True).to_bytes().hex()
+    reg = node(cmd="enrol", key=old, params=_params_json(dlib), template=gamma)
+    assert EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])).backend == "dlib-resnet128"
+    out = node(cmd="enrol", key=old, params=_params_json(sface), template=gamma)
+    assert out["type"] == "KeyFileError" and "dlib-resnet128" in out["error"]

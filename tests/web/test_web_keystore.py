@@ -46,6 +46,8 @@ OLD_PAGE = """(async () => {  // what the page before issue 35 left: database ve
   return bytes.length;
 })()"""
 
+DLIB = ["--backend", "dlib-resnet128"]  # the page computes dlib descriptors here (issue 36: named)
+
 
 def _contains_any_window(haystack_hex: str, needle: bytes, width: int = 16) -> bool:
     raw = bytes.fromhex(haystack_hex.split("[")[0]) if haystack_hex else b""
@@ -65,13 +67,14 @@ def _with(photos, name, action):
     if fixture_bundle():
         from privface.faces.registry import make_backend
 
-        face = [{"do": "fixture", "descriptor": [float(x) for x in make_backend().embed(str(photos[name]))]}]
+        dlib = make_backend("dlib-resnet128")
+        face = [{"do": "fixture", "descriptor": [float(x) for x in dlib.embed(str(photos[name]))]}]
     return [{"do": "photo", "path": str(photos[name])}, *face, {"do": "click", "id": action}]
 
 
 def test_key_is_stored_wrapped_and_still_verifies_and_exports(photos, tmp_path):
     key = tmp_path / "kim.key"
-    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 'k.db'}") as url:
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 'k.db'}", DLIB) as url:
         r = run(url, [{"do": "goto"}, {"do": "subject", "id": "kim"}, *_with(photos, "enrolled", "enrol"),
                       {"do": "eval", "js": READ % "kim"}, {"do": "export_key", "path": str(key)},
                       {"do": "goto"}, {"do": "subject", "id": "kim"}, *_with(photos, "genuine", "verify")])
@@ -92,9 +95,9 @@ def test_key_is_stored_wrapped_and_still_verifies_and_exports(photos, tmp_path):
 def test_plain_records_of_the_old_page_are_wrapped_on_load(photos, tmp_path):
     key, exported = tmp_path / "lee.key", tmp_path / "lee-exported.key"
     db = f"sqlite:///{tmp_path / 'm.db'}"
-    with serve_subprocess("im2020", db) as url:
+    with serve_subprocess("im2020", db, DLIB) as url:
         out = subprocess.run([sys.executable, "-m", "privface.cli", "enrol", "--server", url, "--id", "lee", "--key",
-                              str(key), str(photos["enrolled"])], capture_output=True, text=True, timeout=300)
+                              str(key), *DLIB, str(photos["enrolled"])], capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
         file = key.read_bytes()
         r = run(url, [{"do": "open", "path": "/healthz", "wait": "body"},  # the page's origin, before the page runs

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("PRIVFACE_SCREENSHOTS") or ROOT / "reports" / "screenshots").resolve()
 MOBILE = {"width": 390, "height": 844}
 
+DLIB = ["--backend", "dlib-resnet128"]  # the page computes dlib descriptors here (issue 36: named)
+
 
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory) -> dict[str, Path]:
@@ -44,7 +46,7 @@ def descriptors(photos) -> dict[str, list[float] | None]:
         return {k: None for k in photos}
     from privface.faces.registry import make_backend
 
-    backend = make_backend()
+    backend = make_backend("dlib-resnet128")
     return {k: [float(x) for x in backend.embed(str(photos[k]))] for k in ("enrolled", "genuine", "impostor")} | {
         "blank": None}
 
@@ -52,7 +54,7 @@ def descriptors(photos) -> dict[str, list[float] | None]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     db = tmp_path_factory.mktemp("db") / "privface.db"
-    with serve_subprocess("im2020", f"sqlite:///{db}") as url:
+    with serve_subprocess("im2020", f"sqlite:///{db}", DLIB) as url:
         yield url, open_store(f"sqlite:///{db}")
 
 
@@ -137,7 +139,7 @@ def test_cli_and_page_share_one_key_file(server, photos, descriptors, tmp_path):
     """A subject enrolled with the CLI verifies from the page with the same key file, and the reverse."""
     url, _ = server
     cli_key = tmp_path / "carol.key"
-    out = _cli("enrol", "--server", url, "--id", "carol", "--key", str(cli_key), str(photos["enrolled"]))
+    out = _cli("enrol", "--server", url, "--id", "carol", "--key", str(cli_key), *DLIB, str(photos["enrolled"]))
     assert out.returncode == 0, out.stderr
     page_key = tmp_path / "dave.key"
     steps = [{"do": "goto"}, {"do": "import_key", "path": str(cli_key)},
@@ -232,7 +234,7 @@ def test_server_with_api_keys(photos, descriptors, tmp_path):
 
     db = f"sqlite:///{tmp_path / 'keys.db'}"
     _, secret = ApiKeys(open_store(db)).create("enrol,verify")
-    with serve_subprocess("im2020", db, auth=True) as url:
+    with serve_subprocess("im2020", db, DLIB, auth=True) as url:
         r = run(url, [{"do": "goto"}, {"do": "subject", "id": "gina"}, *_with(photos, descriptors, "enrolled", "enrol"),
                       {"do": "api_key", "key": secret}, *_with(photos, descriptors, "enrolled", "enrol"),
                       *_with(photos, descriptors, "genuine", "verify"),
@@ -246,7 +248,7 @@ def test_server_with_api_keys(photos, descriptors, tmp_path):
 
 def test_secure_comparison_server_is_refused_before_decrypting(photos, descriptors, tmp_path):
     """The browser client has no §VII garbled-circuit comparison: against such a server it says so."""
-    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 'sc.db'}", ["--mode", "secure-comparison"]) as url:
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 'sc.db'}", [*DLIB, "--mode", "secure-comparison"]) as url:
         r = run(url, [{"do": "goto"}, {"do": "subject", "id": "hal"}, *_with(photos, descriptors, "enrolled", "enrol"),
                       *_with(photos, descriptors, "genuine", "verify")])
     assert "secure-comparison" in r[0]["status"]
@@ -265,7 +267,7 @@ def test_server_requiring_the_trusted_party(photos, descriptors, tmp_path):
     pem.write_bytes(ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
     db = f"sqlite:///{tmp_path / 'tp.db'}"
-    with serve_subprocess("im2020", db, ["--tp-public-key", str(pem)]) as url:
+    with serve_subprocess("im2020", db, [*DLIB, "--tp-public-key", str(pem)]) as url:
         r = run(url, [{"do": "goto"}, {"do": "subject", "id": "ivan"}, *_with(photos, descriptors, "enrolled", "enrol"),
                       {"do": "keys"}])
     enrol = [s for s in r if s["step"] == "click"][0]

@@ -16,13 +16,15 @@ from .browser import fixture_bundle, run
 pytestmark = pytest.mark.browser
 LONG_TASK_MS = 200
 
+DLIB = ["--backend", "dlib-resnet128"]  # the page computes dlib descriptors here (issue 36: named)
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if fixture_bundle() is not None:
         pytest.skip("needs the browser face pipeline (the fixture build has no face worker)")
     db = tmp_path_factory.mktemp("db") / "privface.db"
-    with serve_subprocess("im2020", f"sqlite:///{db}") as url:
+    with serve_subprocess("im2020", f"sqlite:///{db}", DLIB) as url:
         yield url, open_store(f"sqlite:///{db}")
 
 

@@ -16,14 +16,15 @@ big = st.integers(min_value=0, max_value=2**2048 - 1)
 small_big = st.integers(min_value=0, max_value=2**136 - 1)
 lists = st.integers(min_value=0, max_value=6)
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
+backends = st.sampled_from(["dlib-resnet128", "sface", "pca", "onnx"])
 
-register = st.builds(m.EnrolRequest, ids, big, big, st.integers(0, 2**16 - 1),
+register = st.builds(m.EnrolRequest, ids, backends, big, big, st.integers(0, 2**16 - 1),
                      st.lists(small_big, max_size=6), st.lists(big, max_size=6),
                      st.one_of(st.none(), st.binary(max_size=128)))
 messages = st.one_of(
     register,
     st.builds(m.EnrolResponse, ids, st.booleans()),
-    st.builds(m.AuthStart, ids, st.lists(small_big, max_size=6), st.lists(big, max_size=6)),
+    st.builds(m.AuthStart, ids, backends, st.lists(small_big, max_size=6), st.lists(big, max_size=6)),
     st.builds(m.AuthChallenge, big, st.lists(big, max_size=6)),
     st.builds(m.AuthFinish, small_big),
     st.builds(m.AuthResult, st.booleans()),
@@ -34,12 +35,12 @@ messages = st.one_of(
     st.builds(m.TPImageRequest, ids, big, big, st.integers(0, 2**16 - 1), st.binary(max_size=64)),
     st.builds(m.TPResponse, st.lists(small_big, max_size=6), st.lists(big, max_size=6), u64, u64,
               st.binary(max_size=128)),
-    st.builds(m.SignedEnrolRequest, ids, big, big, st.integers(0, 2**16 - 1), st.lists(small_big, max_size=6),
+    st.builds(m.SignedEnrolRequest, ids, backends, big, big, st.integers(0, 2**16 - 1), st.lists(small_big, max_size=6),
               st.lists(big, max_size=6), u64, u64, st.binary(max_size=128)),
     st.builds(m.Revoked, ids, u64),
     st.builds(km.ChallengeRequest, ids),  # kolberg's verification challenge (issue 17, finding 6)
     st.builds(km.Challenge, ids, st.binary(min_size=32, max_size=32)),
-    st.builds(km.VerifyRequest, ids, st.binary(max_size=64), st.binary(max_size=32)),
+    st.builds(km.VerifyRequest, ids, backends, st.binary(max_size=64), st.binary(max_size=32)),
 )
 
 
@@ -140,7 +141,9 @@ def test_schema_is_self_consistent_and_matches_the_dataclasses():
 
     for cls in (m.EnrolRequest, m.EnrolResponse, m.AuthStart, m.AuthChallenge, m.AuthFinish, m.AuthResult,
                 m.RevokeRequest, m.RevokeResponse, m.TPRequest, m.TPImageRequest, m.TPResponse,
-                m.SignedEnrolRequest, m.Revoked):
+                m.SignedEnrolRequest, m.Revoked, m.ClientKey, m.LegacyEnrolRequest, m.LegacySignedEnrolRequest,
+                m.LegacyClientKey, km.EnrolRequest, km.VerifyRequest, km.IdentifyRequest, km.StoredReference,
+                km.LegacyStoredReference):
         assert [f.name for f in dataclasses.fields(cls)] == names[cls.WIRE_NAME]
     assert codec.VERSION == schema["version"]
 
@@ -164,7 +167,7 @@ def test_kolberg_nonce_fields_are_capped():
     """A challenge nonce is 32 bytes: a longer one is refused by the codec, on both sides."""
     with pytest.raises(WireError):
         km.Challenge("grace", b"n" * 33).to_bytes()
-    raw = km.VerifyRequest("grace", b"probe", b"n" * 32).to_bytes()
+    raw = km.VerifyRequest("grace", "sface", b"probe", b"n" * 32).to_bytes()
     longer = raw[:-36] + (33).to_bytes(4, "big") + b"n" * 33
     with pytest.raises(WireError, match="exceeds"):
         km.VerifyRequest.from_bytes(longer)
@@ -204,3 +207,32 @@ def test_frame_streams_are_read_one_bounded_frame_at_a_time():
         r.end()
     with pytest.raises(WireError):
         framed(b"x" * (MAX_MESSAGE_BYTES + 1))
+
+
+def test_backend_field_names_only_known_backends():
+    """Issue 36: the ``backend`` of an enrolment or probe is one of the face backends, refused otherwise by the codec
+    on both sides (no free text a server might log or compare loosely)."""
+    with pytest.raises(WireError, match="does not match"):
+        km.EnrolRequest("grace", "sface2", b"t").to_bytes()
+    raw = bytearray(km.EnrolRequest("grace", "sface", b"t").to_bytes())
+    raw[raw.index(b"sface"):raw.index(b"sface") + 5] = b"SFACE"
+    with pytest.raises(WireError, match="does not match"):
+        km.EnrolRequest.from_bytes(bytes(raw))
+
+
+def test_legacy_records_read_as_dlib_and_are_refused_on_the_wire():
+    """A record stored before issue 36 (no backend) is read as dlib-resnet128, the only backend there was; the same
+    bytes sent as a registration are refused (they do not say which backend made Γ)."""
+    from privface.errors import ProtocolError
+    from privface.protocols.im2020.parties import enrolment_from_bytes
+    from privface.protocols.kolberg.messages import stored_reference
+
+    old = m.LegacyEnrolRequest("grace", 5, 7, 64, [1, 2], [3, 4]).to_bytes()
+    assert enrolment_from_bytes(old, stored=True) == m.EnrolRequest("grace", "dlib-resnet128", 5, 7, 64, [1, 2],
+                                                                     [3, 4])
+    with pytest.raises(ProtocolError, match="does not name its face backend"):
+        enrolment_from_bytes(old)
+    signed = m.LegacySignedEnrolRequest("grace", 5, 7, 64, [1], [3], 9, 10, b"s").to_bytes()
+    assert enrolment_from_bytes(signed, stored=True).backend == "dlib-resnet128"
+    ref = km.LegacyStoredReference("grace", [1], [b"t"]).to_bytes()
+    assert stored_reference(ref) == km.StoredReference("grace", "dlib-resnet128", [1], [b"t"])

@@ -8,15 +8,11 @@ import os
 import numpy as np
 
 from ..errors import PrivfaceError
+from ..faces.registry import BACKENDS, DEFAULT_BACKEND
 from ..faces.thresholds import DEFAULT_THRESHOLDS, squared_quantized
 from ..templates.quantize import IM2020_SCALE
 
-DLIB = DEFAULT_THRESHOLDS["dlib-resnet128"]
-"""The shared default operating point of the default backend (faces.thresholds) that every --help states."""
 SHARED = "the --backend's default shared with `privface compare` and every protocol, faces.thresholds"
-SQUARED_TAU = squared_quantized(DLIB.distance, IM2020_SCALE)
-"""dlib-resnet128's im2020 τ (and kolberg bfv's), derived here as the protocols derive it (no protocol import at
-start-up)."""
 
 
 def per_backend(fmt) -> str:
@@ -30,17 +26,18 @@ TAU_HELP = ("im2020: decision threshold on the squared distance of ×128 templat
             + f"; {SHARED})")
 
 
-DEFAULT_BACKEND = "dlib-resnet128"
-"""The face backend of the commands that talk to a server or make a key, gallery or enrolment (--backend): the one
-the browser page runs, so that a page and a CLI client of one server send templates of one model."""
-EVAL_BACKEND = "sface"
-"""The face backend of `privface eval` (issue 36: SFace, ORL EER 0.053 % against dlib's 0.367 %)."""
+# DEFAULT_BACKEND (faces.registry, sface since issue 36): the face backend of every command with --backend — those
+# that talk to a server or make a key, gallery or enrolment, and `privface eval`. A server, its enrolments, its key
+# files and the page all record theirs, and a mix is refused.
+EVAL_BACKEND = DEFAULT_BACKEND
 
 
-def backend_args(p: argparse.ArgumentParser, default: str = DEFAULT_BACKEND) -> None:
-    p.add_argument("--backend", default=default, choices=["dlib-resnet128", "sface", "pca", "onnx"],
-                   help=f"face backend (default: {default}); the protocols' default thresholds are this "
-                        "backend's (faces.thresholds)")
+def backend_args(p: argparse.ArgumentParser, default: str | None = DEFAULT_BACKEND) -> None:
+    """--backend (None: the command picks, e.g. `verify` the key file's), --model, --jitter, --flip."""
+    told = default or f"im2020: the key file's; otherwise {DEFAULT_BACKEND}"
+    p.add_argument("--backend", default=default, choices=list(BACKENDS),
+                   help=f"face backend (default: {told}); the protocols' default thresholds are this "
+                        "backend's (faces.thresholds), and a server refuses templates of another")
     p.add_argument("--model", help="model file for --backend pca or onnx (sface: default the installed file)")
     p.add_argument("--jitter", type=int, default=None, help="dlib-resnet128: jitter passes per face (slower, steadier)")
     p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
@@ -189,8 +186,9 @@ def im2020_params(a):
     from ..protocols.im2020 import Im2020Params
     from ..protocols.im2020.params import default_tau
 
-    tau = _backend_default(default_tau, backend_name(a)) if getattr(a, "tau", None) is None else a.tau
-    kw = {"tau": tau, "mode": getattr(a, "mode", None) or "basic"}
+    backend = backend_name(a)
+    tau = _backend_default(default_tau, backend) if getattr(a, "tau", None) is None else a.tau
+    kw = {"tau": tau, "mode": getattr(a, "mode", None) or "basic", "backend": backend}
     if getattr(a, "compare_bits", None) == "64":
         kw["compare_bits"] = 64
     try:

@@ -40,7 +40,7 @@ def _kolberg_params(a):
     check_choice("--scheme", a.scheme, KOLBERG_SCHEMES)
     if a.tau is not None:
         raise PrivfaceError("--tau applies to --protocol im2020 only (kolberg uses the plaintext EER threshold)")
-    return KolbergParams(a.scheme or "ckks")
+    return KolbergParams(a.scheme or "ckks", backend=a.backend)
 
 
 def _plain_params(a):

@@ -29,7 +29,7 @@ def cmd_gallery_enrol(a) -> int:
         centring, lift = deployment_defaults(a.scheme, source.dim, centring, lift)
     report = enrol(a.gallery, source, a.scheme, key_store_url=a.key_store, beta=a.beta, tau=a.tau,
                    insecure_test_params=a.insecure_test_params, progress=not a.json, name=a.name,
-                   centring=centring or "none", backend=backend_spec(a).get("name", "dlib-resnet128"),
+                   centring=centring or "none", backend=backend_spec(a)["name"],
                    lift=lift or None)
     note = cost_note(report) if hasattr(report, "lift") else None
     if note:

@@ -47,7 +47,7 @@ def _gsm_service_options(a) -> dict:
     HEX, --capture IMAGE read, embedded and quantized to norm ζ at every match/start; --allow-variant pi1)."""
     if a.role not in ("provider", "terminal"):
         raise PrivfaceError("--protocol gsm needs --role provider or --role terminal")
-    options = {"role": a.role, "params": gsm_params(a)}
+    options = {"role": a.role, "params": gsm_params(a), "backend": a.backend}
     if a.role == "provider":
         if a.allow_variant:
             raise PrivfaceError("--allow-variant applies to a gsm terminal")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .common import (
+    DEFAULT_BACKEND,
     MODES,
     backend_args,
     face_args,
@@ -82,6 +83,12 @@ def cmd_verify(a) -> int:
     client, record = remote.load_client(_key_path(a), workers=a.workers)
     if record.subject_id != a.id:
         raise remote.KeyFileError(f"the key file is for {record.subject_id!r}, not {a.id!r}")
+    if a.backend is None:  # the face backend the key enrolled with (issue 36)
+        a.backend = record.backend
+    elif a.backend != record.backend:
+        raise remote.KeyFileError(f"the key file of {a.id!r} was made with the face backend {record.backend}: a probe "
+                                  f"of --backend {a.backend} cannot be compared with its enrolment (leave --backend "
+                                  f"out to use {record.backend}, or enrol again)")
     template, c1_ms, used = _face_template(a, client.params)
     with remote.service_client(a.server, **http_kw(a)) as http:
         r = remote.verify(http, client, template, mode=a.mode)
@@ -137,7 +144,8 @@ def _kolberg_client(a):
     from ..protocols.kolberg import KolbergParams
     from ..service.clients.kolberg import KolbergClient
 
-    return KolbergClient(a.server, KolbergParams(a.scheme or "bfv"), **http_kw(a))
+    backend = getattr(a, "backend", None) or DEFAULT_BACKEND  # revoke sends no template: any
+    return KolbergClient(a.server, KolbergParams(a.scheme or "bfv", backend=backend), **http_kw(a))
 
 
 def cmd_kolberg_client(a) -> int:
@@ -148,6 +156,8 @@ def cmd_kolberg_client(a) -> int:
 
     if a.cmd != "identify":
         check_subject_id(PROTOCOL, a.id)
+    if getattr(a, "backend", "") is None:
+        a.backend = DEFAULT_BACKEND
     x, face_ms, used = _kolberg_embedding(a) if a.cmd != "revoke" else (None, None, None)
     with _kolberg_client(a) as http:
         out = {"protocol": "kolberg", "scheme": http.params.scheme}
@@ -167,12 +177,12 @@ def cmd_kolberg_client(a) -> int:
     return 1 if out.get("accepted") is False else 0
 
 
-def client_args(s, image: bool = True) -> None:
+def client_args(s, image: bool = True, backend_default: str | None = DEFAULT_BACKEND) -> None:
     s.add_argument("--server", required=True, help="service base URL, e.g. http://127.0.0.1:8000")
     s.add_argument("--id", required=True, help="the subject ID")
     if image:
         s.add_argument("image", help="face photo")
-        backend_args(s)
+        backend_args(s, backend_default)
         face_args(s)
     s.add_argument("--key", metavar="FILE",
                    help="client key file (default ~/.config/privface/keys/<server host>/<id>.key)")
@@ -199,7 +209,7 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_enrol)
 
     s = sub.add_parser("verify", help="over HTTP: authenticate ID with a face photo (exit 0 accept, 1 reject)")
-    client_args(s)
+    client_args(s, backend_default=None)  # im2020: the key file's backend; kolberg: DEFAULT_BACKEND
     kolberg_args(s)
     s.add_argument("--workers", type=int, help="threads for the level-2 decryption (default: one per core)")
     s.add_argument("--mode", choices=MODES,

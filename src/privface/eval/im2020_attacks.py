@@ -50,7 +50,7 @@ def forged_c_prime(client: Client, server: Server, trials: int) -> dict:
     for _ in range(trials):
         a = [secrets.randbelow(pk.message_space) for _ in range(dims)]
         beta = [int(pk.encrypt(secrets.randbelow(pk.message_space)).value) for _ in range(dims)]
-        challenge, session = server.auth_start(AuthStart(client.subject_id, a, beta))
+        challenge, session = server.auth_start(AuthStart(client.subject_id, client.params.backend, a, beta))
         result, _ = server.auth_finish(session, client.auth_finish(challenge))
         accepted += result.accepted
     return {"attack": "forged_c_prime", "trials": trials, "accepted": accepted, "rate": accepted / trials}

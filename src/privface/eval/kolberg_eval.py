@@ -62,7 +62,7 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: 
     bar = _bar(progress, int(ok.sum()), f"kolberg {params.scheme} pairs")
     mismatches = in_band = pairs_in_band = 0
     for a, b, d in zip(i[ok], j[ok], dq[ok]):
-        accepted = db.verify(VerifyRequest(f"img{a}", probes[b])).accepted
+        accepted = db.verify(VerifyRequest(f"img{a}", params.backend, probes[b])).accepted
         near = abs(d - tau) <= band
         pairs_in_band += near
         if accepted != (d <= tau):

@@ -4,9 +4,15 @@ from __future__ import annotations
 from .base import Backend
 
 BACKENDS = ("dlib-resnet128", "sface", "pca", "onnx")
+DEFAULT_BACKEND = "sface"
+"""The default face backend everywhere — the CLI, the Python API, `privface serve`, `privface eval` and the page
+(issue 36: SFace, ORL EER 0.054 % against dlib-resnet128's 0.367 %). ``dlib-resnet128`` stays selectable."""
+LEGACY_BACKEND = "dlib-resnet128"
+"""The backend of a record that names none (an enrolment, key file or gallery made before backends were recorded,
+issue 36): dlib-resnet128, the only one there was."""
 
 
-def make_backend(name: str = "dlib-resnet128", model: str | None = None, **options) -> Backend:
+def make_backend(name: str = DEFAULT_BACKEND, model: str | None = None, **options) -> Backend:
     """A backend by name. `model` is the model file for `pca` (trained with `privface train-pca`)
     and `onnx` (an ArcFace-style .onnx file), optional for `sface` (default: the file `make install`
     fetched; any file is checked against the pinned sha256); options go to the backend's constructor."""

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ..errors import CryptoError, PrivfaceError, ProtocolError
+from ..faces.registry import DEFAULT_BACKEND
 from ..protocols.cryptomask import encoding
 from ..protocols.cryptomask.he import (
     CloudServer,
@@ -243,7 +244,7 @@ class CMEnrolReport:
 
 def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None, tau: float | None = None,
           insecure_test_params: bool = False, progress: bool = False, after_block=None,
-          name: str = "default", backend: str = "dlib-resnet128") -> CMEnrolReport:
+          name: str = "default", backend: str = DEFAULT_BACKEND) -> CMEnrolReport:
     """Alg. 1 into a persisted gallery: append ``source`` (a new batch) or resume its interrupted enrolment.
 
     A new gallery gets the KG's keys (sk, the verifier's pk_v, sk_v → key store; pk, k_sw → gallery store).

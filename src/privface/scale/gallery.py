@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CryptoError, TemplateError
+from ..faces.registry import DEFAULT_BACKEND
 from ..protocols.hers import KeyServer, LocalServer
 from ..protocols.idface import IDFaceParams
 from ..protocols.idface.centring import shipped_mean
@@ -166,7 +167,7 @@ def cost_note(report) -> str | None:
 
 
 def _settings(scheme: str, dim: int, beta: int | None, insecure: bool, centring: str = "none",
-              backend: str = "dlib-resnet128", lift: int | None = None) -> Settings:
+              backend: str = DEFAULT_BACKEND, lift: int | None = None) -> Settings:
     adapter = gallery_scheme(scheme, blocks=True)
     if centring not in CENTRINGS:
         raise GalleryError(f"--centring must be one of {CENTRINGS}, got {centring!r}")
@@ -263,7 +264,7 @@ class EnrolReport:
 def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str | None = None,
           beta: int | None = None, tau: float | None = None, insecure_test_params: bool = False,
           progress: bool = False, after_block=None, name: str = "default", centring: str = "none",
-          backend: str = "dlib-resnet128", lift: int | None = None) -> EnrolReport:
+          backend: str = DEFAULT_BACKEND, lift: int | None = None) -> EnrolReport:
     """Encrypt ``source`` into the gallery block by block; resume when the gallery already holds some blocks.
 
     idface-ckks: ``centring`` "shipped" subtracts ``backend``'s shipped mean (``protocols.idface.centring``)

@@ -25,6 +25,7 @@ import time
 from contextlib import contextmanager
 
 from ..errors import PrivfaceError
+from ..faces.registry import LEGACY_BACKEND
 from ..store import open_store
 from ..store.base import redact
 from ..store.lease import Lease, LeaseHeld, LeaseLost, when
@@ -153,8 +154,8 @@ def progress_bar(total: int, initial: int, enabled: bool):
     return tqdm(total=total, initial=initial, unit="tpl", desc="enrol", file=sys.stderr, disable=None)
 
 
-LEGACY_BACKEND = "dlib-resnet128"
-"""The face backend of a gallery whose meta has no ``backend`` (made before galleries recorded it)."""
+# LEGACY_BACKEND (faces.registry): the face backend of a gallery whose meta has no ``backend`` (made before
+# galleries recorded it)
 
 
 def meta_backend(meta: dict) -> str:

@@ -1,13 +1,13 @@
 """The HTTP service: `POST /v1/{protocol}/{step}` in front of any `ProtocolService` (base.py).
 
-Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 bad message,
-401 no or unknown API key, 403 key without the step's scope
-(or a step that declares no scope: fail closed), 404 unknown protocol/step or subject not enrolled, 409 session
-missing/unknown/expired/out of order, 408 body too slow (``BodyLimits``: past its deadline, or below the minimum
-rate in a window; the connection is closed), 413 body over the step's limit, 415 not application/octet-stream, 429
-rate limit, subject locked out or too many requests / body bytes in flight for this caller (limits.py, with
-Retry-After), 503 store unavailable, too many sessions or a gallery shard restarting (``errors.UnavailableError``,
-with Retry-After), 500 anything else.
+Bodies are opaque wire-encoded messages and are never logged. Status codes: 400 bad message, 401 no or unknown API
+key, 403 key without the step's scope (or a step that declares no scope: fail closed), 404 unknown protocol/step or
+subject not enrolled, 409 session missing/unknown/expired/out of order or a face backend other than the server's or
+the enrolment's (the body then also names ``server_backend`` and ``client_backend``), 408 body too slow
+(``BodyLimits``: past its deadline, or below the minimum rate in a window; the connection is closed), 413 body over
+the step's limit, 415 not application/octet-stream, 429 rate limit, subject locked out or too many requests / body
+bytes in flight for this caller (limits.py, with Retry-After), 503 store unavailable, too many sessions or a gallery
+shard restarting (``errors.UnavailableError``, with Retry-After), 500 anything else.
 Every error body is `{"error": "…", "type": "…"}`, never a traceback.
 
 A step may answer with a stream (``StepResult.stream``: pieces produced as the previous one is sent, each send
@@ -41,7 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from ..errors import PrivfaceError, UnavailableError
+from ..errors import BackendMismatchError, PrivfaceError, UnavailableError
 from ..store.base import StoreUnavailableError, TemplateStore
 from ..wire.codec import PREFIX_BYTES
 from .auth import ApiKeys, AuthError, ScopeError, bearer, required_scopes
@@ -78,6 +78,8 @@ UNLIMITED_SCOPES = frozenset({"internal", "admin"})
 class ErrorBody(BaseModel):
     error: str  # a message fit to show a user
     type: str  # the error's kind, e.g. MessageError, NotEnrolledError, SessionError, TooLarge
+    server_backend: str | None = None  # BackendMismatchError (409): the face backend of the server (or enrolment)
+    client_backend: str | None = None  # BackendMismatchError: the face backend the client's templates came from
 
 
 class _Refused(Exception):
@@ -94,15 +96,15 @@ def status_of(e: PrivfaceError) -> int:
         return 404
     if isinstance(e, (SessionLimitError, StoreUnavailableError, UnavailableError)):
         return 503
-    if isinstance(e, (SessionError, AlreadyEnrolledError)):
+    if isinstance(e, (SessionError, AlreadyEnrolledError, BackendMismatchError)):
         return 409
     return 400  # MessageError and every other PrivfaceError
 
 
 def _error(status: int, message: str, kind: str | None = None,
-           headers: Mapping[str, str] | None = None) -> JSONResponse:
+           headers: Mapping[str, str] | None = None, **extra: str) -> JSONResponse:
     kind = kind or _Refused.KINDS.get(status, "HTTPError")
-    return JSONResponse({"error": message, "type": kind}, status_code=status, headers=headers)
+    return JSONResponse({"error": message, "type": kind, **extra}, status_code=status, headers=headers)
 
 
 def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, session_ttl: float = 120.0,
@@ -339,8 +341,10 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
             seen["error"] = type(e).__name__
             unavailable = isinstance(e, StoreUnavailableError)  # details stay on the server
             retry = {"retry-after": str(e.retry_after)} if isinstance(e, UnavailableError) else None
+            backends = ({"server_backend": e.server_backend, "client_backend": e.client_backend}
+                        if isinstance(e, BackendMismatchError) else {})
             return _error(status_of(e), "template store unavailable" if unavailable else str(e),
-                          type(e).__name__, headers=retry)
+                          type(e).__name__, headers=retry, **backends)
         except Exception as e:  # a bug: tell the client nothing, log only the type (no bodies)
             seen["error"] = "InternalError"
             log.error("%s/%s failed with %s", protocol, step, type(e).__name__)

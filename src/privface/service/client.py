@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import PrivfaceError, ProtocolError
+from ..errors import BackendMismatchError, PrivfaceError, ProtocolError
 from ..wire import FrameReader, WireError
 from .base import AlreadyEnrolledError, MessageError, NotEnrolledError, SessionError
 from .sessions import SESSION_HEADER
@@ -46,6 +46,15 @@ class RemoteSessionError(ServiceError, SessionError):
 class RemoteAlreadyEnrolledError(ServiceError, AlreadyEnrolledError):
     """409 for a registration: the subject is already enrolled (revoke it first, or replace it with an
     ``admin`` key)."""
+
+
+class RemoteBackendMismatchError(ServiceError, BackendMismatchError):
+    """409: the server (or the enrolment) is of another face backend than the client's templates; both are named
+    (``server_backend``, ``client_backend``)."""
+
+    def __init__(self, message: str, status: int, server_backend: str, client_backend: str):
+        BackendMismatchError.__init__(self, message, server_backend, client_backend)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -307,6 +316,9 @@ def error_of(r) -> ServiceError:
         cls = RemoteNotEnrolledError
     if r.status_code == 409 and kind == "AlreadyEnrolledError":
         cls = RemoteAlreadyEnrolledError
+    if r.status_code == 409 and kind == "BackendMismatchError":
+        return RemoteBackendMismatchError(message, r.status_code, str(answer.get("server_backend")),
+                                          str(answer.get("client_backend")))
     return cls(message, r.status_code)
 
 

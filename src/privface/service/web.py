@@ -52,9 +52,10 @@ SEND_TIMEOUT = 60.0
 
 
 def params_json(params) -> dict:
-    """What the page needs of ``Im2020Params`` (no secret: the same sizes every public key shows)."""
+    """What the page needs of ``Im2020Params`` (no secret: the same sizes every public key shows), and the server's
+    face backend, which the page's enrolments and probes name (the server refuses another)."""
     jl = params.jl
-    return {"protocol": "im2020", "security_bits": params.security_bits, "dims": params.dims,
+    return {"protocol": "im2020", "backend": params.backend, "security_bits": params.security_bits, "dims": params.dims,
             "max_abs": params.max_abs, "scale": params.scale, "tau": params.tau, "mode": params.mode,
             "insecure_test_params": params.insecure_test_params,
             "jl": {"bits": jl.bits, "k": jl.k, "p_bits": jl.p_bits}}
@@ -85,7 +86,7 @@ def model_files() -> dict[str, Path]:
 def gsm_params_json(service) -> dict:
     """What the gsm Device in the page (web/src/app/gsm.ts) needs: the role of this server and its parameters."""
     p = service.params
-    return {"protocol": "gsm", "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
+    return {"protocol": "gsm", "backend": service.backend, "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
             "paillier_bits": p.paillier_bits, "cos_threshold": p.cos_threshold,
             "insecure_test_params": p.insecure_test_params}
 

@@ -33,7 +33,7 @@ from privface.service.base import MessageError, NotEnrolledError, SessionError
 from privface.service.bindings.im2020 import Im2020Service
 from privface.store import open_store
 
-TOY = Im2020Params.toy()
+TOY = Im2020Params.toy(backend="dlib-resnet128")  # face_like_template and the `backend` fixture are dlib's
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_decisions_and_scores_equal_plaintext(client, server):
         result, d = run(client, server, probe)
         sed = int(((probe - enrolled) ** 2).sum())
         assert d.score == sed and d.in_range
-        assert result.accepted == (sed < DEFAULT_TAU)
+        assert result.accepted == (sed < TOY.tau)
     assert [run(client, server, p)[0].accepted for p in probes[:2]] == [True, True]
     assert run(client, server, probes[3])[0].accepted is False
 
@@ -248,9 +248,9 @@ def test_service_refuses_bad_input_without_state_change(client, service):
     bad = [("enrol", good[:-1]), ("enrol", good + b"\x00"), ("enrol", b""),
            ("enrol", start_bytes), ("enrol", b"\xff" * 64),
            ("auth/start", start_bytes[:100]), ("revoke", RevokeRequest("alice").to_bytes()[:-2]),
-           ("auth/start", AuthStart("alice", [0], [1]).to_bytes()),
+           ("auth/start", AuthStart("alice", TOY.backend, [0], [1]).to_bytes()),
            ("enrol", good + b"\x00" * (4 * 2**20)),  # oversized: over the wire maximum
-           ("auth/start", AuthStart("alice", [1] * 1024, [1] * 1024).to_bytes())]  # too many entries
+           ("auth/start", AuthStart("alice", TOY.backend, [1] * 1024, [1] * 1024).to_bytes())]  # too many entries
     for step, body in bad:
         with pytest.raises(MessageError):
             service.handle(step, body, None)

@@ -32,7 +32,7 @@ from privface.service.launch import serve_in_thread as serving
 from privface.service.sessions import SESSION_HEADER
 from privface.store import open_store
 
-TOY = Im2020Params.toy()
+TOY = Im2020Params.toy(backend="dlib-resnet128")  # face_like_template is dlib-like (norm 1.4)
 
 
 def face(seed):
@@ -102,7 +102,7 @@ def test_tampered_and_truncated_messages_are_400_without_state_change(http, stor
                 dataclasses.replace(msg, c_a=msg.c_a[:-1], c_beta=msg.c_beta[:-1])]  # 127 entries
     bad = [("enrol", good[:-3]), ("enrol", good + b"\x00"), ("enrol", start),
            ("auth/start", start[:200]), *(("auth/start", t.to_bytes()) for t in tampered),
-           ("enrol", EnrolRequest("bob", 15, 1, 48, [], []).to_bytes())]
+           ("enrol", EnrolRequest("bob", "sface", 15, 1, 48, [], []).to_bytes())]
     for step, body in bad:
         http.reset()
         with pytest.raises(RemoteMessageError) as e:

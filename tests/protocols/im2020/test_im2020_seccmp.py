@@ -30,11 +30,12 @@ from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
 
-SECURE = Im2020Params.toy(mode="secure-comparison")
-BASIC = Im2020Params.toy()
+DLIB = "dlib-resnet128"  # the face-like templates and the probes around τ are dlib's (τ = 4602)
+SECURE = Im2020Params.toy(mode="secure-comparison", backend=DLIB)
+BASIC = Im2020Params.toy(backend=DLIB)
 # k = 80 so that compare_bits=64 really reduces (the toy k = 48 is below 64)
 WIDE64 = Im2020Params(jl=JLParams(bits=512, k=80), insecure_test_params=True, mode="secure-comparison",
-                      compare_bits=64)
+                      compare_bits=64, backend=DLIB)
 
 
 def face(seed, params=SECURE):

@@ -22,7 +22,7 @@ from privface.service.clients import im2020 as remote
 from privface.service.launch import serve_in_thread as serving
 from privface.store import open_store
 
-TOY = Im2020Params.toy()
+TOY = Im2020Params.toy(backend="dlib-resnet128")  # face_like_template is dlib-like (norm 1.4)
 
 
 def face(seed, params=TOY):

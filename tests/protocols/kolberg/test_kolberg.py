@@ -28,7 +28,7 @@ GALLERY = rng.normal(0.0, 0.12, (6, 128))
 
 class Deployment:
     def __init__(self, scheme, **kw):
-        self.params = KolbergParams(scheme, **kw)
+        self.params = KolbergParams(scheme, **{"backend": "dlib-resnet128", **kw})  # dlib-like GALLERY, τ
         self.auth = AuthServer(self.params)
         pk = self.auth.public_key().to_bytes()
         self.calls = []
@@ -142,7 +142,7 @@ def test_db_server_compromise_sees_only_ciphertexts(dep):
     assert not any(isinstance(v, secret_types) for pub in dep.db._keys.values() for v in vars(pub).values())
     stored = StoredReference.from_bytes(dep.store.get(PROTOCOL, "s0"))
     assert stored.versions == [1]
-    record = EnrolRequest("s0", stored.templates[0])
+    record = EnrolRequest("s0", stored.backend, stored.templates[0])
     template = protect(dep.params, GALLERY[0])
     raw = {"ckks": template.astype("<f8").tobytes(), "bfv": template.astype("<i8").tobytes(),
            "ntru": template.astype(np.uint8).tobytes()}[dep.params.scheme]
@@ -164,17 +164,17 @@ def test_malformed_messages_are_rejected_without_state_change(dep):
     other_key = Client(dep.params, AuthServer(dep.params).public_key())
     bad = [
         (good[:-7], "malformed"),
-        (EnrolRequest("s0", b"junk").to_bytes(), "rejected"),
+        (EnrolRequest("s0", dep.params.backend, b"junk").to_bytes(), "rejected"),
         (other_key.enrol("s0", GALLERY[0]).to_bytes(), "another public key"),
-        (VerifyRequest("s0", b"x").to_bytes(), "malformed"),  # wrong message type
+        (VerifyRequest("s0", dep.params.backend, b"x").to_bytes(), "malformed"),  # wrong message type
     ]
     if dep.params.scheme != "ntru":
         probe = dep.client.verify("s0", GALLERY[0]).probe
-        bad.append((EnrolRequest("s0", probe).to_bytes(), "expected a template"))
+        bad.append((EnrolRequest("s0", dep.params.backend, probe).to_bytes(), "expected a template"))
     for body, match in bad:
         with pytest.raises(ProtocolError, match=match):
             dep.db.enrol(body)
-    short = Client(KolbergParams(dep.params.scheme, dims=64), dep.auth.public_key())
+    short = Client(KolbergParams(dep.params.scheme, dims=64, backend=dep.params.backend), dep.auth.public_key())
     with pytest.raises(ProtocolError, match="dimension|bits"):
         dep.db.enrol(short.enrol("s0", GALLERY[0][:64]))
     with pytest.raises(UnknownSubjectError):

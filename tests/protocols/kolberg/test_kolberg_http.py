@@ -21,14 +21,16 @@ from privface.service.clients.kolberg import KolbergClient
 from privface.service.launch import serve_in_thread
 from privface.store.sqlite import SQLiteStore
 
+DLIB = "dlib-resnet128"  # the demo_faces fixture is dlib's: servers and clients of these tests name it (issue 36)
+
 
 @pytest.fixture(scope="module", params=["bfv", "ntru"])
 def servers(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(f"kolberg-{request.param}")
     auth_store, db_store = SQLiteStore(root / "auth.db"), SQLiteStore(root / "db.db")
-    auth = KolbergService(auth_store, role="auth", scheme=request.param)
+    auth = KolbergService(auth_store, role="auth", params=KolbergParams(request.param, backend=DLIB))
     with serve_in_thread(create_app(auth_store, [auth])) as auth_url:
-        db = KolbergService(db_store, role="db", scheme=request.param, auth_url=auth_url)
+        db = KolbergService(db_store, role="db", params=KolbergParams(request.param, backend=DLIB), auth_url=auth_url)
         with serve_in_thread(create_app(db_store, [db])) as db_url:
             yield request.param, auth_url, db_url, root, db_store, auth_store
 
@@ -44,7 +46,7 @@ def _state(db_store, auth_store):
 
 def test_three_parties_over_http(servers, demo_faces):
     scheme, auth_url, db_url, root, db_store, auth_store = servers
-    params = KolbergParams(scheme)
+    params = KolbergParams(scheme, backend=DLIB)
     grace, (copy,) = demo_faces["grace"][0], demo_faces["grace"][1]
     with KolbergClient(db_url, params) as client:
         for name, (ref, _) in demo_faces.items():
@@ -75,14 +77,14 @@ def test_three_parties_over_http(servers, demo_faces):
 
 def test_bad_requests_get_4xx_and_change_nothing(servers, demo_faces):
     scheme, auth_url, db_url, root, db_store, auth_store = servers
-    with KolbergClient(db_url, KolbergParams(scheme)) as client:
+    with KolbergClient(db_url, KolbergParams(scheme, backend=DLIB)) as client:
         client.enrol("grace", demo_faces["grace"][0])
         good = client.client.enrol("grace", demo_faces["grace"][0]).to_bytes()
         probe = client.client.verify("grace", demo_faces["grace"][0]).probe
     before = _state(db_store, auth_store)
     cases = [
         (db_url, "enrol", good[:-5], 400),
-        (db_url, "enrol", EnrolRequest("grace", b"junk").to_bytes(), 400),
+        (db_url, "enrol", EnrolRequest("grace", DLIB, b"junk").to_bytes(), 400),
         (db_url, "enrol", b"\0" * (3 * 1024 * 1024), 413),
         (db_url, "verify/challenge", RevokeRequest("grace").to_bytes(), 400),  # a revocation is no challenge request
         (db_url, "verify", good, 409),  # verify continues the session of verify/challenge
@@ -97,7 +99,7 @@ def test_bad_requests_get_4xx_and_change_nothing(servers, demo_faces):
         (auth_url, "auth/keys", b"\0" * 4096, 413),
     ]
     if scheme != "ntru":  # NTRU probes and templates are the same kind of ciphertext
-        cases.append((db_url, "enrol", EnrolRequest("grace", probe).to_bytes(), 400))
+        cases.append((db_url, "enrol", EnrolRequest("grace", DLIB, probe).to_bytes(), 400))
     for url, step, body, status in cases:
         r = _post(url, step, body)
         assert r.status_code == status, (step, r.text)
@@ -117,10 +119,10 @@ def test_privface_serve_both_roles(tmp_path, demo_faces):
     from privface.service.launch import serve_subprocess
 
     auth_db, db_db = f"sqlite:///{tmp_path / 'auth.db'}", f"sqlite:///{tmp_path / 'db.db'}"
-    with serve_subprocess("kolberg", auth_db, ["--role", "auth", "--scheme", "ntru"]) as auth_url, \
-            serve_subprocess("kolberg", db_db,
-                             ["--role", "db", "--scheme", "ntru", "--auth-url", auth_url]) as db_url, \
-            KolbergClient(db_url, KolbergParams("ntru")) as client:
+    with serve_subprocess("kolberg", auth_db, ["--role", "auth", "--scheme", "ntru", "--backend", DLIB]) as auth_url, \
+            serve_subprocess("kolberg", db_db, ["--role", "db", "--scheme", "ntru", "--auth-url", auth_url,
+                                                "--backend", DLIB]) as db_url, \
+            KolbergClient(db_url, KolbergParams("ntru", backend=DLIB)) as client:
         ref, (copy,) = demo_faces["grace"]
         client.enrol("grace", ref)
         assert client.verify("grace", copy) is True
@@ -175,16 +177,16 @@ def _deployment(root, lockout=None, **auth_options):
     from privface.service.auth import ApiKeys
 
     auth_store, db_store = SQLiteStore(root / "auth.db"), SQLiteStore(root / "db.db")
-    auth = KolbergService(auth_store, role="auth", scheme="ntru", **auth_options)
+    auth = KolbergService(auth_store, role="auth", params=KolbergParams("ntru", backend=DLIB), **auth_options)
     with serve_in_thread(create_app(auth_store, [auth])) as auth_url:
-        db = KolbergService(db_store, role="db", scheme="ntru", auth_url=auth_url)
+        db = KolbergService(db_store, role="db", params=KolbergParams("ntru", backend=DLIB), auth_url=auth_url)
         api = ApiKeys(db_store)
         keys = {s: api.create(s)[1] for s in ("enrol", "verify", "enrol,admin")}
         keys["other"] = api.create("verify")[1]
         app = create_app(db_store, [db], keys=api, lockout=None if lockout is None else lockout(db_store))
         with serve_in_thread(app) as db_url:
             yield types.SimpleNamespace(auth_url=auth_url, db_url=db_url, db_store=db_store, keys=keys,
-                                        params=KolbergParams("ntru"))
+                                        params=KolbergParams("ntru", backend=DLIB))
     auth_store.close()
     db_store.close()
 
@@ -234,7 +236,7 @@ def test_concurrent_enrolments_of_one_subject_one_wins(tmp_path, demo_faces):
         assert sorted(r.status_code for r in answers) == [200] + [409] * (len(faces) - 1)
         assert EnrolResponse.from_bytes(next(r.content for r in answers if r.status_code == 200)).replaced is False
         assert d.db_store.get(PROTOCOL, "dave") in {
-            StoredReference("dave", [1], [b.template]).to_bytes() for b in bodies}
+            StoredReference("dave", b.backend, [1], [b.template]).to_bytes() for b in bodies}
 
 
 def test_failed_identifications_lock_the_caller_out(tmp_path, demo_faces):

@@ -20,7 +20,7 @@ class Crash(Exception):
 
 class Deployment:
     def __init__(self, scheme, faces):
-        self.params = KolbergParams(scheme)
+        self.params = KolbergParams(scheme, backend="dlib-resnet128")  # demo_faces is dlib's
         self.auth_store, self.store = SQLiteStore(None), SQLiteStore(None)
         self.auth = AuthServer(self.params, self.auth_store)
         self.db = DBServer(self.params, self.store, self.auth.keys(), lambda b: self.auth.decide(b),
@@ -107,7 +107,7 @@ def test_masked_values_are_not_the_templates(demo_faces):
     """Decrypting a blinded reference with the old key gives values unrelated to the template."""
     from privface.protocols.kolberg.rotation import _blind
     for scheme in ("bfv", "ntru"):
-        params = KolbergParams(scheme)
+        params = KolbergParams(scheme, backend="dlib-resnet128")
         auth = AuthServer(params)
         pub, sk = auth._keys[1]
         m = protect(params, demo_faces["grace"][0])

@@ -8,11 +8,16 @@
 import { CryptoError, JLPrivateKey, type JLParams } from "../crypto/joyeLibert.js";
 import { randomBelowMany } from "../crypto/bignum.js";
 import type { PowMany } from "../crypto/pool.js";
-import { decode, encode, WireError, type Fields } from "../wire/codec.js";
+import { decode, encode, messageType, WireError, type Fields } from "../wire/codec.js";
+
+/** The backend of a key file written before key files named one (issue 36): dlib, the only one there was. */
+const LEGACY_BACKEND = "dlib-resnet128";
 
 /** The server's im2020 parameters (served as /app/params.json from its Im2020Params). */
 export interface Im2020Params {
   protocol: "im2020";
+  /** The server's face backend (issue 36): enrolments and probes name it; the server refuses another. */
+  backend: string;
   security_bits: number;
   jl: JLParams;
   dims: number;
@@ -71,18 +76,21 @@ export class Im2020Client {
     return { c_a, c_beta: betas };
   }
 
-  /** §IV-B.2 (registration): ID, pk and C = Enc(Γ). */
+  /** §IV-B.2 (registration): ID, the face backend of Γ, pk and C = Enc(Γ). */
   enrol(template: number[]): Uint8Array {
     const c = this.encryptTemplate(template);
     return encode("im2020.EnrolRequest", {
-      subject_id: this.subjectId, ...this.pkFields(), c_a: c.c_a, c_beta: c.c_beta, signature: null,
+      subject_id: this.subjectId, backend: this.params.backend, ...this.pkFields(), c_a: c.c_a, c_beta: c.c_beta,
+      signature: null,
     });
   }
 
-  /** §IV-B.3: ID and C′ = Enc(Γ′). */
+  /** §IV-B.3: ID, the face backend of Γ′ and C′ = Enc(Γ′). */
   authStart(template: number[]): Uint8Array {
     const c = this.encryptTemplate(template);
-    return encode("im2020.AuthStart", { subject_id: this.subjectId, c_a: c.c_a, c_beta: c.c_beta });
+    return encode("im2020.AuthStart", {
+      subject_id: this.subjectId, backend: this.params.backend, c_a: c.c_a, c_beta: c.c_beta,
+    });
   }
 
   /** s* = Dec(S*) by eq. (2): k + 1 base decryptions, every value checked to be a ciphertext; with `powMany`
@@ -149,10 +157,10 @@ const REVOKE_CONTEXT = new TextEncoder().encode("privface/im2020/revoke-proof/v1
 
 // ---------------------------------------------------------------- key file
 
-/** The CLI's `--key` file: the wire record im2020.ClientKey (ID, server URL, p, q, y, k, toy flag). */
+/** The CLI's `--key` file: the wire record im2020.ClientKey (ID, face backend, server URL, p, q, y, k, toy flag). */
 export function keyFileBytes(c: Im2020Client, server: string): Uint8Array {
   return encode("im2020.ClientKey", {
-    subject_id: c.subjectId, server, p: c.sk.p, q: c.sk.q, y: c.sk.y, k: c.sk.k,
+    subject_id: c.subjectId, backend: c.params.backend, server, p: c.sk.p, q: c.sk.q, y: c.sk.y, k: c.sk.k,
     insecure_test_params: c.params.insecure_test_params,
   });
 }
@@ -162,11 +170,14 @@ export class KeyFileError extends Error {
 }
 
 /** The client of a key file, checked as `remote.load_client` does (a well-formed record, a valid JL key)
- *  and against the server's parameters (the N size and k it accepts). */
+ *  and against the server's parameters (the N size and k it accepts, and its face backend: a key enrolled with
+ *  another cannot verify here; a key file older than issue 36 names none and is dlib-resnet128's). */
 export function loadKeyFile(data: Uint8Array, params: Im2020Params): { client: Im2020Client; server: string } {
   let v: Fields;
   try {
-    v = decode(data, "im2020.ClientKey").values;
+    const legacy = messageType(data) === "im2020.LegacyClientKey";
+    v = legacy ? { ...decode(data, "im2020.LegacyClientKey").values, backend: LEGACY_BACKEND }
+      : decode(data, "im2020.ClientKey").values;
   } catch (e) {
     if (e instanceof WireError) throw new KeyFileError(`not a privface im2020 key file: ${e.message}`);
     throw e;
@@ -181,6 +192,10 @@ export function loadKeyFile(data: Uint8Array, params: Im2020Params): { client: I
   if ((v.insecure_test_params as boolean) !== params.insecure_test_params || sk.bits !== params.jl.bits || sk.k !== params.jl.k) {
     throw new KeyFileError(`the key file's key (${sk.bits}-bit N, k = ${sk.k}) does not fit this server ` +
       `(${params.jl.bits}-bit N, k = ${params.jl.k})`);
+  }
+  if ((v.backend as string) !== params.backend) {
+    throw new KeyFileError(`this key was enrolled with the face backend ${v.backend as string}, but this server ` +
+      `decides on ${params.backend} templates: enrol again here`);
   }
   return { client: new Im2020Client(v.subject_id as string, sk, params), server: v.server as string };
 }

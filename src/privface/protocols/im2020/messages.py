@@ -5,20 +5,24 @@ level-2 S* of BlindESED as α* and the β*_1,i of its square columns (the zero s
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from ...faces.registry import LEGACY_BACKEND
 from ...wire import Message
 
 
 @dataclass
 class EnrolRequest(Message):
-    """Client → server (§IV-B.2): ID, pk = (N, y, k) and C = Enc(Γ). ``signature`` is the TP's σ of the first
-    §VII version (over ID‖C‖pk only): kept so old records decode, refused by a server that checks the TP.
+    """Client → server (§IV-B.2): ID, the face backend of Γ, pk = (N, y, k) and C = Enc(Γ). ``signature`` is the
+    TP's σ of the first §VII version (over ID‖C‖pk only): kept so old records decode, refused by a server that
+    checks the TP. A server refuses a ``backend`` other than its own (issue 36).
 
     The server stores this message, validated, as the subject's record."""
 
     WIRE_NAME = "im2020.EnrolRequest"
     subject_id: str
+    backend: str
     pk_n: int
     pk_y: int
     pk_k: int
@@ -29,12 +33,14 @@ class EnrolRequest(Message):
 
 @dataclass
 class SignedEnrolRequest(Message):
-    """Client → server (§VII step 5): ID, pk, C and the TP's σ over ID‖C‖pk‖serial‖expires. ``serial`` grows
+    """Client → server (§VII step 5): ID, the face backend, pk, C and the TP's σ over ID‖backend‖C‖pk‖serial‖expires
+    (the TP's own backend: it checked and encrypted Γ). ``serial`` grows
     with every registration the TP signs for a subject (the server refuses one not above the last it saw);
     ``expires`` is in Unix seconds. The server stores this message, validated, as the subject's record."""
 
     WIRE_NAME = "im2020.SignedEnrolRequest"
     subject_id: str
+    backend: str
     pk_n: int
     pk_y: int
     pk_k: int
@@ -64,10 +70,12 @@ class EnrolResponse(Message):
 
 @dataclass
 class AuthStart(Message):
-    """Client → server: ID and C′ = Enc(Γ′) (§IV-B.3)."""
+    """Client → server: ID, the face backend of Γ′ (the server refuses one other than its own and the
+    enrolment's) and C′ = Enc(Γ′) (§IV-B.3)."""
 
     WIRE_NAME = "im2020.AuthStart"
     subject_id: str
+    backend: str
     c_a: list[int]
     c_beta: list[int]
 
@@ -206,10 +214,58 @@ class TPResponse(Message):
 
 @dataclass
 class ClientKey(Message):
-    """The client's key file (not sent to anyone): its ID, the server it enrolled at, and the HE′ secret
-    key sk = (p, q) with pk = (N = pq, y, k). Never holds a template."""
+    """The client's key file (not sent to anyone): its ID, the face backend it enrolled with, the server it
+    enrolled at, and the HE′ secret key sk = (p, q) with pk = (N = pq, y, k). Never holds a template."""
 
     WIRE_NAME = "im2020.ClientKey"
+    subject_id: str
+    backend: str
+    server: str
+    p: int
+    q: int
+    y: int
+    k: int
+    insecure_test_params: bool
+
+
+# ---------------------------------------------------------------- records made before backends were recorded
+
+
+@dataclass
+class LegacyEnrolRequest(Message):
+    """A stored ``EnrolRequest`` of a privface before issue 36 (no backend: dlib-resnet128). Read, never written."""
+
+    WIRE_NAME = "im2020.LegacyEnrolRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    c_a: list[int]
+    c_beta: list[int]
+    signature: bytes | None = None
+
+
+@dataclass
+class LegacySignedEnrolRequest(Message):
+    """A stored ``SignedEnrolRequest`` of a privface before issue 36 (no backend: dlib-resnet128)."""
+
+    WIRE_NAME = "im2020.LegacySignedEnrolRequest"
+    subject_id: str
+    pk_n: int
+    pk_y: int
+    pk_k: int
+    c_a: list[int]
+    c_beta: list[int]
+    serial: int
+    expires: int
+    signature: bytes
+
+
+@dataclass
+class LegacyClientKey(Message):
+    """A key file of a privface before issue 36 (no backend: dlib-resnet128). Read, never written."""
+
+    WIRE_NAME = "im2020.LegacyClientKey"
     subject_id: str
     server: str
     p: int
@@ -217,3 +273,14 @@ class ClientKey(Message):
     y: int
     k: int
     insecure_test_params: bool
+
+
+LEGACY = {LegacyEnrolRequest.WIRE_NAME: EnrolRequest, LegacySignedEnrolRequest.WIRE_NAME: SignedEnrolRequest,
+          LegacyClientKey.WIRE_NAME: ClientKey}
+LEGACY_CLASSES = {c.WIRE_NAME: c for c in (LegacyEnrolRequest, LegacySignedEnrolRequest, LegacyClientKey)}
+
+
+def upgraded(name: str, data: bytes):
+    """The current message of a legacy record ``name`` (decoded from ``data``), with ``backend`` = dlib-resnet128."""
+    old = LEGACY_CLASSES[name].from_bytes(data)
+    return LEGACY[name](backend=LEGACY_BACKEND, **dataclasses.asdict(old))

@@ -4,20 +4,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...crypto.joye_libert import JL_112, JL_128, JLParams
-from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point, squared_quantized
+from ...faces.registry import BACKENDS, DEFAULT_BACKEND
+from ...faces.thresholds import operating_point, squared_quantized
 from ...templates.bits import Bounds, bits_needed
 from ...templates.quantize import IM2020_SCALE
 
-DEFAULT_TAU = squared_quantized(DEFAULT_THRESHOLDS["dlib-resnet128"].distance, IM2020_SCALE)
-"""τ on the squared distance of ×128 templates: ⌊(0.53·128)²⌋ = 4602 ≈ 2^12.17, the shared dlib-resnet128 default
-distance (``faces.thresholds``, the one `privface compare` uses) on the im2020 scale. Seed 000 Table II reports
-τ = 2^12.2; §V-B quotes τ ≤ 2^12.6 for its own setting. Until issue 35 it was 4777, the ORL EER threshold.
-Override with ``Im2020Params(tau=…)`` / ``--tau``; another backend's default is ``default_tau(backend)``."""
-
 
 def default_tau(backend: str, scale: int = IM2020_SCALE) -> int:
-    """τ for ``backend``: ⌊(t·scale)²⌋ of its shared default distance t (``faces.thresholds``; sface: 0.x)."""
+    """τ for ``backend``: ⌊(t·scale)²⌋ of its shared default distance t (``faces.thresholds``: dlib-resnet128 0.53
+    → 4602 ≈ 2^12.17, seed 000 Table II's 2^12.2; sface 1.12 → 20552)."""
     return squared_quantized(operating_point(backend).distance, scale)
+
+
+DEFAULT_TAU = default_tau(DEFAULT_BACKEND)
+"""τ of the default backend (sface since issue 36: ⌊(1.12·128)²⌋ = 20552), the shared default distance
+(``faces.thresholds``, the one `privface compare` uses) on the im2020 scale; ``default_tau("dlib-resnet128")`` = 4602
+is seed 000's setting (Table II: 2^12.2). Override with ``Im2020Params(tau=…)`` / ``--tau``."""
 
 SECURITY_LEVELS: dict[int, JLParams] = {112: JL_112, 128: JL_128}
 TOY_JL = JLParams(bits=512, k=48)  # tests only, with insecure_test_params=True
@@ -39,10 +41,12 @@ class Im2020Params:
     dims: int = 128
     max_abs: int = IM2020_SCALE
     scale: int = IM2020_SCALE
-    tau: int = DEFAULT_TAU
+    tau: int = None  # type: ignore[assignment]  # None: default_tau(backend), set in __post_init__
     insecure_test_params: bool = field(default=False)
     mode: str = "basic"
     compare_bits: int | None = None
+    backend: str = DEFAULT_BACKEND
+    """The face backend of the templates (issue 36): enrolments and probes name it, a server refuses another."""
 
     @classmethod
     def for_level(cls, security_bits: int, **kw) -> Im2020Params:
@@ -78,6 +82,10 @@ class Im2020Params:
         return self.jl.k if self.compare_bits is None else min(self.compare_bits, self.jl.k)
 
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.tau is None:
+            object.__setattr__(self, "tau", default_tau(self.backend, self.scale))
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.compare_bits not in COMPARE_BITS:

@@ -24,14 +24,23 @@ from ...crypto import catalano_fiore as cf
 from ...crypto.compare import Evaluator, EvaluatorResult, Garbler, inverse_square
 from ...crypto.joye_libert import JoyeLibertPublicKey, generate_joye_libert_keypair
 from ...crypto.ot import ED25519, OTRequest, ReceiverRandomness
-from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
-from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point
+from ...errors import (
+    BackendMismatchError,
+    CryptoError,
+    PrivfaceError,
+    ProtocolError,
+    SubjectExistsError,
+    UnknownSubjectError,
+    check_backend,
+)
+from ...faces.thresholds import operating_point
 from ...store.base import TemplateStore
 from ...templates.quantize import quantize
 from ...wire import message_type
 from ..common import check_subject_id, evaluate_garbled
 from .blind import Decision, Randomizers, blind_esed, decide, unblind
 from .messages import (
+    LEGACY,
     AuthChallenge,
     AuthFinish,
     AuthResult,
@@ -51,6 +60,7 @@ from .messages import (
     TPImageRequest,
     TPRequest,
     TPResponse,
+    upgraded,
 )
 from .params import Im2020Params
 
@@ -61,18 +71,18 @@ same group at both parameter sets (MODP-2048 would hold the 128-bit set to 112 b
 
 PROTOCOL = "im2020"
 SWAP_TRIES = 16  # compare-and-swap rounds before a write that keeps losing to concurrent ones gives up
-SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v2\x00"
-"""Domain separation of the TP's σ over ID‖C‖pk‖serial‖expires; the v1 σ (over ID‖C‖pk) is not accepted."""
+SIGNATURE_CONTEXT = b"privface/im2020/tp-registration/v3\x00"
+"""Domain separation of the TP's σ over ID‖backend‖C‖pk‖serial‖expires (v3, issue 36); neither the v2 σ (no backend)
+nor the v1 σ (over ID‖C‖pk) is accepted."""
 REVOKE_CONTEXT = b"privface/im2020/revoke-proof/v1\x00"
 """Domain separation of the server's commitment to the answer of a revocation challenge (``revoke_commitment``)."""
 TP_VALIDITY = 600
 """Seconds a TP-signed registration stays valid."""
 MAX_CLOCK_SKEW = 60
 """Seconds a server accepts a TP-signed registration past its expiry (TP and server clocks differ)."""
-NORM_RANGE = DEFAULT_THRESHOLDS["dlib-resnet128"].norm_range
-"""§VII template check: the L2 norm of Γ/scale, dlib-resnet128's range (1.0, 2.0): its embeddings of the 400 ORL
-faces have norms in [1.27, 1.57] (×128-quantized too); a zero, tiny, saturated or random-box vector falls outside.
-Each backend has its own (``norm_range``; sface's unit embeddings: (0.9, 1.1))."""
+# §VII template check: the L2 norm of Γ/scale within the TP's backend's range (``norm_range``), e.g. dlib-resnet128's
+# (1.0, 2.0) — its embeddings of the 400 ORL faces have norms in [1.27, 1.57] (×128-quantized too) — or sface's
+# (0.9, 1.1) around its unit embeddings; a zero, tiny, saturated or random-box vector falls outside.
 
 
 def norm_range(backend: str) -> tuple[float, float]:
@@ -143,9 +153,17 @@ def signed_bytes(req: SignedEnrolRequest) -> bytes:
     return SIGNATURE_CONTEXT + dataclasses.replace(req, signature=b"").to_bytes()
 
 
-def enrolment_from_bytes(data: bytes) -> EnrolRequest | SignedEnrolRequest:
-    """A register body: the TP-signed request (§VII) or the plain one (§IV-B.2)."""
-    if message_type(data) == SignedEnrolRequest.WIRE_NAME:
+def enrolment_from_bytes(data: bytes, *, stored: bool = False) -> EnrolRequest | SignedEnrolRequest:
+    """A register body: the TP-signed request (§VII) or the plain one (§IV-B.2). A ``stored`` record may be one
+    made before enrolments named their face backend (``messages.LEGACY``): read as dlib-resnet128, the only backend
+    there was; such a body on the wire is refused (it does not say which backend made Γ)."""
+    name = message_type(data)
+    if name in LEGACY:
+        if not stored:
+            raise ProtocolError("this registration does not name its face backend (a privface client older than "
+                                "issue 36): upgrade the client")
+        return upgraded(name, data)
+    if name == SignedEnrolRequest.WIRE_NAME:
         return SignedEnrolRequest.from_bytes(data)
     return EnrolRequest.from_bytes(data)
 
@@ -163,7 +181,7 @@ def stored_state(record: bytes | None) -> tuple[bool, int]:
         return False, 0
     if message_type(record) == Revoked.WIRE_NAME:
         return False, Revoked.from_bytes(record).last_serial
-    reg = enrolment_from_bytes(record)
+    reg = enrolment_from_bytes(record, stored=True)
     return True, reg.serial if isinstance(reg, SignedEnrolRequest) else 0
 
 
@@ -215,7 +233,7 @@ class Client:
     def enrol(self, template) -> EnrolRequest:
         """§IV-B.2: ID, pk and C = Enc(Γ)."""
         a, beta = encrypt_template(self._sk, check_template(template, self.params), self.workers)
-        return EnrolRequest(self.subject_id, **self._pk_fields(), c_a=a, c_beta=beta)
+        return EnrolRequest(self.subject_id, self.params.backend, **self._pk_fields(), c_a=a, c_beta=beta)
 
     def tp_request(self, template) -> TPRequest:
         """§VII step 2: pk, Γ and ID to the trusted party."""
@@ -227,13 +245,14 @@ class Client:
 
     def enrol_signed(self, resp: TPResponse) -> SignedEnrolRequest:
         """§VII step 5: ID, C, pk, the serial, the expiry and σ from the TP's answer."""
-        return SignedEnrolRequest(self.subject_id, **self._pk_fields(), c_a=resp.c_a, c_beta=resp.c_beta,
+        return SignedEnrolRequest(self.subject_id, self.params.backend, **self._pk_fields(), c_a=resp.c_a,
+                                  c_beta=resp.c_beta,
                                      serial=resp.serial, expires=resp.expires, signature=resp.signature)
 
     def auth_start(self, template) -> AuthStart:
         """§IV-B.3: ID and C′ = Enc(Γ′)."""
         a, beta = encrypt_template(self._sk, check_template(template, self.params), self.workers)
-        return AuthStart(self.subject_id, a, beta)
+        return AuthStart(self.subject_id, self.params.backend, a, beta)
 
     def blinded_score(self, challenge: AuthChallenge) -> int:
         """s* = Dec(S*) by eq. (2): k + 1 base decryptions on ``workers`` threads."""
@@ -347,7 +366,7 @@ class Server:
         self.tp_public_key = tp_public_key
         self.workers = workers
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, tuple[bytes, JoyeLibertPublicKey, list[cf.Level1]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[bytes, JoyeLibertPublicKey, list[cf.Level1], str]] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     def _validated(self, req: EnrolRequest | SignedEnrolRequest):
@@ -358,13 +377,15 @@ class Server:
 
     def enrol(self, req: EnrolRequest | SignedEnrolRequest, *, replace: bool = False) -> EnrolResponse:
         """Validate (and check the TP's σ, expiry and serial when a TP key is configured), then store; nothing
-        is stored on error.
+        is stored on error. A registration of another face backend than the server's is refused
+        (``BackendMismatchError``, issue 36).
 
         Registration creates: an enrolled ID raises ``SubjectExistsError`` unless ``replace``. The checks
         against the stored record (enrolled? last serial?) and the write are one compare-and-swap, so of two
         concurrent registrations of a new ID exactly one is stored, and serials only grow."""
         self._validated(req)
         serial = self._check_tp(req)
+        check_backend(self.params.backend, req.backend, "this enrolment")
         record = req.to_bytes()
         for _ in range(SWAP_TRIES):
             current = self.store.get(PROTOCOL, req.subject_id)
@@ -404,10 +425,14 @@ class Server:
             self._cache.pop(subject_id, None)
 
     def enrolled(self, subject_id: str) -> tuple[JoyeLibertPublicKey, list[cf.Level1]]:
-        return self._enrolled(subject_id)[1:]
+        return self._enrolled(subject_id)[1:3]
 
-    def _enrolled(self, subject_id: str) -> tuple[bytes, JoyeLibertPublicKey, list[cf.Level1]]:
-        """The stored record's bytes, pk and C (validated; cached)."""
+    def enrolled_backend(self, subject_id: str) -> str:
+        """The face backend the subject enrolled with (dlib-resnet128 for a record that names none)."""
+        return self._enrolled(subject_id)[3]
+
+    def _enrolled(self, subject_id: str) -> tuple[bytes, JoyeLibertPublicKey, list[cf.Level1], str]:
+        """The stored record's bytes, pk, C (validated) and face backend; cached."""
         _check_id(subject_id)
         record = self.store.get(PROTOCOL, subject_id)
         if record is None or message_type(record) == Revoked.WIRE_NAME:  # header only: cache hits stay cheap
@@ -416,19 +441,26 @@ class Server:
             hit = self._cache.get(subject_id)
             if hit is not None and hit[0] == record:
                 self._cache.move_to_end(subject_id)
-                return record, hit[1], hit[2]
-        pk, C = self._validated(enrolment_from_bytes(record))
+                return hit
+        reg = enrolment_from_bytes(record, stored=True)
+        pk, C = self._validated(reg)
         if self.cache_size > 0:
             with self._cache_lock:
-                self._cache[subject_id] = (record, pk, C)
+                self._cache[subject_id] = (record, pk, C, reg.backend)
                 self._cache.move_to_end(subject_id)
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
-        return record, pk, C
+        return record, pk, C, reg.backend
 
     def auth_start(self, req: AuthStart) -> tuple[AuthChallenge, AuthSession]:
-        """Validate C′ under the stored pk, draw r0, r1 and answer S* = BlindESED(C, C′, r0, r1, pk)."""
-        pk, C = self.enrolled(req.subject_id)
+        """Validate C′ under the stored pk, draw r0, r1 and answer S* = BlindESED(C, C′, r0, r1, pk). A probe, or an
+        enrolment, of another face backend than the server's is refused before any of it is used (issue 36)."""
+        check_backend(self.params.backend, req.backend, "this probe")
+        _, pk, C, enrolled_on = self._enrolled(req.subject_id)
+        if enrolled_on != self.params.backend:
+            raise BackendMismatchError(f"subject {req.subject_id!r} enrolled with the face backend {enrolled_on}, but "
+                                       f"this server decides on {self.params.backend} templates: enrol again here, "
+                                       f"or serve with --backend {enrolled_on}", self.params.backend, enrolled_on)
         # C′'s unit and J_N checks run inside BlindESED, overlapped with its exponentiations
         C2 = level1_vector(pk, req.c_a, req.c_beta, self.params.dims, group_check=False)
         rnd = Randomizers.draw(pk.k)
@@ -487,7 +519,7 @@ class Server:
         the commitment, so an answer tells the server only the ρ it chose — a server deviating from the
         honest-but-curious model of §III (HBCS) gets no decryption of another ciphertext back, unlike an
         authentication's S*. The session keeps ρ and the digest of the record the challenge was made for."""
-        record, pk, _ = self._enrolled(req.subject_id)
+        record, pk, _, _ = self._enrolled(req.subject_id)
         rho = secrets.randbelow(pk.message_space)
         c = pk.encrypt(rho)
         commitment = revoke_commitment(RevokeProof(req.subject_id, rho))
@@ -531,22 +563,23 @@ def _check_id(subject_id: str) -> None:
 
 
 class TrustedParty:
-    """§VII: checks that Γ looks like a face template, encrypts it under the client's pk and signs
-    ID‖C‖pk‖serial‖expires with ECDSA P-256 (SHA-256): the serial grows with every registration it signs and
-    the registration expires ``validity`` seconds after signing, so that a server refuses a replayed one.
+    """§VII: checks that Γ looks like a face template of its backend (``params.backend``; its norms:
+    ``norm_range``), encrypts it under the client's pk and signs ID‖backend‖C‖pk‖serial‖expires with ECDSA P-256
+    (SHA-256): the serial grows with every registration it signs and the registration expires ``validity`` seconds
+    after signing, so that a server refuses a replayed one.
 
     ``embed`` (image bytes → float embedding, e.g. ``make_backend().embed`` wrapped by the caller) lets the
     TP extract Γ from the face image itself (``enrol_image``); the protocol layer does not import faces/.
     """
 
     def __init__(self, params: Im2020Params = Im2020Params(), *, signing_key: ec.EllipticCurvePrivateKey | None = None,
-                 norm_range: tuple[float, float] = NORM_RANGE, embed=None, validity: int = TP_VALIDITY,
+                 norm_range: tuple[float, float] | None = None, embed=None, validity: int = TP_VALIDITY,
                  clock=time.time) -> None:
         self.params = params
         self.validity, self._clock = validity, clock
         self._serial, self._serial_lock = 0, threading.Lock()
         self._signing_key = signing_key or ec.generate_private_key(ec.SECP256R1())
-        self.norm_range = norm_range
+        self.norm_range = norm_range or operating_point(params.backend).norm_range  # the TP's backend's
         self._embed = embed
 
     @property
@@ -592,6 +625,7 @@ class TrustedParty:
         self.check_face_template(template)
         a, beta = encrypt_template(pk, [int(x) for x in template])
         serial, expires = self.next_serial(), int(self._clock()) + self.validity
-        unsigned = SignedEnrolRequest(req.subject_id, req.pk_n, req.pk_y, req.pk_k, a, beta, serial, expires, b"")
+        unsigned = SignedEnrolRequest(req.subject_id, self.params.backend, req.pk_n, req.pk_y, req.pk_k, a, beta,
+                                      serial, expires, b"")
         sig = self._signing_key.sign(signed_bytes(unsigned), ec.ECDSA(hashes.SHA256()))
         return TPResponse(a, beta, serial, expires, sig)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...wire import Message
+from ...faces.registry import LEGACY_BACKEND
+from ...wire import Message, message_type
 
 
 @dataclass
@@ -25,10 +26,12 @@ class PublicKey(Message):
 
 @dataclass
 class EnrolRequest(Message):
-    """Client → DB server: ID and the encrypted reference template."""
+    """Client → DB server: ID, the face backend of the template (the DB server refuses another than its own, issue 36)
+    and the encrypted reference template."""
 
     WIRE_NAME = "kolberg.EnrolRequest"
     subject_id: str
+    backend: str
     template: bytes
 
 
@@ -59,20 +62,23 @@ class Challenge(Message):
 
 @dataclass
 class VerifyRequest(Message):
-    """Client → DB server: claimed ID, the encrypted probe and the nonce of the ``Challenge`` it answers
-    (verification; empty only in process, where no challenge is asked)."""
+    """Client → DB server: claimed ID, the probe's face backend, the encrypted probe and the nonce of the
+    ``Challenge`` it answers (verification; empty only in process, where no challenge is asked)."""
 
     WIRE_NAME = "kolberg.VerifyRequest"
     subject_id: str
+    backend: str
     probe: bytes
     nonce: bytes = b""
 
 
 @dataclass
 class IdentifyRequest(Message):
-    """Client → DB server: the encrypted probe (identification against every enrolled reference)."""
+    """Client → DB server: the probe's face backend and the encrypted probe (identification against every enrolled
+    reference of that backend)."""
 
     WIRE_NAME = "kolberg.IdentifyRequest"
+    backend: str
     probe: bytes
 
 
@@ -150,11 +156,12 @@ class ReencryptResponse(Message):
 
 @dataclass
 class StoredReference(Message):
-    """The DB server's record of one subject: its encrypted reference per key version (one, or two while
-    a rotation runs); replaced atomically as a whole."""
+    """The DB server's record of one subject: the face backend it enrolled with and its encrypted reference per key
+    version (one, or two while a rotation runs); replaced atomically as a whole."""
 
     WIRE_NAME = "kolberg.StoredReference"
     subject_id: str
+    backend: str
     versions: list[int]
     templates: list[bytes]
 
@@ -180,3 +187,22 @@ class AuthKeyRecord(Message):
     version: int
     public_key: bytes
     secret_key: bytes
+
+
+@dataclass
+class LegacyStoredReference(Message):
+    """A ``StoredReference`` stored before references named their face backend (issue 36): dlib-resnet128, the only
+    one there was. Read, never written."""
+
+    WIRE_NAME = "kolberg.LegacyStoredReference"
+    subject_id: str
+    versions: list[int]
+    templates: list[bytes]
+
+
+def stored_reference(blob: bytes) -> StoredReference:
+    """A DB server record, a legacy one read as dlib-resnet128."""
+    if message_type(blob) == LegacyStoredReference.WIRE_NAME:
+        old = LegacyStoredReference.from_bytes(blob)
+        return StoredReference(old.subject_id, LEGACY_BACKEND, old.versions, old.templates)
+    return StoredReference.from_bytes(blob)

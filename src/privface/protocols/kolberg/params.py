@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...faces.registry import DEFAULT_BACKEND
 from ...faces.thresholds import operating_point, squared_quantized
 from ...templates.quantize import IM2020_SCALE
 
@@ -19,13 +20,14 @@ def default_thresholds(backend: str) -> dict[str, float]:
     return {CKKS: round(t * t, 6), BFV: squared_quantized(t, IM2020_SCALE), NTRU: point.ntru}
 
 
-DEFAULT_THRESHOLDS = default_thresholds("dlib-resnet128")
-"""Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings (0.53² = 0.2809);
-BFV: of the ×128 quantised templates (⌊(0.53·128)²⌋ = 4602, im2020's τ) — both the shared dlib-resnet128 default
-(``faces.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (44 = the
-all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface eval`` recomputes the
-plaintext EER threshold per dataset and uses that. Another backend's: ``default_thresholds(backend)``, or
-``KolbergParams(backend=…)``."""
+DEFAULT_THRESHOLDS = default_thresholds(DEFAULT_BACKEND)
+"""Accept when distance ≤ threshold, for the default backend (sface since issue 36). CKKS: squared Euclidean
+distance of the float embeddings (sface 1.12² = 1.2544; dlib-resnet128 0.53² = 0.2809); BFV: of the ×128 quantised
+templates (sface ⌊(1.12·128)²⌋ = 20552; dlib-resnet128 4602, im2020's τ) — both the backend's shared default
+(``faces.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (sface 119,
+dlib-resnet128 44 = the all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface
+eval`` recomputes the plaintext EER threshold per dataset and uses that. Another backend's:
+``default_thresholds(backend)``, or ``KolbergParams(backend=…)``."""
 
 LSSC_EDGES = (-0.06, 0.0, 0.06)
 """Inner edges of the four segments (seed 002 §2.1): ≈ the quartiles of dlib-resnet128 coordinates
@@ -42,7 +44,8 @@ class KolbergParams:
     scale: int = IM2020_SCALE  # BFV: integer template ⌊128·x⌋
     lssc_edges: tuple[float, ...] = LSSC_EDGES  # NTRU: 3 bits per feature
     max_gallery: int = 100_000
-    backend: str = "dlib-resnet128"  # the face backend whose default thresholds apply when threshold is None
+    backend: str = DEFAULT_BACKEND  # the templates' face backend: its default thresholds apply when threshold is
+    # None; enrolments and probes name it and a DB server refuses another (issue 36)
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:

@@ -19,7 +19,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...crypto import lattice, ntru
-from ...errors import CryptoError, PrivfaceError, ProtocolError, SubjectExistsError, UnknownSubjectError
+from ...errors import (
+    BackendMismatchError,
+    CryptoError,
+    PrivfaceError,
+    ProtocolError,
+    SubjectExistsError,
+    UnknownSubjectError,
+    check_backend,
+)
 from ...store.base import TemplateStore
 from ...templates.lssc import lssc_binarize
 from ...templates.quantize import quantize
@@ -44,6 +52,7 @@ from .messages import (
     RevokeResponse,
     StoredReference,
     VerifyRequest,
+    stored_reference,
 )
 from .params import BFV, CKKS, NTRU, KolbergParams
 
@@ -84,6 +93,14 @@ def _read(cls: type[Message], blob: bytes) -> Message:
         return cls.from_bytes(blob)
     except (WireError, PrivfaceError, ValueError) as e:
         raise ProtocolError(f"malformed {cls.WIRE_NAME}: {e}") from None
+
+
+def read_reference(blob: bytes) -> StoredReference:
+    """A DB server record (one stored before references named their backend: dlib-resnet128)."""
+    try:
+        return stored_reference(blob)
+    except (WireError, PrivfaceError, ValueError) as e:
+        raise ProtocolError(f"malformed {StoredReference.WIRE_NAME}: {e}") from None
 
 
 def _check_id(subject_id: str) -> None:
@@ -149,7 +166,8 @@ class Client:
 
     def enrol(self, subject_id: str, embedding) -> EnrolRequest:
         _check_id(subject_id)
-        return EnrolRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "template"))
+        return EnrolRequest(subject_id, self.params.backend,
+                            self._pub.encrypt(protect(self.params, embedding), "template"))
 
     def verify(self, subject_id: str, embedding, challenge: Challenge | bytes | None = None) -> VerifyRequest:
         """The encrypted probe for a claim of ``subject_id``, answering the DB server's ``challenge`` (over the
@@ -161,10 +179,11 @@ class Client:
             if ch.subject_id != subject_id or len(ch.nonce) != NONCE_BYTES:
                 raise ProtocolError("the challenge is not one for a verification of this subject")
             nonce = ch.nonce
-        return VerifyRequest(subject_id, self._pub.encrypt(protect(self.params, embedding), "probe"), nonce)
+        return VerifyRequest(subject_id, self.params.backend,
+                             self._pub.encrypt(protect(self.params, embedding), "probe"), nonce)
 
     def identify(self, embedding) -> IdentifyRequest:
-        return IdentifyRequest(self._pub.encrypt(protect(self.params, embedding), "probe"))
+        return IdentifyRequest(self.params.backend, self._pub.encrypt(protect(self.params, embedding), "probe"))
 
 
 AUTH_STORE = "kolberg-auth"
@@ -422,14 +441,17 @@ class DBServer:
     def enrol(self, request: EnrolRequest | bytes, *, replace: bool = False) -> EnrolResponse:
         """Store the encrypted reference of a new subject (seed 002 §2.2, enrolment). Creates only: an enrolled
         subject raises ``SubjectExistsError`` unless ``replace`` (the caller may replace subjects); the check and
-        the write are one compare-and-swap, so of two concurrent enrolments of one subject at most one wins."""
+        the write are one compare-and-swap, so of two concurrent enrolments of one subject at most one wins. A
+        template of another face backend than the server's is refused (``BackendMismatchError``, issue 36); the
+        record names its backend."""
         msg = _read(EnrolRequest, request)
         _check_id(msg.subject_id)
+        check_backend(self.params.backend, msg.backend, "this enrolment")
         self.refresh()  # new references only under the current key: a rotation's last pass must see them
         version, _ = self._load_any(msg.template, "template", retry=False)
         if version != self._current:
             raise ProtocolError("the template is under a key being retired: fetch the public key again")
-        record = StoredReference(msg.subject_id, [version], [msg.template]).to_bytes()
+        record = StoredReference(msg.subject_id, msg.backend, [version], [msg.template]).to_bytes()
         if replace:
             previous = self.store.get(PROTOCOL, msg.subject_id)
             replaced = self.store.put(PROTOCOL, msg.subject_id, record)
@@ -453,12 +475,16 @@ class DBServer:
 
     def record(self, subject_id: str) -> StoredReference | None:
         blob = self.store.get(PROTOCOL, subject_id)
-        return None if blob is None else _read(StoredReference, blob)
+        return None if blob is None else read_reference(blob)
 
     def _reference(self, subject_id: str, version: int):
         rec = self.record(subject_id)
         if rec is None:
             raise UnknownSubjectError(f"subject {subject_id!r} is not enrolled")
+        if rec.backend != self.params.backend:
+            raise BackendMismatchError(f"subject {subject_id!r} enrolled with the face backend {rec.backend}, but this "
+                                       f"server decides on {self.params.backend} templates: enrol again here, or "
+                                       f"serve with --backend {rec.backend}", self.params.backend, rec.backend)
         if version not in rec.versions:
             self._check_live(version)
             raise ProtocolError(f"subject {subject_id!r} has no reference under key version {version} yet "
@@ -484,6 +510,7 @@ class DBServer:
         carry that challenge's subject and nonce; a replayed request names an older, spent nonce."""
         msg = _read(VerifyRequest, request)
         _check_id(msg.subject_id)
+        check_backend(self.params.backend, msg.backend, "this probe")
         if challenge is not None and not (msg.subject_id == challenge.subject_id and len(msg.nonce) == NONCE_BYTES
                                           and hmac.compare_digest(msg.nonce, challenge.nonce)):
             raise ProtocolError("the verification does not answer this session's challenge: ask for a new one")
@@ -493,12 +520,17 @@ class DBServer:
 
     def identify(self, request: IdentifyRequest | bytes) -> Result:
         """Against every reference that exists under the probe's key (during a rotation's last pass, a subject
-        enrolled under the old key after the first pass is skipped until the pass reaches it)."""
+        enrolled under the old key after the first pass is skipped until the pass reaches it). A probe of another
+        face backend than the server's is refused; references enrolled on another (legacy records of a server that
+        changed its --backend) are skipped, never compared."""
         msg = _read(IdentifyRequest, request)
+        check_backend(self.params.backend, msg.backend, "this probe")
         version, probe = self._load_any(msg.probe, "probe")
         refs = {}
         for s in self.store.ids(PROTOCOL):
             rec = self.record(s)
+            if rec is not None and rec.backend != self.params.backend:
+                continue
             if rec is not None and version in rec.versions:
                 refs[s] = rec.templates[rec.versions.index(version)]
             elif rec is not None:

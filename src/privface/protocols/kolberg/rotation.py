@@ -36,7 +36,7 @@ from ...errors import ProtocolError
 from ...store.base import TemplateStore
 from .messages import AuthKeys, KeyRequest, PublicKey, ReencryptRequest, ReencryptResponse, StoredReference
 from .params import NTRU, KolbergParams
-from .parties import PROTOCOL, REENCRYPT_BATCH, _Public, _read
+from .parties import PROTOCOL, REENCRYPT_BATCH, _Public, _read, read_reference
 
 CONTENDED_ROUNDS = 5
 """Rounds a pass re-reads and redoes records that other writers changed under it before it gives up."""
@@ -119,12 +119,12 @@ class Rotation:
             if blob is None:  # revoked meanwhile
                 continue
             seen += 1
-            rec = _read(StoredReference, blob)
+            rec = read_reference(blob)
             if self.new in rec.versions:
                 if not drop_old:
                     self.already += 1
                 elif len(rec.versions) > 1:
-                    self._replace(subject, blob, StoredReference(subject, [self.new],
+                    self._replace(subject, blob, StoredReference(subject, rec.backend, [self.new],
                                                                  [rec.templates[rec.versions.index(self.new)]]))
                 continue
             if self.old not in rec.versions:
@@ -152,7 +152,7 @@ class Rotation:
             c = _unblind(dst, dst.load(fresh, "template"), mask).to_bytes()
             keep = [] if drop_old else [(v, t) for v, t in zip(rec.versions, rec.templates) if v == self.old]
             pairs = keep + [(self.new, c)]
-            if self._replace(subject, blob, StoredReference(subject, [v for v, _ in pairs],
+            if self._replace(subject, blob, StoredReference(subject, rec.backend, [v for v, _ in pairs],
                                                             [t for _, t in pairs])):
                 self.reencrypted += 1
 

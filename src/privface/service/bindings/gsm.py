@@ -31,6 +31,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ...errors import CryptoError, ProtocolError
+from ...faces.registry import DEFAULT_BACKEND
 from ...protocols.gsm import zk
 from ...protocols.gsm.keyfile import load_pem, provider_key_bytes, provider_key_from_bytes, provider_signing_key
 from ...protocols.gsm.messages import (
@@ -211,7 +212,8 @@ class GsmService:
     def __init__(self, store: TemplateStore, *, role: str = "provider", params: GsmParams | None = None,
                  insecure_test_params: bool = False, signing_key=None, signing_key_path=None, provider_key=None,
                  capture: Callable[[], Any] | None = None, workers: int | None = 1, m1_cache: int = 32,
-                 m1_pending: int = 4, allow_pi1: bool = False) -> None:
+                 m1_pending: int = 4, allow_pi1: bool = False, backend: str = DEFAULT_BACKEND) -> None:
+        self.backend = backend  # the face backend of the templates (issue 36): /app/params.json names it
         if params is None:
             params = GsmParams.toy() if insecure_test_params else GsmParams()
         self.store, self.role, self.params = store, role, params

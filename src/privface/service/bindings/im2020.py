@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import CryptoError, ProtocolError, UnknownSubjectError
+from ...errors import BackendMismatchError, CryptoError, ProtocolError, UnknownSubjectError
 from ...protocols.im2020.messages import (
     AuthFinish,
     AuthStart,
@@ -148,5 +148,7 @@ class Im2020Service:
             raise AlreadyEnrolledError(str(e)) from None
         except ForgedLabelError as e:  # a guess that decided nothing: the failure counter counts it (app.guarded)
             raise RejectedAttemptError(str(e)) from None
+        except BackendMismatchError:  # 409 naming both backends (app.status_of)
+            raise
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None

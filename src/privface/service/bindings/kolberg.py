@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import CryptoError, ProtocolError, SubjectExistsError, UnknownSubjectError
+from ...errors import BackendMismatchError, CryptoError, ProtocolError, SubjectExistsError, UnknownSubjectError
 from ...protocols.kolberg.messages import Challenge, ChallengeRequest, KeyRequest, Result, VerifyRequest
 from ...protocols.kolberg.params import KolbergParams
 from ...protocols.kolberg.parties import PROTOCOL, AuthServer, DBServer
@@ -96,6 +96,8 @@ class KolbergService:
             raise NotEnrolledError(str(e)) from None
         except SubjectExistsError as e:
             raise AlreadyEnrolledError(str(e)) from None
+        except BackendMismatchError:  # 409 naming both backends (app.status_of)
+            raise
         except (WireError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
         return StepResult(b"" if reply is None else reply.to_bytes(), subject=getattr(reply, "subject_id", None),

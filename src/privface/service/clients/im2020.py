@@ -2,7 +2,7 @@
 registration, §IV-B.3 authentication), as free functions and as the class ``Im2020Client``, and the client's
 key file.
 
-The key file is the wire record ``ClientKey`` (sk = (p, q), y, k, ID, server URL), created with mode 0600
+The key file is the wire record ``ClientKey`` (sk = (p, q), y, k, ID, face backend, server URL), created with mode 0600
 by ``os.open`` so it is never readable by others, not even briefly. It never holds a template.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from ...crypto.joye_libert import JLParams, JoyeLibertPrivateKey
 from ...errors import CryptoError, PrivfaceError
 from ...protocols.im2020.messages import (
+    LEGACY,
     AuthChallenge,
     AuthResult,
     ClientKey,
@@ -26,11 +27,12 @@ from ...protocols.im2020.messages import (
     RevokeRequest,
     RevokeResponse,
     TPResponse,
+    upgraded,
 )
 from ...protocols.im2020.params import Im2020Params
 from ...protocols.im2020.parties import PROTOCOL, Client
 from ...templates.quantize import quantize
-from ...wire import WireError
+from ...wire import WireError, message_type
 from ..client import RemoteAlreadyEnrolledError, RemoteNotEnrolledError, ServiceClient
 
 
@@ -95,19 +97,26 @@ class PendingKey:
 
 def key_record(client: Client, server: str) -> ClientKey:
     sk = client._sk
-    return ClientKey(client.subject_id, server, int(sk.p), int(sk.q), int(client.pk.y), int(client.pk.k),
-                     client.params.insecure_test_params)
+    return ClientKey(client.subject_id, client.params.backend, server, int(sk.p), int(sk.q), int(client.pk.y),
+                     int(client.pk.k), client.params.insecure_test_params)
+
+
+def read_key(data: bytes) -> ClientKey:
+    """A key file's record; one written before key files named their face backend reads as dlib-resnet128."""
+    name = message_type(data)
+    return upgraded(name, data) if name in LEGACY else ClientKey.from_bytes(data)
 
 
 def load_client(path: Path, *, workers: int | None = None) -> tuple[Client, ClientKey]:
-    """The Client party of a key file; refuses files readable by group or others (like ssh)."""
+    """The Client party of a key file; refuses files readable by group or others (like ssh). Its params name the
+    face backend the key enrolled with (``record.backend``): its probes say so and a server of another refuses them."""
     path = Path(path)
     try:
         st = path.stat()
         if st.st_mode & 0o077:
             raise KeyFileError(f"key file {path} is readable by others (mode {st.st_mode & 0o777:o}); "
                                f"chmod 600 it")
-        record = ClientKey.from_bytes(path.read_bytes())
+        record = read_key(path.read_bytes())
     except FileNotFoundError:
         raise KeyFileError(f"no key file at {path}: enroll first (privface enroll) or pass --key") from None
     except OSError as e:
@@ -118,7 +127,7 @@ def load_client(path: Path, *, workers: int | None = None) -> tuple[Client, Clie
         sk = JoyeLibertPrivateKey.from_primes(record.p, record.q, record.k, record.y,
                                               insecure_test_params=record.insecure_test_params)
         params = Im2020Params(jl=JLParams(int(sk.public_key.n).bit_length(), record.k),
-                              insecure_test_params=record.insecure_test_params)
+                              insecure_test_params=record.insecure_test_params, backend=record.backend)
     except (CryptoError, ValueError) as e:
         raise KeyFileError(f"key file {path} holds an invalid key: {e}") from None
     return Client(record.subject_id, params, keypair=(sk.public_key, sk), workers=workers), record
