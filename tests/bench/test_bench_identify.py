@@ -36,6 +36,23 @@ def test_cli_bench_identify_runs_a_comma_list_back_to_back_in_child_processes(ca
     assert "PRIVFACE_THREADS" not in os.environ  # the cap was the children's, not left in this process
 
 
+def test_cli_bench_identify_variant_w_wo_on_one_gallery(capsys):
+    """`--scheme cryptomask,hers --variant w,wo` (seed 001 Fig. 2): CryptoMask-W and -WO rows from one enrolled
+    gallery, then hers; WO sends only the query and the distances, in one exchange, and names the plaintext's best."""
+    import json
+
+    from privface.cli import main
+
+    assert main(["bench", "identify", "--scheme", "cryptomask,hers", "--variant", "w,wo", "--n", "300", "--dim",
+                 "128", "--repeat", "1", "--insecure-test-params", "--json"]) == 0
+    w, wo, hers = json.loads(capsys.readouterr().out)
+    assert (w["variant"], wo["variant"], hers["scheme"]) == ("w", "wo", "hers")
+    assert w["enrol_s"] == wo["enrol_s"] and all(r["answer_equals_plaintext"] is True for r in (w, wo, hers))
+    assert set(wo["bytes_per_phase"]) == {"query", "distances"} and wo["rounds"] == 1 and wo["best"] == 100
+    assert wo["bytes_per_phase"]["distances"] == w["bytes_per_phase"]["distances"] < w["comm_bytes"]
+    assert main(["bench", "identify", "--scheme", "hers", "--variant", "wo", "--n", "8", "--json"]) == 2
+
+
 def test_bench_identify_refuses_unknown_or_repeated_schemes():
     from privface.bench.identify import parse_schemes
     from privface.errors import PrivfaceError

@@ -283,3 +283,24 @@ def test_pages_are_written_as_utf8_whatever_the_locale(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-500:]
     assert out.read_bytes().decode("utf-8") == text
+
+
+def test_cryptomask_section_compares_with_hers_per_gallery_size(tmp_path):
+    """Seed 001 Fig. 2 / Fig. 3: per N measured by both schemes, W, WO and HERS's time and bytes and the ratios,
+    taken from the bench results (a size only one scheme measured is left out)."""
+    cm = {"scheme": "cryptomask", "n": 4096, "dim": 128, "identify_s": 2.0, "comm_bytes": 600_000,
+          "answer_equals_plaintext": True, "variant": "w",
+          "wo": {"variant": "wo", "identify_s": 0.5, "comm_bytes": 100_000, "answer_equals_plaintext": True}}
+    hers = {"scheme": "hers", "n": 4096, "dim": 128, "identify_s": 1.0, "comm_bytes": 200_000}
+    outcomes = [_outcome("bench.identify.cryptomask.n4096", cm), _outcome("bench.identify.hers.n4096", hers),
+                _outcome("bench.identify.hers.n1024", {**hers, "n": 1024})]
+    data = build.build(outcomes, tmp_path, mode="quick", commit="abc", started=0.0, load_start=[], data_note="")
+    sec = next(s for s in data["papers"] if s["paper"] == "cryptomask")
+    (row,) = sec["versus"]
+    assert (row["n"], row["w_time_ratio"], row["wo_time_ratio"], row["w_bytes_ratio"], row["wo_bytes_ratio"]) == (
+        4096, 2.0, 0.5, 3.0, 0.5)
+    page = html.render(data)
+    assert "cryptomask-vs-hers" in page and html.human_bytes(600_000) in page and "0.5×" in page
+    assert (tmp_path / "cryptomask_vs_hers.png").is_file()
+    empty = build.build(outcomes[1:], tmp_path, mode="quick", commit="abc", started=0.0, load_start=[], data_note="")
+    assert next(s for s in empty["papers"] if s["paper"] == "cryptomask")["versus"] == []

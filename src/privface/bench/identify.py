@@ -101,7 +101,8 @@ def bench_schemes(schemes: list[str], n: int, dim: int, *, threads: int | None =
         try:
             spawn = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(1, mp_context=spawn, initializer=heap.retain) as pool:
-                rows.append(pool.submit(bench_identify, scheme, n, dim, threads=threads, **options).result())
+                got = pool.submit(bench_identify, scheme, n, dim, threads=threads, **options).result()
+                rows.extend(got if isinstance(got, list) else [got])
         finally:
             for k, v in saved.items():
                 os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
@@ -110,19 +111,25 @@ def bench_schemes(schemes: list[str], n: int, dim: int, *, threads: int | None =
 
 def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, repeat: int = 5,
                    insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False,
-                   threads: int | None = None) -> dict:
-    """One JSON row (docs/protocols/idface.md: `privface bench identify`)."""
+                   threads: int | None = None, variant: str = "w") -> dict:
+    """One JSON row (docs/protocols/idface.md: `privface bench identify`); ``variant`` (cryptomask only): "w", or
+    "wo" for CryptoMask-WO (seed 001 Fig. 2: the verifier decrypts the distances, no Alg. 3), or "w,wo": a list of
+    two rows from one enrolled gallery."""
     if scheme not in SCHEMES:
         raise PrivfaceError(f"--scheme must be one of {SCHEMES}")
+    variants = variant.split(",")
+    if not variants or any(v not in ("w", "wo") for v in variants) or len(set(variants)) != len(variants):
+        raise PrivfaceError("--variant takes w, wo or w,wo (cryptomask)")
     if n < 1 or dim < 1 or repeat < 1 or (threads is not None and threads < 1):
         raise PrivfaceError("--n, --dim, --repeat and --threads must be positive")
     if threads is not None:
         os.environ["PRIVFACE_THREADS"] = os.environ["RAYON_NUM_THREADS"] = str(threads)
     with threadpool_limits(threads):  # None: BLAS as configured
-        return _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads)
+        return _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads, variant)
 
 
-def _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads) -> dict:
+def _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads,
+                    variant) -> dict | list[dict]:
     x, y, k = synthetic(n, dim, seed)
     plain_s, (plain_best, _) = _median(lambda: _plaintext(x, y), max(repeat, 5))
     with threadpool_limits(1):  # on a busy machine BLAS threads can cost more than they save at small N
@@ -132,9 +139,13 @@ def _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, se
            "rounds": ROUNDS.get(scheme, 0), "threads": threads or os.cpu_count() or 1,
            "answer_equals_plaintext": plain_best == k, "insecure_test_params": insecure_test_params}
     if scheme == "cryptomask":
-        row.update(_cryptomask(x, y, repeat, insecure_test_params, threads))
-        row["ratio"] = round(row["identify_s"] / plain_s, 3)
-    elif scheme != "plain":
+        found = _cryptomask(x, y, repeat, insecure_test_params, threads, variant.split(","))
+        peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        rows = [{**row, **got, "ratio": round(got["identify_s"] / plain_s, 3), "peak_rss_mb": peak,
+                 "cs_peak_rss_mb": peak} for got in found]
+        rows = [{k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+        return rows if len(rows) > 1 else rows[0]
+    if scheme != "plain":
         row.update(_encrypted(scheme, x, y, beta, repeat, insecure_test_params, seal_adds))
         row["ratio"] = round(row["identify_s"] / plain_s, 3)
     # every party runs in this process, so the server's (CS, local server) peak memory is at most this
@@ -179,12 +190,15 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     local.enrol([str(i) for i in range(n)], x)
     enrol_s = time.perf_counter() - t
     ids = {s: i for i, s in enumerate(local.ids)}
-    msgs = []
+    msgs, cpu = [], []
 
     def once():
+        c = time.process_time()
         msg = local.identify_request(y)
         msgs.append(msg)
-        return local.resolve(key.decide(msg))
+        out = local.resolve(key.decide(msg))
+        cpu.append(time.process_time() - c)
+        return out
 
     identify_s, answer = _median(once, repeat)
     ip_s, _ = _median(lambda: local.identify_request(y), repeat)
@@ -192,7 +206,8 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     expect = best if ref[best] >= tau else None
     msg = msgs[-1]
     comm = msg.nbytes if hasattr(msg, "arrays") else msg.nbytes(public.public)
-    extra.update({"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "ip_db_s": ip_s,
+    extra.update({"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "identify_cpu_s": statistics.median(cpu),
+                  "ip_db_s": ip_s,
                   "storage_bytes": local.storage_bytes, "comm_bytes": comm, "blocks": len(local.blocks),
                   "templates_per_block": public.capacity, "answer": None if answer is None else ids[answer],
                   "answer_equals_plaintext": (None if answer is None else ids[answer]) == expect})
@@ -201,37 +216,50 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     return extra
 
 
-def _cryptomask(x, y, repeat, insecure, threads) -> dict:
+def _cryptomask(x, y, repeat, insecure, threads, variants) -> list[dict]:
     """seed 001: enrol through one DP (Alg. 1), identify = Alg. 2 + Alg. 3 end to end (the verifier's bit), all
     parties in this process with BLAS on one thread; ``identify_cpu_s`` is the process CPU time of the same runs.
-    ``answer_equals_plaintext`` compares the bit with [max ⟨a, b⟩ ≥ ts] on the same quantised vectors."""
+    ``answer_equals_plaintext`` compares the bit with [max ⟨a, b⟩ ≥ ts] on the same quantised vectors (WO: and the
+    best entry's inner product with the maximum). One row per variant, all on the same enrolled gallery."""
     from ..protocols.cryptomask import CryptoMask, encoding
 
     n, dim = x.shape
-    cm = CryptoMask(dim, tau=TAU["cryptomask"], insecure_test_params=insecure)
+    cm = CryptoMask(dim, tau=TAU["cryptomask"], insecure_test_params=insecure, variant=variants[0])
     t = time.perf_counter()
     for lo in range(0, n, 1 << 14):
         cm.enrol(x[lo:lo + (1 << 14)])
     enrol_s = time.perf_counter() - t
+    qy = encoding.quantize(y)
+    top = max(int((encoding.quantize(x[lo:lo + (1 << 16)]) @ qy).max()) for lo in range(0, n, 1 << 16))
+    return [_cryptomask_variant(cm, x, y, qy, repeat, threads, v, enrol_s, top) for v in variants]
+
+
+def _cryptomask_variant(cm, x, y, qy, repeat, threads, variant, enrol_s, top) -> dict:
+    """One variant's figures on an enrolled ``cm`` (``_cryptomask``)."""
+    from ..protocols.cryptomask import encoding
+
     runs, cpu = [], []
 
     def once():
         c = time.process_time()
-        runs.append(cm.identify(y))
+        runs.append(cm.identify(y, variant=variant))
         cpu.append(time.process_time() - c)
 
     with threadpool_limits(1 if threads is None else threads):  # BLAS threads spin on a shared machine; the
         identify_s, _ = _median(once, repeat)                   # matmuls are per-ciphertext chunks
-    qy = encoding.quantize(y)
-    expect = any(bool((encoding.quantize(x[lo:lo + (1 << 16)]) @ qy).max() >= cm.ts) for lo in range(0, n, 1 << 16))
+    expect = top >= cm.ts
     run = runs[-1]
     phases = {k: statistics.median(r.seconds[k] for r in runs) for k in run.seconds}
-    return {"enrol_s": round(enrol_s, 3), "identify_s": identify_s, "identify_cpu_s": statistics.median(cpu),
-            "storage_bytes": cm.cs.storage_bytes,
+    ok = run.match == expect
+    if run.best is not None:  # WO: the verifier's best entry must carry the largest plaintext inner product
+        ok = ok and int(encoding.quantize(x[run.best]) @ qy) == top
+    return {"variant": variant, "enrol_s": round(enrol_s, 3), "identify_s": identify_s,
+            "identify_cpu_s": statistics.median(cpu), "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
-            + cm.setup_wire.bytes["ot_setup"], "enrol_bytes": cm.enrol_bytes, "seconds_per_phase": phases,
+            + cm.setup_wire.bytes["ot_setup"], "best": run.best, "enrol_bytes": cm.enrol_bytes,
+            "seconds_per_phase": phases,
             "ciphertexts": cm.cs.ciphertexts, "slices": cm.cs.slices, "templates_per_ciphertext": cm.cs.delta,
-            "rounds": run.rounds, "answer": run.match, "answer_equals_plaintext": run.match == expect}
+            "rounds": run.rounds, "answer": run.match, "answer_equals_plaintext": ok}
 
 
 def format_table(rows: dict | list[dict]) -> str:

@@ -159,8 +159,10 @@ def _identify(a) -> int:
                                      insecure_test_params=a.insecure_test_params, runs=a.runs or 1)
         print(json.dumps(rows) if a.json else bench_identify.format_table(rows))
         return 0
+    if a.variant != "w" and "cryptomask" not in schemes:
+        raise PrivfaceError("--variant wo goes with --scheme cryptomask")
     options = dict(beta=a.beta, repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
-                   seal_adds=a.seal_adds, threads=a.threads)
+                   seal_adds=a.seal_adds, threads=a.threads, variant=a.variant)
     if len(schemes) == 1:  # one object, in this process
         out = bench_identify.bench_identify(schemes[0], a.n, a.dim or 512, **options)
     else:  # a list, one child process per scheme
@@ -244,6 +246,10 @@ def register(sub) -> None:
                    help="kolberg-unlinkability: subjects, five protected templates each (default 100)")
     s.add_argument("--n", type=int, default=1 << 13, help="identify, gallery: gallery size N (synthetic unit vectors; "
                                                           "gallery: add, remove and update on a persisted gallery)")
+    s.add_argument("--variant", choices=["w", "wo", "w,wo"], default="w",
+                   help="identify --scheme cryptomask: w (Alg. 2 + Alg. 3, the verifier learns one bit; default), "
+                        "wo (CryptoMask-WO, seed 001 Fig. 2: the verifier decrypts the distances, no Alg. 3), or "
+                        "w,wo (one row each, on one enrolled gallery)")
     s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
     s.add_argument("--threads", type=int,
                    help="identify: threads for BLAS, the crypto core and the native core (default: one per core; "

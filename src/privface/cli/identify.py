@@ -63,6 +63,8 @@ def _cryptomask_client(a) -> int:
 
     if a.scheme not in (None, "cryptomask") or a.ray or a.workers:
         raise PrivfaceError("--protocol cryptomask takes --key-store and --name (no --scheme, --ray, --workers)")
+    if a.variant != "w":
+        raise PrivfaceError("--variant wo runs against a local cryptomask gallery (--gallery), not over HTTP")
     if not a.key_store:
         raise PrivfaceError("--protocol cryptomask needs --key-store URL (the verifier's sk_v and τ)")
     x, face = _identify_embedding(a)
@@ -79,7 +81,7 @@ def _print_bit(out: dict, face: dict, as_json: bool) -> None:
     if as_json:
         print_result(out, True)
         return
-    print("match" if out["match"] else "no match")
+    print(("match" + (f" {out['id']}" if out.get("id") is not None else "")) if out["match"] else "no match")
     print("  ".join(f"{k} {human(k, v)}" for k, v in out.items()
                     if k not in ("match", "accepted", "id", "answer", "bytes_per_phase", "exchanges")))
     print(out["answer"])
@@ -125,6 +127,8 @@ def cmd_identify(a) -> int:
     name = a.name or "default"
     if stored_scheme(a.gallery, name) == "cryptomask":
         return _identify_cryptomask(a, name)
+    if a.variant != "w":
+        raise PrivfaceError("--variant goes with a cryptomask gallery")
     return _identify_gallery(a, name)
 
 
@@ -155,7 +159,8 @@ def _identify_cryptomask(a, name: str) -> int:
     if a.scheme is not None and a.scheme != "cryptomask":
         raise PrivfaceError(f"the gallery was enrolled with cryptomask, not {a.scheme}")
     x, face = _identify_embedding(a, CMGallery(a.gallery, name).meta)
-    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name)
+    out = identify(x, a.gallery, key_store_url=a.key_store, ray=a.ray, workers=a.workers, name=name,
+                   variant=a.variant)
     _print_bit(out, face, a.json)
     return 0 if out["match"] else 1
 
@@ -184,6 +189,9 @@ def register(sub) -> None:
                    help="--server: kolberg DB server (default), ident local server (`serve --protocol ident "
                         "--role local`) or cryptomask CS (`serve --protocol cryptomask --role cs`; with --key-store, "
                         "the verifier's keys)")
+    s.add_argument("--variant", choices=["w", "wo"], default="w",
+                   help="a cryptomask --gallery: w (Alg. 2 + Alg. 3: match or not, no id; default) or wo "
+                        "(CryptoMask-WO, seed 001 Fig. 2: the verifier decrypts every distance and names the best)")
     s.add_argument("--json", action="store_true")
     http_args(s)
     s.set_defaults(func=cmd_identify)

@@ -124,7 +124,36 @@ def paper_sections(outcomes: list[Outcome]) -> list[dict]:
             rows.append(out)
         sections.append({"paper": name, "seed": p["seed"], "title": p["title"], "setting": p["setting"],
                          "file": p["file"], "rows": rows})
+        if name == "cryptomask":
+            sections[-1]["versus"] = cryptomask_versus(results)
     return sections
+
+
+def cryptomask_versus(results: dict) -> list[dict]:
+    """Seed 001 Fig. 2 (time) and Fig. 3 (bytes) on this machine: per gallery size N that both `bench identify
+    cryptomask` (W, and WO when the job ran both variants) and `bench identify hers` measured, the three figures and
+    CryptoMask's ratios to HERS (lower is better for CryptoMask)."""
+    def sized(scheme):
+        return {int(k.rsplit(".n", 1)[1]): (k, v) for k, v in results.items()
+                if k.startswith(f"bench.identify.{scheme}.n") and isinstance(v, dict)}
+
+    def ratio(a, b):
+        return round(a / b, 3) if isinstance(a, int | float) and isinstance(b, int | float) and b else None
+
+    cm, hers = sized("cryptomask"), sized("hers")
+    rows = []
+    for n in sorted(cm.keys() & hers.keys()):
+        (jc, c), (jh, h) = cm[n], hers[n]
+        wo = c.get("wo") if isinstance(c.get("wo"), dict) else {}
+        row = {"n": n, "dim": c.get("dim"), "jobs": [jc, jh],
+               "w_s": c.get("identify_s"), "wo_s": wo.get("identify_s"), "hers_s": h.get("identify_s"),
+               "w_bytes": c.get("comm_bytes"), "wo_bytes": wo.get("comm_bytes"), "hers_bytes": h.get("comm_bytes"),
+               "w_answer_ok": c.get("answer_equals_plaintext"), "wo_answer_ok": wo.get("answer_equals_plaintext")}
+        for k in ("w", "wo"):
+            row[f"{k}_time_ratio"] = ratio(row[f"{k}_s"], row["hers_s"])
+            row[f"{k}_bytes_ratio"] = ratio(row[f"{k}_bytes"], row["hers_bytes"])
+        rows.append(row)
+    return rows
 
 
 def _get(results, job, key, select=None):
@@ -285,6 +314,12 @@ def make_plots(outcomes: list[Outcome], out: Path) -> list[dict]:
         made.append({"file": p.name, "title": "1:N identification time and bytes against gallery size (log–log)",
                      "alt": "two log–log panels: seconds and bytes per identification against N, one line per "
                             "scheme", "jobs": sorted(k for k in res if k.startswith("bench.identify."))})
+    versus = cryptomask_versus(res)
+    if (p := plots.cryptomask_vs_hers(versus, out / "cryptomask_vs_hers.png")) is not None:
+        made.append({"file": p.name, "title": "CryptoMask-W, CryptoMask-WO and HERS against gallery size: time "
+                                              "(seed 001 Fig. 2) and bytes per identification (Fig. 3)",
+                     "alt": "two log–log panels: seconds and bytes per identification against N for CryptoMask-W, "
+                            "CryptoMask-WO and HERS", "jobs": sorted({j for r in versus for j in r["jobs"]})})
     bars = []
     for mode, label in (("basic", "im2020 basic"), ("secure-comparison", "im2020 secure comparison")):
         bars.append((label, _get(res, f"bench.im2020.{mode}", "auth_bytes"), None))

@@ -178,7 +178,29 @@ def _paper_section(sec: dict) -> str:
     return (f'<section id="paper-{esc(sec["paper"])}" class="paper" data-paper="{esc(sec["paper"])}">'
             f"<h2>Seed {esc(sec['seed'])}: {esc(PAPER_NAMES.get(sec['paper'], sec['paper']))}</h2>"
             f"<p class='muted'>{esc(sec['title'])} — <code>{esc(sec['file'])}</code></p>"
-            f"<p><b>Paper's setting:</b> {esc(sec['setting'])}</p>{table}</section>")
+            f"<p><b>Paper's setting:</b> {esc(sec['setting'])}</p>{table}{_versus(sec.get('versus'))}</section>")
+
+
+def _versus(rows: list[dict] | None) -> str:
+    """CryptoMask against HERS per gallery size, as seed 001's Fig. 2 (time) and Fig. 3 (bytes) draw them."""
+    if rows is None:
+        return ""
+    if not rows:
+        return ("<p class='muted' id='cryptomask-vs-hers'>CryptoMask against HERS (Fig. 2, Fig. 3): no gallery size "
+                "measured by both <code>bench identify</code> jobs in this run.</p>")
+    body = [[(num(r["n"]), "num"), (human_seconds(r["w_s"]), "num"), (human_seconds(r["wo_s"]), "num"),
+             (human_seconds(r["hers_s"]), "num"), (ratio(r["w_time_ratio"]), "num"),
+             (ratio(r["wo_time_ratio"]), "num"), (human_bytes(r["w_bytes"]), "num"),
+             (human_bytes(r["wo_bytes"]), "num"), (human_bytes(r["hers_bytes"]), "num"),
+             (ratio(r["w_bytes_ratio"]), "num"), (ratio(r["wo_bytes_ratio"]), "num"),
+             (esc(", ".join(r["jobs"])), "")] for r in rows]
+    table = _table([("N", ""), ("W time", ""), ("WO time", ""), ("HERS time", ""), ("W ÷ HERS", ""),
+                    ("WO ÷ HERS", ""), ("W bytes", ""), ("WO bytes", ""), ("HERS bytes", ""), ("W ÷ HERS", ""),
+                    ("WO ÷ HERS", ""), ("jobs", "")], body, "versus")
+    return ("<h3 id='cryptomask-vs-hers'>CryptoMask against HERS per gallery size (Fig. 2: time, Fig. 3: bytes)</h3>"
+            "<p class='muted'>One identification, d as in the jobs, measured now on this machine (same run): W is "
+            "Alg. 2 + Alg. 3 (the verifier learns one bit), WO is CryptoMask-WO (the verifier decrypts the distances, "
+            "as HERS' key server does). Ratios below 1 favour CryptoMask.</p>" + table)
 
 
 def _accuracy(a: dict | None) -> str:

@@ -71,10 +71,12 @@ def plan(mode: str, *, only: Iterable[str] | None = None) -> list[Job]:
         for e in IDENTIFY_LOG2[mode][scheme]:
             n = 1 << e
             repeat = 3 if not tiny else 1
+            # cryptomask: CryptoMask-W and -WO on one enrolled gallery (seed 001 Fig. 2's two lines)
+            variant = {"variant": "w,wo"} if scheme == "cryptomask" else {}
             jobs.append(Job(f"bench.identify.{scheme}.n{n}", f"bench identify {scheme}, N = 2^{e}",
                             f"privface bench identify --scheme {scheme} --n {n} --dim {dim} --repeat {repeat}"
-                            f"{toy_flag} --json",
-                            "job_identify", {"scheme": scheme, "n": n, "dim": dim, "repeat": repeat, **toy},
+                            f"{' --variant w,wo' if variant else ''}{toy_flag} --json",
+                            "job_identify", {"scheme": scheme, "n": n, "dim": dim, "repeat": repeat, **variant, **toy},
                             seconds=_identify_seconds(scheme, n), child=not tiny))
     rep = 1 if tiny else (3 if quick else 10)
     for mode_ in ("basic", "secure-comparison"):  # the same repeats: one cold run is no median (478 ms against ≈ 140)
@@ -300,13 +302,18 @@ def _jsonable(o):
 # ------------------------------------------------------------------------------------------- job functions
 
 
-def job_identify(scheme: str, n: int, dim: int, repeat: int, insecure_test_params: bool = False) -> dict:
-    """`privface bench identify --scheme S --n N --dim D --repeat R` (bench.identify.bench_identify; the job itself
-    runs in a fresh child process)."""
+def job_identify(scheme: str, n: int, dim: int, repeat: int, insecure_test_params: bool = False,
+                 variant: str = "w") -> dict:
+    """`privface bench identify --scheme S --n N --dim D --repeat R [--variant w,wo]` (bench.identify.bench_identify;
+    the job itself runs in a fresh child process). With two variants the first row is the result and the second
+    its ``"wo"`` entry."""
     from ..bench import identify
 
-    return identify.bench_identify(scheme, n, dim, beta=None, repeat=repeat,
-                                   insecure_test_params=insecure_test_params, seal_adds=False, threads=None)
+    out = identify.bench_identify(scheme, n, dim, beta=None, repeat=repeat, insecure_test_params=insecure_test_params,
+                                  seal_adds=False, threads=None, variant=variant)
+    if isinstance(out, list):
+        out = {**out[0], "wo": out[1]}
+    return out
 
 
 def job_im2020(mode: str, levels: list[int], repeat: int, transport: str, face: bool,

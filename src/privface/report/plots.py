@@ -77,6 +77,32 @@ def identify_scaling(series: dict[str, list[tuple[int, float, float]]], path: Pa
     return _save(fig, path)
 
 
+def cryptomask_vs_hers(rows: list[dict], path: Path) -> Path | None:
+    """Seed 001 Fig. 2 and Fig. 3 side by side, log–log against N: seconds and bytes per identification of
+    CryptoMask-W, CryptoMask-WO and HERS (``build.cryptomask_versus`` rows)."""
+    if not rows:
+        return None
+    fig = Figure(figsize=(9.5, 4.0))
+    ax_t, ax_b = fig.subplots(1, 2)
+    lines = (("w", "CryptoMask-W (1 bit)", "#9467bd", "o-"), ("wo", "CryptoMask-WO (distances)", "#9467bd", "s--"),
+             ("hers", "HERS (CKKS)", IDENTIFY_COLORS["hers"], "o-"))
+    for key, label, color, style in lines:
+        for ax, field in ((ax_t, f"{key}_s"), (ax_b, f"{key}_bytes")):
+            pts = [(r["n"], r[field]) for r in rows if r.get(field)]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, ms=4, color=color, label=label)
+    for ax, ylabel, title in ((ax_t, "seconds per identification", "Time (seed 001 Fig. 2)"),
+                              (ax_b, "bytes per identification", "Communication (seed 001 Fig. 3)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("gallery size N")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def bytes_per_protocol(bars: list[tuple[str, float, float | None]], path: Path) -> Path | None:
     """Horizontal bars, log scale: bytes of one 1:1 verification per protocol; ``bars``: (label, bytes with the
     first/reusable message, bytes without it or None)."""

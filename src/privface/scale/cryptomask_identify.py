@@ -29,6 +29,8 @@ from .layout import GalleryError, tau_of
 from .sources import unit
 
 ANSWER = "1 bit (seed 001 Alg. 3): whether some enrolled face reaches τ; no index, so no id"
+ANSWER_WO = ("CryptoMask-WO (seed 001 Fig. 2): the verifier decrypted every distance (as HERS' key server), so it "
+             "names the best entry")
 
 
 class CSShard:
@@ -46,26 +48,31 @@ class CSShard:
     def ready(self) -> tuple[int, str | None]:
         return (0, self.error) if self.cs is None else (self.cs.ciphertexts, None)
 
-    def distances(self, query):
-        """Alg. 2 lines 3–11 on this shard's ciphertexts: (c_1, masked c_0, d_0)."""
-        msg, d0 = self.cs.distances(query)
+    def distances(self, query, mask: bool = True):
+        """Alg. 2 lines 3–11 on this shard's ciphertexts: (c_1, masked c_0, d_0); ``mask=False``: CryptoMask-WO
+        (c_0 unmasked, d_0 = 0)."""
+        msg, d0 = self.cs.distances(query, mask=mask)
         return msg.c1, msg.c0, d0
 
 
 def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: str | None = None,
-             workers: int | None = None, name: str = "default") -> dict:
-    """One 1-bit identification: ``{"match", "id": None, timings, bytes}``; ``ray`` as ``scale.identify``."""
+             workers: int | None = None, name: str = "default", variant: str = "w") -> dict:
+    """One 1-bit identification: ``{"match", "id": None, timings, bytes}``; ``ray`` as ``scale.identify``.
+    ``variant="wo"``: CryptoMask-WO — no Alg. 3; the verifier decrypts the distances and ``id`` is the best entry's."""
+    if variant not in ("w", "wo"):
+        raise GalleryError("variant must be w or wo")
+    wo = variant == "wo"
     t = time.perf_counter()
     gallery = CMGallery(gallery_url, name)
     verifier_he, tau = verifier(gallery, key_store_url)
     if ray is None:
-        shards, call = [CSShard(gallery_url, name)], lambda q: [s.distances(q) for s in shards]
+        shards, call = [CSShard(gallery_url, name)], lambda q: [s.distances(q, not wo) for s in shards]
     else:
         rt = init_ray(ray)
         shards = start_shards(rt, CSShard, gallery, workers, keep_error=True)
-        call = lambda q: rt.get([s.distances.remote(q) for s in shards])  # noqa: E731
+        call = lambda q: rt.get([s.distances.remote(q, not wo) for s in shards])  # noqa: E731
     wire = Wire()
-    ot = setup_ot(wire)
+    ot = None if wo else setup_ot(wire)
     load_s, t = time.perf_counter() - t, time.perf_counter()
     try:
         q = verifier_he.query(unit(np.asarray(query, dtype=np.float64).reshape(1, -1))[0])
@@ -81,15 +88,21 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
     for c1, c0, d0_shard in parts:
         msg = Distances(c1, c0)
         wire.send("distances", msg.nbytes)
-        d1.append(verifier_he.shares(msg, len(d0_shard)))
+        d1.append((verifier_he.distances if wo else verifier_he.shares)(msg, len(d0_shard)))
     d1 = np.concatenate(d1)
     if len(d1) != gallery.n:
         raise GalleryError("the shards' entries do not add up to the gallery's")
     shares_s, t = time.perf_counter() - t, time.perf_counter()
-    bit = reveal(*ot, d0, d1, threshold(tau), wire, None)  # one batch: the rounds do not grow with the gallery
+    if wo:  # the verifier holds the inner products themselves: its threshold in the clear
+        best = int(np.argmax(d1))
+        bit, found = bool(d1[best] >= threshold(tau)), gallery.ids()[best]
+    else:
+        bit, found = reveal(*ot, d0, d1, threshold(tau), wire, None), None  # one batch: rounds independent of N
     reveal_s = time.perf_counter() - t
-    return {"match": bit, "id": None, "answer": ANSWER, "scheme": "cryptomask", "n": gallery.n,
+    return {"match": bit, "id": found if bit else None, "variant": variant, "answer": ANSWER_WO if wo else ANSWER,
+            "scheme": "cryptomask", "n": gallery.n,
             **tau_of(gallery_url, name, key_store_url), "blocks": gallery.nblocks, "shards": len(shards),
             "load_s": round(load_s, 4),
             "distances_s": round(distances_s, 4), "shares_s": round(shares_s, 4), "reveal_s": round(reveal_s, 4),
-            "comm_bytes": sum(v for k, v in wire.bytes.items() if k != "ot_setup"), "rounds": 1 + wire.rounds}
+            "comm_bytes": sum(v for k, v in wire.bytes.items() if k != "ot_setup"), "rounds": 1 + wire.rounds,
+            "bytes_per_phase": {k: v for k, v in wire.bytes.items() if k != "ot_setup"}}

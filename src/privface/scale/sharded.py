@@ -59,16 +59,20 @@ class RayLocalServer:
 
 
 def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: str | None = None,
-             workers: int | None = None, name: str = "default") -> dict:
+             workers: int | None = None, name: str = "default", variant: str = "w") -> dict:
     """One identification of a template against a persisted gallery: ``{"id": str | None, timings…}``.
 
     ``name`` picks one of several galleries in the store. ``ray``: None → in process; ``"auto"`` or a cluster
     address → blocks sharded over Ray actors.
-    A cryptomask gallery answers ``{"match": bool, "id": None, …}`` (seed 001's 1 bit; ``cryptomask_identify``).
+    A cryptomask gallery answers ``{"match": bool, "id": None, …}`` (seed 001's 1 bit; ``cryptomask_identify``), or
+    with ``variant="wo"`` (CryptoMask-WO) the best entry's id when it matches.
     """
     scheme = GALLERY_SCHEMES.get(stored_scheme(gallery_url, name))
     if scheme is not None and scheme.own_layout:  # seed 001: a 1-bit answer, no id (cryptomask_identify)
-        return scheme.identify(query, gallery_url, key_store_url=key_store_url, ray=ray, workers=workers, name=name)
+        return scheme.identify(query, gallery_url, key_store_url=key_store_url, ray=ray, workers=workers, name=name,
+                               variant=variant)
+    if variant != "w":
+        raise GalleryError("variant wo is CryptoMask-WO: it goes with a cryptomask gallery")
     t = time.perf_counter()
     gallery = Gallery(gallery_url, name)
     key = key_server(gallery, key_store_url)

@@ -158,6 +158,31 @@ def test_end_to_end_match_and_non_match_equal_plaintext(toy):
         assert set(run.bytes) == {"query", "distances", "compare", "b2a", "final"} and run.comm_bytes > 0
 
 
+def test_variant_wo_reveals_the_distances_and_skips_alg3():
+    """CryptoMask-WO (seed 001 Fig. 2): the verifier decrypts every inner product exactly (the CS's shares are 0),
+    decides in the clear and names the best entry; no Alg. 3 phase crosses the wire, and the bytes are the query and
+    the distances of the W run on the same gallery."""
+    rng = np.random.default_rng(11)
+    x = unit(rng, 300, 128)
+    cm = CryptoMask(128, tau=0.5, insecure_test_params=True, variant="wo")
+    cm.enrol(x)
+    probe = x[42] + 0.3 * rng.standard_normal(128) / np.sqrt(128)
+    probe /= np.linalg.norm(probe)
+    A = encoding.quantize(x)
+    for b in (probe, unit(rng, 1, 128)[0]):
+        msg, d0 = cm.cs.distances(cm.verifier.query(b), mask=False)
+        assert not d0.any()
+        assert np.array_equal(cm.verifier.distances(msg, 300), A @ encoding.quantize(b))
+        run, w = cm.identify(b), cm.identify(b, variant="w")
+        scores = A @ encoding.quantize(b)
+        assert run.match == w.match == bool(scores.max() >= cm.ts) and scores[run.best] == scores.max()
+        assert set(run.bytes) == {"query", "distances"} and run.rounds == 1 and w.best is None
+        assert run.bytes["distances"] == w.bytes["distances"] and run.comm_bytes < w.comm_bytes
+    assert cm.identify(probe).best == 42
+    with pytest.raises(ProtocolError):
+        CryptoMask(128, insecure_test_params=True, variant="w0")
+
+
 def test_threshold_edge_is_exact():
     """ts exactly at the best score matches (≥), one above it does not."""
     rng = np.random.default_rng(8)

@@ -431,3 +431,31 @@ def test_privface_serve_cs_and_identify_cli(cs, tmp_path, capsys):
                                                  "memory": None}
     with pytest.raises(PrivfaceError, match="--role cs"):
         _cryptomask_service_options(build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "key"]))
+
+
+def test_identify_cli_variant_wo_names_the_best_entry(small, tmp_path, capsys):
+    """`privface identify --gallery G --variant wo` (CryptoMask-WO, seed 001 Fig. 2): the verifier decrypts every
+    distance, so it names the best entry — the quantised plaintext's argmax — with the same bit as W; only the query
+    and the distances cross (no Alg. 3); over HTTP the variant is refused with a clear message."""
+    import json
+
+    from privface.cli import main
+    from privface.protocols.cryptomask import encoding
+    from privface.scale.cryptomask_gallery import CMGallery
+
+    ids = CMGallery(small["gallery"]).ids()
+    for y, want in ((_near(small["x"][7], 8), True), (_unit(1, 9)[0], False)):
+        np.save(tmp_path / "probe.npy", y)
+        out = {}
+        for v in ("w", "wo"):
+            code = main(["identify", "--gallery", small["gallery"], "--key-store", small["keys_url"],
+                         str(tmp_path / "probe.npy"), "--json", "--variant", v])
+            out[v] = json.loads(capsys.readouterr().out)
+            assert code == (0 if want else 1) and out[v]["match"] == want and out[v]["variant"] == v
+        scores = encoding.quantize(small["x"]) @ encoding.quantize(y)
+        assert out["wo"]["id"] == (ids[int(np.argmax(scores))] if want else None) and out["w"]["id"] is None
+        assert set(out["wo"]["bytes_per_phase"]) == {"query", "distances"} and out["wo"]["rounds"] == 1
+        assert out["wo"]["comm_bytes"] < out["w"]["comm_bytes"]
+    assert main(["identify", "--protocol", "cryptomask", "--server", small["url"], "--key-store", small["keys_url"],
+                 str(tmp_path / "probe.npy"), "--variant", "wo"]) == 2
+    assert "--variant wo runs against a local cryptomask gallery (--gallery)" in capsys.readouterr().err

@@ -59,8 +59,12 @@ DESCRIPTION = {
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "
               "the verifier: identify --protocol cryptomask"],
+    "variants": {"w": "Alg. 2 + Alg. 3: the verifier learns one bit (default)",
+                 "wo": "CryptoMask-WO (§5, Fig. 2): no masking and no Alg. 3; the verifier decrypts every distance "
+                       "and names the best entry, as HERS' key server does (in process and identify --gallery)"},
     "not_yet": ["silent OT (Ferret, LPN-based) for Alg. 3: SoftSpokenOT at k = 4 sends 32 bits per random OT, "
-                "Ferret under 1", "§4.5's compressed decryption shares; CryptoMask-WO"],
+                "Ferret under 1 (≈ 1.37× hers' bytes at 2^20 by the byte account in docs/protocols/cryptomask.md)",
+                "§4.5's compressed decryption shares (q' = 2^30 at most: −0.5 B per entry)"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

@@ -338,9 +338,10 @@ class CloudServer:
         for blk in pending:
             self.blocks.append(self._stored(blk))
 
-    def distances(self, query: Query) -> tuple[Distances, np.ndarray]:
-        """Alg. 2 lines 4–11: (message to the verifier, the CS's shares d_0 (m,) int64 mod t)."""
-        return self.distances_of(self.prepare(query), 0, self.ciphertexts)
+    def distances(self, query: Query, *, mask: bool = True) -> tuple[Distances, np.ndarray]:
+        """Alg. 2 lines 4–11: (message to the verifier, the CS's shares d_0 (m,) int64 mod t); ``mask=False``:
+        CryptoMask-WO (``distances_of``)."""
+        return self.distances_of(self.prepare(query), 0, self.ciphertexts, mask=mask)
 
     def prepare(self, query: Query) -> np.ndarray:
         """The checked query rows with their uniform halves, (2S + 1, 2, 4, N) in NTT form, once per query."""
@@ -356,10 +357,11 @@ class CloudServer:
         except ValueError as e:
             raise ProtocolError(f"query: {e}") from None
 
-    def distances_of(self, R: np.ndarray, lo: int, hi: int) -> tuple[Distances, np.ndarray]:
+    def distances_of(self, R: np.ndarray, lo: int, hi: int, *, mask: bool = True) -> tuple[Distances, np.ndarray]:
         """Alg. 2 lines 5–11 for gallery ciphertexts lo … hi − 1 with the prepared rows R: their packs (c_1, masked
         c_0) and the CS's shares of their entries (those below ``count``). lo is a multiple of ``group``, hi one or
-        the gallery's end. Over HTTP the CS answers chunk by chunk."""
+        the gallery's end. Over HTTP the CS answers chunk by chunk. ``mask=False``: CryptoMask-WO (§5, Fig. 2's
+        variant without Alg. 3): c_0 unmasked, the CS's shares all zero, so the verifier decrypts the distances."""
         g = self.group
         if not 0 <= lo < hi <= self.ciphertexts or lo % g or (hi % g and hi != self.ciphertexts):
             raise ProtocolError(f"ciphertexts {lo}…{hi}: not a range of whole packs of {g} in the gallery's "
@@ -375,6 +377,9 @@ class CloudServer:
             c0s.append(c0)
         c1, c0 = np.concatenate(c1s), np.concatenate(c0s)
         t_bits = int(self.t).bit_length() - 1
+        if not mask:
+            share = np.zeros(c0.shape, dtype=np.int64)
+            return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta]
         c0, share = ext.bfv.mask_shares(c0, seed(), WIRE_BITS, t_bits, MARGIN_BITS)  # u' and d_0 (module docstring)
         return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta].astype(np.int64)
 
@@ -431,6 +436,11 @@ class VerifierHE:
         t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
         d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
         return entries((d1 % np.uint64(self.t)).astype(np.int64), self.group, self.delta)[:count]
+
+    def distances(self, msg: Distances, count: int) -> np.ndarray:
+        """CryptoMask-WO: the unmasked packs' inner products ⟨a_i, b⟩ (signed int64, |·| < t/2), first ``count``."""
+        d = self.shares(msg, count)
+        return np.where(d >= self.t // 2, d - self.t, d)
 
 
 def _wire_residues(x, shape: tuple, what: str) -> np.ndarray:

@@ -3,7 +3,9 @@
 ``KeyGenerator`` (trusted) makes the database keys (pk, sk), the verifier's (pk_v, sk_v) and, on the verifier's
 "setup", k_sw = SwKeyGen(sk, sk_v) for the CS. ``CryptoMask`` wires a KG, a CS, and a verifier together:
 ``enrol`` (Alg. 1, through a DP) and ``identify`` (Alg. 2 then Alg. 3), counting the bytes of every message
-per phase. The answer is the verifier's 1 bit: does any enrolled face reach the threshold.
+per phase. The answer is the verifier's 1 bit: does any enrolled face reach the threshold. ``variant="wo"`` is the
+paper's CryptoMask-WO (§5, Fig. 2): Alg. 2 without its masking and without Alg. 3, so the verifier decrypts every
+distance (as HERS' key server does) and also learns which entry is best.
 """
 from __future__ import annotations
 
@@ -38,6 +40,9 @@ LEAKAGE = {
     "verifier": ["the 1-bit answer (some enrolled face has cosine ≥ τ)", "gallery size (number of ciphertexts)"],
     "key_generator": ["nothing after setup (it sees no ciphertext)"],
 }
+#: CryptoMask-WO (seed 001 §5, Fig. 2): what the verifier learns instead of the bit.
+LEAKAGE_WO = {**LEAKAGE, "verifier": ["every inner product ⟨a_i, b⟩ (as HERS' key server)", "gallery size"]}
+VARIANTS = ("w", "wo")
 
 
 def threshold(tau: float) -> int:
@@ -94,6 +99,7 @@ class Run:
     bytes: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
     rounds: int = 0  # verifier–CS round trips: the query and its distances, then Alg. 3's
+    best: int | None = None  # CryptoMask-WO only: the entry with the largest inner product
 
     @property
     def comm_bytes(self) -> int:
@@ -104,13 +110,16 @@ class CryptoMask:
     """KG + CS + one verifier, in process. ``tau`` is the cosine threshold the verifier uses."""
 
     def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False,
-                 batch: int | None = None, precompute: bool = True) -> None:
+                 batch: int | None = None, precompute: bool = True, variant: str = "w") -> None:
         """``batch``: Alg. 3 entries per batch (None: the whole gallery in one, a constant number of rounds);
         ``precompute``: the CS keeps the gallery lifted over Q in NTT form, or at p₁ and lifts it per query
-        (``he.CloudServer``)."""
+        (``he.CloudServer``); ``variant``: "w" (Alg. 2 + Alg. 3, one bit) or "wo" (CryptoMask-WO: the verifier
+        decrypts the distances, no Alg. 3 and no OT setup)."""
         if not -1.0 < tau < 1.0:
             raise ProtocolError("tau must be a cosine in (−1, 1)")
-        self.dim, self.tau, self.batch = dim, tau, batch
+        if variant not in VARIANTS:
+            raise ProtocolError(f"variant must be one of {VARIANTS}")
+        self.dim, self.tau, self.batch, self.variant = dim, tau, batch, variant
         self.kg = KeyGenerator(insecure_test_params=insecure_test_params)
         self.cs = CloudServer(self.kg.public, dim, precompute=precompute)
         self.setup_wire = Wire()
@@ -120,7 +129,7 @@ class CryptoMask:
         G = self.kg.galois_keys("verifier", dim)
         self.setup_wire.send("setup", 4 * K.size + 4 * G.size)
         self.cs.set_switching_key(K, G)
-        self._ot = setup_ot(self.setup_wire)
+        self._ot = setup_ot(self.setup_wire) if variant == "w" else None
         self.enrol_bytes = 0
 
     @property
@@ -133,7 +142,13 @@ class CryptoMask:
         self.enrol_bytes += up.nbytes + 4
         self.cs.receive(up)
 
-    def identify(self, query) -> Run:
+    def identify(self, query, *, variant: str | None = None) -> Run:
+        """One identification (``variant``: this object's unless given; "w" sets up the OTs on first use)."""
+        variant = self.variant if variant is None else variant
+        if variant not in VARIANTS:
+            raise ProtocolError(f"variant must be one of {VARIANTS}")
+        if variant == "w" and self._ot is None:
+            self._ot = setup_ot(self.setup_wire)
         wire, clock = Wire(), [time.perf_counter()]
 
         def lap() -> float:
@@ -143,19 +158,24 @@ class CryptoMask:
         q = self.verifier.query(query)
         wire.send("query", q.nbytes)
         seconds = {"query": lap(), "distances": 0.0, "shares": 0.0}
-        cs, R = self.cs, self.cs.prepare(q)
+        cs, R, wo = self.cs, self.cs.prepare(q), variant == "wo"
         d0s, d1s = [], []
         step = max(CHUNK, cs.group)
         for lo in range(0, cs.ciphertexts, step):  # one message, read chunk by chunk as over HTTP
             hi = min(cs.ciphertexts, lo + step)
-            msg, d0 = cs.distances_of(R, lo, hi)
+            msg, d0 = cs.distances_of(R, lo, hi, mask=not wo)
             wire.send("distances", msg.nbytes)
             seconds["distances"] += lap()
-            d1s.append(self.verifier.shares(msg, min(cs.count, hi * cs.delta) - lo * cs.delta))
+            read = self.verifier.distances if wo else self.verifier.shares
+            d1s.append(read(msg, min(cs.count, hi * cs.delta) - lo * cs.delta))
             d0s.append(d0)
             seconds["shares"] += lap()
         d0, d1 = np.concatenate(d0s), np.concatenate(d1s)
         seconds = {k: round(v, 4) for k, v in seconds.items()}
+        if wo:  # the verifier holds the distances themselves (d_0 = 0): its threshold in the clear
+            best = int(np.argmax(d1))
+            seconds["decide"] = lap()
+            return Run(bool(d1[best] >= self.ts), dict(wire.bytes), seconds, 1, best)
         bit = reveal(*self._ot, d0, d1, self.ts, wire, self.batch)
         seconds["reveal"] = lap()
         return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)
