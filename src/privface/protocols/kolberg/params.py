@@ -23,8 +23,8 @@ DEFAULT_THRESHOLDS = default_thresholds("dlib-resnet128")
 """Accept when distance ≤ threshold. CKKS: squared Euclidean distance of the float embeddings (0.53² = 0.2809);
 BFV: of the ×128 quantised templates (⌊(0.53·128)²⌋ = 4602, im2020's τ) — both the shared dlib-resnet128 default
 (``faces.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (44 = the
-all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface eval`` recomputes the
-plaintext EER threshold per dataset and uses that. Another backend's: ``default_thresholds(backend)``, or
+all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface eval`` uses the
+``--backend``'s. Another backend's: ``default_thresholds(backend)``, or
 ``KolbergParams(backend=…)``."""
 
 LSSC_EDGES = (-0.06, 0.0, 0.06)
