@@ -325,8 +325,8 @@ def test_backends_side_by_side(tmp_path):
 
 def test_plan_runs_every_backend_and_commands_name_theirs():
     """Each backend's plaintext and 1:N evals are planned on ORL and LFW; every eval command names its backend
-    (`privface eval` defaults to sface, the paper reproductions are dlib's) and im2020/gsm over every pair say
-    --pairs all (the CLI samples by default)."""
+    (`privface eval` defaults to sface, the paper reproductions are dlib's) and im2020, gsm, kolberg over every pair say
+    --pairs all (the CLI samples 2 000 by default)."""
     full = {j.id: j for j in jobs.plan("full")}
     for ds in ("orl", "lfw"):
         assert full[f"eval.{ds}.sface.plain"].args["backend"] == "sface"

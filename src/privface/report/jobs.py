@@ -154,7 +154,7 @@ def _eval_jobs(mode: str) -> list[Job]:
                 pairs = None
             args = {**ds_arg, "protocol": protocol, "pairs": pairs, **opts}
             flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in opts.items() if k != "mode" or v != "basic")
-            every = " --pairs all" if not pairs and protocol in ("im2020", "gsm") else ""
+            every = " --pairs all" if not pairs and protocol in ("im2020", "gsm", "kolberg") else ""
             cmd = (f"privface eval --dataset {ds_name} --protocol {protocol}{flags} --backend {SPEC['name']}"
                    + (f" --pairs {pairs}" if pairs else every)
                    + (" --yes" if protocol == "im2020" and opts.get("mode") != "basic" and not pairs else "")
