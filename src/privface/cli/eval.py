@@ -51,7 +51,7 @@ def _plain_params(a):
 
 
 DEFAULT_PAIRS = {"im2020": 2000, "gsm": 2000, "kolberg": 2000}
-"""Pairs run by default through a protocol: a seeded sample, half genuine. All 79 800 ORL pairs take about 15 h for
+"""Pairs run by default through a protocol: a seeded sample, half genuine. All 79 800 ORL pairs take about 16 h for
 im2020 and 21 h for gsm Π1 on this shared 2-core machine, and kolberg CKKS 7 min quiet but about 3 h at load 20
 (docs/cli.md). ``--pairs all`` runs every pair."""
 
@@ -190,8 +190,8 @@ def register(sub) -> None:
                         "run by Node; needs the built web/), each pair checked against the Python Device")
     s.add_argument("--cos-threshold", type=float, help="gsm: cosine threshold T′ (default: "
                                                        f"{per_backend(lambda p: f'{p.cosine:g}')}: {SHARED}, "
-                                                       "as a cosine); cryptomask: τ (default: the plaintext τ at FPIR "
-                                                       "1e-2)")
+                                                       "as a cosine); cryptomask: τ (default: the --backend's gallery "
+                                                       "default, scale/default_tau.json, set on held-out LFW)")
     s.add_argument("--pairs", type=_pairs_arg, metavar="N|all",
                    help="im2020, gsm, kolberg: run a seeded sample of N pairs (half genuine), or all of them "
                         "(default: a sample of 2000; JSON pairs_sampled, pairs_run)")
