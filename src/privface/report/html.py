@@ -252,7 +252,7 @@ def _backends(rows: list[dict]) -> str:
             sample = (" <span class='muted'>(a sample)</span>"
                       if a.get("dataset_name") not in (None, "orl", "lfw") else "")
             cells.append((f"TPIR {pct(a['tpir_default_tau'])}, {fpir}<br><span class='muted'>τ = "
-                          f"{esc(num(a['default_tau']))}; {num(a.get('mated_probes'))} + "
+                          f"{a['default_tau']:g}; {num(a.get('mated_probes'))} + "
                           f"{num(a.get('nonmated_probes'))} probes</span>{sample}", ""))
         out.append([(f"<b>{esc(r['dataset'].upper())}</b>", ""), (f"<code>{esc(r['backend'])}</code>", ""),
                     (verif, ""), *cells])
