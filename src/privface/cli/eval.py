@@ -51,7 +51,7 @@ def _plain_params(a):
 
 
 DEFAULT_PAIRS = {"im2020": 2000, "gsm": 2000, "kolberg": 2000}
-"""Pairs run by default through a protocol: a seeded sample, half genuine. All 79 800 ORL pairs take about 16 h for
+"""Pairs run by default through a protocol: a seeded sample, half genuine. All 79 800 ORL pairs take about 5.5 h for
 im2020 and 21 h for gsm Π1 on this shared 2-core machine, and kolberg CKKS 7 min quiet but about 3 h at load 20
 (docs/cli.md). ``--pairs all`` runs every pair."""
 
