@@ -135,6 +135,40 @@ def test_eval_through_im2020_matches_plaintext(mini_dataset):
     assert r.returncode == 2 and "--pairs N" in r.stderr
 
 
+def test_eval_through_kolberg_decides_at_the_backends_threshold(mini_dataset):
+    """Issue 36: kolberg's eval decides at the --backend's shared default (set on held-out data), not at the EER
+    threshold of the pairs it evaluates (which set τ on the evaluation's own probes)."""
+    from privface.protocols.kolberg.params import default_thresholds
+
+    for backend in ("sface", "dlib-resnet128"):
+        out = json.loads(run("eval", "--dataset", str(mini_dataset), "--protocol", "kolberg", "--scheme", "ntru",
+                             "--backend", backend, "--json").stdout)
+        assert out["threshold_protocol"] == default_thresholds(backend)["ntru"], backend
+        assert out["threshold_source"] == f"{backend} default (faces.thresholds)"
+        assert out["mismatches"] == 0 and out["pairs_run"] == out["pairs_total"] == 28
+        assert out["pairs_sampled"] is None
+
+
+def test_eval_pairs_default_and_all():
+    """im2020, gsm and kolberg sample 2 000 pairs unless told --pairs all (all ORL pairs: hours)."""
+    import argparse
+
+    from privface.cli.eval import DEFAULT_PAIRS, _pairs, _pairs_arg
+
+    def ns(protocol, pairs=None, yes=False):
+        return argparse.Namespace(protocol=protocol, pairs=pairs, yes=yes)
+
+    assert _pairs(ns("im2020")) == DEFAULT_PAIRS["im2020"] == 2000 and _pairs(ns("gsm")) == 2000
+    assert _pairs(ns("kolberg")) == 2000 and _pairs(ns("plain")) is None
+    assert _pairs(ns("gsm", "all")) is None and _pairs(ns("im2020", yes=True)) is None
+    assert _pairs(ns("gsm", 300)) == 300 and _pairs_arg("all") == "all" and _pairs_arg("12") == 12
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _pairs_arg(bad)
+    r = run("eval", "--dataset", "orl", "--protocol", "gsm", "--pairs", "0", check=False)
+    assert r.returncode == 2 and "'all'" in r.stderr
+
+
 @pytest.mark.parametrize("variant", ["pi1", "pi2", "pi3"])
 def test_eval_through_gsm_matches_plaintext(mini_dataset, variant):
     pairs = "4" if variant == "pi3" else "10"

@@ -304,3 +304,59 @@ def test_cryptomask_section_compares_with_hers_per_gallery_size(tmp_path):
     assert (tmp_path / "cryptomask_vs_hers.png").is_file()
     empty = build.build(outcomes[1:], tmp_path, mode="quick", commit="abc", started=0.0, load_start=[], data_note="")
     assert next(s for s in empty["papers"] if s["paper"] == "cryptomask")["versus"] == []
+
+
+def _ident(tau, tpir, fpir, dataset="lfw"):
+    return {"dataset": dataset, "default_tau": tau, "tpir_default_tau": tpir, "fpir_default_tau": fpir,
+            "mated_probes": 5000, "nonmated_probes": 3000, "identities_enrolled": 1559}
+
+
+def test_backends_side_by_side(tmp_path):
+    """Issue 36: dlib (the paper-reproduction jobs) and SFace (their own jobs) in one table, on ORL and LFW:
+    verification EER / 10-fold accuracy and the 1:N TPIR/FPIR at the default τ."""
+    outcomes = [
+        _outcome("eval.orl.plain", {"dataset": "orl", "eer": 0.00367, "genuine_pairs": 1800, "impostor_pairs": 78000}),
+        _outcome("eval.orl.sface.plain", {"dataset": "orl", "eer": 0.000526, "genuine_pairs": 1800,
+                                          "impostor_pairs": 78000}),
+        _outcome("eval.lfw.plain", {"dataset": "lfw", "eer": 0.0141, "accuracy_10fold": 0.9868,
+                                    "genuine_pairs": 3000, "impostor_pairs": 3000}),
+        _outcome("eval.lfw.sface.plain", {"dataset": "lfw", "eer": 0.00933, "accuracy_10fold": 0.99333,
+                                          "accuracy_std": 0.0042, "genuine_pairs": 3000, "impostor_pairs": 3000}),
+        _outcome("eval.lfw.hers", _ident(0.9557, 0.2987, 0.0021)),
+        _outcome("eval.lfw.sface.hers", _ident(0.5481, 0.8876, 0.0024)),
+        _outcome("eval.lfw.sface.cryptomask", _ident(0.5481, 0.9312, None)),
+    ]
+    data = build.build(outcomes, tmp_path, mode="quick", commit="abc", started=0.0, load_start=[],
+                       data_note="PRIVFACE_DATA=/data")
+    rows = {(r["dataset"], r["backend"]): r for r in data["backends"]}
+    assert set(rows) == {("orl", "dlib-resnet128"), ("orl", "sface"), ("lfw", "dlib-resnet128"), ("lfw", "sface")}
+    assert rows["orl", "sface"]["eer"] == 0.000526 and rows["orl", "dlib-resnet128"]["eer"] == 0.00367
+    assert rows["lfw", "sface"]["accuracy_10fold"] == 0.99333
+    assert rows["lfw", "dlib-resnet128"]["one_to_n"]["hers"]["tpir_default_tau"] == 0.2987
+    assert rows["lfw", "sface"]["one_to_n"]["hers"]["tpir_default_tau"] == 0.8876
+    assert rows["lfw", "sface"]["jobs"] == ["eval.lfw.sface.plain", "eval.lfw.sface.hers", "eval.lfw.sface.cryptomask"]
+    page = html.render(data)
+    section = page[page.index('<section id="backends">'):page.index('<section id="comparison">')]
+    for figure in ("0.05\u00a0%", "0.37\u00a0%", "99.33\u00a0%", "98.68\u00a0%", "TPIR 88.76\u00a0%, FPIR 0.24\u00a0%",
+                   "TPIR 29.87\u00a0%, FPIR 0.21\u00a0%", "TPIR 93.12\u00a0%, no non-mated probe"):
+        assert figure in section, figure
+    assert section.count("<code>sface</code>") == 2 and section.count("<code>dlib-resnet128</code>") == 2
+    assert json.loads(html.write_json(data))["backends"] == data["backends"]
+
+
+def test_plan_runs_every_backend_and_commands_name_theirs():
+    """Each backend's plaintext and 1:N evals are planned on ORL and LFW; every eval command names its backend
+    (`privface eval` defaults to sface, the paper reproductions are dlib's) and im2020, gsm, kolberg over every pair say
+    --pairs all (the CLI samples 2 000 by default)."""
+    full = {j.id: j for j in jobs.plan("full")}
+    for ds in ("orl", "lfw"):
+        assert full[f"eval.{ds}.sface.plain"].args["backend"] == "sface"
+        assert full[f"eval.{ds}.sface.hers"].args["backend"] == "sface"
+        assert f"eval.{ds}.hers" in full and "backend" not in full[f"eval.{ds}.hers"].args
+    assert "eval.lfw.sface.cryptomask" in full and "eval.orl.sface.cryptomask" not in full
+    for j in full.values():
+        if j.id.startswith("eval."):
+            backend = j.args.get("backend", jobs.SPEC["name"])
+            assert f"--backend {backend}" in j.command, j.command
+    assert "--pairs all" in full["eval.orl.im2020"].command
+    assert "--pairs all" not in full["eval.orl.gsm-pi1"].command  # a 2 000-pair sample, said as --pairs 2000

@@ -2,11 +2,12 @@
 
 Templates (seed 002 §2.1): float embeddings (CKKS), ⌊128·x⌋ (BFV), LSSC bits (NTRU); ``protocols.kolberg.protect``.
 Verification: each image is enrolled once at the DB server as reference ``img<i>`` and encrypted once as a probe;
-pair (i, j) is a ``VerifyRequest`` for ``img<i>`` with probe j, decided by the auth server. τ: the plaintext EER
-threshold of the same templates (or ``KolbergParams.threshold``). ``mismatches``: decisions that differ from
-``plaintext distance ≤ τ``. CKKS distances are noise-flooded (σ ≈ 0.001), so a pair within the documented
-precision band |d − τ| ≤ 6σ + CKKS_DISTANCE_ERROR may flip; those are counted in ``mismatches_in_band``, not in
-``mismatches``. Identification (rank-1, closed set): the first image of each subject is enrolled under its
+pair (i, j) is a ``VerifyRequest`` for ``img<i>`` with probe j, decided by the auth server. τ: the backend's shared
+default (``KolbergParams.tau``, ``faces.thresholds``), or ``KolbergParams.threshold``; the plaintext EER threshold of
+the same pairs only for a backend without a default (``threshold_source`` says which). ``mismatches``: decisions
+that differ from ``plaintext distance ≤ τ``. CKKS distances are noise-flooded (σ ≈ 0.001), so a pair within the
+documented precision band |d − τ| ≤ 6σ + CKKS_DISTANCE_ERROR may flip; those are counted in ``mismatches_in_band``,
+not in ``mismatches``. Identification (rank-1, closed set): the first image of each subject is enrolled under its
 subject id, every other image is an ``IdentifyRequest`` (with ``--pairs N``: a seeded sample of max(40, N // 40)
 of them); τ = ∞ so the DB server always returns the top match.
 """
@@ -46,10 +47,7 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: 
     T = {r: protect(params, vectors[r]) for r in np.flatnonzero(found)}
     ok = found[i] & found[j]
     dq = np.array([plaintext_distance(params, T[a], T[b]) if k else missing for a, b, k in zip(i, j, ok)], dtype=float)
-    tau = params.threshold
-    if tau is None:
-        _, tau = metrics.eer(dq[ok], genuine[ok])
-        tau = float(np.floor(tau)) if params.scheme != "ckks" else float(tau)
+    tau, source = _threshold(params, dq[ok], genuine[ok])
     params = dataclasses.replace(params, threshold=tau)
     band = 6 * flood_sigma() + CKKS_DISTANCE_ERROR if params.scheme == "ckks" else 0.0
 
@@ -74,12 +72,27 @@ def protocol_scores(vectors: np.ndarray, found: np.ndarray, ids: np.ndarray, i: 
     if bar is not None:
         bar.close()
     extra = {"scheme": params.scheme, "security_bits": security_bits(params.scheme), "threshold_protocol": tau,
+             "threshold_source": source,
              "pairs_run": int(ok.sum()), "mismatches": mismatches, "mismatches_in_band": in_band,
              "pairs_in_band": pairs_in_band, "precision_band": band,
              "ms_per_verification": round(1000 * pair_seconds / max(int(ok.sum()), 1), 2)}
     extra.update(_identification(vectors, found, ids, T, params, progress, identification_probes))
     extra["protocol_seconds"] = round(time.perf_counter() - t0, 3)
     return dq, extra
+
+
+def _threshold(params: KolbergParams, dq: np.ndarray, genuine: np.ndarray) -> tuple[float, str]:
+    """(τ, where it came from): the given one, else the backend's shared default (``faces.thresholds``, set on
+    held-out LFW identities, never on these pairs); only a backend without one (a trained PCA, a user's ONNX model)
+    falls back to the plaintext EER threshold of these pairs, and says so."""
+    if params.threshold is not None:
+        return float(params.threshold), "given"
+    try:
+        return float(params.tau), f"{params.backend} default (faces.thresholds)"
+    except ValueError:
+        _, tau = metrics.eer(dq, genuine)
+        tau = float(np.floor(tau)) if params.scheme != "ckks" else float(tau)
+        return tau, f"plaintext EER threshold of these pairs (no default for backend {params.backend!r})"
 
 
 def security_bits(scheme: str) -> int:

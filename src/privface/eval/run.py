@@ -108,7 +108,8 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         from .kolberg_eval import protocol_scores
 
         dq, extra = protocol_scores(emb.vectors, emb.found, ds.ids, i, j, genuine, MISSING,
-                                    params=protocol_params or KolbergParams(), progress=progress,
+                                    params=protocol_params or KolbergParams(backend=spec.get("name", "dlib-resnet128")),
+                                    progress=progress,
                                     identification_probes=None if pairs is None else max(40, pairs // 40))
     res_q = metrics.summarize(dq, genuine)
     out = {
@@ -130,6 +131,7 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         **at_default_threshold(spec.get("name", "dlib-resnet128"), d, genuine),
         "tar_at_far": res.tar_at_far,
         "pairs_total": pairs_total,
+        "pairs_sampled": pairs if pairs is not None and pairs < pairs_total else None,
         **extra,
     }
     if folds is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import papers, plots
 from .html import human_bytes
-from .jobs import Outcome
+from .jobs import BACKEND_IDENT, BACKENDS, SPEC, Outcome
 
 #: Post-quantum or not, and why (the hardness each protocol's secrecy rests on).
 POST_QUANTUM = {
@@ -303,6 +303,43 @@ def baseline(outcomes: list[Outcome]) -> dict:
     return out
 
 
+def _backend_job(ds: str, backend: str, suffix: str) -> str:
+    return f"eval.{ds}.{suffix}" if backend == SPEC["name"] else f"eval.{ds}.{backend}.{suffix}"
+
+
+def backends(outcomes: list[Outcome]) -> list[dict]:
+    """One row per (dataset, face backend): verification EER over all the dataset's pairs (LFW: and the 10-fold
+    accuracy), and each 1:N protocol's TPIR and FPIR at the default τ (``scale.default_tau``, set on held-out LFW
+    identities). dlib-resnet128's come from the paper-reproduction jobs, the other backends' from their own."""
+    res = _results(outcomes)
+    rows = []
+    for ds in ("orl", "lfw"):
+        for backend in BACKENDS:
+            plain_job = _backend_job(ds, backend, "plain")
+            r = res.get(plain_job)
+            row = {"dataset": ds, "backend": backend, "dataset_name": None, "eer": None, "accuracy_10fold": None,
+                   "accuracy_std": None, "pairs": None, "undetected": None, "one_to_n": {}, "jobs": []}
+            if isinstance(r, dict):
+                row.update(dataset_name=r.get("dataset"), eer=r.get("eer"), accuracy_10fold=r.get("accuracy_10fold"),
+                           accuracy_std=r.get("accuracy_std"), undetected=r.get("undetected"),
+                           pairs=(r.get("genuine_pairs") or 0) + (r.get("impostor_pairs") or 0))
+                row["jobs"].append(plain_job)
+            for suffix in BACKEND_IDENT:
+                job = _backend_job(ds, backend, suffix)
+                r = res.get(job)
+                if not isinstance(r, dict):
+                    continue
+                row["one_to_n"][suffix] = {
+                    "default_tau": r.get("default_tau"), "tpir_default_tau": r.get("tpir_default_tau"),
+                    "fpir_default_tau": r.get("fpir_default_tau"), "mated_probes": r.get("mated_probes"),
+                    "nonmated_probes": r.get("nonmated_probes"), "identities_enrolled": r.get("identities_enrolled"),
+                    "dataset_name": r.get("dataset")}
+                row["jobs"].append(job)
+            if row["jobs"]:
+                rows.append(row)
+    return rows
+
+
 def make_plots(outcomes: list[Outcome], out: Path) -> list[dict]:
     res = _results(outcomes)
     made: list[dict] = []
@@ -381,6 +418,7 @@ def build(outcomes: list[Outcome], out: Path, *, mode: str, commit: str, started
         "data": data_note,
         "papers": paper_sections(outcomes),
         "baseline": baseline(outcomes),
+        "backends": backends(outcomes),
         "comparison": comparison(outcomes),
         "plots": plots_made,
         "jobs": [o.to_json() for o in outcomes],

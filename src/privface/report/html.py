@@ -242,6 +242,48 @@ def _baseline(b: dict) -> str:
     return "; ".join(parts)
 
 
+def _backends(rows: list[dict]) -> str:
+    """Face backends side by side: verification and the 1:N operating points at the default τ."""
+    if not rows:
+        return "<p>No backend eval ran (they need PRIVFACE_DATA).</p>"
+    out = []
+    for r in rows:
+        if r["eer"] is None:
+            verif = "not run"
+        else:
+            verif = f"EER {pct(r['eer'])} over {num(r['pairs'])} pairs"
+            if r.get("accuracy_10fold") is not None:
+                verif += f"; 10-fold accuracy {pct(r['accuracy_10fold'])}"
+                if r.get("accuracy_std") is not None:
+                    verif += f" ± {pct(r['accuracy_std'])}"
+            if r.get("undetected"):
+                verif += f"; {num(r['undetected'])} undetected"
+            if r.get("dataset_name") not in (None, "orl", "lfw"):
+                verif += " <span class='muted'>(a sample)</span>"
+        cells = []
+        for suffix in ("hers", "idface-ckks", "cryptomask"):
+            a = r["one_to_n"].get(suffix)
+            if not a:
+                cells.append(("—", ""))
+                continue
+            if a.get("tpir_default_tau") is None:
+                cells.append(("<span class='muted'>no default τ</span>", ""))
+                continue
+            fpir = ("no non-mated probe" if a.get("fpir_default_tau") is None
+                    else f"FPIR {pct(a['fpir_default_tau'])}")
+            sample = (" <span class='muted'>(a sample)</span>"
+                      if a.get("dataset_name") not in (None, "orl", "lfw") else "")
+            cells.append((f"TPIR {pct(a['tpir_default_tau'])}, {fpir}<br><span class='muted'>τ = "
+                          f"{a['default_tau']:g}; {num(a.get('mated_probes'))} + "
+                          f"{num(a.get('nonmated_probes'))} probes</span>{sample}", ""))
+        out.append([(f"<b>{esc(r['dataset'].upper())}</b>", ""), (f"<code>{esc(r['backend'])}</code>", ""),
+                    (verif, ""), *cells])
+    return _table([("dataset", ""), ("backend", ""), ("verification (plaintext)", "lower EER is better"),
+                   ("HERS 1:N at default τ", "higher TPIR, lower FPIR"),
+                   ("IDFace (CKKS) 1:N at default τ", "higher TPIR, lower FPIR"),
+                   ("CryptoMask 1:N (1 bit) at default τ", "higher TPIR, lower FPIR")], out, "backends")
+
+
 def _comparison(rows: list[dict]) -> str:
     out = []
     for r in rows:
@@ -312,10 +354,17 @@ def render(data: dict) -> str:
 <p id="status" class="muted">{len(data['jobs'])} jobs: {_counts(data['jobs'])}; generated {esc(data['generated'])} on
  {esc(m['cores'])} cores (<a href="#run">this run</a>)</p>
 {warn}
-<nav><ul><li><a href="#plots">Plots</a></li><li><a href="#comparison">Cross-protocol comparison</a></li>{nav}
+<nav><ul><li><a href="#plots">Plots</a></li><li><a href="#backends">Face backends</a></li>
+<li><a href="#comparison">Cross-protocol comparison</a></li>{nav}
 <li><a href="#run">This run</a></li><li><a href="#jobs">Jobs</a></li></ul></nav>
 <section id="plots"><h2>Plots</h2>
 <div class="plots">{figures or "<p>No plot: no job produced data for one.</p>"}</div></section>
+<section id="backends"><h2>Face backends side by side</h2>
+<p class="muted">The same datasets, probes and protocols with each face backend: <code>privface eval --backend
+B</code> (SFace is <code>privface eval</code>'s default). 1:N at each backend's default τ, calibrated on LFW
+identities held out of every evaluation (<code>python -m privface.eval.default_tau</code>), never on these probes.
+The paper reproductions below run on dlib-resnet128, as the papers' own figures do.</p>
+{_backends(data.get('backends') or [])}</section>
 <section id="comparison"><h2>Cross-protocol comparison</h2>
 <p class="muted">Latency and bytes measured now on this machine (1:1 at the protocols' default parameters,
 1:N at the largest gallery measured); security bits and leakage from the protocol catalogue
@@ -323,7 +372,9 @@ def render(data: dict) -> str:
 Sizes in SI units (1 kB = 1,000 B) throughout the page.</p>
 <p id="baseline"><b>Plaintext baseline</b> (dlib ResNet-128, float templates):
 {_baseline(data.get('baseline') or {})}</p>
-{_comparison(data['comparison'])}</section>
+{_comparison(data['comparison'])}
+<p class="muted">Every figure in this table and in the paper sections below is measured with
+<code>--backend dlib-resnet128</code>.</p></section>
 <p class="note">Every figure on this page is in <a href="report.json">report.json</a> with the job that
 measured it and the <code>privface</code> command that prints the same figure. Paper figures are quoted from the
 papers' text (<code>privface/report/papers.json</code>); "ours ÷ paper" compares different hardware, threads and

@@ -35,7 +35,12 @@ IDENTIFY_LOG2 = {
     "tiny": dict.fromkeys(("plain", "hers", "idface-ckks", "idface-paillier", "cryptomask"), (6, 8)),
 }
 IDENTIFY_SCHEMES = ("plain", "hers", "idface-ckks", "idface-paillier", "cryptomask")
-SPEC = {"name": "dlib-resnet128"}  # named: the report reproduces the papers' figures, made on dlib (seed 000 Table II)
+SPEC = {"name": "dlib-resnet128"}  # `--backend dlib-resnet128`: the papers' reproductions (seed 000's Table II is dlib)
+#: The backends shown side by side (verification EER / 10-fold accuracy, 1:N TPIR/FPIR at the default τ): the
+#: paper-reproduction evals are dlib's (``SPEC``, job ids ``eval.<ds>.<suffix>``); each other backend adds the
+#: plaintext eval and the 1:N evals at default τ (``eval.<ds>.<backend>.<suffix>``).
+BACKENDS = ("dlib-resnet128", "sface")
+BACKEND_IDENT = ("hers", "idface-ckks", "cryptomask")  # the 1:N evals compared across backends
 
 
 @dataclass(frozen=True)
@@ -151,8 +156,9 @@ def _eval_jobs(mode: str) -> list[Job]:
                 pairs = None
             args = {**ds_arg, "protocol": protocol, "pairs": pairs, **opts}
             flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in opts.items() if k != "mode" or v != "basic")
-            cmd = (f"privface eval --dataset {ds_name} --protocol {protocol}{flags}"
-                   + (f" --pairs {pairs}" if pairs else "")
+            every = " --pairs all" if not pairs and protocol in ("im2020", "gsm", "kolberg") else ""
+            cmd = (f"privface eval --dataset {ds_name} --protocol {protocol}{flags} --backend {SPEC['name']}"
+                   + (f" --pairs {pairs}" if pairs else every)
                    + (" --yes" if protocol == "im2020" and opts.get("mode") != "basic" and not pairs else "")
                    + " --no-checkpoint --json")
             if sample:
@@ -169,7 +175,7 @@ def _eval_jobs(mode: str) -> list[Job]:
             probes = None if (mode == "full" or sample) else (8 if tiny else QUICK_PROBES)
             args = {**ds_arg, "protocol": protocol, "scheme": scheme, "probes": probes,
                     "insecure_test_params": tiny}
-            cmd = (f"privface eval --dataset {ds_name} --protocol {protocol}"
+            cmd = (f"privface eval --dataset {ds_name} --protocol {protocol} --backend {SPEC['name']}"
                    + (f" --scheme {scheme}" if scheme and protocol == "idface" else "")
                    + (f" --probes {probes}" if probes else "") + (" --insecure-test-params" if tiny else "")
                    + " --json")
@@ -178,6 +184,35 @@ def _eval_jobs(mode: str) -> list[Job]:
             jobs.append(Job(f"eval.{ds_id}.{suffix}", f"eval {ds_name} {suffix} (1:N)", cmd, "job_eval_ident", args,
                             seconds={"hers": 2, "idface-ckks": 30, "idface-paillier": 60, "cryptomask": 10}[suffix],
                             needs_data=True))
+        jobs += _backend_jobs(mode, ds_id, ds_name, ds_arg, sample)
+    return jobs
+
+
+def _backend_jobs(mode: str, ds_id: str, ds_name: str, ds_arg: dict, sample: int | None) -> list[Job]:
+    """Each backend other than ``SPEC``'s: the plaintext eval and the 1:N evals at the default τ, with the same
+    data, probes and parameters as the dlib jobs, so that the report shows the backends side by side."""
+    tiny = mode == "tiny"
+    jobs = []
+    for backend in (b for b in BACKENDS if b != SPEC["name"]):
+        cmd = f"privface eval --dataset {ds_name} --backend {backend} --json"
+        jobs.append(Job(f"eval.{ds_id}.{backend}.plain", f"eval {ds_name} plain ({backend})",
+                        _sample_note(cmd, sample) if sample else cmd, "job_eval_pairs",
+                        {**ds_arg, "protocol": "plain", "pairs": None, "backend": backend},
+                        seconds=_eval_seconds("plain", 20 * sample if sample else {"orl": 79800, "lfw": 6000}[ds_name],
+                                              ds_name), needs_data=True))
+        for suffix, protocol, scheme in IDENT_EVALS:
+            if suffix not in BACKEND_IDENT or (ds_name == "orl" and protocol == "cryptomask"):
+                continue
+            probes = None if (mode == "full" or sample) else (8 if tiny else QUICK_PROBES)
+            cmd = (f"privface eval --dataset {ds_name} --protocol {protocol} --backend {backend}"
+                   + (f" --scheme {scheme}" if scheme and protocol == "idface" else "")
+                   + (f" --probes {probes}" if probes else "") + (" --insecure-test-params" if tiny else "")
+                   + " --json")
+            jobs.append(Job(f"eval.{ds_id}.{backend}.{suffix}", f"eval {ds_name} {suffix} (1:N, {backend})",
+                            _sample_note(cmd, sample) if sample else cmd, "job_eval_ident",
+                            {**ds_arg, "protocol": protocol, "scheme": scheme, "probes": probes,
+                             "insecure_test_params": tiny, "backend": backend},
+                            seconds={"hers": 2, "idface-ckks": 30, "cryptomask": 10}[suffix], needs_data=True))
     return jobs
 
 
@@ -377,12 +412,14 @@ def _dataset(dataset: str, lfw_sample_per_class: int | None, identification: boo
 
 
 def job_eval_pairs(dataset: str, protocol: str, pairs: int | None, lfw_sample: int | None = None,
-                   mode: str = "basic", variant: str = "pi1", scheme: str = "ckks") -> dict:
-    """`privface eval --dataset D --protocol P [--pairs N] --no-checkpoint` (eval.run.evaluate). The plaintext job
-    also keeps a thinned ROC curve of its float distances (eval.metrics.roc on the same pairs)."""
+                   mode: str = "basic", variant: str = "pi1", scheme: str = "ckks",
+                   backend: str = SPEC["name"]) -> dict:
+    """`privface eval --dataset D --protocol P --backend B [--pairs N] --no-checkpoint` (eval.run.evaluate). The
+    plaintext job also keeps a thinned ROC curve of its float distances (eval.metrics.roc on the same pairs)."""
     from ..eval import metrics
     from ..eval.run import evaluate
 
+    spec = {"name": backend}
     ds = _dataset(dataset, lfw_sample, identification=False)
     params = None
     if protocol == "im2020":
@@ -396,14 +433,14 @@ def job_eval_pairs(dataset: str, protocol: str, pairs: int | None, lfw_sample: i
     elif protocol == "kolberg":
         from ..protocols.kolberg import KolbergParams
 
-        params = KolbergParams(scheme, backend=SPEC["name"])
-    out = evaluate(ds, SPEC, protocol=protocol, cache=True, workers=None, progress=False, report=None, pairs=pairs,
+        params = KolbergParams(scheme, backend=backend)
+    out = evaluate(ds, spec, protocol=protocol, cache=True, workers=None, progress=False, report=None, pairs=pairs,
                    protocol_params=params, checkpoint=None, variant=variant)
     if protocol == "plain":
         from ..eval.embed import embed_paths
         from ..eval.run import MISSING, distances, pair_protocol
 
-        emb = embed_paths(ds.paths, SPEC, which=ds.meta.get("face", "largest"), cache=True, workers=None)
+        emb = embed_paths(ds.paths, spec, which=ds.meta.get("face", "largest"), cache=True, workers=None)
         i, j, genuine, _ = pair_protocol(ds)
         d = distances(emb.vectors, emb.found, i, j)
         keep = d < MISSING
@@ -414,17 +451,19 @@ def job_eval_pairs(dataset: str, protocol: str, pairs: int | None, lfw_sample: i
 
 
 def job_eval_ident(dataset: str, protocol: str, scheme: str | None, probes: int | None,
-                   lfw_sample: int | None = None, insecure_test_params: bool = False) -> dict:
-    """`privface eval --dataset D --protocol idface|hers|cryptomask [--scheme S] [--probes N]`
+                   lfw_sample: int | None = None, insecure_test_params: bool = False,
+                   backend: str = SPEC["name"]) -> dict:
+    """`privface eval --dataset D --protocol idface|hers|cryptomask --backend B [--scheme S] [--probes N]`
     (eval.identify_eval.evaluate_identification, eval.cryptomask_eval.evaluate_cryptomask)."""
+    spec = {"name": backend}
     ds = _dataset(dataset, lfw_sample, identification=True)
     if protocol == "cryptomask":
         from ..eval.cryptomask_eval import evaluate_cryptomask
 
-        return evaluate_cryptomask(ds, SPEC, tau=None, cache=True, workers=None, probes=probes, progress=False,
+        return evaluate_cryptomask(ds, spec, tau=None, cache=True, workers=None, probes=probes, progress=False,
                                    insecure_test_params=insecure_test_params)
     from ..eval.identify_eval import evaluate_identification
 
-    return evaluate_identification(ds, SPEC, protocol=protocol, scheme=scheme or "ckks", beta=None,
+    return evaluate_identification(ds, spec, protocol=protocol, scheme=scheme or "ckks", beta=None,
                                    centring="shipped", lift=None, cache=True, workers=None, probes=probes,
                                    progress=False, insecure_test_params=insecure_test_params)

@@ -26,7 +26,7 @@ distance of the float embeddings (sface 1.12² = 1.2544; dlib-resnet128 0.53² =
 templates (sface ⌊(1.12·128)²⌋ = 20552; dlib-resnet128 4602, im2020's τ) — both the backend's shared default
 (``faces.thresholds``, the one `privface compare` uses); NTRU: Hamming distance of the LSSC templates (sface 119,
 dlib-resnet128 44 = the all-pairs ORL EER threshold with LSSC_EDGES: a score of its own, not derived). ``privface
-eval`` recomputes the plaintext EER threshold per dataset and uses that. Another backend's:
+eval`` uses the ``--backend``'s. Another backend's:
 ``default_thresholds(backend)``, or ``KolbergParams(backend=…)``."""
 
 LSSC_EDGES = (-0.06, 0.0, 0.06)
