@@ -108,3 +108,22 @@ def test_phone_enrols_and_presents_to_the_kiosk_terminal(backend, tmp_path):
                     assert phone == [expect, expect], (person, phone)
                     texts = shown["r"][1]["value"]
                     assert texts == ["Accepted"] * 2 if expect == "accept" else texts == ["Rejected"] * 2, texts
+
+
+def test_app_page_picks_the_servers_protocol(tmp_path):
+    """/app/ on a gsm provider: the picker says gsm, the gsm Device's part is shown and im2020's hidden; picking
+    im2020 says this server does not speak it."""
+    with open_store(f"sqlite:///{tmp_path / 'sp.db'}") as store:
+        with serve_in_thread(create_app(store, [GsmService(store, role="provider", params=P)])) as url:
+            js = """(async () => {
+              const pick = document.getElementById("protocol");
+              const shown = (id) => !document.getElementById(id).closest("[hidden]");
+              const before = { value: pick.value, gsm: shown("gsm-ui"), enrol: shown("gsm-enrol"),
+                im2020: shown("enrol") };
+              pick.value = "im2020"; pick.dispatchEvent(new Event("change"));
+              return { before, note: document.getElementById("protocol-note").textContent, gsm_after: shown("gsm-ui") };
+            })()"""
+            out = run(url, [{"do": "open", "path": "/app/", "wait": "#gsm-ui:not([hidden])"},
+                            {"do": "eval", "js": js}], fixture=None)[1]["value"]
+    assert out["before"] == {"value": "gsm", "gsm": True, "enrol": True, "im2020": False}, out
+    assert "speaks gsm, not im2020" in out["note"] and not out["gsm_after"], out
