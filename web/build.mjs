@@ -27,6 +27,9 @@ jobs.push(build({ ...common, entryPoints: ["src/app/pwa.ts"], outfile: out + "pw
 // gsm's Device (issue 39): the page module and its key generation worker
 jobs.push(build({ ...common, entryPoints: ["src/app/gsm.ts"], outfile: out + "gsm.js", platform: "browser", minify: true }));
 jobs.push(build({ ...common, entryPoints: ["src/gsm/keygenWorker.ts"], outfile: out + "gsm-keygen.js", platform: "browser", minify: true }));
+jobs.push(build({ ...common, entryPoints: ["src/app/gsmWorker.ts"], outfile: out + "gsm-worker.js", platform: "browser", minify: true }));
+jobs.push(build({ ...common, entryPoints: ["src/app/kiosk.ts"], outfile: out + "kiosk.js", platform: "browser", minify: true }));
+jobs.push(build({ ...common, entryPoints: ["src/app/gsmPage.ts"], outfile: out + "gsm-page.js", platform: "browser", minify: true }));
 if (existsSync("src/face/index.ts")) {
   jobs.push(build({ ...page, outfile: out + "app.js" }));
   // the face pipeline's Web Worker (src/app/faceWorker.ts): decoding, resizing, detection and embedding off the page

@@ -13,6 +13,7 @@
  *   {"cmd":"m1","dev":…,"m1"}                                              → {"ms"} (keep a new signed m1)
  *   {"cmd":"pi3_request","dev":…,"challenge"} / {"cmd":"pi3_finish","dev":…,"compare"} → {"hex","ms"}
  *   {"cmd":"reply","dev":…,"variant","challenge"}                          → {"hex"} (round 3 on a given Challenge)
+ *   {"cmd":"fixed_norm","x":[…],"m"}                                        → {"u"} (templates/fixedNorm.ts)
  * Errors: {"error","type","status"?}.
  */
 import { createInterface } from "node:readline";
@@ -24,6 +25,7 @@ import { deviceKeyBytes, loadDeviceKey } from "../src/gsm/keyfile.js";
 import { C_HEX } from "../src/gsm/ot.js";
 import { generateBlumKey, PaillierKey } from "../src/gsm/paillier.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../src/gsm/params.js";
+import { fixedNormTemplate } from "../src/templates/fixedNorm.js";
 import { decode, encode } from "../src/wire/codec.js";
 
 // Node's fetch reuses a kept-alive connection the server may have closed meanwhile (uvicorn: after 5 s idle, which a
@@ -54,6 +56,8 @@ function device(r: Req): GsmDevice {
 
 async function handle(r: Req): Promise<Record<string, unknown>> {
   switch (r.cmd) {
+    case "fixed_norm":
+      return { u: fixedNormTemplate(r.x as number[], r.m as number) };
     case "backend":
       if (r.name === "gmp") await useGmp();
       else useNative();

@@ -177,7 +177,7 @@ def _web(a) -> int:
     if a.protocol == "gsm":
         from ..bench.gsm_web import bench_gsm_web
 
-        out = bench_gsm_web(runs=a.repeat or 10, ell=a.ell or 128, m=a.m or 16,
+        out = bench_gsm_web(runs=a.repeat or 10, ell=a.ell or 256, m=a.m or 16,
                             insecure_test_params=bool(getattr(a, "insecure_test_params", False)))
         print_result(out, a.json)
         return 0
@@ -263,7 +263,7 @@ def register(sub) -> None:
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "
-                   "gsm-enrol: ℓ (default 256)")
+                   "gsm-enrol, web --protocol gsm: ℓ (default 256)")
     s.add_argument("--m", type=int, help="gsm: bits per template element; gsm-enrol: m (default 16)")
     s.add_argument("--paillier-bits", type=int, default=3072,
                    help="gsm: Paillier modulus bits (default 3072 as seed 004 §9; 2048 is the 112-bit minimum)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from ..errors import PrivfaceError
 from ..faces.thresholds import squared_quantized
@@ -44,7 +45,8 @@ def _gsm_signing_key_path(a) -> str | None:
 
 def _gsm_service_options(a) -> dict:
     """gsm: --role provider (--signing-key PATH, default next to a SQLite store) or terminal (--provider-key
-    HEX, --capture IMAGE read, embedded and quantized to norm ζ at every match/start; --allow-variant pi1)."""
+    HEX, --capture IMAGE read, embedded and quantized to norm ζ at every match/start, or without --capture the
+    kiosk page's camera; --allow-variant pi1)."""
     if a.role not in ("provider", "terminal"):
         raise PrivfaceError("--protocol gsm needs --role provider or --role terminal")
     options = {"role": a.role, "params": gsm_params(a), "backend": a.backend}
@@ -53,8 +55,6 @@ def _gsm_service_options(a) -> dict:
             raise PrivfaceError("--allow-variant applies to a gsm terminal")
         options["signing_key_path"] = _gsm_signing_key_path(a)
         return options
-    if not a.capture:
-        raise PrivfaceError("a gsm terminal needs --capture IMAGE (the camera's latest frame)")
     if not a.provider_key:
         raise PrivfaceError("a gsm terminal needs --provider-key HEX (printed by the provider at start): it checks "
                             "the provider's signature on every first message")
@@ -67,7 +67,12 @@ def _gsm_service_options(a) -> dict:
     from ..templates.fixed_norm import fixed_norm_template
 
     backend, m, path = make_backend(a.backend), options["params"].m, a.capture
-    options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
+    if path:
+        options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
+    else:  # the kiosk page's camera (/app/kiosk.html)
+        from ..service.bindings.gsm_kiosk import Kiosk
+
+        options["kiosk"] = Kiosk(lambda frame: fixed_norm_template(backend.embed(frame), m))
     return options
 
 
@@ -301,6 +306,10 @@ def cmd_serve(a) -> int:
                   f"{f'after {a.lockout_failures} rejections' if limits['lockout'] else 'off'})")
         if any(s.name == "im2020" for s in services):
             note.info(f"browser page: {page_url(scheme, a.host, a.port)}")
+        for svc in services:
+            if svc.name == "gsm" and getattr(svc, "kiosk", None) is not None:  # a credential: stderr, not the log
+                print(f"kiosk page (open it on the terminal's screen; the token sets what the camera sees): "
+                      f"{page_url(scheme, a.host, a.port)}kiosk.html#token={svc.kiosk.token}", file=sys.stderr)
         tls = {}
         if a.tls_cert:
             import ssl
@@ -393,7 +402,9 @@ def register(sub) -> None:
                         "Default: Π2, Π3 only")
     s.add_argument("--provider-key", metavar="HEX",
                    help="gsm terminal: the provider's Ed25519 key (64 hex digits, printed by the provider at start)")
-    s.add_argument("--capture", metavar="IMAGE", help="gsm terminal: image file holding the camera's latest frame")
+    s.add_argument("--capture", metavar="IMAGE",
+                   help="gsm terminal: image file holding the camera's latest frame (default: the kiosk page "
+                   "/app/kiosk.html posts its camera's frames)")
     s.add_argument("--no-auth", action="store_true",
                    help="serve without API keys — development only, INSECURE (default: every step needs a key "
                         "with its scope, see privface keys)")

@@ -374,8 +374,10 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                 if isinstance(result, StepResult) and result.accepted is not None:
                     lockout.record(name, subject, result.accepted)
                 return result
-        except LimitError:
+        except LimitError as e:
             metrics.lockouts.labels(svc.name).inc()
+            if hasattr(svc, "refused"):  # e.g. the gsm kiosk page shows it
+                svc.refused(subject, str(e))
             raise
 
     if keys is not None:

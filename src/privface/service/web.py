@@ -88,7 +88,34 @@ def gsm_params_json(service) -> dict:
     p = service.params
     return {"protocol": "gsm", "backend": service.backend, "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
             "paillier_bits": p.paillier_bits, "cos_threshold": p.cos_threshold,
-            "insecure_test_params": p.insecure_test_params}
+            "insecure_test_params": p.insecure_test_params, "kiosk": getattr(service, "kiosk", None) is not None}
+
+
+def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
+    """The gsm terminal's kiosk page (/app/kiosk.html, bindings/gsm_kiosk.py): frames in, the last outcome out,
+    both under the kiosk token (header x-kiosk-token)."""
+    from .bindings.gsm_kiosk import MAX_FRAME_BYTES, KioskError
+
+    @app.post("/app/kiosk/frame", include_in_schema=False)
+    async def kiosk_frame(request: Request) -> Response:
+        data = bytearray()
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > MAX_FRAME_BYTES:
+                return error(413, f"a kiosk frame is at most {MAX_FRAME_BYTES} bytes")
+        try:
+            kiosk.post_frame(request.headers.get("x-kiosk-token"), bytes(data))
+        except KioskError as e:
+            return error(403 if "token" in str(e) else 400, str(e))
+        return Response(status_code=204, headers=HEADERS)
+
+    @app.get("/app/kiosk/status", include_in_schema=False)
+    def kiosk_status(request: Request) -> Response:
+        try:
+            status = kiosk.status(request.headers.get("x-kiosk-token"))
+        except KioskError as e:
+            return error(403, str(e))
+        return Response(json.dumps(status), media_type="application/json", headers=HEADERS)
 
 
 def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
@@ -132,6 +159,10 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
         if path is None or not path.is_file():
             return error(404, "no such model")
         return await _file(request, path, {**HEADERS, "cache-control": "max-age=86400"})
+
+    kiosk = getattr(services.get("gsm"), "kiosk", None)
+    if kiosk is not None:
+        _mount_kiosk(app, kiosk, error)
 
     @app.get("/app/{name:path}", include_in_schema=False)
     async def app_asset(request: Request, name: str = "") -> Response:

@@ -10,8 +10,12 @@ opposite directions) until Σu_i² = ζ², always taking the move that brings th
 ζ² — each move changes a coordinate by 1 out of ζ, so the direction moves by O(1/ζ). When no such move
 helps (large m: the gaps between achievable steps exceed the residue), the four smallest coordinates are
 re-chosen near their values as a sum of four squares with the missing total (Lagrange: one always exists).
+Ties go to the first index and sorts are stable, so the page's port (web/src/templates/fixedNorm.ts) gives the
+same template bit for bit.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -31,7 +35,7 @@ def fixed_norm_template(x, m: int, *, max_moves: int = 100_000) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64)
     if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
         raise TemplateError(f"an embedding must be a non-empty finite 1-D vector, got shape {v.shape}")
-    norm = np.linalg.norm(v)
+    norm = math.sqrt(math.fsum(v * v))  # correctly rounded: the page's port (web/src/templates) gets the same bits
     if norm == 0:
         raise TemplateError("cannot normalise a zero embedding")
     u = np.rint(v * (z / norm)).astype(np.int64)
@@ -89,8 +93,8 @@ def _apply_best(u: np.ndarray, z: int, r: int) -> tuple[float, np.ndarray]:
 def _single_moves(u: np.ndarray, z: int, r: int, count: int) -> list[np.ndarray]:
     """The ``count`` single-coordinate moves whose change is closest to r (either direction)."""
     up, down = _steps(u, z)
-    order_up = np.argsort(np.abs(r - up))[:count]
-    order_down = np.argsort(np.abs(r - down))[:count]
+    order_up = np.argsort(np.abs(r - up), kind="stable")[:count]
+    order_down = np.argsort(np.abs(r - down), kind="stable")[:count]
     return [_moved(u, (int(i),), ()) for i in order_up if np.isfinite(up[i])] + \
            [_moved(u, (), (int(i),)) for i in order_down if np.isfinite(down[i])]
 
@@ -98,7 +102,7 @@ def _single_moves(u: np.ndarray, z: int, r: int, count: int) -> list[np.ndarray]
 def _finish(u: np.ndarray, z: int, target: int) -> np.ndarray:
     """``_four_squares``; when the total has a large power of 4 (then every solution is a multiple of a
     power of 2, far from a, b, c, d), first grow the 5th, 6th, … smallest coordinate by one."""
-    order = np.argsort(np.abs(u))
+    order = np.argsort(np.abs(u), kind="stable")
     for k in range(4, min(u.size, 16)):
         w = u if k == 4 else _moved(u, (int(order[k]),), ())
         try:

@@ -119,7 +119,8 @@ def test_bad_enrolment_and_match_steps_get_typed_errors(servers, enrolled):
 
 
 def test_privface_serve_gsm_provider_enrols_a_device(tmp_path, capsys):
-    """`privface serve --protocol gsm --role provider` in a child process; a terminal without --capture is refused."""
+    """`privface serve --protocol gsm --role provider` in a child process; a terminal without --provider-key is
+    refused."""
     from privface.cli import main
     from privface.service.launch import serve_subprocess
 
@@ -130,7 +131,7 @@ def test_privface_serve_gsm_provider_enrols_a_device(tmp_path, capsys):
         u = fixed_norm_template(np.random.default_rng(5).normal(size=toy.ell), toy.m)
         assert DeviceClient(dev).enrol(url, u).subject_id == "ines"
     assert main(["serve", "--protocol", "gsm", "--role", "terminal", "--db", db, "--insecure-test-params"]) != 0
-    assert "needs --capture" in capsys.readouterr().err
+    assert "needs --provider-key" in capsys.readouterr().err
     assert main(["serve", "--protocol", "gsm", "--db", db]) != 0
     assert "--role provider or --role terminal" in capsys.readouterr().err
 

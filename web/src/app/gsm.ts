@@ -9,7 +9,7 @@ import { PowPool } from "../crypto/pool.js";
 import { GsmDevice } from "../gsm/device.js";
 import { enrol, fetchProviderKey, gsmClient, match, present } from "../gsm/http.js";
 import { deviceKeyBytes, loadDeviceKey } from "../gsm/keyfile.js";
-import { PaillierKey } from "../gsm/paillier.js";
+import { PaillierKey, type GsmWork } from "../gsm/paillier.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../gsm/params.js";
 import { loadKey, saveKey } from "./keystore.js";
 
@@ -52,6 +52,29 @@ export function generateKeyInWorker(bits: number, onProgress?: (tries: number) =
   });
 }
 
+/** Π_en's long arithmetic on `pool` (gsm-worker.js): every batch split evenly over the workers. */
+export function poolWork(pool: PowPool): GsmWork {
+  const chunks = <T>(xs: T[]): T[][] => {
+    const per = Math.ceil(xs.length / pool.size);
+    return Array.from({ length: pool.size }, (_, i) => xs.slice(i * per, (i + 1) * per)).filter((c) => c.length > 0);
+  };
+  return {
+    powMany: pool.powMany,
+    prodPow: async (bases, exps, m) => {
+      const idx = chunks(bases.map((_, i) => i));
+      const parts = await pool.spread(idx.map((c) => ({ kind: "prodpow", bases: c.map((i) => bases[i]), exps: c.map((i) => exps[i]), mod: m })));
+      return parts.reduce((acc, [x]) => (acc * x!) % m, 1n);
+    },
+    rnMany: async (key, count) => {
+      const per = Math.ceil(count / pool.size);
+      const jobs = Array.from({ length: pool.size }, (_, i) => Math.max(0, Math.min(per, count - i * per))).filter((k) => k > 0)
+        .map((k) => ({ kind: "rn", p: key.p, q: key.q, count: k }));
+      const flat = (await pool.spread(jobs)).flat();
+      return Array.from({ length: count }, (_, i) => [flat[2 * i]!, flat[2 * i + 1]!] as [bigint, bigint]);
+    },
+  };
+}
+
 /** Enrol `template` (ℓ integers of norm ζ) under `subjectId` at this provider with a fresh key; the key file with m1
  *  is stored wrapped. */
 export async function enrolHere(subjectId: string, template: number[], onProgress?: (what: string, n: number) => void) {
@@ -61,10 +84,10 @@ export async function enrolHere(subjectId: string, template: number[], onProgres
   const keygenMs = performance.now() - t0;
   const http = gsmClient(new URL("..", location.href).href);
   const dev = new GsmDevice(subjectId, params, key, await fetchProviderKey(http));
-  const pool = new PowPool(new URL("worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
+  const pool = new PowPool(new URL("gsm-worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
   let report;
   try {
-    report = await enrol(http, dev, template, onProgress, pool.powMany);
+    report = await enrol(http, dev, template, onProgress, poolWork(pool));
   } finally {
     pool.close();
   }

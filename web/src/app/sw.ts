@@ -8,7 +8,7 @@
  */
 declare const __BUILD__: string;
 const CACHE = `privface-app-${__BUILD__}`;
-const SHELL = ["./", "index.html", "app.js", "style.css", "worker.js", "face-worker.js", "gsm.js", "gsm-keygen.js", "pwa.js",
+const SHELL = ["./", "index.html", "app.js", "style.css", "worker.js", "face-worker.js", "gsm.js", "gsm-keygen.js", "gsm-worker.js", "kiosk.html", "kiosk.js", "gsm-page.js", "pwa.js",
   "manifest.webmanifest", "icon-192.png", "icon-512.png", "params.json"];
 
 interface SWScope {

@@ -29,6 +29,17 @@ export class PowPool {
     for (const w of this.workers) w.terminate();
   }
 
+  /** Job i to worker i mod size, for workers that take more kinds of job than `powMany`'s (app/gsmWorker.ts). */
+  spread(jobs: Record<string, unknown>[]): Promise<bigint[][]> {
+    return Promise.all(jobs.map((job, i) => {
+      const id = this.next++;
+      return new Promise<bigint[]>((resolve, reject) => {
+        this.pending.set(id, { resolve, reject });
+        this.workers[i % this.workers.length]!.postMessage({ ...job, id });
+      });
+    }));
+  }
+
   powMany: PowMany = async (bases, exp, mod) => {
     const per = Math.ceil(bases.length / this.workers.length);
     const parts = this.workers.map((w, i) => {

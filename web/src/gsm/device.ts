@@ -11,8 +11,7 @@
  */
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { decode, encode, type Fields } from "../wire/codec.js";
-import type { PowMany } from "../crypto/pool.js";
-import type { PaillierKey } from "./paillier.js";
+import { localWork, type GsmWork, type PaillierKey } from "./paillier.js";
 import { checkTemplate, decode2Sum, GsmParams, ProtocolError, VARIANT_IDS, type Variant } from "./params.js";
 import { normResponse, proveModulus, provePlaintextKnowledge } from "./zk.js";
 
@@ -71,31 +70,46 @@ export class GsmDevice {
   }
 
   /** Π_en round 1: c_i = ⟦u_i mod N; r_i⟧, then Π_epk and Fig. 9 bound to subject and provider. `onProgress`
-   *  gets the fraction done (encryption, then the proofs); `powMany`: a worker pool for the proofs' batches. */
-  async enrolStart(u: readonly number[], onProgress?: (done: number) => void, powMany?: PowMany): Promise<Uint8Array> {
+   *  gets the fraction done; `work`: the long arithmetic (a worker pool in the page) — the pairs (r_i, r_i^N) and
+   *  Π_epk run at once, then Fig. 9. `phases` receives each phase's wall time (ms). */
+  async enrolStart(u: readonly number[], onProgress?: (done: number) => void, work: Partial<GsmWork> = {},
+                   phases: Record<string, number> = {}): Promise<Uint8Array> {
     if (this.providerKey === null) throw new ProtocolError("the device needs the provider's verification key to enrol");
+    const w = { ...localWork, ...work };
     const vals = checkTemplate(u, this.params);
     const ctx = enrolContext(this.subjectId, this.providerKey);
+    let t0 = performance.now();
+    const [pairs, modulusProof] = await Promise.all([
+      w.rnMany(this.key, vals.length).then((r) => {
+        phases.encrypt_ms = performance.now() - t0;
+        onProgress?.(0.4);
+        return r;
+      }),
+      proveModulus(this.key, ctx, undefined, w.powMany).then((r) => {
+        phases.modulus_proof_ms = performance.now() - t0;
+        onProgress?.(0.4);
+        return r;
+      })]);
+    onProgress?.(0.8);
     const cts: bigint[] = [];
     const witness: { x: bigint; r: bigint }[] = [];
     vals.forEach((v, i) => {
       const x = ((v % this.key.n) + this.key.n) % this.key.n;
-      const { c, r } = this.key.encrypt(x);
+      const { c, r } = this.key.encrypt(x, pairs[i]);
       cts.push(c);
       witness.push({ x, r });
-      if (i % 16 === 15) onProgress?.((0.5 * (i + 1)) / vals.length);
     });
-    const modulusProof = await proveModulus(this.key, ctx, undefined, powMany);
-    onProgress?.(0.9);
-    const plaintextProof = provePlaintextKnowledge(this.key, cts, witness, ctx);
+    t0 = performance.now();
+    const plaintextProof = await provePlaintextKnowledge(this.key, cts, witness, ctx, w.prodPow);
+    phases.plaintext_proof_ms = performance.now() - t0;
     onProgress?.(1);
     return encode("gsm.EnrolRequest", { subject_id: this.subjectId, pk_n: this.key.n, c_u: cts,
       modulus_proof: modulusProof, plaintext_proof: plaintextProof });
   }
 
   /** Π_en round 2: the Fig. 10 answer to the provider's challenge (validated first). */
-  enrolRespond(challenge: Uint8Array, powMany?: PowMany): Promise<Uint8Array> {
-    return normResponse(this.key, challenge, this.params.ell, powMany);
+  enrolRespond(challenge: Uint8Array, work: Partial<GsmWork> = {}): Promise<Uint8Array> {
+    return normResponse(this.key, challenge, this.params.ell, work.powMany);
   }
 
   /** Keep the provider's signed m1 after checking it is ours and σ verifies. */

@@ -4,10 +4,10 @@
  * `match/compare`, `match/finish`). Every answer is decoded and checked before use; the report gives the
  * device-side compute time apart from the HTTP time, and the bytes per step.
  */
-import type { PowMany } from "../crypto/pool.js";
 import { ServiceClient, ServiceError } from "../im2020/http.js";
 import { decode, encode } from "../wire/codec.js";
 import type { GsmDevice } from "./device.js";
+import type { GsmWork } from "./paillier.js";
 import { ProtocolError, VARIANT_IDS, type Variant } from "./params.js";
 
 export { ServiceClient, ServiceError };
@@ -48,24 +48,28 @@ const stepBytes = (http: ServiceClient): StepBytes[] => http.stats.map((s) => ({
 
 /** Π_en: enrol/start (epk, ⟦u_i⟧, Π_epk, Fig. 9) → Fig. 10 challenge; enrol/finish → signed m1, kept by the device. */
 export async function enrol(http: ServiceClient, dev: GsmDevice, u: readonly number[],
-                            onProgress?: (what: string, done: number) => void, powMany?: PowMany): Promise<GsmReport & { subject_id: string; expires_at: number }> {
+                            onProgress?: (what: string, done: number) => void, work: Partial<GsmWork> = {}
+): Promise<GsmReport & { subject_id: string; expires_at: number; phases_ms: Record<string, number> }> {
   http.reset();
   let device = 0;
+  const phases: Record<string, number> = {};
   let t0 = performance.now();
-  const request = await dev.enrolStart(u, (d) => onProgress?.("proving", d), powMany);
+  const request = await dev.enrolStart(u, (d) => onProgress?.("proving", d), work, phases);
   device += performance.now() - t0;
   onProgress?.("provider", 0);
   const challenge = await http.step("enrol/start", request);
   t0 = performance.now();
-  const answer = await dev.enrolRespond(challenge, powMany);
-  device += performance.now() - t0;
+  const answer = await dev.enrolRespond(challenge, work);
+  phases.norm_response_ms = performance.now() - t0;
+  device += phases.norm_response_ms;
   const m1 = await http.step("enrol/finish", answer);
   t0 = performance.now();
   const fields = dev.acceptEnrolment(m1);
   device += performance.now() - t0;
   http.session = null;
+  const round = (x: number) => Math.round(x * 10) / 10;
   return { subject_id: dev.subjectId, expires_at: Number(fields.expires_at), device_ms: device, ...http.totals(),
-    steps: stepBytes(http) };
+    steps: stepBytes(http), phases_ms: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(v)])) };
 }
 
 /** Send m1 ahead of the capture (§5) so the terminal validates and precomputes before the user reaches the camera;

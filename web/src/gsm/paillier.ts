@@ -51,6 +51,35 @@ export function randomUnit(n: bigint): bigint {
   }
 }
 
+/** The owner's short-exponent (r, r^N mod N²) source (`OwnerShortExponentRn`, DJN10 §4.2): fixed-base comb tables
+ *  of h mod p, q (r = h^s by CRT) and of h^N mod p², q² (r^N by CRT), built once; every pair then costs four
+ *  comb products of ⌈|N|/2⌉/WINDOW multiplications, two of them at half the width. */
+export class ShortRn {
+  private readonly bits: number;
+  private readonly tables: bigint[][][];
+  private readonly n: bigint;
+  private readonly qInvP: bigint;
+  private readonly q2InvP2: bigint;
+
+  constructor(readonly p: bigint, readonly q: bigint) {
+    this.n = p * q;
+    this.bits = Math.ceil(bitLength(this.n) / 2);
+    this.qInvP = modInv(q, p);
+    this.q2InvP2 = modInv(q * q, p * p);
+    const h = randomUnit(this.n);
+    this.tables = [combTable(h, this.bits, p), combTable(h, this.bits, q),
+      combTable(modPow(h, this.n, p * p), this.bits, p * p), combTable(modPow(h, this.n, q * q), this.bits, q * q)];
+  }
+
+  next(): [bigint, bigint] {
+    const { p, q } = this;
+    const s = randomBits(this.bits);
+    const [tp, tq, tp2, tq2] = this.tables as [bigint[][], bigint[][], bigint[][], bigint[][]];
+    return [crt(combPow(tp, s, p), combPow(tq, s, q), p, q, this.qInvP),
+      crt(combPow(tp2, s, p * p), combPow(tq2, s, q * q), p * p, q * q, this.q2InvP2)];
+  }
+}
+
 export class PaillierKey {
   readonly n: bigint;
   readonly n2: bigint;
@@ -97,26 +126,19 @@ export class PaillierKey {
     return [crt(rp, rq, this.p, this.q, this.qInvP), crt(np, nq, this.p2, this.q2, this.q2InvP2)];
   }
 
-  private short: { bits: number; tn: bigint[][]; tp: bigint[][]; tq: bigint[][] } | null = null;
+  private short: ShortRn | null = null;
 
-  /** (r, r^N mod N²) = (h^s mod N, (h^N)^s mod N²) for s ← [0, 2^⌈|N|/2⌉), h drawn once per key object, from
-   *  fixed-base tables (`OwnerShortExponentRn`: DJN10 §4.2 short exponents, for the key owner's own
-   *  encryptions only — the Π_en ciphertexts, whose witness r the Fig. 9 proof masks with a uniform unit). */
+  /** (r, r^N mod N²) = (h^s mod N, (h^N)^s mod N²) for s ← [0, 2^⌈|N|/2⌉), h drawn once per key object
+   *  (`OwnerShortExponentRn`: DJN10 §4.2 short exponents, for the key owner's own encryptions only — the Π_en
+   *  ciphertexts, whose witness r the Fig. 9 proof masks with a uniform unit). */
   shortRRn(): [bigint, bigint] {
-    if (this.short === null) {
-      const bits = Math.ceil(this.bits / 2);
-      const h = randomUnit(this.n);
-      this.short = { bits, tn: combTable(h, bits, this.n), tp: combTable(modPow(h, this.n, this.p2), bits, this.p2),
-        tq: combTable(modPow(h, this.n, this.q2), bits, this.q2) };
-    }
-    const { bits, tn, tp, tq } = this.short;
-    const s = randomBits(bits);
-    return [combPow(tn, s, this.n), crt(combPow(tp, s, this.p2), combPow(tq, s, this.q2), this.p2, this.q2, this.q2InvP2)];
+    this.short ??= new ShortRn(this.p, this.q);
+    return this.short.next();
   }
 
-  /** ⟦x; r⟧ and the witness r (short-exponent r, `shortRRn`). */
-  encrypt(x: bigint): { c: bigint; r: bigint } {
-    const [r, rn] = this.shortRRn();
+  /** ⟦x; r⟧ and the witness r (short-exponent r, `shortRRn`; or the given pair). */
+  encrypt(x: bigint, rRn: [bigint, bigint] = this.shortRRn()): { c: bigint; r: bigint } {
+    const [r, rn] = rRn;
     return { c: (this.plainFactor(x) * rn) % this.n2, r };
   }
 
@@ -147,6 +169,25 @@ export class PaillierKey {
 
 /** base^exp mod m for many bases on this thread (the default when no worker pool is given). */
 export const localPowMany: PowMany = async (bases, exp, m) => bases.map((b) => modPow(b, exp, m));
+
+/** Π b_i^(e_i) mod m. */
+export type ProdPow = (bases: bigint[], exps: bigint[], m: bigint) => Promise<bigint>;
+
+export const localProdPow: ProdPow = async (bases, exps, m) => bases.reduce((acc, b, i) => (acc * modPow(b, exps[i]!, m)) % m, 1n);
+
+/** The device's long arithmetic for Π_en, on this thread by default; in the page, spread over a Web Worker pool
+ *  (app/gsmWorker.ts). `rnMany(key, k)`: k short-exponent pairs (r, r^N mod N²) of `key` (`ShortRn`). */
+export interface GsmWork {
+  powMany: PowMany;
+  prodPow: ProdPow;
+  rnMany: (key: PaillierKey, count: number) => Promise<[bigint, bigint][]>;
+}
+
+export const localWork: GsmWork = {
+  powMany: localPowMany,
+  prodPow: localProdPow,
+  rnMany: async (key, count) => Array.from({ length: count }, () => key.shortRRn()),
+};
 
 /** A Paillier–Blum key of exactly `bits` bits (|p| = |q| = bits/2, p ≡ q ≡ 3 mod 4), as
  *  `generate_paillier_keypair(bits, blum=True)`; `onTry` is called per prime candidate (progress). */

@@ -8,7 +8,7 @@ import { shake256 } from "@noble/hashes/sha3.js";
 import { bitLength, isProbablePrime, jacobi, modInv, modPow, randomBelow } from "../crypto/bignum.js";
 import { bigToBytes, bytesToBig, decode, encode } from "../wire/codec.js";
 import type { PowMany } from "../crypto/pool.js";
-import { crt, localPowMany, randomUnit, type PaillierKey } from "./paillier.js";
+import { crt, localProdPow, localPowMany, randomUnit, type PaillierKey, type ProdPow } from "./paillier.js";
 import { ProtocolError } from "./params.js";
 
 export const MOD_ROUNDS = 128;
@@ -62,15 +62,18 @@ export async function proveModulus(key: PaillierKey, context: Uint8Array, rounds
   while (jacobi(w, n) !== -1);
   const ys = modChallenges(n, w, rounds, context);
   const ab = new Uint8Array(rounds);
+  // (±w^b·y | p) = (±1 | p)(w | p)^b (y | p) with (−1 | p) = −1 (p ≡ 3 mod 4): two Legendre symbols per round
+  const [wp, wq] = [jacobi(w % p, p), jacobi(w % q, q)];
   const yps = ys.map((y, i) => {
+    const [lp, lq] = [jacobi(y % p, p), jacobi(y % q, q)];
+    if (lp === 0 || lq === 0) throw new RangeError("y shares a factor with N");
     for (const [a, b] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
-      const yp = mod((a ? -y : y) * (b ? w : 1n), n);
-      if (jacobi(yp % p, p) === 1 && jacobi(yp % q, q) === 1) {
+      if ((a ? -1 : 1) * (b ? wp : 1) * lp === 1 && (a ? -1 : 1) * (b ? wq : 1) * lq === 1) {
         ab[i] = a + 2 * b;
-        return yp;
+        return mod((a ? -y : y) * (b ? w : 1n), n);
       }
     }
-    throw new RangeError("y shares a factor with N");
+    throw new RangeError("no fourth root: w is not a non-residue mod both primes");
   });
   const [zp, zq, xp, xq] = await Promise.all([
     powMany(ys.map((y) => y % p), modInv(n, p - 1n), p), powMany(ys.map((y) => y % q), modInv(n, q - 1n), q),
@@ -82,21 +85,21 @@ export async function proveModulus(key: PaillierKey, context: Uint8Array, rounds
 }
 
 /** Fig. 9 prover with e_i = H(N, ℓ, c_1..c_ℓ, a, context): a = ⟦s; u⟧, w = s + Σ e_i x_i mod N,
- *  z = u·Π r_i^e_i mod N. */
-export function provePlaintextKnowledge(key: PaillierKey, cts: bigint[], witness: { x: bigint; r: bigint }[],
-                                        context: Uint8Array): Uint8Array {
-  const { n, n2 } = key;
+ *  z = u·Π r_i^e_i mod N — the product by CRT mod p and q (`prodPow`: a worker pool in the page). */
+export async function provePlaintextKnowledge(key: PaillierKey, cts: bigint[], witness: { x: bigint; r: bigint }[],
+                                              context: Uint8Array, prodPow: ProdPow = localProdPow): Promise<Uint8Array> {
+  const { n, n2, p, q } = key;
   const s = randomBelow(n);
-  const u = randomUnit(n);
-  const a = (key.plainFactor(s) * modPow(u, n, n2)) % n2;
+  const [u, un] = key.randomRRn();
+  const a = (key.plainFactor(s) * un) % n2;
   const size = CHALLENGE_BITS / 8;
   const es = split(xof("ptxt", [n, BigInt(cts.length), ...cts, a, context], cts.length * size), cts.length, size);
   let w = s;
-  let z = u;
   es.forEach((e, i) => {
     w += e * witness[i]!.x;
-    z = (z * modPow(witness[i]!.r, e, n)) % n;
   });
+  const [zp, zq] = await Promise.all([prodPow(witness.map((x) => x.r % p), es, p), prodPow(witness.map((x) => x.r % q), es, q)]);
+  const z = (crt(zp, zq, p, q, key.qInvP) * u) % n;
   return encode("gsm.PlaintextKnowledgeProof", { a, w: w % n, z });
 }
 

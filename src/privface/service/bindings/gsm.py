@@ -203,7 +203,8 @@ class GsmService:
     ``capture`` (a callable returning the measurement w as an ℓ-vector of norm ζ, called once per
     match/start), ``allow_pi1`` (serve Π1, whose decision is the device's own claim; default off),
     ``m1_cache`` (first messages kept with their precomputation, ``FirstMessageCache``; 0 turns the cache off)
-    and ``m1_pending`` (its bound on m1 waiting for background precomputation)."""
+    and ``m1_pending`` (its bound on m1 waiting for background precomputation), ``kiosk`` (a ``gsm_kiosk.Kiosk``:
+    the kiosk page's camera is the capture, and each match's outcome or refusal is shown there)."""
 
     name = PROTOCOL
     scopes = SCOPES
@@ -212,7 +213,8 @@ class GsmService:
     def __init__(self, store: TemplateStore, *, role: str = "provider", params: GsmParams | None = None,
                  insecure_test_params: bool = False, signing_key=None, signing_key_path=None, provider_key=None,
                  capture: Callable[[], Any] | None = None, workers: int | None = 1, m1_cache: int = 32,
-                 m1_pending: int = 4, allow_pi1: bool = False, backend: str = DEFAULT_BACKEND) -> None:
+                 m1_pending: int = 4, allow_pi1: bool = False, backend: str = DEFAULT_BACKEND,
+                 kiosk=None) -> None:
         self.backend = backend  # the face backend of the templates (issue 36): /app/params.json names it
         if params is None:
             params = GsmParams.toy() if insecure_test_params else GsmParams()
@@ -225,6 +227,9 @@ class GsmService:
         elif role == "terminal":
             if isinstance(provider_key, bytes):
                 provider_key = provider_key_from_bytes(provider_key)
+            self.kiosk = kiosk
+            if capture is None and kiosk is not None:
+                capture = kiosk.capture
             if capture is None:
                 raise ValueError("a gsm terminal needs a capture source (the measurement w)")
             self.terminal, self.capture = Terminal(params, provider_key=provider_key), capture
@@ -263,9 +268,24 @@ class GsmService:
         try:
             if self.role == "provider":
                 return self._provider(step, body, state, caller)
-            return self._terminal(step, body, state)
+            result = self._terminal(step, body, state)
         except (WireError, ProtocolError, CryptoError) as e:
+            if self.role == "terminal" and step != "match/present":
+                self._show(state.subject if isinstance(state, MatchState) else None, "refused", str(e))
             raise MessageError(str(e)) from None
+        if step == "match/finish" and result.decision is None:
+            self._show(result.subject, "accept" if result.accepted else "reject")
+        return result
+
+    def _show(self, subject: str | None, state: str, message: str = "") -> None:
+        """The outcome on the kiosk page, if any (never a score or template)."""
+        kiosk = getattr(self, "kiosk", None)
+        if kiosk is not None:
+            kiosk.record(subject, state, message)
+
+    def refused(self, subject: str | None, reason: str) -> None:
+        """Called by the app when a step is refused before it reaches us (the subject is locked out)."""
+        self._show(subject, "locked", reason)
 
     @staticmethod
     def _may_replace(caller: Caller | None) -> bool:
