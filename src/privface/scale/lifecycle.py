@@ -42,9 +42,11 @@ from .layout import (
     GalleryError,
     block_key,
     default_key_store,
+    meta_backend,
     part_key,
     read_json,
     record_key,
+    retune,
     stored_scheme,
     tau_of,
     writer_lease,
@@ -116,11 +118,16 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
     out["storage_bytes"] = stored
     out["storage_bytes_per_identity"] = round(stored / max(1, slots - withdrawn), 1)
     if tau:
-        out.update(_tau(gallery_url, name, key_store_url))
+        out.update(_tau(gallery_url, name, key_store_url, out["identities"]))
     return out
 
 
-def _tau(gallery_url: str, name: str, key_store_url: str | None) -> dict:
+def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None) -> dict:
+    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``)."""
+    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)))}
+
+
+def _tau(gallery_url: str, name: str, key_store_url: str | None, n: int | None = None) -> dict:
     if key_store_url is None:
         try:
             key_store_url = default_key_store(gallery_url)
@@ -131,7 +138,7 @@ def _tau(gallery_url: str, name: str, key_store_url: str | None) -> dict:
     if key_store_url is None:
         return {"tau": None, "tau_source": "key store not given (--key-store)"}
     try:
-        return tau_of(gallery_url, name, key_store_url)
+        return tau_of(gallery_url, name, key_store_url, n)
     except GalleryError as e:
         return {"tau": None, "tau_source": f"key store unreadable ({e})"}
 
@@ -175,8 +182,8 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
         meta["gen"] = int(meta.get("gen", 0)) + 1
         local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
         purged = local.purge()  # the superseded commit records named the ids
-    return {"withdrawn": wanted, "blocks_written": len(commits), "erased": False, "generation": meta["gen"],
-            "store_purged": purged}
+    return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": False,
+                     "generation": meta["gen"], "store_purged": purged}, gallery_url, name)
 
 
 def _referenced(local, name: str, meta: dict, nblocks: int) -> set[str]:
@@ -213,9 +220,11 @@ def add(gallery_url: str, source, name: str = "default", *, key_store_url: str |
     if adapter.own_layout:  # the gallery's own settings: a new batch must match them (cryptomask_gallery.enrol)
         with open_store(gallery_url) as local:
             meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
-        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
-                             insecure_test_params=bool(meta.get("insecure_test_params"))).to_dict()
-    return _change(gallery_url, source, name, replace=False)
+        return _retuned(adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
+                                      insecure_test_params=bool(meta.get("insecure_test_params")),
+                                      backend=meta_backend(meta)).to_dict(),
+                        gallery_url, name, key_store_url)
+    return _retuned(_change(gallery_url, source, name, replace=False), gallery_url, name, key_store_url)
 
 
 def update(gallery_url: str, source, name: str = "default") -> dict:
@@ -225,7 +234,7 @@ def update(gallery_url: str, source, name: str = "default") -> dict:
     if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
         raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
                            "gallery, seed 001 Alg. 3): re-enrol the gallery")
-    return _change(gallery_url, source, name, replace=True)
+    return _retuned(_change(gallery_url, source, name, replace=True), gallery_url, name)
 
 
 def _change(gallery_url: str, source, name: str, replace: bool) -> dict:
