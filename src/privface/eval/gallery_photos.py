@@ -182,7 +182,8 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
     full_tau, full_src = tau_for_n(backend, x.shape[1], run.key, len(names))
     enc_rows = np.r_[_sample(m, encrypted_probes, seed), m + _sample(len(probes) - m, encrypted_probes, seed + 1)]
     enc, enc_ms = run.encrypted(templates, probes[enc_rows], full_tau, progress)
-    plain = run.plain(templates, probes) if protocol != "cryptomask" else probes @ templates.T
+    cosine = probes @ templates.T
+    plain = run.plain(templates, probes) if protocol == "idface" else cosine
     rng = np.random.default_rng(seed)
     out = {"dataset": dataset, "backend": backend, "protocol": protocol, **run.info, "gallery_photos": photos,
            "fusion": "normalised mean of unit embeddings" if photos > 1 else None, "undetected": undetected,
@@ -223,6 +224,10 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
             sub = [k for k, r in enumerate(rows) if r in pos]
             pb, pc = best[sub], np.r_[correct, np.zeros(len(rows) - mk, bool)][sub][:me]
             row["plaintext_same_probes"] = _fnir(pb, pc, me)
+            if protocol == "idface":  # the float cosine, before T_α / T_β quantise it
+                c = cosine[np.ix_(er, cols)]
+                cc = cols[c.argmax(axis=1)][:me] == owner[[r for r in er[:me]]]
+                row["plaintext_cosine_same_probes"] = _fnir(c.max(axis=1), cc, me)
         which = "encrypted" if out["encrypted_all"] else "plaintext"
         row["tpir_default_tau"], row["fpir_default_tau"] = (row[f"tpir_default_tau_{which}"],
                                                             row[f"fpir_default_tau_{which}"])
