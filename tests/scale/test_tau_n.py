@@ -145,3 +145,24 @@ def test_a_damaged_tau_setting_is_refused(tmp_path):
         keys.put(lay.KEY, "default.meta", json.dumps(meta).encode())
     with pytest.raises(lay.GalleryError, match="τ setting is damaged"):
         identify(np.load(tmp_path / "a.npy")[0], url)
+
+
+def test_key_role_takes_tau_n_from_each_attach(tmp_path):
+    """Over the wire (``scale.ident``): S_local changes the gallery without the key store; at the re-attach that
+    follows, S_key's τ becomes τ(N) for the N answered identities (withdrawn slots do not count)."""
+    from privface.protocols.hers.messages import Query
+    from privface.scale.ident import KeyRole, LocalRole
+    from privface.store.sqlite import SQLiteStore
+
+    x = _npy(tmp_path, "a.npy", 6, 8)
+    _npy(tmp_path, "b.npy", 4, 9)
+    url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/keys.db"
+    enrol(url, NpySource([tmp_path / "a.npy"]), "hers", key_store_url=keys, insecure_test_params=True,
+          backend="sface")
+    key = KeyRole(SQLiteStore(tmp_path / "keys.db"), insecure_test_params=True)
+    local = LocalRole(url, key)
+    assert key.tau == tau_for_n("sface", 128, "hers", 6)[0]
+    add(url, NpySource([tmp_path / "b.npy"]))
+    withdraw(url, ["a.0"])
+    got = local.identify(Query(np.asarray(x[3], "<f8").tobytes()).to_bytes())
+    assert got.subject_id == "a.3" and key.tau == tau_for_n("sface", 128, "hers", 9)[0]
