@@ -122,9 +122,10 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
     return out
 
 
-def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None) -> dict:
-    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``)."""
-    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)))}
+def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None, on: bool = True) -> dict:
+    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``); not
+    ``on`` (S_local serving over HTTP never opens the key store): S_key recomputes it at the next attach."""
+    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)))} if on else report
 
 
 def _tau(gallery_url: str, name: str, key_store_url: str | None, n: int | None = None) -> dict:
@@ -143,7 +144,7 @@ def _tau(gallery_url: str, name: str, key_store_url: str | None, n: int | None =
         return {"tau": None, "tau_source": f"key store unreadable ({e})"}
 
 
-def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
+def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, retune_tau: bool = True) -> dict:
     """Take ``ids`` out of the answers of a hers / idface gallery (see the module docstring: not erasure).
 
     Every id must be answered by the gallery now (GalleryError naming the others, before anything is written).
@@ -183,7 +184,7 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default") -> dict:
         local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
         purged = local.purge()  # the superseded commit records named the ids
     return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": False,
-                     "generation": meta["gen"], "store_purged": purged}, gallery_url, name)
+                     "generation": meta["gen"], "store_purged": purged}, gallery_url, name, on=retune_tau)
 
 
 def _referenced(local, name: str, meta: dict, nblocks: int) -> set[str]:
@@ -211,7 +212,7 @@ def collect(local, name: str, meta: dict, nblocks: int) -> int:
 
 
 def add(gallery_url: str, source, name: str = "default", *, key_store_url: str | None = None,
-        progress: bool = False) -> dict:
+        progress: bool = False, retune_tau: bool = True) -> dict:
     """Add ``source``'s identities to a gallery (module docstring); ids already answered are refused (GalleryError,
     nothing written). Returns ``{"added", "n", "blocks_written", "blocks_filled", "blocks_sealed", "generation",
     "seconds"}``; cryptomask: its enrolment report (a new batch, seed 001 Alg. 1)."""
@@ -223,18 +224,18 @@ def add(gallery_url: str, source, name: str = "default", *, key_store_url: str |
         return _retuned(adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
                                       insecure_test_params=bool(meta.get("insecure_test_params")),
                                       backend=meta_backend(meta)).to_dict(),
-                        gallery_url, name, key_store_url)
-    return _retuned(_change(gallery_url, source, name, replace=False), gallery_url, name, key_store_url)
+                        gallery_url, name, key_store_url, retune_tau)
+    return _retuned(_change(gallery_url, source, name, replace=False), gallery_url, name, key_store_url, retune_tau)
 
 
-def update(gallery_url: str, source, name: str = "default") -> dict:
+def update(gallery_url: str, source, name: str = "default", *, retune_tau: bool = True) -> dict:
     """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
     write), each old slot is withdrawn and the new template added as by ``add``. Like ``withdraw``, the old
     template stays in its block's ciphertext (module docstring of ``withdraw``): not erasure."""
     if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
         raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
                            "gallery, seed 001 Alg. 3): re-enrol the gallery")
-    return _retuned(_change(gallery_url, source, name, replace=True), gallery_url, name)
+    return _retuned(_change(gallery_url, source, name, replace=True), gallery_url, name, on=retune_tau)
 
 
 def _change(gallery_url: str, source, name: str, replace: bool) -> dict:

@@ -125,9 +125,10 @@ class IdentService:
             for i in ids:
                 check_key("gallery", i)
             if step == "gallery/remove":
-                report = lifecycle.withdraw(url, ids, name)
+                report = lifecycle.withdraw(url, ids, name, retune_tau=False)  # S_key: τ(N) at the re-attach
             else:
-                report = getattr(lifecycle, step.split("/")[1])(url, self._templates(ids, msg["templates"]), name)
+                report = getattr(lifecycle, step.split("/")[1])(url, self._templates(ids, msg["templates"]), name,
+                                                                retune_tau=False)
             self.party.refresh()
             return report
         except (GalleryError, StoreError, TemplateError) as e:
