@@ -6,7 +6,8 @@ identity's first image with a face and compares every image with a face against 
 about 2.6 M non-mated comparisons. For each 1:N setting (the score S_key decides on — the cosine for hers and
 cryptomask, the integer ⟨T_α(x), T_β(y)⟩ for idface after its centring and lift, seed 003 §4.1) it stores the
 upper quantiles ``q(p)`` of that distribution on a log grid of p, and an exponential tail ``log p = a − b·s``
-fitted to the top comparisons, used beyond the smallest p measured.
+used beyond the smallest p measured. Settings without a fixed default (``default_tau.MIN_TPIR``: their τ accepts
+almost no mated search either) get no curve: such a gallery needs ``--tau``.
 
 ``scale.tau_curve.tau_for_n`` turns this into τ(N) for an open-set FPIR target: FPIR(N) = 1 − (1 − p)^N, so
 τ(N) = q(1 − (1 − FPIR)^{1/N}) (seed 003 §5.2's rule: accept iff the best of N scores ≥ τ). ``--validate``
@@ -100,7 +101,11 @@ def calibrate(backend: str, data_root: str | None = None) -> dict:
     x, ids, emb, dropped = _embedded(backend, data_root)
     r, g, own = nonmated(x, ids)
     out = {}
+    fixed = json.loads(resources.files("privface.scale").joinpath("default_tau.json").read_text())
+    usable = fixed["backends"].get(backend, {}).get("tau", {})  # settings that find anyone (default_tau.MIN_TPIR)
     for key, step, scorer in settings_scores(x, backend):
+        if key not in usable:
+            continue
         s = scorer(r, g)[~own]
         out[key] = {"step": step, **quantiles(s)}
     source = {"dataset": "lfw (grey), identities held out of every LFW evaluation: first byte of SHA-256(name) "
