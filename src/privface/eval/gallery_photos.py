@@ -207,6 +207,9 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
         row["tpir_default_tau_plaintext"], row["fpir_default_tau_plaintext"] = _rates(best, correct, mk, tau)
         if protocol != "cryptomask":
             row["plaintext"] = _fnir(best, correct, mk)
+        if protocol == "idface":  # the float cosine on every probe: what T_α / T_β cost
+            c = cosine[np.ix_(rows, cols)]
+            row["plaintext_cosine"] = _fnir(c.max(axis=1), cols[c.argmax(axis=1)][:mk] == owner[keep], mk)
         pos = {r: k for k, r in enumerate(enc_rows)}
         er = [r for r in rows if r in pos]
         if protocol == "cryptomask":
