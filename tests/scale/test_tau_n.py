@@ -149,7 +149,8 @@ def test_a_damaged_tau_setting_is_refused(tmp_path):
 
 def test_key_role_takes_tau_n_from_each_attach(tmp_path):
     """Over the wire (``scale.ident``): S_local changes the gallery without the key store; at the re-attach that
-    follows, S_key's τ becomes τ(N) for the N answered identities (withdrawn slots do not count)."""
+    follows, S_key's τ becomes τ(N) for the N slots it decrypts — a withdrawn slot still counts, so S_local's
+    empty-slot bitmap cannot lower τ."""
     from privface.protocols.hers.messages import Query
     from privface.scale.ident import KeyRole, LocalRole
     from privface.store.sqlite import SQLiteStore
@@ -165,4 +166,4 @@ def test_key_role_takes_tau_n_from_each_attach(tmp_path):
     add(url, NpySource([tmp_path / "b.npy"]))
     withdraw(url, ["a.0"])
     got = local.identify(Query(np.asarray(x[3], "<f8").tobytes()).to_bytes())
-    assert got.subject_id == "a.3" and key.tau == tau_for_n("sface", 128, "hers", 9)[0]
+    assert got.subject_id == "a.3" and key.tau == tau_for_n("sface", 128, "hers", 10)[0]

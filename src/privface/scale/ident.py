@@ -136,12 +136,11 @@ class KeyRole:
         return Attached(self._pk_sha256, msg.n)
 
     def _tau_for(self, gallery) -> float:
-        """τ for an attached gallery: a default τ is τ(N) for the N identities it answers (``layout.current_tau``,
-        issue 37), so a gallery changed at S_local gets its τ here, where the key store is."""
-        n, empty = gallery[1], gallery[4]
-        answered = n - (int(np.count_nonzero(empty)) if empty is not None else 0)
+        """τ for an attached gallery: a default τ is τ(N) (``layout.current_tau``, issue 37), so a gallery changed
+        at S_local gets its τ here, where the key store is. N is every slot S_key decrypts a score for, empty ones
+        included: S_local's empty-slot bitmap cannot lower τ (at worst τ is that of a slightly larger gallery)."""
         try:
-            return float(current_tau(self._meta, answered)["tau"])
+            return float(current_tau(self._meta, gallery[1])["tau"])
         except GalleryError as e:
             raise PrivfaceError(str(e)) from None
 
