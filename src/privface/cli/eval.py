@@ -152,12 +152,40 @@ def _eval_cryptomask(a) -> int:
     return 0
 
 
+def _eval_gallery_photos(a) -> int:
+    """`eval --gallery-photos K --protocol hers|idface|cryptomask`: K photos fused per identity, at τ(N)
+    (eval.gallery_photos)."""
+    from ..eval.gallery_photos import evaluate
+
+    if (a.pairs is not None or a.tau is not None or a.mode != "basic" or a.checkpoint or a.variant or a.report
+            or a.beta is not None or a.centring is not None or a.lift is not None or a.cos_threshold is not None):
+        raise PrivfaceError("--gallery-photos takes --protocol hers|idface|cryptomask, --scheme (idface), "
+                            "--probes (the encrypted sample) and --nonmated; τ is the gallery default τ(N)")
+    if a.protocol not in ("hers", "idface", "cryptomask"):
+        raise PrivfaceError("--gallery-photos goes with --protocol hers, idface or cryptomask")
+    scheme = a.scheme or "ckks"
+    if (a.protocol == "idface" and scheme not in ("ckks", "paillier")) or (a.protocol != "idface" and a.scheme):
+        raise PrivfaceError("--scheme: idface runs over ckks or paillier; hers and cryptomask take none")
+    if a.insecure_test_params:
+        print("privface: WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only",
+              file=sys.stderr)
+    out = evaluate(a.dataset, backend_spec(a), protocol=a.protocol, scheme=scheme, photos=a.gallery_photos,
+                   nonmated=a.nonmated or 3000, encrypted_probes=a.probes, data_root=a.data_root, cache=not a.no_cache,
+                   workers=a.workers, progress=not a.json, insecure_test_params=a.insecure_test_params)
+    print_result(out, a.json)
+    return 0
+
+
 #: eval --protocol: how each protocol is evaluated.
 EVALS = {**dict.fromkeys(PAIR_PARAMS, _eval_pairs), "idface": _eval_identification, "hers": _eval_identification,
          "cryptomask": _eval_cryptomask}
 
 
 def cmd_eval(a) -> int:
+    if a.gallery_photos is not None:
+        return _eval_gallery_photos(a)
+    if a.nonmated is not None:
+        raise PrivfaceError("--nonmated goes with --gallery-photos")
     return EVALS[a.protocol](a)
 
 
@@ -182,6 +210,11 @@ def register(sub) -> None:
                         "T_α/T_β; default 2048 for d = 128, 0 = off")
     s.add_argument("--probes", type=int,
                    help="idface, hers, cryptomask: a seeded sample of at most N mated and N non-mated probes")
+    s.add_argument("--gallery-photos", type=int, metavar="K",
+                   help="hers, idface, cryptomask on orl or lfw: enrol K photos per identity (fused), probe the "
+                        "others, LFW non-mated probes; figures at the gallery's default τ(N) (docs: τ follows the "
+                        "gallery)")
+    s.add_argument("--nonmated", type=int, help="--gallery-photos --dataset orl: LFW non-mated probes (default 3000)")
     s.add_argument("--variant", choices=["pi1", "pi2", "pi3"],
                    help="gsm: Π1 (§5), Π2 (§6) or Π3 (§7) (default pi1)")
     s.add_argument("--m", type=int, help="gsm: template bits m (default 16)")

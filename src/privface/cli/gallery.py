@@ -192,10 +192,10 @@ def register(sub) -> None:
                    help="idface: lift templates into D dimensions (1024 or 2048, tight frame, seed recorded) "
                         "before T_α; 0 = off; default 2048 for d = 128, else off")
     g.add_argument("--tau", type=float, help="the key server's threshold (hers, cryptomask: a cosine; idface: an "
-                                             "integer score); default: calibrated for the --backend and setting on "
-                                             "held-out LFW identities for a gallery-wide FPIR, so stricter than the "
-                                             "1:1 default of compare and the 1:1 protocols (dlib: cosine 0.9557 vs "
-                                             "0.9272) (docs: idface, τ default thresholds)")
+                                             "integer score), fixed for the gallery's life; default: τ(N) for FPIR "
+                                             "0.003 at the gallery's size N, from the --backend's per-comparison "
+                                             "scores on held-out LFW identities, recomputed by add / remove / "
+                                             "update (docs: idface, τ follows the gallery)")
     g.add_argument("--insecure-test-params", action="store_true",
                    help="toy keys (CKKS N = 2048, Paillier 512-bit, cryptomask BFV N = 2048): tests only")
     g.add_argument("--name", default="default", help="the gallery's name in the store (several may share one)")

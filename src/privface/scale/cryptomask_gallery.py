@@ -67,6 +67,7 @@ from .layout import (
     GalleryError,
     block_key,
     check_tau,
+    current_tau,
     default_key_store,
     ids_digest,
     meta_backend,
@@ -263,7 +264,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
         if raw is None:
             if tau is not None and not -1.0 < tau < 1.0:
                 raise GalleryError("--tau is a cosine in (−1, 1) for cryptomask")
-            tau, tau_source = new_tau(tau, backend, dim, "cryptomask")
+            tau_meta = new_tau(tau, backend, dim, "cryptomask", len(ids))
+            tau = tau_meta["tau"]
             kg = KeyGenerator(insecure_test_params=insecure_test_params)
             pub_v, sec_v = kg.verifier_keys("verifier")
             K = np.ascontiguousarray(kg.switching_key("verifier"), dtype=np.uint64)
@@ -273,7 +275,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
                 keys.put(KEY, record_key(name, "sk"), kg.secret_bytes())
                 keys.put(KEY, record_key(name, "pk_v"), pub_v.to_bytes())
                 keys.put(KEY, record_key(name, "sk_v"), sec_v.secret_to_bytes())
-                meta_k = {"pk_sha256": hashlib.sha256(pk).hexdigest(), "tau": tau, "tau_source": tau_source}
+                meta_k = {"pk_sha256": hashlib.sha256(pk).hexdigest(), **tau_meta}
                 keys.put(KEY, record_key(name, "meta"), json.dumps(meta_k).encode())
             local.put(LOCAL, record_key(name, "pk"), pk)
             local.put(LOCAL, record_key(name, "ksw"), K.tobytes())
@@ -407,10 +409,11 @@ class CMGallery:
 def verifier(gallery: CMGallery, key_store_url: str | None = None):
     """(VerifierHE with pk and the verifier's sk_v from the key store, τ), checked against the gallery's pk."""
     return verifier_keys(key_store_url or default_key_store(gallery.url), gallery.name, gallery.pk_bytes,
-                         gallery.dim, gallery.meta["insecure_test_params"])
+                         gallery.dim, gallery.meta["insecure_test_params"], n=gallery.n)
 
 
-def verifier_keys(key_store_url: str, name: str, pk_bytes: bytes, dim: int, insecure_test_params: bool):
+def verifier_keys(key_store_url: str, name: str, pk_bytes: bytes, dim: int, insecure_test_params: bool,
+                  n: int | None = None):
     """(VerifierHE, τ) from the key store's sk_v for the database public key ``pk_bytes`` — from the gallery store,
     or sent by a CS over HTTP: accepted only if its SHA-256 is the one the key store recorded next to sk_v."""
     with open_store(key_store_url) as keys:
@@ -420,7 +423,7 @@ def verifier_keys(key_store_url: str, name: str, pk_bytes: bytes, dim: int, inse
         raise GalleryError("the key store holds no verifier key (pk_v, sk_v)")
     if meta.get("pk_sha256") != hashlib.sha256(pk_bytes).hexdigest():
         raise GalleryError("the key store belongs to another gallery (public key differs)")
-    tau = meta.get("tau")
+    tau = current_tau(meta, n)["tau"]  # a default τ follows the gallery's size N (scale.tau_curve)
     if not isinstance(tau, float) or not -1.0 < tau < 1.0:
         raise GalleryError("the key store's τ is damaged")
     public = _public(pk_bytes, {"insecure_test_params": insecure_test_params})

@@ -101,7 +101,7 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
     reveal_s = time.perf_counter() - t
     return {"match": bit, "id": found if bit else None, "variant": variant, "answer": ANSWER_WO if wo else ANSWER,
             "scheme": "cryptomask", "n": gallery.n,
-            **tau_of(gallery_url, name, key_store_url), "blocks": gallery.nblocks, "shards": len(shards),
+            **tau_of(gallery_url, name, key_store_url, gallery.n), "blocks": gallery.nblocks, "shards": len(shards),
             "load_s": round(load_s, 4),
             "distances_s": round(distances_s, 4), "shares_s": round(shares_s, 4), "reveal_s": round(reveal_s, 4),
             "comm_bytes": sum(v for k, v in wire.bytes.items() if k != "ot_setup"), "rounds": 1 + wire.rounds,

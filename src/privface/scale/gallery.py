@@ -58,6 +58,7 @@ from .layout import (
     GalleryError,
     block_key,
     check_tau,
+    current_tau,
     default_key_store,
     ids_digest,
     meta_backend,
@@ -66,6 +67,7 @@ from .layout import (
     progress_bar,
     read_json,
     record_key,
+    retune,
     tau_of,
     writer_lease,
 )
@@ -279,9 +281,11 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     adapter = GALLERY_SCHEMES.get(scheme)
     if adapter is not None and adapter.own_layout:  # its own layout (seed 001: scale.cryptomask_gallery)
         _no_transform(beta, centring, lift)
-        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, tau=tau,
-                             insecure_test_params=insecure_test_params, progress=progress,
-                             after_block=after_block, name=name, backend=backend)
+        report = adapter.enrol(gallery_url, source, key_store_url=key_store_url, tau=tau,
+                               insecure_test_params=insecure_test_params, progress=progress,
+                               after_block=after_block, name=name, backend=backend)
+        retune(gallery_url, name, key_store_url, report.n)  # a batch appended: τ follows N
+        return report
     settings = _settings(scheme, source.dim, beta, insecure_test_params, centring, backend, lift)
     key_store_url = key_store_url or default_key_store(gallery_url)
     t0 = time.perf_counter()
@@ -292,12 +296,12 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         meta_raw = local.get(LOCAL, record_key(name, "meta"))
         if meta_raw is None:
-            tau, tau_source = new_tau(tau, backend, settings.dim, settings.tau_key(centring))
+            tau_meta = new_tau(tau, backend, settings.dim, settings.tau_key(centring), len(ids))
             pub, _, pk, sk = settings.generate_keypair()
             with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
                 keys.put(KEY, record_key(name, "sk"), sk)
                 keys.put(KEY, record_key(name, "meta"), json.dumps({"pk_sha256": hashlib.sha256(pk).hexdigest(),
-                                                  "tau": tau, "tau_source": tau_source}).encode())
+                                                                    **tau_meta}).encode())
             local.put(LOCAL, record_key(name, "pk"), pk)
             meta = dict(wanted, capacity=settings.public_scheme(pub).capacity, **settings.public_meta(pub))
             local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())
@@ -454,7 +458,8 @@ def key_server(gallery: Gallery, key_store_url: str | None = None):
         sec = gallery.settings.load_secret(gallery.public_context, sk)
     except CryptoError as e:
         raise GalleryError(f"the key store's secret key is damaged ({e})") from None
-    return KeyServer(gallery.settings.secret_scheme(sec), float(meta["tau"]))
+    answered = sum(i is not None for i in gallery_ids(gallery))
+    return KeyServer(gallery.settings.secret_scheme(sec), float(current_tau(meta, answered)["tau"]))
 
 
 def gallery_ids(gallery: Gallery) -> list[str]:

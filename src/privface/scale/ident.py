@@ -32,7 +32,7 @@ from ..store.base import TemplateStore
 from ..wire import WireError
 from .gallery import KEY, SCHEMES, Gallery, Settings, gallery_ids
 from .layout import LOCAL as GALLERY
-from .layout import GalleryError, record_key
+from .layout import GalleryError, current_tau, record_key
 from .schemes import GALLERY_SCHEMES
 from .sources import unit
 
@@ -80,6 +80,7 @@ class KeyRole:
         try:
             meta = json.loads(meta)
             self._pk_sha256, self.tau = bytes.fromhex(meta["pk_sha256"]), float(meta["tau"])
+            self._meta = meta  # a default τ follows the attached gallery's size (``_tau_for``)
         except (ValueError, KeyError, TypeError):
             raise PrivfaceError(f"the key store's record of gallery {name!r} is damaged") from None
         self._sk = sk
@@ -91,6 +92,7 @@ class KeyRole:
         if saved is not None:
             try:
                 self._gallery = self._open(read_message(Attach, saved))
+                self.tau = self._tau_for(self._gallery)
             except WireError:  # kept by an earlier build (Attach had no ``empty``): the local server attaches again
                 self._gallery = None
 
@@ -134,14 +136,24 @@ class KeyRole:
     def attach(self, body) -> Attached:
         msg = read_message(Attach, body)
         gallery = self._open(msg)  # validated in full before anything is kept
+        tau = self._tau_for(gallery)
         frame = msg.to_bytes()
         with self._lock:
             if self.store.get(ATTACH_SPACE, f"{self.name}.attach") != frame:
                 self.store.put(ATTACH_SPACE, f"{self.name}.attach", frame)
             if self._gallery is not None and self._gallery[1] != gallery[1]:  # the gallery grew (scale.lifecycle.add)
                 self._earlier = ([self._gallery] + self._earlier)[:EARLIER_LAYOUTS]
-            self._gallery = gallery
+            self._gallery, self.tau = gallery, tau
         return Attached(self._pk_sha256, msg.n)
+
+    def _tau_for(self, gallery) -> float:
+        """τ for an attached gallery: a default τ is τ(N) (``layout.current_tau``, issue 37), so a gallery changed
+        at S_local gets its τ here, where the key store is. N is every slot S_key decrypts a score for, empty ones
+        included: S_local's empty-slot bitmap cannot lower τ (at worst τ is that of a slightly larger gallery)."""
+        try:
+            return float(current_tau(self._meta, gallery[1])["tau"])
+        except GalleryError as e:
+            raise PrivfaceError(str(e)) from None
 
     def _check(self, msg: ScoreChunk):
         """The chunk's residues as a ``CKKSScores`` (or ``PaillierScores``) of its blocks, or ProtocolError (no

@@ -29,7 +29,7 @@ from ..faces.registry import LEGACY_BACKEND
 from ..store import open_store
 from ..store.base import redact
 from ..store.lease import Lease, LeaseHeld, LeaseLost, when
-from .default_tau import default_tau
+from .tau_curve import describe, tau_for_n
 
 LOCAL, KEY, LEASE = "gallery", "gallery-key", "gallery-lease"
 LEASE_TTL = 120.0  # seconds a dead enrolment keeps its gallery locked
@@ -122,21 +122,70 @@ def writer_lease(local, gallery_url: str, name: str):
                            f"wait, or if that process died, retry after {when(h['expires'])}") from None
 
 
-def new_tau(tau: float | None, backend: str, dim: int, key: str) -> tuple[float, str]:
-    """(τ, provenance) for a new gallery: ``tau`` as given, else the calibrated default (``scale.default_tau``)."""
+def new_tau(tau: float | None, backend: str, dim: int, key: str, n: int = 1) -> dict:
+    """The key store meta's τ fields for a new gallery of ``n`` identities: ``tau`` as given (``tau_mode``
+    "explicit"), else the default τ(n) (``scale.tau_curve``; "default", recomputed as the gallery changes)."""
     if tau is not None:
-        return float(tau), "--tau"
+        return {"tau": float(tau), "tau_source": "--tau", "tau_mode": "explicit"}
     try:
-        return default_tau(backend, dim, key)
+        t, src = tau_for_n(backend, dim, key, n)
     except PrivfaceError as e:
         raise GalleryError(str(e)) from None
+    return {"tau": t, "tau_source": describe(src), "tau_mode": "default", "tau_n": int(n),
+            "tau_setting": {"backend": backend, "dim": int(dim), "key": key}}
 
 
-def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = None) -> dict:
-    """{"tau", "tau_source"} recorded in the key store when the gallery was created."""
+def current_tau(meta: dict, n: int | None) -> dict:
+    """{"tau", "tau_n", "tau_mode", "tau_source"} of a key store meta for a gallery answering ``n`` identities now:
+    a default τ is τ(n) (computed here when the gallery changed where the key store was out of reach, e.g. over
+    HTTP at S_local); an explicit or older τ as stored."""
+    mode = meta.get("tau_mode", "fixed")
+    out = {"tau": meta.get("tau"), "tau_n": meta.get("tau_n"), "tau_mode": mode,
+           "tau_source": meta.get("tau_source", "not recorded (made before 2026-11)")}
+    if mode == "explicit":
+        out["tau_mode"] = "explicit"
+    if mode != "default" or n is None or n == meta.get("tau_n"):
+        return out
+    s = meta.get("tau_setting")
+    if not isinstance(s, dict):
+        raise GalleryError("the key store's τ setting is damaged")
+    try:
+        t, src = tau_for_n(str(s.get("backend")), int(s.get("dim", 0)), str(s.get("key")), int(n))
+    except (PrivfaceError, TypeError, ValueError) as e:
+        raise GalleryError(f"the key store's τ setting is damaged ({e})") from None
+    return {"tau": t, "tau_n": int(n), "tau_mode": mode, "tau_source": describe(src)}
+
+
+def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = None, n: int | None = None) -> dict:
+    """{"tau", "tau_n", "tau_mode", "tau_source"} from the key store (``current_tau`` for ``n`` identities)."""
     with open_store(key_store_url or default_key_store(gallery_url)) as keys:
         meta = read_json(keys.get(KEY, record_key(name, "meta")), f"key store meta of gallery {name!r}")
-    return {"tau": meta.get("tau"), "tau_source": meta.get("tau_source", "not recorded (made before 2026-11)")}
+    return current_tau(meta, n)
+
+
+def retune(gallery_url: str, name: str, key_store_url: str | None, n: int) -> dict:
+    """After a gallery change: a default τ is recomputed for its ``n`` identities and written to the key store meta
+    (``current_tau``'s fields returned). Without a reachable key store (``key_store_url`` None and no default
+    ``g.keys.db`` file) nothing is written: S_key computes τ(N) itself when it next loads or attaches."""
+    from ..store.sqlite import SQLiteStore
+
+    url = key_store_url
+    if url is None:
+        try:
+            url = default_key_store(gallery_url)
+        except GalleryError:
+            url = None
+        if url is not None and not SQLiteStore.path_of(url).exists():
+            url = None
+    if url is None:
+        return {"tau": None, "tau_n": n, "tau_source": "key store not given (--key-store): S_key computes τ(N) "
+                                                       "when it next loads the gallery"}
+    with open_store(url) as keys:
+        meta = read_json(keys.get(KEY, record_key(name, "meta")), f"key store meta of gallery {name!r}")
+        now = current_tau(meta, n)
+        if meta.get("tau_mode") == "default" and meta.get("tau_n") != n:
+            keys.put(KEY, record_key(name, "meta"), json.dumps({**meta, **now}).encode())
+    return now
 
 
 def check_tau(tau: float | None, gallery_url: str, name: str, key_store_url: str | None) -> None:

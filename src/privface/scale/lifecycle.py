@@ -44,9 +44,11 @@ from .layout import (
     GalleryError,
     block_key,
     default_key_store,
+    meta_backend,
     part_key,
     read_json,
     record_key,
+    retune,
     stored_scheme,
     tau_of,
     writer_lease,
@@ -118,11 +120,17 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
     out["storage_bytes"] = stored
     out["storage_bytes_per_identity"] = round(stored / max(1, slots - withdrawn), 1)
     if tau:
-        out.update(_tau(gallery_url, name, key_store_url))
+        out.update(_tau(gallery_url, name, key_store_url, out["identities"]))
     return out
 
 
-def _tau(gallery_url: str, name: str, key_store_url: str | None) -> dict:
+def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None, on: bool = True) -> dict:
+    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``); not
+    ``on`` (S_local serving over HTTP never opens the key store): S_key recomputes it at the next attach."""
+    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)))} if on else report
+
+
+def _tau(gallery_url: str, name: str, key_store_url: str | None, n: int | None = None) -> dict:
     if key_store_url is None:
         try:
             key_store_url = default_key_store(gallery_url)
@@ -133,12 +141,12 @@ def _tau(gallery_url: str, name: str, key_store_url: str | None) -> dict:
     if key_store_url is None:
         return {"tau": None, "tau_source": "key store not given (--key-store)"}
     try:
-        return tau_of(gallery_url, name, key_store_url)
+        return tau_of(gallery_url, name, key_store_url, n)
     except GalleryError as e:
         return {"tau": None, "tau_source": f"key store unreadable ({e})"}
 
 
-def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=None) -> dict:
+def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=None, retune_tau: bool = True) -> dict:
     """Take ``ids`` out of the answers of a hers / idface gallery; with ``key`` (S_key's refresh link: an object with
     ``refresh(masked) -> answer``, e.g. the gallery's ``HERSKey`` or ``service.clients.hers.HttpKeyServer``) and an
     erasable scheme (hers), also erase them: every block holding one is rewritten by ``erase`` as a new generation
@@ -194,8 +202,8 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
         if erase:
             collect(local, name, meta, g.nblocks)
         purged = local.purge()  # the superseded records (commit records naming the ids; erased: the old blocks)
-    return {"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": meta["gen"],
-            "store_purged": purged, **report}
+    return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": meta["gen"],
+                     "store_purged": purged, **report}, gallery_url, name, on=retune_tau)
 
 
 def _carried(commit: dict) -> dict:
@@ -250,7 +258,7 @@ def collect(local, name: str, meta: dict, nblocks: int) -> int:
 
 
 def add(gallery_url: str, source, name: str = "default", *, key_store_url: str | None = None,
-        progress: bool = False) -> dict:
+        progress: bool = False, retune_tau: bool = True) -> dict:
     """Add ``source``'s identities to a gallery (module docstring); ids already answered are refused (GalleryError,
     nothing written). Returns ``{"added", "n", "blocks_written", "blocks_filled", "blocks_sealed", "generation",
     "seconds"}``; cryptomask: its enrolment report (a new batch, seed 001 Alg. 1)."""
@@ -259,19 +267,21 @@ def add(gallery_url: str, source, name: str = "default", *, key_store_url: str |
     if adapter.own_layout:  # the gallery's own settings: a new batch must match them (cryptomask_gallery.enrol)
         with open_store(gallery_url) as local:
             meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
-        return adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
-                             insecure_test_params=bool(meta.get("insecure_test_params"))).to_dict()
-    return _change(gallery_url, source, name, replace=False)
+        return _retuned(adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
+                                      insecure_test_params=bool(meta.get("insecure_test_params")),
+                                      backend=meta_backend(meta)).to_dict(),
+                        gallery_url, name, key_store_url, retune_tau)
+    return _retuned(_change(gallery_url, source, name, replace=False), gallery_url, name, key_store_url, retune_tau)
 
 
-def update(gallery_url: str, source, name: str = "default", *, key=None) -> dict:
+def update(gallery_url: str, source, name: str = "default", *, key=None, retune_tau: bool = True) -> dict:
     """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
     write), each old slot is withdrawn and the new template added as by ``add``. With ``key`` and an erasable
     scheme the old templates are erased as by ``withdraw``; otherwise they stay in their blocks' ciphertexts."""
     if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
         raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
                            "gallery, seed 001 Alg. 3): re-enrol the gallery")
-    return _change(gallery_url, source, name, replace=True, key=key)
+    return _retuned(_change(gallery_url, source, name, replace=True, key=key), gallery_url, name, on=retune_tau)
 
 
 def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dict:

@@ -93,5 +93,5 @@ def identify(query, gallery_url: str, *, key_store_url: str | None = None, ray: 
         if ray is not None:
             local.close()
     return {"id": who, "scheme": gallery.settings.scheme, "n": gallery.n, "blocks": gallery.nblocks,
-            "shards": shards, **tau_of(gallery_url, name, key_store_url),
+            "shards": shards, **tau_of(gallery_url, name, key_store_url, sum(i is not None for i in local.ids)),
             "load_s": round(load_s, 4), "ip_db_s": round(ip_s, 4), "key_server_s": round(decide_s, 4)}

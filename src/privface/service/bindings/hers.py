@@ -133,12 +133,14 @@ class IdentService:
             link = self._erase_key() if step != "gallery/add" else None
             try:
                 key = self.party.erase_link(link) if link is not None else None
+                # retune_tau=False: S_key computes τ(N) itself at the re-attach (S_local never writes τ)
                 if step == "gallery/remove":
-                    report = lifecycle.withdraw(url, ids, name, key=key)
+                    report = lifecycle.withdraw(url, ids, name, key=key, retune_tau=False)
                 elif step == "gallery/update":
-                    report = lifecycle.update(url, self._templates(ids, msg["templates"]), name, key=key)
+                    report = lifecycle.update(url, self._templates(ids, msg["templates"]), name, key=key,
+                                               retune_tau=False)
                 else:
-                    report = lifecycle.add(url, self._templates(ids, msg["templates"]), name)
+                    report = lifecycle.add(url, self._templates(ids, msg["templates"]), name, retune_tau=False)
             finally:
                 if link is not None and link is not self.key:
                     link.close()

@@ -53,7 +53,7 @@ class VerifierClient(ServiceClient):
 
         info = read_message(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes()))
         verifier, tau = verifier_keys(self.key_store_url, self.name, info.public_context, info.dim,
-                                      info.insecure_test_params)
+                                      info.insecure_test_params, n=max(1, info.n))  # a default τ is τ(N)
         if (info.n < 1 or info.ciphertexts != -(-info.n // verifier.delta) or info.chunk < 1
                 or info.batch < 64 or info.batch % 64 or info.dim != verifier.dim
                 or verifier.delta != encoding.rows_per_poly(verifier.n, info.dim)):

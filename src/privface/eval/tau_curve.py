@@ -1,0 +1,185 @@
+"""Calibrate the per-comparison non-mated score distribution behind τ(N) (``scale/tau_curve.json``).
+
+``python -m privface.eval.tau_curve --backend sface`` embeds the LFW identities held out of every evaluation
+(``default_tau.calibration_set``: the same identities and dropped duplicates as the fixed default), enrols each
+identity's first image with a face and compares every image with a face against every *other* identity's template:
+about 2.6 M non-mated comparisons. For each 1:N setting (the score S_key decides on — the cosine for hers and
+cryptomask, the integer ⟨T_α(x), T_β(y)⟩ for idface after its centring and lift, seed 003 §4.1) it stores the
+upper quantiles ``q(p)`` of that distribution on a log grid of p, and an exponential tail ``log p = a − b·s``
+used beyond the smallest p measured. Settings without a fixed default (``default_tau.MIN_TPIR``: their τ accepts
+almost no mated search either) get no curve: such a gallery needs ``--tau``.
+
+``scale.tau_curve.tau_for_n`` turns this into τ(N) for an open-set FPIR target: FPIR(N) = 1 − (1 − p)^N, so
+τ(N) = q(1 − (1 − FPIR)^{1/N}) (seed 003 §5.2's rule: accept iff the best of N scores ≥ τ). ``--validate``
+measures that choice against the alternative (a per-probe mixture, the empirical max-of-N) on two halves of the
+held-out identities (docs: "τ follows the gallery").
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from importlib import resources
+
+import numpy as np
+
+from ..faces.registry import make_backend
+from .datasets import CALIBRATION_BYTE
+from .default_tau import TARGET_FPIR, calibration_set
+from .embed import embed_paths
+from .identify_eval import _unit
+
+FILE = "tau_curve.json"
+P_GRID = tuple(float(10 ** (-k / 8)) for k in range(8, 8 * 7 + 1))  # 1e-1 … 1e-7, 8 points a decade
+MIN_EXCEED = 30  # a quantile is stored only where at least this many comparisons exceed it
+TAIL_FROM = 1e-3  # the exponential tail is fitted to the stored quantiles at p ≤ this
+
+
+def nonmated(x: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(probe rows, gallery rows, own-identity mask): each identity's first row enrolled, every row a probe."""
+    first: dict[str, int] = {}
+    for r, i in enumerate(ids):
+        first.setdefault(str(i), r)
+    g = np.array(sorted(first.values()))
+    return np.arange(len(ids)), g, ids[:, None] == ids[g][None, :]
+
+
+def quantiles(scores: np.ndarray, p_grid=P_GRID) -> dict:
+    """{"p": [...], "q": [...], "tail": [a, b], "comparisons": n}: q(p) = the score exceeded by a share p of the
+    non-mated comparisons (p only down to ``MIN_EXCEED``/n: the last few comparisons are single pairs, LFW's
+    look-alikes and mislabels, not a distribution), and log p = a − b·s fitted to the stored q(p) at
+    p ≤ ``TAIL_FROM``."""
+    s = np.sort(np.asarray(scores, dtype=np.float64))[::-1]
+    n = s.size
+    ps = [p for p in p_grid if p * n >= MIN_EXCEED]
+    q = [float(s[int(np.floor(p * n)) - 1]) for p in ps]
+    fit = [(v, np.log(p)) for p, v in zip(ps, q) if p <= TAIL_FROM]
+    if len({v for v, _ in fit}) < 2:  # a coarse integer score: no slope to fit; never extrapolate below q
+        slope, icpt = -1e9, 0.0
+    else:
+        slope, icpt = np.polyfit(*zip(*fit), 1)
+    return {"p": [round(p, 12) for p in ps], "q": [round(v, 6) for v in q],
+            "tail": [round(float(icpt), 6), round(float(-slope), 6)], "comparisons": int(n)}
+
+
+def settings_scores(x: np.ndarray, backend: str):
+    """Yield (key, step, scorer) per 1:N setting: scorer(probe rows, gallery rows) → their score matrix."""
+    from ..protocols.idface.centring import shipped_mean
+    from ..protocols.idface.params import PARAMETER_SETS, IDFaceParams
+    from ..scale.default_tau import idface_key
+
+    def cos(r, g):
+        return x[r] @ x[g].T
+
+    yield "hers", 1e-4, cos
+    yield "cryptomask", 1e-4, cos
+    dim = x.shape[1]
+    mean = shipped_mean(backend)
+    for centring in ("none", "shipped"):
+        for lift in (None, 1024, 2048):
+            width = lift or dim
+            if width not in PARAMETER_SETS:
+                continue
+            for beta in PARAMETER_SETS[width][1]:
+                p = IDFaceParams.for_dim(dim, beta, mean if centring == "shipped" else None, lift)
+                zq = p.query_transform(x).astype(np.float64)  # |entries| ≤ α: exact in float64
+                ze = p.enrol_transform(x).astype(np.float64)
+                yield idface_key(centring, lift, beta), 1.0, (lambda r, g, zq=zq, ze=ze: zq[r] @ ze[g].T)
+
+
+def _embedded(backend: str, data_root: str | None):
+    ds, dropped = calibration_set(data_root)
+    emb = embed_paths(ds.paths, {"name": backend}, which="center")
+    rows = np.flatnonzero(emb.found)
+    x = _unit(np.nan_to_num(emb.vectors, nan=1.0))[rows]
+    return x, np.asarray(ds.ids).astype(str)[rows], emb, dropped
+
+
+def calibrate(backend: str, data_root: str | None = None) -> dict:
+    from .default_tau import _dropped_source
+
+    x, ids, emb, dropped = _embedded(backend, data_root)
+    r, g, own = nonmated(x, ids)
+    out = {}
+    fixed = json.loads(resources.files("privface.scale").joinpath("default_tau.json").read_text())
+    usable = fixed["backends"].get(backend, {}).get("tau", {})  # settings that find anyone (default_tau.MIN_TPIR)
+    for key, step, scorer in settings_scores(x, backend):
+        if key not in usable:
+            continue
+        s = scorer(r, g)[~own]
+        out[key] = {"step": step, **quantiles(s)}
+    source = {"dataset": "lfw (grey), identities held out of every LFW evaluation: first byte of SHA-256(name) "
+                         f"< {CALIBRATION_BYTE}",
+              "identities": int(g.size), "probes": int(r.size), "undetected": emb.undetected,
+              **_dropped_source(dropped), "backend_options": make_backend(name=backend).options(),
+              "model": "binomial: FPIR(N) = 1 − (1 − p)^N, p the per-comparison non-mated rate",
+              "command": f"python -m privface.eval.tau_curve --backend {backend}"}
+    return {"dim": int(x.shape[1]), "target_fpir": TARGET_FPIR, "source": source, "settings": out}
+
+
+def _exceed(s: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """(probes, grid): how many of each probe's non-mated scores (NaN = own identity) reach each τ."""
+    srt = np.sort(np.nan_to_num(s, nan=-np.inf), axis=1)
+    return np.stack([s.shape[1] - np.searchsorted(row, grid, side="left") for row in srt])
+
+
+def validate(backend: str, data_root: str | None = None, ns=(10, 40, 100, 300), target: float = TARGET_FPIR,
+             key: str = "hers") -> dict:
+    """Fit on one half of the held-out identities (split by SHA-256 of the name), test on the other: τ(N) from the
+    binomial model (pooled p) and from the per-probe mixture mean_i 1 − (1 − p_i)^N (the expected max-of-N for
+    galleries drawn from the calibration identities), and the FPIR each τ gives on the other half for random
+    N-identity galleries (exact hypergeometric expectation, no sampling)."""
+    from scipy.special import gammaln
+
+    x, ids, _, _ = _embedded(backend, data_root)
+    scorer = next(f for k, _, f in settings_scores(x, backend) if k == key)
+    half = np.array([hashlib.sha256(b"half:" + i.encode()).digest()[0] & 1 for i in ids])
+    parts = []
+    for h in (0, 1):
+        rows = np.flatnonzero(half == h)
+        r, g, own = nonmated(x[rows], ids[rows])
+        parts.append(np.where(own, np.nan, scorer(rows[r], rows[g])))
+    lo = min(float(np.nanmin(p)) for p in parts)
+    hi = max(float(np.nanmax(p)) for p in parts)
+    grid = np.linspace(lo, hi, 2000)
+    out: dict = {"backend": backend, "setting": key, "target_fpir": target, "rows": []}
+    for fit, test in ((0, 1), (1, 0)):
+        kf, kt = _exceed(parts[fit], grid), _exceed(parts[test], grid)
+        nf = np.sum(~np.isnan(parts[fit]), axis=1)
+        nt = np.sum(~np.isnan(parts[test]), axis=1)
+        pooled = kf.sum(axis=0) / nf.sum()
+        for n in ns:
+            binom = grid[np.argmax(1 - (1 - pooled) ** n <= target)]
+            mix = grid[np.argmax(np.mean(1 - (1 - kf / nf[:, None]) ** n, axis=0) <= target)]
+            a = nt[:, None] - kt
+            with np.errstate(invalid="ignore", divide="ignore"):
+                none = np.where(a >= n, np.exp(gammaln(a + 1) - gammaln(a - n + 1) - gammaln(nt[:, None] + 1)
+                                               + gammaln(nt[:, None] - n + 1)), 0.0)
+            fpir_test = np.mean(1 - none, axis=0)
+            at = {name: round(float(fpir_test[np.searchsorted(grid, t)]), 5) for name, t in
+                  (("binomial", binom), ("mixture", mix))}
+            out["rows"].append({"fit_half": fit, "n": n, "tau_binomial": round(float(binom), 4),
+                                "tau_mixture": round(float(mix), 4),
+                                "tau_ideal_on_test": round(float(grid[np.argmax(fpir_test <= target)]), 4),
+                                "fpir_test_binomial": at["binomial"], "fpir_test_mixture": at["mixture"]})
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="sface")
+    ap.add_argument("--data-root")
+    ap.add_argument("--validate", action="store_true", help="print the binomial-vs-mixture measurement")
+    a = ap.parse_args(argv)
+    if a.validate:
+        print(json.dumps(validate(a.backend, a.data_root)))
+        return
+    target = resources.files("privface.scale").joinpath(FILE)
+    doc = json.loads(target.read_text()) if target.is_file() else {"backends": {}}
+    doc["backends"][a.backend] = calibrate(a.backend, a.data_root)
+    target.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    print(json.dumps({k: v["tail"] for k, v in doc["backends"][a.backend]["settings"].items()}))
+
+
+if __name__ == "__main__":
+    main()
