@@ -17,7 +17,7 @@ import numpy as np
 
 from ..faces.detect import Detector, select, shape_to_array
 from ..faces.image import load_rgb
-from ..faces.onnx_backend import ARCFACE_REF, arcface_points, umeyama
+from ..faces.onnx_backend import ARCFACE_REF, arcface_points, dlib5_points, umeyama
 from .datasets import data_root
 
 
@@ -46,13 +46,6 @@ def landmarks(paths, det: Detector) -> tuple[np.ndarray, np.ndarray]:
             p5.append(shape_to_array(det.landmarks5(work, dets[0]), scale))
             p68.append(shape_to_array(det.landmarks68(work, dets[0]), scale))
     return np.array(p5), np.array(p68)
-
-
-def dlib5_points(landmarks5: np.ndarray) -> np.ndarray:
-    """Three points (3×2) from dlib's 5 landmarks (x, y): image-left eye centre (midpoint of its corners 2, 3),
-    image-right eye centre (0, 1), base of the nose (4)."""
-    p = np.asarray(landmarks5, np.float64)
-    return np.stack([p[2:4].mean(0), p[0:2].mean(0), p[4]])
 
 
 def apply(m: np.ndarray, pts: np.ndarray) -> np.ndarray:

@@ -2,8 +2,8 @@
 
 Pipeline: dlib `Detector` → 68-point landmarks → the five ArcFace points (eye centres, nose tip,
 mouth corners) → similarity transform (Umeyama) onto the standard ArcFace 112×112 template (or, with
-``landmarks=5``, dlib's 5-point model → its four eye corners and nose base onto their calibrated template
-positions ``DLIB5_REF``) →
+``landmarks=5``, dlib's 5-point model → eye centres (midpoints of the corners) and nose base onto their
+calibrated template positions ``DLIB5_REF``) →
 bilinear warp with PIL → (x − mean) / std per channel, RGB or BGR, NCHW float32 → onnxruntime
 (CPU) → L2-normalised embedding. Metric "cosine": embeddings are unit vectors, so the Euclidean
 distance d relates to the cosine similarity c by d² = 2 − 2c.
@@ -29,12 +29,13 @@ ARCFACE_REF = np.array([[38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.736
 CHIP = 112
 # Indices of the 68-point model that correspond to dlib's 5-point model (the order Face uses).
 DLIB5_FROM_68 = [45, 42, 36, 39, 33]
-# Where dlib's 5-point landmarks (its order: image-right eye outer and inner corner, image-left eye outer and inner
-# corner, base of the nose) fall on the ArcFace template on average, measured through the 68-point alignment on
-# 299 LFW faces of people absent from pairs.txt (`python -m privface.eval.landmarks5_template`). Note the nose
-# base, 8 px below the template's nose tip, and the eye corners' midpoints, 1.5 px below its eye centres.
-DLIB5_REF = np.array([[80.1407, 52.9255], [66.4634, 53.2701], [31.3805, 53.0861], [45.284, 53.3441],
-                      [56.1107, 79.7049]], dtype=np.float64)
+# Where the eye centres (midpoints of each eye's two corners) and the nose base of dlib's 5-point model fall on
+# the ArcFace template on average (image-left eye, image-right eye, nose base), measured through the 68-point
+# alignment on 299 LFW faces of people absent from pairs.txt (`python -m privface.eval.landmarks5_template`): the
+# nose base lies 8 px below the template's nose tip, the corners' midpoints 1.5 px below its eye centres.
+DLIB5_REF = np.array([[38.3323, 53.2151], [73.302, 53.0978], [56.1107, 79.7049]], dtype=np.float64)
+
+
 # Default decision threshold on the Euclidean distance of unit embeddings: 1.2 ⇔ cosine 0.28, a
 # typical ArcFace verification operating point (insightface's LFW tests put the best squared
 # distance near 1.4–1.5). Calibrate on your own data for a given model.
@@ -46,6 +47,14 @@ def arcface_points(landmarks68: np.ndarray) -> np.ndarray:
     (mean of 36–41), image-right eye centre (42–47), nose tip (30), mouth corners (48, 54)."""
     p = np.asarray(landmarks68, np.float64)
     return np.stack([p[36:42].mean(0), p[42:48].mean(0), p[30], p[48], p[54]])
+
+
+def dlib5_points(landmarks5: np.ndarray) -> np.ndarray:
+    """Three points (3×2) from dlib's 5 landmarks (x, y; its order: image-right eye outer, inner corner,
+    image-left eye outer, inner corner, base of the nose): image-left eye centre (midpoint of its corners),
+    image-right eye centre, nose base — the points ``DLIB5_REF`` places."""
+    p = np.asarray(landmarks5, np.float64)
+    return np.stack([p[2:4].mean(0), p[0:2].mean(0), p[4]])
 
 
 def umeyama(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -104,7 +113,7 @@ class ONNXBackend(Backend):
     in the model's channel order (insightface ArcFace: 127.5 / 127.5). channel_order: "RGB" or
     "BGR" (insightface's ArcFace ONNX models, e.g. w600k_r50, take RGB). landmarks: 68 aligns on the five
     ArcFace points from dlib's 68-point model (trained on iBUG 300-W, whose licence excludes commercial use);
-    5 on the eye corners and nose base of dlib's 5-point model (CC0), onto ``DLIB5_REF``. Raises ModelError
+    5 on the eye centres and nose base from dlib's 5-point model (CC0), onto ``DLIB5_REF``. Raises ModelError
     when the file is missing, unreadable or has the wrong inputs/outputs.
     """
 
@@ -136,7 +145,7 @@ class ONNXBackend(Backend):
         return {"backend": self.name, "model": self._digest, "mean": self.mean.tolist(), "std": self.std.tolist(),
                 "channel_order": self.channel_order, "detector": self.detector.options(),
                 # Only when not 68, so the 68-point embeddings cached before the option existed stay valid.
-                **({} if self.landmarks == 68 else {"landmarks": self.landmarks})}
+                **({} if self.landmarks == 68 else {"landmarks": self.landmarks, "ref": DLIB5_REF.tolist()})}
 
     def faces_rgb(self, rgb: np.ndarray, which: Which = "largest") -> list[Face]:
         work, scale = self.detector.working_image(rgb)
@@ -149,7 +158,7 @@ class ONNXBackend(Backend):
             five = [p[DLIB5_FROM_68] for p in marks]
         else:
             five = [shape_to_array(self.detector.landmarks5(work, d), scale) for d in dets]
-            chips = np.stack([align(rgb, p, DLIB5_REF) for p in five])
+            chips = np.stack([align(rgb, dlib5_points(p), DLIB5_REF) for p in five])
         emb = self.embed_chips(chips)
         return [Face(box=d.box, landmarks=p, chip=c, embedding=e, detector=d.detector, score=d.score,
                      found=d.found, index=d.index)
