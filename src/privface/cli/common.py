@@ -41,6 +41,9 @@ def backend_args(p: argparse.ArgumentParser, default: str | None = DEFAULT_BACKE
     p.add_argument("--model", help="model file for --backend pca or onnx (sface: default the installed file)")
     p.add_argument("--jitter", type=int, default=None, help="dlib-resnet128: jitter passes per face (slower, steadier)")
     p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
+    p.add_argument("--landmarks", type=int, choices=[5, 68], default=None,
+                   help="sface, onnx: align on dlib's 68-point model (default; trained on iBUG 300-W, not for "
+                        "commercial use) or its 5-point model (CC0)")
 
 
 def face_args(p: argparse.ArgumentParser, what: str = "the photo") -> None:
@@ -95,6 +98,11 @@ def backend_spec(a) -> dict:
             spec["flip"] = True
     elif a.jitter is not None or a.flip:
         raise PrivfaceError("--jitter and --flip apply to --backend dlib-resnet128 only")
+    landmarks = getattr(a, "landmarks", None)
+    if landmarks is not None:
+        if a.backend not in ("sface", "onnx"):
+            raise PrivfaceError("--landmarks applies to --backend sface and onnx only")
+        spec["landmarks"] = landmarks
     return spec
 
 

@@ -1,7 +1,9 @@
 """ONNX backend ("onnx"): any ArcFace-style embedding model (N×3×112×112 float in, N×D out).
 
 Pipeline: dlib `Detector` → 68-point landmarks → the five ArcFace points (eye centres, nose tip,
-mouth corners) → similarity transform (Umeyama) onto the standard ArcFace 112×112 template →
+mouth corners) → similarity transform (Umeyama) onto the standard ArcFace 112×112 template (or, with
+``landmarks=5``, dlib's 5-point model → eye centres (midpoints of the corners) and nose base onto their
+calibrated template positions ``DLIB5_REF``) →
 bilinear warp with PIL → (x − mean) / std per channel, RGB or BGR, NCHW float32 → onnxruntime
 (CPU) → L2-normalised embedding. Metric "cosine": embeddings are unit vectors, so the Euclidean
 distance d relates to the cosine similarity c by d² = 2 − 2c.
@@ -27,6 +29,13 @@ ARCFACE_REF = np.array([[38.2946, 51.6963], [73.5318, 51.5014], [56.0252, 71.736
 CHIP = 112
 # Indices of the 68-point model that correspond to dlib's 5-point model (the order Face uses).
 DLIB5_FROM_68 = [45, 42, 36, 39, 33]
+# Where the eye centres (midpoints of each eye's two corners) and the nose base of dlib's 5-point model fall on
+# the ArcFace template on average (image-left eye, image-right eye, nose base), measured through the 68-point
+# alignment on 299 LFW faces of people absent from pairs.txt (`python -m privface.eval.landmarks5_template`): the
+# nose base lies 8 px below the template's nose tip, the corners' midpoints 1.5 px below its eye centres.
+DLIB5_REF = np.array([[38.3323, 53.2151], [73.302, 53.0978], [56.1107, 79.7049]], dtype=np.float64)
+
+
 # Default decision threshold on the Euclidean distance of unit embeddings: 1.2 ⇔ cosine 0.28, a
 # typical ArcFace verification operating point (insightface's LFW tests put the best squared
 # distance near 1.4–1.5). Calibrate on your own data for a given model.
@@ -38,6 +47,14 @@ def arcface_points(landmarks68: np.ndarray) -> np.ndarray:
     (mean of 36–41), image-right eye centre (42–47), nose tip (30), mouth corners (48, 54)."""
     p = np.asarray(landmarks68, np.float64)
     return np.stack([p[36:42].mean(0), p[42:48].mean(0), p[30], p[48], p[54]])
+
+
+def dlib5_points(landmarks5: np.ndarray) -> np.ndarray:
+    """Three points (3×2) from dlib's 5 landmarks (x, y; its order: image-right eye outer, inner corner,
+    image-left eye outer, inner corner, base of the nose): image-left eye centre (midpoint of its corners),
+    image-right eye centre, nose base — the points ``DLIB5_REF`` places."""
+    p = np.asarray(landmarks5, np.float64)
+    return np.stack([p[2:4].mean(0), p[0:2].mean(0), p[4]])
 
 
 def umeyama(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -72,18 +89,19 @@ def warp_affine(rgb: np.ndarray, m: np.ndarray, size: int = CHIP) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(out, np.uint8))
 
 
-def align(rgb: np.ndarray, points5: np.ndarray) -> np.ndarray:
-    """The 112×112 ArcFace chip for five ArcFace points (x, y) given in `rgb` pixels."""
-    points5 = np.asarray(points5, np.float64)
-    m = umeyama(points5, ARCFACE_REF)
+def align(rgb: np.ndarray, points: np.ndarray, ref: np.ndarray = ARCFACE_REF) -> np.ndarray:
+    """The 112×112 ArcFace chip for landmarks (x, y) given in `rgb` pixels whose template positions are `ref`
+    (default: the five ArcFace points onto the ArcFace template)."""
+    points = np.asarray(points, np.float64)
+    m = umeyama(points, ref)
     scale = float(np.hypot(m[0, 0], m[1, 0]))
     if scale < 0.5:
         # A face much larger than the chip: shrink (antialiased) first, as bilinear sampling alone aliases.
         h, w = rgb.shape[:2]
         nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
         rgb = np.asarray(Image.fromarray(rgb).resize((nw, nh), Image.Resampling.BOX))
-        points5 = (points5 + 0.5) * np.array([nw / w, nh / h]) - 0.5
-        m = umeyama(points5, ARCFACE_REF)
+        points = (points + 0.5) * np.array([nw / w, nh / h]) - 0.5
+        m = umeyama(points, ref)
     return warp_affine(rgb, m, CHIP)
 
 
@@ -93,7 +111,9 @@ class ONNXBackend(Backend):
     model_path: the .onnx file; it must have one float input N×3×112×112 (N, H, W may be dynamic)
     and one 2-D float output N×D. mean/std: pixel normalisation, a scalar or one value per channel
     in the model's channel order (insightface ArcFace: 127.5 / 127.5). channel_order: "RGB" or
-    "BGR" (insightface's ArcFace ONNX models, e.g. w600k_r50, take RGB). Raises ModelError
+    "BGR" (insightface's ArcFace ONNX models, e.g. w600k_r50, take RGB). landmarks: 68 aligns on the five
+    ArcFace points from dlib's 68-point model (trained on iBUG 300-W, whose licence excludes commercial use);
+    5 on the eye centres and nose base from dlib's 5-point model (CC0), onto ``DLIB5_REF``. Raises ModelError
     when the file is missing, unreadable or has the wrong inputs/outputs.
     """
 
@@ -103,7 +123,9 @@ class ONNXBackend(Backend):
     def __init__(self, model_path: str | os.PathLike, *, mean: float | tuple = 127.5,
                  std: float | tuple = 127.5, channel_order: Literal["RGB", "BGR"] = "RGB",
                  threshold: float = DEFAULT_THRESHOLD, detector: Detector | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, landmarks: int = 68):
+        if landmarks not in (5, 68):
+            raise ValueError(f"landmarks must be 5 or 68, got {landmarks!r}")
         if channel_order not in ("RGB", "BGR"):
             raise ValueError(f"channel_order must be 'RGB' or 'BGR', got {channel_order!r}")
         self.model_path = Path(model_path)
@@ -112,6 +134,7 @@ class ONNXBackend(Backend):
         if (self.std == 0).any():
             raise ValueError("std must be non-zero")
         self.channel_order = channel_order
+        self.landmarks = landmarks
         self.threshold = float(threshold)
         self.detector = detector or Detector()
         self._session, self._input, self._batch1, self._digest = _open_model(self.model_path, threads)
@@ -120,19 +143,26 @@ class ONNXBackend(Backend):
 
     def options(self) -> dict:
         return {"backend": self.name, "model": self._digest, "mean": self.mean.tolist(), "std": self.std.tolist(),
-                "channel_order": self.channel_order, "detector": self.detector.options()}
+                "channel_order": self.channel_order, "detector": self.detector.options(),
+                # Only when not 68, so the 68-point embeddings cached before the option existed stay valid.
+                **({} if self.landmarks == 68 else {"landmarks": self.landmarks, "ref": DLIB5_REF.tolist()})}
 
     def faces_rgb(self, rgb: np.ndarray, which: Which = "largest") -> list[Face]:
         work, scale = self.detector.working_image(rgb)
         dets = select(self.detector.detect(work, scale), which, work.shape)
         if not dets:
             return []
-        marks = [shape_to_array(self.detector.landmarks68(work, d), scale) for d in dets]
-        chips = np.stack([align(rgb, arcface_points(p)) for p in marks])
+        if self.landmarks == 68:
+            marks = [shape_to_array(self.detector.landmarks68(work, d), scale) for d in dets]
+            chips = np.stack([align(rgb, arcface_points(p)) for p in marks])
+            five = [p[DLIB5_FROM_68] for p in marks]
+        else:
+            five = [shape_to_array(self.detector.landmarks5(work, d), scale) for d in dets]
+            chips = np.stack([align(rgb, dlib5_points(p), DLIB5_REF) for p in five])
         emb = self.embed_chips(chips)
-        return [Face(box=d.box, landmarks=p[DLIB5_FROM_68], chip=c, embedding=e, detector=d.detector, score=d.score,
+        return [Face(box=d.box, landmarks=p, chip=c, embedding=e, detector=d.detector, score=d.score,
                      found=d.found, index=d.index)
-                for d, p, c, e in zip(dets, marks, chips, emb)]
+                for d, p, c, e in zip(dets, five, chips, emb)]
 
     def preprocess(self, chips: np.ndarray) -> np.ndarray:
         """N×112×112×3 uint8 RGB chips → the model input: N×3×112×112 float32, normalised."""

@@ -78,9 +78,9 @@ class SFaceBackend(ONNXBackend):
     name = "sface"
 
     def __init__(self, model_path: str | os.PathLike | None = None, *, threshold: float = DEFAULT_THRESHOLD,
-                 detector: Detector | None = None, threads: int | None = None):
+                 detector: Detector | None = None, threads: int | None = None, landmarks: int = 68):
         from . import dlib_onnx
 
         path = verify(installed_path() if model_path is None else model_path)
         super().__init__(path, mean=0.0, std=1.0, channel_order="RGB", threshold=threshold, detector=detector,
-                         threads=dlib_onnx.DEFAULT_THREADS if threads is None else threads)
+                         threads=dlib_onnx.DEFAULT_THREADS if threads is None else threads, landmarks=landmarks)
