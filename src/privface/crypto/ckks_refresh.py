@@ -148,18 +148,25 @@ class CKKSRefresh:
         q₀·P, NTT form, as (b (k, 2, n), seed): a_i = ``expand_a(seed, i)``, so only b and 32 bytes travel.
         ``masked`` is checked (shape, dtype, residues < q₀) before any use."""
         masked = self._check(masked, 1)
-        s = seal_arrays.secret_key_array(secret_key, self.n, 2)
+        if getattr(self, "_s", (None,))[0] is not secret_key:
+            self._s = (secret_key, seal_arrays.secret_key_array(secret_key, self.n, 2))
+        s = self._s[1]
         q0 = np.array([[self.q0]], dtype=np.uint64)
         w = seal_arrays.decrypt_arrays(masked, s[:1], q0)
         w = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.pid, w)[:, 0]
-        half = np.uint64(self.q0 // 2)
-        wc = np.where(w > half, w.astype(np.int64) - np.int64(self.q0), w.astype(np.int64))
         k = masked.shape[0]
-        plain = self._ntt_top(wc + _binomial(k * self.n).reshape(k, self.n))
+        wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
+        wc -= np.int64(self.q0) * (w > np.uint64(self.q0 // 2))
+        wc += _binomial(k * self.n).reshape(k, self.n)
+        plain = self._ntt_top(wc)
         seed = secrets.token_bytes(32)
-        a = np.stack([self.expand_a(seed, i) for i in range(k)])
+        a = np.empty((k, 2, self.n), dtype=np.uint64)
+        for i in range(k):
+            a[i] = self.expand_a(seed, i)
         as_ = seal_arrays.mulmod(a, s[None], self.top_moduli[None])
-        return (plain + self.top_moduli - as_) % self.top_moduli, seed
+        np.subtract(self.top_moduli, as_, out=as_)  # −a·s: residues in (0, q]
+        np.add(plain, as_, out=plain)
+        return seal_arrays.reduce_once(plain, self.top_moduli[None]), seed
 
     def expand_a(self, seed: bytes, i: int) -> np.ndarray:
         """The uniform a (2, n) of the i-th fresh encryption, NTT form mod (q₀, P): the ChaCha20 keystream under
@@ -196,7 +203,14 @@ class CKKSRefresh:
 
     def _ntt_top(self, coeffs: np.ndarray) -> np.ndarray:
         """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n)."""
-        polys = np.stack([np.mod(coeffs, q).astype(np.uint64) for q in (self.q0, self.p)], axis=1)
+        polys = np.empty((coeffs.shape[0], 2, self.n), dtype=np.uint64)
+        if np.abs(coeffs).max(initial=0) < min(self.q0, self.p):  # centred: one conditional addition per limb
+            neg = coeffs < 0
+            for limb, q in enumerate((self.q0, self.p)):
+                polys[:, limb] = coeffs.view(np.uint64) + np.uint64(q) * neg
+        else:
+            for limb, q in enumerate((self.q0, self.p)):
+                polys[:, limb] = np.mod(coeffs, q).astype(np.uint64)
         return seal_arrays.ntt(self.context, self.evaluator, self.top, polys)
 
 
