@@ -13,6 +13,7 @@ DynArray for a ciphertext; parms_id · coeff_count · scale · DynArray for a pl
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 
 import numpy as np
@@ -116,7 +117,7 @@ def mulmod(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
     if shape[len(shape) - len(fixed):] != fixed:  # b varies along a's leading axes: one row of the whole shape
         target = shape
     bb, qq = (np.ascontiguousarray(np.broadcast_to(v, target), dtype=np.uint64).reshape(-1) for v in (b, q))
-    bp = np.array([(x << 64) // y for x, y in zip(bb.tolist(), qq.tolist())], dtype=np.uint64)
+    bp = _shoup(bb, qq)
     rows = np.ascontiguousarray(np.broadcast_to(a, shape), dtype=np.uint64).reshape(-1, bb.size)
     out = np.empty_like(rows)
     g = max(1, (1 << 16) // bb.size)
@@ -151,6 +152,19 @@ def mulmod(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 _M32, _S32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+_SHOUP: dict[bytes, np.ndarray] = {}  # digest of (b, q) → b'; a fixed factor (a secret key) recurs call after call
+
+
+def _shoup(b: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """⌊b·2^64/q⌋ elementwise (Python integers: exact), cached for the last few factors."""
+    digest = hashlib.blake2b(b.tobytes() + q.tobytes(), digest_size=16).digest()
+    out = _SHOUP.get(digest)
+    if out is None:
+        out = np.array([(x << 64) // y for x, y in zip(b.tolist(), q.tolist())], dtype=np.uint64)
+        if len(_SHOUP) >= 8:
+            _SHOUP.pop(next(iter(_SHOUP)))
+        _SHOUP[digest] = out
+    return out
 HAVE_LONG_DOUBLE_MULMOD = True  # kept for callers: mulmod is exact in uint64 on every platform
 
 
