@@ -233,3 +233,36 @@ def test_remove_erases_at_real_parameters(tmp_path):
     assert np.abs(np.delete(after - before, 6, axis=0)).max() < 1e-5
     assert not any(w in _files(tmp_path) for w in windows(old, k=64))
     assert identify(x[6], url)["id"] is None and identify(x[2], url)["id"] == "e.2"
+
+
+def test_erase_withdrawn_erases_what_was_only_withdrawn(tmp_path):
+    """`gallery remove --withdraw-only` leaves the template in the ciphertexts; `gallery erase-withdrawn` later
+    zeroes it (and every other empty slot of its block not yet erased), keeps every other slot, deletes the old
+    bytes, and skips blocks already erased; a second run has nothing to do."""
+    from privface.scale.lifecycle import erase_withdrawn
+
+    url, x = _gallery(tmp_path)
+    before, old = decrypt_gallery(url), block_bytes(url)
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, "--withdraw-only",
+                        "e.5", "e.1030", "--json"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "NOT erased" in r.stderr, r.stderr
+    assert np.abs(decrypt_gallery(url)[0][5] - x[5]).max() < 1e-5  # withdrawn, still in the ciphertext
+    key = key_server(Gallery(url)).secret
+    withdraw(url, ["e.9"], key=key)  # block 0 erased now (e.5 with it); block 1 still holds e.1030
+    mid = decrypt_gallery(url)
+    assert np.abs(mid[0][[5, 9]]).max() < 1e-5 and np.abs(mid[1][1030 - 1024] - x[1030]).max() < 1e-5
+    block0 = block_bytes(url)[0]
+    r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "erase-withdrawn", "--gallery", url, "--json"],
+                       env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["blocks_erased"] == 1 and got["erased"] is True and got["erase_hiding_bits"] >= 40
+    after = decrypt_gallery(url)
+    assert np.abs(after[1][1030 - 1024]).max() < 1e-5
+    kept = np.ones(len(after[1]), dtype=bool)
+    kept[1030 - 1024] = False
+    assert np.abs(after[1][kept] - before[1][kept]).max() < 1e-5
+    assert block_bytes(url)[0] == block0  # block 0 was erased already: not rewritten
+    assert not any(w in _files(tmp_path) for w in windows(old[1], k=32))
+    assert identify(x[1030], url)["id"] is None and identify(x[1031], url)["id"] == "e.1031"
+    assert erase_withdrawn(url, key=key)["blocks_erased"] == 0

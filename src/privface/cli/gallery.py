@@ -123,6 +123,13 @@ def cmd_gallery_remove(a) -> int:
     return 0
 
 
+def cmd_gallery_erase_withdrawn(a) -> int:
+    from ..scale.lifecycle import erase_withdrawn
+
+    print_result(erase_withdrawn(a.gallery, a.name, key=_refresh_key(a)), a.json)
+    return 0
+
+
 def cmd_gallery_add(a, replace: bool = False) -> int:
     from ..faces.registry import make_backend
     from ..scale.lifecycle import add, update
@@ -217,6 +224,12 @@ def register(sub) -> None:
     _erase_args(r)
     r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")
     r.set_defaults(func=cmd_gallery_remove)
+    ew = gsub.add_parser("erase-withdrawn", help="hers: erase the templates that were only withdrawn (--withdraw-only, "
+                                                 "or a gallery changed before erasure): every block with an empty "
+                                                 "slot not yet erased is rewritten by S_key's masked refresh (needs "
+                                                 "--key-store); the answers do not change")
+    _store_args(ew, key_store=True)
+    ew.set_defaults(func=cmd_gallery_erase_withdrawn, withdraw_only=False)
     ad = gsub.add_parser("add", help="add identities to a gallery without its secret key (hers / idface: fills the "
                                      "last block's free positions homomorphically, then new blocks; cryptomask: a "
                                      "new batch); online and crash-safe (one meta write)")

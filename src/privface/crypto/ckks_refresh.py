@@ -103,13 +103,30 @@ class CKKSRefresh:
         rc = np.where(r > half, r.astype(np.int64) - np.int64(self.q0), r.astype(np.int64))
         return out, rc.reshape(attempts, k, self.n)
 
-    def erase(self, answer: list, r: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    def prepare(self, r: np.ndarray, keep: np.ndarray) -> tuple:
+        """The part of step 3 that needs only the masks and the slot mask (so it can run while the key holder
+        works): the copy picked per ciphertext, its mask at q₀·P, μ encoded at scale P and the fresh encryptions of
+        0; CryptoError when the shapes do not fit or some ciphertext has no clean copy."""
+        attempts, k = r.shape[:2]
+        if r.ndim != 3 or r.shape[2] != self.n or keep.shape != (self.n // 2,):
+            raise CryptoError("erase: masks or slot mask of the wrong shape")
+        clean = np.all(np.abs(r) <= self.clean, axis=2)  # (attempts, k)
+        if not clean.any(axis=0).all():
+            raise CryptoError("refresh: no clean copy for some ciphertext (a rare event: start again)")
+        pick = np.argmax(clean, axis=0)
+        mu = sealapi.Plaintext()
+        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), mu)
+        zeros = seal_arrays.encryptions_of_zero(self.public.encryptor, k)
+        return attempts, k, pick, self._ntt_top(r[pick, np.arange(k)]), mu, zeros
+
+    def erase(self, answer: list, r: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
         (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the masks r
-        (attempts, k, n); CryptoError when the answer does not fit or some ciphertext has no clean copy."""
-        attempts, k = r.shape[:2]
-        if r.shape != (attempts, k, self.n) or keep.shape != (self.n // 2,):
-            raise CryptoError("erase: masks or slot mask of the wrong shape")
+        (attempts, k, n) (``prepared``: ``prepare(r, keep)``, computed here when not given); CryptoError when the
+        answer does not fit or some ciphertext has no clean copy."""
+        attempts, k, pick, r_top, mu, zeros = prepared if prepared is not None else self.prepare(r, keep)
+        if r.shape != (attempts, k, self.n):
+            raise CryptoError("erase: masks of the wrong shape")
         where = []  # copy index → (chunk, index in chunk)
         for c, (b, seed) in enumerate(answer):
             if not isinstance(b, np.ndarray) or b.ndim != 3 or b.shape[1:] != (2, self.n) or len(seed) != 32:
@@ -117,28 +134,20 @@ class CKKSRefresh:
             where += [(c, i) for i in range(b.shape[0])]
         if len(where) != attempts * k:
             raise CryptoError(f"erase: the key holder answered {len(where)} copies, {attempts * k} were sent")
-        clean = np.all(np.abs(r) <= self.clean, axis=2)  # (attempts, k)
-        if not clean.any(axis=0).all():
-            raise CryptoError("refresh: no clean copy for some ciphertext (a rare event: start again)")
-        pick = np.argmax(clean, axis=0)
         top = np.empty((k, 2, 2, self.n), dtype=np.uint64)
         for j in range(k):
             c, i = where[pick[j] * k + j]
             b, seed = answer[c]
             top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
         self._check(top, 2)
-        r = r[pick, np.arange(k)]
-        top = top.copy()
-        top[:, 0] = (top[:, 0] + self.top_moduli - self._ntt_top(r)) % self.top_moduli
-        mu = sealapi.Plaintext()
-        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), mu)
+        top[:, 0] = (top[:, 0] + self.top_moduli - r_top) % self.top_moduli
         out = np.empty((top.shape[0], 2, 1, self.n), dtype=np.uint64)
         for i in range(top.shape[0]):
             ct = seal_arrays.ciphertext_from_array(self.context, self.top, top[i], scale=self.public.scale)
             self.evaluator.multiply_plain_inplace(ct, mu)
             self.evaluator.rescale_to_next_inplace(ct)
             out[i] = seal_arrays.ciphertext_to_array(ct)
-        out += seal_arrays.encryptions_of_zero(self.public.encryptor, top.shape[0])
+        out += zeros
         out %= np.uint64(self.q0)
         return out
 
@@ -148,18 +157,25 @@ class CKKSRefresh:
         q₀·P, NTT form, as (b (k, 2, n), seed): a_i = ``expand_a(seed, i)``, so only b and 32 bytes travel.
         ``masked`` is checked (shape, dtype, residues < q₀) before any use."""
         masked = self._check(masked, 1)
-        s = seal_arrays.secret_key_array(secret_key, self.n, 2)
+        if getattr(self, "_s", (None,))[0] is not secret_key:
+            self._s = (secret_key, seal_arrays.secret_key_array(secret_key, self.n, 2))
+        s = self._s[1]
         q0 = np.array([[self.q0]], dtype=np.uint64)
         w = seal_arrays.decrypt_arrays(masked, s[:1], q0)
         w = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.pid, w)[:, 0]
-        half = np.uint64(self.q0 // 2)
-        wc = np.where(w > half, w.astype(np.int64) - np.int64(self.q0), w.astype(np.int64))
         k = masked.shape[0]
-        plain = self._ntt_top(wc + _binomial(k * self.n).reshape(k, self.n))
+        wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
+        wc -= np.int64(self.q0) * (w > np.uint64(self.q0 // 2))
+        wc += _binomial(k * self.n).reshape(k, self.n)
+        plain = self._ntt_top(wc)
         seed = secrets.token_bytes(32)
-        a = np.stack([self.expand_a(seed, i) for i in range(k)])
+        a = np.empty((k, 2, self.n), dtype=np.uint64)
+        for i in range(k):
+            a[i] = self.expand_a(seed, i)
         as_ = seal_arrays.mulmod(a, s[None], self.top_moduli[None])
-        return (plain + self.top_moduli - as_) % self.top_moduli, seed
+        np.subtract(self.top_moduli, as_, out=as_)  # −a·s: residues in (0, q]
+        np.add(plain, as_, out=plain)
+        return seal_arrays.reduce_once(plain, self.top_moduli[None]), seed
 
     def expand_a(self, seed: bytes, i: int) -> np.ndarray:
         """The uniform a (2, n) of the i-th fresh encryption, NTT form mod (q₀, P): the ChaCha20 keystream under
@@ -196,7 +212,14 @@ class CKKSRefresh:
 
     def _ntt_top(self, coeffs: np.ndarray) -> np.ndarray:
         """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n)."""
-        polys = np.stack([np.mod(coeffs, q).astype(np.uint64) for q in (self.q0, self.p)], axis=1)
+        polys = np.empty((coeffs.shape[0], 2, self.n), dtype=np.uint64)
+        if np.abs(coeffs).max(initial=0) < min(self.q0, self.p):  # centred: one conditional addition per limb
+            neg = coeffs < 0
+            for limb, q in enumerate((self.q0, self.p)):
+                polys[:, limb] = coeffs.view(np.uint64) + np.uint64(q) * neg
+        else:
+            for limb, q in enumerate((self.q0, self.p)):
+                polys[:, limb] = np.mod(coeffs, q).astype(np.uint64)
         return seal_arrays.ntt(self.context, self.evaluator, self.top, polys)
 
 
@@ -224,10 +247,10 @@ def _uniform(q: int, n: int) -> np.ndarray:
 
 def _binomial(n: int) -> np.ndarray:
     """n samples of the centred binomial distribution with η = 24 (σ = √12 ≈ 3.46 ≥ SEAL's 3.2), int64: the
-    difference of the bit counts of two 24-bit random words."""
-    raw = np.frombuffer(_random_bytes(8 * n), dtype="<u4").reshape(n, 2) & np.uint32(0xFFFFFF)
-    bits = np.bitwise_count(raw).astype(np.int64)
-    return bits[:, 0] - bits[:, 1]
+    difference of the bit counts of two disjoint 24-bit fields of a random 64-bit word."""
+    raw = np.frombuffer(_random_bytes(8 * n), dtype="<u8")
+    plus = np.bitwise_count(raw & np.uint64(0xFFFFFF)).view(np.int8)  # counts ≤ 24: int8 differences
+    return (plus - np.bitwise_count(raw & np.uint64(0xFFFFFF << 24)).view(np.int8)).astype(np.int64)
 
 
 __all__ = ["CKKSRefresh", "attempts_for", "hiding_bits", "plaintext_bound"]

@@ -13,6 +13,7 @@ DynArray for a ciphertext; parms_id · coeff_count · scale · DynArray for a pl
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 
 import numpy as np
@@ -104,23 +105,67 @@ def lazy_sum(arrays, moduli: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 
 def mulmod(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """a·b mod q elementwise for residues a < q < 2^62 and a fixed factor b < q that broadcasts against a
-    (with q): the low 64 bits of a·b and of ⌊a·b/q⌋·q wrap exactly in uint64, and the quotient is
-    a·(b/q) in 80-bit long double (64-bit mantissa: off by at most 1 for a < 2^62), so one correction step
-    per side fixes it. b/q is computed once on b's shape, so only a multiplication runs per element."""
-    if not HAVE_LONG_DOUBLE_MULMOD:
-        raise CryptoError("mulmod needs an x87 80-bit (or wider) long double")
-    frac = b.astype(np.longdouble) / q.astype(np.longdouble)
-    quot = (a.astype(np.longdouble) * frac).astype(np.uint64)
-    qi = q.astype(np.int64)
+    """a·b mod q elementwise for residues a < q < 2^62 and a fixed factor b < q that broadcasts against a (with
+    q), exactly in uint64: Shoup's multiplication (b' = ⌊b·2^64/q⌋ once per element of b; the high word of a·b'
+    from four 32×32-bit products is ⌊a·b/q⌋ or one less, so one conditional subtraction fixes r). The rows of a
+    run in cache-sized groups through preallocated buffers (the products are memory-bound otherwise)."""
+    target = np.broadcast_shapes(np.shape(b), np.shape(q))
+    fixed = target
+    while len(fixed) > 1 and fixed[0] == 1:
+        fixed = fixed[1:]
+    shape = np.broadcast_shapes(a.shape, target)
+    if shape[len(shape) - len(fixed):] != fixed:  # b varies along a's leading axes: one row of the whole shape
+        target = shape
+    bb, qq = (np.ascontiguousarray(np.broadcast_to(v, target), dtype=np.uint64).reshape(-1) for v in (b, q))
+    bp = _shoup(bb, qq)
+    rows = np.ascontiguousarray(np.broadcast_to(a, shape), dtype=np.uint64).reshape(-1, bb.size)
+    out = np.empty_like(rows)
+    g = max(1, (1 << 16) // bb.size)
+    a0, a1, lo, m1, m2 = (np.empty((min(g, rows.shape[0]), bb.size), dtype=np.uint64) for _ in range(5))
+    bp_lo, bp_hi = bp & _M32, bp >> _S32
     with np.errstate(over="ignore"):
-        r = (a * b - quot * q).view(np.int64)  # the true remainder lies in (−q, 2q), so it fits in int64
-    r = np.where(r < 0, r + qi, r)
-    r = np.where(r >= qi, r - qi, r)
-    return r.view(np.uint64)
+        for i in range(0, rows.shape[0], g):
+            x, o = rows[i:i + g], out[i:i + g]
+            k = x.shape[0]
+            x0, x1, t, u, v = a0[:k], a1[:k], lo[:k], m1[:k], m2[:k]
+            np.bitwise_and(x, _M32, out=x0)
+            np.right_shift(x, _S32, out=x1)
+            np.multiply(x0, bp_lo, out=t)
+            np.right_shift(t, _S32, out=t)
+            np.multiply(x1, bp_lo, out=u)
+            np.multiply(x0, bp_hi, out=v)
+            np.multiply(x1, bp_hi, out=x1)
+            np.add(t, u & _M32, out=t)
+            np.add(t, v & _M32, out=t)
+            np.right_shift(t, _S32, out=t)
+            np.right_shift(u, _S32, out=u)
+            np.right_shift(v, _S32, out=v)
+            np.add(x1, u, out=x1)
+            np.add(x1, v, out=x1)
+            np.add(x1, t, out=x1)  # ⌊a·b'/2^64⌋
+            np.multiply(x1, qq, out=x1)
+            np.multiply(x, bb, out=o)
+            np.subtract(o, x1, out=o)  # in [0, 2q)
+            np.subtract(o, qq, out=x0)
+            np.minimum(o, x0, out=o)  # o − q wraps above o when o < q
+    return out.reshape(shape)
 
 
-HAVE_LONG_DOUBLE_MULMOD = np.finfo(np.longdouble).nmant >= 63
+_M32, _S32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+_SHOUP: dict[bytes, np.ndarray] = {}  # digest of (b, q) → b'; a fixed factor (a secret key) recurs call after call
+
+
+def _shoup(b: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """⌊b·2^64/q⌋ elementwise (Python integers: exact), cached for the last few factors."""
+    digest = hashlib.blake2b(b.tobytes() + q.tobytes(), digest_size=16).digest()
+    out = _SHOUP.get(digest)
+    if out is None:
+        out = np.array([(x << 64) // y for x, y in zip(b.tolist(), q.tolist())], dtype=np.uint64)
+        if len(_SHOUP) >= 8:
+            _SHOUP.pop(next(iter(_SHOUP)))
+        _SHOUP[digest] = out
+    return out
+HAVE_LONG_DOUBLE_MULMOD = True  # kept for callers: mulmod is exact in uint64 on every platform
 
 
 def secret_key_array(secret_key, n: int, levels: int) -> np.ndarray:
@@ -139,4 +184,10 @@ def decrypt_arrays(cts: np.ndarray, s_ntt: np.ndarray, moduli: np.ndarray) -> np
         raise CryptoError(f"decrypt_arrays: expected (k, 2, L, n) ciphertexts of size 2, got {cts.shape}")
     out = mulmod(cts[:, 1], s_ntt[None], moduli[None])
     np.add(out, cts[:, 0], out=out)
-    return add_mod(out, moduli)
+    return reduce_once(out, moduli[None])
+
+
+def reduce_once(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """x mod q in place for x < 2q (a sum of two residues): one subtraction where x ≥ q, no division."""
+    np.minimum(x, x - q, out=x)  # x − q wraps above x when x < q
+    return x

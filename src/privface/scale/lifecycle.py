@@ -190,12 +190,13 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
             for b, arr in erased.items():
                 lease.check()
                 _put_block(local, name, b, arr, int(commits[b]["count"]), commits[b]["ids"], gen,
-                           _carried(commits[b]))
+                           _carried(commits[b], erased=True))
                 gens[b] = gen
             meta["block_gens"] = gens
         else:
             for b, commit in sorted(commits.items()):
                 lease.check()
+                commit.pop("erased", None)  # a slot withdrawn, not erased: ``erase_withdrawn`` finds the block
                 local.put(LOCAL, record_key(name, block_key(b, g.gens[b])), json.dumps(commit).encode())
         lease.check()
         local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
@@ -206,9 +207,10 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
                      "store_purged": purged, **report}, gallery_url, name, on=retune_tau)
 
 
-def _carried(commit: dict) -> dict:
-    """The commit entries an erased block keeps (``sums``: its kept slots keep their noise)."""
-    return {k: commit[k] for k in ("sums",) if k in commit}
+def _carried(commit: dict, erased: bool = False) -> dict:
+    """The commit entries an erased block keeps (``sums``: its kept slots keep their noise), and ``erased``: every
+    empty slot of the block decrypts to ≈ 0 (``withdraw`` with a key; ``erase_withdrawn`` skips such a block)."""
+    return {**{k: commit[k] for k in ("sums",) if k in commit}, **({"erased": True} if erased else {})}
 
 
 def _erase_blocks(g, ids: dict, key, lease, report: dict) -> dict:
@@ -331,8 +333,9 @@ def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dic
                 k = min(cap - last_count, len(new_ids))
                 old = erased[last] if last in erased else adapter.block_to_array(g.load_blocks([last])[0][0], pub)
                 fresh = adapter.block_to_array(g.public.enc_db(x[:k], offset=last_count), pub)
+                clean = last in erased or (last not in touched and bool(commits[last].get("erased")))
                 writes.append((last, adapter.add_arrays(settings, pub, old, fresh), last_count + k,
-                               slots[last] + new_ids[:k], {"sums": sums + 1}))
+                               slots[last] + new_ids[:k], {"sums": sums + 1, **({"erased": True} if clean else {})}))
                 pos, filled, n = k, 1, n + k
             else:  # sealed full: its free positions become empty ids
                 slots[last] += [None] * (cap - last_count)
@@ -340,9 +343,10 @@ def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dic
                 n = last * cap + cap
                 sealed = 1
         for b in sorted(set(erased) - {w[0] for w in writes}):
-            writes.append((b, erased[b], len(slots[b]), slots[b], _carried(commits[b])))
+            writes.append((b, erased[b], len(slots[b]), slots[b], _carried(commits[b], erased=True)))
         for b in sorted(touched - {w[0] for w in writes}):  # only the ids change: a new record, the same pieces
             records[b] = dict(commits[b], count=len(slots[b]), ids=slots[b], parts_gen=parts_gen(commits[b], gens[b]))
+            records[b].pop("erased", None)  # new empty slots, not erased
         b = g.nblocks
         while pos < len(new_ids):
             k = min(cap, len(new_ids) - pos)
@@ -372,4 +376,44 @@ def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dic
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
-__all__ = ["add", "collect", "info", "list_ids", "update", "withdraw"]
+def erase_withdrawn(gallery_url: str, name: str = "default", *, key) -> dict:
+    """Erase what was only withdrawn (``withdraw`` or ``update`` without ``key``, ``--withdraw-only``, galleries
+    changed before erasure existed): every block with an empty slot and no ``erased`` mark in its commit record is
+    rewritten as ``withdraw`` with ``key`` rewrites it (``HERS.erase``: all its empty slots zeroed, kept slots as
+    they were), then one meta write and the old generations deleted. Crash-safe as ``withdraw``; the answers do not
+    change. Returns ``{"blocks_erased", "erased", "generation", "store_purged", …}`` with the refresh's figures."""
+    scheme = _scheme(gallery_url, name)
+    if not GALLERY_SCHEMES[scheme].erasable:
+        raise GalleryError(f"{scheme} galleries cannot erase a withdrawn template (only hers does: "
+                           "docs/operations.md, \"Changing a gallery\")")
+    if key is None:
+        raise GalleryError("erasing needs S_key's refresh (its secret key or its reencrypt link)")
+    from .gallery import Gallery, _put_block
+
+    with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
+        g = Gallery(gallery_url, name)
+        collect(local, name, g.meta, g.nblocks)
+        commits = {b: read_json(local.get(LOCAL, record_key(name, block_key(b, gb))), f"block {b} commit record")
+                   for b, gb in enumerate(g.gens)}
+        todo = {b: c for b, c in commits.items() if None in c["ids"] and not c.get("erased")}
+        if not todo:
+            return {"blocks_erased": 0, "erased": True, "generation": int(g.meta.get("gen", 0)), "store_purged": 0}
+        report: dict = {}
+        erased = _erase_blocks(g, {b: c["ids"] for b, c in todo.items()}, key, lease, report)
+        meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+        meta["gen"] = gen = int(meta.get("gen", 0)) + 1
+        gens = list(g.gens)
+        for b, arr in erased.items():
+            lease.check()
+            _put_block(local, name, b, arr, int(todo[b]["count"]), todo[b]["ids"], gen,
+                       _carried(todo[b], erased=True))
+            gens[b] = gen
+        meta["block_gens"] = gens
+        lease.check()
+        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
+        collect(local, name, meta, g.nblocks)
+        purged = local.purge()
+    return {"blocks_erased": len(erased), "erased": True, "generation": gen, "store_purged": purged, **report}
+
+
+__all__ = ["add", "collect", "erase_withdrawn", "info", "list_ids", "update", "withdraw"]

@@ -13,6 +13,7 @@ Parameters and the precision bound: ``params.py``.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,8 +153,11 @@ class HERS:
         cts = cols.reshape(self.dim, 2, 1, self.public.n)
         attempts = attempts_for(ref.q0, ref.bound, self.public.n, self.dim, hiding)
         masked, r = ref.mask(cts, attempts)
-        answer = key.refresh(masked)
-        fresh = ref.erase(answer, r, keep.astype(np.float64)).reshape(self.dim, 2 * self.public.n)
+        with ThreadPoolExecutor(1) as pool:  # what needs only r runs while S_key works (or the link waits)
+            prepared = pool.submit(ref.prepare, r, keep.astype(np.float64))
+            answer = key.refresh(masked)
+            fresh = ref.erase(answer, r, keep.astype(np.float64), prepared.result())
+        fresh = fresh.reshape(self.dim, 2 * self.public.n)
         received = sum(int(b.nbytes) + len(seed) for b, seed in answer)
         planes = np.stack([fresh & _LOW, fresh >> np.uint64(30)]).astype(np.uint32)
         return HERSBlock(planes, block.count), {
