@@ -223,7 +223,7 @@ def test_enrolment_says_what_a_small_idface_gallery_costs():
 def test_several_photos_per_identity_are_fused_and_refusals_reported(tmp_path, data_root):
     """Issue 37 item 1: `gallery enrol --fuse people/` (one folder per identity) fuses each folder's photos into
     one template; a photo without a face and a file that is no image are refused and listed per identity; the
-    fused gallery finds each person from a photo not enrolled. Also `--photo ID=PATH` and ``privface.enrol`` with a
+    fused gallery finds each person from a photo not enrolled (default backend sface: τ 0.5 on its cosines). Also `--photo ID=PATH` and ``privface.enrol`` with a
     dict. hers, toy CKKS, ORL photos."""
     import shutil
 
@@ -241,7 +241,7 @@ def test_several_photos_per_identity_are_fused_and_refusals_reported(tmp_path, d
     (people / "bob" / "notes.jpg").write_bytes(b"not an image")
     url = f"sqlite:///{tmp_path}/g.db"
     r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "enrol", "--scheme", "hers", "--gallery", url,
-                        "--tau", "0.9", "--insecure-test-params", "--fuse", str(people), "--json"],
+                        "--tau", "0.5", "--insecure-test-params", "--fuse", str(people), "--json"],
                        env=ENV, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -252,11 +252,11 @@ def test_several_photos_per_identity_are_fused_and_refusals_reported(tmp_path, d
     for who, s in (("ada", "s1"), ("bob", "s2")):
         assert identify(privface.embed(orl / s / "7.pgm"), url)["id"] == who
     report = privface.enrol(f"sqlite:///{tmp_path}/h.db", {"ada": [orl / "s1" / "1.pgm", orl / "s1" / "2.pgm"],
-                                                           "cy": [orl / "s3" / "1.pgm"]}, "hers", tau=0.9,
+                                                           "cy": [orl / "s3" / "1.pgm"]}, "hers", tau=0.5,
                             insecure_test_params=True)
     assert report.n == 2 and report.photos == {"ada": {"used": 2, "refused": []}, "cy": {"used": 1, "refused": []}}
     r = subprocess.run([sys.executable, "-m", "privface.cli", "gallery", "enrol", "--scheme", "hers", "--gallery",
-                        f"sqlite:///{tmp_path}/i.db", "--tau", "0.9", "--insecure-test-params",
+                        f"sqlite:///{tmp_path}/i.db", "--tau", "0.5", "--insecure-test-params",
                         "--photo", f"eve={people / 'ada' / 'grey.png'}"], env=ENV, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode != 0 and "eve: none of its 1 photos has a usable face" in r.stderr

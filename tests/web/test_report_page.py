@@ -115,7 +115,7 @@ def test_report_page_fits_the_screen(site, name, viewport):
             assert c["shown"] and c["width"] > 0 and c["right"] <= width + 0.5, (t["class"], c)
             assert c["label"], t["class"]  # a stacked cell names its column
     imgs = lay["images"]
-    assert len(imgs) == 4  # identification scaling, 1:1 bytes, accuracy on ORL and on LFW
+    assert len(imgs) == 5  # identification scaling, cryptomask against hers (seed 001 Fig. 2/3), 1:1 bytes, ORL, LFW
     assert all(i["loaded"] and i["loading"] != "lazy" for i in imgs), imgs
     assert imgs[0]["top"] < lay["viewport"]["height"] / 2  # the first plot shows as the page opens
     with Image.open(shot) as img:

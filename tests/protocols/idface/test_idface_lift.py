@@ -161,7 +161,7 @@ def test_gallery_records_centring_and_lift_and_identify_applies_them(tmp_path):
     x = faces(40)
     url = f"sqlite:///{tmp_path}/g.db"
     rep = enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", centring="shipped", lift=2048,
-                insecure_test_params=True)
+                insecure_test_params=True, backend="dlib-resnet128")  # faces() share dlib's offset
     assert (rep.centring, rep.lift, rep.beta, rep.blocks) == ("shipped", 2048, 1365, 1)
     with open_store(url) as store:
         meta = json.loads(store.get("gallery", "default.meta"))
@@ -179,9 +179,10 @@ def test_gallery_records_centring_and_lift_and_identify_applies_them(tmp_path):
     # resuming with another lift or centring is refused, never mixed in
     for kw in ({"centring": "shipped"}, {"centring": "shipped", "lift": 1024}, {"lift": 2048}):
         with pytest.raises(GalleryError, match="other settings"):
-            enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", tau=3.0, insecure_test_params=True, **kw)
+            enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", tau=3.0, insecure_test_params=True,
+                  backend="dlib-resnet128", **kw)
     assert enrol(url, NpySource([_npy(tmp_path, x)]), "idface-ckks", centring="shipped", lift=2048,
-                 insecure_test_params=True).blocks_skipped == 1
+                 insecure_test_params=True, backend="dlib-resnet128").blocks_skipped == 1
 
 
 def test_gallery_without_transform_entries_reads_as_none_and_damaged_entries_are_refused(tmp_path):
