@@ -60,7 +60,8 @@ def test_choosing_a_face_uses_that_face(backend, photos, alone):
     assert sorted(who.values()) == ["eileen", "grace"]
     largest = backend.face(photos["same"], "largest")
     assert largest.box == left and "(largest of 2)" in largest.describe()
-    np.testing.assert_array_equal(privface.embed(photos["same"], which=1, backend="dlib-resnet128"), chosen[1].embedding)
+    np.testing.assert_array_equal(privface.embed(photos["same"], which=1, backend="dlib-resnet128"),
+                                  chosen[1].embedding)
     with pytest.raises(FaceError, match="there is no face 2"):
         backend.face(photos["same"], 2)
 

@@ -223,8 +223,8 @@ def test_enrolment_says_what_a_small_idface_gallery_costs():
 def test_several_photos_per_identity_are_fused_and_refusals_reported(tmp_path, data_root):
     """Issue 37 item 1: `gallery enrol --fuse people/` (one folder per identity) fuses each folder's photos into
     one template; a photo without a face and a file that is no image are refused and listed per identity; the
-    fused gallery finds each person from a photo not enrolled (default backend sface: τ 0.5 on its cosines). Also `--photo ID=PATH` and ``privface.enrol`` with a
-    dict. hers, toy CKKS, ORL photos."""
+    fused gallery finds each person from a photo not enrolled (default backend sface: τ 0.5 on its cosines).
+    Also `--photo ID=PATH` and ``privface.enrol`` with a dict. hers, toy CKKS, ORL photos."""
     import shutil
 
     from PIL import Image
