@@ -157,9 +157,11 @@ def test_phone_photo_to_template_in_the_page_then_kiosk(tmp_path):
     kiosk = Kiosk(lambda frame: fixed_norm_template(backend.embed(frame), params.m))
     with open_store(f"sqlite:///{tmp_path / 'sp.db'}") as sp_store, \
             open_store(f"sqlite:///{tmp_path / 't.db'}") as t_store:
-        with serve_in_thread(create_app(sp_store, [GsmService(sp_store, role="provider", params=params)])) as sp_url:
+        with serve_in_thread(create_app(sp_store, [GsmService(sp_store, role="provider", params=params,
+                                                                         backend="dlib-resnet128")])) as sp_url:
             vk = provider_key_bytes(fetch_provider_key(sp_url))
-            terminal = GsmService(t_store, role="terminal", params=params, provider_key=vk, kiosk=kiosk)
+            terminal = GsmService(t_store, role="terminal", params=params, provider_key=vk, kiosk=kiosk,
+                                  backend="dlib-resnet128")  # params.json: the page embeds with dlib too
             with serve_in_thread(create_app(t_store, [terminal])) as t_url:
                 js = PHOTO_ENROL.replace("B64", base64.b64encode(photo.read_bytes()).decode())
                 out = run(sp_url, [{"do": "open", "path": "/app/params.json", "wait": "body"},
