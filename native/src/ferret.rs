@@ -4,10 +4,11 @@
 //!
 //! * SPCOT (Ferret §4, Fig. 6 without its check): per tree j the sender expands a random root by a GGM tree
 //!   of depth h (G(s) = (π_0(s) ⊕ s, π_1(s) ⊕ s), two fixed-key AES, as EMP's TwoKeyPRP) into leaves v_j; per
-//!   level i it has K_0^i, K_1^i, the XORs of the level's left (even) and right (odd) nodes. The receiver,
-//!   with a random point α_j, needs K^i of the side it is not on, c = ¬α_{j,i}: from base COT (b, r = s ⊕ b·Δ)
-//!   it sends d = b ⊕ c, the sender sets s' = s ⊕ d·Δ (so r = s' ⊕ c·Δ) and sends K_0^i ⊕ H(s'),
-//!   K_1^i ⊕ H(s' ⊕ Δ), H the TCCR hash with the COT's index as tweak. As in SoftSpokenOT's punctured tree
+//!   level i it has K_0^i, K_1^i, the XORs of the level's left (even) and right (odd) nodes, and sends
+//!   K_0^i ⊕ H(s), K_1^i ⊕ H(s ⊕ Δ) for level i's base COT (b, r = s ⊕ b·Δ), H the TCCR hash with the COT's
+//!   index as tweak: the receiver opens K_b^i. Its point α_j is not chosen but read off the base COTs, bit i
+//!   (from the root) = ¬b, so that K_b^i is the side off its path (as EMP's SPCOT receiver's `get_index`):
+//!   no choice corrections d, and the sender needs nothing from the receiver. As in SoftSpokenOT's punctured tree
 //!   the receiver rebuilds every leaf but α_j, and from γ_j = Δ ⊕ ⊕_x v_{j,x} (also sent) sets
 //!   w_{j,α_j} = v_{j,α_j} ⊕ Δ: w_j = v_j ⊕ e_j·Δ with e_j the unit vector at α_j.
 //! * MPCOT: t such trees side by side (regular noise: one 1 per block of 2^h).
@@ -26,7 +27,7 @@ use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
 use crate::bfv::pool;
-use crate::otext::{contiguous, pack_bits, rows16};
+use crate::otext::{contiguous, rows16};
 use crate::prp::{Prp, TCCR_KEY, ctr_fill, tccr_with};
 
 /// One iteration's shape: n = t·2^h outputs, k the LPN dimension, t noise weight (trees), h tree depth.
@@ -80,11 +81,6 @@ impl Params {
         self.n - self.reserve()
     }
 
-    /// Bytes of the receiver's message (the packed choice corrections d).
-    pub fn d_bytes(&self) -> usize {
-        (self.t * self.h).div_ceil(8)
-    }
-
     /// Bytes of the sender's message: per tree h pairs of 16-byte ciphertexts and γ.
     pub fn msg_bytes(&self) -> usize {
         self.t * (32 * self.h + 16)
@@ -93,14 +89,6 @@ impl Params {
 
 fn load(b: &[u8], i: usize) -> u128 {
     u128::from_le_bytes(b[16 * i..16 * i + 16].try_into().expect("16 bytes"))
-}
-
-fn bit(packed: &[u8], i: usize) -> u8 {
-    packed[i / 8] >> (i % 8) & 1
-}
-
-fn mask(b: u8) -> u128 {
-    0u128.wrapping_sub(u128::from(b & 1))
 }
 
 /// The GGM PRG's two fixed keys.
@@ -206,15 +194,12 @@ impl Sender {
         })
     }
 
-    /// The receiver's d (d_bytes) → (the message to the receiver, msg_bytes; this iteration's p.output() s).
-    pub fn extend(&mut self, d: &[u8]) -> Result<(Vec<u8>, Vec<u128>), String> {
+    /// An iteration: (the message to the receiver, msg_bytes; this iteration's p.output() s).
+    pub fn extend(&mut self) -> (Vec<u8>, Vec<u128>) {
         let Params { k, t, h, .. } = self.p;
-        if d.len() != self.p.d_bytes() {
-            return Err(format!("Ferret: d must be {} bytes", self.p.d_bytes()));
-        }
         let delta = self.delta;
-        let s: Vec<u128> = (0..t * h).map(|i| self.base[k + i] ^ mask(bit(d, i)) & delta).collect();
-        let (h0, h1) = (hash(&s, 0, self.ctr), hash(&s, delta, self.ctr));
+        let s = &self.base[k..];
+        let (h0, h1) = (hash(s, 0, self.ctr), hash(s, delta, self.ctr));
         let mut roots = vec![0u8; 16 * t];
         ctr_fill(&self.prg, self.pos, &mut roots);
         self.pos += roots.len() as u64;
@@ -249,7 +234,7 @@ impl Sender {
         let out = v.split_off(self.p.reserve());
         self.base = v;
         self.ctr += (t * h) as u64;
-        Ok((msg, out))
+        (msg, out)
     }
 }
 
@@ -260,21 +245,11 @@ pub struct Receiver {
     bits: Vec<u8>,
     base: Vec<u128>,
     lpn: Prp,
-    prg: Prp,
-    pos: u64,
     ctr: u64,
-    /// this iteration's points α_j, between `start` and `finish`
-    alpha: Option<Vec<usize>>,
 }
 
 impl Receiver {
-    pub fn new(
-        p: Params,
-        bits: Vec<u8>,
-        base: Vec<u128>,
-        lpn_seed: &[u8; 16],
-        seed: &[u8; 16],
-    ) -> Result<Receiver, String> {
+    pub fn new(p: Params, bits: Vec<u8>, base: Vec<u128>, lpn_seed: &[u8; 16]) -> Result<Receiver, String> {
         if base.len() != p.reserve() || bits.len() != p.reserve() {
             return Err(format!(
                 "Ferret: the receiver needs {} base COTs and choice bits",
@@ -286,35 +261,20 @@ impl Receiver {
             bits: bits.iter().map(|b| b & 1).collect(),
             base,
             lpn: Prp::new(lpn_seed),
-            prg: Prp::new(seed),
-            pos: 0,
             ctr: 0,
-            alpha: None,
         })
     }
 
-    /// A new iteration: draws the points α_j and returns d (d_bytes), bit j·h + i = b ⊕ ¬α_{j,i} (level i + 1).
-    pub fn start(&mut self) -> Vec<u8> {
+    /// The points α_j of this iteration: bit i from the root = ¬b of tree j's level-(i + 1) base COT.
+    fn points(&self) -> Vec<usize> {
         let Params { k, t, h, .. } = self.p;
-        let mut words = vec![0u8; 4 * t];
-        ctr_fill(&self.prg, self.pos, &mut words);
-        self.pos += words.len() as u64;
-        let alpha: Vec<usize> = words
-            .chunks_exact(4)
-            .map(|w| (u32::from_le_bytes(w.try_into().expect("4")) as usize) & ((1 << h) - 1))
-            .collect();
-        let d: Vec<u8> = (0..t * h)
-            .map(|x| {
-                let (j, i) = (x / h, x % h);
-                self.bits[k + x] ^ 1 ^ (alpha[j] >> (h - 1 - i) & 1) as u8
-            })
-            .collect();
-        self.alpha = Some(alpha);
-        pack_bits(&d)
+        (0..t)
+            .map(|j| (0..h).fold(0, |a, i| a << 1 | usize::from(self.bits[k + j * h + i] ^ 1)))
+            .collect()
     }
 
     /// The sender's message → this iteration's p.output() (choice bits, r).
-    pub fn finish(&mut self, msg: &[u8]) -> Result<(Vec<u8>, Vec<u128>), String> {
+    pub fn extend(&mut self, msg: &[u8]) -> Result<(Vec<u8>, Vec<u128>), String> {
         let Params { n, k, t, h } = self.p;
         if msg.len() != self.p.msg_bytes() {
             return Err(format!(
@@ -322,7 +282,7 @@ impl Receiver {
                 self.p.msg_bytes()
             ));
         }
-        let alpha = self.alpha.take().ok_or("Ferret: finish before start")?;
+        let alpha = self.points();
         let hr = hash(&self.base[k..], 0, self.ctr);
         let ggm = Ggm::new();
         let leaves: Vec<Vec<u128>> = (0..t)
@@ -414,10 +374,10 @@ impl PyFerretSender {
         Ok(PyFerretSender { inner })
     }
 
-    /// d (bytes from the receiver's `start`) → (the message to the receiver, this iteration's s (output, 16)).
-    fn extend<'py>(&mut self, py: Python<'py>, d: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
+    /// An iteration → (the message to the receiver, this iteration's s (output, 16)).
+    fn extend<'py>(&mut self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyArray2<u8>>)> {
         let inner = &mut self.inner;
-        let (msg, out) = py.detach(|| pool::install(|| inner.extend(d))).map_err(err)?;
+        let (msg, out) = py.detach(|| pool::install(|| inner.extend()));
         Ok((PyBytes::new(py, &msg), out16(py, out)?))
     }
 }
@@ -430,52 +390,39 @@ pub struct PyFerretReceiver {
 #[pymethods]
 impl PyFerretReceiver {
     /// params as the sender's; bits: the reserve's choice bits ((reserve,) uint8); base: its r
-    /// ((reserve, 16) uint8); lpn_seed: the sender's; seed: 16 random bytes for the points α.
+    /// ((reserve, 16) uint8); lpn_seed: the sender's.
     #[new]
     fn new(
         params: &str,
         bits: PyReadonlyArrayDyn<'_, u8>,
         base: PyReadonlyArrayDyn<'_, u8>,
         lpn_seed: &[u8],
-        seed: &[u8],
     ) -> PyResult<Self> {
         let p = Params::named(params).map_err(err)?;
         let bits = contiguous(&bits, "choice bits")?.to_vec();
-        let inner = Receiver::new(
-            p,
-            bits,
-            rows(&base, "base COTs")?,
-            &key16(lpn_seed, "lpn_seed")?,
-            &key16(seed, "seed")?,
-        )
-        .map_err(err)?;
+        let inner = Receiver::new(p, bits, rows(&base, "base COTs")?, &key16(lpn_seed, "lpn_seed")?).map_err(err)?;
         Ok(PyFerretReceiver { inner })
-    }
-
-    /// A new iteration's d, to send to the sender.
-    fn start<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.start())
     }
 
     /// The sender's message → (choice bits (output,) uint8, r (output, 16) uint8).
     #[allow(clippy::type_complexity)]
-    fn finish<'py>(
+    fn extend<'py>(
         &mut self,
         py: Python<'py>,
         msg: &[u8],
     ) -> PyResult<(Bound<'py, PyArray1<u8>>, Bound<'py, PyArray2<u8>>)> {
         let inner = &mut self.inner;
-        let (bits, out) = py.detach(|| pool::install(|| inner.finish(msg))).map_err(err)?;
+        let (bits, out) = py.detach(|| pool::install(|| inner.extend(msg))).map_err(err)?;
         Ok((bits.into_pyarray(py), out16(py, out)?))
     }
 }
 
-/// (n, k, t, h, reserve, output, d_bytes, msg_bytes) of a named set.
+/// (n, k, t, h, reserve, output, msg_bytes) of a named set.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-fn ferret_params(name: &str) -> PyResult<(usize, usize, usize, usize, usize, usize, usize, usize)> {
+fn ferret_params(name: &str) -> PyResult<(usize, usize, usize, usize, usize, usize, usize)> {
     let p = Params::named(name).map_err(err)?;
-    Ok((p.n, p.k, p.t, p.h, p.reserve(), p.output(), p.d_bytes(), p.msg_bytes()))
+    Ok((p.n, p.k, p.t, p.h, p.reserve(), p.output(), p.msg_bytes()))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -489,6 +436,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 mod tests {
     use super::*;
     use crate::otext::{KAPPA, pair, pair_soft, read_row};
+
+    fn mask(b: u8) -> u128 {
+        0u128.wrapping_sub(u128::from(b & 1))
+    }
 
     /// The reserve from the real IKNP extension, unhashed: (Δ, s; b, r).
     fn bootstrap(p: Params) -> (u128, Vec<u128>, Vec<u8>, Vec<u128>) {
@@ -535,14 +486,12 @@ mod tests {
         let (delta, s, b, r) = bootstrap(p);
         let lpn_seed = [7u8; 16];
         let mut snd = Sender::new(p, delta, s, &lpn_seed, &[1u8; 16]).unwrap();
-        let mut rcv = Receiver::new(p, b, r, &lpn_seed, &[2u8; 16]).unwrap();
+        let mut rcv = Receiver::new(p, b, r, &lpn_seed).unwrap();
         let mut ones = 0;
         for _ in 0..3 {
-            let d = rcv.start();
-            assert_eq!(d.len(), p.d_bytes());
-            let (msg, so) = snd.extend(&d).unwrap();
+            let (msg, so) = snd.extend();
             assert_eq!(msg.len(), p.msg_bytes());
-            let (bo, ro) = rcv.finish(&msg).unwrap();
+            let (bo, ro) = rcv.extend(&msg).unwrap();
             assert_eq!(so.len(), p.output());
             check(&bo, &ro, &so, delta);
             // the reserve for the next iteration is correlated too
@@ -552,8 +501,7 @@ mod tests {
         // LPN outputs: choice bits near uniform, not the sparse noise
         let total = 3 * p.output();
         assert!(ones > total / 3 && ones < 2 * total / 3, "{ones} of {total}");
-        assert!(rcv.finish(&[0u8; 1]).is_err());
-        assert!(snd.extend(&[0u8; 1]).is_err());
+        assert!(rcv.extend(&[0u8; 1]).is_err());
     }
 
     #[test]
@@ -561,9 +509,9 @@ mod tests {
         let p = TOY;
         let (delta, s, b, r) = bootstrap(p);
         let mut snd = Sender::new(p, delta ^ 1 << 77, s, &[7u8; 16], &[1u8; 16]).unwrap();
-        let mut rcv = Receiver::new(p, b, r, &[7u8; 16], &[2u8; 16]).unwrap();
-        let (msg, so) = snd.extend(&rcv.start()).unwrap();
-        let (bo, ro) = rcv.finish(&msg).unwrap();
+        let mut rcv = Receiver::new(p, b, r, &[7u8; 16]).unwrap();
+        let (msg, so) = snd.extend();
+        let (bo, ro) = rcv.extend(&msg).unwrap();
         assert!((0..so.len()).any(|i| ro[i] != so[i] ^ mask(bo[i]) & delta));
     }
 
@@ -587,15 +535,14 @@ mod tests {
         let (delta, s, b, r) = bootstrap_from(p, pair_soft(4));
         let boot = t0.elapsed().as_secs_f64();
         let mut snd = Sender::new(p, delta, s, &[7u8; 16], &[1u8; 16]).unwrap();
-        let mut rcv = Receiver::new(p, b, r, &[7u8; 16], &[2u8; 16]).unwrap();
+        let mut rcv = Receiver::new(p, b, r, &[7u8; 16]).unwrap();
         let (iters, mut bytes, mut secs) = (3, 0usize, 0f64);
         for it in 0..iters {
             let t1 = std::time::Instant::now();
-            let d = rcv.start();
-            let (msg, so) = snd.extend(&d).unwrap();
-            let (bo, ro) = rcv.finish(&msg).unwrap();
+            let (msg, so) = snd.extend();
+            let (bo, ro) = rcv.extend(&msg).unwrap();
             secs += t1.elapsed().as_secs_f64();
-            bytes += d.len() + msg.len();
+            bytes += msg.len();
             if it == 0 {
                 check(&bo, &ro, &so, delta);
             }

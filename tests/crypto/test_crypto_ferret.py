@@ -11,8 +11,8 @@ from tests.helpers.otext_oracle import KAPPA
 
 
 def params(name: str) -> dict:
-    n, k, t, h, reserve, output, d_bytes, msg_bytes = ext.ferret_params(name)
-    return dict(n=n, k=k, t=t, h=h, reserve=reserve, output=output, d_bytes=d_bytes, msg_bytes=msg_bytes)
+    n, k, t, h, reserve, output, msg_bytes = ext.ferret_params(name)
+    return dict(n=n, k=k, t=t, h=h, reserve=reserve, output=output, msg_bytes=msg_bytes)
 
 
 def bootstrap(m: int, rng: np.random.Generator):
@@ -40,31 +40,27 @@ def pair(name: str, seed: int):
     p = params(name)
     rng = np.random.default_rng(seed)
     delta, s, b, r = bootstrap(p["reserve"], rng)
-    lpn_seed, sseed, rseed = rng.bytes(16), rng.bytes(16), rng.bytes(16)
+    lpn_seed, sseed = rng.bytes(16), rng.bytes(16)
     S = ext.FerretSender(name, delta, s, lpn_seed, sseed)
-    R = ext.FerretReceiver(name, b, r, lpn_seed, rseed)
-    return p, (delta, s, b, r), (lpn_seed, sseed, rseed), S, R
+    R = ext.FerretReceiver(name, b, r, lpn_seed)
+    return p, (delta, s, b, r), (lpn_seed, sseed), S, R
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_ferret_equals_the_oracle_over_two_iterations(seed):
-    p, (delta, s, b, r), (lpn_seed, sseed, rseed), S, R = pair("toy", seed)
+    p, (delta, s, b, r), (lpn_seed, sseed), S, R = pair("toy", seed)
     assert_cots(delta, s, b, r)  # IKNP's correlation before its hash
-    t, h, k, res = p["t"], p["h"], p["k"], p["reserve"]
+    t, h, res = p["t"], p["h"], p["reserve"]
     for it in range(2):
         roots = oracle._ctr(sseed, 16 * t * it, 16 * t).reshape(t, 16)
-        alpha = (oracle._ctr(rseed, 4 * t * it, 4 * t).view("<u4") & ((1 << h) - 1)).astype(np.int64)
-        path_bits = (alpha[:, None] >> (h - 1 - np.arange(h))) & 1
-        want_d = np.packbits(b[k:] ^ 1 ^ path_bits.reshape(-1).astype(np.uint8), bitorder="little").tobytes()
-        d = R.start()
-        assert d == want_d and len(d) == p["d_bytes"]
-        msg, s_out = S.extend(d)
-        omsg, ov = oracle.sender(p, delta, s, lpn_seed, roots, np.unpackbits(
-            np.frombuffer(d, np.uint8), bitorder="little")[:t * h], ctr=t * h * it)
-        assert msg == omsg and len(msg) == p["msg_bytes"]
+        msg, s_out = S.extend()
+        omsg, ov = oracle.sender(p, delta, s, lpn_seed, roots, ctr=t * h * it)
+        assert msg == omsg and len(msg) == p["msg_bytes"] == t * (32 * h + 16)
         assert s_out.tobytes() == ov[res:].tobytes()
-        b_out, r_out = R.finish(msg)
-        oe, ow = oracle.receiver(p, b, r, lpn_seed, alpha, msg, ctr=t * h * it)
+        b_out, r_out = R.extend(msg)
+        oe, ow = oracle.receiver(p, b, r, lpn_seed, msg, ctr=t * h * it)
+        assert sorted(np.flatnonzero(oe ^ oracle.neighbour_bits(p, b, lpn_seed))) == sorted(
+            np.arange(t) * (1 << h) + oracle.points(p, b))  # one noise bit per tree, at the point
         assert b_out.tobytes() == oe[res:].tobytes() and r_out.tobytes() == ow[res:].tobytes()
         assert_cots(delta, s_out, b_out, r_out)
         s, b, r = ov[:res], oe[:res], ow[:res]  # the next iteration's reserve
@@ -74,8 +70,8 @@ def test_every_output_is_a_cot_and_the_choices_look_uniform():
     p, (delta, *_), _, S, R = pair("toy", 3)
     ones = total = 0
     for _ in range(4):
-        msg, s_out = S.extend(R.start())
-        b_out, r_out = R.finish(msg)
+        msg, s_out = S.extend()
+        b_out, r_out = R.extend(msg)
         assert_cots(delta, s_out, b_out, r_out)
         assert len(b_out) == p["output"]
         ones, total = ones + int(b_out.sum()), total + len(b_out)
@@ -85,22 +81,17 @@ def test_every_output_is_a_cot_and_the_choices_look_uniform():
 
 
 def test_bad_inputs_are_refused():
-    p, (delta, s, b, r), (lpn_seed, sseed, rseed), S, R = pair("toy", 4)
+    p, (delta, s, b, r), (lpn_seed, sseed), S, R = pair("toy", 4)
     with pytest.raises(ValueError, match="unknown parameter set"):
         ext.FerretSender("huge", delta, s, lpn_seed, sseed)
     with pytest.raises(ValueError, match="base COTs"):
         ext.FerretSender("toy", delta, s[:-1], lpn_seed, sseed)
     with pytest.raises(ValueError, match="base COTs"):
-        ext.FerretReceiver("toy", b[:-1], r, lpn_seed, rseed)
+        ext.FerretReceiver("toy", b[:-1], r, lpn_seed)
     with pytest.raises(ValueError, match="16 bytes"):
         ext.FerretSender("toy", delta[:15], s, lpn_seed, sseed)
-    with pytest.raises(ValueError, match="d must be"):
-        S.extend(b"\0")
-    with pytest.raises(ValueError, match="finish before start"):
-        R.finish(bytes(p["msg_bytes"]))
-    R.start()
     with pytest.raises(ValueError, match="message must be"):
-        R.finish(b"\0" * 3)
+        R.extend(b"\0" * 3)
 
 
 @pytest.mark.slow
@@ -110,9 +101,8 @@ def test_regular_set_bytes_per_ot():
     assert (p["n"], p["k"], p["t"], p["h"]) == (10_608_640, 589_824, 1295, 13)
     sent = 0
     for _ in range(2):
-        d = R.start()
-        msg, s_out = S.extend(d)
-        b_out, r_out = R.finish(msg)
-        sent += len(d) + len(msg)
+        msg, s_out = S.extend()
+        b_out, r_out = R.extend(msg)
+        sent += len(msg)
         assert_cots(delta, s_out, b_out, r_out)
     assert sent / (2 * p["output"]) < 0.06

@@ -2,7 +2,8 @@
 from the paper and native/src/ferret.rs's stated layout, for the tests of the native core on small sets.
 
 Layout (both sides): the reserve is the LPN secret's k COTs, then t·h for the trees (tree j, level i + 1 at
-k + j·h + i). GGM: G(s) = (AES_{L}(s) ⊕ s, AES_{R}(s) ⊕ s) with the fixed keys below. H: TCCR with tweak
+k + j·h + i); the receiver opens K_b of each level, b that COT's choice, so its point's bits are the ¬b.
+GGM: G(s) = (AES_{L}(s) ⊕ s, AES_{R}(s) ⊕ s) with the fixed keys below. H: TCCR with tweak
 ctr + j·h + i. LPN row i: words 0..10 of bytes 48·i.. of AES-CTR(lpn_seed) (little-endian uint32) mod k.
 """
 from __future__ import annotations
@@ -42,12 +43,25 @@ def neighbours(lpn_seed: bytes, n: int, k: int) -> np.ndarray:
     return (words % k).astype(np.int64)
 
 
-def sender(p: dict, delta: bytes, base: np.ndarray, lpn_seed: bytes, roots: np.ndarray, d: np.ndarray,
+def neighbour_bits(p: dict, bits: np.ndarray, lpn_seed: bytes) -> np.ndarray:
+    """A·u: the XOR of the LPN secret's choice bits at each output's D indices."""
+    nb = neighbours(lpn_seed, p["n"], p["k"])
+    return np.bitwise_xor.reduce(bits[:p["k"]][nb], axis=1)
+
+
+def points(p: dict, bits: np.ndarray) -> np.ndarray:
+    """The receiver's points α_j: bit i from the root = ¬b of tree j's level-(i + 1) base COT."""
+    k, t, h = p["k"], p["t"], p["h"]
+    path = 1 - bits[k:k + t * h].reshape(t, h).astype(np.int64)
+    return (path << (h - 1 - np.arange(h))).sum(axis=1)
+
+
+def sender(p: dict, delta: bytes, base: np.ndarray, lpn_seed: bytes, roots: np.ndarray,
            ctr: int = 0) -> tuple[bytes, np.ndarray]:
     """One iteration of the sender: (the message, all n outputs s incl. the next reserve)."""
     n, k, t, h = p["n"], p["k"], p["t"], p["h"]
     dl = np.frombuffer(delta, np.uint8)
-    s = base[k:] ^ (d[:, None] * dl)
+    s = base[k:]
     tw = np.arange(ctr, ctr + t * h, dtype=np.uint64)
     h0, h1 = tccr(s, tw), tccr(s ^ dl, tw)
     msg, leaves = [], []
@@ -65,10 +79,11 @@ def sender(p: dict, delta: bytes, base: np.ndarray, lpn_seed: bytes, roots: np.n
     return b"".join(m.tobytes() for m in msg), v
 
 
-def receiver(p: dict, bits: np.ndarray, base: np.ndarray, lpn_seed: bytes, alpha: np.ndarray, msg: bytes,
+def receiver(p: dict, bits: np.ndarray, base: np.ndarray, lpn_seed: bytes, msg: bytes,
              ctr: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """One iteration of the receiver with points alpha: (all n choice bits, all n r)."""
+    """One iteration of the receiver: (all n choice bits, all n r)."""
     n, k, t, h = p["n"], p["k"], p["t"], p["h"]
+    alpha = points(p, bits)
     m = np.frombuffer(msg, np.uint8).reshape(t, 2 * h + 1, 16)
     hr = tccr(base[k:], np.arange(ctr, ctr + t * h, dtype=np.uint64))
     leaves = []
@@ -91,5 +106,5 @@ def receiver(p: dict, bits: np.ndarray, base: np.ndarray, lpn_seed: bytes, alpha
     e[np.arange(t) * (1 << h) + alpha] = 1
     nb = neighbours(lpn_seed, n, k)
     w = w ^ np.bitwise_xor.reduce(base[:k][nb], axis=1)
-    e = e ^ np.bitwise_xor.reduce(bits[:k][nb], axis=1)
+    e = e ^ neighbour_bits(p, bits, lpn_seed)
     return e, w
