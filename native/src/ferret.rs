@@ -1,6 +1,7 @@
 //! Ferret (Yang, Weng, Lan, Zhang, Wang, CCS 2020), semi-honest: correlated OTs r_i = s_i ⊕ b_i·Δ (the
 //! sender holds Δ and s, the receiver b and r; IKNP's correlation before its hash) by primal regular-noise LPN,
-//! n = t·2^h outputs per iteration from `reserve` = k + t·h of the previous iteration's (the first from IKNP).
+//! n = t·2^h outputs per iteration from `reserve` = k + t·h of the previous iteration's (the first from
+//! IKNP or SoftSpokenOT read before their hash).
 //!
 //! * SPCOT (Ferret §4, Fig. 6 without its check): per tree j the sender expands a random root by a GGM tree
 //!   of depth h (G(s) = (π_0(s) ⊕ s, π_1(s) ⊕ s), two fixed-key AES, as EMP's TwoKeyPRP) into leaves v_j; per
@@ -389,8 +390,8 @@ pub struct PyFerretReceiver {
 
 #[pymethods]
 impl PyFerretReceiver {
-    /// params as the sender's; bits: the reserve's choice bits ((reserve,) uint8); base: its r
-    /// ((reserve, 16) uint8); lpn_seed: the sender's.
+    /// params as the sender's; bits: the reserve's choice bits ((reserve,) uint8; uniform and secret: they pick
+    /// the first iteration's noise positions); base: its r ((reserve, 16) uint8); lpn_seed: the sender's.
     #[new]
     fn new(
         params: &str,
