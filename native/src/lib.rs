@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 pub mod bfv;
+pub mod ferret;
 pub mod garble;
 pub mod jl;
 pub mod millionaire;
@@ -29,6 +30,7 @@ fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bfv::register(m)?;
     ot::register(m)?;
     otext::register(m)?;
+    ferret::register(m)?;
     millionaire::register(m)?;
     modexp::register(m)?;
     Ok(())

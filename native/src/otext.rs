@@ -559,6 +559,8 @@ pub struct Sender {
     streams: Streams,
     /// SoftSpokenOT's k (streams: (κ/k)·2^k leaves, instance-major, leaf Δ_i all-zero and unused); None: IKNP
     soft: Option<usize>,
+    /// Output the correlated OTs (q_j, q_j ⊕ Δ) unhashed (Ferret's base COTs) instead of H(j, ·).
+    pub raw: bool,
 }
 
 impl Sender {
@@ -568,6 +570,7 @@ impl Sender {
             delta,
             streams: Streams::new(seeds)?,
             soft: None,
+            raw: false,
         })
     }
 
@@ -581,6 +584,7 @@ impl Sender {
             delta,
             streams: Streams::of(&leaves),
             soft: Some(k),
+            raw: false,
         })
     }
 
@@ -635,7 +639,7 @@ impl Sender {
         let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
         let (delta, d128) = (self.delta, u128::from_le_bytes(self.delta));
-        let (streams, soft) = (&self.streams, self.soft);
+        let (streams, soft, raw) = (&self.streams, self.soft, self.raw);
         (0..m.div_ceil(cols))
             .into_par_iter()
             .for_each_init(Scratch::new, |s, t| {
@@ -658,8 +662,15 @@ impl Sender {
                 transpose_tile(&s.tile[skip..], STRIDE, &mut s.cols, n.div_ceil(128));
                 let tweak = counter.wrapping_add(first as u64);
                 let (h0, h1) = (&mut s.h0[..16 * n], &mut s.h1[..16 * n]);
-                tccr_to(&aes, &s.cols[..16 * n], 0, h0, tweak);
-                tccr_to(&aes, &s.cols[..16 * n], d128, h1, tweak);
+                if raw {
+                    h0.copy_from_slice(&s.cols[..16 * n]);
+                    for (d, q) in h1.chunks_exact_mut(16).zip(h0.chunks_exact(16)) {
+                        d.copy_from_slice(&(read_row(q, 0) ^ d128).to_le_bytes());
+                    }
+                } else {
+                    tccr_to(&aes, &s.cols[..16 * n], 0, h0, tweak);
+                    tccr_to(&aes, &s.cols[..16 * n], d128, h1, tweak);
+                }
                 consume(first, h0, h1);
             });
         self.streams.pos += nb as u64;
@@ -673,6 +684,8 @@ pub struct Receiver {
     s1: Streams,
     /// SoftSpokenOT's k (s0: the (κ/k)·2^k leaves, s1 empty); None: IKNP
     soft: Option<usize>,
+    /// Output t_j unhashed (Ferret's base COTs: t_j = q_j ⊕ r_j·Δ) instead of H(j, t_j).
+    pub raw: bool,
 }
 
 impl Receiver {
@@ -681,6 +694,7 @@ impl Receiver {
             s0: Streams::new(seeds0)?,
             s1: Streams::new(seeds1)?,
             soft: None,
+            raw: false,
         })
     }
 
@@ -692,6 +706,7 @@ impl Receiver {
             s0: Streams::of(&leaves),
             s1: Streams::of(&[]),
             soft: Some(k),
+            raw: false,
         };
         Ok((r, m0, m1))
     }
@@ -760,7 +775,7 @@ impl Receiver {
         }
         let cols = task_cols(group)?;
         let aes = Prp::new(&TCCR_KEY);
-        let (s0, s1, soft) = (&self.s0, &self.s1, self.soft);
+        let (s0, s1, soft, raw) = (&self.s0, &self.s1, self.soft, self.raw);
         let uo = Shared::new(u);
         let tasks = m.div_ceil(cols);
         (0..tasks).into_par_iter().for_each_init(Scratch::new, |s, t| {
@@ -810,7 +825,11 @@ impl Receiver {
             }
             transpose_tile(&s.tile[skip..], STRIDE, &mut s.cols, n.div_ceil(128));
             let h = &mut s.h0[..16 * n];
-            tccr_to(&aes, &s.cols[..16 * n], 0, h, counter.wrapping_add(first as u64));
+            if raw {
+                h.copy_from_slice(&s.cols[..16 * n]);
+            } else {
+                tccr_to(&aes, &s.cols[..16 * n], 0, h, counter.wrapping_add(first as u64));
+            }
             consume(first, h);
         });
         self.s0.pos += nb as u64;
@@ -906,6 +925,11 @@ impl PyIknpSender {
         self.inner.u_rows()
     }
 
+    /// From now on `extend` returns the correlated OTs (q_j, q_j ⊕ Δ) unhashed (Ferret's base COTs).
+    fn correlated(&mut self) {
+        self.inner.raw = true;
+    }
+
     /// u (κ × row_bytes(m), uint8) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, width) uint8 (the keys' first
     /// `width` bytes), tweaks counter + j.
     #[pyo3(signature = (u, m, counter, width = 16))]
@@ -953,6 +977,11 @@ impl PyIknpReceiver {
     #[getter]
     fn u_rows(&self) -> usize {
         self.inner.u_rows()
+    }
+
+    /// From now on `extend` returns t_j unhashed (t_j = q_j ⊕ r_j·Δ: Ferret's base COTs).
+    fn correlated(&mut self) {
+        self.inner.raw = true;
     }
 
     /// Choice bits (m,) uint8 → (u (κ, row_bytes(m)) uint8, H(j, t_j) (m, width) uint8), tweaks counter + j.
