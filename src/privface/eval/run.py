@@ -126,7 +126,9 @@ def evaluate(ds: Dataset, spec: dict, *, protocol: str = "plain", scale: int = 1
         "auc": res.auc,
         "threshold": res.eer_threshold,
         "eer_quantized": res_q.eer,
-        "threshold_quantized": int(np.floor(res_q.eer_threshold)),
+        # kolberg's CKKS decides on float distances: its protocol threshold is not an integer
+        "threshold_quantized": (float(res_q.eer_threshold) if extra.get("scheme") == "ckks"
+                                else int(np.floor(res_q.eer_threshold))),
         "quantization_scale": scale,
         **at_default_threshold(spec.get("name", "dlib-resnet128"), d, genuine),
         "tar_at_far": res.tar_at_far,
