@@ -41,6 +41,7 @@ import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
 from . import seal_arrays
+from .seal_ntt import SealOrderNTT
 
 
 def plaintext_bound(scale: float, max_slot: float = 1.0 + 1e-6) -> int:
@@ -84,48 +85,62 @@ class CKKSRefresh:
         self.evaluator = sealapi.Evaluator(self.context)
         self.encoder = sealapi.CKKSEncoder(self.context)
         self.top_moduli = np.array([[self.q0], [self.p]], dtype=np.uint64)
+        self.low = SealOrderNTT(public.seal_context, public.evaluator, self.pid, [self.q0], self.n)
+        self.high = SealOrderNTT(self.context, self.evaluator, self.top, [self.q0, self.p], self.n)
         self.bound = plaintext_bound(public.scale)
         self.clean = self.q0 // 2 - self.bound
 
     # ---------------------------------------------------------------- holder of the ciphertexts (no secret key)
     def mask(self, cts: np.ndarray, attempts: int) -> tuple[np.ndarray, np.ndarray]:
-        """(masked, r): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n), shape (attempts·k, 2, 1, n)
-        copy-major, and their masks r (attempts, k, n), centred int64."""
+        """(masked, pads): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n), shape
+        (attempts·k, 2, 1, n) copy-major, and their pads (attempts, k, n), NTT form: uniform mod q₀ (the native
+        core's ChaCha20 under a fresh seed from ``secrets``), so each r_t = NTT⁻¹(pad) is uniform mod q₀ too (the NTT
+        is a bijection of Z_q₀^n) and only the copies ``prepare`` looks at are ever transformed."""
         cts = self._check(cts, 1)
         k = cts.shape[0]
         if not 1 <= attempts <= 16:
             raise CryptoError("refresh: 1 to 16 copies per ciphertext")
-        r = _uniform(self.q0, attempts * k * self.n).reshape(attempts * k, self.n)
+        pads = self.low.basis.uniform(secrets.token_bytes(32), attempts * k)[:, 0]
         out = np.tile(cts, (attempts, 1, 1, 1))
-        out[:, 0, 0] += self._ntt_low(r)
-        out[:, 0, 0] %= np.uint64(self.q0)
-        half = np.uint64(self.q0 // 2)
-        rc = np.where(r > half, r.astype(np.int64) - np.int64(self.q0), r.astype(np.int64))
-        return out, rc.reshape(attempts, k, self.n)
+        c0 = out[:, 0, 0]
+        c0 += pads
+        seal_arrays.reduce_once(c0, self.top_moduli[:1])
+        return out, pads.reshape(attempts, k, self.n)
 
-    def prepare(self, r: np.ndarray, keep: np.ndarray) -> tuple:
-        """The part of step 3 that needs only the masks and the slot mask (so it can run while the key holder
-        works): the copy picked per ciphertext, its mask at q₀·P, μ encoded at scale P and the fresh encryptions of
-        0; CryptoError when the shapes do not fit or some ciphertext has no clean copy."""
-        attempts, k = r.shape[:2]
-        if r.ndim != 3 or r.shape[2] != self.n or keep.shape != (self.n // 2,):
+    def prepare(self, pads: np.ndarray, keep: np.ndarray) -> tuple:
+        """The part of step 3 that needs only the pads and the slot mask (so it can run while the key holder
+        works): the first clean copy per ciphertext (copies are transformed to coefficients only until one is
+        clean: almost always the first), its mask at q₀·P, μ encoded at scale P and the fresh encryptions of 0;
+        CryptoError when the shapes do not fit or some ciphertext has no clean copy."""
+        attempts, k = pads.shape[:2]
+        if pads.ndim != 3 or pads.shape[2] != self.n or keep.shape != (self.n // 2,):
             raise CryptoError("erase: masks or slot mask of the wrong shape")
-        clean = np.all(np.abs(r) <= self.clean, axis=2)  # (attempts, k)
-        if not clean.any(axis=0).all():
+        pick, r = np.full(k, -1), np.empty((k, self.n), dtype=np.int64)
+        todo = np.arange(k)
+        for t in range(attempts):
+            if not todo.size:
+                break
+            rt = self.low.inverse(pads[t, todo][:, None])[:, 0]
+            rc = rt.view(np.int64)  # residues < q₀ < 2^63: centred in place
+            rc -= np.int64(self.q0) * (rt > np.uint64(self.q0 // 2))
+            ok = np.all(np.abs(rc) <= self.clean, axis=1)
+            pick[todo[ok]], r[todo[ok]] = t, rc[ok]
+            todo = todo[~ok]
+        if todo.size:
             raise CryptoError("refresh: no clean copy for some ciphertext (a rare event: start again)")
-        pick = np.argmax(clean, axis=0)
-        mu = sealapi.Plaintext()
-        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), mu)
+        pt = sealapi.Plaintext()
+        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), pt)
+        mu = seal_arrays.plaintext_to_array(pt).reshape(2, self.n)
         zeros = seal_arrays.encryptions_of_zero(self.public.encryptor, k)
-        return attempts, k, pick, self._ntt_top(r[pick, np.arange(k)]), mu, zeros
+        return attempts, k, pick, self._ntt_top(r), mu, zeros
 
-    def erase(self, answer: list, r: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
+    def erase(self, answer: list, pads: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
-        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the masks r
-        (attempts, k, n) (``prepared``: ``prepare(r, keep)``, computed here when not given); CryptoError when the
+        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the pads
+        (attempts, k, n) (``prepared``: ``prepare(pads, keep)``, computed here when not given); CryptoError when the
         answer does not fit or some ciphertext has no clean copy."""
-        attempts, k, pick, r_top, mu, zeros = prepared if prepared is not None else self.prepare(r, keep)
-        if r.shape != (attempts, k, self.n):
+        attempts, k, pick, r_top, mu, zeros = prepared if prepared is not None else self.prepare(pads, keep)
+        if pads.shape != (attempts, k, self.n):
             raise CryptoError("erase: masks of the wrong shape")
         where = []  # copy index → (chunk, index in chunk)
         for c, (b, seed) in enumerate(answer):
@@ -141,12 +156,7 @@ class CKKSRefresh:
             top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
         self._check(top, 2)
         top[:, 0] = (top[:, 0] + self.top_moduli - r_top) % self.top_moduli
-        out = np.empty((top.shape[0], 2, 1, self.n), dtype=np.uint64)
-        for i in range(top.shape[0]):
-            ct = seal_arrays.ciphertext_from_array(self.context, self.top, top[i], scale=self.public.scale)
-            self.evaluator.multiply_plain_inplace(ct, mu)
-            self.evaluator.rescale_to_next_inplace(ct)
-            out[i] = seal_arrays.ciphertext_to_array(ct)
+        out = self.rescale(self.high.mul(top, mu))
         out += zeros
         out %= np.uint64(self.q0)
         return out
@@ -161,8 +171,8 @@ class CKKSRefresh:
             self._s = (secret_key, seal_arrays.secret_key_array(secret_key, self.n, 2))
         s = self._s[1]
         q0 = np.array([[self.q0]], dtype=np.uint64)
-        w = seal_arrays.decrypt_arrays(masked, s[:1], q0)
-        w = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.pid, w)[:, 0]
+        w = seal_arrays.reduce_once(self.low.mul(masked[:, 1], s[:1]) + masked[:, 0], q0[None])
+        w = self.low.inverse(w)[:, 0]
         k = masked.shape[0]
         wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
         wc -= np.int64(self.q0) * (w > np.uint64(self.q0 // 2))
@@ -172,7 +182,7 @@ class CKKSRefresh:
         a = np.empty((k, 2, self.n), dtype=np.uint64)
         for i in range(k):
             a[i] = self.expand_a(seed, i)
-        as_ = seal_arrays.mulmod(a, s[None], self.top_moduli[None])
+        as_ = self.high.mul(a, s)
         np.subtract(self.top_moduli, as_, out=as_)  # −a·s: residues in (0, q]
         np.add(plain, as_, out=plain)
         return seal_arrays.reduce_once(plain, self.top_moduli[None]), seed
@@ -205,10 +215,11 @@ class CKKSRefresh:
             raise CryptoError("refresh: residue not below its prime")
         return cts
 
-    def _ntt_low(self, coeffs: np.ndarray) -> np.ndarray:
-        """(k, n) NTT-form residues mod q₀ of integer polynomials (k, n)."""
-        polys = np.mod(coeffs, self.q0).astype(np.uint64)[:, None, :]
-        return seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.pid, polys)[:, 0]
+    def rescale(self, top: np.ndarray) -> np.ndarray:
+        """SEAL's ``rescale_to_next`` of NTT-form ciphertexts (k, 2, 2, n) at q₀·P: (k, 2, 1, n) NTT-form residues
+        mod q₀ of ⌊c/P⌉ (the native core's modulus switching on the coefficients)."""
+        coeffs = self.high.inverse(top)
+        return self.low.forward(self.high.basis.rescale(coeffs))
 
     def _ntt_top(self, coeffs: np.ndarray) -> np.ndarray:
         """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n)."""
@@ -220,7 +231,7 @@ class CKKSRefresh:
         else:
             for limb, q in enumerate((self.q0, self.p)):
                 polys[:, limb] = np.mod(coeffs, q).astype(np.uint64)
-        return seal_arrays.ntt(self.context, self.evaluator, self.top, polys)
+        return self.high.forward(polys)
 
 
 def _random_bytes(n: int) -> bytes:
@@ -230,19 +241,6 @@ def _random_bytes(n: int) -> bytes:
 
     return Cipher(algorithms.ChaCha20(secrets.token_bytes(32), secrets.token_bytes(16)), None).encryptor().update(
         bytes(n))
-
-
-def _uniform(q: int, n: int) -> np.ndarray:
-    """n uniform residues mod q (uint64) from ``_random_bytes``, by rejection sampling (q ≥ 2^59: few rejections)."""
-    mask = np.uint64((1 << q.bit_length()) - 1)
-    out, have = [], 0
-    while have < n:
-        want = n - have
-        raw = np.frombuffer(_random_bytes(8 * (want + want // 16 + 64)), dtype="<u8") & mask
-        raw = raw[raw < np.uint64(q)][:want]
-        out.append(raw)
-        have += raw.size
-    return np.concatenate(out) if len(out) > 1 else out[0]
 
 
 def _binomial(n: int) -> np.ndarray:
