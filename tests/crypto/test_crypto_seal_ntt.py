@@ -107,3 +107,20 @@ def test_pads_are_uniform_and_the_first_clean_copy_is_picked(keys):
     clean = np.all(np.abs(np.where(r > 0.5, r - 1, r)).reshape(3, 64, pub.n) * ref.q0 <= ref.clean, axis=2)
     assert np.array_equal(pick, np.argmax(clean, axis=0))
     assert np.array_equal(r_top[:, 0], pads[pick, np.arange(64)])
+
+
+def test_encryptions_of_zero_at_the_top_decrypt_to_zero_after_the_rescale(keys):
+    """The holder's re-randomisation (pk·u + e at q₀·P, rescaled by P, as SEAL's encrypt_zero does) decrypts with
+    SEAL's decryptor to ≈ 0 and differs between calls."""
+    pub, sec, ref = keys
+    (pu, e), (pu2, _) = ref.zeros_top(3), ref.zeros_top(3)
+    assert not np.array_equal(pu, pu2) and np.abs(e).max() <= 24 and e.any()
+    coeffs = ref.high.inverse(pu)
+    for limb, q in enumerate((ref.q0, ref.p)):
+        coeffs[:, :, limb] = (coeffs[:, :, limb].astype(object) + e) % q
+    low = ref.low.forward(ref.high.basis.rescale(coeffs.astype(np.uint64)))
+    dec = sealapi.Decryptor(pub.seal_context, sec._secret_key)
+    for ct in low:
+        pt = sealapi.Plaintext()
+        dec.decrypt(seal_arrays.ciphertext_from_array(pub.seal_context, ref.pid, ct, scale=pub.scale), pt)
+        assert np.abs(pub.encoder.decode_double(pt)).max() < 1e-6

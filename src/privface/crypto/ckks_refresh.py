@@ -87,6 +87,9 @@ class CKKSRefresh:
         self.top_moduli = np.array([[self.q0], [self.p]], dtype=np.uint64)
         self.low = SealOrderNTT(public.seal_context, public.evaluator, self.pid, [self.q0], self.n)
         self.high = SealOrderNTT(self.context, self.evaluator, self.top, [self.q0, self.p], self.n)
+        self.pk = seal_arrays.ciphertext_to_array(public.public_key.data())  # (2, 2, n) at q₀·P, SEAL's NTT order
+        if self.pk.shape != (2, 2, self.n):
+            raise CryptoError("the refresh needs the public key at the key level q₀·P")
         self.bound = plaintext_bound(public.scale)
         self.clean = self.q0 // 2 - self.bound
 
@@ -131,15 +134,24 @@ class CKKSRefresh:
         pt = sealapi.Plaintext()
         self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), pt)
         mu = seal_arrays.plaintext_to_array(pt).reshape(2, self.n)
-        zeros = seal_arrays.encryptions_of_zero(self.public.encryptor, k)
-        return attempts, k, pick, self._ntt_top(r), mu, zeros
+        return attempts, k, pick, self._ntt_top(r), mu, self.zeros_top(k)
+
+    def zeros_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """k public-key encryptions of 0 at q₀·P as SEAL's ``encrypt_zero`` makes them before it switches them down
+        to q₀ (``util::encrypt_zero_asymmetric``: pk·u + e, u uniform ternary, e centred binomial): (pk·u NTT form
+        (k, 2, 2, n), e coefficients (k, 2, n) int64), added to the slot-mask product before its rescale, so that
+        ⌊(μ·ct + pk·u + e)/P⌉ is ⌊μ·ct/P⌉ plus SEAL's encryption of 0 at q₀ (up to the rounding of one sum)."""
+        u = _ternary(k * self.n).reshape(k, self.n)
+        uh = self._ntt_top(u)
+        pu = np.stack([self.high.mul(uh, self.pk[0]), self.high.mul(uh, self.pk[1])], axis=1)
+        return pu, _binomial(k * 2 * self.n).reshape(k, 2, self.n)
 
     def erase(self, answer: list, pads: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
         (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the pads
         (attempts, k, n) (``prepared``: ``prepare(pads, keep)``, computed here when not given); CryptoError when the
         answer does not fit or some ciphertext has no clean copy."""
-        attempts, k, pick, r_top, mu, zeros = prepared if prepared is not None else self.prepare(pads, keep)
+        attempts, k, pick, r_top, mu, (pu, e) = prepared if prepared is not None else self.prepare(pads, keep)
         if pads.shape != (attempts, k, self.n):
             raise CryptoError("erase: masks of the wrong shape")
         where = []  # copy index → (chunk, index in chunk)
@@ -156,10 +168,14 @@ class CKKSRefresh:
             top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
         self._check(top, 2)
         top[:, 0] = (top[:, 0] + self.top_moduli - r_top) % self.top_moduli
-        out = self.rescale(self.high.mul(top, mu))
-        out += zeros
-        out %= np.uint64(self.q0)
-        return out
+        x = self.high.mul(top, mu)
+        x += pu
+        coeffs = self.high.inverse(seal_arrays.reduce_once(x, self.top_moduli))
+        for limb, q in enumerate((self.q0, self.p)):  # + e mod q: e + q where e < 0 (uint64 wraps)
+            c = coeffs[:, :, limb]
+            c += e.view(np.uint64) + np.uint64(q) * (e < 0)
+            seal_arrays.reduce_once(c, np.array([q], dtype=np.uint64))
+        return self.low.forward(self.high.basis.rescale(coeffs))
 
     # ---------------------------------------------------------------- key holder
     def reencrypt_top(self, secret_key, masked: np.ndarray) -> tuple[np.ndarray, bytes]:
@@ -241,6 +257,17 @@ def _random_bytes(n: int) -> bytes:
 
     return Cipher(algorithms.ChaCha20(secrets.token_bytes(32), secrets.token_bytes(16)), None).encryptor().update(
         bytes(n))
+
+
+def _ternary(n: int) -> np.ndarray:
+    """n uniform values in {−1, 0, 1} (int64) from ``_random_bytes`` (bytes below 255 mod 3, by rejection)."""
+    out, have = [], 0
+    while have < n:
+        raw = np.frombuffer(_random_bytes(n - have + (n - have) // 64 + 64), dtype=np.uint8)
+        raw = raw[raw < 255][:n - have]
+        out.append(raw)
+        have += raw.size
+    return (np.concatenate(out) % 3).astype(np.int64) - 1
 
 
 def _binomial(n: int) -> np.ndarray:
