@@ -172,9 +172,9 @@ class CKKSRefresh:
         x += pu
         coeffs = self.high.inverse(seal_arrays.reduce_once(x, self.top_moduli))
         for limb, q in enumerate((self.q0, self.p)):  # + e mod q: e + q where e < 0 (uint64 wraps)
-            c = coeffs[:, :, limb]
-            c += e.view(np.uint64) + np.uint64(q) * (e < 0)
-            seal_arrays.reduce_once(c, np.array([q], dtype=np.uint64))
+            part = coeffs[:, :, limb]
+            part += e.view(np.uint64) + np.uint64(q) * (e < 0)
+            seal_arrays.reduce_once(part, np.array([q], dtype=np.uint64))
         return self.low.forward(self.high.basis.rescale(coeffs))
 
     # ---------------------------------------------------------------- key holder
