@@ -124,3 +124,15 @@ def test_encryptions_of_zero_at_the_top_decrypt_to_zero_after_the_rescale(keys):
         pt = sealapi.Plaintext()
         dec.decrypt(seal_arrays.ciphertext_from_array(pub.seal_context, ref.pid, ct, scale=pub.scale), pt)
         assert np.abs(pub.encoder.decode_double(pt)).max() < 1e-6
+
+
+def test_expand_all_equals_expand_a_on_both_paths(keys):
+    """The key holder's vectorised expansion of the a halves equals the holder's one-by-one ``expand_a``; with the
+    word masks widened (every copy then has words ≥ the prime) each copy takes expand_a's rejection path."""
+    pub, _, ref = keys
+    seed = bytes(range(32))
+    want = np.stack([ref.expand_a(seed, i) for i in range(7)])
+    assert np.array_equal(ref.expand_all(seed, 7), want)
+    other = CKKSRefresh(pub)
+    other._expand_masks = np.full_like(other._expand_masks, np.iinfo(np.uint64).max)
+    assert np.array_equal(other.expand_all(seed, 7), want)
