@@ -8,16 +8,18 @@ then divisible by X^N + 1). A 0/1 slot mask μ is therefore encoded at a scale P
 needs one more prime than a ciphertext stored at one prime q₀ has. The refresh lifts the ciphertext to q₀·P:
 
 1. ``mask`` (holder of the ciphertexts, no secret): for each ciphertext, ``attempts`` = k copies ct + (r_t, 0) with
-   r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext.
+   r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext. The pad is drawn in NTT form (uniform
+   there, so uniform in coefficients: the NTT is a bijection) and brought to coefficients only when ``prepare``
+   tests it.
 2. ``reencrypt_top`` (key holder): w_t = Dec(ct + r_t) mod q₀, lifted to (−q₀/2, q₀/2], encrypted afresh under s
    at modulus q₀·P (symmetric RLWE encryption: uniform a expanded from a fresh 32-byte seed, which travels instead
    of a; centred binomial error η = 24). The key holder
    sees k uniform values per ciphertext and is not told which slots are being erased, nor which copy will be used.
 3. ``erase`` (holder): per ciphertext, a copy whose mask is *clean* — every centred coefficient |r_i| ≤ ⌊q₀/2⌋ − B,
    B ≥ |m_i + e_i| (``plaintext_bound``), so that w − r = m + e exactly over the integers — is chosen; r is
-   subtracted at q₀·P, the result multiplied by μ encoded at scale P (0 at the erased slots, 1 elsewhere),
-   rescaled back to q₀ (scale Δ·P/P = Δ) and a fresh public-key encryption of 0 added. It decrypts to μ ⊙ v
-   (erased slots ≈ 0 up to CKKS noise) and shares no bytes with the old ciphertext.
+   subtracted at q₀·P, the result multiplied by μ encoded at scale P (0 at the erased slots, 1 elsewhere), a fresh
+   public-key encryption of 0 at q₀·P added (``zeros_top``) and the sum rescaled back to q₀ (scale Δ·P/P = Δ). It
+   decrypts to μ ⊙ v (erased slots ≈ 0 up to CKKS noise) and shares no bytes with the old ciphertext.
 
 Hiding. The choice depends on the masks only and is never sent, so the key holder's view is independent of m unless
 no copy of some ciphertext is clean; then ``erase`` fails (nothing is written; the caller may start again). A copy
@@ -27,8 +29,9 @@ A one-copy mask drawn from [−R, R] with no wrap-around (the plain collective r
 ≈ log₂(q₀/2B) − log₂(c·N) bits at one 60-bit prime: the copies buy the rest without a second stored prime.
 
 The second prime P is the context's special prime (its key level is q₀·P, so the key holder's secret-key residues
-mod P exist already); a helper SEAL context with primes (q₀, P, P') does the encoding, NTT and rescale (SEAL's NTT
-tables depend on the prime and N only, so its q₀ level is the stored ciphertexts' representation).
+mod P exist already); a helper SEAL context with primes (q₀, P, P') encodes μ, and the transforms, products and the
+rescale run in the native core in SEAL's NTT order (``crypto.seal_ntt``; SEAL's NTT tables depend on the prime and
+N only, so the helper's q₀ level is the stored ciphertexts' representation).
 """
 from __future__ import annotations
 
