@@ -129,7 +129,7 @@ class CKKSRefresh:
                 break
             rt = self.low.inverse(pads[t, todo][:, None])[:, 0]
             rc = rt.view(np.int64)  # residues < q₀ < 2^63: centred in place
-            rc -= np.int64(self.q0) * (rt > np.uint64(self.q0 // 2))
+            np.subtract(rc, np.int64(self.q0), out=rc, where=rt > np.uint64(self.q0 // 2))
             ok = np.all(np.abs(rc) <= self.clean, axis=1)
             pick[todo[ok]], r[todo[ok]] = t, rc[ok]
             todo = todo[~ok]
@@ -138,7 +138,7 @@ class CKKSRefresh:
         pt = sealapi.Plaintext()
         self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), pt)
         mu = seal_arrays.plaintext_to_array(pt).reshape(2, self.n)
-        return attempts, k, pick, self._ntt_top(r), mu, self.zeros_top(k)
+        return attempts, k, pick, self._ntt_top(r, centred=True), mu, self.zeros_top(k)
 
     def zeros_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """k public-key encryptions of 0 at q₀·P as SEAL's ``encrypt_zero`` makes them before it switches them down
@@ -146,7 +146,7 @@ class CKKSRefresh:
         (k, 2, 2, n), e coefficients (k, 2, n) int64), added to the slot-mask product before its rescale, so that
         ⌊(μ·ct + pk·u + e)/P⌉ is ⌊μ·ct/P⌉ plus SEAL's encryption of 0 at q₀ (up to the rounding of one sum)."""
         u = _ternary(k * self.n).reshape(k, self.n)
-        uh = self._ntt_top(u)
+        uh = self._ntt_top(u, centred=True)
         pu = np.stack([self.high.mul(uh, self.pk[0]), self.high.mul(uh, self.pk[1])], axis=1)
         return pu, _binomial(k * 2 * self.n).reshape(k, 2, self.n)
 
@@ -195,9 +195,9 @@ class CKKSRefresh:
         w = self.low.inverse(w)[:, 0]
         k = masked.shape[0]
         wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
-        wc -= np.int64(self.q0) * (w > np.uint64(self.q0 // 2))
+        np.subtract(wc, np.int64(self.q0), out=wc, where=w > np.uint64(self.q0 // 2))
         wc += _binomial(k * self.n).reshape(k, self.n)
-        plain = self._ntt_top(wc)
+        plain = self._ntt_top(wc, centred=True)  # |w + e| ≤ q₀/2 + 24 < min(q₀, P)
         seed = secrets.token_bytes(32)
         a = self.expand_all(seed, k)
         as_ = self.high.mul(a, s)
@@ -258,11 +258,12 @@ class CKKSRefresh:
         coeffs = self.high.inverse(top)
         return self.low.forward(self.high.basis.rescale(coeffs))
 
-    def _ntt_top(self, coeffs: np.ndarray) -> np.ndarray:
-        """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n)."""
+    def _ntt_top(self, coeffs: np.ndarray, centred: bool = False) -> np.ndarray:
+        """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n) (``centred``: the caller knows
+        every |coefficient| < min(q₀, P))."""
         polys = np.empty((coeffs.shape[0], 2, self.n), dtype=np.uint64)
         m = min(self.q0, self.p)
-        if not coeffs.size or (coeffs.min() > -m and coeffs.max() < m):  # centred: one addition per limb
+        if centred or not coeffs.size or (coeffs.min() > -m and coeffs.max() < m):  # one addition per limb
             neg = coeffs < 0
             for limb, q in enumerate((self.q0, self.p)):
                 np.copyto(polys[:, limb], coeffs.view(np.uint64))
