@@ -8,16 +8,18 @@ then divisible by X^N + 1). A 0/1 slot mask μ is therefore encoded at a scale P
 needs one more prime than a ciphertext stored at one prime q₀ has. The refresh lifts the ciphertext to q₀·P:
 
 1. ``mask`` (holder of the ciphertexts, no secret): for each ciphertext, ``attempts`` = k copies ct + (r_t, 0) with
-   r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext.
+   r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext. The pad is drawn in NTT form (uniform
+   there, so uniform in coefficients: the NTT is a bijection) and brought to coefficients only when ``prepare``
+   tests it.
 2. ``reencrypt_top`` (key holder): w_t = Dec(ct + r_t) mod q₀, lifted to (−q₀/2, q₀/2], encrypted afresh under s
    at modulus q₀·P (symmetric RLWE encryption: uniform a expanded from a fresh 32-byte seed, which travels instead
    of a; centred binomial error η = 24). The key holder
    sees k uniform values per ciphertext and is not told which slots are being erased, nor which copy will be used.
 3. ``erase`` (holder): per ciphertext, a copy whose mask is *clean* — every centred coefficient |r_i| ≤ ⌊q₀/2⌋ − B,
    B ≥ |m_i + e_i| (``plaintext_bound``), so that w − r = m + e exactly over the integers — is chosen; r is
-   subtracted at q₀·P, the result multiplied by μ encoded at scale P (0 at the erased slots, 1 elsewhere),
-   rescaled back to q₀ (scale Δ·P/P = Δ) and a fresh public-key encryption of 0 added. It decrypts to μ ⊙ v
-   (erased slots ≈ 0 up to CKKS noise) and shares no bytes with the old ciphertext.
+   subtracted at q₀·P, the result multiplied by μ encoded at scale P (0 at the erased slots, 1 elsewhere), a fresh
+   public-key encryption of 0 at q₀·P added (``zeros_top``) and the sum rescaled back to q₀ (scale Δ·P/P = Δ). It
+   decrypts to μ ⊙ v (erased slots ≈ 0 up to CKKS noise) and shares no bytes with the old ciphertext.
 
 Hiding. The choice depends on the masks only and is never sent, so the key holder's view is independent of m unless
 no copy of some ciphertext is clean; then ``erase`` fails (nothing is written; the caller may start again). A copy
@@ -27,8 +29,9 @@ A one-copy mask drawn from [−R, R] with no wrap-around (the plain collective r
 ≈ log₂(q₀/2B) − log₂(c·N) bits at one 60-bit prime: the copies buy the rest without a second stored prime.
 
 The second prime P is the context's special prime (its key level is q₀·P, so the key holder's secret-key residues
-mod P exist already); a helper SEAL context with primes (q₀, P, P') does the encoding, NTT and rescale (SEAL's NTT
-tables depend on the prime and N only, so its q₀ level is the stored ciphertexts' representation).
+mod P exist already); a helper SEAL context with primes (q₀, P, P') encodes μ, and the transforms, products and the
+rescale run in the native core in SEAL's NTT order (``crypto.seal_ntt``; SEAL's NTT tables depend on the prime and
+N only, so the helper's q₀ level is the stored ciphertexts' representation).
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ import tenseal.sealapi as sealapi
 
 from ..errors import CryptoError
 from . import seal_arrays
+from .seal_ntt import SealOrderNTT
 
 
 def plaintext_bound(scale: float, max_slot: float = 1.0 + 1e-6) -> int:
@@ -84,48 +88,75 @@ class CKKSRefresh:
         self.evaluator = sealapi.Evaluator(self.context)
         self.encoder = sealapi.CKKSEncoder(self.context)
         self.top_moduli = np.array([[self.q0], [self.p]], dtype=np.uint64)
+        self.low = SealOrderNTT(public.seal_context, public.evaluator, self.pid, [self.q0], self.n)
+        self.high = SealOrderNTT(self.context, self.evaluator, self.top, [self.q0, self.p], self.n)
+        self.pk = seal_arrays.ciphertext_to_array(public.public_key.data())  # (2, 2, n) at q₀·P, SEAL's NTT order
+        if self.pk.shape != (2, 2, self.n):
+            raise CryptoError("the refresh needs the public key at the key level q₀·P")
+        self._expand_masks = np.array([[(1 << q.bit_length()) - 1] for q in key_primes], dtype=np.uint64)[None]
         self.bound = plaintext_bound(public.scale)
         self.clean = self.q0 // 2 - self.bound
 
     # ---------------------------------------------------------------- holder of the ciphertexts (no secret key)
     def mask(self, cts: np.ndarray, attempts: int) -> tuple[np.ndarray, np.ndarray]:
-        """(masked, r): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n), shape (attempts·k, 2, 1, n)
-        copy-major, and their masks r (attempts, k, n), centred int64."""
+        """(masked, pads): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n), shape
+        (attempts·k, 2, 1, n) copy-major, and their pads (attempts, k, n), NTT form: uniform mod q₀ (the native
+        core's ChaCha20 under a fresh seed from ``secrets``), so each r_t = NTT⁻¹(pad) is uniform mod q₀ too (the NTT
+        is a bijection of Z_q₀^n) and only the copies ``prepare`` looks at are ever transformed."""
         cts = self._check(cts, 1)
         k = cts.shape[0]
         if not 1 <= attempts <= 16:
             raise CryptoError("refresh: 1 to 16 copies per ciphertext")
-        r = _uniform(self.q0, attempts * k * self.n).reshape(attempts * k, self.n)
+        pads = self.low.basis.uniform(secrets.token_bytes(32), attempts * k)[:, 0]
         out = np.tile(cts, (attempts, 1, 1, 1))
-        out[:, 0, 0] += self._ntt_low(r)
-        out[:, 0, 0] %= np.uint64(self.q0)
-        half = np.uint64(self.q0 // 2)
-        rc = np.where(r > half, r.astype(np.int64) - np.int64(self.q0), r.astype(np.int64))
-        return out, rc.reshape(attempts, k, self.n)
+        c0 = out[:, 0, 0]
+        c0 += pads
+        seal_arrays.reduce_once(c0, self.top_moduli[:1])
+        return out, pads.reshape(attempts, k, self.n)
 
-    def prepare(self, r: np.ndarray, keep: np.ndarray) -> tuple:
-        """The part of step 3 that needs only the masks and the slot mask (so it can run while the key holder
-        works): the copy picked per ciphertext, its mask at q₀·P, μ encoded at scale P and the fresh encryptions of
-        0; CryptoError when the shapes do not fit or some ciphertext has no clean copy."""
-        attempts, k = r.shape[:2]
-        if r.ndim != 3 or r.shape[2] != self.n or keep.shape != (self.n // 2,):
+    def prepare(self, pads: np.ndarray, keep: np.ndarray) -> tuple:
+        """The part of step 3 that needs only the pads and the slot mask (so it can run while the key holder
+        works): the first clean copy per ciphertext (copies are transformed to coefficients only until one is
+        clean: almost always the first), its mask at q₀·P, μ encoded at scale P and the fresh encryptions of 0;
+        CryptoError when the shapes do not fit or some ciphertext has no clean copy."""
+        attempts, k = pads.shape[:2]
+        if pads.ndim != 3 or pads.shape[2] != self.n or keep.shape != (self.n // 2,):
             raise CryptoError("erase: masks or slot mask of the wrong shape")
-        clean = np.all(np.abs(r) <= self.clean, axis=2)  # (attempts, k)
-        if not clean.any(axis=0).all():
+        pick, r = np.full(k, -1), np.empty((k, self.n), dtype=np.int64)
+        todo = np.arange(k)
+        for t in range(attempts):
+            if not todo.size:
+                break
+            rt = self.low.inverse(pads[t, todo][:, None])[:, 0]
+            rc = rt.view(np.int64)  # residues < q₀ < 2^63: centred in place
+            np.subtract(rc, np.int64(self.q0), out=rc, where=rt > np.uint64(self.q0 // 2))
+            ok = np.all(np.abs(rc) <= self.clean, axis=1)
+            pick[todo[ok]], r[todo[ok]] = t, rc[ok]
+            todo = todo[~ok]
+        if todo.size:
             raise CryptoError("refresh: no clean copy for some ciphertext (a rare event: start again)")
-        pick = np.argmax(clean, axis=0)
-        mu = sealapi.Plaintext()
-        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), mu)
-        zeros = seal_arrays.encryptions_of_zero(self.public.encryptor, k)
-        return attempts, k, pick, self._ntt_top(r[pick, np.arange(k)]), mu, zeros
+        pt = sealapi.Plaintext()
+        self.encoder.encode(np.asarray(keep, dtype=np.float64).tolist(), self.top, float(self.p), pt)
+        mu = seal_arrays.plaintext_to_array(pt).reshape(2, self.n)
+        return attempts, k, pick, self._ntt_top(r, centred=True), mu, self.zeros_top(k)
 
-    def erase(self, answer: list, r: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
+    def zeros_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """k public-key encryptions of 0 at q₀·P as SEAL's ``encrypt_zero`` makes them before it switches them down
+        to q₀ (``util::encrypt_zero_asymmetric``: pk·u + e, u uniform ternary, e centred binomial): (pk·u NTT form
+        (k, 2, 2, n), e coefficients (k, 2, n) int64), added to the slot-mask product before its rescale, so that
+        ⌊(μ·ct + pk·u + e)/P⌉ is ⌊μ·ct/P⌉ plus SEAL's encryption of 0 at q₀ (up to the rounding of one sum)."""
+        u = _ternary(k * self.n).reshape(k, self.n)
+        uh = self._ntt_top(u, centred=True)
+        pu = np.stack([self.high.mul(uh, self.pk[0]), self.high.mul(uh, self.pk[1])], axis=1)
+        return pu, _binomial(k * 2 * self.n).reshape(k, 2, self.n)
+
+    def erase(self, answer: list, pads: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
-        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the masks r
-        (attempts, k, n) (``prepared``: ``prepare(r, keep)``, computed here when not given); CryptoError when the
+        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the pads
+        (attempts, k, n) (``prepared``: ``prepare(pads, keep)``, computed here when not given); CryptoError when the
         answer does not fit or some ciphertext has no clean copy."""
-        attempts, k, pick, r_top, mu, zeros = prepared if prepared is not None else self.prepare(r, keep)
-        if r.shape != (attempts, k, self.n):
+        attempts, k, pick, r_top, mu, (pu, e) = prepared if prepared is not None else self.prepare(pads, keep)
+        if pads.shape != (attempts, k, self.n):
             raise CryptoError("erase: masks of the wrong shape")
         where = []  # copy index → (chunk, index in chunk)
         for c, (b, seed) in enumerate(answer):
@@ -141,15 +172,14 @@ class CKKSRefresh:
             top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
         self._check(top, 2)
         top[:, 0] = (top[:, 0] + self.top_moduli - r_top) % self.top_moduli
-        out = np.empty((top.shape[0], 2, 1, self.n), dtype=np.uint64)
-        for i in range(top.shape[0]):
-            ct = seal_arrays.ciphertext_from_array(self.context, self.top, top[i], scale=self.public.scale)
-            self.evaluator.multiply_plain_inplace(ct, mu)
-            self.evaluator.rescale_to_next_inplace(ct)
-            out[i] = seal_arrays.ciphertext_to_array(ct)
-        out += zeros
-        out %= np.uint64(self.q0)
-        return out
+        x = self.high.mul(top, mu)
+        x += pu
+        coeffs = self.high.inverse(seal_arrays.reduce_once(x, self.top_moduli))
+        for limb, q in enumerate((self.q0, self.p)):  # + e mod q: e + q where e < 0 (uint64 wraps)
+            part = coeffs[:, :, limb]
+            part += e.view(np.uint64) + np.uint64(q) * (e < 0)
+            seal_arrays.reduce_once(part, np.array([q], dtype=np.uint64))
+        return self.low.forward(self.high.basis.rescale(coeffs))
 
     # ---------------------------------------------------------------- key holder
     def reencrypt_top(self, secret_key, masked: np.ndarray) -> tuple[np.ndarray, bytes]:
@@ -161,18 +191,16 @@ class CKKSRefresh:
             self._s = (secret_key, seal_arrays.secret_key_array(secret_key, self.n, 2))
         s = self._s[1]
         q0 = np.array([[self.q0]], dtype=np.uint64)
-        w = seal_arrays.decrypt_arrays(masked, s[:1], q0)
-        w = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.pid, w)[:, 0]
+        w = seal_arrays.reduce_once(self.low.mul(masked[:, 1], s[:1]) + masked[:, 0], q0[None])
+        w = self.low.inverse(w)[:, 0]
         k = masked.shape[0]
         wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
-        wc -= np.int64(self.q0) * (w > np.uint64(self.q0 // 2))
+        np.subtract(wc, np.int64(self.q0), out=wc, where=w > np.uint64(self.q0 // 2))
         wc += _binomial(k * self.n).reshape(k, self.n)
-        plain = self._ntt_top(wc)
+        plain = self._ntt_top(wc, centred=True)  # |w + e| ≤ q₀/2 + 24 < min(q₀, P)
         seed = secrets.token_bytes(32)
-        a = np.empty((k, 2, self.n), dtype=np.uint64)
-        for i in range(k):
-            a[i] = self.expand_a(seed, i)
-        as_ = seal_arrays.mulmod(a, s[None], self.top_moduli[None])
+        a = self.expand_all(seed, k)
+        as_ = self.high.mul(a, s)
         np.subtract(self.top_moduli, as_, out=as_)  # −a·s: residues in (0, q]
         np.add(plain, as_, out=plain)
         return seal_arrays.reduce_once(plain, self.top_moduli[None]), seed
@@ -195,6 +223,25 @@ class CKKSRefresh:
             out[limb] = np.concatenate(got)
         return out
 
+    def expand_all(self, seed: bytes, count: int) -> np.ndarray:
+        """(count, 2, n): ``expand_a(seed, i)`` for i < count, vectorised: each copy's keystream is drawn in one
+        piece and, where its first n words per prime are all below the prime (all but ≈ n·2^−40 of the time at
+        60-bit primes), taken as they are; any other copy goes through ``expand_a``."""
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+        words = self.n + 64  # what expand_a's first draw per prime takes
+        raw = np.empty((count, 2, words), dtype=np.uint64)
+        flat = raw.reshape(count, 2 * words)
+        zero = bytes(16 * words)
+        for i in range(count):
+            stream = Cipher(algorithms.ChaCha20(seed, struct.pack("<QQ", 0, i)), None).encryptor()
+            flat[i] = np.frombuffer(stream.update(zero), dtype="<u8")
+        out = raw[:, :, :self.n]
+        out &= self._expand_masks
+        for row in np.flatnonzero(np.any(out >= self.top_moduli[None], axis=(1, 2))).tolist():
+            out[row] = self.expand_a(seed, row)
+        return np.ascontiguousarray(out)
+
     # ---------------------------------------------------------------- helpers
     def _check(self, cts: np.ndarray, limbs: int) -> np.ndarray:
         shape = (2, limbs, self.n)
@@ -205,22 +252,26 @@ class CKKSRefresh:
             raise CryptoError("refresh: residue not below its prime")
         return cts
 
-    def _ntt_low(self, coeffs: np.ndarray) -> np.ndarray:
-        """(k, n) NTT-form residues mod q₀ of integer polynomials (k, n)."""
-        polys = np.mod(coeffs, self.q0).astype(np.uint64)[:, None, :]
-        return seal_arrays.ntt(self.public.seal_context, self.public.evaluator, self.pid, polys)[:, 0]
+    def rescale(self, top: np.ndarray) -> np.ndarray:
+        """SEAL's ``rescale_to_next`` of NTT-form ciphertexts (k, 2, 2, n) at q₀·P: (k, 2, 1, n) NTT-form residues
+        mod q₀ of ⌊c/P⌉ (the native core's modulus switching on the coefficients)."""
+        coeffs = self.high.inverse(top)
+        return self.low.forward(self.high.basis.rescale(coeffs))
 
-    def _ntt_top(self, coeffs: np.ndarray) -> np.ndarray:
-        """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n)."""
+    def _ntt_top(self, coeffs: np.ndarray, centred: bool = False) -> np.ndarray:
+        """(k, 2, n) NTT-form residues mod (q₀, P) of integer polynomials (k, n) (``centred``: the caller knows
+        every |coefficient| < min(q₀, P))."""
         polys = np.empty((coeffs.shape[0], 2, self.n), dtype=np.uint64)
-        if np.abs(coeffs).max(initial=0) < min(self.q0, self.p):  # centred: one conditional addition per limb
+        m = min(self.q0, self.p)
+        if centred or not coeffs.size or (coeffs.min() > -m and coeffs.max() < m):  # one addition per limb
             neg = coeffs < 0
             for limb, q in enumerate((self.q0, self.p)):
-                polys[:, limb] = coeffs.view(np.uint64) + np.uint64(q) * neg
+                np.copyto(polys[:, limb], coeffs.view(np.uint64))
+                np.add(polys[:, limb], np.uint64(q), out=polys[:, limb], where=neg)
         else:
             for limb, q in enumerate((self.q0, self.p)):
                 polys[:, limb] = np.mod(coeffs, q).astype(np.uint64)
-        return seal_arrays.ntt(self.context, self.evaluator, self.top, polys)
+        return self.high.forward(polys)
 
 
 def _random_bytes(n: int) -> bytes:
@@ -232,17 +283,15 @@ def _random_bytes(n: int) -> bytes:
         bytes(n))
 
 
-def _uniform(q: int, n: int) -> np.ndarray:
-    """n uniform residues mod q (uint64) from ``_random_bytes``, by rejection sampling (q ≥ 2^59: few rejections)."""
-    mask = np.uint64((1 << q.bit_length()) - 1)
+def _ternary(n: int) -> np.ndarray:
+    """n uniform values in {−1, 0, 1} (int64) from ``_random_bytes`` (bytes below 255 mod 3, by rejection)."""
     out, have = [], 0
     while have < n:
-        want = n - have
-        raw = np.frombuffer(_random_bytes(8 * (want + want // 16 + 64)), dtype="<u8") & mask
-        raw = raw[raw < np.uint64(q)][:want]
+        raw = np.frombuffer(_random_bytes(n - have + (n - have) // 64 + 64), dtype=np.uint8)
+        raw = raw[raw < 255][:n - have]
         out.append(raw)
         have += raw.size
-    return np.concatenate(out) if len(out) > 1 else out[0]
+    return (np.concatenate(out) % 3).astype(np.int64) - 1
 
 
 def _binomial(n: int) -> np.ndarray:

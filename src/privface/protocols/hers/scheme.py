@@ -135,9 +135,7 @@ class HERS:
         return CKKSScores(out, [b.count for b in blocks])
 
     def refresher(self) -> CKKSRefresh:
-        if getattr(self, "_refresh", None) is None:
-            self._refresh = CKKSRefresh(self.public)
-        return self._refresh
+        return refresher(self.public)
 
     def erase(self, block: HERSBlock, keep, key, *, hiding: float = 40.0) -> tuple[HERSBlock, dict]:
         """A new block whose slots with ``keep`` False decrypt to ≈ 0 and the others to what ``block``'s do,
@@ -171,6 +169,20 @@ class HERS:
         return int(block.planes.nbytes)
 
 
+_REFRESHERS: dict[bytes, CKKSRefresh] = {}
+
+
+def refresher(public: LatticePublicContext) -> CKKSRefresh:
+    """The refresh for ``public``'s ciphertexts, one per public key (its fingerprint) for the process: its set-up
+    (a SEAL context at q₀·P·P', the NTT permutations, the public key's arrays) is paid once, not per change."""
+    key = public.fingerprint + public.params.fingerprint
+    if key not in _REFRESHERS:
+        if len(_REFRESHERS) >= 4:
+            _REFRESHERS.pop(next(iter(_REFRESHERS)))
+        _REFRESHERS[key] = CKKSRefresh(public)
+    return _REFRESHERS[key]
+
+
 def _shift_add(hi: np.ndarray, lo: np.ndarray, q: int) -> np.ndarray:
     """(hi·2^30 + lo) mod q for residues hi, lo < q < 2^61, by 30 modular doublings (no 128-bit product)."""
     qq = np.uint64(q)
@@ -194,7 +206,7 @@ class HERSKey:
         """S_key's step of the erasing refresh (``crypto.ckks_refresh.CKKSRefresh.reencrypt_top``): the masked
         column ciphertexts decrypted and encrypted afresh at q₀·P, as one (b, seed) chunk. At most 16·512
         ciphertexts per call."""
-        if getattr(self, "_refresh", None) is None:
+        if getattr(self, "_refresh", None) is None:  # its own: it caches the secret key's arrays
             self._refresh = CKKSRefresh(self.public)
         if not isinstance(masked, np.ndarray) or masked.ndim != 4 or not 1 <= masked.shape[0] <= 16 * 512:
             raise ProtocolError("refresh: expected 1 to 8192 masked ciphertexts")
