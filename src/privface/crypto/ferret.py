@@ -171,7 +171,10 @@ class FerretReceiver:
         """S's refill message (its length checked natively before use) → this pool grows by ``output`` COTs."""
         if self._core is None:
             raise CryptoError("Ferret: setup first")
-        bits, r = self._core.extend(bytes(message))
+        try:
+            bits, r = self._core.extend(bytes(message))
+        except ValueError as e:  # the native size check, before the message is used
+            raise CryptoError(f"the Ferret refill message: {e}") from e
         self._pool.add(r, bits)
 
     def take(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:

@@ -35,7 +35,8 @@ from .params import COMPARE_BITS, SUM_BITS, T_BITS, TS_BOUND
 
 BATCH = 1 << 15
 """Entries per batch when a caller bounds Alg. 3's memory; ``CryptoMask.identify``, ``identify --gallery`` and the CS
-over HTTP use one batch over every entry (messages of ≈ 130 B per entry at k = 4, streamed as frames over HTTP), so
+over HTTP use one batch over every entry (messages of ≈ 26 B per entry on Ferret, ≈ 140 B on SoftSpokenOT k = 4,
+streamed as frames over HTTP), so
 their rounds do not grow with the gallery."""
 
 
@@ -43,9 +44,11 @@ OT_KINDS = ("ferret", "softspoken", "iknp")
 DEFAULT_OT = "ferret"
 
 
-def setup_ot(wire: Wire, ot: str = DEFAULT_OT, *, ferret_params: str = "regular"):
+def setup_ot(wire: Wire, ot: str = "softspoken", *, ferret_params: str = "regular"):
     """The OTs' setup (once per CS–verifier pair), both sides in process: Ferret's (its SoftSpokenOT base OTs and
-    bootstrap, ``crypto.ferret``; ``ferret_params`` "toy" for tests only) or an OT extension's base OTs."""
+    bootstrap, ``crypto.ferret``; ``ferret_params`` "toy" for tests only) or an OT extension's base OTs. The default
+    stays SoftSpokenOT for one-shot callers (``scale.cryptomask_identify`` sets up per identification, where Ferret's
+    first refill would cost more than it saves); ``CryptoMask`` keeps its pair and defaults to ``DEFAULT_OT``."""
     if ot not in OT_KINDS:
         raise ProtocolError(f"--ot must be one of {OT_KINDS}")
     if ot == "ferret":
