@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 pub mod bfv;
+pub mod cot;
 pub mod ferret;
 pub mod garble;
 pub mod jl;
@@ -31,6 +32,7 @@ fn privface_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ot::register(m)?;
     otext::register(m)?;
     ferret::register(m)?;
+    cot::register(m)?;
     millionaire::register(m)?;
     modexp::register(m)?;
     Ok(())

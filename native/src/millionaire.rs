@@ -48,6 +48,12 @@ fn blocks(ell: usize, widths: &[usize]) -> Result<Vec<(usize, usize)>, String> {
     Ok(out)
 }
 
+/// `blocks` for the other modules' tests.
+#[cfg(test)]
+pub(crate) fn blocks_of(ell: usize, widths: &[usize]) -> Result<Vec<(usize, usize)>, String> {
+    blocks(ell, widths)
+}
+
 /// One task's entries: the first one's index and the task's keys, ell rows per entry from row 0.
 struct Task<'a> {
     first: usize,
@@ -145,6 +151,10 @@ pub struct LeafInputs<'a> {
     pub es: Vec<&'a [u8]>,
 }
 
+/// The keys' source of `leaves_send_by`: runs the extension (or the hash of COTs) in tasks of whole entries,
+/// each task's (first OT, keys0, keys1) to the consumer it is given.
+pub type SendKeys<'a> = &'a (dyn Fn(usize, &[u8], &[u8]) + Sync);
+
 /// S's masked messages of every block of every entry (one packed buffer per block, bits (i, v, {lt, eq})),
 /// extending the m·ell random OTs on R's u (entry i's bit t is OT i·ell + t) in the same pass: the keys
 /// never reach memory.
@@ -157,6 +167,16 @@ pub fn leaves_send(
     inp: &LeafInputs,
 ) -> Result<Vec<Vec<u8>>, String> {
     let m = inp.y.len();
+    leaves_send_by(ell, widths, inp, |f| sender.extend_with(u, m * ell, counter, ell, f))
+}
+
+/// `leaves_send` on any source of the m·ell random-OT keys (IKNP/SoftSpokenOT's extension, or Ferret's COTs
+/// hashed by `cot`); `keys` must call its consumer in tasks of whole groups of 8·ell OTs.
+pub fn leaves_send_by<E>(ell: usize, widths: &[usize], inp: &LeafInputs, keys: E) -> Result<Vec<Vec<u8>>, String>
+where
+    E: FnOnce(SendKeys) -> Result<(), String>,
+{
+    let m = inp.y.len();
     let bl = blocks(ell, widths)?;
     if inp.ls.len() != bl.len() || inp.es.len() != bl.len() {
         return Err("millionaire: one set of random bits per block".into());
@@ -167,7 +187,7 @@ pub fn leaves_send(
     let mut cts: Vec<Vec<u8>> = bl.iter().map(|&(_, w)| vec![0u8; ct_bytes(m, w)]).collect();
     let outs: Vec<Shared> = cts.iter_mut().map(|c| Shared::new(c)).collect();
     let lays: Vec<Layout> = bl.iter().map(|&(_, w)| Layout::new(w)).collect();
-    sender.extend_with(u, m * ell, counter, ell, |first, k0, k1| {
+    keys(&|first, k0, k1| {
         let t = Task {
             first: first / ell,
             count: k0.len() / 16 / ell,
@@ -197,12 +217,22 @@ pub fn leaves_recv(
     x: &[u64],
     u: &mut [u8],
 ) -> Result<Vec<Vec<u8>>, String> {
+    let bits = field_bits(x, ell);
+    leaves_recv_by(ell, widths, x, |f| {
+        receiver.extend_with(&bits, x.len() * ell, counter, ell, u, f)
+    })
+}
+
+/// `leaves_recv` on any source of R's keys K_{t, x_t} (as `leaves_send_by`).
+pub fn leaves_recv_by<E>(ell: usize, widths: &[usize], x: &[u64], keys: E) -> Result<Vec<Vec<u8>>, String>
+where
+    E: FnOnce(&(dyn Fn(usize, &[u8]) + Sync)) -> Result<(), String>,
+{
     let m = x.len();
     let bl = blocks(ell, widths)?;
-    let bits = field_bits(x, ell);
     let mut masks: Vec<Vec<u8>> = bl.iter().map(|_| vec![0u8; m]).collect();
     let outs: Vec<Shared> = masks.iter_mut().map(|c| Shared::new(c)).collect();
-    receiver.extend_with(&bits, m * ell, counter, ell, u, |first, k| {
+    keys(&|first, k| {
         let t = Task {
             first: first / ell,
             count: k.len() / 16 / ell,
@@ -220,7 +250,7 @@ pub fn leaves_recv(
 
 /// The low ell bits of every x_i, concatenated LSB first (bit i·ell + t is bit t of x_i): the choices of
 /// `leaves_recv`, packed as `otext::pack_bits` packs them.
-fn field_bits(x: &[u64], ell: usize) -> Vec<u8> {
+pub fn field_bits(x: &[u64], ell: usize) -> Vec<u8> {
     let mut out = vec![0u8; (x.len() * ell).div_ceil(8) + 8];
     let mask = if ell == 64 { u64::MAX } else { (1 << ell) - 1 };
     let (mut acc, mut have, mut at) = (0u128, 0usize, 0usize);

@@ -57,6 +57,12 @@ def _median(fn, repeat: int):
     return statistics.median(times), out
 
 
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def _plaintext(x: np.ndarray, y: np.ndarray) -> tuple[int, float]:
     s = x @ y
     k = int(np.argmax(s))
@@ -111,10 +117,10 @@ def bench_schemes(schemes: list[str], n: int, dim: int, *, threads: int | None =
 
 def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, repeat: int = 5,
                    insecure_test_params: bool = False, seed: int = 0, seal_adds: bool = False,
-                   threads: int | None = None, variant: str = "w") -> dict:
+                   threads: int | None = None, variant: str = "w", ot: str = "ferret") -> dict:
     """One JSON row (docs/protocols/idface.md: `privface bench identify`); ``variant`` (cryptomask only): "w", or
     "wo" for CryptoMask-WO (seed 001 Fig. 2: the verifier decrypts the distances, no Alg. 3), or "w,wo": a list of
-    two rows from one enrolled gallery."""
+    two rows from one enrolled gallery; ``ot`` (cryptomask): Alg. 3's OTs (``reveal.OT_KINDS``)."""
     if scheme not in SCHEMES:
         raise PrivfaceError(f"--scheme must be one of {SCHEMES}")
     variants = variant.split(",")
@@ -125,11 +131,12 @@ def bench_identify(scheme: str, n: int, dim: int, *, beta: int | None = None, re
     if threads is not None:
         os.environ["PRIVFACE_THREADS"] = os.environ["RAYON_NUM_THREADS"] = str(threads)
     with threadpool_limits(threads):  # None: BLAS as configured
-        return _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads, variant)
+        return _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads, variant,
+                               ot)
 
 
 def _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, seal_adds, threads,
-                    variant) -> dict | list[dict]:
+                    variant, ot) -> dict | list[dict]:
     x, y, k = synthetic(n, dim, seed)
     plain_s, (plain_best, _) = _median(lambda: _plaintext(x, y), max(repeat, 5))
     with threadpool_limits(1):  # on a busy machine BLAS threads can cost more than they save at small N
@@ -139,7 +146,7 @@ def _bench_identify(scheme, n, dim, beta, repeat, insecure_test_params, seed, se
            "rounds": ROUNDS.get(scheme, 0), "threads": threads or os.cpu_count() or 1,
            "answer_equals_plaintext": plain_best == k, "insecure_test_params": insecure_test_params}
     if scheme == "cryptomask":
-        found = _cryptomask(x, y, repeat, insecure_test_params, threads, variant.split(","))
+        found = _cryptomask(x, y, repeat, insecure_test_params, threads, variant.split(","), ot)
         peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         rows = [{**row, **got, "ratio": round(got["identify_s"] / plain_s, 3), "peak_rss_mb": peak,
                  "cs_peak_rss_mb": peak} for got in found]
@@ -216,15 +223,18 @@ def _encrypted(scheme, x, y, beta, repeat, insecure, seal_adds) -> dict:
     return extra
 
 
-def _cryptomask(x, y, repeat, insecure, threads, variants) -> list[dict]:
+def _cryptomask(x, y, repeat, insecure, threads, variants, ot) -> list[dict]:
     """seed 001: enrol through one DP (Alg. 1), identify = Alg. 2 + Alg. 3 end to end (the verifier's bit), all
     parties in this process with BLAS on one thread; ``identify_cpu_s`` is the process CPU time of the same runs.
     ``answer_equals_plaintext`` compares the bit with [max ⟨a, b⟩ ≥ ts] on the same quantised vectors (WO: and the
-    best entry's inner product with the maximum). One row per variant, all on the same enrolled gallery."""
+    best entry's inner product with the maximum). One row per variant, all on the same enrolled gallery. Ferret's
+    pools are refilled before each timed run (``CryptoMask.prepare``, between identifications): ``ot_refill_s`` and
+    the bytes phase ``ot_refill`` are one identification's share of the refills (per COT it takes), the bytes in
+    ``comm_bytes``, the time not in ``identify_s``."""
     from ..protocols.cryptomask import CryptoMask, encoding
 
     n, dim = x.shape
-    cm = CryptoMask(dim, tau=TAU["cryptomask"], insecure_test_params=insecure, variant=variants[0])
+    cm = CryptoMask(dim, tau=TAU["cryptomask"], insecure_test_params=insecure, variant=variants[0], ot=ot)
     t = time.perf_counter()
     for lo in range(0, n, 1 << 14):
         cm.enrol(x[lo:lo + (1 << 14)])
@@ -245,15 +255,23 @@ def _cryptomask_variant(cm, x, y, qy, repeat, threads, variant, enrol_s, top) ->
         runs.append(cm.identify(y, variant=variant))
         cpu.append(time.process_time() - c)
 
+    def refill_then_once():
+        if variant == "w":
+            cm.prepare()  # between identifications: untimed, its share reported as ot_refill_s
+        return _timed(once)
+
     with threadpool_limits(1 if threads is None else threads):  # BLAS threads spin on a shared machine; the
-        identify_s, _ = _median(once, repeat)                   # matmuls are per-ciphertext chunks
+        times = [refill_then_once() for _ in range(repeat)]      # matmuls are per-ciphertext chunks
+    identify_s = statistics.median(times)
     expect = top >= cm.ts
     run = runs[-1]
     phases = {k: statistics.median(r.seconds[k] for r in runs) for k in run.seconds}
     ok = run.match == expect
     if run.best is not None:  # WO: the verifier's best entry must carry the largest plaintext inner product
         ok = ok and int(encoding.quantize(x[run.best]) @ qy) == top
-    return {"variant": variant, "enrol_s": round(enrol_s, 3), "identify_s": identify_s,
+    ferret = variant == "w" and cm.ot == "ferret"
+    return {"variant": variant, "ot": cm.ot if variant == "w" else None, "enrol_s": round(enrol_s, 3),
+            "identify_s": identify_s, "ot_refill_s": phases.get("ot_refill") if ferret else None,
             "identify_cpu_s": statistics.median(cpu), "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "best": run.best, "enrol_bytes": cm.enrol_bytes,

@@ -161,8 +161,10 @@ def _identify(a) -> int:
         return 0
     if a.variant != "w" and "cryptomask" not in schemes:
         raise PrivfaceError("--variant wo goes with --scheme cryptomask")
+    if a.ot is not None and "cryptomask" not in schemes:
+        raise PrivfaceError("--ot goes with --scheme cryptomask")
     options = dict(beta=a.beta, repeat=a.repeat or 5, insecure_test_params=a.insecure_test_params,
-                   seal_adds=a.seal_adds, threads=a.threads, variant=a.variant)
+                   seal_adds=a.seal_adds, threads=a.threads, variant=a.variant, ot=a.ot or "ferret")
     if len(schemes) == 1:  # one object, in this process
         out = bench_identify.bench_identify(schemes[0], a.n, a.dim or 512, **options)
     else:  # a list, one child process per scheme
@@ -250,6 +252,9 @@ def register(sub) -> None:
                    help="identify --scheme cryptomask: w (Alg. 2 + Alg. 3, the verifier learns one bit; default), "
                         "wo (CryptoMask-WO, seed 001 Fig. 2: the verifier decrypts the distances, no Alg. 3), or "
                         "w,wo (one row each, on one enrolled gallery)")
+    s.add_argument("--ot", choices=["ferret", "softspoken", "iknp"],
+                   help="identify --scheme cryptomask: Alg. 3's OTs — ferret (silent correlated OT, refilled between "
+                        "identifications; default), softspoken (SoftSpokenOT k = 4) or iknp (OT extension)")
     s.add_argument("--beta", type=int, help="identify: IDFace query parameter β (default 63 for d = 512, 15 for 128)")
     s.add_argument("--threads", type=int,
                    help="identify: threads for BLAS, the crypto core and the native core (default: one per core; "

@@ -35,18 +35,31 @@ import numpy as np
 
 from ..errors import CryptoError
 from .exchange import Chan, Part, Wire, bits_part, pack, run_pair, unpack
+from .ferret import FerretReceiver, FerretSender
 from .native import ext
 from .otext import KAPPA, IKNPReceiver, IKNPSender
+
+Sender = IKNPSender | FerretSender
+Receiver = IKNPReceiver | FerretReceiver
 
 BLOCK_BITS = 4
 MASK32 = np.uint64(0xFFFFFFFF)
 
 __all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
-           "drelu_shares", "millionaire", "millionaire_R", "millionaire_S", "random_bits"]
+           "drelu_shares", "millionaire", "millionaire_R", "millionaire_S", "ots_for_drelu", "random_bits"]
 
 
 def random_bits(n: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(os.urandom((n + 7) // 8), dtype=np.uint8))[:n]
+
+
+_NONE = np.zeros(0, np.uint8)
+
+
+def ots_for_drelu(m: int, ell: int) -> int:
+    """COTs that ``drelu_*`` on m values of ell bits takes from Ferret's pools: the leaves' m·(ell − 1) and two per
+    AND gate of the combining tree."""
+    return m * (ell - 1) + 2 * sum(_levels(len(_widths(ell - 1)), m))
 
 
 def u_part(m: int, rows: int = KAPPA) -> Part:
@@ -103,20 +116,28 @@ def _check_inputs(v, ell: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------ receiver R
-def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str):
+def millionaire_R(R: Receiver, x_R, ell: int, ch: Chan, phase: str):
     """R's boolean share of [x_R < y_S] (ell-bit unsigned, CrypTFlow2 Π_MILL)."""
     x_R = np.ascontiguousarray(_check_inputs(x_R, ell))
     m, widths = x_R.size, _widths(ell)
     sizes = _levels(len(widths), m)
-    core, counter = R.reserve(m * ell)  # OT i·ell + t on bit t of x_i
-    u, masks = ext.mill_leaves_recv(core, counter, ell, widths, x_R)
-    ch.send(phase, u)
     pending = []
-    for n in sizes:  # the triples' ROTs (R's random a_R, b_R as choices)
-        b, a = random_bits(n), random_bits(n)
-        u_t, k_t = R.extend(np.concatenate([b, a]), width=1)
-        ch.send(phase, u_t)
-        pending.append((a, b, k_t))
+    if isinstance(R, FerretReceiver):  # Ferret: one correction bit per leaf OT, none for the triples
+        b_c, r_c, counter = R.take(m * ell)
+        d, masks = ext.cot_leaves_recv(b_c, r_c, counter, ell, widths, x_R)
+        ch.send(phase, d)
+        for n in sizes:
+            bits, r_t, first = R.take(2 * n)
+            pending.append((bits[n:], bits[:n], ext.cot_rot_recv(r_t, first, 1)))
+    else:
+        core, counter = R.reserve(m * ell)  # OT i·ell + t on bit t of x_i
+        u, masks = ext.mill_leaves_recv(core, counter, ell, widths, x_R)
+        ch.send(phase, u)
+        for n in sizes:  # the triples' ROTs (R's random a_R, b_R as choices)
+            b, a = random_bits(n), random_bits(n)
+            u_t, k_t = R.extend(np.concatenate([b, a]), width=1)
+            ch.send(phase, u_t)
+            pending.append((a, b, k_t))
     parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes], phase=phase)
     lt, eq, p = [], [], 0
     for w, ct, mask in zip(widths, parts, masks):  # R's block value selects one message; its key is ⊕_t K_{t, x_t}
@@ -137,16 +158,21 @@ def millionaire_R(R: IKNPReceiver, x_R, ell: int, ch: Chan, phase: str):
     return lt[0].astype(np.uint8)
 
 
-def b2a_R(R: IKNPReceiver, b_R: np.ndarray, ch: Chan, phase: str):
+def b2a_R(R: Receiver, b_R: np.ndarray, ch: Chan, phase: str):
     """R's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_R = np.ascontiguousarray(b_R, dtype=np.uint8)
-    u, kr = R.extend(b_R, width=4)
-    ch.send(phase, u)
+    if isinstance(R, FerretReceiver):  # one COT per bit, its choice corrected to b_R by one bit
+        bits, r, first = R.take(b_R.size)
+        kr = ext.cot_rot_recv(r, first, 4)
+        ch.send(phase, pack(bits ^ b_R))
+    else:
+        u, kr = R.extend(b_R, width=4)
+        ch.send(phase, u)
     (D,) = yield from ch.recv(Part(4 * b_R.size), phase=phase)
     return ext.b2a_recv(kr, b_R, np.ascontiguousarray(D))
 
 
-def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str):
+def drelu_R(R: Receiver, z_R, ell: int, ch: Chan, phase: str):
     """R's boolean share of [z ≥ 0], z = z_S + z_R mod 2^ell read as signed (CrypTFlow2 DReLU):
     MSB(z) = MSB(z_S) ⊕ MSB(z_R) ⊕ [low(z_S) + low(z_R) ≥ 2^(ell−1)], the carry by the millionaires' protocol."""
     half = np.uint64((1 << (ell - 1)) - 1)
@@ -156,23 +182,35 @@ def drelu_R(R: IKNPReceiver, z_R, ell: int, ch: Chan, phase: str):
 
 
 # -------------------------------------------------------------------------------------------- sender S
-def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
+def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [x_R < y_S]."""
     y_S = _check_inputs(y_S, ell)
     m, widths = y_S.size, _widths(ell)
     sizes = _levels(len(widths), m)
-    us = yield from ch.recv(u_part(m * ell, S.rows), *[u_part(2 * n, S.rows) for n in sizes], phase=phase)
-    u = us[0].reshape(S.rows, -1)
-    core, counter = S.reserve(u, m * ell)
+    if isinstance(S, FerretSender):
+        (d,) = yield from ch.recv(bits_part(m * ell), phase=phase)
+    else:
+        us = yield from ch.recv(u_part(m * ell, S.rows), *[u_part(2 * n, S.rows) for n in sizes], phase=phase)
     # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]) of every block, masked by bits 2v, 2v + 1 of ⊕_t K_{t, v_t}
     rand = [(random_bits(m), random_bits(m)) for _ in widths]
     lt, eq = [ls for ls, _ in rand], [es for _, es in rand]
     y_S = np.ascontiguousarray(y_S)
-    for ct in ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, lt, eq):
+    if isinstance(S, FerretSender):
+        s, counter = S.take(m * ell)
+        cts = ext.cot_leaves_send(s, S.delta, np.ascontiguousarray(d), counter, ell, widths, y_S, lt, eq)
+    else:
+        u = us[0].reshape(S.rows, -1)
+        core, counter = S.reserve(u, m * ell)
+        cts = ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, lt, eq)
+    for ct in cts:
         ch.send(phase, ct)
     triples = []
-    for u_t, n in zip(us[1:], sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
-        t0, t1 = S.extend(u_t.reshape(S.rows, -1), 2 * n, width=1)
+    for k, n in enumerate(sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
+        if isinstance(S, FerretSender):
+            s_t, first = S.take(2 * n)
+            t0, t1 = ext.cot_rot_send(s_t, S.delta, _NONE, first, 1)
+        else:
+            t0, t1 = S.extend(us[1 + k].reshape(S.rows, -1), 2 * n, width=1)
         b = random_bits(n)
         a, c, corr = ext.triples_send(t0, t1, b)
         ch.send(phase, pack(corr))
@@ -187,17 +225,22 @@ def millionaire_S(S: IKNPSender, y_S, ell: int, ch: Chan, phase: str):
     return lt[0].astype(np.uint8)
 
 
-def b2a_S(S: IKNPSender, b_S: np.ndarray, ch: Chan, phase: str):
+def b2a_S(S: Sender, b_S: np.ndarray, ch: Chan, phase: str):
     """S's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
-    (u,) = yield from ch.recv(u_part(b_S.size, S.rows), phase=phase)
-    k0, k1 = S.extend(u.reshape(S.rows, -1), b_S.size, width=4)
+    if isinstance(S, FerretSender):
+        (d,) = yield from ch.recv(bits_part(b_S.size), phase=phase)
+        s, first = S.take(b_S.size)
+        k0, k1 = ext.cot_rot_send(s, S.delta, np.ascontiguousarray(d), first, 4)
+    else:
+        (u,) = yield from ch.recv(u_part(b_S.size, S.rows), phase=phase)
+        k0, k1 = S.extend(u.reshape(S.rows, -1), b_S.size, width=4)
     D, share = ext.b2a_send(k0, k1, b_S)  # D = r0 − r1 + b_S, S's share b_S − 2·(−r0) (mod 2^32)
     ch.send(phase, D)
     return share
 
 
-def drelu_S(S: IKNPSender, z_S, ell: int, ch: Chan, phase: str):
+def drelu_S(S: Sender, z_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [z ≥ 0] (``drelu_R``)."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_S = np.asarray(z_S, dtype=np.uint64)

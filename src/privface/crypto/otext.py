@@ -84,6 +84,13 @@ class IKNPSender:
             raise CryptoError("IKNP: base-OT seeds must be 16 bytes")
         self._core = ext.IknpSender(self.delta.tobytes(), b"".join(seeds))
 
+    def correlated(self) -> None:
+        """From now on ``extend`` returns (q_j, q_j ⊕ Δ) unhashed: the correlation Ferret's setup reads
+        (``crypto.ferret``); never for random OTs."""
+        if self._core is None:
+            raise CryptoError("OT extension: setup first")
+        self._core.correlated()
+
     def extend(self, u: np.ndarray, m: int, width: int = 16) -> tuple[np.ndarray, np.ndarray]:
         """The receiver's u (κ, 8·⌈m/64⌉) → (H(j, q_j), H(j, q_j ⊕ Δ)), each (m, width): the keys' first
         ``width`` bytes (a consumer of one bit or one word keeps 1 or 4)."""
@@ -114,6 +121,12 @@ class IKNPReceiver:
 
     def setup_response(self, request: bytes) -> bytes:
         return OTSender(ED25519).respond(OTRequest.from_bytes(request), self._seeds).to_bytes()
+
+    def correlated(self) -> None:
+        """From now on ``extend`` returns t_j unhashed (t_j = q_j ⊕ r_j·Δ), for Ferret's setup."""
+        if self._core is None:
+            raise CryptoError("OT extension: setup first")
+        self._core.correlated()
 
     def extend(self, choices: np.ndarray, width: int = 16) -> tuple[np.ndarray, np.ndarray]:
         """Choice bits r (m,) → (u to send (κ, 8·⌈m/64⌉) uint8, H(j, t_j) (m, width): the keys' first ``width``

@@ -155,7 +155,7 @@ def test_end_to_end_match_and_non_match_equal_plaintext(toy):
         plain = bool((A @ encoding.quantize(b)).max() >= toy.ts)
         run = toy.identify(b)
         assert run.match == plain == expect
-        assert set(run.bytes) == {"query", "distances", "compare", "b2a", "final"} and run.comm_bytes > 0
+        assert set(run.bytes) == {"query", "distances", "compare", "b2a", "final", "ot_refill"} and run.comm_bytes > 0
 
 
 def test_variant_wo_reveals_the_distances_and_skips_alg3():

@@ -2,8 +2,9 @@
 with the merge indicator (Alg. 1), the gallery kept under the verifier's key (§4.5) so one ciphertext product per
 gallery ciphertext needs no key switching, templates cut into slices of 8 columns whose products are summed before
 the distances of 8 stacks are packed into one ciphertext (PackLWEs), masking
-(Alg. 2), and secure result revealing (Alg. 3: comparison, B2A, sum, final comparison) on SoftSpokenOT extension
-(IKNP's correlation at 128/k bits per OT), so the verifier learns one bit: whether some enrolled face matches.
+(Alg. 2), and secure result revealing (Alg. 3: comparison, B2A, sum, final comparison) on Ferret's silent
+correlated OTs hashed into random OTs (``crypto.ferret``; or SoftSpokenOT / IKNP extension, ``ot=``), so the
+verifier learns one bit: whether some enrolled face matches.
 
 ``DESCRIPTION`` declares, as data, the threat model, the leakage, the security level and the parameters.
 """
@@ -28,7 +29,8 @@ DESCRIPTION = {
     "security_levels": [{"scheme": "bfv", "params": CM_BFV.name, "security_bits": CM_BFV.security_bits,
                          "estimate": "HE standard table (SEAL CoeffModulus.MaxBitCount): log q = 109 at N = 4096"},
                         {"scheme": "ot",
-                         "params": "edwards25519 base OT + SoftSpokenOT (κ = 128, k = 4, semi-honest), AES-128 TCCR",
+                         "params": "edwards25519 base OT + SoftSpokenOT (κ = 128, k = 4) bootstrap + Ferret (EMP's "
+                                   "regular-noise primal LPN set, d = 10; semi-honest), AES-128 TCCR",
                          "security_bits": 128}],
     "default_security_bits": 128,
     "parameters": {"poly_modulus_degree": CM_BFV.poly_modulus_degree,
@@ -55,15 +57,16 @@ DESCRIPTION = {
                                     "Alg. 3 in one batch, in process and over HTTP (round trips independent "
                                     "of the gallery; over HTTP 1 + 1 + 10 exchanges, large messages streamed "
                                     "as frames)"},
-    "steps": ["setup (KG: keys, k_sw to CS; SoftSpokenOT base OTs)", "enrol (Alg. 1, merge indicator)",
+    "steps": ["setup (KG: keys, k_sw to CS; SoftSpokenOT base OTs and Ferret's bootstrap; Ferret refills between "
+              "identifications)", "enrol (Alg. 1, merge indicator)",
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "
               "the verifier: identify --protocol cryptomask"],
     "variants": {"w": "Alg. 2 + Alg. 3: the verifier learns one bit (default)",
                  "wo": "CryptoMask-WO (§5, Fig. 2): no masking and no Alg. 3; the verifier decrypts every distance "
                        "and names the best entry, as HERS' key server does (in process and identify --gallery)"},
-    "not_yet": ["silent OT (Ferret, LPN-based) for Alg. 3: SoftSpokenOT at k = 4 sends 32 bits per random OT, "
-                "Ferret under 1 (≈ 1.37× hers' bytes at 2^20 by the byte account in docs/protocols/cryptomask.md)",
+    "not_yet": ["Ferret over HTTP (privface serve --role cs and the verifier client still run SoftSpokenOT: "
+                "in process only)",
                 "§4.5's compressed decryption shares (q' = 2^30 at most: −0.5 B per entry)"],
 }
 

@@ -21,7 +21,7 @@ from ...errors import ProtocolError
 from . import encoding
 from .he import CloudServer, DataProvider, VerifierHE, basis_of, seed
 from .params import CM_BFV, CM_BFV_TOY
-from .reveal import reveal, setup_ot
+from .reveal import DEFAULT_OT, OT_KINDS, refill, reveal, setup_ot
 
 CHUNK = 1024
 """Gallery stacks per distances piece in process (the verifier decrypts one piece at a time: 128 packs of 4 088
@@ -110,15 +110,21 @@ class CryptoMask:
     """KG + CS + one verifier, in process. ``tau`` is the cosine threshold the verifier uses."""
 
     def __init__(self, dim: int, *, tau: float = 0.5, insecure_test_params: bool = False,
-                 batch: int | None = None, precompute: bool = True, variant: str = "w") -> None:
+                 batch: int | None = None, precompute: bool = True, variant: str = "w",
+                 ot: str = DEFAULT_OT) -> None:
         """``batch``: Alg. 3 entries per batch (None: the whole gallery in one, a constant number of rounds);
         ``precompute``: the CS keeps the gallery lifted over Q in NTT form, or at p₁ and lifts it per query
         (``he.CloudServer``); ``variant``: "w" (Alg. 2 + Alg. 3, one bit) or "wo" (CryptoMask-WO: the verifier
-        decrypts the distances, no Alg. 3 and no OT setup)."""
+        decrypts the distances, no Alg. 3 and no OT setup); ``ot``: Alg. 3's OTs (``reveal.OT_KINDS``: Ferret's
+        silent COTs, refilled between identifications by ``prepare``, or SoftSpokenOT / IKNP extension)."""
         if not -1.0 < tau < 1.0:
             raise ProtocolError("tau must be a cosine in (−1, 1)")
         if variant not in VARIANTS:
             raise ProtocolError(f"variant must be one of {VARIANTS}")
+        if ot not in OT_KINDS:
+            raise ProtocolError(f"ot must be one of {OT_KINDS}")
+        self.ot, self._ferret_params = ot, "toy" if insecure_test_params else "regular"
+        self.refilled = {"bytes": 0, "seconds": 0.0, "ots": 0}  # Ferret's refills so far, for the amortised share
         self.dim, self.tau, self.batch, self.variant = dim, tau, batch, variant
         self.kg = KeyGenerator(insecure_test_params=insecure_test_params)
         self.cs = CloudServer(self.kg.public, dim, precompute=precompute)
@@ -129,8 +135,23 @@ class CryptoMask:
         G = self.kg.galois_keys("verifier", dim)
         self.setup_wire.send("setup", 4 * K.size + 4 * G.size)
         self.cs.set_switching_key(K, G)
-        self._ot = setup_ot(self.setup_wire) if variant == "w" else None
+        self._ot = self._setup_ot() if variant == "w" else None
         self.enrol_bytes = 0
+
+    def _setup_ot(self):
+        return setup_ot(self.setup_wire, self.ot, ferret_params=self._ferret_params)
+
+    def prepare(self) -> None:
+        """Between identifications: refill Ferret's pools to hold the next identification's COTs (Alg. 3 on every
+        entry), counted in ``refilled``; nothing for an OT extension or CryptoMask-WO."""
+        if self._ot is None or self.ot != "ferret":
+            return
+        t, before = time.perf_counter(), self._ot[0].available
+        sent = refill(self._ot, self.cs.count, self.batch)
+        if sent:
+            self.refilled["bytes"] += sent
+            self.refilled["seconds"] += time.perf_counter() - t
+            self.refilled["ots"] += self._ot[0].available - before
 
     @property
     def ts(self) -> int:
@@ -148,7 +169,10 @@ class CryptoMask:
         if variant not in VARIANTS:
             raise ProtocolError(f"variant must be one of {VARIANTS}")
         if variant == "w" and self._ot is None:
-            self._ot = setup_ot(self.setup_wire)
+            self._ot = self._setup_ot()
+        if variant == "w":
+            self.prepare()  # a no-op when the caller refilled between identifications
+        pool = self._ot[0].available if variant == "w" and self.ot == "ferret" else 0
         wire, clock = Wire(), [time.perf_counter()]
 
         def lap() -> float:
@@ -178,4 +202,8 @@ class CryptoMask:
             return Run(bool(d1[best] >= self.ts), dict(wire.bytes), seconds, 1, best)
         bit = reveal(*self._ot, d0, d1, self.ts, wire, self.batch)
         seconds["reveal"] = lap()
+        if pool:  # this run's share of the refills (bytes and time per COT taken): counted, not in its wall time
+            used, made = pool - self._ot[0].available, max(self.refilled["ots"], 1)
+            wire.send("ot_refill", round(used * self.refilled["bytes"] / made))
+            seconds["ot_refill"] = round(used * self.refilled["seconds"] / made, 4)
         return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)

@@ -17,32 +17,67 @@ first and every verifier message gets one CS message back, so over HTTP each rou
 (``service``); ``reveal`` runs the same two generators against each other in process. Entries are processed
 in batches of ``batch`` (a multiple of 64, all steps vectorised); only the two 32-bit sums persist. The bytes
 per phase do not depend on the batch size (the OT extension pads each batch to 64 entries, a multiple of 64 needs
-none). The random OTs are SoftSpokenOT's (``crypto.otext``, k = ``SOFTSPOKEN_K``): 128/k bits of u per OT.
+none). The random OTs (``ot``, ``OT_KINDS``) are Ferret's silent correlated OTs by default (``crypto.ferret``, as
+OpenCheetah: one correction bit per chosen OT, none for the triples' random ones), or an OT extension's
+(``crypto.otext``: SoftSpokenOT at k = ``SOFTSPOKEN_K``, 128/k bits of u per OT, or IKNP, 128). Ferret's pools are
+refilled between identifications (``refill``); an identification only takes from them.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...crypto import ferret
 from ...crypto.exchange import Chan, Wire, bits_part, pack, run_pair, unpack
-from ...crypto.millionaire import MASK32, b2a_R, b2a_S, drelu_R, drelu_S
+from ...crypto.millionaire import MASK32, b2a_R, b2a_S, drelu_R, drelu_S, ots_for_drelu
 from ...crypto.otext import IKNPReceiver, IKNPSender, SoftSpokenReceiver, SoftSpokenSender
 from ...errors import ProtocolError
 from .params import COMPARE_BITS, SUM_BITS, T_BITS, TS_BOUND
 
 BATCH = 1 << 15
 """Entries per batch when a caller bounds Alg. 3's memory; ``CryptoMask.identify``, ``identify --gallery`` and the CS
-over HTTP use one batch over every entry (messages of ≈ 130 B per entry at k = 4, streamed as frames over HTTP), so
+over HTTP use one batch over every entry (messages of ≈ 26 B per entry on Ferret, ≈ 140 B on SoftSpokenOT k = 4,
+streamed as frames over HTTP), so
 their rounds do not grow with the gallery."""
 
 
-def setup_ot(wire: Wire) -> tuple[IKNPSender, IKNPReceiver]:
-    """SoftSpokenOT's base OTs (once per CS–verifier pair), both sides in process."""
-    S, R = SoftSpokenSender(), SoftSpokenReceiver()
+OT_KINDS = ("ferret", "softspoken", "iknp")
+DEFAULT_OT = "ferret"
+
+
+def setup_ot(wire: Wire, ot: str = "softspoken", *, ferret_params: str = "regular"):
+    """The OTs' setup (once per CS–verifier pair), both sides in process: Ferret's (its SoftSpokenOT base OTs and
+    bootstrap, ``crypto.ferret``; ``ferret_params`` "toy" for tests only) or an OT extension's base OTs. The default
+    stays SoftSpokenOT for one-shot callers (``scale.cryptomask_identify`` sets up per identification, where Ferret's
+    first refill would cost more than it saves); ``CryptoMask`` keeps its pair and defaults to ``DEFAULT_OT``."""
+    if ot not in OT_KINDS:
+        raise ProtocolError(f"--ot must be one of {OT_KINDS}")
+    if ot == "ferret":
+        S, R, nbytes = ferret.setup_pair(ferret_params)
+        wire.send("ot_setup", nbytes)
+        return S, R
+    S, R = (SoftSpokenSender(), SoftSpokenReceiver()) if ot == "softspoken" else (IKNPSender(), IKNPReceiver())
     req = S.setup_request()
     resp = R.setup_response(req)
     wire.send("ot_setup", len(req) + len(resp))
     S.setup_finish(resp)
     return S, R
+
+
+def ots_needed(entries: int, batch: int | None = BATCH) -> int:
+    """The COTs one Alg. 3 run on ``entries`` shares takes from Ferret's pools (per batch: the comparison and one
+    per B2A bit; then the final comparison)."""
+    batch = -(-entries // 64) * 64 if batch is None else batch
+    sizes = [min(batch, entries - lo) for lo in range(0, entries, batch)]
+    return sum(ots_for_drelu(m, COMPARE_BITS) + m for m in sizes) + ots_for_drelu(1, SUM_BITS)
+
+
+def refill(ot, entries: int, batch: int | None = BATCH) -> int:
+    """Between identifications, in process: grow Ferret's pools to hold one Alg. 3 run on ``entries`` shares; the
+    bytes of the refill messages (CS → verifier). 0 for an OT extension (nothing to refill)."""
+    S, R = ot
+    if getattr(S, "kind", "") != "ferret":
+        return 0
+    return ferret.ensure(S, R, ots_needed(entries, batch))
 
 
 def _check_batch(batch: int) -> None:
@@ -95,5 +130,8 @@ def reveal(S: IKNPSender, R: IKNPReceiver, d0: np.ndarray, d1: np.ndarray, ts: i
         raise ProtocolError("result revealing needs two equal, non-empty share vectors")
     if batch is None:
         batch = -(-d0.size // 64) * 64
+    sent = refill((S, R), d0.size, batch)  # nothing when the caller refilled between identifications
+    if sent:
+        wire.send("ot_refill", sent)
     bit, _ = run_pair(reveal_verifier(R, d1, ts, wire, batch), reveal_cs(S, d0, wire, batch), "Alg. 3", wire)
     return bit

@@ -1,0 +1,204 @@
+"""Silent OT for Alg. 3: Ferret's correlated OTs (Yang, Weng, Lan, Zhang, Wang, CCS 2020; native/src/ferret.rs,
+semi-honest) kept in a pool on each side and turned into random OTs by hashing (native/src/cot.rs), as
+OpenCheetah — the code seed 001 §5 built on — runs its comparisons.
+
+* Setup (once per pair): the sender S (the CS, Δ holder) sends a request — ``FERRET_TAG``, the version, the parameter
+  set, the public LPN seed, then a SoftSpokenOT base-OT request (edwards25519 base OTs, ``otext``); the receiver R
+  answers with the base-OT response and the u of ``reserve`` SoftSpokenOT OTs on random choices, read *before* their
+  hash: the correlation r_j = s_j ⊕ b_j·Δ (Ferret §6: the first iteration's COTs from IKNP-style extension).
+* Refill: one Ferret iteration is one message S → R (``Params.msg_bytes``: 0.56 MB at EMP's regular set for
+  ≈ 10^7 COTs); both pools grow by its outputs. A refill runs between identifications (``ensure``), not inside
+  one: an identification only takes COTs from the pools.
+* Use: ``take(n)`` hands out the next n COTs and their TCCR tweaks — the same on both sides, since each takes in the
+  same order. Tweaks start at ``TWEAK_BASE`` = 2^63, apart from the tweaks Ferret's trees hash with (from 0).
+
+Semi-honest (cryptomask's model, §3.2): no consistency check, as OpenCheetah's semi-honest Ferret; the check
+guards against a malicious sender's inconsistent Δ across trees and a malicious receiver's choice bits.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import CryptoError
+from .native import ext
+from .otext import SoftSpokenReceiver, SoftSpokenSender
+
+FERRET_TAG = b"privface/ferret"
+FERRET_VERSION = 1
+PARAMS = ("regular", "toy")
+"""Ferret's parameter sets (native/src/ferret.rs): EMP's regular set (128-bit LPN), or a toy one for tests."""
+TWEAK_BASE = 1 << 63
+
+__all__ = ["FERRET_TAG", "FERRET_VERSION", "PARAMS", "FerretReceiver", "FerretSender", "ensure", "params"]
+
+
+def params(name: str) -> dict:
+    """(n, k, t, h, reserve, output, msg_bytes) of a named set, as a dict."""
+    if name not in PARAMS:
+        raise CryptoError(f"Ferret: parameter set must be one of {PARAMS}")
+    keys = ("n", "k", "t", "h", "reserve", "output", "msg_bytes")
+    return dict(zip(keys, ext.ferret_params(name), strict=True))
+
+
+def _head(name: str) -> bytes:
+    return FERRET_TAG + bytes([FERRET_VERSION, PARAMS.index(name)])
+
+
+def _split(message: bytes, what: str) -> tuple[str, bytes]:
+    """A Ferret setup message → (the parameter set, the rest); CryptoError naming what is wrong."""
+    n = len(FERRET_TAG)
+    if not isinstance(message, bytes | bytearray) or not message.startswith(FERRET_TAG) or len(message) < n + 2:
+        raise CryptoError(f"{what} names no Ferret version: the peer runs another OT extension; both sides need "
+                          "the same release and --ot")
+    version, p = message[n], message[n + 1]
+    if version != FERRET_VERSION or p >= len(PARAMS):
+        raise CryptoError(f"{what}: Ferret version {version}, parameter set {p}; this side runs version "
+                          f"{FERRET_VERSION}, sets {PARAMS}")
+    return PARAMS[p], bytes(message[n + 2:])
+
+
+class _Pool:
+    """The unused COTs of one side and the tweak of the next."""
+
+    def __init__(self) -> None:
+        self.rows = np.zeros((0, 16), np.uint8)
+        self.bits = np.zeros(0, np.uint8)
+        self.counter = TWEAK_BASE
+
+    @property
+    def available(self) -> int:
+        return len(self.rows)
+
+    def add(self, rows: np.ndarray, bits: np.ndarray | None = None) -> None:
+        self.rows = np.concatenate([self.rows, rows]) if len(self.rows) else rows
+        if bits is not None:
+            self.bits = np.concatenate([self.bits, bits]) if len(self.bits) else bits
+
+    def take(self, n: int, side: str):
+        if n > len(self.rows):
+            raise CryptoError(f"Ferret: the {side}'s pool holds {len(self.rows)} COTs, {n} asked: refill first "
+                              "(crypto.ferret.ensure)")
+        rows, self.rows = self.rows[:n], self.rows[n:]
+        bits, self.bits = self.bits[:n], self.bits[n:]
+        first, self.counter = self.counter, self.counter + n
+        return rows, bits, first
+
+
+class FerretSender:
+    """The COT sender (Δ holder; Alg. 3's OT sender, the CS). ``setup_request`` → R → ``setup_finish``; then
+    ``refill`` messages to R; ``take`` in the protocol."""
+
+    kind = "ferret"
+
+    def __init__(self, params_name: str = "regular") -> None:
+        self.p = params(params_name)
+        self.params_name = params_name
+        self._boot = SoftSpokenSender()
+        self.delta = self._boot.delta.tobytes()
+        self._lpn_seed = os.urandom(16)
+        self._core = None
+        self._pool = _Pool()
+
+    @property
+    def available(self) -> int:
+        return self._pool.available
+
+    def setup_request(self) -> bytes:
+        return _head(self.params_name) + self._lpn_seed + self._boot.setup_request()
+
+    def setup_finish(self, response: bytes) -> None:
+        """R's base-OT response and the u of the reserve's SoftSpokenOT OTs (read unhashed)."""
+        name, body = _split(response, "the Ferret setup response")
+        if name != self.params_name:
+            raise CryptoError(f"the Ferret setup response is for set {name!r}, not {self.params_name!r}")
+        m = self.p["reserve"]
+        nu = self._boot.rows * (-(-m // 64) * 8)
+        if len(body) <= nu:
+            raise CryptoError(f"the Ferret setup response must carry {nu} bytes of u after the base-OT response")
+        self._boot.setup_finish(body[:-nu])
+        self._boot.correlated()
+        u = np.frombuffer(body[-nu:], np.uint8).reshape(self._boot.rows, -1)
+        s, _ = self._boot.extend(u, m)
+        self._core = ext.FerretSender(self.params_name, self.delta, np.ascontiguousarray(s), self._lpn_seed,
+                                      os.urandom(16))
+
+    def refill(self) -> bytes:
+        """One Ferret iteration: its message to R (``msg_bytes``); this pool grows by ``output`` COTs."""
+        if self._core is None:
+            raise CryptoError("Ferret: setup first")
+        msg, s = self._core.extend()
+        self._pool.add(s)
+        return bytes(msg)
+
+    def take(self, n: int) -> tuple[np.ndarray, int]:
+        """The next n COTs' s (n, 16) and their first tweak."""
+        s, _, first = self._pool.take(n, "sender")
+        return s, first
+
+
+class FerretReceiver:
+    """The COT receiver (the verifier): ``setup_response``, ``absorb`` each refill message, ``take``."""
+
+    kind = "ferret"
+
+    def __init__(self) -> None:
+        self._boot = SoftSpokenReceiver()
+        self._core = None
+        self._pool = _Pool()
+        self.params_name = ""
+
+    @property
+    def available(self) -> int:
+        return self._pool.available
+
+    def setup_response(self, request: bytes) -> bytes:
+        name, body = _split(request, "the Ferret setup request")
+        if len(body) < 16:
+            raise CryptoError("the Ferret setup request carries no LPN seed")
+        lpn_seed, base = body[:16], body[16:]
+        resp = self._boot.setup_response(base)
+        self._boot.correlated()
+        m = params(name)["reserve"]
+        b = np.unpackbits(np.frombuffer(os.urandom(-(-m // 8)), np.uint8), count=m, bitorder="little")
+        u, r = self._boot.extend(b)
+        self._core = ext.FerretReceiver(name, np.ascontiguousarray(b), np.ascontiguousarray(r), lpn_seed)
+        self.params_name = name
+        return _head(name) + resp + u.tobytes()
+
+    def absorb(self, message: bytes) -> None:
+        """S's refill message (its length checked natively before use) → this pool grows by ``output`` COTs."""
+        if self._core is None:
+            raise CryptoError("Ferret: setup first")
+        try:
+            bits, r = self._core.extend(bytes(message))
+        except ValueError as e:  # the native size check, before the message is used
+            raise CryptoError(f"the Ferret refill message: {e}") from e
+        self._pool.add(r, bits)
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The next n COTs: choice bits b (n,), r (n, 16), their first tweak."""
+        r, b, first = self._pool.take(n, "receiver")
+        return b, r, first
+
+
+def setup_pair(name: str = "regular") -> tuple[FerretSender, FerretReceiver, int]:
+    """Both sides' setup in process: (S, R, bytes exchanged)."""
+    S, R = FerretSender(name), FerretReceiver()
+    req = S.setup_request()
+    resp = R.setup_response(req)
+    S.setup_finish(resp)
+    return S, R, len(req) + len(resp)
+
+
+def ensure(S: FerretSender, R: FerretReceiver, n: int) -> int:
+    """Refill both pools in process until each holds ≥ n COTs: the bytes of the refill messages S → R."""
+    sent = 0
+    while S.available < n:
+        msg = S.refill()
+        R.absorb(msg)
+        sent += len(msg)
+    if R.available != S.available:
+        raise CryptoError("Ferret: the two pools differ in size")
+    return sent
