@@ -88,20 +88,26 @@ def cmd_gallery_list(a) -> int:
 
 
 def _refresh_key(a):
-    """S_key's refresh for erasure (hers): the secret key from --key-store (default next to a sqlite:///g.db
-    gallery), in this process; None with --withdraw-only or for a scheme that cannot erase."""
+    """S_key's refresh for erasure (hers; cryptomask: the key generator's sk): the secret key from --key-store
+    (default next to a sqlite:///g.db gallery), in this process; None with --withdraw-only or for a scheme that
+    cannot erase."""
     from ..scale.gallery import Gallery, key_server
     from ..scale.layout import GalleryError, default_key_store, stored_scheme
     from ..scale.schemes import GALLERY_SCHEMES
     from ..store.sqlite import SQLiteStore
 
     scheme = stored_scheme(a.gallery, a.name)
-    if a.withdraw_only or scheme not in GALLERY_SCHEMES or not GALLERY_SCHEMES[scheme].erasable:
+    cryptomask = scheme in GALLERY_SCHEMES and GALLERY_SCHEMES[scheme].own_layout
+    if a.withdraw_only or scheme not in GALLERY_SCHEMES or not (GALLERY_SCHEMES[scheme].erasable or cryptomask):
         return None
     try:
         url = a.key_store or default_key_store(a.gallery)
         if url.startswith("sqlite:") and not SQLiteStore.path_of(url).exists():  # never create an empty key store
             raise GalleryError(f"no key store at {url}")
+        if cryptomask:  # the key generator's sk (protocols.cryptomask.erase)
+            from ..scale.cryptomask_erase import erase_key
+
+            return erase_key(a.gallery, a.name, url)
         return key_server(Gallery(a.gallery, a.name), url).secret
     except GalleryError as e:
         raise GalleryError(f"erasing needs S_key's secret key ({e}); give --key-store, or --withdraw-only to only "

@@ -155,9 +155,10 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
     Every id must be answered by the gallery now (GalleryError naming the others, before anything is written).
     Returns ``{"withdrawn": [...], "blocks_written": k, "erased": bool, "generation": g, ...}``."""
     scheme = _scheme(gallery_url, name)
-    if GALLERY_SCHEMES[scheme].own_layout:
-        raise GalleryError("a cryptomask gallery answers one bit over the whole gallery (seed 001 Alg. 3): a "
-                           "template cannot be withdrawn from its answers without re-enrolling the gallery")
+    if GALLERY_SCHEMES[scheme].own_layout:  # cryptomask: erasure only (its 1-bit answer has no ids to withdraw)
+        from .cryptomask_erase import withdraw as erase
+
+        return _retuned(erase(gallery_url, ids, name, key=key), gallery_url, name, on=retune_tau)
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         raise GalleryError("name at least one identity to remove")
@@ -280,9 +281,13 @@ def update(gallery_url: str, source, name: str = "default", *, key=None, retune_
     """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
     write), each old slot is withdrawn and the new template added as by ``add``. With ``key`` and an erasable
     scheme the old templates are erased as by ``withdraw``; otherwise they stay in their blocks' ciphertexts."""
-    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
-        raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
-                           "gallery, seed 001 Alg. 3): re-enrol the gallery")
+    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:  # cryptomask: erase, then a new batch (two changes)
+        ids = list(source.ids)
+        report = withdraw(gallery_url, ids, name, key=key, retune_tau=False)
+        added = add(gallery_url, source, name, retune_tau=retune_tau)
+        return {**{k: v for k, v in report.items() if k != "withdrawn"}, "replaced": len(ids), "n": added.get("n"),
+                **{k: v for k, v in added.items() if k.startswith("tau")},
+                "seconds": round(report["erase_seconds"] + added.get("enrol_s", 0.0), 3)}
     return _retuned(_change(gallery_url, source, name, replace=True, key=key), gallery_url, name, on=retune_tau)
 
 
