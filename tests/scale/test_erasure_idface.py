@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from privface.crypto import seal_arrays
+from privface.crypto.paillier import PaillierCiphertext
 from privface.errors import CryptoError, ProtocolError
 from privface.protocols.idface.ckks import NOISE_BITS
 from privface.protocols.idface.erase import DigitEraseHolder, digit_circuit
@@ -225,3 +226,103 @@ def test_remove_erases_at_real_parameters_with_the_lift(tmp_path):
     assert not after[6].any() and before[6].any() and np.array_equal(np.delete(after, 6, 0), np.delete(before, 6, 0))
     assert not any(w in _files(tmp_path) for w in windows(old, k=64))
     assert identify(x[6], url)["id"] is None and identify(x[2], url)["id"] == "e.2"
+
+
+# ------------------------------------------------------------------------------------------ idface-paillier
+def _paillier_gallery(tmp_path, n=40, url=None, name="default", keys=None):
+    """Toy Paillier (512-bit N): p = 16, m = 127 templates per block, so n = 140 makes two blocks."""
+    x = _templates(n, 6)
+    np.save(tmp_path / "e.npy", x.astype(np.float32))
+    url = url or f"sqlite:///{tmp_path}/g.db"
+    enrol(url, NpySource([tmp_path / "e.npy"]), "idface-paillier", tau=TAU, insecure_test_params=True, name=name,
+          key_store_url=keys)
+    return url, x
+
+
+def paillier_digits(url, name="default", keys=None) -> list[np.ndarray]:
+    """What the key holder finds: every column plaintext of every block decoded, (m slots, 2·width) per block."""
+    from privface.protocols.idface.paillier import _digits
+
+    g = Gallery(url, name)
+    key = key_server(g, keys).secret
+    out = []
+    for block in g.load_blocks()[0]:
+        cols = [key.secret.decrypt(PaillierCiphertext(key.public, c)) for col in block.columns for c in col]
+        out.append(np.stack([_digits(v, key.params.base, key.m) for v in cols], axis=1))
+    return out
+
+
+def paillier_bytes(url, name="default", b=0) -> bytes:
+    from privface.scale import paillier_blocks as pb
+
+    g = Gallery(url, name)
+    return pb.block_to_array(g.load_blocks([b])[0][0], g.public_context).tobytes()
+
+
+def test_paillier_remove_zeroes_the_digits_and_leaves_no_old_byte(tmp_path):
+    url, x = _paillier_gallery(tmp_path, n=140)
+    before, old = paillier_digits(url), [paillier_bytes(url, b=b) for b in (0, 1)]
+    assert before[0][:127].any(axis=1).all() and set(np.unique(before[0])) <= {0, 1}
+    report = withdraw(url, ["e.3", "e.126"], key=key_server(Gallery(url)).secret)
+    assert report["erased"] is True and report["blocks_written"] == 1
+    after = paillier_digits(url)
+    assert not after[0][[3, 126]].any()
+    kept = np.ones(len(after[0]), dtype=bool)
+    kept[[3, 126]] = False
+    assert np.array_equal(after[0][kept], before[0][kept]) and np.array_equal(after[1], before[1])
+    files = _files(tmp_path)
+    assert not any(w in files for w in windows(old[0]))  # block 0: every column re-randomised
+    assert all(w in files for w in windows(old[1], k=8))  # block 1 untouched
+    assert identify(x[3], url)["id"] is None and identify(x[126], url)["id"] is None
+    assert identify(x[4], url)["id"] == "e.4" and identify(x[130], url)["id"] == "e.130"
+
+
+def test_paillier_update_erases_the_old_template(tmp_path):
+    url, x = _paillier_gallery(tmp_path, n=20)
+    old = paillier_bytes(url)
+    before = paillier_digits(url)[0]
+    y = _templates(1, 9)
+    np.save(tmp_path / "e.npy", y.astype(np.float32))  # id e.0
+    report = update(url, NpySource([tmp_path / "e.npy"]), key=key_server(Gallery(url)).secret)
+    assert report["erased"] is True
+    after = paillier_digits(url)[0]
+    assert not after[0].any() and after[20].any() and np.array_equal(after[1:20], before[1:20])
+    assert not any(w in _files(tmp_path) for w in windows(old))
+    assert identify(y[0], url)["id"] == "e.0" and identify(x[0], url)["id"] is None
+
+
+def test_paillier_digit_circuit_reads_the_digit_through_the_wrap():
+    """U = V + R mod N wraps for R > N − V: the circuit still finds b_i (plain evaluation), for p = 16 and the
+    lift's p = 1366."""
+    from privface.protocols.idface.paillier_erase import digit_circuit as paillier_circuit
+
+    N = (1 << 511) + 187  # any modulus: the circuit only uses N's bits
+    for p, digits_ in ((16, (1, 0, 1, 1, 0, 1)), (1366, (1, 1, 0, 1))):
+        V = sum(b * p ** k for k, b in enumerate(digits_))
+        for i, b in enumerate(digits_):
+            M = p ** (i + 1)
+            for R in (5, N - V + 3, N - 1, int.from_bytes(os.urandom(64), "little") % N):
+                U = (V + R) % N
+                for rho in (0, 1):
+                    got = paillier_circuit(N, p, i).evaluate(
+                        _b(U, 512) + _b(U % M, M.bit_length()), _b(R, 512) + _b(R % M, M.bit_length()) + [rho])
+                    assert got == (b ^ rho,)
+
+
+@pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
+def test_paillier_postgres_remove_erases(tmp_path):
+    import secrets
+
+    import psycopg
+
+    name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
+    url, x = _paillier_gallery(tmp_path, n=20, url=PG_URL, name=name, keys=keys)
+    before, old = paillier_digits(url, name, keys)[0], paillier_bytes(url, name)
+    assert withdraw(url, ["e.5"], name, key=key_server(Gallery(url, name), keys).secret)["erased"] is True
+    after = paillier_digits(url, name, keys)[0]
+    assert not after[5].any() and np.array_equal(np.delete(after, 5, 0), np.delete(before, 5, 0))
+    assert identify(x[5], url, key_store_url=keys, name=name)["id"] is None
+    with psycopg.connect(PG_URL, autocommit=True) as db:
+        rows = db.execute("SELECT record FROM privface_records WHERE protocol = 'gallery' AND subject_id LIKE %s",
+                          (f"{name}.%",)).fetchall()
+        assert not any(w in b"".join(bytes(r[0]) for r in rows) for w in windows(old))

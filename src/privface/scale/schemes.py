@@ -217,7 +217,24 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
     """IDFace over Paillier (seed 003 §4.3, §5): keys and block arrays are ``scale.paillier_blocks``'."""
 
     name = "idface-paillier"
-    erasable = False  # a digit of a 2048-bit plaintext: not yet (docs/operations.md, "Changing a gallery")
+
+    def erase(self, public, arr, count, keep, key, gone=None):
+        """As idface-ckks's, over Paillier (``protocols.idface.paillier_erase``): the digits of the slots in
+        ``gone`` set to 0 in all 2·D column ciphertexts, each re-randomised."""
+        from ..protocols.idface.erase import erase_digits
+        from ..protocols.idface.paillier_erase import PaillierEraseHolder
+
+        pub = public.public
+        slots = sorted(gone if gone is not None else np.flatnonzero(~keep[:count]).tolist())
+        if not slots:
+            return arr, {"bytes_sent": 0, "bytes_received": 0, "hiding_bits": 128.0}
+        block = pb.block_from_array(arr, count, pub, "block")
+        flat = [int(c) for col in block.columns for c in col]
+        targets = np.array([(k, t) for t in slots for k in range(len(flat))], dtype=np.int64)
+        k = key.digit_eraser() if hasattr(key, "digit_eraser") else key
+        out, report = erase_digits(PaillierEraseHolder(pub, public.params), k, flat, targets)
+        d = len(block.columns[0])
+        return pb.block_to_array(type(block)([out[:d], out[d:]], count), pub), {**report, "hiding_bits": 128.0}
 
     def generate_keypair(self, settings):
         pub, sec = pb.generate_keypair(settings.insecure_test_params)

@@ -105,7 +105,81 @@ class _Common:
         return cts
 
 
-class DigitEraseHolder(_Common):
+class GarbledHolder:
+    """The evaluator's side of a batch of garbled circuits whose evaluator inputs come by IKNP OT extension: a
+    subclass's step 1 sets ``self._state`` with "circuits" (the ``garble.Circuit`` per target) and "choices" (its
+    input bits, circuit after circuit)."""
+
+    _state: dict
+
+    def evaluate(self, opened: dict) -> dict:
+        """Step 2 (the receiver's part of the OT): {"ot_response", "u"} for the garbler."""
+        st = self._state
+        st["opened"], st["ot"] = opened, IKNPReceiver()
+        response = st["ot"].setup_response(opened["ot_request"])
+        u, st["keys"] = st["ot"].extend(st["choices"], LABEL)
+        return {"ot_response": response, "u": u}
+
+    def labels(self, pads: np.ndarray) -> list[bytes]:
+        """Step 2: this side's input labels from the OT pads, every circuit evaluated; the output labels."""
+        st, opened = self._state, self._state["opened"]
+        circuits, choices = st["circuits"], st["choices"]
+        if not isinstance(pads, np.ndarray) or pads.shape != (choices.size, 2, LABEL) or pads.dtype != np.uint8:
+            raise ProtocolError("erasure: OT pads of the wrong shape")
+        mine = pads[np.arange(pads.shape[0]), choices] ^ st["keys"]
+        gcs, glabels = opened["circuits"], opened["garbler_labels"]
+        if len(gcs) != len(circuits) or len(glabels) != len(circuits):
+            raise ProtocolError("erasure: one garbled circuit per target expected")
+        out, at = [], 0
+        for j, circuit in enumerate(circuits):
+            per = len(circuit.evaluator_inputs)
+            gc = garble.GarbledCircuit.from_bytes(gcs[j])
+            out.append(b"".join(garble.evaluate(circuit, gc, glabels[j], [bytes(x) for x in mine[at:at + per]])))
+            at += per
+        return out
+
+
+class GarbledKey:
+    """The garbler's side: ``_garble`` (step 2's first message), ``transfer`` (the OT's second), ``_decode``."""
+
+    _state: dict
+
+    def _garble(self, circuits: list, garbler_bits: list) -> dict:
+        garbled, glabels, garblings = [], [], []
+        for circuit, bits in zip(circuits, garbler_bits):
+            gc, g = garble.garble(circuit)
+            garbled.append(gc.to_bytes())
+            glabels.append(g.garbler_labels(bits))
+            garblings.append(g)
+        ot = IKNPSender()
+        self._state.update(g=garblings, ot=ot)
+        return {"ot_request": ot.setup_request(), "circuits": garbled, "garbler_labels": glabels}
+
+    def transfer(self, reply: dict) -> np.ndarray:
+        """The OT's second message: per evaluator input wire (label₀ ⊕ k₀, label₁ ⊕ k₁), (M, 2, 16) uint8."""
+        st = self._state
+        st["ot"].setup_finish(reply["ot_response"])
+        pairs = [pair for g in st["g"] for pair in g.evaluator_label_pairs()]
+        k0, k1 = st["ot"].extend(reply["u"], len(pairs), LABEL)
+        labels = np.frombuffer(b"".join(a + b for a, b in pairs), dtype=np.uint8).reshape(len(pairs), 2, LABEL)
+        return labels ^ np.stack([k0, k1], axis=1)
+
+    def _decode(self, outputs) -> list[int]:
+        """The value of each circuit's output (little-endian bits); a label that is neither of its wire's is an
+        ``OutputLabelError``, a malformed list a ProtocolError."""
+        gs = self._state["g"]
+        if not isinstance(outputs, list) or len(outputs) != len(gs):
+            raise ProtocolError("erasure: one output per garbled circuit expected")
+        out = []
+        for g, raw in zip(gs, outputs):
+            k = len(g.circuit.outputs)
+            if not isinstance(raw, bytes) or len(raw) != LABEL * k:
+                raise ProtocolError("erasure: output labels of the wrong length")
+            out.append(garble.from_bits(g.decode([raw[i:i + LABEL] for i in range(0, len(raw), LABEL)])))
+        return out
+
+
+class DigitEraseHolder(_Common, GarbledHolder):
     """S_local's side (pk only); one erasure at a time: ``start`` → ``evaluate`` → ``labels`` → ``finish``."""
 
     def start(self, cts: np.ndarray, targets) -> dict:
@@ -119,35 +193,9 @@ class DigitEraseHolder(_Common):
         s = _uniform(self.q, t.shape[0])
         rp = (r[t[:, 0], t[:, 1]] + np.uint64(self.q - (1 << (NOISE_BITS - 1)))) % np.uint64(self.q)
         self._state = {"r": r, "s": s, "t": t, "k": cts.shape[0],
+                       "circuits": [digit_circuit(self.q, self.p, self.m, int(i)) for i in t[:, 2]],
                        "choices": np.concatenate([_bits(rp, self.qb), _bits(s, self.qb)], axis=1).ravel()}
         return {"masked": masked, "targets": t}
-
-    def evaluate(self, opened: dict) -> dict:
-        """Step 2 (S_local's part of the OT): {"ot_response", "u"} for S_key."""
-        st = self._state
-        st["opened"], st["ot"] = opened, IKNPReceiver()
-        response = st["ot"].setup_response(opened["ot_request"])
-        u, st["keys"] = st["ot"].extend(st["choices"], LABEL)
-        return {"ot_response": response, "u": u}
-
-    def labels(self, pads: np.ndarray) -> list[bytes]:
-        """Step 2: this side's input labels from the OT pads, every circuit evaluated; the output labels."""
-        st, opened = self._state, self._state["opened"]
-        T = st["t"].shape[0]
-        if not isinstance(pads, np.ndarray) or pads.shape != (T * 2 * self.qb, 2, LABEL) or pads.dtype != np.uint8:
-            raise ProtocolError("digit erasure: OT pads of the wrong shape")
-        mine = pads[np.arange(pads.shape[0]), st["choices"]] ^ st["keys"]
-        gcs, glabels = opened["circuits"], opened["garbler_labels"]
-        if len(gcs) != T or len(glabels) != T:
-            raise ProtocolError("digit erasure: one garbled circuit per target expected")
-        out = []
-        per = 2 * self.qb
-        for j, (_, _, i) in enumerate(st["t"]):
-            circuit = digit_circuit(self.q, self.p, self.m, int(i))
-            gc = garble.GarbledCircuit.from_bytes(gcs[j])
-            ev = [bytes(x) for x in mine[j * per:(j + 1) * per]]
-            out.append(b"".join(garble.evaluate(circuit, gc, glabels[j], ev)))
-        return out
 
     def finish(self, fresh: np.ndarray) -> np.ndarray:
         """Step 3: Enc(Z) − r + Σ s_c·X^c per ciphertext: (k, 2, 1, n), the target digits 0."""
@@ -166,7 +214,7 @@ class DigitEraseHolder(_Common):
         return out
 
 
-class DigitEraseKey(_Common):
+class DigitEraseKey(_Common, GarbledKey):
     """S_key's side (its secret key s): ``open`` → ``transfer`` → ``close``."""
 
     def __init__(self, secret, params) -> None:
@@ -181,37 +229,16 @@ class DigitEraseKey(_Common):
         plain = seal_arrays.decrypt_arrays(masked, self._s, self.qv)
         w = seal_arrays.inverse_ntt(self.public.seal_context, self.public.evaluator, self.pid, plain)[:, 0]
         wt = _bits(w[t[:, 0], t[:, 1]], self.qb)
-        circuits, glabels, garblings = [], [], []
-        for j, (_, _, i) in enumerate(t):
-            gc, g = garble.garble(digit_circuit(self.q, self.p, self.m, int(i)))
-            circuits.append(gc.to_bytes())
-            glabels.append(g.garbler_labels(wt[j].tolist()))
-            garblings.append(g)
-        ot = IKNPSender()
-        self._state = {"w": w, "t": t, "g": garblings, "ot": ot}
-        return {"ot_request": ot.setup_request(), "circuits": circuits, "garbler_labels": glabels}
-
-    def transfer(self, reply: dict) -> np.ndarray:
-        """The OT's second message: per evaluator input wire (label₀ ⊕ k₀, label₁ ⊕ k₁), (M, 2, 16) uint8."""
-        st = self._state
-        st["ot"].setup_finish(reply["ot_response"])
-        pairs = [pair for g in st["g"] for pair in g.evaluator_label_pairs()]
-        k0, k1 = st["ot"].extend(reply["u"], len(pairs), LABEL)
-        labels = np.frombuffer(b"".join(a + b for a, b in pairs), dtype=np.uint8).reshape(len(pairs), 2, LABEL)
-        return labels ^ np.stack([k0, k1], axis=1)
+        self._state = {"w": w, "t": t}
+        return self._garble([digit_circuit(self.q, self.p, self.m, int(i)) for i in t[:, 2]], wt.tolist())
 
     def close(self, outputs: list[bytes]) -> np.ndarray:
         """Decode y per target (a label that is neither of its wire's is refused), subtract it from W, encrypt
         every W afresh: (k, 2, 1, n)."""
+        ys = self._decode(outputs)
         st = self._state
-        if not isinstance(outputs, list) or len(outputs) != len(st["g"]):
-            raise ProtocolError("digit erasure: one output per garbled circuit expected")
         w = st["w"]
-        for j, (g, raw) in enumerate(zip(st["g"], outputs)):
-            if not isinstance(raw, bytes) or len(raw) != LABEL * self.qb:
-                raise ProtocolError("digit erasure: output labels of the wrong length")
-            y = garble.from_bits(g.decode([raw[k:k + LABEL] for k in range(0, len(raw), LABEL)]))
-            ct, c = st["t"][j, 0], st["t"][j, 1]
+        for (ct, c, _), y in zip(st["t"], ys):
             w[ct, c] = (int(w[ct, c]) - y) % self.q
         del self._state
         return self._encrypt(w)
@@ -230,22 +257,33 @@ class DigitEraseKey(_Common):
         return out
 
 
-def erase_digits(holder: DigitEraseHolder, key, cts: np.ndarray, targets) -> tuple[np.ndarray, dict]:
-    """Run the three exchanges between S_local's ``holder`` and S_key's ``key`` (in process, or a client with the
-    same three methods): (the erased ciphertexts, {"bytes_sent", "bytes_received", "and_gates"})."""
+def erase_digits(holder, key, cts, targets) -> tuple:
+    """Run the exchanges between S_local's ``holder`` (``DigitEraseHolder``, ``paillier_erase.PaillierEraseHolder``)
+    and S_key's ``key`` (in process, or a client with ``open``, ``transfer``, ``close``): (the erased ciphertexts,
+    {"bytes_sent", "bytes_received", "and_gates"})."""
     request = holder.start(cts, targets)
+    ands = sum(c.and_count for c in holder._state["circuits"])
     opened = key.open(request)
     reply = holder.evaluate(opened)
     pads = key.transfer(reply)
     outputs = holder.labels(pads)
     fresh = key.close(outputs)
     out = holder.finish(fresh)
-    sent = (request["masked"].nbytes + request["targets"].nbytes + len(reply["ot_response"]) + reply["u"].nbytes
-            + sum(map(len, outputs)))
-    received = (len(opened["ot_request"]) + sum(map(len, opened["circuits"]))
-                + LABEL * sum(len(x) for x in opened["garbler_labels"]) + pads.nbytes + fresh.nbytes)
-    ands = sum(digit_circuit(holder.q, holder.p, holder.m, int(i)).and_count for i in request["targets"][:, 2])
-    return out, {"bytes_sent": int(sent), "bytes_received": int(received), "and_gates": int(ands)}
+    return out, {"bytes_sent": _size(request) + _size(reply) + _size(outputs),
+                 "bytes_received": _size(opened) + _size(pads) + _size(fresh), "and_gates": int(ands)}
 
 
-__all__ = ["DigitEraseHolder", "DigitEraseKey", "digit_circuit", "erase_digits"]
+def _size(x) -> int:
+    """Bytes of a message as it would travel: arrays and bytes as they are, integers minimal, containers summed."""
+    if isinstance(x, np.ndarray):
+        return int(x.nbytes)
+    if isinstance(x, (bytes, bytearray)):
+        return len(x)
+    if isinstance(x, dict):
+        return sum(_size(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return sum(_size(v) for v in x)
+    return (int(x).bit_length() + 7) // 8
+
+
+__all__ = ["DigitEraseHolder", "DigitEraseKey", "GarbledHolder", "GarbledKey", "digit_circuit", "erase_digits"]
