@@ -326,3 +326,47 @@ def test_paillier_postgres_remove_erases(tmp_path):
         rows = db.execute("SELECT record FROM privface_records WHERE protocol = 'gallery' AND subject_id LIKE %s",
                           (f"{name}.%",)).fetchall()
         assert not any(w in b"".join(bytes(r[0]) for r in rows) for w in windows(old))
+
+
+def test_kill_9_during_an_erasing_remove_leaves_it_done_or_not_done(tmp_path, monkeypatch):
+    """`privface gallery remove` (idface-ckks, erasing) killed at a random moment, on a fresh copy each time: the
+    gallery loads, the id is either still answered with its digits intact or gone with its digits 0, and a re-run
+    (once the dead process's lease expired) finishes the erasure."""
+    import random
+    import shutil
+    import signal
+    import time
+
+    from privface.scale import layout as lay
+
+    _, x = _gallery(tmp_path, n=30)
+    before = digits(f"sqlite:///{tmp_path}/g.db")[0]
+    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
+    print("PRIVFACE_CRASH_SEED", seed)
+    rng, outcomes = random.Random(seed), []
+    for run in range(3):
+        d = tmp_path / f"run{run}"
+        d.mkdir()
+        for f in ("g.db", "g.keys.db"):
+            shutil.copy(tmp_path / f, d / f)
+        url = f"sqlite:///{d}/g.db"
+        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, "e.7"],
+                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(2.0, 15.0))  # the CLI takes ≈ 5–10 s here at load 20
+        killed = proc.poll() is None
+        if killed:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        got, done = digits(url)[0], "e.7" not in list_ids(url)
+        assert np.array_equal(np.delete(got, 7, 0), np.delete(before, 7, 0))
+        assert (not got[7].any()) if done else np.array_equal(got[7], before[7])
+        outcomes.append((killed, done))
+        if not done:
+            monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)
+            try:
+                withdraw(url, ["e.7"], key=key_server(Gallery(url)).secret)
+            finally:
+                monkeypatch.setattr(lay, "lease_clock", time.time)
+        assert not digits(url)[0][7].any() and identify(x[7], url)["id"] is None
+        assert identify(x[8], url)["id"] == "e.8"
+    print({"kill_outcomes": outcomes})
