@@ -219,3 +219,45 @@ def test_remove_erases_at_real_parameters(tmp_path):
     assert not got[6].any() and np.array_equal(np.delete(got, 6, 0), np.delete(encoding.quantize(x), 6, 0))
     assert not any(w in _files(tmp_path) for w in windows(old, k=64))
     assert identify(x[6], url)["match"] is False and identify(x[2], url)["match"] is True
+
+
+def test_kill_9_during_an_erasing_remove_leaves_it_done_or_not_done(tmp_path, monkeypatch):
+    """`privface gallery remove` (cryptomask) killed at a random moment, on a fresh copy each time: the gallery loads,
+    the row is either still enrolled and intact or gone and 0, and a re-run (once the lease expired) finishes it."""
+    import random
+    import shutil
+    import signal
+    import time
+
+    from privface.scale import layout as lay
+
+    _, x = _gallery(tmp_path, n=30)
+    before = decrypt_gallery(f"sqlite:///{tmp_path}/g.db")[0]
+    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
+    print("PRIVFACE_CRASH_SEED", seed)
+    rng, outcomes = random.Random(seed), []
+    for run in range(3):
+        d = tmp_path / f"run{run}"
+        d.mkdir()
+        for f in ("g.db", "g.keys.db"):
+            shutil.copy(tmp_path / f, d / f)
+        url = f"sqlite:///{d}/g.db"
+        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, "e.7"],
+                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, 8.0))
+        killed = proc.poll() is None
+        if killed:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        got, done = decrypt_gallery(url)[0], "e.7" not in list_ids(url)
+        assert np.array_equal(np.delete(got, 7, 0), np.delete(before, 7, 0))
+        assert (not got[7].any()) if done else np.array_equal(got[7], before[7])
+        outcomes.append((killed, done))
+        if not done:
+            monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)
+            try:
+                withdraw(url, ["e.7"], key=erase_key(url))
+            finally:
+                monkeypatch.setattr(lay, "lease_clock", time.time)
+        assert not decrypt_gallery(url)[0][7].any() and identify(x[7], url)["match"] is False
+    print({"kill_outcomes": outcomes})
