@@ -19,7 +19,7 @@ from privface.crypto import seal_arrays
 from privface.crypto.paillier import PaillierCiphertext
 from privface.errors import CryptoError, ProtocolError
 from privface.protocols.idface.ckks import NOISE_BITS
-from privface.protocols.idface.erase import DigitEraseHolder, digit_circuit
+from privface.protocols.idface.erase import DigitEraseHolder, DigitEraseKey, digit_circuit
 from privface.protocols.idface.transform import decode
 from privface.scale import NpySource, enrol, identify
 from privface.scale.gallery import Gallery, key_server
@@ -148,7 +148,7 @@ def test_the_key_holder_sees_uniform_values_and_checks_what_it_gets(tmp_path):
         wv = ((V << NOISE_BITS) - 77 + r) % q
         bits = greedy[i].evaluate(_b(wv), _b((r - (1 << (NOISE_BITS - 1))) % q) + _b(s))
         assert sum(v << k for k, v in enumerate(bits)) == ((b * 1366 ** i << NOISE_BITS) + s) % q
-    eraser = key.digit_eraser()
+    eraser = DigitEraseKey(key.secret, key.params)
     with pytest.raises(ProtocolError):
         eraser.open({"masked": request["masked"][:, :, :, :7], "targets": request["targets"]})
     with pytest.raises(ProtocolError):
@@ -158,7 +158,7 @@ def test_the_key_holder_sees_uniform_values_and_checks_what_it_gets(tmp_path):
         """Returns an output label of its own instead of the circuit's."""
 
         def __init__(self):
-            self.k = key.digit_eraser()
+            self.k = DigitEraseKey(key.secret, key.params)
 
         def open(self, req):
             return self.k.open(req)

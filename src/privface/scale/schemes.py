@@ -185,16 +185,17 @@ class IDFaceCKKSGallery(GalleryScheme):
     def erase(self, public, arr, count, keep, key, gone=None):
         """(array, report): block ``arr`` with the digits of the slots in ``gone`` (withdrawn by this change) set to
         0 by ``protocols.idface.erase`` — a masked refresh whose digit removal is a garbled circuit per column
-        ciphertext and slot. ``key``: S_key's ``IDFaceCKKSKey`` (in process) or an object with its ``open``,
-        ``transfer``, ``close``. Other empty slots are left as they are (sealed ones hold no template)."""
-        from ..protocols.idface.erase import DigitEraseHolder, erase_digits
+        ciphertext and slot. ``key``: S_key's ``IDFaceCKKSKey`` (in process) or an object with ``open``,
+        ``transfer``, ``close`` (``DigitEraseKey``'s). Other empty slots are left as they are (sealed ones hold no
+        template)."""
+        from ..protocols.idface.erase import DigitEraseHolder, DigitEraseKey, erase_digits
 
         slots = sorted(gone if gone is not None else np.flatnonzero(~keep[:count]).tolist())
         if not slots:
             return arr, {"bytes_sent": 0, "bytes_received": 0, "hiding_bits": 128.0}
         n, cols = public.public.n, arr.shape[0] * arr.shape[1]
         targets = np.array([(k, t % n, t // n) for t in slots for k in range(cols)], dtype=np.int64)
-        k = key.digit_eraser() if hasattr(key, "digit_eraser") else key
+        k = DigitEraseKey(key.secret, key.params) if isinstance(key, IDFaceCKKSKey) else key
         out, report = erase_digits(DigitEraseHolder(public.public, public.params), k,
                                    np.ascontiguousarray(arr.reshape((cols,) + arr.shape[2:])), targets)
         # masking: perfect (uniform pads mod q); garbled circuits and OT: κ = 128 (computational)
@@ -222,7 +223,7 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
         """As idface-ckks's, over Paillier (``protocols.idface.paillier_erase``): the digits of the slots in
         ``gone`` set to 0 in all 2·D column ciphertexts, each re-randomised."""
         from ..protocols.idface.erase import erase_digits
-        from ..protocols.idface.paillier_erase import PaillierEraseHolder
+        from ..protocols.idface.paillier_erase import PaillierEraseHolder, PaillierEraseKey
 
         pub = public.public
         slots = sorted(gone if gone is not None else np.flatnonzero(~keep[:count]).tolist())
@@ -231,7 +232,7 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
         block = pb.block_from_array(arr, count, pub, "block")
         flat = [int(c) for col in block.columns for c in col]
         targets = np.array([(k, t) for t in slots for k in range(len(flat))], dtype=np.int64)
-        k = key.digit_eraser() if hasattr(key, "digit_eraser") else key
+        k = PaillierEraseKey(key.secret, key.params) if isinstance(key, IDFacePaillierKey) else key
         out, report = erase_digits(PaillierEraseHolder(pub, public.params), k, flat, targets)
         d = len(block.columns[0])
         return pb.block_to_array(type(block)([out[:d], out[d:]], count), pub), {**report, "hiding_bits": 128.0}

@@ -125,16 +125,10 @@ class IDFaceCKKSKey(_Common):
 
     def __init__(self, secret: LatticeSecretContext, params: IDFaceParams) -> None:
         super().__init__(secret.public, params)
-        self._secret = secret
+        self.secret = secret  # for S_key's side of erasure (``erase.DigitEraseKey``)
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
         self._s_ntt = (seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
                        if seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
-
-    def digit_eraser(self):
-        """S_key's side of the digit erasure (``erase.DigitEraseKey``) under this key."""
-        from .erase import DigitEraseKey
-
-        return DigitEraseKey(self._secret, self.params)
 
     def _decrypt(self, cts: np.ndarray) -> np.ndarray:
         """(k, 1, n) NTT-form plaintexts of (k, 2, 1, n) ciphertexts: c0 + c1·s mod q₀ on the whole array

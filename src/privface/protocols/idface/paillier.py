@@ -94,12 +94,6 @@ class IDFacePaillierKey(_Common):
         super().__init__(secret.public_key, params)
         self.secret = secret
 
-    def digit_eraser(self):
-        """S_key's side of the digit erasure (``paillier_erase.PaillierEraseKey``) under this key."""
-        from .paillier_erase import PaillierEraseKey
-
-        return PaillierEraseKey(self.secret, self.params)
-
     def decrypt_scores(self, msg: PaillierScores) -> np.ndarray:
         if not isinstance(msg, PaillierScores) or len(msg.values) != len(msg.counts):
             raise ProtocolError("expected PaillierScores with one (ct⁺, ct⁻) per block")
