@@ -4,8 +4,9 @@ A gallery of N seeded synthetic unit vectors is enrolled into a fresh SQLite sto
 median over ``repeat`` runs: ``add_one_s`` (one identity, ``gallery add``), ``remove_s`` (one identity withdrawn,
 ``gallery remove``), ``update_s`` (one identity's template replaced, ``gallery update``); and once
 ``add_batch_s`` for ``batch`` identities in one change, with ``add_per_identity_s`` = add_batch_s / batch (the
-amortised figure). hers erases on remove and update (``scale.lifecycle``: S_key's masked refresh, its key step
-run in this process, so ``remove_s`` counts both servers' work on the shared cores); ``remove_bytes_to_key`` and
+amortised figure). hers, idface-ckks and cryptomask erase on remove and update (``scale.lifecycle``: S_key's masked
+refresh — idface-ckks with a garbled circuit per digit, cryptomask with the key generator —, its key step run in this
+process, so ``remove_s`` counts both servers' work on the shared cores); ``remove_bytes_to_key`` and
 ``remove_bytes_from_key`` are what one erasing remove exchanges with S_key, ``withdraw_s`` a remove without
 erasure. Every change is a real one on the real store (new block generations, the meta write, the old
 generations deleted, the WAL truncated). ``load_average`` is the host's (1, 5, 15 min) when the row was made.
@@ -33,6 +34,15 @@ def _unit(rng, n: int, dim: int) -> np.ndarray:
     return x
 
 
+def _key(url: str, scheme: str):
+    """S_key's side of erasure in this process: hers' and idface-ckks' secret key, cryptomask's key generator."""
+    if GALLERY_SCHEMES[scheme].own_layout:
+        from ..scale.cryptomask_erase import erase_key
+
+        return erase_key(url)
+    return key_server(Gallery(url)).secret if GALLERY_SCHEMES[scheme].erasable else None
+
+
 def bench_gallery(scheme: str = "hers", n: int = 1 << 14, dim: int = 128, *, batch: int = 1024, repeat: int = 3,
                   insecure_test_params: bool = False, workdir: str | None = None, progress: bool = False) -> dict:
     rng = np.random.default_rng(0)
@@ -46,10 +56,10 @@ def bench_gallery(scheme: str = "hers", n: int = 1 << 14, dim: int = 128, *, bat
         url = f"sqlite:///{tmp}/g.db"
         kw = {"lift": 0, "centring": "none"} if scheme.startswith("idface") else {}
         t = time.perf_counter()
-        rep = enrol(url, NpySource([path]), scheme, tau=0.5 if scheme == "hers" else 3.0,
+        rep = enrol(url, NpySource([path]), scheme, tau=3.0 if scheme.startswith("idface") else 0.5,
                     insecure_test_params=insecure_test_params, progress=progress, **kw)
         enrol_s = time.perf_counter() - t
-        key = key_server(Gallery(url)).secret if GALLERY_SCHEMES[scheme].erasable else None
+        key = _key(url, scheme)
         adds, removes, updates, withdraws, erase = [], [], [], [], {}
         for r in range(repeat):
             t = time.perf_counter()
@@ -65,7 +75,7 @@ def bench_gallery(scheme: str = "hers", n: int = 1 << 14, dim: int = 128, *, bat
             t = time.perf_counter()
             update(url, ArraySource([f"g.{r * 7 + 1}"], _unit(rng, 1, dim)), key=key)
             updates.append(time.perf_counter() - t)
-            if key is not None:
+            if key is not None and not GALLERY_SCHEMES[scheme].own_layout:  # cryptomask: no withdrawal without erasure
                 t = time.perf_counter()
                 withdraw(url, [f"g.{r * 7 + 2}"])
                 withdraws.append(time.perf_counter() - t)

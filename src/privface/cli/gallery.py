@@ -88,20 +88,26 @@ def cmd_gallery_list(a) -> int:
 
 
 def _refresh_key(a):
-    """S_key's refresh for erasure (hers): the secret key from --key-store (default next to a sqlite:///g.db
-    gallery), in this process; None with --withdraw-only or for a scheme that cannot erase."""
+    """S_key's refresh for erasure (hers; cryptomask: the key generator's sk): the secret key from --key-store
+    (default next to a sqlite:///g.db gallery), in this process; None with --withdraw-only or for a scheme that
+    cannot erase."""
     from ..scale.gallery import Gallery, key_server
     from ..scale.layout import GalleryError, default_key_store, stored_scheme
     from ..scale.schemes import GALLERY_SCHEMES
     from ..store.sqlite import SQLiteStore
 
     scheme = stored_scheme(a.gallery, a.name)
-    if a.withdraw_only or scheme not in GALLERY_SCHEMES or not GALLERY_SCHEMES[scheme].erasable:
+    cryptomask = scheme in GALLERY_SCHEMES and GALLERY_SCHEMES[scheme].own_layout
+    if a.withdraw_only or scheme not in GALLERY_SCHEMES or not (GALLERY_SCHEMES[scheme].erasable or cryptomask):
         return None
     try:
         url = a.key_store or default_key_store(a.gallery)
         if url.startswith("sqlite:") and not SQLiteStore.path_of(url).exists():  # never create an empty key store
             raise GalleryError(f"no key store at {url}")
+        if cryptomask:  # the key generator's sk (protocols.cryptomask.erase)
+            from ..scale.cryptomask_erase import erase_key
+
+            return erase_key(a.gallery, a.name, url)
         return key_server(Gallery(a.gallery, a.name), url).secret
     except GalleryError as e:
         raise GalleryError(f"erasing needs S_key's secret key ({e}); give --key-store, or --withdraw-only to only "
@@ -175,8 +181,8 @@ def _store_args(p, key_store: bool = False) -> None:
 
 def _erase_args(p) -> None:
     p.add_argument("--withdraw-only", action="store_true",
-                   help="hers: only take the old templates out of the answers, without S_key (NOT erasure: the "
-                        "block ciphertexts keep them)")
+                   help="hers / idface: only take the old templates out of the answers, without S_key (NOT "
+                        "erasure: the block ciphertexts keep them)")
 
 
 def register(sub) -> None:
@@ -217,9 +223,9 @@ def register(sub) -> None:
     ls = gsub.add_parser("list", help="the identities a gallery answers with, one a line (withdrawn ones left out)")
     _store_args(ls)
     ls.set_defaults(func=cmd_gallery_list)
-    r = gsub.add_parser("remove", help="remove identities from a hers / idface gallery (online, crash-safe): hers "
-                                       "erases them from the block ciphertexts with S_key's masked refresh (needs "
-                                       "--key-store); idface only withdraws them from the answers")
+    r = gsub.add_parser("remove", help="remove identities from a gallery (crash-safe): erases them from the "
+                                       "ciphertexts with S_key's masked refresh (hers; idface: with a garbled "
+                                       "circuit per digit; cryptomask: with the key generator) — needs --key-store")
     _store_args(r, key_store=True)
     _erase_args(r)
     r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")
@@ -237,8 +243,8 @@ def register(sub) -> None:
     _input_args(ad)
     backend_args(ad)
     ad.set_defaults(func=cmd_gallery_add)
-    up = gsub.add_parser("update", help="replace identities' templates (hers / idface; the old ones erased as by "
-                                        "remove for hers, withdrawn from the answers for idface); one meta write")
+    up = gsub.add_parser("update", help="replace identities' templates, the old ones erased as by remove (hers / "
+                                        "idface: one meta write; cryptomask: an erasure, then a new batch)")
     _store_args(up, key_store=True)
     _erase_args(up)
     _input_args(up)

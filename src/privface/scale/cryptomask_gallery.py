@@ -162,7 +162,7 @@ def _commit(local, name: str, b: int, meta: dict, count: int, basis) -> dict:
             or type(c.get("parts")) is not int or c.get("parts") < 1 or not isinstance(c.get("sha256"), str)
             or not isinstance(rows, list) or len(rows) != k or [len(r) if isinstance(r, list) else -1 for r in rows]
             != [delta] * (k - 1) + [count - (k - 1) * delta]
-            or not all(isinstance(i, str) for r in rows for i in r)):
+            or not all(isinstance(i, str) or i is None for r in rows for i in r)):  # None: erased (cryptomask_erase)
         raise GalleryError(f"block {b} commit record does not match the gallery")
     return c
 
@@ -187,7 +187,8 @@ def _read_block(local, name: str, b: int, c: dict, basis) -> np.ndarray:
     return arr
 
 
-def _write_block(local, name: str, b: int, arr: np.ndarray, ids: list[str], delta: int, old: dict | None) -> None:
+def _write_block(local, name: str, b: int, arr: np.ndarray, ids: list[str | None], delta: int,
+                 old: dict | None) -> None:
     """Pieces of a new generation, then the commit record (the block's one atomic switch), then old pieces go."""
     gen = 0 if old is None else old["gen"] + 1
     raw = memoryview(np.ascontiguousarray(arr, dtype=np.uint32)).cast("B")

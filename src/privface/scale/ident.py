@@ -279,8 +279,8 @@ class LocalRole:
 
     def erase_link(self, key=None) -> KeyLink | None:
         """The link ``scale.lifecycle`` erases with (hers) over ``key`` (default: this server's link to S_key), or
-        None for a scheme that cannot erase."""
-        return KeyLink(key or self.key) if self.gallery.settings.adapter.erasable else None
+        None for a scheme that does not erase over ``reencrypt`` (idface-ckks erases in process only)."""
+        return KeyLink(key or self.key) if self.gallery.settings.adapter.reencrypt_erasure else None
 
     @property
     def local(self) -> LocalServer:

@@ -155,13 +155,14 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
     Every id must be answered by the gallery now (GalleryError naming the others, before anything is written).
     Returns ``{"withdrawn": [...], "blocks_written": k, "erased": bool, "generation": g, ...}``."""
     scheme = _scheme(gallery_url, name)
-    if GALLERY_SCHEMES[scheme].own_layout:
-        raise GalleryError("a cryptomask gallery answers one bit over the whole gallery (seed 001 Alg. 3): a "
-                           "template cannot be withdrawn from its answers without re-enrolling the gallery")
+    if GALLERY_SCHEMES[scheme].own_layout:  # cryptomask: erasure only (its 1-bit answer has no ids to withdraw)
+        from .cryptomask_erase import withdraw as erase
+
+        return _retuned(erase(gallery_url, ids, name, key=key), gallery_url, name, on=retune_tau)
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         raise GalleryError("name at least one identity to remove")
-    from .gallery import Gallery, _put_block
+    from .gallery import Gallery
 
     erase = key is not None and GALLERY_SCHEMES[scheme].erasable
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
@@ -185,14 +186,9 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
         meta["gen"] = gen = int(meta.get("gen", 0)) + 1
         report: dict = {}
         if erase:
-            erased = _erase_blocks(g, {b: c["ids"] for b, c in commits.items()}, key, lease, report)
-            gens = list(g.gens)
-            for b, arr in erased.items():
-                lease.check()
-                _put_block(local, name, b, arr, int(commits[b]["count"]), commits[b]["ids"], gen,
-                           _carried(commits[b], erased=True))
-                gens[b] = gen
-            meta["block_gens"] = gens
+            gone = {b: {slot for bb, slot in where.values() if bb == b} for b in commits}
+            erased = _erase_blocks(g, {b: c["ids"] for b, c in commits.items()}, key, lease, report, gone)
+            meta["block_gens"] = _write_erased(local, name, g, erased, commits, gen, lease)
         else:
             for b, commit in sorted(commits.items()):
                 lease.check()
@@ -213,9 +209,24 @@ def _carried(commit: dict, erased: bool = False) -> dict:
     return {**{k: commit[k] for k in ("sums",) if k in commit}, **({"erased": True} if erased else {})}
 
 
-def _erase_blocks(g, ids: dict, key, lease, report: dict) -> dict:
+def _write_erased(local, name: str, g, erased: dict, commits: dict, gen: int, lease) -> list[int]:
+    """Write each erased block array as generation ``gen`` with its commit record's ids and count (and the
+    ``erased`` mark where the scheme zeroes every empty slot); the meta's new ``block_gens``."""
+    from .gallery import _put_block
+
+    gens, every = list(g.gens), g.settings.adapter.erases_every_empty_slot
+    for b, arr in erased.items():
+        lease.check()
+        _put_block(local, name, b, arr, int(commits[b]["count"]), commits[b]["ids"], gen,
+                   _carried(commits[b], erased=every))
+        gens[b] = gen
+    return gens
+
+
+def _erase_blocks(g, ids: dict, key, lease, report: dict, gone: dict | None = None) -> dict:
     """{b: the erased array of block b} for the blocks ``ids`` names (b → its ids, ``None`` where withdrawn): every
-    slot without an id is zeroed (``GalleryScheme.erase``). Adds the refresh's figures to ``report``."""
+    slot without an id is zeroed (``GalleryScheme.erase``; idface-ckks zeroes only ``gone[b]``, the slots this
+    change withdraws). Adds the refresh's figures to ``report``."""
     import time
 
     import numpy as np
@@ -227,7 +238,8 @@ def _erase_blocks(g, ids: dict, key, lease, report: dict) -> dict:
         block = g.load_blocks([b])[0][0]
         keep = np.zeros(g.capacity, dtype=bool)
         keep[:len(ids[b])] = [i is not None for i in ids[b]]
-        out[b], r = adapter.erase(g.public, adapter.block_to_array(block, pub), block.count, keep, key)
+        out[b], r = adapter.erase(g.public, adapter.block_to_array(block, pub), block.count, keep, key,
+                                  None if gone is None else gone[b])
         sent, received, hiding = sent + r["bytes_sent"], received + r["bytes_received"], r["hiding_bits"]
         lease.renew()
     report.update(erase_seconds=round(time.perf_counter() - t0, 3), erase_bytes_sent=sent,
@@ -280,9 +292,13 @@ def update(gallery_url: str, source, name: str = "default", *, key=None, retune_
     """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
     write), each old slot is withdrawn and the new template added as by ``add``. With ``key`` and an erasable
     scheme the old templates are erased as by ``withdraw``; otherwise they stay in their blocks' ciphertexts."""
-    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:
-        raise GalleryError("a cryptomask gallery cannot replace a template (its answer is one bit over the whole "
-                           "gallery, seed 001 Alg. 3): re-enrol the gallery")
+    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:  # cryptomask: erase, then a new batch (two changes)
+        ids = list(source.ids)
+        report = withdraw(gallery_url, ids, name, key=key, retune_tau=False)
+        added = add(gallery_url, source, name, retune_tau=retune_tau)
+        return {**{k: v for k, v in report.items() if k != "withdrawn"}, "replaced": len(ids), "n": added.get("n"),
+                **{k: v for k, v in added.items() if k.startswith("tau")},
+                "seconds": round(report["erase_seconds"] + added.get("enrol_s", 0.0), 3)}
     return _retuned(_change(gallery_url, source, name, replace=True, key=key), gallery_url, name, on=retune_tau)
 
 
@@ -317,9 +333,11 @@ def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dic
             if dup:
                 raise GalleryError(f"already in gallery {name!r}: {', '.join(dup[:10])} (`gallery update` replaces)")
         touched = {where[i][0] for i in new_ids} if replace else set()
+        gone = {b: {where[i][1] for i in new_ids if where[i][0] == b} for b in touched}
         report: dict = {}
-        erased = (_erase_blocks(g, {b: slots[b] for b in touched}, key, lease, report)
+        erased = (_erase_blocks(g, {b: slots[b] for b in touched}, key, lease, report, gone)
                   if touched and key is not None and adapter.erasable else {})
+        every = adapter.erases_every_empty_slot
         x = source.templates(0, len(new_ids))
         settings, pub, cap = g.settings, g.public_context, g.capacity
         gen = int(g.meta.get("gen", 0)) + 1
@@ -333,7 +351,7 @@ def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dic
                 k = min(cap - last_count, len(new_ids))
                 old = erased[last] if last in erased else adapter.block_to_array(g.load_blocks([last])[0][0], pub)
                 fresh = adapter.block_to_array(g.public.enc_db(x[:k], offset=last_count), pub)
-                clean = last in erased or (last not in touched and bool(commits[last].get("erased")))
+                clean = every and (last in erased or (last not in touched and bool(commits[last].get("erased"))))
                 writes.append((last, adapter.add_arrays(settings, pub, old, fresh), last_count + k,
                                slots[last] + new_ids[:k], {"sums": sums + 1, **({"erased": True} if clean else {})}))
                 pos, filled, n = k, 1, n + k
@@ -343,7 +361,7 @@ def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dic
                 n = last * cap + cap
                 sealed = 1
         for b in sorted(set(erased) - {w[0] for w in writes}):
-            writes.append((b, erased[b], len(slots[b]), slots[b], _carried(commits[b], erased=True)))
+            writes.append((b, erased[b], len(slots[b]), slots[b], _carried(commits[b], erased=every)))
         for b in sorted(touched - {w[0] for w in writes}):  # only the ids change: a new record, the same pieces
             records[b] = dict(commits[b], count=len(slots[b]), ids=slots[b], parts_gen=parts_gen(commits[b], gens[b]))
             records[b].pop("erased", None)  # new empty slots, not erased
@@ -383,12 +401,13 @@ def erase_withdrawn(gallery_url: str, name: str = "default", *, key) -> dict:
     they were), then one meta write and the old generations deleted. Crash-safe as ``withdraw``; the answers do not
     change. Returns ``{"blocks_erased", "erased", "generation", "store_purged", …}`` with the refresh's figures."""
     scheme = _scheme(gallery_url, name)
-    if not GALLERY_SCHEMES[scheme].erasable:
-        raise GalleryError(f"{scheme} galleries cannot erase a withdrawn template (only hers does: "
-                           "docs/operations.md, \"Changing a gallery\")")
+    if not GALLERY_SCHEMES[scheme].erases_every_empty_slot:
+        raise GalleryError(f"{scheme} galleries cannot erase a template withdrawn earlier (only hers does; "
+                           "idface-ckks erases at `gallery remove | update` with the key: docs/operations.md, "
+                           "\"Changing a gallery\")")
     if key is None:
         raise GalleryError("erasing needs S_key's refresh (its secret key or its reencrypt link)")
-    from .gallery import Gallery, _put_block
+    from .gallery import Gallery
 
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         g = Gallery(gallery_url, name)
@@ -402,13 +421,7 @@ def erase_withdrawn(gallery_url: str, name: str = "default", *, key) -> dict:
         erased = _erase_blocks(g, {b: c["ids"] for b, c in todo.items()}, key, lease, report)
         meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
         meta["gen"] = gen = int(meta.get("gen", 0)) + 1
-        gens = list(g.gens)
-        for b, arr in erased.items():
-            lease.check()
-            _put_block(local, name, b, arr, int(todo[b]["count"]), todo[b]["ids"], gen,
-                       _carried(todo[b], erased=True))
-            gens[b] = gen
-        meta["block_gens"] = gens
+        meta["block_gens"] = _write_erased(local, name, g, erased, todo, gen, lease)
         lease.check()
         local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
         collect(local, name, meta, g.nblocks)

@@ -37,6 +37,8 @@ class GalleryScheme:
     name: str
     transform = False  # takes β, the centring μ and the lift (idface's pre-transform)
     erasable = False  # ``erase`` zeroes withdrawn slots in the ciphertexts (with S_key's refresh)
+    erases_every_empty_slot = False  # ``erase`` zeroes all empty slots of a block (``erase_withdrawn`` can use it)
+    reencrypt_erasure = False  # erases over S_key's ``reencrypt`` step (``scale.ident.KeyLink``, HTTP)
     own_layout = False  # keeps its own store layout, enrolment and identification (not scale.gallery's blocks)
 
     def tau_key(self, settings, centring: str) -> str:
@@ -135,10 +137,11 @@ class HersGallery(GalleryScheme):
     def block_from_array(self, arr, count, pub, what):
         return HERSBlock(arr, count)
 
-    erasable = True
+    erasable = erases_every_empty_slot = reencrypt_erasure = True
 
-    def erase(self, public, arr, count, keep, key):
-        """(array, report): block ``arr`` with the slots where ``keep`` is False zeroed (``HERS.erase``)."""
+    def erase(self, public, arr, count, keep, key, gone=None):
+        """(array, report): block ``arr`` with the slots where ``keep`` is False zeroed (``HERS.erase``; ``gone``,
+        the slots withdrawn by this change, is not needed: every empty slot is zeroed)."""
         block, report = public.erase(HERSBlock(arr, count), keep, key)
         return block.planes, report
 
@@ -177,6 +180,27 @@ class IDFaceCKKSGallery(GalleryScheme):
     def block_from_array(self, arr, count, pub, what):
         return CKKSBlock(arr, count)
 
+    erasable = True
+
+    def erase(self, public, arr, count, keep, key, gone=None):
+        """(array, report): block ``arr`` with the digits of the slots in ``gone`` (withdrawn by this change) set to
+        0 by ``protocols.idface.erase`` — a masked refresh whose digit removal is a garbled circuit per column
+        ciphertext and slot. ``key``: S_key's ``IDFaceCKKSKey`` (in process) or an object with ``open``,
+        ``transfer``, ``close`` (``DigitEraseKey``'s). Other empty slots are left as they are (sealed ones hold no
+        template)."""
+        from ..protocols.idface.erase import DigitEraseHolder, DigitEraseKey, erase_digits
+
+        slots = sorted(gone if gone is not None else np.flatnonzero(~keep[:count]).tolist())
+        if not slots:
+            return arr, {"bytes_sent": 0, "bytes_received": 0, "hiding_bits": 128.0}
+        n, cols = public.public.n, arr.shape[0] * arr.shape[1]
+        targets = np.array([(k, t % n, t // n) for t in slots for k in range(cols)], dtype=np.int64)
+        k = DigitEraseKey(key.secret, key.params) if isinstance(key, IDFaceCKKSKey) else key
+        out, report = erase_digits(DigitEraseHolder(public.public, public.params), k,
+                                   np.ascontiguousarray(arr.reshape((cols,) + arr.shape[2:])), targets)
+        # masking: perfect (uniform pads mod q); garbled circuits and OT: κ = 128 (computational)
+        return out.reshape(arr.shape), {**report, "hiding_bits": 128.0}
+
     def max_sums(self, settings):
         """IP_DB sums β columns; NOISE_BOUND (2^12 < Δ/2) is asserted for sums of ≤ 512 fresh encryptions
         (protocols.idface.ckks), so a block may hold ⌊512 / β⌋ summed encryptions (β = 15: 34; the lift's
@@ -194,6 +218,24 @@ class IDFacePaillierGallery(IDFaceCKKSGallery):
     """IDFace over Paillier (seed 003 §4.3, §5): keys and block arrays are ``scale.paillier_blocks``'."""
 
     name = "idface-paillier"
+
+    def erase(self, public, arr, count, keep, key, gone=None):
+        """As idface-ckks's, over Paillier (``protocols.idface.paillier_erase``): the digits of the slots in
+        ``gone`` set to 0 in all 2·D column ciphertexts, each re-randomised."""
+        from ..protocols.idface.erase import erase_digits
+        from ..protocols.idface.paillier_erase import PaillierEraseHolder, PaillierEraseKey
+
+        pub = public.public
+        slots = sorted(gone if gone is not None else np.flatnonzero(~keep[:count]).tolist())
+        if not slots:
+            return arr, {"bytes_sent": 0, "bytes_received": 0, "hiding_bits": 128.0}
+        block = pb.block_from_array(arr, count, pub, "block")
+        flat = [int(c) for col in block.columns for c in col]
+        targets = np.array([(k, t) for t in slots for k in range(len(flat))], dtype=np.int64)
+        k = PaillierEraseKey(key.secret, key.params) if isinstance(key, IDFacePaillierKey) else key
+        out, report = erase_digits(PaillierEraseHolder(pub, public.params), k, flat, targets)
+        d = len(block.columns[0])
+        return pb.block_to_array(type(block)([out[:d], out[d:]], count), pub), {**report, "hiding_bits": 128.0}
 
     def generate_keypair(self, settings):
         pub, sec = pb.generate_keypair(settings.insecure_test_params)

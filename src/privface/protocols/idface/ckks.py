@@ -125,6 +125,7 @@ class IDFaceCKKSKey(_Common):
 
     def __init__(self, secret: LatticeSecretContext, params: IDFaceParams) -> None:
         super().__init__(secret.public, params)
+        self.secret = secret  # for S_key's side of erasure (``erase.DigitEraseKey``)
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
         self._s_ntt = (seal_arrays.secret_key_array(secret._secret_key, self.n, 1)
                        if seal_arrays.HAVE_LONG_DOUBLE_MULMOD else None)
