@@ -7,15 +7,17 @@ in ``tests/bench/test_cluster.py`` (``--runslow``), where it must report 0 wrong
 
 The run, with every process on this machine and every port on 127.0.0.1:
 
-1. a gallery of ``n`` seeded synthetic templates enrolled into the given store (PostgreSQL: every node reads it)
-   under a fresh name, its key store a SQLite file;
-2. ``probes`` probes (90 % a gallery member with noise, 10 % strangers) answered by the in-process server
-   (``scale.ident.LocalRole`` with every block in this process) — the reference;
-3. ``ray.cluster_utils.Cluster`` with ``nodes`` raylets of one CPU each (``bench.ray_cluster``, its own process), the
-   key server and the local server as ``privface serve`` children, the latter with ``--ray ADDRESS --shards K``;
-   every probe over HTTP: ``probes_identical`` when every answer equals the reference;
-4. ``duration`` seconds of a client loop: an enrolment (``gallery/add`` of a new random identity) every
-   ``ENROL_EVERY``-th step, else an identification of a reference probe or of an identity enrolled in the loop (its
+1. a gallery of ``n`` seeded synthetic templates (hers or cryptomask) enrolled into the given store (PostgreSQL:
+   every node reads it) under a fresh name, its key store a SQLite file;
+2. ``probes`` probes (90 % a gallery member with noise, 10 % strangers) answered by the server in one process — hers:
+   ``scale.ident.LocalRole`` with every block in this process; cryptomask: ``serve --protocol cryptomask --role cs``
+   without ``--ray``, asked over HTTP by the verifier (``VerifierClient``, its 1-bit answer) — the reference;
+3. ``ray.cluster_utils.Cluster`` with ``nodes`` raylets of one CPU each (``bench.ray_cluster``, its own process), and
+   the servers as ``privface serve`` children with ``--ray ADDRESS --shards K`` (hers: the key server and the local
+   server; cryptomask: the CS); every probe over HTTP: ``probes_identical`` when every answer equals the reference;
+4. ``duration`` seconds of a client loop: for hers an enrolment (``gallery/add`` of a new random identity) every
+   ``ENROL_EVERY``-th step (cryptomask: none — its CS, in one process too, serves the gallery it loaded at start),
+   else an identification of a reference probe or of an identity enrolled in the loop (its
    template with noise); ``kill_at`` seconds in, a node holding a shard is killed ungracefully. Every 200 answer is
    checked: ``wrong_answers`` counts those that differ from the expected id; a 503 (with Retry-After) is counted
    as ``unavailable``; ``recovery_s`` is the time from the kill to the first correct answer of an identification
@@ -25,6 +27,7 @@ The run, with every process on this machine and every port on 127.0.0.1:
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -82,6 +85,27 @@ class _Ident:
         self.http.close()
 
 
+class _CryptoMask:
+    """cryptomask through ``serve --protocol cryptomask --role cs``: the verifier's 1-bit answer over HTTP (its sk_v
+    from the key store); no enrolment step (the CS serves the gallery it loaded at start)."""
+
+    def __init__(self, url: str, keys_url: str, name: str) -> None:
+        from ..service.clients.cryptomask import VerifierClient
+
+        self.client = VerifierClient(url, keys_url, name=name, timeout=900)
+
+    def identify(self, probe: np.ndarray) -> tuple[int, bool | None]:
+        from ..service.client import ServiceError
+
+        try:
+            return 200, bool(self.client.identify(probe)["match"])
+        except ServiceError as e:
+            return e.status or 599, None
+
+    def close(self) -> None:
+        self.client.close()
+
+
 def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int = 3, shards: int = 2,
                   probes: int = 200, duration: float = 300.0, kill_at: float = 60.0, recheck: int = 50,
                   insecure_test_params: bool = False, seed: int = 38, progress: bool = False) -> dict:
@@ -92,8 +116,9 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
     from ..service.launch import serve_subprocess
     from ..store.sqlite import SQLiteStore
 
-    if scheme != "hers":
-        raise PrivfaceError("bench cluster runs --scheme hers (cryptomask: not yet)")
+    if scheme not in ("hers", "cryptomask"):
+        raise PrivfaceError("bench cluster runs --scheme hers or cryptomask")
+    cm = scheme == "cryptomask"
     if n < 1 or probes < 10 or duration <= kill_at or shards >= nodes or shards < 1:
         raise PrivfaceError("bench cluster needs --n ≥ 1, --probes ≥ 10, a kill inside the loop, and fewer "
                             "--shards than --nodes (a lost shard needs a free node's CPU to restart on)")
@@ -123,16 +148,28 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
         del x
 
         say("the reference: every probe in process")
-        key_store = SQLiteStore(Path(tmp) / "keys.db")
         t = time.perf_counter()
-        ref = LocalRole(store, KeyRole(key_store, name, insecure_test_params=insecure_test_params), name)
-        from ..protocols.hers.messages import Query
+        if cm:  # the CS in one process (every block in it), over HTTP as the sharded one
+            with serve_subprocess("cryptomask", f"sqlite:///{tmp}/one.db", [
+                    "--role", "cs", "--gallery", store, "--gallery-name", name, "--rate-limit", "0"],
+                    start_timeout=3600) as url:
+                t = time.perf_counter()
+                ref_client = _CryptoMask(url, keys_url, name)
+                expected = [ref_client.identify(p)[1] for p in P]
+                ref_client.close()
+        else:
+            from ..protocols.hers.messages import Query
 
-        expected = [ref.identify(Query(np.asarray(p, "<f8").tobytes()).to_bytes()).subject_id for p in P]
+            key_store = SQLiteStore(Path(tmp) / "keys.db")
+            ref = LocalRole(store, KeyRole(key_store, name, insecure_test_params=insecure_test_params), name)
+            t = time.perf_counter()
+            expected = [ref.identify(Query(np.asarray(p, "<f8").tobytes()).to_bytes()).subject_id for p in P]
+            del ref
+            key_store.close()
         row["in_process_s_per_identification"] = round((time.perf_counter() - t) / len(P), 3)
-        del ref
-        key_store.close()
-        row["probes_accepted"] = sum(e is not None for e in expected)
+        if None in expected:
+            raise PrivfaceError("the in-process server did not answer every probe")
+        row["probes_accepted"] = sum(e not in (None, False) for e in expected)
 
         env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_worker_niceness="0")
         os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
@@ -142,25 +179,21 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
             address = _json_line(cluster)["address"]
             if not address.startswith("127.0.0.1:"):
                 raise PrivfaceError(f"the Ray test cluster is not on loopback: {address}")
-            key_opts = ["--role", "key", "--gallery-name", name, "--key-workers", "1"]
-            key_opts += ["--insecure-test-params"] if insecure_test_params else []
-            say(f"cluster at {address}; starting the key server and the local server with {shards} shards")
-            with serve_subprocess("ident", keys_url, key_opts, start_timeout=300) as key_url, \
-                    serve_subprocess("ident", f"sqlite:///{tmp}/local.db", [
-                        "--role", "local", "--gallery", store, "--gallery-name", name, "--key-url", key_url,
-                        "--ray", address, "--shards", str(shards), "--rate-limit", "0", "--lockout-failures", "0",
-                        "--max-requests-per-caller", "1000"], start_timeout=3600) as url:
-                client = _Ident(url)
+            say(f"cluster at {address}; starting the servers with {shards} shards")
+            t = time.perf_counter()
+            with _servers(cm, store, name, keys_url, tmp, address, shards, insecure_test_params) as url:
+                row["sharded_start_s"] = round(time.perf_counter() - t, 1)  # every shard loaded
+                client = _CryptoMask(url, keys_url, name) if cm else _Ident(url)
                 say("every probe over HTTP")
                 t = time.perf_counter()
                 got = [client.identify(p) for p in P]
                 row["sharded_s_per_identification"] = round((time.perf_counter() - t) / len(P), 3)
                 row["probes_identical"] = got == [(200, e) for e in expected]
                 row["probes_differing"] = sum(g != (200, e) for g, e in zip(got, expected))
-                row.update(_loop(client, cluster, P, expected, dim, rng, duration, kill_at, say))
+                row.update(_loop(client, cluster, P, expected, dim, rng, duration, kill_at, say, enrol=not cm))
                 enrolled = row.pop("_enrolled")
                 say("after the loop: every identity enrolled, and a recheck of the reference probes")
-                ids = set(list_ids(store, name))
+                ids = set(list_ids(store, name)) if enrolled else set()
                 lost = [sid for sid, v in enrolled.items()
                         if sid not in ids or client.identify(v + NOISE * rng.standard_normal(dim)) != (200, sid)]
                 row["lost_identities"] = len(lost)
@@ -179,7 +212,28 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
     return row
 
 
-def _loop(client, cluster, P, expected, dim, rng, duration, kill_at, say) -> dict:
+@contextlib.contextmanager
+def _servers(cm: bool, store: str, name: str, keys_url: str, tmp: str, address: str, shards: int,
+             insecure_test_params: bool):
+    """The sharded server's URL: the cryptomask CS, or the ident key server and local server."""
+    from ..service.launch import serve_subprocess
+
+    ray = ["--ray", address, "--shards", str(shards), "--rate-limit", "0", "--max-requests-per-caller", "1000"]
+    if cm:
+        with serve_subprocess("cryptomask", f"sqlite:///{tmp}/cs.db", [
+                "--role", "cs", "--gallery", store, "--gallery-name", name, *ray], start_timeout=3600) as url:
+            yield url
+        return
+    key_opts = ["--role", "key", "--gallery-name", name, "--key-workers", "1"]
+    key_opts += ["--insecure-test-params"] if insecure_test_params else []
+    with serve_subprocess("ident", keys_url, key_opts, start_timeout=300) as key_url, \
+            serve_subprocess("ident", f"sqlite:///{tmp}/local.db", [
+                "--role", "local", "--gallery", store, "--gallery-name", name, "--key-url", key_url,
+                "--lockout-failures", "0", *ray], start_timeout=3600) as url:
+        yield url
+
+
+def _loop(client, cluster, P, expected, dim, rng, duration, kill_at, say, enrol: bool = True) -> dict:
     """Step 4 of the module docstring → the loop's counts (and ``_enrolled``: id → template)."""
     enrolled: dict[str, np.ndarray] = {}
     counts = {"identifications": 0, "enrolments": 0, "wrong_answers": 0, "unavailable_503": 0, "other_errors": 0}
@@ -192,7 +246,7 @@ def _loop(client, cluster, P, expected, dim, rng, duration, kill_at, say) -> dic
             t_kill = time.monotonic()
             say(f"killed node {killed['killed'][:12]}")
         step += 1
-        if step % ENROL_EVERY == 0:
+        if enrol and step % ENROL_EVERY == 0:
             sid = f"loop.{len(enrolled)}"
             v = rng.standard_normal(dim)
             status, text = client.enrol(sid, v)
