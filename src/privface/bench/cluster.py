@@ -171,14 +171,7 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
             raise PrivfaceError("the in-process server did not answer every probe")
         row["probes_accepted"] = sum(e not in (None, False) for e in expected)
 
-        env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_worker_niceness="0")
-        os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-        cluster = subprocess.Popen([sys.executable, "-m", "privface.bench.ray_cluster", str(nodes)], env=env,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            address = _json_line(cluster)["address"]
-            if not address.startswith("127.0.0.1:"):
-                raise PrivfaceError(f"the Ray test cluster is not on loopback: {address}")
+        with _test_cluster(nodes) as (cluster, address):
             say(f"cluster at {address}; starting the servers with {shards} shards")
             t = time.perf_counter()
             with _servers(cm, store, name, keys_url, tmp, address, shards, insecure_test_params) as url:
@@ -200,14 +193,6 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
                 pick = random.Random(seed).sample(range(len(P)), min(recheck, len(P)))
                 row["recheck_identical"] = all(client.identify(P[i]) == (200, expected[i]) for i in pick)
                 client.close()
-        finally:
-            if cluster.poll() is None:
-                cluster.stdin.write("quit\n")
-                cluster.stdin.flush()
-                try:
-                    cluster.wait(180)
-                except subprocess.TimeoutExpired:
-                    cluster.kill()
     row["load_average"] = [round(v, 2) for v in os.getloadavg()]
     return row
 
@@ -282,6 +267,112 @@ def _loop(client, cluster, P, expected, dim, rng, duration, kill_at, say, enrol:
             say(f"first correct answer {recovered:.1f} s after the kill")
     return {**counts, "duration_s": round(time.monotonic() - t0, 1), "killed_at_s": kill_at,
             "recovery_s": None if recovered is None else round(recovered, 1), "_enrolled": enrolled}
+
+
+@contextlib.contextmanager
+def _test_cluster(nodes: int):
+    """``bench.ray_cluster`` in a child process: (its Popen, the address on 127.0.0.1); stopped on exit."""
+    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_worker_niceness="0")
+    os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    cluster = subprocess.Popen([sys.executable, "-m", "privface.bench.ray_cluster", str(nodes)], env=env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        address = _json_line(cluster)["address"]
+        if not address.startswith("127.0.0.1:"):
+            raise PrivfaceError(f"the Ray test cluster is not on loopback: {address}")
+        yield cluster, address
+    finally:
+        if cluster.poll() is None:
+            cluster.stdin.write("quit\n")
+            cluster.stdin.flush()
+            try:
+                cluster.wait(180)
+            except subprocess.TimeoutExpired:
+                cluster.kill()
+
+
+def _rss(pid: int) -> int | None:
+    """A process's resident set in bytes (every node of the test cluster is on this machine)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def bench_spread(n: int, *, store: str, dim: int = 128, nodes: int = 3, shards: int = 3, probes: int = 20,
+                 insecure_test_params: bool = False, seed: int = 38, progress: bool = False) -> dict:
+    """A hers gallery of ``n`` templates resident on ``shards`` shards of a ``nodes``-node test cluster (issue 38,
+    "Done when": 2^21 on 3 nodes): each node's resident bytes (the shards' block arrays, and their processes' RSS)
+    and ``probes`` identifications (member probes with noise and strangers) against the plaintext answer (the id of
+    the best cosine if it reaches τ) — no in-process reference: the gallery need not fit one process."""
+    from ..scale import Gallery, NpySource, enrol, key_server
+    from ..scale.actors import init_ray
+    from ..scale.resident import ResidentLocalServer
+    from ..scale.sources import unit
+
+    def say(what: str) -> None:
+        if progress:
+            print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+
+    rng = np.random.default_rng(seed)
+    row: dict = {"bench": "cluster-spread", "scheme": "hers", "n": n, "dim": dim, "nodes": nodes, "shards": shards,
+                 "store": store.split(":", 1)[0], "insecure_test_params": insecure_test_params}
+    name = f"spread{secrets.token_hex(4)}"
+    with tempfile.TemporaryDirectory(prefix="privface-bench-spread-") as tmp:
+        x = np.empty((n, dim), dtype=np.float32)
+        for lo in range(0, n, 1 << 16):
+            x[lo:lo + (1 << 16)] = rng.standard_normal((min(n, lo + (1 << 16)) - lo, dim), dtype=np.float32)
+        np.save(Path(tmp) / "g.npy", x)
+        keys_url = f"sqlite:///{tmp}/keys.db"
+        say(f"enrolling {n} templates into {row['store']}")
+        t = time.perf_counter()
+        enrol(store, NpySource([Path(tmp) / "g.npy"]), "hers", key_store_url=keys_url, tau=TAU,
+              insecure_test_params=insecure_test_params, name=name)
+        row["enrol_s"] = round(time.perf_counter() - t, 1)
+        P = [x[i] + NOISE * rng.standard_normal(dim) for i in rng.integers(0, n, probes - probes // 4)]
+        P += [rng.standard_normal(dim) for _ in range(probes // 4)]
+        Y = unit(np.asarray(P))
+        best, score = np.zeros(len(P), dtype=np.int64), np.full(len(P), -np.inf)
+        for lo in range(0, n, 1 << 16):
+            s = unit(x[lo:lo + (1 << 16)].astype(np.float64)) @ Y.T
+            j = np.argmax(s, axis=0)
+            better = s[j, np.arange(len(P))] > score
+            best[better], score[better] = lo + j[better], s[j, np.arange(len(P))][better]
+        expected = [f"g.{b}" if v >= TAU else None for b, v in zip(best, score)]
+        del x
+        with _test_cluster(nodes) as (_, address):
+            ray = init_ray(address)
+            try:
+                gallery = Gallery(store, name)
+                say(f"starting {shards} shards")
+                t = time.perf_counter()
+                local = ResidentLocalServer(gallery, address=address, shards=shards)
+                row["load_s"] = round(time.perf_counter() - t, 1)
+                info = local.info()
+                per_node: dict = {}
+                for i in info:
+                    node = per_node.setdefault(i["node"][:12], {"shards": 0, "resident_bytes": 0, "rss_bytes": 0})
+                    node["shards"] += 1
+                    node["resident_bytes"] += i["resident_bytes"]
+                    node["rss_bytes"] += _rss(i["pid"]) or 0
+                row["gallery_resident_bytes"] = sum(i["resident_bytes"] for i in info)
+                row["per_node"] = per_node
+                row["shard_load_s"] = [i["load_s"] for i in info]
+                key = key_server(gallery, keys_url)
+                say("identifying")
+                t = time.perf_counter()
+                got = [local.resolve(key.decide(local.identify_request(unit(p.reshape(1, -1))))) for p in P]
+                row["identify_s"] = round((time.perf_counter() - t) / len(P), 3)
+                row["answers_correct"] = got == expected
+                row["probes"], row["probes_accepted"] = len(P), sum(e is not None for e in expected)
+                local.close()
+            finally:
+                ray.shutdown()
+    row["load_average"] = [round(v, 2) for v in os.getloadavg()]
+    return row
 
 
 def format_table(row: dict) -> str:

@@ -182,9 +182,15 @@ def _cluster(a) -> int:
         shards = int(a.shards or 2)
     except ValueError:
         raise PrivfaceError("bench cluster: --shards takes one shard count") from None
-    row = bench_cluster.bench_cluster(a.scheme or "hers", a.n, store=store, dim=a.dim or 128, nodes=a.nodes,
-                                      shards=shards, probes=a.probes, duration=a.duration, kill_at=a.kill_at,
-                                      insecure_test_params=a.insecure_test_params, progress=True)
+    if a.spread:
+        if (a.scheme or "hers") != "hers":
+            raise PrivfaceError("bench cluster --spread runs --scheme hers")
+        row = bench_cluster.bench_spread(a.n, store=store, dim=a.dim or 128, nodes=a.nodes, shards=shards,
+                                         probes=a.probes, insecure_test_params=a.insecure_test_params, progress=True)
+    else:
+        row = bench_cluster.bench_cluster(a.scheme or "hers", a.n, store=store, dim=a.dim or 128, nodes=a.nodes,
+                                          shards=shards, probes=a.probes, duration=a.duration, kill_at=a.kill_at,
+                                          insecure_test_params=a.insecure_test_params, progress=True)
     print(json.dumps(row) if a.json else bench_cluster.format_table(row))
     return 0
 
@@ -286,6 +292,9 @@ def register(sub) -> None:
                    help="cluster: seconds of identifications and enrolments (default 300)")
     s.add_argument("--kill-at", type=float, default=60.0,
                    help="cluster: seconds into the loop when a node holding a shard is killed (default 60)")
+    s.add_argument("--spread", action="store_true",
+                   help="cluster: no kill and no in-process reference — each node's resident bytes and the answers "
+                   "against plaintext (a gallery larger than one process holds, e.g. 2^21 on 3 nodes)")
     s.add_argument("--store", metavar="URL", help="cluster: the gallery store (PostgreSQL; default "
                    "$PRIVFACE_TEST_PG_URL)")
     s.add_argument("--seal-adds", action="store_true",
