@@ -106,6 +106,7 @@ class ResidentCloudServer(ResidentShards):
                  place_timeout: float = PLACE_TIMEOUT) -> None:
         front = he.CloudServer(gallery.public, gallery.dim)  # the CS's query checks; it holds no blocks
         front.set_switching_key(gallery.ksw, gallery.galois)
+        front.count = gallery.n  # its checks need an enrolled gallery: the shards hold its blocks
         self.front, self.gallery = front, gallery
         self.n, self.t, self.dim, self.delta = front.n, front.t, gallery.dim, front.delta
         self.group, self.count = front.group, gallery.n
@@ -129,7 +130,6 @@ class ResidentCloudServer(ResidentShards):
     def prepare(self, query: he.Query) -> Fanned:
         """Alg. 2: the query checked and its rows prepared (as ``he.CloudServer.prepare``), then lines 5–11 on every
         shard at once; UnavailableError (503) when a shard is lost and the one retry fails too."""
-        self.front.count = self.count  # the checks need an enrolled gallery; the blocks are the shards'
         rows = self.front.prepare(query)
         return self._fan(rows, mask=True)
 
