@@ -102,3 +102,40 @@ def test_resident_cs_answers_as_one_process_and_survives_a_lost_shard(tmp_path, 
     finally:
         store.close()
         ray.shutdown()
+
+
+def test_block_ranges_are_contiguous_even_and_on_pack_boundaries():
+    from privface.scale.resident import block_ranges
+
+    assert block_ranges(4, 3, 2) == [(0, 2), (2, 4)]  # 3 asked, 2 fit on 2-block boundaries
+    assert block_ranges(7, 2) == [(0, 4), (4, 7)]  # numpy rounds 3.5 to 4
+    for nblocks in range(1, 40):
+        for shards in range(1, 9):
+            for align in (1, 2, 4):
+                r = block_ranges(nblocks, shards, align)
+                assert r[0][0] == 0 and r[-1][1] == nblocks and all(a[1] == b[0] for a, b in zip(r, r[1:]))
+                assert all(lo % align == 0 and hi > lo for lo, hi in r) and len(r) <= shards
+
+
+def test_shards_answering_for_other_blocks_give_no_answer():
+    from privface.errors import UnavailableError
+    from privface.scale.resident_cs import ResidentCloudServer
+
+    cs = ResidentCloudServer.__new__(ResidentCloudServer)
+    cs.ranges, cs.counts, cs.delta, cs.group = [(0, 2), (2, 3)], [1020, 1020, 30], 255, 8
+
+    class _G:
+        capacity = 1020
+
+    cs.gallery = _G()
+
+    def part(lo, hi, n, packs):
+        return lo, hi, np.zeros((packs, 4), np.uint64), np.zeros((packs, 4), np.uint64), np.zeros(n, np.int64), 0, 0
+
+    good = [part(0, 2, 2040, 1), part(2, 3, 30, 1)]
+    assert len(cs._combine(good).d0) == 2070
+    for bad in ([part(0, 2, 2040, 1), part(0, 2, 2040, 1)],  # a restarted shard with another range
+                [part(0, 2, 2040, 1), part(2, 3, 29, 1)],  # other entries
+                [part(0, 2, 2040, 2), part(2, 3, 30, 1)]):  # other packs
+        with pytest.raises(UnavailableError):
+            cs._combine(bad)
