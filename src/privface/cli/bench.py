@@ -173,6 +173,30 @@ def _identify(a) -> int:
     return 0
 
 
+def _cluster(a) -> int:
+    from ..bench import cluster as bench_cluster
+
+    store = a.store or os.environ.get("PRIVFACE_TEST_PG_URL")
+    if not store:
+        raise PrivfaceError("bench cluster needs --store URL (PostgreSQL: every node reads it; "
+                            "default $PRIVFACE_TEST_PG_URL, as .ci/with-postgres sets)")
+    try:
+        shards = int(a.shards or 2)
+    except ValueError:
+        raise PrivfaceError("bench cluster: --shards takes one shard count") from None
+    if a.spread:
+        if (a.scheme or "hers") != "hers":
+            raise PrivfaceError("bench cluster --spread runs --scheme hers")
+        row = bench_cluster.bench_spread(a.n, store=store, dim=a.dim or 128, nodes=a.nodes, shards=shards,
+                                         probes=a.probes, insecure_test_params=a.insecure_test_params, progress=True)
+    else:
+        row = bench_cluster.bench_cluster(a.scheme or "hers", a.n, store=store, dim=a.dim or 128, nodes=a.nodes,
+                                          shards=shards, probes=a.probes, duration=a.duration, kill_at=a.kill_at,
+                                          insecure_test_params=a.insecure_test_params, progress=True)
+    print(json.dumps(row) if a.json else bench_cluster.format_table(row))
+    return 0
+
+
 def _web(a) -> int:
     from ..bench import web as bench_web
 
@@ -223,6 +247,7 @@ BENCHES = {
     "identify": _identify,
     "gallery": _gallery,
     "load": _load,
+    "cluster": _cluster,
     "web": _web,
 }
 
@@ -265,6 +290,18 @@ def register(sub) -> None:
     s.add_argument("--shards", metavar="K,…", help="identify --ray: shard counts to run, e.g. 1,2")
     s.add_argument("--runs", type=int, metavar="R",
                    help="identify --ray: run each shard count R times, fresh shards each (default 1)")
+    s.add_argument("--nodes", type=int, default=3, help="cluster: raylets of one CPU each (default 3)")
+    s.add_argument("--probes", type=int, default=200, help="cluster: probes answered in process and sharded "
+                   "(default 200)")
+    s.add_argument("--duration", type=float, default=300.0,
+                   help="cluster: seconds of identifications and enrolments (default 300)")
+    s.add_argument("--kill-at", type=float, default=60.0,
+                   help="cluster: seconds into the loop when a node holding a shard is killed (default 60)")
+    s.add_argument("--spread", action="store_true",
+                   help="cluster: no kill and no in-process reference — each node's resident bytes and the answers "
+                   "against plaintext (a gallery larger than one process holds, e.g. 2^21 on 3 nodes)")
+    s.add_argument("--store", metavar="URL", help="cluster: the gallery store (PostgreSQL; default "
+                   "$PRIVFACE_TEST_PG_URL)")
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "

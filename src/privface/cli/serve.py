@@ -128,7 +128,11 @@ def _cryptomask_service_options(a) -> dict:
     if a.role != "cs":
         raise PrivfaceError("--protocol cryptomask needs --role cs (the verifier is `privface identify "
                             "--protocol cryptomask --server URL --key-store URL`)")
-    return {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name, "memory": a.memory_budget}
+    options = {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name,
+               "memory": a.memory_budget}
+    if a.ray:  # issue 38: the gallery's blocks resident in K Ray actors (scale.resident_cs)
+        options.update(ray="auto" if a.ray == "local" else a.ray, shards=a.shards)
+    return options
 
 
 # protocol name -> its `privface serve` options; a protocol with none (e.g. hers' in-process demo) gets {}
@@ -143,8 +147,9 @@ SERVICE_OPTIONS = {
 
 def _service_options(a, name: str) -> dict:
     """Protocol options of `privface serve` for the protocol `name`."""
-    if (a.ray or a.shards is not None) and not (name == "ident" and a.role == "local"):
-        raise PrivfaceError("--ray and --shards apply to --protocol ident --role local (the gallery's shards)")
+    if (a.ray or a.shards is not None) and (name, a.role) not in (("ident", "local"), ("cryptomask", "cs")):
+        raise PrivfaceError("--ray and --shards apply to --protocol ident --role local and --protocol cryptomask "
+                            "--role cs (the gallery's shards)")
     if a.shards is not None and (not a.ray or a.shards < 1):
         raise PrivfaceError("--shards K needs --ray and K ≥ 1")
     if a.key_workers is not None and not (name == "ident" and a.role == "key"):
@@ -380,11 +385,13 @@ def register(sub) -> None:
                                                              "(default default)")
     s.add_argument("--key-url", help="ident local server: the key server's base URL")
     s.add_argument("--ray", metavar="ADDRESS|local",
-                   help="ident local server: keep the gallery's blocks resident in Ray actors of the cluster at "
+                   help="ident local server, cryptomask cs: keep the gallery's blocks resident in Ray actors of "
+                        "the cluster at "
                         "ADDRESS (or a local Ray), restarted elsewhere when a node is lost; the gallery store should "
                         "then be PostgreSQL, which every node reads")
     s.add_argument("--shards", type=int, metavar="K",
-                   help="ident local server with --ray: gallery shards, one CPU each, spread over the nodes "
+                   help="ident local server, cryptomask cs, with --ray: gallery shards, one CPU each, spread over "
+                        "the nodes "
                         "(default: one per CPU of the cluster)")
     s.add_argument("--key-workers", type=int, metavar="W",
                    help="ident key server: decryption processes of its own, the secret key never leaves the "

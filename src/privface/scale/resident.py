@@ -154,29 +154,23 @@ class ShardView:
         return LocalServer.resolve(self, decision)
 
 
-class ResidentLocalServer:
-    """S_local with its blocks resident in ``shards`` Ray actors (same interface as ``hers.LocalServer``):
-    ``identify_request`` (query → the IP_DB message of the whole gallery) and ``resolve``; ``bind`` (the current
-    version's ``ShardView``) and ``update`` (serve a changed gallery)."""
+class ResidentShards:
+    """K resident shards of a gallery on a Ray cluster, whatever the scheme (``ResidentLocalServer`` for ident,
+    ``scale.resident_cs.ResidentCloudServer`` for the cryptomask CS): one actor of ``actor`` per block range, in one
+    placement group of K one-CPU bundles (SPREAD), each restarted by Ray after node loss (``max_restarts=-1``,
+    its constructor reloads its blocks); ``fan_out`` asks every shard and retries once, else UnavailableError."""
 
-    def __init__(self, gallery: Gallery, *, address: str = "auto", shards: int | None = None,
-                 timeout: float = SHARD_TIMEOUT, retry_timeout: float = RETRY_TIMEOUT,
-                 place_timeout: float = PLACE_TIMEOUT) -> None:
+    def _start_shards(self, address: str, actor, ranges: list[tuple[int, int]], args, *, timeout: float,
+                      retry_timeout: float, place_timeout: float) -> None:
+        """Place the K = len(ranges) shards and start ``actor(*args(i, lo, hi))`` on bundle i; GalleryError (every
+        actor stopped) when the cluster has no room or a shard cannot load its blocks."""
         ray = init_ray(address)
         from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self._ray, self._remove_pg = ray, remove_placement_group
-        self.gallery, self.scheme = gallery, gallery.public
         self.timeout, self.retry_timeout = timeout, retry_timeout
-        counts = [min(gallery.capacity, gallery.n - lo) for lo in range(0, gallery.n, gallery.capacity)]
-        if shards is None:
-            shards = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        if shards < 1:
-            raise GalleryError("--shards must be at least 1")
-        k = min(shards, gallery.nblocks)
-        bounds = np.linspace(0, gallery.nblocks, k + 1).round().astype(int)
-        ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds, bounds[1:])]
+        k = len(ranges)
         self.pg = placement_group([{"CPU": 1}] * k, strategy="SPREAD")
         try:
             ray.get(self.pg.ready(), timeout=place_timeout)
@@ -184,16 +178,64 @@ class ResidentLocalServer:
             self._remove_pg(self.pg)
             raise GalleryError(f"the Ray cluster has no room for {k} shards of one CPU each (within "
                                f"{place_timeout:g} s): add nodes or give fewer --shards") from None
-        actor = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(_Shard)
-        pk = hashlib.sha256(gallery.pk_bytes).digest()
-        self.shards = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-            self.pg, placement_group_bundle_index=i)).remote(gallery.url, gallery.name, lo, hi, pk, counts[lo:hi])
-            for i, (lo, hi) in enumerate(ranges)]
+        remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(actor)
+        self.shards = [remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+            self.pg, placement_group_bundle_index=i)).remote(*args(i, lo, hi)) for i, (lo, hi) in enumerate(ranges)]
         self.loaded = ray.get([s.info.remote() for s in self.shards])
         errors = [i["error"] for i in self.loaded if i["error"] is not None]
         if errors:
             self.close()
             raise GalleryError(errors[0])
+
+    def fan_out(self, call) -> list:
+        """``call(i, shard)`` (a Ray task of shard i) on every shard, their results in shard order; retried once
+        when a shard was lost (died, restarting, timed out, could not load); UnavailableError after that."""
+        ray = self._ray
+        for timeout in (self.timeout, self.retry_timeout):
+            try:
+                return ray.get([call(i, s) for i, s in enumerate(self.shards)], timeout=timeout)
+            except ray.exceptions.RayError:
+                continue
+        raise UnavailableError("a shard of the gallery is restarting (a cluster node was lost) or the gallery "
+                               "changed under it: nothing was answered, retry shortly", RETRY_AFTER)
+
+    def info(self) -> list[dict]:
+        """Each shard's block range, load time, resident bytes, node, pid and version (as it is now: after a
+        restart, the new actor's)."""
+        return self._ray.get([s.info.remote() for s in self.shards], timeout=self.timeout)
+
+    def close(self) -> None:
+        for s in self.shards:
+            self._ray.kill(s)
+        self.shards = []
+        self._remove_pg(self.pg)
+
+
+def block_ranges(nblocks: int, shards: int, align: int = 1) -> list[tuple[int, int]]:
+    """``shards`` contiguous block ranges (fewer when the gallery has fewer blocks), as even as they can be with
+    every boundary a multiple of ``align`` blocks."""
+    units = -(-nblocks // align)
+    k = min(shards, units)
+    bounds = [min(nblocks, int(b) * align) for b in np.linspace(0, units, k + 1).round().astype(int)]
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+class ResidentLocalServer(ResidentShards):
+    """S_local with its blocks resident in ``shards`` Ray actors (same interface as ``hers.LocalServer``):
+    ``identify_request`` (query → the IP_DB message of the whole gallery) and ``resolve``; ``bind`` (the current
+    version's ``ShardView``) and ``update`` (serve a changed gallery)."""
+
+    def __init__(self, gallery: Gallery, *, address: str = "auto", shards: int | None = None,
+                 timeout: float = SHARD_TIMEOUT, retry_timeout: float = RETRY_TIMEOUT,
+                 place_timeout: float = PLACE_TIMEOUT) -> None:
+        self.gallery, self.scheme = gallery, gallery.public
+        counts = [min(gallery.capacity, gallery.n - lo) for lo in range(0, gallery.n, gallery.capacity)]
+        shards = default_shards(address, shards)
+        ranges = block_ranges(gallery.nblocks, shards)
+        pk = hashlib.sha256(gallery.pk_bytes).digest()
+        self._start_shards(address, _Shard, ranges,
+                           lambda i, lo, hi: (gallery.url, gallery.name, lo, hi, pk, counts[lo:hi]),
+                           timeout=timeout, retry_timeout=retry_timeout, place_timeout=place_timeout)
         self.view = ShardView(self, meta_version(gallery), ranges, counts, gallery_ids(gallery))
 
     # the current view's ranges, counts and ids (the interface of earlier callers and of ``hers.LocalServer``)
@@ -224,25 +266,14 @@ class ResidentLocalServer:
         self.view = ShardView(self, version, ranges, counts, ids)
         return self.view
 
-    def info(self) -> list[dict]:
-        """Each shard's block range, load time, resident bytes, node, pid and version (as it is now: after a
-        restart, the new actor's)."""
-        return self._ray.get([s.info.remote() for s in self.shards], timeout=self.timeout)
-
     def identify_request(self, query, view: ShardView | None = None):
         """The IP_DB message of every block of ``view`` (default: the current one); retried once when a shard was
         lost; UnavailableError after that."""
-        ray, view = self._ray, view or self.view
-        for timeout in (self.timeout, self.retry_timeout):
-            try:
-                parts = ray.get([s.ip_db.remote(query, view.version, lo, hi, view.counts[lo:hi])
-                                 for s, (lo, hi) in zip(self.shards, view.ranges)], timeout=timeout)
-            except ray.exceptions.RayError:  # a shard died, is restarting, timed out, could not load its blocks
-                continue
-            self.shard_s, self.shard_cpu_s = [p[3] for p in parts], [p[4] for p in parts]
-            return self._combine(parts, view)
-        raise UnavailableError("a shard of the gallery is restarting (a cluster node was lost) or the gallery "
-                               "changed under it: nothing was answered, retry shortly", RETRY_AFTER)
+        view = view or self.view
+        parts = self.fan_out(lambda i, s: s.ip_db.remote(query, view.version, *view.ranges[i],
+                                                         view.counts[slice(*view.ranges[i])]))
+        self.shard_s, self.shard_cpu_s = [p[3] for p in parts], [p[4] for p in parts]
+        return self._combine(parts, view)
 
     def _combine(self, parts, view: ShardView):
         """The shards' messages in block order, each checked to be its own range with the layout's counts."""
@@ -255,11 +286,14 @@ class ResidentLocalServer:
     def resolve(self, decision):
         return LocalServer.resolve(self, decision)
 
-    def close(self) -> None:
-        for s in self.shards:
-            self._ray.kill(s)
-        self.shards = []
-        self._remove_pg(self.pg)
+
+def default_shards(address: str, shards: int | None) -> int:
+    """``--shards`` as given (≥ 1), or one per CPU of the cluster at ``address``."""
+    if shards is None:
+        shards = max(1, int(init_ray(address).cluster_resources().get("CPU", 1)))
+    if shards < 1:
+        raise GalleryError("--shards must be at least 1")
+    return shards
 
 
 def _cause(e: Exception) -> str:

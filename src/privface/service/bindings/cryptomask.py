@@ -40,7 +40,9 @@ SCOPES = {step: "verify" for step in STEPS}
 class CryptoMaskService:
     """Options: ``role`` ("cs"), ``gallery_url`` (the gallery store, required), ``gallery_name``; for tests
     ``chunk`` (ciphertexts per DistanceChunk) and ``batch`` (Alg. 3 entries per batch, a multiple of 64; default:
-    one batch over the whole gallery); ``memory``: the CS's memory budget in bytes (``server.SESSION_MEMORY``)."""
+    one batch over the whole gallery); ``memory``: the CS's memory budget in bytes (``server.SESSION_MEMORY``);
+    ``ray`` (a Ray cluster address, or "auto") and ``shards``: the gallery resident in K Ray actors
+    (``scale.resident_cs``; a shard lost mid-identification: retried once, else 503 with Retry-After)."""
 
     name = PROTOCOL
     scopes = SCOPES
@@ -48,7 +50,7 @@ class CryptoMaskService:
 
     def __init__(self, store: TemplateStore, *, role: str = "cs", gallery_url: str | None = None,
                  gallery_name: str = "default", chunk: int | None = None, batch: int | None = None,
-                 memory: int | None = None) -> None:
+                 memory: int | None = None, ray: str | None = None, shards: int | None = None) -> None:
         if role != "cs":
             raise ValueError(f"cryptomask serves role cs (the verifier is a client), got {role!r}")
         if not gallery_url:
@@ -57,8 +59,14 @@ class CryptoMaskService:
 
         gallery = CMGallery(gallery_url, gallery_name)  # GalleryError (exit 2) if damaged
         self.role, self.store = role, store
+        if ray is None:
+            cs = gallery.cloud_server()
+        else:  # issue 38: the blocks resident in K Ray actors (scale.resident_cs); a lost shard → 503 Retry-After
+            from ...scale.resident_cs import ResidentCloudServer
+
+            cs = ResidentCloudServer(gallery, address=ray, shards=shards)
         try:
-            self.party = CloudServerRole(gallery.cloud_server(), gallery.pk_bytes,
+            self.party = CloudServerRole(cs, gallery.pk_bytes,
                                          insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
                                          batch=batch, memory=memory)
         except ValueError as e:  # a budget below one identification's need

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...errors import CryptoError, ProtocolError, TemplateError
+from ...errors import CryptoError, ProtocolError, TemplateError, UnavailableError
 from ...protocols.hers.messages import PROTOCOL
 from ...scale.ident import KeyRole, LocalRole
 from ...store.base import StoreError, TemplateStore
@@ -144,7 +144,10 @@ class IdentService:
             finally:
                 if link is not None and link is not self.key:
                     link.close()
-            self.party.refresh()
+            try:
+                self.party.refresh()
+            except UnavailableError:  # a shard is restarting: the change is in the store, the next
+                pass  # identification stages it (scale.resident) — the caller must not think it lost
             return report
         except (GalleryError, StoreError, TemplateError, ProtocolError, CryptoError) as e:
             raise MessageError(str(e)) from None
