@@ -11,8 +11,10 @@ almost no mated search either) get no curve: such a gallery needs ``--tau``.
 
 **Fused templates** (issue 37: several photos per identity). For each k = 2 … ``photos_cap`` the same is measured
 with templates fused from k photos (``fusion.fuse`` "mean", as ``gallery enrol`` fuses): every identity with at
-least k photos gives ⌊m/k⌋ templates from disjoint runs of k consecutive photos, compared with every photo of every
-other identity; stored under the setting's ``by_photos[k]``. The cap is the largest k with at least
+least k photos gives one template, its first k photos, compared with every photo of every other identity; stored
+under the setting's ``by_photos[k]``. (⌊m/k⌋ disjoint templates per identity were tried: weighting the much-
+photographed people, their one-photo curve sat lower and held-out one-photo galleries exceeded the target.)
+The cap is the largest k with at least
 ``MIN_IDENTITIES`` held-out identities of ≥ k photos (a curve from fewer people describes those people, not a
 population); a gallery's identities with more photos count with the strictest curve (``scale.tau_curve.WORST``).
 
@@ -55,8 +57,9 @@ def nonmated(x: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 def fused_templates(x: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(templates fused from k photos, their identity, how many identities gave one): per identity with m ≥ k rows,
-    ⌊m/k⌋ templates, each the normalised mean of k consecutive rows (no row in two templates)."""
+    """(templates fused from k photos, their identity, how many identities gave one): one template per identity
+    with m ≥ k rows, the normalised mean of its first k rows — as a gallery holds one template per person (k = 1:
+    the first row, as before version 2)."""
     from .fusion import fuse
 
     by: dict[str, list[int]] = {}
@@ -64,10 +67,10 @@ def fused_templates(x: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray,
         by.setdefault(str(i), []).append(r)
     t, owner = [], []
     for i, rows in by.items():
-        for j in range(len(rows) // k):
-            t.append(fuse(x[rows[j * k:(j + 1) * k]], "mean" if k > 1 else "single"))
+        if len(rows) >= k:
+            t.append(fuse(x[rows[:k]], "mean" if k > 1 else "single"))
             owner.append(i)
-    return np.array(t).reshape(-1, x.shape[1]), np.array(owner, dtype=str), len(set(owner))
+    return np.array(t).reshape(-1, x.shape[1]), np.array(owner, dtype=str), len(owner)
 
 
 def photos_cap(ids: np.ndarray, minimum: int = MIN_IDENTITIES) -> int:
@@ -157,7 +160,7 @@ def calibrate(backend: str, data_root: str | None = None) -> dict:
               "model": "binomial: FPIR(N) = 1 − (1 − p)^N, p the per-comparison non-mated rate; a gallery of "
                        "N_k identities fused from k photos: FPIR = 1 − Π_k (1 − p_k)^N_k",
               "photos_cap": cap, "photos_rule": f"k ≤ the largest k with ≥ {MIN_IDENTITIES} held-out identities of "
-                                                "≥ k photos; ⌊m/k⌋ disjoint k-photo templates per identity",
+                                                "≥ k photos; one template per identity: its first k photos",
               "command": f"python -m privface.eval.tau_curve --backend {backend}"}
     return {"dim": int(x.shape[1]), "target_fpir": TARGET_FPIR, "source": source, "settings": out}
 
@@ -232,8 +235,6 @@ def validate_photos(backend: str, data_root: str | None = None, ns=(10, 40), tar
             curves[k] = quantiles(pair(x[fr], t)[ids[fr][:, None] != owner[None, :]])
         for k in photos:
             t, owner, _ = fused_templates(x[tr], ids[tr], k)
-            first = np.unique(owner, return_index=True)[1]  # one template (the first k photos) per identity
-            t, owner = t[first], owner[first]
             s = np.where(ids[tr][:, None] == owner[None, :], np.nan, pair(x[tr], t))
             for n in ns:
                 if n > len(owner) - 1:

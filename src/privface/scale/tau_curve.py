@@ -91,10 +91,15 @@ def photo_curves(backend: str, dim: int, key: str) -> dict[int, dict]:
 
 
 def fpir_of_mix(curves: dict[int, dict], mix: dict[int, int], s: float) -> tuple[float, bool]:
-    """(FPIR(s) = 1 − Π_k (1 − p_k(s))^{N_k}, any p_k from the tail) for the photo-count mix {k: N_k}; a k without
-    its own curve (``WORST``, above the cap) takes the largest p_k(s) of all curves."""
-    rates = {k: exceed_rate(c, s) for k, c in curves.items()}
-    worst = max(rates.values())
+    """(FPIR(s) = 1 − Π_k (1 − p_k(s))^{N_k}, any p_k from the tail) for the photo-count mix {k: N_k}, p_k taken as
+    max_{j ≤ k} p_j (the measured curves cross where their tails are extrapolated; with the envelope more photos are
+    never less strict, which ``bounded_mix`` relies on); a k without its own curve (``WORST``, above the cap) takes
+    the largest p_k(s) of all curves."""
+    rates, run = {}, (0.0, False)
+    for k in sorted(curves):  # the envelope max_{j ≤ k} p_j: more photos never count as less strict
+        run = max(run, exceed_rate(curves[k], s))
+        rates[k] = run
+    worst = run
     log_none, extrapolated = 0.0, False
     for k, nk in mix.items():
         if nk <= 0:
@@ -114,7 +119,7 @@ def _grid_above(q: float, step: float) -> float:
 def tau_for_mix(backend: str, dim: int, key: str, mix: dict[int, int], target: float = TARGET_FPIR
                 ) -> tuple[float, dict]:
     """(τ, its source) for a gallery holding ``mix[k]`` identities fused from k photos (module docstring): one
-    photo count with its own curve is the closed form ``tau_for_n``; else FPIR(τ) = target by bisection."""
+    photo each is the closed form q(p_N); otherwise FPIR(τ) = target (``fpir_of_mix``) by bisection."""
     curves = photo_curves(backend, dim, key)
     mix = {int(k): int(v) for k, v in mix.items() if int(v) > 0}
     n = sum(mix.values())
@@ -122,8 +127,8 @@ def tau_for_mix(backend: str, dim: int, key: str, mix: dict[int, int], target: f
         mix, n = {1: 1}, 1  # an empty gallery answers nobody; τ for its first identity
     step = curves[1]["step"]
     p_n = per_comparison_rate(n, target)
-    if len(mix) == 1 and next(iter(mix)) in curves:
-        q, extrapolated = score_at(curves[next(iter(mix))], p_n)
+    if mix.keys() == {1}:
+        q, extrapolated = score_at(curves[1], p_n)
     else:
         lo = min(float(c["q"][0]) for c in curves.values())
         hi = max(max(float(c["q"][-1]), (c["tail"][0] - math.log(1e-300)) / c["tail"][1] if c["tail"][1] > 0
