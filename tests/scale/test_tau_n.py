@@ -21,7 +21,7 @@ from privface.scale import NpySource, enrol, identify
 from privface.scale import layout as lay
 from privface.scale.default_tau import idface_key
 from privface.scale.lifecycle import add, info, update, withdraw
-from privface.scale.tau_curve import _doc, per_comparison_rate, score_at, tau_for_n
+from privface.scale.tau_curve import _doc, per_comparison_rate, score_at, tau_for_mix, tau_for_n
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
@@ -121,7 +121,8 @@ def test_explicit_tau_wins_and_identify_json_says_so(tmp_path):
 
 def test_key_server_computes_tau_n_when_the_key_store_was_out_of_reach(tmp_path):
     """A gallery changed where the key store is not (S_local over HTTP; here: keys in a non-default file): the
-    key store still says τ(5), S_key decides — and identify reports — with τ(8)."""
+    key store still says τ(5), S_key decides — and identify reports — with τ(8), the 3 identities it did not see
+    counted with the strictest photo-count curve (``tau_curve.bounded_mix``)."""
     x = _npy(tmp_path, "a.npy", 5, 5)
     _npy(tmp_path, "b.npy", 3, 6)
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/elsewhere.db"
@@ -132,7 +133,7 @@ def test_key_server_computes_tau_n_when_the_key_store_was_out_of_reach(tmp_path)
     with lay.open_store(keys) as k:
         assert json.loads(k.get(lay.KEY, "default.meta"))["tau_n"] == 5
     out = identify(x[1], url, key_store_url=keys)
-    assert out["match"] and (out["tau"], out["tau_n"]) == (tau_for_n("sface", 128, "cryptomask", 8)[0], 8)
+    assert out["match"] and (out["tau"], out["tau_n"]) == (tau_for_mix("sface", 128, "cryptomask", {1: 5, 0: 3})[0], 8)
 
 
 def test_a_damaged_tau_setting_is_refused(tmp_path):
@@ -150,7 +151,8 @@ def test_a_damaged_tau_setting_is_refused(tmp_path):
 def test_key_role_takes_tau_n_from_each_attach(tmp_path):
     """Over the wire (``scale.ident``): S_local changes the gallery without the key store; at the re-attach that
     follows, S_key's τ becomes τ(N) for the N slots it decrypts — a withdrawn slot still counts, so S_local's
-    empty-slot bitmap cannot lower τ."""
+    empty-slot bitmap cannot lower τ; the 4 identities added out of the key store's sight count with the strictest
+    photo-count curve."""
     from privface.protocols.hers.messages import Query
     from privface.scale.ident import KeyRole, LocalRole
     from privface.store.sqlite import SQLiteStore
@@ -166,4 +168,4 @@ def test_key_role_takes_tau_n_from_each_attach(tmp_path):
     add(url, NpySource([tmp_path / "b.npy"]))
     withdraw(url, ["a.0"])
     got = local.identify(Query(np.asarray(x[3], "<f8").tobytes()).to_bytes())
-    assert got.subject_id == "a.3" and key.tau == tau_for_n("sface", 128, "hers", 10)[0]
+    assert got.subject_id == "a.3" and key.tau == tau_for_mix("sface", 128, "hers", {1: 6, 0: 4})[0]

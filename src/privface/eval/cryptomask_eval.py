@@ -11,9 +11,11 @@ cosine ≥ τ") is compared with
 
 A 1-bit answer has no rank: the figures are the detection rates — on mated probes (TPIR-like; the face that
 reached τ need not be the right identity, CryptoMask cannot tell) and on non-mated probes (FPIR) — encrypted
-and in plaintext. τ is ``--tau`` or, by default, the gallery default (``scale.default_tau``: calibrated on LFW
-identities held out of this evaluation), so ``detect_*_encrypted`` are also ``tpir_default_tau`` /
-``fpir_default_tau``; ``tau_fpir_1e-2_plaintext`` is the threshold these probes themselves would need.
+and in plaintext. τ is ``--tau`` or, by default, the τ(N) a service would use for this gallery of N identities
+(``scale.tau_curve``: calibrated on LFW identities held out of this evaluation), so ``detect_*_encrypted`` are also
+``tpir_default_tau`` / ``fpir_default_tau``; the fixed per-backend default (``scale.default_tau``) is reported
+beside it (``fixed_default_tau``, its rates in plaintext); ``tau_fpir_1e-2_plaintext`` is the threshold these
+probes themselves would need.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from ..errors import PrivfaceError
 from ..scale.default_tau import default_tau
+from ..scale.tau_curve import describe, tau_for_n
 from . import metrics
 from .datasets import Dataset
 from .identify_eval import _bar, _unit, select
@@ -53,12 +56,17 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
     rates = metrics.tpir_at_fpir(best_plain[:m], correct, best_plain[m:], (DEFAULT_FPIR,))
     tau_probes = next(iter(rates.values()))["threshold"]
     backend = spec.get("name", "dlib-resnet128")
-    try:
-        default, default_source = default_tau(backend, x.shape[1], "cryptomask")
+    try:  # the τ(N) a service would use for this gallery of N = g.size identities of one photo (scale.tau_curve)
+        default, src = tau_for_n(backend, x.shape[1], "cryptomask", int(g.size))
+        default_source = describe(src)
     except PrivfaceError as e:
         if tau is None:
             raise
         default, default_source = None, str(e)
+    try:  # the fixed default (one τ per backend, scale.default_tau), reported beside it
+        fixed, fixed_source = default_tau(backend, x.shape[1], "cryptomask")
+    except PrivfaceError as e:
+        fixed, fixed_source = None, str(e)
     tau, tau_source = (default, default_source) if tau is None else (tau, "--tau")
     cm = CryptoMask(x.shape[1], tau=tau, insecure_test_params=insecure_test_params)
     t = time.perf_counter()
@@ -97,6 +105,9 @@ def evaluate_cryptomask(ds: Dataset, spec: dict, *, tau: float | None = None, ca
             "detect_nonmated_encrypted": rate(bit_enc, non), "detect_nonmated_plaintext": rate(bit_plain, non),
             "rank1_plaintext": round(float(correct.mean()), 6),
             "tau_fpir_1e-2_plaintext": tau_probes, "default_tau": default, "default_tau_source": default_source,
+            "fixed_default_tau": fixed, "fixed_default_tau_source": fixed_source,
+            "tpir_fixed_default_tau_plaintext": None if fixed is None else rate(best_plain >= fixed, mat),
+            "fpir_fixed_default_tau_plaintext": None if fixed is None else rate(best_plain >= fixed, non),
             "tpir_default_tau": rate(bit_enc, mat) if tau == default else None,
             "fpir_default_tau": rate(bit_enc, non) if tau == default else None,
             "enrol_s": round(enrol_s, 3), "identify_ms": round(1000 * statistics.median(times), 3),

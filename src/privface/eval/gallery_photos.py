@@ -15,8 +15,10 @@ Scores are the ones S_key decides on (hers: the cosine; idface: the integer ⟨T
 centring and the default lift; cryptomask: the verifier's bit). The encrypted path is the real scheme run as
 ``identify_eval`` runs it — enrolled at S_local, one IP_DB per probe, decrypted as S_key (for cryptomask Alg. 2 +
 Alg. 3 per probe) — on every probe or, with ``encrypted_probes``, a seeded sample; the plaintext scores on every
-probe. Figures: ``tpir_default_tau`` / ``fpir_default_tau`` at τ(N) (``scale.tau_curve``) from the encrypted run
-when it covered every probe, FNIR at FPIR 0.003 (threshold on these non-mated probes) in plaintext and encrypted.
+probe. Figures: ``tpir_default_tau`` / ``fpir_default_tau`` at τ(N) for N identities of K photos
+(``scale.tau_curve``: the K-photo curve; ``one_photo_curve_tau``: what the one-photo curve would give) from the
+encrypted run when it covered every probe, FNIR at FPIR 0.003 (threshold on these non-mated probes) in plaintext
+and encrypted.
 """
 from __future__ import annotations
 
@@ -179,7 +181,7 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
         sizes = sorted({*(n for n in LFW_SIZES if n < len(names)), len(names)})
     m = len(mated)
     run = Runner(protocol, scheme, x.shape[1], backend, insecure_test_params)
-    full_tau, full_src = tau_for_n(backend, x.shape[1], run.key, len(names))
+    full_tau, full_src = tau_for_n(backend, x.shape[1], run.key, len(names), photos=photos)
     enc_rows = np.r_[_sample(m, encrypted_probes, seed), m + _sample(len(probes) - m, encrypted_probes, seed + 1)]
     enc, enc_ms = run.encrypted(templates, probes[enc_rows], full_tau, progress)
     cosine = probes @ templates.T
@@ -200,11 +202,17 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
         keep = np.isin(owner, cols)  # mated probes of identities in this gallery
         rows = np.r_[np.flatnonzero(keep), np.arange(m, len(probes))]
         mk = int(keep.sum())
-        tau, src = (full_tau, full_src) if n == len(names) else tau_for_n(backend, x.shape[1], run.key, n)
+        tau, src = ((full_tau, full_src) if n == len(names)
+                    else tau_for_n(backend, x.shape[1], run.key, n, photos=photos))
         row: dict = {"n": int(n), "mated_probes": mk, "default_tau": tau, "default_tau_source": describe(src)}
         s = plain[np.ix_(rows, cols)]
         best, correct = s.max(axis=1), cols[s.argmax(axis=1)][:mk] == owner[keep]
         row["tpir_default_tau_plaintext"], row["fpir_default_tau_plaintext"] = _rates(best, correct, mk, tau)
+        if photos > 1:  # τ(N) from the one-photo curve, as before the calibration per photo count
+            one = tau_for_n(backend, x.shape[1], run.key, n)[0]
+            row["one_photo_curve_tau"] = one
+            row["tpir_one_photo_curve_tau_plaintext"], row["fpir_one_photo_curve_tau_plaintext"] = _rates(
+                best, correct, mk, one)
         if protocol != "cryptomask":
             row["plaintext"] = _fnir(best, correct, mk)
         if protocol == "idface":  # the float cosine on every probe: what T_α / T_β cost

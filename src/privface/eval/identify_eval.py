@@ -257,7 +257,7 @@ def evaluate_identification(ds: Dataset, spec: dict, *, protocol: str = "idface"
         out["tpir_plaintext"] = metrics.tpir_at_fpir(best_plain[:m], correct_plain, best_plain[m:], FPIR_TARGETS)
         out["tpir_encrypted"] = metrics.tpir_at_fpir(best_enc[:m], correct_enc, best_enc[m:], FPIR_TARGETS)
     key = "hers" if protocol == "hers" else _idface_key(centring, public.params)
-    out.update(at_default_tau(backend, dim, key, best_enc, correct_enc, m))
+    out.update(at_default_tau(backend, dim, key, best_enc, correct_enc, m, int(g.size)))
     plain_times = []
     for r in probe_rows[:200]:
         t = time.perf_counter()
@@ -277,23 +277,33 @@ def _idface_key(centring: str, params) -> str | None:
     return idface_key(centring, params.lift, params.beta) if centring in ("shipped", "none") else None
 
 
-def at_default_tau(backend: str, dim: int, key: str | None, best: np.ndarray, correct: np.ndarray, m: int) -> dict:
-    """The gallery default τ for this setting (``scale.default_tau``, calibrated on held-out data, not on these
-    probes) and the encrypted system's TPIR (mated: right identity and best ≥ τ) and FPIR (non-mated: best ≥ τ)
-    at it; None where no default exists."""
+def at_default_tau(backend: str, dim: int, key: str | None, best: np.ndarray, correct: np.ndarray, m: int,
+                   n: int | None = None) -> dict:
+    """The encrypted system's TPIR (mated: right identity and best ≥ τ) and FPIR (non-mated: best ≥ τ) at the
+    default τ a service would use for this gallery — ``default_tau``: τ(N) for its ``n`` identities of one photo
+    (``scale.tau_curve``, calibrated on held-out identities, not on these probes) — and at the fixed default of
+    ``scale.default_tau`` (``fixed_default_tau``, one τ per backend for a 1 370-identity gallery); None where no
+    default exists."""
     from ..scale.default_tau import default_tau
+    from ..scale.tau_curve import describe, tau_for_n
 
-    try:
-        tau, source = default_tau(backend, dim, key) if key else (None, "no default for this setting")
-    except PrivfaceError as e:
-        tau, source = None, str(e)
-    if tau is None:
-        return {"default_tau": None, "default_tau_source": source, "tpir_default_tau": None,
-                "fpir_default_tau": None}
-    hit = best >= tau
-    return {"default_tau": tau, "default_tau_source": source,
-            "tpir_default_tau": round(float((hit[:m] & correct).mean()), 6),
-            "fpir_default_tau": round(float(hit[m:].mean()), 6) if best.size > m else None}
+    out: dict = {}
+    for name, pick in (("default_tau", lambda: _tau_n(tau_for_n(backend, dim, key, n), describe)),
+                       ("fixed_default_tau", lambda: default_tau(backend, dim, key))):
+        try:
+            tau, source = pick() if key and (n or name == "fixed_default_tau") else (None, "no default for this "
+                                                                                          "setting")
+        except PrivfaceError as e:
+            tau, source = None, str(e)
+        hit = best >= tau if tau is not None else None
+        out.update({name: tau, f"{name}_source": source,
+                    f"tpir_{name}": None if hit is None else round(float((hit[:m] & correct).mean()), 6),
+                    f"fpir_{name}": None if hit is None or best.size <= m else round(float(hit[m:].mean()), 6)})
+    return out
+
+
+def _tau_n(got: tuple[float, dict], describe) -> tuple[float, str]:
+    return got[0], describe(got[1])
 
 
 def _bar(progress: bool, total: int, desc: str):

@@ -9,6 +9,15 @@ upper quantiles ``q(p)`` of that distribution on a log grid of p, and an exponen
 used beyond the smallest p measured. Settings without a fixed default (``default_tau.MIN_TPIR``: their τ accepts
 almost no mated search either) get no curve: such a gallery needs ``--tau``.
 
+**Fused templates** (issue 37: several photos per identity). For each k = 2 … ``photos_cap`` the same is measured
+with templates fused from k photos (``fusion.fuse`` "mean", as ``gallery enrol`` fuses): every identity with at
+least k photos gives one template, its first k photos, compared with every photo of every other identity; stored
+under the setting's ``by_photos[k]``. (⌊m/k⌋ disjoint templates per identity were tried: weighting the much-
+photographed people, their one-photo curve sat lower and held-out one-photo galleries exceeded the target.)
+The cap is the largest k with at least
+``MIN_IDENTITIES`` held-out identities of ≥ k photos (a curve from fewer people describes those people, not a
+population); a gallery's identities with more photos count with the strictest curve (``scale.tau_curve.WORST``).
+
 ``scale.tau_curve.tau_for_n`` turns this into τ(N) for an open-set FPIR target: FPIR(N) = 1 − (1 − p)^N, so
 τ(N) = q(1 − (1 − FPIR)^{1/N}) (seed 003 §5.2's rule: accept iff the best of N scores ≥ τ). ``--validate``
 measures that choice against the alternative (a per-probe mixture, the empirical max-of-N) on two halves of the
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import time
 from importlib import resources
 
 import numpy as np
@@ -33,6 +43,8 @@ FILE = "tau_curve.json"
 P_GRID = tuple(float(10 ** (-k / 8)) for k in range(8, 8 * 7 + 1))  # 1e-1 … 1e-7, 8 points a decade
 MIN_EXCEED = 30  # a quantile is stored only where at least this many comparisons exceed it
 TAIL_FROM = 1e-3  # the exponential tail is fitted to the stored quantiles at p ≤ this
+MIN_IDENTITIES = 50  # a photo count k is calibrated only when this many held-out identities have ≥ k photos
+VERSION = 2  # 2: ``by_photos`` per setting (version 1 files hold the one-photo curve only; still read)
 
 
 def nonmated(x: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -42,6 +54,29 @@ def nonmated(x: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
         first.setdefault(str(i), r)
     g = np.array(sorted(first.values()))
     return np.arange(len(ids)), g, ids[:, None] == ids[g][None, :]
+
+
+def fused_templates(x: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(templates fused from k photos, their identity, how many identities gave one): one template per identity
+    with m ≥ k rows, the normalised mean of its first k rows — as a gallery holds one template per person (k = 1:
+    the first row, as before version 2)."""
+    from .fusion import fuse
+
+    by: dict[str, list[int]] = {}
+    for r, i in enumerate(ids):
+        by.setdefault(str(i), []).append(r)
+    t, owner = [], []
+    for i, rows in by.items():
+        if len(rows) >= k:
+            t.append(fuse(x[rows[:k]], "mean" if k > 1 else "single"))
+            owner.append(i)
+    return np.array(t).reshape(-1, x.shape[1]), np.array(owner, dtype=str), len(owner)
+
+
+def photos_cap(ids: np.ndarray, minimum: int = MIN_IDENTITIES) -> int:
+    """The largest k with at least ``minimum`` identities of ≥ k photos (1 at least)."""
+    _, counts = np.unique(ids, return_counts=True)
+    return max([1] + [k for k in range(1, int(counts.max()) + 1) if int((counts >= k).sum()) >= minimum])
 
 
 def quantiles(scores: np.ndarray, p_grid=P_GRID) -> dict:
@@ -64,16 +99,21 @@ def quantiles(scores: np.ndarray, p_grid=P_GRID) -> dict:
 
 def settings_scores(x: np.ndarray, backend: str):
     """Yield (key, step, scorer) per 1:N setting: scorer(probe rows, gallery rows) → their score matrix."""
+    for key, step, pair in setting_pairs(backend, x.shape[1]):
+        yield key, step, (lambda r, g, pair=pair: pair(x[r], x[g]))
+
+
+def setting_pairs(backend: str, dim: int):
+    """Yield (key, step, pair) per 1:N setting: pair(probes, templates) → their (unit rows) score matrix."""
     from ..protocols.idface.centring import shipped_mean
     from ..protocols.idface.params import PARAMETER_SETS, IDFaceParams
     from ..scale.default_tau import idface_key
 
-    def cos(r, g):
-        return x[r] @ x[g].T
+    def cos(q, t):
+        return q @ t.T
 
     yield "hers", 1e-4, cos
     yield "cryptomask", 1e-4, cos
-    dim = x.shape[1]
     mean = shipped_mean(backend)
     for centring in ("none", "shipped"):
         for lift in (None, 1024, 2048):
@@ -82,9 +122,10 @@ def settings_scores(x: np.ndarray, backend: str):
                 continue
             for beta in PARAMETER_SETS[width][1]:
                 p = IDFaceParams.for_dim(dim, beta, mean if centring == "shipped" else None, lift)
-                zq = p.query_transform(x).astype(np.float64)  # |entries| ≤ α: exact in float64
-                ze = p.enrol_transform(x).astype(np.float64)
-                yield idface_key(centring, lift, beta), 1.0, (lambda r, g, zq=zq, ze=ze: zq[r] @ ze[g].T)
+                # |entries| ≤ α: exact in float64
+                yield idface_key(centring, lift, beta), 1.0, (
+                    lambda q, t, p=p: p.query_transform(q).astype(np.float64) @ p.enrol_transform(t).astype(
+                        np.float64).T)
 
 
 def _embedded(backend: str, data_root: str | None):
@@ -99,20 +140,27 @@ def calibrate(backend: str, data_root: str | None = None) -> dict:
     from .default_tau import _dropped_source
 
     x, ids, emb, dropped = _embedded(backend, data_root)
-    r, g, own = nonmated(x, ids)
+    cap = photos_cap(ids)
+    fused = {k: fused_templates(x, ids, k) for k in range(1, cap + 1)}
     out = {}
     fixed = json.loads(resources.files("privface.scale").joinpath("default_tau.json").read_text())
     usable = fixed["backends"].get(backend, {}).get("tau", {})  # settings that find anyone (default_tau.MIN_TPIR)
-    for key, step, scorer in settings_scores(x, backend):
+    for key, step, pair in setting_pairs(backend, x.shape[1]):
         if key not in usable:
             continue
-        s = scorer(r, g)[~own]
-        out[key] = {"step": step, **quantiles(s)}
+        curves = {}
+        for k, (t, owner, people) in fused.items():
+            s = pair(x, t)[ids[:, None] != owner[None, :]]
+            curves[k] = {**quantiles(s), "templates": int(len(t)), "identities": people}
+        out[key] = {"step": step, **curves[1], "by_photos": {str(k): c for k, c in curves.items() if k > 1}}
     source = {"dataset": "lfw (grey), identities held out of every LFW evaluation: first byte of SHA-256(name) "
                          f"< {CALIBRATION_BYTE}",
-              "identities": int(g.size), "probes": int(r.size), "undetected": emb.undetected,
+              "identities": int(np.unique(ids).size), "probes": int(ids.size), "undetected": emb.undetected,
               **_dropped_source(dropped), "backend_options": make_backend(name=backend).options(),
-              "model": "binomial: FPIR(N) = 1 − (1 − p)^N, p the per-comparison non-mated rate",
+              "model": "binomial: FPIR(N) = 1 − (1 − p)^N, p the per-comparison non-mated rate; a gallery of "
+                       "N_k identities fused from k photos: FPIR = 1 − Π_k (1 − p_k)^N_k",
+              "photos_cap": cap, "photos_rule": f"k ≤ the largest k with ≥ {MIN_IDENTITIES} held-out identities of "
+                                                "≥ k photos; one template per identity: its first k photos",
               "command": f"python -m privface.eval.tau_curve --backend {backend}"}
     return {"dim": int(x.shape[1]), "target_fpir": TARGET_FPIR, "source": source, "settings": out}
 
@@ -165,20 +213,82 @@ def validate(backend: str, data_root: str | None = None, ns=(10, 40, 100, 300), 
     return out
 
 
+def validate_photos(backend: str, data_root: str | None = None, ns=(10, 40), target: float = TARGET_FPIR,
+                    key: str = "hers", photos=(1, 2, 3)) -> dict:
+    """Out-of-sample check of the per-photo-count curves: fit every k's curve on one half of the held-out identities
+    (split as ``validate``), and on the other half form galleries of N identities each fused from its first k photos;
+    the FPIR they give (exact expectation over random N-identity galleries, every photo of the half a probe against
+    the other identities) at τ from the k-photo curve and at τ from the one-photo curve."""
+    from scipy.special import gammaln
+
+    from ..scale.tau_curve import exceed_rate
+
+    x, ids, _, _ = _embedded(backend, data_root)
+    pair = next(f for k, _, f in setting_pairs(backend, x.shape[1]) if k == key)
+    half = np.array([hashlib.sha256(b"half:" + i.encode()).digest()[0] & 1 for i in ids])
+    out: dict = {"backend": backend, "setting": key, "target_fpir": target, "rows": []}
+    for fit in (0, 1):
+        fr, tr = np.flatnonzero(half == fit), np.flatnonzero(half != fit)
+        curves = {}
+        for k in photos:
+            t, owner, _ = fused_templates(x[fr], ids[fr], k)
+            curves[k] = quantiles(pair(x[fr], t)[ids[fr][:, None] != owner[None, :]])
+        for k in photos:
+            t, owner, _ = fused_templates(x[tr], ids[tr], k)
+            s = np.where(ids[tr][:, None] == owner[None, :], np.nan, pair(x[tr], t))
+            for n in ns:
+                if n > len(owner) - 1:
+                    continue
+                row = {"fit_half": fit, "photos": k, "n": n, "identities": int(len(owner))}
+                for name, curve in (("k_curve", curves[k]), ("one_photo_curve", curves[1])):
+                    p_n = -np.expm1(np.log1p(-target) / n)
+                    tau = _score(curve, p_n)
+                    nt = np.sum(~np.isnan(s), axis=1)
+                    a = nt - np.sum(np.nan_to_num(s, nan=-np.inf) >= tau, axis=1)
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        none = np.where(a >= n, np.exp(gammaln(a + 1) - gammaln(a - n + 1) - gammaln(nt + 1)
+                                                       + gammaln(nt - n + 1)), 0.0)
+                    row[f"tau_{name}"] = round(float(tau), 4)
+                    row[f"fpir_test_{name}"] = round(float(np.mean(1 - none)), 5)
+                    row[f"p_fit_{name}"] = float(f"{exceed_rate(curve, tau)[0]:.3g}")
+                out["rows"].append(row)
+    return out
+
+
+def _score(curve: dict, p: float) -> float:
+    from ..scale.tau_curve import score_at
+
+    return score_at(curve, p)[0]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="sface")
     ap.add_argument("--data-root")
     ap.add_argument("--validate", action="store_true", help="print the binomial-vs-mixture measurement")
+    ap.add_argument("--validate-photos", action="store_true",
+                    help="print the out-of-sample FPIR of fused galleries at the k-photo and one-photo curves' τ")
     a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    if a.validate_photos:
+        print(json.dumps(validate_photos(a.backend, a.data_root)))
+        return
     if a.validate:
         print(json.dumps(validate(a.backend, a.data_root)))
         return
     target = resources.files("privface.scale").joinpath(FILE)
     doc = json.loads(target.read_text()) if target.is_file() else {"backends": {}}
     doc["backends"][a.backend] = calibrate(a.backend, a.data_root)
+    doc = {"version": VERSION, **{k: v for k, v in doc.items() if k != "version"}}
     target.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
-    print(json.dumps({k: v["tail"] for k, v in doc["backends"][a.backend]["settings"].items()}))
+    hers = doc["backends"][a.backend]["settings"]["hers"]
+    print(json.dumps({"backend": a.backend, "photos_cap": doc["backends"][a.backend]["source"]["photos_cap"],
+                      "hers_q_at_1e-4": {k: _q_at(c, 1e-4) for k, c in [("1", hers), *hers["by_photos"].items()]},
+                      "seconds": round(time.perf_counter() - t0, 1)}))
+
+
+def _q_at(curve: dict, p: float) -> float | None:
+    return next((q for pp, q in zip(curve["p"], curve["q"]) if pp <= p * (1 + 1e-9)), None)
 
 
 if __name__ == "__main__":

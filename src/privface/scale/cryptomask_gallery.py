@@ -77,7 +77,7 @@ from .layout import (
     record_key,
     writer_lease,
 )
-from .sources import Source
+from .sources import Source, photo_histogram
 
 SCHEME = "cryptomask"
 CTS_PER_BLOCK = 4  # stacks per block: 6.3 MB at N = 4096 and d = 128 (16 slices, 2044 templates)
@@ -265,7 +265,7 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
         if raw is None:
             if tau is not None and not -1.0 < tau < 1.0:
                 raise GalleryError("--tau is a cosine in (−1, 1) for cryptomask")
-            tau_meta = new_tau(tau, backend, dim, "cryptomask", len(ids))
+            tau_meta = new_tau(tau, backend, dim, "cryptomask", len(ids), photo_histogram(source))
             tau = tau_meta["tau"]
             kg = KeyGenerator(insecure_test_params=insecure_test_params)
             pub_v, sec_v = kg.verifier_keys("verifier")

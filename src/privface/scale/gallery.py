@@ -68,11 +68,12 @@ from .layout import (
     read_json,
     record_key,
     retune,
+    stored_scheme,
     tau_of,
     writer_lease,
 )
 from .schemes import BLOCK_SCHEMES, GALLERY_SCHEMES, GalleryScheme, gallery_scheme
-from .sources import ImageSource, NpySource, Source, open_source, unit
+from .sources import ImageSource, NpySource, Source, open_source, photo_histogram, unit
 
 SCHEMES = BLOCK_SCHEMES
 __all__ = ["KEY", "LEASE", "LEASE_TTL", "LOCAL", "PART_BYTES", "SCHEMES", "VERSION", "EnrolReport", "Gallery",
@@ -281,10 +282,12 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     adapter = GALLERY_SCHEMES.get(scheme)
     if adapter is not None and adapter.own_layout:  # its own layout (seed 001: scale.cryptomask_gallery)
         _no_transform(beta, centring, lift)
+        appended = stored_scheme(gallery_url, name) is not None  # a new batch: its photo counts join the key store's
         report = adapter.enrol(gallery_url, source, key_store_url=key_store_url, tau=tau,
                                insecure_test_params=insecure_test_params, progress=progress,
                                after_block=after_block, name=name, backend=backend)
-        retune(gallery_url, name, key_store_url, report.n)  # a batch appended: τ follows N
+        retune(gallery_url, name, key_store_url, report.n,  # a batch appended: τ follows N
+               photo_histogram(source) if appended else None)
         return report
     settings = _settings(scheme, source.dim, beta, insecure_test_params, centring, backend, lift)
     key_store_url = key_store_url or default_key_store(gallery_url)
@@ -296,7 +299,8 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         meta_raw = local.get(LOCAL, record_key(name, "meta"))
         if meta_raw is None:
-            tau_meta = new_tau(tau, backend, settings.dim, settings.tau_key(centring), len(ids))
+            tau_meta = new_tau(tau, backend, settings.dim, settings.tau_key(centring), len(ids),
+                               photo_histogram(source))
             pub, _, pk, sk = settings.generate_keypair()
             with open_store(key_store_url) as keys:  # sk first: a gallery never exists without its key
                 keys.put(KEY, record_key(name, "sk"), sk)

@@ -29,7 +29,7 @@ from ..faces.registry import LEGACY_BACKEND
 from ..store import open_store
 from ..store.base import redact
 from ..store.lease import Lease, LeaseHeld, LeaseLost, when
-from .tau_curve import describe, tau_for_n
+from .tau_curve import bounded_mix, describe, tau_for_mix
 
 LOCAL, KEY, LEASE = "gallery", "gallery-key", "gallery-lease"
 LEASE_TTL = 120.0  # seconds a dead enrolment keeps its gallery locked
@@ -122,38 +122,58 @@ def writer_lease(local, gallery_url: str, name: str):
                            f"wait, or if that process died, retry after {when(h['expires'])}") from None
 
 
-def new_tau(tau: float | None, backend: str, dim: int, key: str, n: int = 1) -> dict:
+def _photos(hist: dict | None) -> dict[str, int] | None:
+    """A photo-count histogram {k: identities} as the key store meta keeps it (string keys, counts > 0)."""
+    if hist is None:
+        return None
+    return {str(int(k)): int(v) for k, v in sorted(hist.items(), key=lambda kv: int(kv[0])) if int(v) > 0}
+
+
+def new_tau(tau: float | None, backend: str, dim: int, key: str, n: int = 1, photos: dict | None = None) -> dict:
     """The key store meta's τ fields for a new gallery of ``n`` identities: ``tau`` as given (``tau_mode``
-    "explicit"), else the default τ(n) (``scale.tau_curve``; "default", recomputed as the gallery changes)."""
+    "explicit"), else the default τ(n) (``scale.tau_curve``; "default", recomputed as the gallery changes).
+    ``photos`` {k: identities}: how many photos each enrolled identity was fused from (default: one each); kept as
+    ``tau_photos_seen``, the counts of every identity enrolled where the key store was written (``retune`` adds)."""
     if tau is not None:
         return {"tau": float(tau), "tau_source": "--tau", "tau_mode": "explicit"}
+    meta = {"tau_mode": "default", "tau_photos_seen": _photos(photos if photos is not None else {1: n}),
+            "tau_setting": {"backend": backend, "dim": int(dim), "key": key}}
     try:
-        t, src = tau_for_n(backend, dim, key, n)
+        return {**meta, **_default_tau(meta, n)}
     except PrivfaceError as e:
         raise GalleryError(str(e)) from None
-    return {"tau": t, "tau_source": describe(src), "tau_mode": "default", "tau_n": int(n),
-            "tau_setting": {"backend": backend, "dim": int(dim), "key": key}}
+
+
+def _default_tau(meta: dict, n: int) -> dict:
+    s, seen = meta["tau_setting"], meta.get("tau_photos_seen")
+    mix = bounded_mix(seen, max(int(n), 1))
+    t, src = tau_for_mix(str(s.get("backend")), int(s.get("dim", 0)), str(s.get("key")), mix)
+    return {"tau": t, "tau_n": int(n), "tau_mode": "default", "tau_source": describe(src), "tau_photos": _photos(mix)}
 
 
 def current_tau(meta: dict, n: int | None) -> dict:
-    """{"tau", "tau_n", "tau_mode", "tau_source"} of a key store meta for a gallery answering ``n`` identities now:
-    a default τ is τ(n) (computed here when the gallery changed where the key store was out of reach, e.g. over
-    HTTP at S_local); an explicit or older τ as stored."""
+    """{"tau", "tau_n", "tau_mode", "tau_source", "tau_photos"} of a key store meta for a gallery answering ``n``
+    identities now: a default τ is τ for the photo-count mix of those n (``tau_curve.bounded_mix`` of the meta's
+    ``tau_photos_seen``: counts S_local cannot lower — identities the key store did not see count as the strictest
+    curve), computed here so that a gallery changed where the key store was out of reach (e.g. over HTTP at S_local)
+    gets its τ where the key store is; an explicit or older τ as stored."""
     mode = meta.get("tau_mode", "fixed")
     out = {"tau": meta.get("tau"), "tau_n": meta.get("tau_n"), "tau_mode": mode,
            "tau_source": meta.get("tau_source", "not recorded (made before 2026-11)")}
+    if "tau_photos" in meta:
+        out["tau_photos"] = meta["tau_photos"]
     if mode == "explicit":
         out["tau_mode"] = "explicit"
-    if mode != "default" or n is None or n == meta.get("tau_n"):
+    if mode != "default" or n is None:
         return out
     s = meta.get("tau_setting")
-    if not isinstance(s, dict):
+    seen = meta.get("tau_photos_seen")
+    if not isinstance(s, dict) or not (seen is None or isinstance(seen, dict)):
         raise GalleryError("the key store's τ setting is damaged")
     try:
-        t, src = tau_for_n(str(s.get("backend")), int(s.get("dim", 0)), str(s.get("key")), int(n))
-    except (PrivfaceError, TypeError, ValueError) as e:
+        return _default_tau(meta, n)
+    except (PrivfaceError, TypeError, ValueError, AttributeError) as e:
         raise GalleryError(f"the key store's τ setting is damaged ({e})") from None
-    return {"tau": t, "tau_n": int(n), "tau_mode": mode, "tau_source": describe(src)}
 
 
 def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = None, n: int | None = None) -> dict:
@@ -163,9 +183,11 @@ def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = 
     return current_tau(meta, n)
 
 
-def retune(gallery_url: str, name: str, key_store_url: str | None, n: int) -> dict:
+def retune(gallery_url: str, name: str, key_store_url: str | None, n: int, photos: dict | None = None) -> dict:
     """After a gallery change: a default τ is recomputed for its ``n`` identities and written to the key store meta
-    (``current_tau``'s fields returned). Without a reachable key store (``key_store_url`` None and no default
+    (``current_tau``'s fields returned); ``photos`` {k: identities}, the photo counts of the identities this change
+    enrolled, are added to the meta's ``tau_photos_seen`` (a removal never lowers them: ``tau_curve.bounded_mix``).
+    Without a reachable key store (``key_store_url`` None and no default
     ``g.keys.db`` file) nothing is written: S_key computes τ(N) itself when it next loads or attaches."""
     from ..store.sqlite import SQLiteStore
 
@@ -182,8 +204,14 @@ def retune(gallery_url: str, name: str, key_store_url: str | None, n: int) -> di
                                                        "when it next loads the gallery"}
     with open_store(url) as keys:
         meta = read_json(keys.get(KEY, record_key(name, "meta")), f"key store meta of gallery {name!r}")
+        if meta.get("tau_mode") == "default" and photos:
+            seen = meta.get("tau_photos_seen")
+            seen = dict(seen) if isinstance(seen, dict) else {"1": int(meta.get("tau_n") or 0)}
+            for k, v in (_photos(photos) or {}).items():
+                seen[k] = int(seen.get(k, 0)) + v
+            meta = {**meta, "tau_photos_seen": _photos(seen)}
         now = current_tau(meta, n)
-        if meta.get("tau_mode") == "default" and meta.get("tau_n") != n:
+        if meta.get("tau_mode") == "default" and {**meta, **now} != meta:
             keys.put(KEY, record_key(name, "meta"), json.dumps({**meta, **now}).encode())
     return now
 

@@ -54,6 +54,7 @@ from .layout import (
     writer_lease,
 )
 from .schemes import GALLERY_SCHEMES
+from .sources import photo_histogram
 
 
 def _scheme(gallery_url: str, name: str) -> str:
@@ -124,10 +125,15 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
     return out
 
 
-def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None, on: bool = True) -> dict:
-    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``); not
-    ``on`` (S_local serving over HTTP never opens the key store): S_key recomputes it at the next attach."""
-    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)))} if on else report
+def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None, on: bool = True,
+             source=None) -> dict:
+    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``; the
+    photo counts of ``source``'s identities join the key store's); not ``on`` (S_local serving over HTTP never opens
+    the key store): S_key recomputes it at the next attach, counting identities it did not see as the strictest."""
+    if not on:
+        return report
+    photos = None if source is None else photo_histogram(source)
+    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)), photos)}
 
 
 def _tau(gallery_url: str, name: str, key_store_url: str | None, n: int | None = None) -> dict:
@@ -284,8 +290,9 @@ def add(gallery_url: str, source, name: str = "default", *, key_store_url: str |
         return _retuned(adapter.enrol(gallery_url, source, key_store_url=key_store_url, progress=progress, name=name,
                                       insecure_test_params=bool(meta.get("insecure_test_params")),
                                       backend=meta_backend(meta)).to_dict(),
-                        gallery_url, name, key_store_url, retune_tau)
-    return _retuned(_change(gallery_url, source, name, replace=False), gallery_url, name, key_store_url, retune_tau)
+                        gallery_url, name, key_store_url, retune_tau, source)
+    return _retuned(_change(gallery_url, source, name, replace=False), gallery_url, name, key_store_url, retune_tau,
+                    source)
 
 
 def update(gallery_url: str, source, name: str = "default", *, key=None, retune_tau: bool = True) -> dict:
@@ -299,7 +306,8 @@ def update(gallery_url: str, source, name: str = "default", *, key=None, retune_
         return {**{k: v for k, v in report.items() if k != "withdrawn"}, "replaced": len(ids), "n": added.get("n"),
                 **{k: v for k, v in added.items() if k.startswith("tau")},
                 "seconds": round(report["erase_seconds"] + added.get("enrol_s", 0.0), 3)}
-    return _retuned(_change(gallery_url, source, name, replace=True, key=key), gallery_url, name, on=retune_tau)
+    return _retuned(_change(gallery_url, source, name, replace=True, key=key), gallery_url, name, on=retune_tau,
+                    source=source)
 
 
 def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dict:

@@ -13,6 +13,15 @@ from .layout import GalleryError
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".pgm", ".bmp", ".ppm", ".tif", ".tiff", ".webp"}
 
 
+def photo_histogram(source) -> dict[int, int]:
+    """{k: identities}: how many of ``source``'s identities are fused from k photos (``Source.photo_counts``)."""
+    counts = source.photo_counts() if hasattr(source, "photo_counts") else [1] * len(source.ids)
+    out: dict[int, int] = {}
+    for k in counts:
+        out[int(k)] = out.get(int(k), 0) + 1
+    return out
+
+
 class Source:
     """Templates in a fixed order: ``ids`` up front, ``templates(lo, hi)`` read lazily (unit rows, float64)."""
 
@@ -21,6 +30,11 @@ class Source:
 
     def templates(self, lo: int, hi: int) -> np.ndarray:
         raise NotImplementedError
+
+    def photo_counts(self) -> list[int]:
+        """Per id, how many photos its template is fused from (the key store's τ counts them,
+        ``layout.retune``): one, unless the source says otherwise."""
+        return [1] * len(self.ids)
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -85,13 +99,20 @@ class ImageSource(Source):
 
 
 class ArraySource(Source):
-    """Templates given as an array with their ids (a request to the local server: ``service.bindings.hers``)."""
+    """Templates given as an array with their ids (a request to the local server: ``service.bindings.hers``);
+    ``photos``: per id, how many photos its template was fused from (default one each)."""
 
-    def __init__(self, ids: list[str], x) -> None:
+    def __init__(self, ids: list[str], x, photos: list[int] | None = None) -> None:
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[0] != len(ids) or not ids:
             raise TemplateError(f"need one template row per id, got {x.shape} for {len(ids)} ids")
+        if photos is not None and (len(photos) != len(ids) or any(int(k) < 1 for k in photos)):
+            raise TemplateError("photos: one count ≥ 1 per id")
         self.ids, self._x, self.dim = list(ids), unit(x), int(x.shape[1])
+        self._photos = [1] * len(ids) if photos is None else [int(k) for k in photos]
+
+    def photo_counts(self) -> list[int]:
+        return list(self._photos)
 
     def templates(self, lo: int, hi: int) -> np.ndarray:
         return self._x[lo:hi]
@@ -131,6 +152,11 @@ class FusedImageSource(Source):
 
     def templates(self, lo: int, hi: int) -> np.ndarray:
         return np.stack([self.fuse(i) for i in self.ids[lo:hi]])
+
+    def photo_counts(self) -> list[int]:
+        """The photos given per identity: known before any is embedded, and never fewer than the photos used (a
+        refused photo only lowers k, and fewer photos score lower: τ stays on the safe side)."""
+        return [len(self.identities[i]) for i in self.ids]
 
 
 def identity_folders(paths: list[str | os.PathLike]) -> dict[str, list[Path]]:
