@@ -11,7 +11,7 @@ import { enrol, fetchProviderKey, gsmClient, match, present } from "../gsm/http.
 import { deviceKeyBytes, loadDeviceKey } from "../gsm/keyfile.js";
 import { PaillierKey, type GsmWork } from "../gsm/paillier.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../gsm/params.js";
-import { loadKey, saveKey } from "./keystore.js";
+import { deleteKey, loadKey, saveKey } from "./keystore.js";
 
 export { GsmDevice, GsmParams };
 
@@ -60,6 +60,8 @@ export function poolWork(pool: PowPool): GsmWork {
   };
   return {
     powMany: pool.powMany,
+    powSquareMany: async (bases, exp, p) =>
+      (await pool.spread(chunks(bases).map((c) => ({ kind: "powsq", bases: c, exp, p })))).flat(),
     prodPow: async (bases, exps, m) => {
       const idx = chunks(bases.map((_, i) => i));
       const parts = await pool.spread(idx.map((c) => ({ kind: "prodpow", bases: c.map((i) => bases[i]), exps: c.map((i) => exps[i]), mod: m })));
@@ -75,25 +77,66 @@ export function poolWork(pool: PowPool): GsmWork {
   };
 }
 
-/** Enrol `template` (ℓ integers of norm ζ) under `subjectId` at this provider with a fresh key; the key file with m1
- *  is stored wrapped. */
-export async function enrolHere(subjectId: string, template: number[], onProgress?: (what: string, n: number) => void) {
+const PRE = (id: string) => `gsm-pre/${id}`;
+
+function workerPool(): PowPool {
+  return new PowPool(new URL("gsm-worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
+}
+
+/** Key generation for `subjectId` at this provider, then Π_en's precomputation (`GsmDevice.precomputeEnrolment`:
+ *  the ℓ pairs (r_i, r_i^N), Fig. 9's mask pair and Π_epk — nothing that depends on the face), both stored wrapped
+ *  (app/keystore.ts: the key file under "gsm/<ID>", the precomputation under "gsm-pre/<ID>"). The page runs this
+ *  before it asks for the photo; `enrolHere` then only encrypts, proves Fig. 9 and answers Fig. 10. */
+export async function prepareHere(subjectId: string, onProgress?: (what: string, n: number) => void) {
   const params = await serverParams();
   const t0 = performance.now();
   const key = await generateKeyInWorker(params.paillierBits, (n) => onProgress?.("keygen", n));
   const keygenMs = performance.now() - t0;
   const http = gsmClient(new URL("..", location.href).href);
   const dev = new GsmDevice(subjectId, params, key, await fetchProviderKey(http));
-  const pool = new PowPool(new URL("gsm-worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
+  const pool = workerPool();
+  const t1 = performance.now();
+  let pre;
+  try {
+    onProgress?.("precompute", 0);
+    pre = await dev.precomputeEnrolment(poolWork(pool));
+  } finally {
+    pool.close();
+  }
+  const precomputeMs = performance.now() - t1;
+  await saveKey(RECORD(subjectId), deviceKeyBytes(dev, http.base));
+  await saveKey(PRE(subjectId), pre);
+  return { keygen_ms: keygenMs, precompute_ms: precomputeMs, bits: key.bits };
+}
+
+/** Enrol `template` (ℓ integers of norm ζ) under `subjectId` at this provider: with the key and precomputation of
+ *  `prepareHere` (made first if there is none; the precomputation record is deleted before use, so its r_i are
+ *  never used twice); the key file with m1 is stored wrapped. */
+export async function enrolHere(subjectId: string, template: number[], onProgress?: (what: string, n: number) => void) {
+  const params = await serverParams();
+  const http = gsmClient(new URL("..", location.href).href);
+  const providerKey = bytesHex(await fetchProviderKey(http));
+  let prep = { keygen_ms: 0, precompute_ms: 0 };
+  let dev = await storedDevice(subjectId).catch(() => null);
+  if (dev === null || dev.enrolled || dev.key.bits < params.paillierBits || dev.providerKey === null
+      || bytesHex(dev.providerKey) !== providerKey) {
+    prep = await prepareHere(subjectId, onProgress);
+    dev = (await storedDevice(subjectId))!;
+  }
+  const pre = await loadKey(PRE(subjectId));
+  await deleteKey(PRE(subjectId));
+  const pool = workerPool();
   let report;
   try {
-    report = await enrol(http, dev, template, onProgress, poolWork(pool));
+    report = await enrol(http, dev, template, onProgress, poolWork(pool), pre);
   } finally {
     pool.close();
   }
   await saveKey(RECORD(subjectId), deviceKeyBytes(dev, http.base));
-  return { ...report, keygen_ms: keygenMs, bits: key.bits };
+  return { ...report, ...prep, bits: dev.key.bits };
 }
+
+const bytesHex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 
 /** The stored device of `subjectId` (unwrapped and checked), or null. */
 export async function storedDevice(subjectId: string): Promise<GsmDevice | null> {
