@@ -33,8 +33,10 @@ function explain(e: unknown): string {
   if (e instanceof NoFaceError) return "No face in this photo: take one facing the camera, in good light.";
   if (e instanceof PhotoError) return e.message;
   const msg = (e as Error).message ?? String(e);
-  if (/Failed to fetch|NetworkError|Content Security Policy/i.test(msg)) {
-    return "This page can only reach its own server: open the terminal's page (its address + /app/) on this phone and import your key file there.";
+  if (/cannot be reached|Failed to fetch|NetworkError|Content Security Policy/i.test(msg)) {
+    return `The terminal cannot be reached from this app: it is offline, or it does not let ${location.origin} call it `
+      + "(its operator allows it with privface serve --allow-origin, and this app's server names the terminal's origin "
+      + "the same way) — or open the terminal's own page (its address + /app/) and import your key file there.";
   }
   if (/expired/.test(msg)) return "Your enrolment has expired: enrol again at your provider.";
   if (/locked|too many/i.test(msg)) return `The terminal refuses for now: ${msg}`;
