@@ -390,6 +390,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
     mount_web(app, by_name, allow_origins)  # the browser client at /app/ when im2020 is served (service/web.py)
     terminals = [f"/v1/{s.name}/" for s in by_name.values() if getattr(s, "role", None) == "terminal"]
+    terminals += ["/app/pair"] if any(getattr(s, "kiosk", None) is not None for s in by_name.values()) else []
     if allow_origins and terminals:
         app.add_middleware(Cors, origins=allow_origins, prefixes=terminals)  # inside SecurityHeaders (headers.protect)
     mount_root(app, by_name)  # / → the page, or what this server serves (service/web.py)

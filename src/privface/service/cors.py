@@ -1,10 +1,11 @@
 """Cross-origin terminals (issue 39): the user's installed page on the provider's origin presents to a terminal on
-another origin. ``serve --allow-origin ORIGIN`` (repeatable) names the deployment's other origins: a terminal's steps
-(``/v1/gsm/…`` of a ``--role terminal`` server) answer CORS for exactly those origins (``Cors``), and the page's CSP
-``connect-src`` (web.py) lists exactly those beside ``'self'`` — on the provider, the terminals its users' app may
-present to. A provider's own steps get no CORS (its page is same-origin). Nothing else changes: no wildcard, no
-credentials (the API authenticates by bearer key, never by cookie), and requests from any other origin get no CORS
-headers (the browser keeps their answers from the page) — a preflight from one is refused with 403.
+another origin. ``serve --allow-origin ORIGIN`` (repeatable) names the deployment's other origins: a terminal's
+steps (``/v1/gsm/…`` of a ``--role terminal`` server, and its kiosk's ``/app/pair``) answer CORS for exactly those
+origins (``Cors``), and the page's CSP ``connect-src`` (web.py) lists exactly those beside ``'self'`` — on the
+provider, the terminals its users' app may present to (also in its ``params.json`` as ``terminals``, where the app
+looks up a pairing code). A provider's own steps get no CORS (its page is same-origin). Nothing else changes: no
+wildcard, no credentials (the API authenticates by bearer key, never by cookie), and requests from any other origin
+get no CORS headers (the browser keeps their answers from the page) — a preflight from one is refused with 403.
 """
 from __future__ import annotations
 

@@ -101,6 +101,7 @@ def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
     """The gsm terminal's kiosk page (/app/kiosk.html, bindings/gsm_kiosk.py): frames in, the last outcome out,
     both under the kiosk token (header x-kiosk-token)."""
     from .bindings.gsm_kiosk import MAX_FRAME_BYTES, KioskError
+    from .bindings.gsm_pairing import PairingError
 
     @app.post("/app/kiosk/frame", include_in_schema=False)
     async def kiosk_frame(request: Request) -> Response:
@@ -114,6 +115,33 @@ def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
         except KioskError as e:
             return error(403 if "token" in str(e) else 400, str(e))
         return Response(status_code=204, headers=HEADERS)
+
+    @app.post("/app/kiosk/pair", include_in_schema=False)
+    def kiosk_pair(request: Request) -> Response:
+        try:
+            kiosk.check_token(request.headers.get("x-kiosk-token"))
+        except KioskError as e:
+            return error(403, str(e))
+        code, ttl = kiosk.pairing.new()
+        return Response(json.dumps({"code": code, "ttl": ttl, "url": str(request.base_url)}),
+                        media_type="application/json", headers=HEADERS)
+
+    @app.post("/app/pair", include_in_schema=False)
+    async def pair(request: Request) -> Response:
+        """The Device's app claims a code (JSON {"code"}); CORS for the --allow-origin list (cors.py)."""
+        body = await request.body()
+        try:
+            code = json.loads(body).get("code") if len(body) <= 256 else None
+        except (ValueError, AttributeError):
+            code = None
+        try:
+            kiosk.pairing.claim(code, request.client.host if request.client else "")
+        except PairingError as e:
+            extra = {"retry-after": str(e.retry_after)} if e.retry_after else {}
+            return Response(json.dumps({"error": str(e), "type": "PairingError"}), status_code=e.status,
+                            media_type="application/json", headers={**HEADERS, **extra})
+        return Response(json.dumps({"terminal": str(request.base_url)}), media_type="application/json",
+                        headers=HEADERS)
 
     @app.get("/app/kiosk/status", include_in_schema=False)
     def kiosk_status(request: Request) -> Response:
@@ -132,7 +160,7 @@ def mount_web(app: FastAPI, services: Mapping[str, object], connect: Iterable[st
     if svc is not None:
         params = params_json(svc.server.params)  # type: ignore[attr-defined]
     elif "gsm" in services:
-        params = gsm_params_json(services["gsm"])
+        params = {**gsm_params_json(services["gsm"]), "terminals": list(connect)}  # pairing codes (gsmPage.ts)
     else:
         return
 

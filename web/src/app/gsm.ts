@@ -155,6 +155,34 @@ export async function importKey(data: Uint8Array): Promise<string> {
   return device.subjectId;
 }
 
+/** A kiosk's pairing code: 8 of Crockford's base 32 (service/bindings/gsm_pairing.py), dashes and spaces ignored. */
+export const PAIRING_CODE = /^[0-9A-HJKMNP-TV-Z]{4}-?[0-9A-HJKMNP-TV-Z]{4}$/i;
+
+/** The terminal that issued `code`: asked of the terminals this app may reach (params.json `terminals`, the
+ *  provider's --allow-origin list) and of this origin; the issuer answers once (single use), the others 404. */
+export async function resolvePairingCode(code: string): Promise<string> {
+  const p = (await (await fetch("params.json", { cache: "no-store" })).json()) as { terminals?: string[] };
+  const origins = [...new Set([...(p.terminals ?? []), location.origin])];
+  let unknown = "";
+  let refused = "";
+  for (const origin of origins) {
+    let r: Response;
+    try {
+      r = await fetch(`${origin}/app/pair`, { method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ code: code.trim() }), cache: "no-store" });
+    } catch {
+      continue; // offline or not a kiosk: the next one
+    }
+    const body = (await r.json().catch(() => ({}))) as { terminal?: string; error?: string; type?: string };
+    if (r.ok && typeof body.terminal === "string") return body.terminal;
+    if (body.type === "PairingError" && body.error) {
+      if (r.status === 404) unknown = body.error;
+      else refused = body.error; // malformed, or too many wrong codes from here: say that first
+    }
+  }
+  throw new Error(refused || unknown || "No terminal this app may reach knows this pairing code: check it, or ask the kiosk for a new one.");
+}
+
 export async function presentAndMatch(subjectId: string, terminal: string, variant: Variant) {
   const dev = await storedDevice(subjectId);
   if (dev === null) throw new Error(`no gsm key for ${subjectId} on this device`);

@@ -6,7 +6,7 @@
  * /app/ after importing its key file there.
  */
 import { embed, NoFaceError, open, PhotoError } from "./face.js";
-import { enrolHere, exportKey, importKey, presentAndMatch } from "./gsm.js";
+import { enrolHere, exportKey, importKey, PAIRING_CODE, presentAndMatch, resolvePairingCode } from "./gsm.js";
 import { fixedNormTemplate } from "../templates/fixedNorm.js";
 import { loadDeviceKey } from "../gsm/keyfile.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../gsm/params.js";
@@ -107,7 +107,9 @@ function setUpGsm(server: ServerParams): void {
   }));
   $("gsm-present").addEventListener("click", run(async () => {
     const who = id();
-    const url = new URL(terminal.value || `${location.origin}/`, location.href);
+    const typed = terminal.value.trim();
+    const url = new URL(PAIRING_CODE.test(typed) ? await resolvePairingCode(typed) : typed || `${location.origin}/`,
+      location.href);
     say("Presenting to the terminal: look at its camera…");
     const r = await presentAndMatch(who, url.href, $<HTMLSelectElement>("gsm-variant").value as Variant);
     decision.textContent = r.decision === "accept" ? "Accepted" : r.decision === "reject" ? "Rejected" : "Aborted";
