@@ -78,6 +78,7 @@ export function poolWork(pool: PowPool): GsmWork {
 }
 
 const PRE = (id: string) => `gsm-pre/${id}`;
+const NEXT = (id: string) => `gsm-next/${id}`; // a prepared key until its enrolment succeeds (then "gsm/<ID>")
 
 function workerPool(): PowPool {
   return new PowPool(new URL("gsm-worker.js", import.meta.url), Math.min(navigator.hardwareConcurrency || 2, 8));
@@ -85,8 +86,9 @@ function workerPool(): PowPool {
 
 /** Key generation for `subjectId` at this provider, then Π_en's precomputation (`GsmDevice.precomputeEnrolment`:
  *  the ℓ pairs (r_i, r_i^N), Fig. 9's mask pair and Π_epk — nothing that depends on the face), both stored wrapped
- *  (app/keystore.ts: the key file under "gsm/<ID>", the precomputation under "gsm-pre/<ID>"). The page runs this
- *  before it asks for the photo; `enrolHere` then only encrypts, proves Fig. 9 and answers Fig. 10. */
+ *  (app/keystore.ts: the key file under "gsm-next/<ID>" — an enrolled key under "gsm/<ID>" stays until the new one
+ *  is enrolled — the precomputation under "gsm-pre/<ID>"). `enrolHere` then only encrypts, proves Fig. 9 and answers
+ *  Fig. 10. */
 export async function prepareHere(subjectId: string, onProgress?: (what: string, n: number) => void) {
   const params = await serverParams();
   const t0 = performance.now();
@@ -104,25 +106,48 @@ export async function prepareHere(subjectId: string, onProgress?: (what: string,
     pool.close();
   }
   const precomputeMs = performance.now() - t1;
-  await saveKey(RECORD(subjectId), deviceKeyBytes(dev, http.base));
+  await saveKey(NEXT(subjectId), deviceKeyBytes(dev, http.base));
   await saveKey(PRE(subjectId), pre);
   return { keygen_ms: keygenMs, precompute_ms: precomputeMs, bits: key.bits };
 }
 
+/** `prepareHere` unless this phone already holds an unenrolled key for `subjectId` at this provider (with its
+ *  precomputation); concurrent calls for one subject share one run. Zero times when nothing was made. */
+export function ensurePrepared(subjectId: string, onProgress?: (what: string, n: number) => void) {
+  const running = preparing.get(subjectId);
+  if (running) return running;
+  const job = (async () => {
+    const params = await serverParams();
+    const providerKey = bytesHex(await fetchProviderKey(gsmClient(new URL("..", location.href).href)));
+    const next = await loadKey(NEXT(subjectId)).catch(() => null);
+    const dev = next === null ? null : (() => {
+      try {
+        return loadDeviceKey(next, params).device;
+      } catch {
+        return null;
+      }
+    })();
+    if (dev !== null && !dev.enrolled && dev.key.bits >= params.paillierBits && dev.providerKey !== null
+        && bytesHex(dev.providerKey) === providerKey && (await loadKey(PRE(subjectId))) !== null) {
+      return { keygen_ms: 0, precompute_ms: 0 };
+    }
+    return prepareHere(subjectId, onProgress);
+  })().finally(() => preparing.delete(subjectId));
+  preparing.set(subjectId, job);
+  return job;
+}
+
+const preparing = new Map<string, Promise<{ keygen_ms: number; precompute_ms: number }>>();
+
 /** Enrol `template` (ℓ integers of norm ζ) under `subjectId` at this provider: with the key and precomputation of
- *  `prepareHere` (made first if there is none; the precomputation record is deleted before use, so its r_i are
- *  never used twice); the key file with m1 is stored wrapped. */
+ *  `ensurePrepared` (the page starts it when the photo is chosen); the precomputation record is deleted before use,
+ *  so its r_i are never used twice; the key file with m1 is stored wrapped. */
 export async function enrolHere(subjectId: string, template: number[], onProgress?: (what: string, n: number) => void) {
-  const params = await serverParams();
+  const prep = await ensurePrepared(subjectId, onProgress);
+  const next = await loadKey(NEXT(subjectId));
+  if (next === null) throw new Error("this phone's prepared key is gone (another tab enrolled with it): try again");
+  const dev = loadDeviceKey(next, await serverParams()).device;
   const http = gsmClient(new URL("..", location.href).href);
-  const providerKey = bytesHex(await fetchProviderKey(http));
-  let prep = { keygen_ms: 0, precompute_ms: 0 };
-  let dev = await storedDevice(subjectId).catch(() => null);
-  if (dev === null || dev.enrolled || dev.key.bits < params.paillierBits || dev.providerKey === null
-      || bytesHex(dev.providerKey) !== providerKey) {
-    prep = await prepareHere(subjectId, onProgress);
-    dev = (await storedDevice(subjectId))!;
-  }
   const pre = await loadKey(PRE(subjectId));
   await deleteKey(PRE(subjectId));
   const pool = workerPool();
@@ -133,6 +158,7 @@ export async function enrolHere(subjectId: string, template: number[], onProgres
     pool.close();
   }
   await saveKey(RECORD(subjectId), deviceKeyBytes(dev, http.base));
+  await deleteKey(NEXT(subjectId));
   return { ...report, ...prep, bits: dev.key.bits };
 }
 

@@ -6,7 +6,7 @@
  * /app/ after importing its key file there.
  */
 import { embed, NoFaceError, open, PhotoError } from "./face.js";
-import { enrolHere, exportKey, importKey, PAIRING_CODE, presentAndMatch, resolvePairingCode } from "./gsm.js";
+import { enrolHere, ensurePrepared, exportKey, importKey, PAIRING_CODE, presentAndMatch, resolvePairingCode } from "./gsm.js";
 import { fixedNormTemplate } from "../templates/fixedNorm.js";
 import { loadDeviceKey } from "../gsm/keyfile.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../gsm/params.js";
@@ -94,6 +94,14 @@ function setUpGsm(server: ServerParams): void {
     if (!/^[A-Za-z0-9._@+-]{1,128}$/.test(v)) throw new Error("Your ID: 1–128 of A–Z a–z 0–9 . _ @ + -");
     return v;
   };
+  // The key and Π_en's precomputation are made while the user picks the photo (gsm.ts ensurePrepared); enrolling
+  // then waits for them if they are not done yet.
+  photo.addEventListener("change", () => {
+    if (server.role !== "provider") return;
+    try {
+      void ensurePrepared(id()).catch(() => undefined); // its error, if any, shows when enrolling
+    } catch { /* no valid ID yet: made at enrolment */ }
+  });
   $("gsm-enrol").addEventListener("click", run(async () => {
     const who = id();
     const file = photo.files?.[0];
