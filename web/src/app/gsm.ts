@@ -181,8 +181,9 @@ export async function importKey(data: Uint8Array): Promise<string> {
   return device.subjectId;
 }
 
-/** A kiosk's pairing code: 8 of Crockford's base 32 (service/bindings/gsm_pairing.py), dashes and spaces ignored. */
-export const PAIRING_CODE = /^[0-9A-HJKMNP-TV-Z]{4}-?[0-9A-HJKMNP-TV-Z]{4}$/i;
+/** A kiosk's pairing code as typed: 8 of Crockford's base 32 (service/bindings/gsm_pairing.py), one dash or space
+ *  allowed in the middle, any case, the look-alikes O, I, L accepted (the terminal reads them as 0, 1, 1). */
+export const PAIRING_CODE = /^[0-9A-TV-Z]{4}[- ]?[0-9A-TV-Z]{4}$/i;
 
 /** The terminal that issued `code`: asked of the terminals this app may reach (params.json `terminals`, the
  *  provider's --allow-origin list) and of this origin; the issuer answers once (single use), the others 404. */
