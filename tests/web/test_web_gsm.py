@@ -105,6 +105,35 @@ def test_lying_browser_device_refused(node, servers, browser_device):
     assert node(cmd="match", dev="hana", terminal=t_url, variant="pi2")["report"]["match"]  # honest still works
 
 
+def test_pow_square_equals_python_pow(node):
+    """bignum.ts modPowSquare (p-adic digits, Paillier decryption's CRT halves) is pow(b, e, p²): short and long
+    exponents, bases above p², multiples of p, 0 and 1, a 1536-bit prime."""
+    import secrets
+
+    from privface.crypto.numbers import random_prime
+
+    for bits in (64, 512, 1536):
+        p = int(random_prime(bits))
+        cases = [(0, p - 1), (1, p - 1), (p, p - 1), (p * p + 5, 3), (secrets.randbelow(p * p), 0),
+                 (secrets.randbelow(p * p), 63), (secrets.randbelow(p * p), 64), (secrets.randbelow(p**3), p - 1),
+                 (secrets.randbelow(p * p), p * p), (secrets.randbelow(p * p), secrets.randbits(3 * bits))]
+        for b, e in cases:
+            out = node(cmd="pow_square", base=format(b, "x"), exp=format(e, "x"), p=format(p, "x"))
+            assert int(out["hex"], 16) == pow(b, e, p * p), (bits, b, e)
+
+
+def test_precomputed_enrolment_accepted(node, servers):
+    """Π_en with the pairs, Fig. 9's mask and Π_epk made ahead (``precomputeEnrolment``) is what the Python provider
+    accepts."""
+    sp_url, _, _, store = servers
+    key = node(cmd="keygen", bits=P.paillier_bits)
+    out = node(cmd="enrol", dev="pre1", p=key["p"], q=key["q"], id="pre1", params=PJ, provider=sp_url,
+               template=[int(x) for x in template(7)], precompute=True)
+    assert "error" not in out, out
+    assert out["report"]["phases_ms"]["precomputed"] == 1 and "modulus_proof_ms" not in out["report"]["phases_ms"]
+    assert Template.from_bytes(store.get("gsm", "pre1")).pk_n == int(key["p"], 16) * int(key["q"], 16)
+
+
 def test_ot_point_c_is_pythons(node):
     """The OT's C (libsodium's Elligator 2 map of a hash, built in Python) is the constant in web/src/gsm/ot.ts."""
     from privface.crypto.ot import ED25519

@@ -37,8 +37,17 @@ def test_browser_page_enrols_gsm_device_and_keeps_its_key_wrapped(tmp_path):
                   const raw = await new Promise((ok) => { const q = indexedDB.open("privface");
                     q.onsuccess = () => { const g = q.result.transaction("keys").objectStore("keys").get("gsm/web1");
                     g.onsuccess = () => ok(g.result); }; });
+                  const pre = await new Promise((ok) => { const q = indexedDB.open("privface");
+                    q.onsuccess = () => { const g = q.result.transaction("keys").objectStore("keys")
+                      .get("gsm-pre/web1");
+                    g.onsuccess = () => { const h = q.result.transaction("keys").objectStore("keys")
+                      .get("gsm-next/web1");
+                      h.onsuccess = () => ok(g.result === undefined && h.result === undefined); }; }; });
                   const key = await m.exportKey("web1");
+                  await m.ensurePrepared("web1");  // a new key made ahead leaves the enrolled one in place
+                  const kept = (await m.storedDevice("web1")).enrolled;
                   return { bits: r.bits, keygen_ms: r.keygen_ms, device_ms: r.device_ms, stages: [...stages],
+                    precomputed: r.phases_ms.precomputed, precompute_gone: pre, kept,
                     enrolled: dev.enrolled, wrapped: raw && raw.v === 1 && !(raw instanceof Uint8Array),
                     key: Array.from(key, (b) => b.toString(16).padStart(2, "0")).join("") };
                 })()""".replace("TEMPLATE", json.dumps([int(x) for x in u]))
@@ -46,7 +55,9 @@ def test_browser_page_enrols_gsm_device_and_keeps_its_key_wrapped(tmp_path):
                                    {"do": "eval", "js": js}])
                 out = res[1]["value"]
                 assert out["bits"] == P.paillier_bits and out["enrolled"] and out["wrapped"], out
-                assert {"keygen", "proving", "provider"} <= set(out["stages"])
+                assert {"keygen", "precompute", "proving", "provider"} <= set(out["stages"])
+                assert out["precomputed"] == 1 and out["precompute_gone"], out  # used once, then deleted
+                assert out["kept"], out
                 device, record = load_device(bytes.fromhex(out["key"]), P)
                 assert record.subject_id == "web1" and sp_store.get("gsm", "web1") == device.first_message().to_bytes()
                 capture[0] = template(32, u, 0.1)

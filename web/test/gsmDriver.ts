@@ -4,7 +4,8 @@
  *   {"cmd":"backend","name":"gmp"|"bigint"}                                → {"backend"}
  *   {"cmd":"keygen","bits":…}                                              → {"p","q" (hex),"ms"}
  *   {"cmd":"enrol","dev":…,"p","q","id","params","provider","template",
- *    "tamper"?:"plaintext_proof"|"modulus_proof"|"norm"}                   → {"m1" (hex),"report"}
+ *    "tamper"?:"plaintext_proof"|"modulus_proof"|"norm", "precompute"?}   → {"m1" (hex),"report"}
+ *   {"cmd":"pow_square","base","exp","p" (hex)}                            → {"hex"} (bignum.ts modPowSquare)
  *   {"cmd":"load","dev":…,"p","q","id","params","provider_key","m1"}      → {"ok"} (a device from a key file's parts)
  *   {"cmd":"match","dev":…,"terminal","variant","tamper"?:"m1"|"reply"|"pi3_x"} → {"report"}
  *   {"cmd":"export","dev":…,"provider"}                                    → {"hex": gsm.DeviceKey}
@@ -17,7 +18,7 @@
  * Errors: {"error","type","status"?}.
  */
 import { createInterface } from "node:readline";
-import { arithmeticBackend, useGmp, useNative } from "../src/crypto/bignum.js";
+import { arithmeticBackend, modPowSquare, useGmp, useNative } from "../src/crypto/bignum.js";
 import { pi3Request } from "../src/gsm/compare.js";
 import { GsmDevice, type Pi3State } from "../src/gsm/device.js";
 import { enrol, fetchProviderKey, gsmClient, match, present, ServiceError } from "../src/gsm/http.js";
@@ -74,7 +75,8 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const vk = await fetchProviderKey(http);
       const dev = new GsmDevice(r.id, params, key, vk);
       if (r.tamper) tamperEnrol(dev, r.tamper);
-      const report = await enrol(http, dev, r.template);
+      const pre = r.precompute ? await dev.precomputeEnrolment() : null;
+      const report = await enrol(http, dev, r.template, undefined, {}, pre);
       devices.set(r.dev, dev);
       return { m1: hex(dev.firstMessage()), report };
     }
@@ -117,6 +119,8 @@ async function handle(r: Req): Promise<Record<string, unknown>> {
       const t0 = performance.now();
       return { hex: hex(state.finish(unhex(r.compare))), ms: performance.now() - t0 };
     }
+    case "pow_square":
+      return { hex: modPowSquare(BigInt("0x" + r.base), BigInt("0x" + r.exp), BigInt("0x" + r.p)).toString(16) };
     case "ot_c":
       return { hex: C_HEX };
     case "reply": {

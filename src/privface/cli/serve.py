@@ -290,7 +290,8 @@ def cmd_serve(a) -> int:
         if a.max_sessions < 1 or a.session_ttl <= 0 or (a.max_sessions_per_caller or 1) < 1:
             raise PrivfaceError("--max-sessions, --max-sessions-per-caller and --session-ttl must be positive")
         app = create_app(store, services, session_ttl=a.session_ttl, max_sessions=a.max_sessions,
-                         max_sessions_per_caller=a.max_sessions_per_caller, keys=keys, **limits)
+                         max_sessions_per_caller=a.max_sessions_per_caller, keys=keys,
+                         allow_origins=a.allow_origin or (), **limits)
         for svc in services:
             if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
                 from ..service.bindings.gsm import provider_key_bytes
@@ -412,6 +413,10 @@ def register(sub) -> None:
     s.add_argument("--capture", metavar="IMAGE",
                    help="gsm terminal: image file holding the camera's latest frame (default: the kiosk page "
                    "/app/kiosk.html posts its camera's frames)")
+    s.add_argument("--allow-origin", action="append", metavar="ORIGIN",
+                   help="another origin of this deployment, scheme://host[:port] (repeatable): this server's /v1/ "
+                        "steps answer CORS for it and its page may connect to it (gsm: a phone's installed app on "
+                        "the provider's origin presenting to a terminal on another origin)")
     s.add_argument("--no-auth", action="store_true",
                    help="serve without API keys — development only, INSECURE (default: every step needs a key "
                         "with its scope, see privface keys)")

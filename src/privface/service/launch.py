@@ -24,13 +24,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_in_thread(app, **config) -> Iterator[str]:
-    """Run an ASGI `app` with uvicorn on a free loopback port in a thread; yields the base URL. `config`:
-    more uvicorn.Config options (e.g. timeout_keep_alive, or ssl_certfile/ssl_keyfile for an https URL)."""
+def serve_in_thread(app, *, port: int = 0, **config) -> Iterator[str]:
+    """Run an ASGI `app` with uvicorn on a loopback port (``port``; 0: a free one) in a thread; yields the base URL.
+    `config`: more uvicorn.Config options (e.g. timeout_keep_alive, or ssl_certfile/ssl_keyfile for an https URL)."""
     import uvicorn
 
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

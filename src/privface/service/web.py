@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -28,6 +28,12 @@ CSP = ("default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'sel
        "media-src 'self' blob: mediastream:; connect-src 'self'; worker-src 'self' blob:; font-src 'self'; "
        "manifest-src 'self'; "
        "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def page_csp(connect: Iterable[str] = ()) -> str:
+    """``CSP`` with ``connect-src 'self'`` widened to exactly ``connect`` (``serve --allow-origin``: terminals on
+    other origins the page presents to; cors.py)."""
+    return CSP.replace("connect-src 'self';", "connect-src " + " ".join(["'self'", *connect]) + ";")
 """'wasm-unsafe-eval' lets the page compile its own WebAssembly (GMP, onnxruntime-web); nothing else is
 evaluated, nothing inline, nothing from another origin."""
 HEADERS = {
@@ -95,6 +101,7 @@ def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
     """The gsm terminal's kiosk page (/app/kiosk.html, bindings/gsm_kiosk.py): frames in, the last outcome out,
     both under the kiosk token (header x-kiosk-token)."""
     from .bindings.gsm_kiosk import MAX_FRAME_BYTES, KioskError
+    from .bindings.gsm_pairing import PairingError
 
     @app.post("/app/kiosk/frame", include_in_schema=False)
     async def kiosk_frame(request: Request) -> Response:
@@ -109,6 +116,33 @@ def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
             return error(403 if "token" in str(e) else 400, str(e))
         return Response(status_code=204, headers=HEADERS)
 
+    @app.post("/app/kiosk/pair", include_in_schema=False)
+    def kiosk_pair(request: Request) -> Response:
+        try:
+            kiosk.check_token(request.headers.get("x-kiosk-token"))
+        except KioskError as e:
+            return error(403, str(e))
+        code, ttl = kiosk.pairing.new()
+        return Response(json.dumps({"code": code, "ttl": ttl, "url": str(request.base_url)}),
+                        media_type="application/json", headers=HEADERS)
+
+    @app.post("/app/pair", include_in_schema=False)
+    async def pair(request: Request) -> Response:
+        """The Device's app claims a code (JSON {"code"}); CORS for the --allow-origin list (cors.py)."""
+        body = await request.body()
+        try:
+            code = json.loads(body).get("code") if len(body) <= 256 else None
+        except (ValueError, AttributeError):
+            code = None
+        try:
+            kiosk.pairing.claim(code, request.client.host if request.client else "")
+        except PairingError as e:
+            extra = {"retry-after": str(e.retry_after)} if e.retry_after else {}
+            return Response(json.dumps({"error": str(e), "type": "PairingError"}), status_code=e.status,
+                            media_type="application/json", headers={**HEADERS, **extra})
+        return Response(json.dumps({"terminal": str(request.base_url)}), media_type="application/json",
+                        headers=HEADERS)
+
     @app.get("/app/kiosk/status", include_in_schema=False)
     def kiosk_status(request: Request) -> Response:
         try:
@@ -118,20 +152,23 @@ def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
         return Response(json.dumps(status), media_type="application/json", headers=HEADERS)
 
 
-def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
+def mount_web(app: FastAPI, services: Mapping[str, object], connect: Iterable[str] = ()) -> None:
     """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``), or gsm (the
-    gsm Device's module /app/gsm.js and its parameters)."""
+    gsm Device's module /app/gsm.js and its parameters); the page may connect to ``connect`` besides its own
+    origin (``page_csp``)."""
     svc = services.get("im2020")
     if svc is not None:
         params = params_json(svc.server.params)  # type: ignore[attr-defined]
     elif "gsm" in services:
-        params = gsm_params_json(services["gsm"])
+        params = {**gsm_params_json(services["gsm"]), "terminals": list(connect)}  # pairing codes (gsmPage.ts)
     else:
         return
 
-    def error(status: int, text: str, headers: Mapping[str, str] | None = None) -> Response:
+    headers = {**HEADERS, "content-security-policy": page_csp(connect)}
+
+    def error(status: int, text: str, extra: Mapping[str, str] | None = None) -> Response:
         return Response(text, status_code=status, media_type="text/plain; charset=utf-8",
-                        headers={**HEADERS, **(headers or {})})
+                        headers={**headers, **(extra or {})})
 
     @app.get("/app", include_in_schema=False)
     def app_redirect() -> Response:
@@ -139,7 +176,7 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
 
     @app.get("/app/params.json", include_in_schema=False)
     def app_params() -> Response:
-        return Response(json.dumps(params), media_type="application/json", headers=HEADERS)
+        return Response(json.dumps(params), media_type="application/json", headers=headers)
 
     models: dict[str, Path] = {}
 
@@ -151,14 +188,14 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
     @app.get("/app/models/index.json", include_in_schema=False)
     def app_models() -> Response:
         return Response(json.dumps(sorted(model_files() if not models else models)), media_type="application/json",
-                        headers=HEADERS)
+                        headers=headers)
 
     @app.get("/app/models/{name}", include_in_schema=False)
     async def app_model(name: str, request: Request) -> Response:
         path = await run_in_threadpool(model, name)
         if path is None or not path.is_file():
             return error(404, "no such model")
-        return await _file(request, path, {**HEADERS, "cache-control": "max-age=86400"})
+        return await _file(request, path, {**headers, "cache-control": "max-age=86400"})
 
     kiosk = getattr(services.get("gsm"), "kiosk", None)
     if kiosk is not None:
@@ -171,7 +208,7 @@ def mount_web(app: FastAPI, services: Mapping[str, object]) -> None:
         path = _asset(name or "index.html")
         if path is None:
             return error(404, "not found")
-        return await _file(request, path, HEADERS)
+        return await _file(request, path, headers)
 
     app.add_middleware(AppConnections, limit=RESPONSES_PER_ADDRESS, refuse=lambda: error(
         429, "too many requests for the page from this address at once; retry shortly", {"retry-after": "1"}))

@@ -6,7 +6,7 @@
  * /app/ after importing its key file there.
  */
 import { embed, NoFaceError, open, PhotoError } from "./face.js";
-import { enrolHere, exportKey, importKey, presentAndMatch } from "./gsm.js";
+import { enrolHere, ensurePrepared, exportKey, importKey, PAIRING_CODE, presentAndMatch, resolvePairingCode } from "./gsm.js";
 import { fixedNormTemplate } from "../templates/fixedNorm.js";
 import { loadDeviceKey } from "../gsm/keyfile.js";
 import { GsmParams, type GsmParamsInit, type Variant } from "../gsm/params.js";
@@ -33,8 +33,10 @@ function explain(e: unknown): string {
   if (e instanceof NoFaceError) return "No face in this photo: take one facing the camera, in good light.";
   if (e instanceof PhotoError) return e.message;
   const msg = (e as Error).message ?? String(e);
-  if (/Failed to fetch|NetworkError|Content Security Policy/i.test(msg)) {
-    return "This page can only reach its own server: open the terminal's page (its address + /app/) on this phone and import your key file there.";
+  if (/cannot be reached|Failed to fetch|NetworkError|Content Security Policy/i.test(msg)) {
+    return `The terminal cannot be reached from this app: it is offline, or it does not let ${location.origin} call it `
+      + "(its operator allows it with privface serve --allow-origin, and this app's server names the terminal's origin "
+      + "the same way) — or open the terminal's own page (its address + /app/) and import your key file there.";
   }
   if (/expired/.test(msg)) return "Your enrolment has expired: enrol again at your provider.";
   if (/locked|too many/i.test(msg)) return `The terminal refuses for now: ${msg}`;
@@ -92,6 +94,14 @@ function setUpGsm(server: ServerParams): void {
     if (!/^[A-Za-z0-9._@+-]{1,128}$/.test(v)) throw new Error("Your ID: 1–128 of A–Z a–z 0–9 . _ @ + -");
     return v;
   };
+  // The key and Π_en's precomputation are made while the user picks the photo (gsm.ts ensurePrepared); enrolling
+  // then waits for them if they are not done yet.
+  photo.addEventListener("change", () => {
+    if (server.role !== "provider") return;
+    try {
+      void ensurePrepared(id()).catch(() => undefined); // its error, if any, shows when enrolling
+    } catch { /* no valid ID yet: made at enrolment */ }
+  });
   $("gsm-enrol").addEventListener("click", run(async () => {
     const who = id();
     const file = photo.files?.[0];
@@ -105,7 +115,9 @@ function setUpGsm(server: ServerParams): void {
   }));
   $("gsm-present").addEventListener("click", run(async () => {
     const who = id();
-    const url = new URL(terminal.value || `${location.origin}/`, location.href);
+    const typed = terminal.value.trim();
+    const url = new URL(PAIRING_CODE.test(typed) ? await resolvePairingCode(typed) : typed || `${location.origin}/`,
+      location.href);
     say("Presenting to the terminal: look at its camera…");
     const r = await presentAndMatch(who, url.href, $<HTMLSelectElement>("gsm-variant").value as Variant);
     decision.textContent = r.decision === "accept" ? "Accepted" : r.decision === "reject" ? "Rejected" : "Aborted";

@@ -1,12 +1,13 @@
 /** A Web Worker of the gsm Device's pool (issue 39): the exponentiation pool's job (base^exp mod m for many bases,
  *  as crypto/worker.ts) and two more for Π_en — `rn`: short-exponent pairs (r, r^N mod N²) of the device's own key
- *  (gsm/paillier.ts ShortRn, tables built once per key in this worker), `prodpow`: Π b_i^e_i mod m. */
-import { modPow } from "../crypto/bignum.js";
+ *  (gsm/paillier.ts ShortRn, tables built once per key in this worker), `prodpow`: Π b_i^e_i mod m, `powsq`:
+ *  base^exp mod p² in p-adic digits (Paillier decryption's CRT halves). */
+import { modPow, modPowSquare } from "../crypto/bignum.js";
 import { localProdPow, ShortRn } from "../gsm/paillier.js";
 
 interface Job {
   id: number;
-  kind?: "rn" | "prodpow";
+  kind?: "rn" | "prodpow" | "powsq";
   bases?: bigint[];
   exps?: bigint[];
   exp?: bigint;
@@ -24,6 +25,7 @@ async function run(job: Job): Promise<bigint[]> {
     if (source === null || source.p !== job.p || source.q !== job.q) source = new ShortRn(job.p!, job.q!);
     return Array.from({ length: job.count! }, () => source!.next()).flat();
   }
+  if (job.kind === "powsq") return job.bases!.map((b) => modPowSquare(b, job.exp!, job.p!));
   if (job.kind === "prodpow") return [await localProdPow(job.bases!, job.exps!, job.mod!)];
   return job.bases!.map((b) => modPow(b, job.exp!, job.mod!));
 }

@@ -1,11 +1,11 @@
 /**
  * The kiosk page of a gsm terminal (issue 39; server side service/bindings/gsm_kiosk.py): it shows the address a
- * phone presents to, posts the camera's frames (the terminal's capture w, seed 004 §3) and shows the outcome of the
+ * phone presents to and a short pairing code for it, posts the camera's frames (the terminal's capture w, seed 004 §3) and shows the outcome of the
  * last match large, or why the terminal refused it. The kiosk token comes in the URL's fragment (printed by
  * `privface serve`), is kept in this tab only and sent with every kiosk request.
  */
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const ui = { pair: $("pair"), video: $<HTMLVideoElement>("video"), decision: $("kiosk-decision"), detail: $("kiosk-detail"),
+const ui = { pair: $("pair"), code: $("pair-code"), video: $<HTMLVideoElement>("video"), decision: $("kiosk-decision"), detail: $("kiosk-detail"),
   camera: $<HTMLButtonElement>("kiosk-camera") };
 
 const FRAME_MS = 1000;
@@ -59,6 +59,7 @@ async function poll(): Promise<void> {
         window.clearTimeout(clear);
         clear = window.setTimeout(() => show("", "Waiting…"), SHOW_MS);
       }
+      if (last >= 0) void newCode();
       last = s.seq;
     }
   } catch {
@@ -92,7 +93,26 @@ async function startCamera(): Promise<void> {
   }
 }
 
+/** A fresh pairing code (service/bindings/gsm_pairing.py: single use, expires), shown large; renewed before it
+ *  expires and after every match (the phone that used it consumed it). */
+let codeTimer: number | undefined;
+async function newCode(): Promise<void> {
+  window.clearTimeout(codeTimer);
+  try {
+    const r = await fetch("kiosk/pair", { method: "POST", headers, cache: "no-store" });
+    if (!r.ok) throw new Error(String(r.status));
+    const c = (await r.json()) as { code: string; ttl: number; url: string };
+    ui.code.textContent = `${c.code.slice(0, 4)}-${c.code.slice(4)}`;
+    ui.pair.textContent = c.url;
+    codeTimer = window.setTimeout(() => void newCode(), Math.max(5, c.ttl - 10) * 1000);
+  } catch {
+    ui.code.textContent = "—";
+    codeTimer = window.setTimeout(() => void newCode(), 5000);
+  }
+}
+
 ui.pair.textContent = `${location.origin}/`;
+void newCode();
 ui.camera.addEventListener("click", () => void startCamera());
 void startCamera();
 window.setInterval(() => void poll(), POLL_MS);

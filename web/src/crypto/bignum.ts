@@ -48,6 +48,54 @@ export function modPowNative(base: bigint, exp: bigint, mod: bigint): bigint {
   return r;
 }
 
+/** base^exp mod p² for an odd p > 1, in p-adic digits x = x₀ + x₁·p (0 ≤ x₀, x₁ < p): a product is x₀y₀ split
+ *  by one division into t₀ + t₁·p, then x₁' = (t₁ + x₀y₁ + x₁y₀) mod p — two |p|-bit divisions and three |p|-bit
+ *  products instead of one 2|p|-bit product and its 4|p|-bit by 2|p|-bit remainder, which V8's BigInt division
+ *  makes several times dearer. Left-to-right sliding windows of 6 bits. Used by Paillier decryption's CRT halves
+ *  c^(p−1) mod p² (Paillier 1999 §7). */
+export function modPowSquare(base: bigint, exp: bigint, p: bigint): bigint {
+  const p2 = p * p;
+  base %= p2;
+  if (base < 0n) base += p2;
+  if (exp < 64n) return modPowNative(base, exp, p2);
+  type Digits = [bigint, bigint];
+  const mul = (a: Digits, b: Digits): Digits => {
+    const t = a[0] * b[0];
+    const t1 = t / p;
+    return [t - t1 * p, (t1 + a[0] * b[1] + a[1] * b[0]) % p];
+  };
+  const sqr = (a: Digits): Digits => {
+    const t = a[0] * a[0];
+    const t1 = t / p;
+    return [t - t1 * p, (t1 + ((a[0] * a[1]) << 1n)) % p];
+  };
+  const W = 6;
+  const x: Digits = [base % p, base / p];
+  const x2 = sqr(x);
+  const odd: Digits[] = [x]; // x^(2i+1)
+  for (let i = 1; i < 1 << (W - 1); i++) odd.push(mul(odd[i - 1]!, x2));
+  const bits = exp.toString(2);
+  let r: Digits | null = null;
+  let i = 0;
+  while (i < bits.length) {
+    if (bits[i] === "0") {
+      r = sqr(r!);
+      i++;
+      continue;
+    }
+    let j = Math.min(i + W, bits.length);
+    while (bits[j - 1] === "0") j--;
+    const o = odd[parseInt(bits.slice(i, j), 2) >> 1]!;
+    if (r === null) r = o;
+    else {
+      for (let t = i; t < j; t++) r = sqr(r);
+      r = mul(r, o);
+    }
+    i = j;
+  }
+  return r![0] + r![1] * p;
+}
+
 let pow: PowFn = modPowNative;
 let backend = "bigint";
 

@@ -56,6 +56,15 @@ export interface Pi3State {
   finish(compareChallenge: Uint8Array): Uint8Array;
 }
 
+const bytesHex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+const hexBytes = (h: string) => new Uint8Array((h.match(/../g) ?? []).map((x) => parseInt(x, 16)));
+
+interface Precomputed {
+  pairs: [bigint, bigint][];
+  mask: [bigint, bigint];
+  modulusProof: Uint8Array;
+}
+
 export class GsmDevice {
   private m1: Fields | null = null;
   private m1Bytes: Uint8Array | null = null;
@@ -69,17 +78,55 @@ export class GsmDevice {
     }
   }
 
+  /** What Π_en round 1 needs before the template exists, made ahead (at key generation, while the user is idle):
+   *  ℓ short-exponent pairs (r_i, r_i^N mod N²) for the c_i, Fig. 9's uniform mask pair (u, u^N) and Π_epk, which
+   *  Fiat–Shamir binds only to N, w and the enrolment context (subject, provider key) — none depend on the face.
+   *  The page stores the record wrapped like the key (app/keystore.ts) and deletes it before its one use: an r_i
+   *  used twice would give the provider (c_i/c'_i) = g^(x_i − x'_i), so pairs are never reused. */
+  async precomputeEnrolment(work: Partial<GsmWork> = {}): Promise<Uint8Array> {
+    if (this.providerKey === null) throw new ProtocolError("the device needs the provider's verification key to enrol");
+    const w = { ...localWork, ...work };
+    const ctx = enrolContext(this.subjectId, this.providerKey);
+    const [pairs, proof] = await Promise.all([w.rnMany(this.key, this.params.ell),
+      proveModulus(this.key, ctx, undefined, w.powMany)]);
+    const hex = (x: bigint) => x.toString(16);
+    const record = { v: 1, n: hex(this.key.n), context: bytesHex(ctx), pairs: pairs.map(([r, rn]) => [hex(r), hex(rn)]),
+      mask: this.key.randomRRn().map(hex), modulus_proof: bytesHex(proof) };
+    return new TextEncoder().encode(JSON.stringify(record));
+  }
+
+  /** A record of `precomputeEnrolment` if it is for this key, subject, provider and ℓ (else null: compute afresh). */
+  private precomputed(data: Uint8Array | null, ctx: Uint8Array): Precomputed | null {
+    if (data === null) return null;
+    try {
+      const r = JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>;
+      const big = (x: unknown) => BigInt("0x" + String(x));
+      if (r.v !== 1 || big(r.n) !== this.key.n || r.context !== bytesHex(ctx) || !Array.isArray(r.pairs)
+          || r.pairs.length !== this.params.ell || !Array.isArray(r.mask)) return null;
+      const pair = (x: unknown): [bigint, bigint] => {
+        const [a, b] = x as [unknown, unknown];
+        return [big(a), big(b)];
+      };
+      return { pairs: r.pairs.map(pair), mask: pair(r.mask), modulusProof: hexBytes(String(r.modulus_proof)) };
+    } catch {
+      return null;
+    }
+  }
+
   /** Π_en round 1: c_i = ⟦u_i mod N; r_i⟧, then Π_epk and Fig. 9 bound to subject and provider. `onProgress`
    *  gets the fraction done; `work`: the long arithmetic (a worker pool in the page) — the pairs (r_i, r_i^N) and
-   *  Π_epk run at once, then Fig. 9. `phases` receives each phase's wall time (ms). */
+   *  Π_epk run at once, then Fig. 9; both are taken from `precomputed` (`precomputeEnrolment`'s record) when it
+   *  matches. `phases` receives each phase's wall time (ms). */
   async enrolStart(u: readonly number[], onProgress?: (done: number) => void, work: Partial<GsmWork> = {},
-                   phases: Record<string, number> = {}): Promise<Uint8Array> {
+                   phases: Record<string, number> = {}, precomputed: Uint8Array | null = null): Promise<Uint8Array> {
     if (this.providerKey === null) throw new ProtocolError("the device needs the provider's verification key to enrol");
     const w = { ...localWork, ...work };
     const vals = checkTemplate(u, this.params);
     const ctx = enrolContext(this.subjectId, this.providerKey);
+    const pre = this.precomputed(precomputed, ctx);
+    phases.precomputed = pre === null ? 0 : 1;
     let t0 = performance.now();
-    const [pairs, modulusProof] = await Promise.all([
+    const [pairs, modulusProof] = pre !== null ? [pre.pairs, pre.modulusProof] : await Promise.all([
       w.rnMany(this.key, vals.length).then((r) => {
         phases.encrypt_ms = performance.now() - t0;
         onProgress?.(0.4);
@@ -100,7 +147,7 @@ export class GsmDevice {
       witness.push({ x, r });
     });
     t0 = performance.now();
-    const plaintextProof = await provePlaintextKnowledge(this.key, cts, witness, ctx, w.prodPow);
+    const plaintextProof = await provePlaintextKnowledge(this.key, cts, witness, ctx, w.prodPow, pre?.mask);
     phases.plaintext_proof_ms = performance.now() - t0;
     onProgress?.(1);
     return encode("gsm.EnrolRequest", { subject_id: this.subjectId, pk_n: this.key.n, c_u: cts,
@@ -109,7 +156,7 @@ export class GsmDevice {
 
   /** Π_en round 2: the Fig. 10 answer to the provider's challenge (validated first). */
   enrolRespond(challenge: Uint8Array, work: Partial<GsmWork> = {}): Promise<Uint8Array> {
-    return normResponse(this.key, challenge, this.params.ell, work.powMany);
+    return normResponse(this.key, challenge, this.params.ell, work.powSquareMany);
   }
 
   /** Keep the provider's signed m1 after checking it is ours and σ verifies. */

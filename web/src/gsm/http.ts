@@ -48,13 +48,13 @@ const stepBytes = (http: ServiceClient): StepBytes[] => http.stats.map((s) => ({
 
 /** Π_en: enrol/start (epk, ⟦u_i⟧, Π_epk, Fig. 9) → Fig. 10 challenge; enrol/finish → signed m1, kept by the device. */
 export async function enrol(http: ServiceClient, dev: GsmDevice, u: readonly number[],
-                            onProgress?: (what: string, done: number) => void, work: Partial<GsmWork> = {}
-): Promise<GsmReport & { subject_id: string; expires_at: number; phases_ms: Record<string, number> }> {
+                            onProgress?: (what: string, done: number) => void, work: Partial<GsmWork> = {},
+                            precomputed: Uint8Array | null = null): Promise<GsmReport & { subject_id: string; expires_at: number; phases_ms: Record<string, number> }> {
   http.reset();
   let device = 0;
   const phases: Record<string, number> = {};
   let t0 = performance.now();
-  const request = await dev.enrolStart(u, (d) => onProgress?.("proving", d), work, phases);
+  const request = await dev.enrolStart(u, (d) => onProgress?.("proving", d), work, phases, precomputed);
   device += performance.now() - t0;
   onProgress?.("provider", 0);
   const challenge = await http.step("enrol/start", request);

@@ -4,7 +4,7 @@
  * decryption by CRT, and the owner's r^N by CRT (two |p|-bit exponentiations per prime).
  */
 import type { PowMany } from "../crypto/pool.js";
-import { bitLength, gcd, isProbablePrime, modInv, modPow, randomBelow, randomBits, randomPrime } from "../crypto/bignum.js";
+import { bitLength, gcd, isProbablePrime, modInv, modPow, modPowSquare, randomBelow, randomBits, randomPrime } from "../crypto/bignum.js";
 
 const WINDOW = 5;
 
@@ -68,7 +68,7 @@ export class ShortRn {
     this.q2InvP2 = modInv(q * q, p * p);
     const h = randomUnit(this.n);
     this.tables = [combTable(h, this.bits, p), combTable(h, this.bits, q),
-      combTable(modPow(h, this.n, p * p), this.bits, p * p), combTable(modPow(h, this.n, q * q), this.bits, q * q)];
+      combTable(modPowSquare(h, this.n, p), this.bits, p * p), combTable(modPowSquare(h, this.n, q), this.bits, q * q)];
   }
 
   next(): [bigint, bigint] {
@@ -121,8 +121,8 @@ export class PaillierKey {
   randomRRn(): [bigint, bigint] {
     const rp = randomUnit(this.p);
     const rq = randomUnit(this.q);
-    const np = modPow(modPow(rp, this.q, this.p), this.p, this.p2);
-    const nq = modPow(modPow(rq, this.p, this.q), this.q, this.q2);
+    const np = modPowSquare(modPow(rp, this.q, this.p), this.p, this.p);
+    const nq = modPowSquare(modPow(rq, this.p, this.q), this.q, this.q);
     return [crt(rp, rq, this.p, this.q, this.qInvP), crt(np, nq, this.p2, this.q2, this.q2InvP2)];
   }
 
@@ -148,12 +148,12 @@ export class PaillierKey {
     return c;
   }
 
-  /** [Dec(c)] with the CRT halves c^(p−1) mod p², c^(q−1) mod q² as two batches of `powMany` (a worker pool in
-   *  the page: `decrypt_many`'s threads). */
-  async decryptMany(cts: bigint[], powMany: PowMany = localPowMany): Promise<bigint[]> {
+  /** [Dec(c)] with the CRT halves c^(p−1) mod p², c^(q−1) mod q² as two batches of `powSquareMany` (a worker
+   *  pool in the page: `decrypt_many`'s threads). */
+  async decryptMany(cts: bigint[], powSquareMany: PowSquareMany = localPowSquareMany): Promise<bigint[]> {
     cts.forEach((c) => this.checkCiphertext(c));
-    const [hp, hq] = await Promise.all([powMany(cts.map((c) => c % this.p2), this.p - 1n, this.p2),
-      powMany(cts.map((c) => c % this.q2), this.q - 1n, this.q2)]);
+    const [hp, hq] = await Promise.all([powSquareMany(cts.map((c) => c % this.p2), this.p - 1n, this.p),
+      powSquareMany(cts.map((c) => c % this.q2), this.q - 1n, this.q)]);
     return cts.map((_, i) => crt((((hp[i]! - 1n) / this.p) * this.hp) % this.p, (((hq[i]! - 1n) / this.q) * this.hq) % this.q,
       this.p, this.q, this.qInvP));
   }
@@ -161,14 +161,19 @@ export class PaillierKey {
   /** Dec(c) ∈ [0, N) by CRT. */
   decrypt(c: bigint): bigint {
     this.checkCiphertext(c);
-    const mp = (((modPow(c, this.p - 1n, this.p2) - 1n) / this.p) * this.hp) % this.p;
-    const mq = (((modPow(c, this.q - 1n, this.q2) - 1n) / this.q) * this.hq) % this.q;
+    const mp = (((modPowSquare(c, this.p - 1n, this.p) - 1n) / this.p) * this.hp) % this.p;
+    const mq = (((modPowSquare(c, this.q - 1n, this.q) - 1n) / this.q) * this.hq) % this.q;
     return crt(mp, mq, this.p, this.q, this.qInvP);
   }
 }
 
 /** base^exp mod m for many bases on this thread (the default when no worker pool is given). */
 export const localPowMany: PowMany = async (bases, exp, m) => bases.map((b) => modPow(b, exp, m));
+
+/** base^exp mod p² for many bases (`modPowSquare`: p-adic digits), p the prime. */
+export type PowSquareMany = (bases: bigint[], exp: bigint, p: bigint) => Promise<bigint[]>;
+
+export const localPowSquareMany: PowSquareMany = async (bases, exp, p) => bases.map((b) => modPowSquare(b, exp, p));
 
 /** Π b_i^(e_i) mod m. */
 export type ProdPow = (bases: bigint[], exps: bigint[], m: bigint) => Promise<bigint>;
@@ -179,12 +184,14 @@ export const localProdPow: ProdPow = async (bases, exps, m) => bases.reduce((acc
  *  (app/gsmWorker.ts). `rnMany(key, k)`: k short-exponent pairs (r, r^N mod N²) of `key` (`ShortRn`). */
 export interface GsmWork {
   powMany: PowMany;
+  powSquareMany: PowSquareMany;
   prodPow: ProdPow;
   rnMany: (key: PaillierKey, count: number) => Promise<[bigint, bigint][]>;
 }
 
 export const localWork: GsmWork = {
   powMany: localPowMany,
+  powSquareMany: localPowSquareMany,
   prodPow: localProdPow,
   rnMany: async (key, count) => Array.from({ length: count }, () => key.shortRRn()),
 };

@@ -8,7 +8,7 @@ import { shake256 } from "@noble/hashes/sha3.js";
 import { bitLength, isProbablePrime, jacobi, modInv, modPow, randomBelow } from "../crypto/bignum.js";
 import { bigToBytes, bytesToBig, decode, encode } from "../wire/codec.js";
 import type { PowMany } from "../crypto/pool.js";
-import { crt, localProdPow, localPowMany, randomUnit, type PaillierKey, type ProdPow } from "./paillier.js";
+import { crt, localProdPow, localPowMany, localPowSquareMany, randomUnit, type PaillierKey, type PowSquareMany, type ProdPow } from "./paillier.js";
 import { ProtocolError } from "./params.js";
 
 export const MOD_ROUNDS = 128;
@@ -84,13 +84,15 @@ export async function proveModulus(key: PaillierKey, context: Uint8Array, rounds
   return encode("gsm.ModulusProof", { w, x: xs, z: zs, ab });
 }
 
-/** Fig. 9 prover with e_i = H(N, ℓ, c_1..c_ℓ, a, context): a = ⟦s; u⟧, w = s + Σ e_i x_i mod N,
+/** Fig. 9 prover with e_i = H(N, ℓ, c_1..c_ℓ, a, context): a = ⟦s; u⟧ (`mask` = (u, u^N), u uniform in Z*_N),
+ *  w = s + Σ e_i x_i mod N,
  *  z = u·Π r_i^e_i mod N — the product by CRT mod p and q (`prodPow`: a worker pool in the page). */
 export async function provePlaintextKnowledge(key: PaillierKey, cts: bigint[], witness: { x: bigint; r: bigint }[],
-                                              context: Uint8Array, prodPow: ProdPow = localProdPow): Promise<Uint8Array> {
+                                              context: Uint8Array, prodPow: ProdPow = localProdPow,
+                                              mask: [bigint, bigint] = key.randomRRn()): Promise<Uint8Array> {
   const { n, n2, p, q } = key;
   const s = randomBelow(n);
-  const [u, un] = key.randomRRn();
+  const [u, un] = mask;
   const a = (key.plainFactor(s) * un) % n2;
   const size = CHALLENGE_BITS / 8;
   const es = split(xof("ptxt", [n, BigInt(cts.length), ...cts, a, context], cts.length * size), cts.length, size);
@@ -106,7 +108,7 @@ export async function provePlaintextKnowledge(key: PaillierKey, cts: bigint[], w
 /** Fig. 10 prover: check the challenge (ℓ ciphertexts in Z*_{N²}, N̂ a 128-bit prime), decrypt w_i, v, v̂;
  *  z = v + Σ w_i² mod N, ẑ = v̂ + Σ w_i² mod N̂. */
 export async function normResponse(key: PaillierKey, challenge: Uint8Array, count: number,
-                                   powMany: PowMany = localPowMany): Promise<Uint8Array> {
+                                   powSquareMany: PowSquareMany = localPowSquareMany): Promise<Uint8Array> {
   const ch = decode(challenge, "gsm.NormChallenge").values;
   const ws = ch.w as bigint[];
   const nHat = ch.n_hat as bigint;
@@ -120,7 +122,7 @@ export async function normResponse(key: PaillierKey, challenge: Uint8Array, coun
   } catch {
     throw new ProtocolError("NormChallenge ciphertext is not in Z*_{N²} for this key");
   }
-  const plain = await key.decryptMany(all, powMany);
+  const plain = await key.decryptMany(all, powSquareMany);
   const v = plain[ws.length]!;
   const vHat = plain[ws.length + 1]!;
   const squares = plain.slice(0, ws.length).reduce((acc, x) => acc + x * x, 0n);

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from ...errors import PrivfaceError, ProtocolError
+from .gsm_pairing import Pairing
 
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 FRAME_TYPES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")  # JPEG, PNG
@@ -35,6 +36,7 @@ class Kiosk:
         self._lock = threading.Lock()
         self._frame: tuple[bytes, float] | None = None
         self._status: dict = {"seq": 0, "state": "idle"}
+        self.pairing = Pairing()  # the short codes the page shows (gsm_pairing.py)
 
     def check_token(self, token: str | None) -> None:
         if not token or not hmac.compare_digest(token.encode(), self.token.encode()):
