@@ -27,7 +27,7 @@ from .test_web_page import y4m
 
 pytestmark = pytest.mark.browser
 ORL = Path(os.environ.get("PRIVFACE_DATA", "/work/shared/datasets")) / "orl" / "images"
-P = GsmParams.toy(ell=128, m=8, cos_threshold=0.3661)  # SFace's shared cosine threshold
+P = GsmParams.toy(ell=128, m=8)  # T′: SFace's shared cosine threshold (the default backend's)
 
 PHOTO_ENROL = """(async () => {
   const page = await import("/app/gsm-page.js");
