@@ -12,10 +12,11 @@ from privface.protocols.kolberg import KolbergParams
 
 def test_sface_defaults_come_from_its_entry():
     point = DEFAULT_THRESHOLDS["sface"]
-    assert sface.SFaceBackend.__init__.__kwdefaults__["threshold"] == point.distance
+    assert sface.SFaceBackend().threshold == point.distance
+    assert sface.SFaceLm68Backend().threshold == DEFAULT_THRESHOLDS["sface-lm68"].distance
     assert default_tau("sface") == squared_quantized(point.distance, 128)
     assert default_cos_threshold("sface") == point.cosine
-    assert KolbergParams("ntru", backend="sface").tau == point.ntru == 119
+    assert KolbergParams("ntru", backend="sface").tau == point.ntru == 120
     assert KolbergParams("bfv", backend="sface").tau == default_tau("sface")
     assert norm_range("sface") == (0.9, 1.1) and norm_range("dlib-resnet128") == (1.0, 2.0)
     with pytest.raises(ValueError, match="no default threshold for face backend 'pca'"):
@@ -24,7 +25,7 @@ def test_sface_defaults_come_from_its_entry():
 
 @pytest.mark.slow
 @pytest.mark.dataset
-@pytest.mark.parametrize("backend", ["dlib-resnet128", "sface"])
+@pytest.mark.parametrize("backend", ["dlib-resnet128", "sface", "sface-lm68"])
 def test_reproduces_the_shipped_ntru_threshold_and_norm_range(data_root, backend):
     from privface.eval.verification_defaults import compute
 

@@ -48,15 +48,17 @@ def test_genuine_within_and_impostor_beyond_the_default_threshold(sface_backend)
 
 
 def test_five_point_alignment_is_its_own_configuration_and_matches_the_68_point_one():
-    """landmarks=5 (dlib's CC0 5-point model) puts the face where the 68-point ArcFace alignment does, within the
-    calibration's error, gives the same decisions on the shipped photos, and has its own options (so caches and
-    stores never mix the two)."""
+    """sface aligns on dlib's CC0 5-point model, which puts the face where the 68-point ArcFace alignment
+    (sface-lm68) does, within the calibration's error, gives the same decisions on the shipped photos, and has its
+    own backend id and options (so caches, stores and servers never mix the two)."""
     from privface.faces.detect import select, shape_to_array
     from privface.faces.image import load_rgb
     from privface.faces.onnx_backend import ARCFACE_REF, DLIB5_REF, arcface_points, dlib5_points, umeyama
 
-    b68, b5 = make_backend("sface"), make_backend("sface", landmarks=5)
-    assert "landmarks" not in b68.options() and b5.options()["landmarks"] == 5 and b5.options() != b68.options()
+    b5, b68 = make_backend("sface"), make_backend("sface-lm68")
+    assert b5.name == "sface" and b68.name == "sface-lm68"
+    assert b5.options()["landmarks"] == 5 and "landmarks" not in b68.options()
+    assert b68.options()["backend"] == "sface-lm68" and b5.options() != b68.options()
     photo = demo_data.enrolled_photo()
     det = b5.detector
     work, scale = det.working_image(load_rgb(photo))
@@ -71,8 +73,35 @@ def test_five_point_alignment_is_its_own_configuration_and_matches_the_68_point_
     impostor = next(iter(demo_data.impostor_photos().values()))
     assert b5.distance(ref, b5.embed(copy)) <= b5.threshold < b5.distance(ref, b5.embed(impostor))
     assert b5.distance(ref, b68.embed(photo)) <= b5.threshold
-    with pytest.raises(ValueError, match="landmarks must be 5 or 68"):
-        make_backend("sface", landmarks=4)
+    with pytest.raises(TypeError):
+        make_backend("sface", landmarks=68)  # the alignment is the backend id's, not an option
+
+
+def test_default_sface_pipeline_never_loads_the_68_point_predictor(monkeypatch):
+    """The default pipeline (sface, via the public API) runs without dlib's 68-point model — trained on iBUG
+    300-W, not for commercial use — even when its file is absent: only sface-lm68 asks for it."""
+    import privface
+    from privface.faces import detect, models
+
+    real = models.model_path
+    asked = []
+
+    def model_path(name):
+        asked.append(name)
+        if name == "landmarks68":
+            raise AssertionError("the default sface pipeline asked for shape_predictor_68_face_landmarks.dat")
+        return real(name)
+
+    monkeypatch.setattr(detect, "model_path", model_path)
+    privface._backend.cache_clear()  # a fresh default backend, made under the patch
+    try:
+        assert privface.embed(demo_data.enrolled_photo()).shape == (128,)
+        assert privface._backend().name == "sface"
+    finally:
+        privface._backend.cache_clear()
+    assert "landmarks5" in asked and "landmarks68" not in asked
+    with pytest.raises(AssertionError, match="68_face_landmarks"):
+        make_backend("sface-lm68").faces(demo_data.enrolled_photo())
 
 
 @pytest.mark.parametrize("damage", ["truncated", "one byte changed"])
@@ -129,7 +158,10 @@ def test_cli_landmarks_option_reaches_the_backend_spec_and_only_for_onnx_backend
 
     p = argparse.ArgumentParser()
     backend_args(p, "sface")
-    assert backend_spec(p.parse_args(["--landmarks", "5"])) == {"name": "sface", "landmarks": 5}
+    assert backend_spec(p.parse_args(["--backend", "onnx", "--model", "m.onnx", "--landmarks", "5"])) == {
+        "name": "onnx", "model": "m.onnx", "landmarks": 5}
     assert backend_spec(p.parse_args([])) == {"name": "sface"}
-    with pytest.raises(PrivfaceError, match="--landmarks"):
-        backend_spec(p.parse_args(["--backend", "dlib-resnet128", "--landmarks", "5"]))
+    assert backend_spec(p.parse_args(["--backend", "sface-lm68"])) == {"name": "sface-lm68"}
+    for backend in ("sface", "sface-lm68", "dlib-resnet128"):
+        with pytest.raises(PrivfaceError, match="--landmarks"):
+            backend_spec(p.parse_args(["--backend", backend, "--landmarks", "5"]))

@@ -37,7 +37,11 @@ def test_every_default_derives_from_the_backends_one():
     assert Im2020Params(backend=dlib).tau == squared_quantized(t, IM2020_SCALE) == math.floor((t * 128) ** 2)
     assert KolbergParams("bfv", backend=dlib).tau == Im2020Params(backend=dlib).tau
     assert KolbergParams("ckks", backend=dlib).tau == pytest.approx(t * t)
-    assert GsmParams().cos_threshold == DLIB.cosine  # gsm's protocol default (the CLI passes its --backend's)
+    assert GsmParams(backend=dlib).cos_threshold == DLIB.cosine  # T′ follows the templates' backend
+    assert GsmParams().cos_threshold == DEFAULT_THRESHOLDS["sface"].cosine == GsmParams.toy().cos_threshold
+    assert GsmParams(backend=dlib, cos_threshold=0.5).cos_threshold == 0.5
+    with pytest.raises(ValueError, match="no default threshold for face backend 'pca'"):
+        GsmParams(backend="pca")
     s = DEFAULT_THRESHOLDS["sface"].distance  # the default backend since issue 36: the protocols' defaults are its
     assert DEFAULT_TAU == Im2020Params().tau == squared_quantized(s, IM2020_SCALE) == 20552
     assert KolbergParams("bfv").tau == DEFAULT_TAU and KolbergParams("ckks").tau == pytest.approx(s * s)

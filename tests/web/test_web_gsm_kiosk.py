@@ -27,7 +27,7 @@ from .test_web_page import y4m
 
 pytestmark = pytest.mark.browser
 ORL = Path(os.environ.get("PRIVFACE_DATA", "/work/shared/datasets")) / "orl" / "images"
-P = GsmParams.toy(ell=128, m=8, cos_threshold=0.3661)  # SFace's shared cosine threshold
+P = GsmParams.toy(ell=128, m=8)  # T′: SFace's shared cosine threshold (the default backend's)
 
 PHOTO_ENROL = """(async () => {
   const page = await import("/app/gsm-page.js");
@@ -152,7 +152,7 @@ def test_phone_photo_to_template_in_the_page_then_kiosk(tmp_path):
     if not (ORL / "s1" / "1.pgm").is_file():
         pytest.skip("the ORL dataset is missing (PRIVFACE_DATA)")
     backend = make_backend("dlib-resnet128")
-    params = GsmParams.toy(ell=128, m=8, cos_threshold=0.9272)  # dlib-resnet128's shared cosine threshold
+    params = GsmParams.toy(ell=128, m=8, backend="dlib-resnet128")  # T′: dlib-resnet128's shared cosine
     photo = _upscaled(ORL / "s1" / "1.pgm", tmp_path / "enrol.png")
     kiosk = Kiosk(lambda frame: fixed_norm_template(backend.embed(frame), params.m))
     with open_store(f"sqlite:///{tmp_path / 'sp.db'}") as sp_store, \

@@ -65,13 +65,10 @@ def bench_faces(spec: dict, *, dataset: str = "orl", images: int = 40, repeat: i
 
 
 def _onnx_stages(backend, rgb, work, scale, detection) -> tuple[float, float]:
-    """Milliseconds for 68 landmarks + the five-point ArcFace alignment, and for the network on that chip."""
-    from ..faces.detect import shape_to_array
-    from ..faces.onnx_backend import align, arcface_points
-
+    """Milliseconds for the backend's landmarks + ArcFace alignment (sface: dlib's 5-point model), and for the
+    network on that chip."""
     t = time.perf_counter()
-    marks = shape_to_array(backend.detector.landmarks68(work, detection), scale)
-    chip = align(rgb, arcface_points(marks))
+    _, chip = backend.aligned(rgb, work, scale, detection)
     t1 = time.perf_counter()
     backend.embed_chips(chip[None])
     return (t1 - t) * 1000, (time.perf_counter() - t1) * 1000

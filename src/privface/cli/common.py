@@ -42,8 +42,9 @@ def backend_args(p: argparse.ArgumentParser, default: str | None = DEFAULT_BACKE
     p.add_argument("--jitter", type=int, default=None, help="dlib-resnet128: jitter passes per face (slower, steadier)")
     p.add_argument("--flip", action="store_true", help="dlib-resnet128: average with the mirrored face")
     p.add_argument("--landmarks", type=int, choices=[5, 68], default=None,
-                   help="sface, onnx: align on dlib's 68-point model (default; trained on iBUG 300-W, not for "
-                        "commercial use) or its 5-point model (CC0)")
+                   help="onnx: align on the five ArcFace points of dlib's 68-point model (default; trained on iBUG "
+                        "300-W, not for commercial use) or on dlib's 5-point model (CC0). sface always uses the "
+                        "5-point model; --backend sface-lm68 is SFace on the 68-point model, for measurement only")
 
 
 def face_args(p: argparse.ArgumentParser, what: str = "the photo") -> None:
@@ -100,8 +101,9 @@ def backend_spec(a) -> dict:
         raise PrivfaceError("--jitter and --flip apply to --backend dlib-resnet128 only")
     landmarks = getattr(a, "landmarks", None)
     if landmarks is not None:
-        if a.backend not in ("sface", "onnx"):
-            raise PrivfaceError("--landmarks applies to --backend sface and onnx only")
+        if a.backend != "onnx":
+            raise PrivfaceError("--landmarks applies to --backend onnx only (sface aligns on dlib's 5-point "
+                                "landmarks; --backend sface-lm68 on its 68-point ones)")
         spec["landmarks"] = landmarks
     return spec
 
@@ -173,15 +175,12 @@ def check_choice(flag: str, value, choices) -> None:
 
 def gsm_params(a, ell: int = 128):
     from ..protocols.gsm import GsmParams
-    from ..protocols.gsm.params import default_cos_threshold
 
-    kw = {"ell": ell}
+    kw: dict = {"ell": ell, "backend": backend_name(a)}  # T′: --cos-threshold, else the backend's default
     if getattr(a, "m", None) is not None:
         kw["m"] = a.m
     if getattr(a, "cos_threshold", None) is not None:
         kw["cos_threshold"] = a.cos_threshold
-    else:
-        kw["cos_threshold"] = _backend_default(default_cos_threshold, backend_name(a))
     try:
         if getattr(a, "insecure_test_params", False):
             return GsmParams.toy(**kw)

@@ -152,17 +152,21 @@ class ONNXBackend(Backend):
         dets = select(self.detector.detect(work, scale), which, work.shape)
         if not dets:
             return []
-        if self.landmarks == 68:
-            marks = [shape_to_array(self.detector.landmarks68(work, d), scale) for d in dets]
-            chips = np.stack([align(rgb, arcface_points(p)) for p in marks])
-            five = [p[DLIB5_FROM_68] for p in marks]
-        else:
-            five = [shape_to_array(self.detector.landmarks5(work, d), scale) for d in dets]
-            chips = np.stack([align(rgb, dlib5_points(p), DLIB5_REF) for p in five])
+        aligned = [self.aligned(rgb, work, scale, d) for d in dets]
+        chips = np.stack([c for _, c in aligned])
         emb = self.embed_chips(chips)
         return [Face(box=d.box, landmarks=p, chip=c, embedding=e, detector=d.detector, score=d.score,
                      found=d.found, index=d.index)
-                for d, p, c, e in zip(dets, five, chips, emb)]
+                for d, (p, _), c, e in zip(dets, aligned, chips, emb)]
+
+    def aligned(self, rgb: np.ndarray, work: np.ndarray, scale: float, det) -> tuple[np.ndarray, np.ndarray]:
+        """(dlib's 5 landmarks in `rgb` pixels, the 112×112 chip) of one detection in the working image `work`
+        (`Detector.working_image`): landmarks=5 runs only dlib's 5-point model, 68 only its 68-point one."""
+        if self.landmarks == 68:
+            marks = shape_to_array(self.detector.landmarks68(work, det), scale)
+            return marks[DLIB5_FROM_68], align(rgb, arcface_points(marks))
+        five = shape_to_array(self.detector.landmarks5(work, det), scale)
+        return five, align(rgb, dlib5_points(five), DLIB5_REF)
 
     def preprocess(self, chips: np.ndarray) -> np.ndarray:
         """N×112×112×3 uint8 RGB chips → the model input: N×3×112×112 float32, normalised."""

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from .base import Backend
 
-BACKENDS = ("dlib-resnet128", "sface", "pca", "onnx")
+BACKENDS = ("dlib-resnet128", "sface", "sface-lm68", "pca", "onnx")
 DEFAULT_BACKEND = "sface"
 """The default face backend everywhere — the CLI, the Python API, `privface serve`, `privface eval` and the page
-(issue 36: SFace, ORL EER 0.054 % against dlib-resnet128's 0.367 %). ``dlib-resnet128`` stays selectable."""
+(issue 36: SFace, ORL EER 0.054 % against dlib-resnet128's 0.367 %), aligned on dlib's CC0 5-point landmarks.
+``dlib-resnet128`` stays selectable; ``sface-lm68`` (SFace aligned on dlib's non-commercial 68-point landmarks) is a
+measurement option only."""
 LEGACY_BACKEND = "dlib-resnet128"
 """The backend of a record that names none (an enrolment, key file or gallery made before backends were recorded,
 issue 36): dlib-resnet128, the only one there was."""
@@ -14,17 +16,18 @@ issue 36): dlib-resnet128, the only one there was."""
 
 def make_backend(name: str = DEFAULT_BACKEND, model: str | None = None, **options) -> Backend:
     """A backend by name. `model` is the model file for `pca` (trained with `privface train-pca`)
-    and `onnx` (an ArcFace-style .onnx file), optional for `sface` (default: the file `make install`
+    and `onnx` (an ArcFace-style .onnx file), optional for `sface` and `sface-lm68` (default: the file `make install`
     fetched; any file is checked against the pinned sha256); options go to the backend's constructor."""
-    if name in ("dlib-resnet128", "sface"):
+    if name in ("dlib-resnet128", "sface", "sface-lm68"):
         from .detect import Detector
 
         det_keys = ("min_side", "upsample", "cnn_fallback", "whole_fallback")
         det = Detector(**{k: options.pop(k) for k in det_keys if k in options})
-        if name == "sface":
-            from .sface import SFaceBackend
+        if name in ("sface", "sface-lm68"):
+            from .sface import SFaceBackend, SFaceLm68Backend
 
-            return SFaceBackend(model, detector=det, **options)
+            cls = SFaceBackend if name == "sface" else SFaceLm68Backend
+            return cls(model, detector=det, **options)
         from .dlib_resnet import DlibResNetBackend
 
         return DlibResNetBackend(detector=det, **options)

@@ -8,6 +8,11 @@ it only finds the file and refuses any file whose sha256 is not the pinned one.
 
 Input 1×3×112×112 float RGB, raw pixel values (the graph normalises them itself: mean 0, std 1 here), on the
 ArcFace 112×112 alignment of `onnx_backend.align`; output 1×128, L2-normalised by `ONNXBackend`.
+
+Alignment: ``sface`` takes its points from dlib's 5-point landmark model (CC0): the eye centres (midpoints of each
+eye's corners) and the nose base, onto their calibrated template positions ``onnx_backend.DLIB5_REF``. dlib's
+68-point model (iBUG 300-W, not for commercial use) is never loaded for it; ``sface-lm68`` (the five ArcFace points
+from the 68 landmarks) stays only to measure against.
 """
 from __future__ import annotations
 
@@ -71,16 +76,30 @@ def _check(path: str, size: int, mtime_ns: int) -> None:
 
 
 class SFaceBackend(ONNXBackend):
-    """SFace on dlib detection + 5-point ArcFace alignment. model_path: default the installed file; any file
-    given is checked against the pinned sha256 first. threads: onnxruntime intra-op threads (None: the
-    process default of `dlib_onnx.DEFAULT_THREADS`, which worker pools set to 1)."""
+    """SFace on dlib detection + dlib's CC0 5-point landmarks (eye centres and nose base onto ``DLIB5_REF``, the
+    ArcFace 112×112 chip). model_path: default the installed file; any file given is checked against the pinned
+    sha256 first. threads: onnxruntime intra-op threads (None: the process default of `dlib_onnx.DEFAULT_THREADS`,
+    which worker pools set to 1)."""
 
     name = "sface"
+    landmark_model = 5
 
-    def __init__(self, model_path: str | os.PathLike | None = None, *, threshold: float = DEFAULT_THRESHOLD,
-                 detector: Detector | None = None, threads: int | None = None, landmarks: int = 68):
+    def __init__(self, model_path: str | os.PathLike | None = None, *, threshold: float | None = None,
+                 detector: Detector | None = None, threads: int | None = None):
         from . import dlib_onnx
 
         path = verify(installed_path() if model_path is None else model_path)
+        threshold = DEFAULT_THRESHOLDS[self.name].distance if threshold is None else threshold
         super().__init__(path, mean=0.0, std=1.0, channel_order="RGB", threshold=threshold, detector=detector,
-                         threads=dlib_onnx.DEFAULT_THREADS if threads is None else threads, landmarks=landmarks)
+                         threads=dlib_onnx.DEFAULT_THREADS if threads is None else threads,
+                         landmarks=self.landmark_model)
+
+
+class SFaceLm68Backend(SFaceBackend):
+    """``sface-lm68``: the same network aligned on the five ArcFace points of dlib's **68-point** landmark model
+    (trained on iBUG 300-W, whose licence excludes commercial use) — a measurement option only, kept to reproduce
+    the figures made before 5-point alignment became sface's (issue 36). Its embeddings differ from ``sface``'s, so
+    it is a backend of its own: stores, keys and servers record it and refuse a mix."""
+
+    name = "sface-lm68"
+    landmark_model = 68

@@ -49,10 +49,15 @@ DEFAULT_THRESHOLDS: dict[str, OperatingPoint] = {
     # FRR 0.090 (the same with those photos kept). (dlib's published 0.6: FAR 1.0e-2 there.)
     # ntru: ORL all-pairs EER threshold (EER 1.47 %). norm_range: ORL's norms lie in [1.27, 1.57].
     "dlib-resnet128": OperatingPoint(distance=0.53, cosine=0.9272, ntru=44, norm_range=(1.0, 2.0)),
-    # The same pairs: distance 1.12 FAR 7.8e-4, FRR 0.0127; cosine 0.3661 FAR 1.0e-3, FRR 0.0116 (EER 0.73 %).
-    # ntru: ORL all-pairs EER threshold (EER 0.23 %). norm_range: unit embeddings; ×128-quantized, ORL's norms lie
-    # in [0.991, 1.011].
-    "sface": OperatingPoint(distance=1.12, cosine=0.3661, ntru=119, norm_range=(0.9, 1.1)),
+    # sface (dlib's 5-point landmarks since issue 36), the same pairs: distance 1.12 FAR 7.9e-4, FRR 0.0133; cosine
+    # 0.3668 FAR 1.0e-3, FRR 0.0121 (EER 0.76 %).
+    # ntru: ORL all-pairs EER threshold (EER 0.32 %). norm_range: unit embeddings; ×128-quantized, ORL's norms lie
+    # in [0.988, 1.012].
+    "sface": OperatingPoint(distance=1.12, cosine=0.3668, ntru=120, norm_range=(0.9, 1.1)),
+    # sface-lm68 (SFace on dlib's 68-point landmarks, a measurement option): sface's row before issue 36 moved it to
+    # the 5-point landmarks — the same pairs: distance 1.12 FAR 7.8e-4, FRR 0.0127; cosine 0.3661 FAR 1.0e-3,
+    # FRR 0.0116 (EER 0.73 %); ntru: ORL all-pairs EER threshold (EER 0.23 %); ORL's ×128 norms in [0.991, 1.011].
+    "sface-lm68": OperatingPoint(distance=1.12, cosine=0.3661, ntru=119, norm_range=(0.9, 1.1)),
 }
 """Backend name → its default operating point (module docstring)."""
 

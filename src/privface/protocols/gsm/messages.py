@@ -139,3 +139,19 @@ class DeviceKey(Message):
     q: int
     first_message: bytes = b""
     insecure_test_params: bool = False
+    backend: str | None = None  # the face backend of the enrolled template (issue 36); None: not named (a page
+    # that does not write it yet)
+
+
+@dataclass
+class LegacyDeviceKey(Message):
+    """A device key file of a privface before issue 36 (no backend: dlib-resnet128). Read, never written."""
+
+    WIRE_NAME = "gsm.LegacyDeviceKey"
+    subject_id: str
+    provider: str
+    provider_key: bytes
+    p: int
+    q: int
+    first_message: bytes
+    insecure_test_params: bool

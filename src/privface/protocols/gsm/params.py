@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ...crypto.packing import PackingParams, max_terms_per_block, positions
 from ...errors import ProtocolError
+from ...faces.registry import DEFAULT_BACKEND
 from ...faces.thresholds import DEFAULT_THRESHOLDS, operating_point
 from ...templates.fixed_norm import zeta
 
@@ -32,11 +33,12 @@ TOY_PAILLIER_BITS = 1024
 """Tests only (``insecure_test_params``)."""
 LAMBDA = 40
 """§9: statistical security parameter λ = 40."""
-DEFAULT_COS_THRESHOLD = DEFAULT_THRESHOLDS["dlib-resnet128"].cosine
-"""T′ on the cosine of m = 16 templates: 0.9272, the shared dlib-resnet128 default (``faces.thresholds``: the
-operating point of `privface compare`'s distance 0.53, stated as a cosine). Until issue 35 it was 0.9277, the EER
-threshold over all 79 800 ORL pairs; `privface eval --protocol gsm` reports that as ``cos_threshold_eer`` for the
-pairs it runs. Override with GsmParams(cos_threshold=…) / --cos-threshold."""
+DEFAULT_COS_THRESHOLD = DEFAULT_THRESHOLDS[DEFAULT_BACKEND].cosine
+"""T′ on the cosine of m = 16 templates for the default backend: its shared default (``faces.thresholds``, the
+operating point of `privface compare`'s distance, stated as a cosine). ``GsmParams(backend=…)`` takes that
+backend's (dlib-resnet128: 0.9272; until issue 35 it was 0.9277, the EER threshold over all 79 800 ORL pairs;
+`privface eval --protocol gsm` reports that as ``cos_threshold_eer`` for the pairs it runs). Override with
+GsmParams(cos_threshold=…) / --cos-threshold."""
 
 
 def default_cos_threshold(backend: str) -> float:
@@ -55,9 +57,11 @@ class GsmParams:
     lam: int = LAMBDA
     paillier_bits: int = PAILLIER_BITS
     layout: str = "ternary"
-    cos_threshold: float = DEFAULT_COS_THRESHOLD
+    cos_threshold: float = None  # type: ignore[assignment]  # None: the backend's default (__post_init__)
     insecure_test_params: bool = field(default=False)
     lifetime: int = TEMPLATE_LIFETIME
+    backend: str = DEFAULT_BACKEND  # the templates' face backend: T′ defaults to its shared cosine; a device's key
+    # file names it and a device loaded with another backend's parameters is refused (issue 36)
 
     @classmethod
     def toy(cls, **kw) -> GsmParams:
@@ -66,6 +70,8 @@ class GsmParams:
         return cls(insecure_test_params=True, **kw)
 
     def __post_init__(self) -> None:
+        if self.cos_threshold is None:  # frozen: set the backend's default once, so the field is always a float
+            object.__setattr__(self, "cos_threshold", default_cos_threshold(self.backend))
         if not 1 <= self.ell <= 4096:
             raise ValueError(f"ℓ must lie in [1, 4096], got {self.ell}")
         zeta(self.m)  # validates m

@@ -217,7 +217,9 @@ class GsmService:
                  kiosk=None) -> None:
         self.backend = backend  # the face backend of the templates (issue 36): /app/params.json names it
         if params is None:
-            params = GsmParams.toy() if insecure_test_params else GsmParams()
+            params = GsmParams.toy(backend=backend) if insecure_test_params else GsmParams(backend=backend)
+        elif params.backend != backend:
+            raise ValueError(f"gsm parameters for face backend {params.backend}, server backend {backend}")
         self.store, self.role, self.params = store, role, params
         if role == "provider":
             key = _signing_key(store, signing_key, signing_key_path)

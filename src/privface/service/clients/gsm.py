@@ -6,10 +6,13 @@ message is checked against the verification key the device holds (σ, subject, k
 """
 from __future__ import annotations
 
+import dataclasses
+
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ...crypto.paillier import PaillierPrivateKey
 from ...errors import CryptoError, ProtocolError
+from ...faces.registry import LEGACY_BACKEND
 from ...protocols.gsm import zk
 from ...protocols.gsm.keyfile import provider_key_bytes, provider_key_from_bytes
 from ...protocols.gsm.messages import (
@@ -19,6 +22,7 @@ from ...protocols.gsm.messages import (
     CompareChallenge,
     Decision,
     DeviceKey,
+    LegacyDeviceKey,
     MatchStart,
     Presented,
     ProviderKey,
@@ -26,7 +30,7 @@ from ...protocols.gsm.messages import (
 )
 from ...protocols.gsm.params import GsmParams, check_variant
 from ...protocols.gsm.parties import PROTOCOL, Device
-from ...wire import WireError
+from ...wire import WireError, message_type
 from ..client import ServiceClient
 
 
@@ -117,13 +121,26 @@ def device_key_record(device: Device, provider_url: str) -> DeviceKey:
         raise ProtocolError("a device key file needs the provider's verification key")
     m1 = device.first_message().to_bytes() if device._m1 is not None else b""
     return DeviceKey(device.subject_id, provider_url, provider_key_bytes(device.provider_key), int(device._sk.p),
-                     int(device._sk.q), m1, device.params.insecure_test_params)
+                     int(device._sk.q), m1, device.params.insecure_test_params, device.params.backend)
+
+
+def read_device_key(data: bytes) -> DeviceKey:
+    """A key file's record; one written before key files named their face backend (``gsm.LegacyDeviceKey``) reads
+    as dlib-resnet128, the only backend there was."""
+    if _parse(message_type, data) == LegacyDeviceKey.WIRE_NAME:
+        old = _parse(LegacyDeviceKey.from_bytes, data)
+        return DeviceKey(**dataclasses.asdict(old), backend=LEGACY_BACKEND)
+    return _parse(DeviceKey.from_bytes, data)
 
 
 def load_device(data: bytes, params: GsmParams, *, workers: int | None = None) -> tuple[Device, DeviceKey]:
     """A ``Device`` from key-file bytes: the primes are checked (distinct primes of the required size, a
     Paillier–Blum pair), the m1 it holds is checked against subject, key and the provider's signature."""
-    record = _parse(DeviceKey.from_bytes, data)
+    record = read_device_key(data)
+    if record.backend is not None and record.backend != params.backend:
+        raise ProtocolError(f"this key file's template was enrolled with face backend {record.backend}; these "
+                            f"parameters are for {params.backend}: a probe of one backend against a template of "
+                            "another decides nothing (enrol again with this backend, or use the key file's)")
     if record.insecure_test_params and not params.insecure_test_params:
         raise ProtocolError("this key file holds insecure test parameters; it does not fit this server")
     try:
