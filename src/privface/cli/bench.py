@@ -183,10 +183,11 @@ def _web(a) -> int:
         return 0
     if a.parity:
         out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None,
-                                     backend=_web_backend(a))
+                                     backend=_web_backend(a), landmarks=_web_landmarks(a))
     else:
         out = bench_web.bench_web(runs=a.repeat or 10, security_bits=a.security_bits or 112, arith=a.arith,
-                                  workers=a.workers, face_threads=a.face_threads, backend=_web_backend(a))
+                                  workers=a.workers, face_threads=a.face_threads, backend=_web_backend(a),
+                                  landmarks=_web_landmarks(a))
     print_result(out, a.json)
     return 0
 
@@ -196,6 +197,13 @@ def _web_backend(a) -> str:
     if a.backend not in ("dlib-resnet128", "sface"):
         raise PrivfaceError(f"bench web: the page runs dlib-resnet128 or sface, not {a.backend}")
     return str(a.backend)
+
+
+def _web_landmarks(a) -> int | None:
+    """web: the server's --landmarks (sface's alignment), which the page and the Python side both use."""
+    if a.landmarks is not None and a.backend != "sface":
+        raise PrivfaceError("bench web: --landmarks applies to --backend sface only")
+    return a.landmarks
 
 
 def _gallery(a) -> int:

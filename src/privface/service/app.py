@@ -111,7 +111,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                max_sessions: int = 10_000, max_sessions_per_caller: int | None = None,
                max_body: int = DEFAULT_MAX_BODY, keys: ApiKeys | None = None,
                rate_limit: RateLimiter | None = None, lockout: Lockout | None = None,
-               body_limits: BodyLimits | None = DEFAULT_BODY_LIMITS, in_flight: InFlight | None = None) -> FastAPI:
+               body_limits: BodyLimits | None = DEFAULT_BODY_LIMITS, in_flight: InFlight | None = None,
+               face_landmarks: int | None = None) -> FastAPI:
     """A FastAPI app serving `services` (each a ProtocolService) over `store`; with `keys`, every step
     needs an API key holding the scope the service declares for it (module docstring).
 
@@ -122,7 +123,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     and a session id is honoured only for the caller that opened it. Every body is read under ``body_limits`` (408
     past its deadline or below its minimum rate; None: no limit) and each caller's requests and body bytes in flight
     under ``in_flight`` (default ``InFlight()``; 429); keys with the ``internal`` or ``admin`` scope skip both
-    per-caller limits (rate and in flight)."""
+    per-caller limits (rate and in flight). ``face_landmarks``: the alignment of the face backend's templates, which
+    the page at /app/ runs (`privface serve --landmarks`; None: the backend's default)."""
     in_flight = InFlight() if in_flight is None else in_flight
     by_name: dict[str, ProtocolService] = {}
     for s in services:
@@ -383,7 +385,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     if keys is not None:
         _declare_bearer(app)
     describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
-    mount_web(app, by_name)  # the browser client at /app/ when im2020 is served (service/web.py)
+    mount_web(app, by_name, face_landmarks)  # the browser client at /app/ when im2020 is served (service/web.py)
     mount_root(app, by_name)  # / → the page, or what this server serves (service/web.py)
     return app
 
