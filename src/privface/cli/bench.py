@@ -200,10 +200,17 @@ def _web_backend(a) -> str:
 
 
 def _web_landmarks(a) -> int | None:
-    """web: the server's --landmarks (sface's alignment), which the page and the Python side both use."""
-    if a.landmarks is not None and a.backend != "sface":
-        raise PrivfaceError("bench web: --landmarks applies to --backend sface only")
-    return a.landmarks
+    """web: the server's --landmarks (sface's alignment), which the page and the Python side both use; default for
+    sface the alignment the page runs (faces.browser.PAGE_LANDMARKS)."""
+    if a.backend != "sface":
+        if a.landmarks is not None:
+            raise PrivfaceError("bench web: --landmarks applies to --backend sface only")
+        return None
+    if a.landmarks is None:
+        from ..faces.browser import PAGE_LANDMARKS
+
+        return PAGE_LANDMARKS
+    return int(a.landmarks)
 
 
 def _gallery(a) -> int:

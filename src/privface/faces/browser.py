@@ -35,6 +35,8 @@ from .models import model_path
 MEDIA_TYPES = {"resnet.onnx": "application/octet-stream", "landmarks5.dat": "application/octet-stream",
                "hog.svm": "application/octet-stream", "mmod.onnx": "application/octet-stream",
                "mmod.json": "application/json", "sface.onnx": "application/octet-stream"}
+PAGE_LANDMARKS = 5
+"""The landmarks the page aligns on, for either backend (web/src/app/models.ts ``LANDMARKS``): dlib's 5-point model."""
 
 
 def frontal_detector_path() -> Path:

@@ -15,7 +15,8 @@ async function bytes(base: string, name: string): Promise<Uint8Array> {
   return new Uint8Array(await r.arrayBuffer());
 }
 
-/** The landmarks the page aligns on (dlib's 5-point shape predictor, CC0), for either backend. */
+/** The landmarks the page aligns on (dlib's 5-point shape predictor, CC0), for either backend
+ * (privface.faces.browser.PAGE_LANDMARKS). */
 const LANDMARKS = 5;
 
 async function serverParams(base: string): Promise<{ backend?: unknown; landmarks?: unknown }> {
@@ -24,19 +25,24 @@ async function serverParams(base: string): Promise<{ backend?: unknown; landmark
   return (await r.json()) as { backend?: unknown; landmarks?: unknown };
 }
 
-/** The server's face backend (params.json `backend`; missing: dlib-resnet128, the servers before issue 36). */
-export async function serverBackend(base: string = location.href): Promise<FaceBackend> {
-  const backend = (await serverParams(base)).backend ?? "dlib-resnet128";
+function backendOf(params: { backend?: unknown }): FaceBackend {
+  const backend = params.backend ?? "dlib-resnet128";
   if (typeof backend !== "string" || !BACKENDS.includes(backend))
     throw new Error(`this server's face backend ${JSON.stringify(backend)} does not run in the page (${BACKENDS.join(", ")} do)`);
   return backend as FaceBackend;
 }
 
+/** The server's face backend (params.json `backend`; missing: dlib-resnet128, the servers before issue 36). */
+export async function serverBackend(base: string = location.href): Promise<FaceBackend> {
+  return backendOf(await serverParams(base));
+}
+
 /** The models of `backend` (default: the server's), after checking that the server's templates are aligned on the
  * landmarks the page uses (params.json `landmarks`; missing: 5, as servers before it was named aligned). */
 export async function modelFiles(base: string = location.href, backend?: FaceBackend): Promise<FaceModelFiles> {
-  backend ??= await serverBackend(base);
-  const landmarks = (await serverParams(base)).landmarks ?? LANDMARKS;
+  const params = await serverParams(base);
+  backend ??= backendOf(params);
+  const landmarks = params.landmarks ?? LANDMARKS;
   if (landmarks !== LANDMARKS)
     throw new Error(`this server's templates are aligned on ${JSON.stringify(landmarks)} landmarks; the page aligns ` +
       `on dlib's ${LANDMARKS}-point model only (privface serve --landmarks ${LANDMARKS})`);
