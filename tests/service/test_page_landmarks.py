@@ -43,6 +43,14 @@ def test_sface_params_name_the_landmarks_the_python_backend_aligns_on():
 
 @pytest.mark.parametrize("landmarks", [5, 68])
 def test_sface_params_name_the_servers_landmarks(landmarks):
+    """--landmarks where sface takes the option; where it aligns on one model only, another count is refused."""
+    try:
+        browser.landmarks_option(SFACE, landmarks)
+    except ValueError as e:
+        assert landmarks != browser.backend_landmarks(SFACE) and "landmarks only" in str(e)
+        with pytest.raises(ValueError):
+            _params_json(SFACE, landmarks)
+        return
     assert _params_json(SFACE, landmarks)["landmarks"] == landmarks
 
 

@@ -131,12 +131,19 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
 
 
 def _backend(backend: str | None, landmarks: int | None = None) -> list[str]:
+    if backend and landmarks is not None and backend_spec(backend, landmarks).get("landmarks") is None:
+        landmarks = None  # the backend's own alignment: nothing to say
     return [*(["--backend", backend] if backend else []), *(["--landmarks", str(landmarks)] if landmarks else [])]
 
 
 def backend_spec(backend: str, landmarks: int | None) -> dict:
     """The Python backend that makes the templates a server on `backend` with `landmarks` decides on."""
-    return {"name": backend, **({"landmarks": landmarks} if backend == "sface" and landmarks else {})}
+    from ..faces.browser import landmarks_option
+
+    try:
+        return {"name": backend, **landmarks_option(backend, landmarks)}
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
 
 
 def served_backend(url: str) -> str:

@@ -77,12 +77,17 @@ def _gsm_service_options(a) -> dict:
 
 
 def _landmarks(a) -> dict:
-    """The backend option --landmarks gives (sface only; none: the backend's default)."""
+    """The backend option --landmarks gives (sface only; none when it is the backend's own alignment)."""
     if a.landmarks is None:
         return {}
     if a.backend != "sface":
         raise PrivfaceError("--landmarks applies to --backend sface only")
-    return {"landmarks": a.landmarks}
+    from ..faces.browser import landmarks_option
+
+    try:
+        return landmarks_option(a.backend, a.landmarks)
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
 
 
 def _kolberg_service_options(a) -> dict:
@@ -274,7 +279,7 @@ def cmd_serve(a) -> int:
     if a.insecure_test_params:
         note.warning("WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "
                      "never for real faces")
-    face_landmarks = _landmarks(a).get("landmarks")
+    face_landmarks = a.landmarks if _landmarks(a) else None  # validated; None: the backend's own alignment
     store = open_store(a.db)
     try:
         services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]

@@ -63,28 +63,54 @@ def sface_model_path() -> Path:
     return target
 
 
-def backend_landmarks(backend: str) -> int:
-    """The landmarks the Python backend ``backend`` (dlib-resnet128 or sface) aligns on when made without options,
-    as ``make_backend(backend)`` makes it: its constructor's default for ``landmarks``, read from the class (no
-    model loaded)."""
-    if backend == "sface":
-        from .sface import SFaceBackend as cls
-    elif backend == "dlib-resnet128":
-        from .dlib_resnet import DlibResNetBackend as cls  # type: ignore[assignment]
-    else:
-        raise ValueError(f"the page runs dlib-resnet128 or sface, not {backend!r}")
-    return int(inspect.signature(cls.__init__).parameters["landmarks"].default)
+# The Python class of each backend the page may be asked to match (module, class), looked up by name so that a
+# backend this tree lacks is simply unknown.
+_CLASSES = {"dlib-resnet128": ("dlib_resnet", "DlibResNetBackend"), "sface": ("sface", "SFaceBackend"),
+            "sface-lm68": ("sface", "SFaceLm68Backend")}
 
 
-def page_landmarks(backend: str, landmarks: int | None = None) -> int:
-    """What ``/app/params.json`` says the templates of a server on ``backend`` are aligned on: ``landmarks`` (the
-    server's ``--landmarks``) or else the backend's default (`backend_landmarks`), the setting its Python clients
-    use. The page runs 5 only and refuses another."""
-    if landmarks is None:
-        return backend_landmarks(backend)
+def _backend_class(backend: str) -> type | None:
+    import importlib
+
+    where = _CLASSES.get(backend)
+    if where is None:
+        return None
+    return getattr(importlib.import_module(f".{where[0]}", __package__), where[1], None)
+
+
+def backend_landmarks(backend: str) -> int | None:
+    """The landmarks the Python backend ``backend`` aligns on as ``make_backend(backend)`` makes it, read from its
+    class (no model loaded): its fixed ``landmark_model``, else its constructor's default for ``landmarks``; None
+    for a backend without dlib landmarks (pca, onnx) or unknown here."""
+    cls = _backend_class(backend)
+    if cls is None:
+        return None
+    fixed = getattr(cls, "landmark_model", None)
+    if fixed is not None:
+        return int(fixed)
+    option = inspect.signature(cls.__init__).parameters.get("landmarks")
+    return None if option is None else int(option.default)
+
+
+def landmarks_option(backend: str, landmarks: int | None) -> dict:
+    """The constructor option that makes ``backend`` align on ``landmarks``: none when that is its own alignment
+    (or None), ``{"landmarks": n}`` when its class takes the option; ValueError when it aligns on one model only."""
+    own = backend_landmarks(backend)
+    if landmarks is None or landmarks == own:
+        return {}
     if landmarks not in (5, 68):
         raise ValueError(f"landmarks must be 5 or 68, got {landmarks!r}")
-    return int(landmarks)
+    cls = _backend_class(backend)
+    if cls is None or "landmarks" not in inspect.signature(cls.__init__).parameters:
+        raise ValueError(f"{backend} aligns on {own} landmarks only, not {landmarks}")
+    return {"landmarks": int(landmarks)}
+
+
+def page_landmarks(backend: str, landmarks: int | None = None) -> int | None:
+    """What ``/app/params.json`` says the templates of a server on ``backend`` are aligned on: ``landmarks`` (the
+    server's ``--landmarks``, when the backend takes that option) or else the backend's own (`backend_landmarks`),
+    the setting its Python clients use. The page aligns on ``PAGE_LANDMARKS`` only and refuses another."""
+    return landmarks_option(backend, landmarks).get("landmarks", backend_landmarks(backend))
 
 
 def browser_model_files() -> dict[str, Path]:
