@@ -134,19 +134,35 @@ def test_page_on_an_sface_server_runs_sface(photos, tmp_path):
     assert np.linalg.norm(browser[:3] - _python("dlib-resnet128", photos), axis=1).min() > 0.5
 
 
-def test_page_refuses_a_server_aligned_on_68_landmarks(photos, tmp_path):
-    """The page aligns on dlib's 5-point model only: on a server whose sface templates are 68-point ones its face
-    worker refuses to load, naming both, rather than make templates the server would misjudge."""
-    try:
-        landmarks_option("sface", 68)
-    except ValueError:
-        pytest.skip("sface aligns on the 5-point model only: no server's sface templates are 68-point ones")
-    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 'r.db'}", [*SFACE_AT, "68"]) as url:
-        if fixture_bundle():
-            pytest.skip("the browser face pipeline is not built into the page")
-        js = f"""(async () => {{ const IMAGES = [], OFFSET = {OFFSET};
-          try {{ await {WORKER}; return "loaded"; }} catch (e) {{ return String(e.message); }} }})()"""
-        message = run(url, [{"do": "goto"}, {"do": "eval", "js": js}], timeout=600)[1]["value"]
+def test_page_refuses_a_server_aligned_on_68_landmarks(tmp_path):
+    """The page aligns on dlib's 5-point model only: on a server whose params.json says its sface templates are
+    68-point ones (a server of another version; this one's sface may have no such setting) its face worker refuses
+    to load, naming both, rather than make templates the server would misjudge. A real server on loopback whose
+    params.json route answers 68."""
+    from fastapi.responses import JSONResponse
+    from starlette.routing import Route
+
+    from privface.protocols.im2020 import Im2020Params
+    from privface.service.app import create_app
+    from privface.service.bindings.im2020 import Im2020Service
+    from privface.service.launch import serve_in_thread
+    from privface.service.web import HEADERS, params_json
+    from privface.store import open_store
+
+    if fixture_bundle():
+        pytest.skip("the browser face pipeline is not built into the page")
+    params = Im2020Params.toy(backend="sface")
+
+    async def said_68(request):
+        return JSONResponse({**params_json(params), "landmarks": 68}, headers=HEADERS)
+
+    with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
+        app = create_app(store, [Im2020Service(store, params=params)])
+        app.router.routes.insert(0, Route("/app/params.json", said_68))
+        with serve_in_thread(app) as url:
+            js = f"""(async () => {{ const IMAGES = [], OFFSET = {OFFSET};
+              try {{ await {WORKER}; return "loaded"; }} catch (e) {{ return String(e.message); }} }})()"""
+            message = run(url, [{"do": "goto"}, {"do": "eval", "js": js}], timeout=600)[1]["value"]
     assert "aligned on 68 landmarks" in message and "5-point" in message
 
 
