@@ -1,5 +1,6 @@
 """What /app/models/ serves for the page's sface pipeline (issue 36): the install-time SFace file only when its sha256
-is the pinned one, as the Python loader requires, derived (weights as graph constants) into the same function."""
+is the pinned one, as the Python loader requires, derived (weights as graph constants) into the same function; the
+page aligns on the 5-point model, so the 68-point one is not served."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,11 +32,19 @@ def test_served_sface_file_computes_what_the_installed_one_does(installed, tmp_p
     assert np.allclose(outs[0], outs[1], atol=1e-5)
 
 
+def test_the_page_aligns_sface_on_the_5_point_model_only(installed):
+    """Issue 36: the page's sface aligns on dlib's CC0 5-point model (the dlib pipeline's file), so dlib's 68-point
+    model (iBUG 300-W, not for commercial use; 99.7 MB) is never served."""
+    files = browser.browser_model_files()
+    assert {"sface.onnx", "landmarks5.dat"} <= set(files)
+    assert "landmarks68.dat" not in files and "landmarks68.dat" not in browser.MEDIA_TYPES
+
+
 def test_a_wrong_sface_file_is_not_served(installed, tmp_path, monkeypatch, caplog):
     bad = tmp_path / sface.FILE
     bad.write_bytes(installed.read_bytes()[:1000])  # truncated
     monkeypatch.setattr(sface, "installed_path", lambda: bad)
     files = browser.browser_model_files()
-    assert "sface.onnx" not in files and "landmarks68.dat" not in files
-    assert "resnet.onnx" in files  # the dlib pipeline is still served
+    assert "sface.onnx" not in files
+    assert {"resnet.onnx", "landmarks5.dat"} <= set(files)  # the dlib pipeline is still served
     assert sface.SHA256 in caplog.text

@@ -61,12 +61,14 @@ def _median(rows: list[dict], key: str) -> float | None:
 
 
 def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, arith: str = "bigint",
-              workers: int | None = None, face_threads: int | None = None, backend: str | None = None) -> dict:
+              workers: int | None = None, face_threads: int | None = None, backend: str | None = None,
+              landmarks: int | None = None) -> dict:
     """Medians over `runs` verifications (genuine probe) and `enrolments` enrolments (key generation and
     registration) in one headless Chromium page. `arith`: the page's big-integer arithmetic (native bigint,
     its default, or gmp-wasm); `workers`: its Web Workers for C3 (default one per core, 0 = none);
     `face_threads`: onnxruntime-web's threads for C1 (the page's default: 1); `backend`: the server's
-    ``--backend``, whose model the page runs (default: the server's default)."""
+    ``--backend``, whose model the page runs (default: the server's default); `landmarks`: the server's
+    ``--landmarks`` (sface's alignment; default: the backend's)."""
     _check()
     from .. import demo_data
     from ..service.launch import serve_subprocess
@@ -75,17 +77,17 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
     photo = demo_data.enrolled_photo()
     with tempfile.TemporaryDirectory() as tmp, serve_subprocess(
             "im2020", f"sqlite:///{Path(tmp) / 'bench.db'}",
-            ["--security-bits", str(security_bits), *_backend(backend)]) as url:
+            ["--security-bits", str(security_bits), *_backend(backend, landmarks)]) as url:
         from PIL import Image, ImageOps
 
-        backend = served_backend(url)
+        backend, landmarks = served_backend(url), served_landmarks(url)
         probe = Path(tmp) / "probe.png"
         ImageOps.mirror(Image.open(photo).convert("RGB")).save(probe)
         queue = {}
         if fixture:
             from ..faces.registry import make_backend
 
-            model = make_backend(backend)
+            model = make_backend(**backend_spec(backend, landmarks))
             queue = {p: [float(x) for x in model.embed(str(p))] for p in (photo, probe)}
 
         def face(p):
@@ -115,7 +117,8 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
         r["total_excl_face_ms"] = r["total_ms"] - r["face_ms"]
     browser = next(r for r in results if r.get("step") == "errors")["browser"]
     return {
-        "browser": f"Chromium {browser} (headless)", "backend": backend, "security_bits": security_bits,
+        "browser": f"Chromium {browser} (headless)", "backend": backend, "landmarks": landmarks,
+        "security_bits": security_bits,
         "runs": len(auth),
         "face_pipeline": "test-fixture" if fixture else "browser", "arithmetic": auth[0].get("backend"),
         "workers": auth[0].get("workers"), "accepted_frac": sum(bool(r["accepted"]) for r in auth) / len(auth),
@@ -127,8 +130,20 @@ def bench_web(runs: int = 10, enrolments: int = 3, security_bits: int = 112, *, 
     }
 
 
-def _backend(backend: str | None) -> list[str]:
-    return ["--backend", backend] if backend else []
+def _backend(backend: str | None, landmarks: int | None = None) -> list[str]:
+    if backend and landmarks is not None and backend_spec(backend, landmarks).get("landmarks") is None:
+        landmarks = None  # the backend's own alignment: nothing to say
+    return [*(["--backend", backend] if backend else []), *(["--landmarks", str(landmarks)] if landmarks else [])]
+
+
+def backend_spec(backend: str, landmarks: int | None) -> dict:
+    """The Python backend that makes the templates a server on `backend` with `landmarks` decides on."""
+    from ..faces.browser import landmarks_option
+
+    try:
+        return {"name": backend, **landmarks_option(backend, landmarks)}
+    except ValueError as e:
+        raise PrivfaceError(str(e)) from None
 
 
 def served_backend(url: str) -> str:
@@ -139,11 +154,20 @@ def served_backend(url: str) -> str:
     return str(httpx.get(f"{url}/app/params.json", timeout=10).json().get("backend", "dlib-resnet128"))
 
 
+def served_landmarks(url: str) -> int | None:
+    """The alignment of the server's templates as its page reads it (/app/params.json `landmarks`)."""
+    import httpx
+
+    n = httpx.get(f"{url}/app/params.json", timeout=10).json().get("landmarks")
+    return None if n is None else int(n)
+
+
 def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: int | None = None,
-                 timeout: float = 3600, backend: str | None = None) -> dict:
+                 timeout: float = 3600, backend: str | None = None, landmarks: int | None = None) -> dict:
     """Issue 19 item 6 (issue 36 for sface): every image of ``dataset`` embedded in headless Chromium (the page's
     face pipeline, web/src/face, on the models /app/models/ serves for a ``privface serve --backend backend``) and
-    by the Python backend of that name (default: the server's default), compared by
+    by the Python backend of that name (default: the server's default) aligned as the server's params.json says
+    (``landmarks``: the server's ``--landmarks``, default the backend's), compared by
     ``eval.web_parity.parity_summary``: detections, L2 distances, equal ×128 coordinates, equal decisions at
     the backend's im2020 threshold over all pairs, EERs."""
     _check()
@@ -161,9 +185,9 @@ def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: 
     paths = ds.paths[:images] if images else ds.paths
     ids = np.asarray(ds.ids[:len(paths)])
     with tempfile.TemporaryDirectory() as tmp, serve_subprocess("im2020", f"sqlite:///{Path(tmp) / 'p.db'}",
-                                                                _backend(backend)) as url:
-        backend = backend or served_backend(url)
-        py = embed_paths(paths, {"name": backend})
+                                                                _backend(backend, landmarks)) as url:
+        backend, landmarks = backend or served_backend(url), served_landmarks(url)
+        py = embed_paths(paths, backend_spec(backend, landmarks))
         step = {"do": "parity", "bundle": str(WEB / "dist-test" / "parity.js"), "paths": [str(p) for p in paths],
                 "names": [str(i) for i in range(len(paths))], "backend": backend}
         results = run_page(url, [{"do": "goto"}, step], fixture=False, timeout=timeout,
@@ -172,7 +196,7 @@ def bench_parity(dataset: str = "orl", *, data_root: str | None = None, images: 
     keep = py.found  # images the Python backend embedded (ORL: all)
     browser = [np.asarray(r["descriptor"], np.float64) if r["descriptor"] is not None else None
                for r, k in zip(rows, keep) if k]
-    out = {"dataset": ds.name, "backend": backend,
+    out = {"dataset": ds.name, "backend": backend, "landmarks": landmarks,
            **parity_summary(py.vectors[keep], browser, ids[keep], default_tau(backend)),
            "undetected_python": int((~keep).sum())}
     face_ms = [r["face_ms"] for r in rows if r["descriptor"] is not None]

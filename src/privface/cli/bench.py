@@ -209,10 +209,11 @@ def _web(a) -> int:
         return 0
     if a.parity:
         out = bench_web.bench_parity(a.dataset or "orl", data_root=a.data_root, images=None,
-                                     backend=_web_backend(a))
+                                     backend=_web_backend(a), landmarks=_web_landmarks(a))
     else:
         out = bench_web.bench_web(runs=a.repeat or 10, security_bits=a.security_bits or 112, arith=a.arith,
-                                  workers=a.workers, face_threads=a.face_threads, backend=_web_backend(a))
+                                  workers=a.workers, face_threads=a.face_threads, backend=_web_backend(a),
+                                  landmarks=_web_landmarks(a))
     print_result(out, a.json)
     return 0
 
@@ -222,6 +223,20 @@ def _web_backend(a) -> str:
     if a.backend not in ("dlib-resnet128", "sface"):
         raise PrivfaceError(f"bench web: the page runs dlib-resnet128 or sface, not {a.backend}")
     return str(a.backend)
+
+
+def _web_landmarks(a) -> int | None:
+    """web: the server's --landmarks (sface's alignment), which the page and the Python side both use; default for
+    sface the alignment the page runs (faces.browser.PAGE_LANDMARKS)."""
+    if a.backend != "sface":
+        if a.landmarks is not None:
+            raise PrivfaceError("bench web: --landmarks applies to --backend sface only")
+        return None
+    if a.landmarks is None:
+        from ..faces.browser import PAGE_LANDMARKS
+
+        return PAGE_LANDMARKS
+    return int(a.landmarks)
 
 
 def _gallery(a) -> int:

@@ -113,7 +113,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
                max_body: int = DEFAULT_MAX_BODY, keys: ApiKeys | None = None,
                rate_limit: RateLimiter | None = None, lockout: Lockout | None = None,
                body_limits: BodyLimits | None = DEFAULT_BODY_LIMITS, in_flight: InFlight | None = None,
-               allow_origins: Iterable[str] = ()) -> FastAPI:
+               allow_origins: Iterable[str] = (), face_landmarks: int | None = None) -> FastAPI:
     """A FastAPI app serving `services` (each a ProtocolService) over `store`; with `keys`, every step
     needs an API key holding the scope the service declares for it (module docstring).
 
@@ -126,7 +126,8 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     under ``in_flight`` (default ``InFlight()``; 429); keys with the ``internal`` or ``admin`` scope skip both
     per-caller limits (rate and in flight). ``allow_origins`` (``serve --allow-origin``, cors.py): the other origins
     of the deployment — CORS on a terminal's steps for exactly those, and the page's CSP ``connect-src`` widened to
-    them."""
+    them. ``face_landmarks``: the alignment of the face backend's templates, which the page at /app/ runs
+    (`privface serve --landmarks`; None: the backend's default)."""
     allow_origins = check_origins(allow_origins)
     in_flight = InFlight() if in_flight is None else in_flight
     by_name: dict[str, ProtocolService] = {}
@@ -388,7 +389,7 @@ def create_app(store: TemplateStore, services: Iterable[ProtocolService], *, ses
     if keys is not None:
         _declare_bearer(app)
     describe_steps(app, by_name, limit)  # one OpenAPI operation per step (service/openapi.py)
-    mount_web(app, by_name, allow_origins)  # the browser client at /app/ when im2020 is served (service/web.py)
+    mount_web(app, by_name, allow_origins, face_landmarks)  # the browser client at /app/ (service/web.py)
     terminals = [f"/v1/{s.name}/" for s in by_name.values() if getattr(s, "role", None) == "terminal"]
     terminals += ["/app/pair"] if any(getattr(s, "kiosk", None) is not None for s in by_name.values()) else []
     if allow_origins and terminals:

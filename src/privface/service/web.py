@@ -1,7 +1,8 @@
 """The browser client's page at ``/app/`` (issue 19): the im2020 device party of seed 000 §IV-B running in the
 browser, served by privface itself — every asset from the package's ``webapp/`` directory (built from
 ``web/`` by ``make install``), no CDN, under a strict Content-Security-Policy — and ``/app/params.json``, the
-server's im2020 parameters, from which the page takes its key sizes, k, τ and the quantization scale.
+server's im2020 parameters, from which the page takes its key sizes, k, τ and the quantization scale, and the face
+backend it embeds with (``backend``, and ``landmarks``: the alignment, issue 36).
 
 Files are streamed from disk (never read whole into memory), each with a strong ETag (its SHA-256, computed once
 per file version) answered with 304 on a matching If-None-Match; a client address holds at most
@@ -57,11 +58,24 @@ SEND_TIMEOUT = 60.0
 """Seconds an /app/ response waits for the client to take one piece before the connection is dropped."""
 
 
-def params_json(params) -> dict:
+def face_landmarks(backend: str, landmarks: int | None = None) -> int | None:
+    """The alignment of ``backend``'s templates on this server (``faces.browser.page_landmarks``: the server's
+    ``--landmarks``, else the backend's own default), or ``landmarks`` in a build without the face pipeline."""
+    try:
+        from ..faces.browser import page_landmarks
+    except ImportError:  # a build without the browser face pipeline
+        return landmarks
+    return page_landmarks(backend, landmarks)
+
+
+def params_json(params, landmarks: int | None = None) -> dict:
     """What the page needs of ``Im2020Params`` (no secret: the same sizes every public key shows), and the server's
-    face backend, which the page's enrolments and probes name (the server refuses another)."""
+    face backend, which the page's enrolments and probes name (the server refuses another), with the landmarks it
+    aligns on (`face_landmarks`; the page runs the alignment params.json names, or refuses)."""
     jl = params.jl
-    return {"protocol": "im2020", "backend": params.backend, "security_bits": params.security_bits, "dims": params.dims,
+    return {"protocol": "im2020", "backend": params.backend,
+            "landmarks": face_landmarks(params.backend, landmarks), "security_bits": params.security_bits,
+            "dims": params.dims,
             "max_abs": params.max_abs, "scale": params.scale, "tau": params.tau, "mode": params.mode,
             "insecure_test_params": params.insecure_test_params,
             "jl": {"bits": jl.bits, "k": jl.k, "p_bits": jl.p_bits}}
@@ -89,10 +103,11 @@ def model_files() -> dict[str, Path]:
     return browser_model_files()
 
 
-def gsm_params_json(service) -> dict:
+def gsm_params_json(service, landmarks: int | None = None) -> dict:
     """What the gsm Device in the page (web/src/app/gsm.ts) needs: the role of this server and its parameters."""
     p = service.params
-    return {"protocol": "gsm", "backend": service.backend, "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
+    return {"protocol": "gsm", "backend": service.backend, "landmarks": face_landmarks(service.backend, landmarks),
+            "role": service.role, "ell": p.ell, "m": p.m, "lam": p.lam,
             "paillier_bits": p.paillier_bits, "cos_threshold": p.cos_threshold,
             "insecure_test_params": p.insecure_test_params, "kiosk": getattr(service, "kiosk", None) is not None}
 
@@ -152,15 +167,18 @@ def _mount_kiosk(app: FastAPI, kiosk, error) -> None:
         return Response(json.dumps(status), media_type="application/json", headers=HEADERS)
 
 
-def mount_web(app: FastAPI, services: Mapping[str, object], connect: Iterable[str] = ()) -> None:
+def mount_web(app: FastAPI, services: Mapping[str, object], connect: Iterable[str] = (),
+              landmarks: int | None = None) -> None:
     """Add ``/app/`` when the im2020 service is mounted (its ``server.params`` give ``params.json``), or gsm (the
     gsm Device's module /app/gsm.js and its parameters); the page may connect to ``connect`` besides its own
-    origin (``page_csp``)."""
+    origin (``page_csp``). ``landmarks``: the alignment of the server's face backend (`privface serve
+    --landmarks`; None: the backend's default)."""
     svc = services.get("im2020")
     if svc is not None:
-        params = params_json(svc.server.params)  # type: ignore[attr-defined]
+        params = params_json(svc.server.params, landmarks)  # type: ignore[attr-defined]
     elif "gsm" in services:
-        params = {**gsm_params_json(services["gsm"]), "terminals": list(connect)}  # pairing codes (gsmPage.ts)
+        # "terminals": where a pairing code may be claimed (gsmPage.ts)
+        params = {**gsm_params_json(services["gsm"], landmarks), "terminals": list(connect)}
     else:
         return
 

