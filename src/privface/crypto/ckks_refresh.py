@@ -283,6 +283,19 @@ def _random_bytes(n: int) -> bytes:
         bytes(n))
 
 
+def _uniform(q: int, n: int) -> np.ndarray:
+    """n uniform residues mod q (uint64) from ``_random_bytes``, by rejection sampling (q ≥ 2^59: few rejections)."""
+    mask = np.uint64((1 << q.bit_length()) - 1)
+    out, have = [], 0
+    while have < n:
+        want = n - have
+        raw = np.frombuffer(_random_bytes(8 * (want + want // 16 + 64)), dtype="<u8") & mask
+        raw = raw[raw < np.uint64(q)][:want]
+        out.append(raw)
+        have += raw.size
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
 def _ternary(n: int) -> np.ndarray:
     """n uniform values in {−1, 0, 1} (int64) from ``_random_bytes`` (bytes below 255 mod 3, by rejection)."""
     out, have = [], 0
