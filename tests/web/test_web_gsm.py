@@ -19,7 +19,7 @@ from .node_driver import GSM_DRIVER, NodeDriver
 
 P = GsmParams.toy(ell=16, m=8, cos_threshold=0.6)
 PJ = {"ell": P.ell, "m": P.m, "cos_threshold": P.cos_threshold, "insecure_test_params": True,
-      "paillier_bits": P.paillier_bits}
+      "paillier_bits": P.paillier_bits, "backend": P.backend}
 
 
 def template(seed: int, base=None, noise: float = 0.0, params: GsmParams = P) -> np.ndarray:
@@ -201,6 +201,10 @@ def test_key_file_moves_between_browser_and_python(node, servers, browser_device
     real = {"ell": P.ell, "m": P.m, "cos_threshold": P.cos_threshold}
     assert node(cmd="import", dev="x", key=data.hex(), params=real)["type"] == "KeyFileError"
     assert node(cmd="import", dev="x", key="00" * 40, params=PJ)["type"] == "KeyFileError"
+    assert record.backend == P.backend  # the page's key file names the server's backend (params.json)
+    other = {**PJ, "backend": "dlib-resnet128" if P.backend != "dlib-resnet128" else "sface"}
+    lees = device_key_record(lee.device, sp_url).to_bytes().hex()
+    assert node(cmd="import", dev="x", key=lees, params=other)["type"] == "KeyFileError"
 
 
 def test_eval_device_browser_agrees_with_python_device():

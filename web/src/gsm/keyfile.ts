@@ -16,7 +16,7 @@ export function deviceKeyBytes(dev: GsmDevice, providerUrl: string): Uint8Array 
   if (dev.providerKey === null) throw new ProtocolError("a device key file needs the provider's verification key");
   return encode("gsm.DeviceKey", { subject_id: dev.subjectId, provider: providerUrl, provider_key: dev.providerKey,
     p: dev.key.p, q: dev.key.q, first_message: dev.enrolled ? dev.firstMessage() : new Uint8Array(0),
-    insecure_test_params: dev.params.insecureTestParams });
+    insecure_test_params: dev.params.insecureTestParams, backend: dev.params.backend });
 }
 
 /** A device from key-file bytes, checked: a Paillier–Blum key of the required size, m1 (if any) ours and signed. */
@@ -25,7 +25,15 @@ export function loadDeviceKey(data: Uint8Array, params: GsmParams): { device: Gs
   try {
     v = decode(data, "gsm.DeviceKey").values;
   } catch (e) {
-    throw new KeyFileError(`not a gsm key file: ${(e as WireError).message}`);
+    try { // a file written before key files named their backend: its templates were dlib's (as Python reads it)
+      v = { ...decode(data, "gsm.LegacyDeviceKey").values, backend: "dlib-resnet128" };
+    } catch {
+      throw new KeyFileError(`not a gsm key file: ${(e as WireError).message}`);
+    }
+  }
+  const backend = (v.backend ?? null) as string | null;
+  if (backend !== null && params.backend !== null && backend !== params.backend) {
+    throw new KeyFileError(`this key file's templates are ${backend}'s; this server's are ${params.backend}'s`);
   }
   if (v.insecure_test_params && !params.insecureTestParams) {
     throw new KeyFileError("this key file holds insecure test parameters; it does not fit this server");

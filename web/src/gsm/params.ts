@@ -19,6 +19,7 @@ export interface GsmParamsInit {
   paillier_bits?: number;
   cos_threshold?: number;
   insecure_test_params?: boolean;
+  backend?: string | null;
 }
 
 export class GsmParams {
@@ -28,6 +29,8 @@ export class GsmParams {
   readonly paillierBits: number;
   readonly cosThreshold: number;
   readonly insecureTestParams: boolean;
+  /** The face backend of the server's templates (`params.json`), recorded in the key file; null: not said. */
+  readonly backend: string | null;
 
   constructor(init: GsmParamsInit = {}) {
     this.ell = init.ell ?? 128;
@@ -36,6 +39,7 @@ export class GsmParams {
     this.insecureTestParams = init.insecure_test_params ?? false;
     this.paillierBits = init.paillier_bits ?? (this.insecureTestParams ? TOY_PAILLIER_BITS : PAILLIER_BITS);
     this.cosThreshold = init.cos_threshold ?? DEFAULT_COS_THRESHOLD;
+    this.backend = init.backend ?? null;
     if (!(this.ell >= 1 && this.ell <= 4096)) throw new RangeError(`ℓ must lie in [1, 4096], got ${this.ell}`);
     if (!(this.m >= 2 && this.m <= 31)) throw new RangeError(`template bits m must be in [2, 31], got ${this.m}`);
     if (this.lam < 8) throw new RangeError(`λ must be at least 8, got ${this.lam}`);
