@@ -343,5 +343,5 @@ def test_orl_through_gsm_has_no_mismatches(data_root, variant, pairs):
     from privface.eval.run import evaluate
 
     out = evaluate(load("orl", data_root), {"name": "dlib-resnet128"}, protocol="gsm", variant=variant,
-                   pairs=pairs, protocol_params=GsmParams.toy(), workers=1)
+                   pairs=pairs, protocol_params=GsmParams.toy(backend="dlib-resnet128"), workers=1)
     assert out["pairs_run"] == pairs and out["mismatches"] == 0 and 0 < out["accepted"] < pairs
