@@ -148,7 +148,7 @@ class CKKSRefresh:
         u = _ternary(k * self.n).reshape(k, self.n)
         uh = self._ntt_top(u, centred=True)
         pu = np.stack([self.high.mul(uh, self.pk[0]), self.high.mul(uh, self.pk[1])], axis=1)
-        return pu, _binomial(k * 2 * self.n).reshape(k, 2, self.n)
+        return pu, binomial(k * 2 * self.n).reshape(k, 2, self.n)
 
     def erase(self, answer: list, pads: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
@@ -196,7 +196,7 @@ class CKKSRefresh:
         k = masked.shape[0]
         wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
         np.subtract(wc, np.int64(self.q0), out=wc, where=w > np.uint64(self.q0 // 2))
-        wc += _binomial(k * self.n).reshape(k, self.n)
+        wc += binomial(k * self.n).reshape(k, self.n)
         plain = self._ntt_top(wc, centred=True)  # |w + e| ≤ q₀/2 + 24 < min(q₀, P)
         seed = secrets.token_bytes(32)
         a = self.expand_all(seed, k)
@@ -283,7 +283,7 @@ def _random_bytes(n: int) -> bytes:
         bytes(n))
 
 
-def _uniform(q: int, n: int) -> np.ndarray:
+def uniform(q: int, n: int) -> np.ndarray:
     """n uniform residues mod q (uint64) from ``_random_bytes``, by rejection sampling (q ≥ 2^59: few rejections)."""
     mask = np.uint64((1 << q.bit_length()) - 1)
     out, have = [], 0
@@ -307,7 +307,7 @@ def _ternary(n: int) -> np.ndarray:
     return (np.concatenate(out) % 3).astype(np.int64) - 1
 
 
-def _binomial(n: int) -> np.ndarray:
+def binomial(n: int) -> np.ndarray:
     """n samples of the centred binomial distribution with η = 24 (σ = √12 ≈ 3.46 ≥ SEAL's 3.2), int64: the
     difference of the bit counts of two disjoint 24-bit fields of a random 64-bit word."""
     raw = np.frombuffer(_random_bytes(8 * n), dtype="<u8")

@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from ...crypto import garble, seal_arrays
-from ...crypto.ckks_refresh import _binomial, _uniform
+from ...crypto.ckks_refresh import binomial, uniform
 from ...crypto.otext import IKNPReceiver, IKNPSender
 from ...errors import ProtocolError
 from .ckks import NOISE_BITS, PAYLOAD_BITS
@@ -186,11 +186,11 @@ class DigitEraseHolder(_Common, GarbledHolder):
         """Step 1: the message to S_key {"masked", "targets"}; pads and choices stay here."""
         cts = self._check_cts(cts, "digit erasure")
         t = self._check_targets(targets, cts.shape[0])
-        r = _uniform(self.q, cts.shape[0] * self.n).reshape(cts.shape[0], self.n)
+        r = uniform(self.q, cts.shape[0] * self.n).reshape(cts.shape[0], self.n)
         masked = cts.copy()
         masked[:, 0, 0] += self._ntt(r)
         masked[:, 0, 0] %= np.uint64(self.q)
-        s = _uniform(self.q, t.shape[0])
+        s = uniform(self.q, t.shape[0])
         rp = (r[t[:, 0], t[:, 1]] + np.uint64(self.q - (1 << (NOISE_BITS - 1)))) % np.uint64(self.q)
         self._state = {"r": r, "s": s, "t": t, "k": cts.shape[0],
                        "circuits": [digit_circuit(self.q, self.p, self.m, int(i)) for i in t[:, 2]],
@@ -246,10 +246,10 @@ class DigitEraseKey(_Common, GarbledKey):
     def _encrypt(self, z: np.ndarray) -> np.ndarray:
         """Symmetric RLWE at q₀: (NTT(z + e) − a·s, a), a uniform, e centred binomial (η = 24)."""
         k = z.shape[0]
-        e = _binomial(k * self.n).reshape(k, self.n)
+        e = binomial(k * self.n).reshape(k, self.n)
         ze = (z.astype(np.int64) % self.q).astype(np.uint64)
         ze = (ze + (e % self.q).astype(np.uint64)) % np.uint64(self.q)
-        a = _uniform(self.q, k * self.n).reshape(k, self.n)
+        a = uniform(self.q, k * self.n).reshape(k, self.n)
         out = np.empty((k, 2, 1, self.n), dtype=np.uint64)
         out[:, 1, 0] = a
         As = seal_arrays.mulmod(a, self._s, self.qv)
