@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +19,8 @@ from privface.crypto import seal_arrays
 from privface.scale import NpySource, enrol, identify
 from privface.scale.gallery import Gallery, key_server
 from privface.scale.lifecycle import list_ids, update, withdraw
+from tests.helpers.erasure import ENV, assert_gone_from_postgres, store_files, windows
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 PG_URL = os.environ.get("PRIVFACE_TEST_PG_URL")
 
 
@@ -66,21 +64,12 @@ def block_bytes(url, name="default") -> list[bytes]:
     return [np.ascontiguousarray(b.planes).tobytes() for b in g.load_blocks()[0]]
 
 
-def windows(raw: bytes, k=8, size=64) -> list[bytes]:
-    step = len(raw) // k
-    return [raw[i * step:i * step + size] for i in range(k)]
-
-
-def _files(tmp_path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(tmp_path.glob("g.db*")))
-
-
 def test_remove_erases_the_slots_and_the_old_bytes(tmp_path):
     url, x = _gallery(tmp_path)
     before, old = decrypt_gallery(url), block_bytes(url)
     assert np.abs(before[0][:1024] - x[:1024]).max() < 1e-5  # the check below can tell a template from zero
-    files = _files(tmp_path)
-    assert all(w in files for w in windows(old[0]) + windows(old[1]))
+    files = store_files(tmp_path)
+    assert all(w in files for w in windows(old[0], k=8) + windows(old[1], k=8))
     report = withdraw(url, ["e.3", "e.700"], key=key_server(Gallery(url)).secret)
     assert report["erased"] is True and report["blocks_written"] == 1 and report["erase_hiding_bits"] >= 40
     after = decrypt_gallery(url)
@@ -90,9 +79,9 @@ def test_remove_erases_the_slots_and_the_old_bytes(tmp_path):
     kept[removed] = False
     assert np.abs(after[0][kept] - before[0][kept]).max() < 1e-5
     assert np.array_equal(after[1], before[1])  # the untouched block: not rewritten
-    files = _files(tmp_path)
+    files = store_files(tmp_path)
     assert not any(w in files for w in windows(old[0], k=32))  # the old block 0: no 64-byte window left
-    assert all(w in files for w in windows(old[1]))  # block 1 still there (the scan can find what is stored)
+    assert all(w in files for w in windows(old[1], k=8))  # block 1 still there (the scan can find what is stored)
     assert not (tmp_path / "g.db-wal").exists() or (tmp_path / "g.db-wal").stat().st_size == 0
     assert identify(x[3], url)["id"] is None and identify(x[700], url)["id"] is None
     assert identify(x[4], url)["id"] == "e.4" and identify(x[1050], url)["id"] == "e.1050"
@@ -109,7 +98,7 @@ def test_update_erases_the_old_template(tmp_path):
     got = decrypt_gallery(url)[0]
     assert np.abs(got[0]).max() < 1e-5 and np.abs(got[30] - y[0]).max() < 1e-5  # old slot erased, new one added
     assert np.abs(got[1:30] - x[1:30]).max() < 1e-5
-    assert not any(w in _files(tmp_path) for w in windows(old, k=32))
+    assert not any(w in store_files(tmp_path) for w in windows(old, k=32))
     assert identify(y[0], url)["id"] == "e.0" and identify(x[0], url)["id"] is None
 
 
@@ -181,7 +170,7 @@ def test_update_over_http_erases_with_the_key_servers_reencrypt(tmp_path):
     local_store.close()
     got = decrypt_gallery(url)[0]
     assert np.abs(got[4]).max() < 1e-5 and np.abs(got[12] - y[0]).max() < 1e-5
-    assert not any(w in _files(tmp_path) for w in windows(old, k=32))
+    assert not any(w in store_files(tmp_path) for w in windows(old, k=32))
 
 
 @pytest.mark.skipif(not PG_URL, reason="PRIVFACE_TEST_PG_URL not set (CI sets it via .ci/with-postgres)")
@@ -190,7 +179,6 @@ def test_postgres_remove_erases(tmp_path):
     operator's VACUUM (FULL) (docs/operations.md), after which no old window is in the table's files."""
     import secrets
 
-    import psycopg
 
     name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
     url, x = _gallery(tmp_path, n=20, url=PG_URL, name=name, keys=keys)
@@ -199,22 +187,7 @@ def test_postgres_remove_erases(tmp_path):
     assert report["erased"] is True
     assert np.abs(decrypt_gallery(url, name, keys)[0][5]).max() < 1e-5
     assert identify(x[5], url, key_store_url=keys, name=name)["id"] is None
-    with psycopg.connect(PG_URL, autocommit=True) as db:
-        rows = db.execute("SELECT record FROM privface_records WHERE protocol = 'gallery' AND subject_id LIKE %s",
-                          (f"{name}.%",)).fetchall()
-        live = b"".join(bytes(r[0]) for r in rows)
-        assert not any(w in live for w in windows(old, k=32))
-        db.execute("VACUUM (FULL) privface_records")
-        db.execute("CHECKPOINT")
-        root = Path(db.execute("SHOW data_directory").fetchone()[0])
-        rels = db.execute("SELECT pg_relation_filepath(c.oid), pg_relation_filepath(c.reltoastrelid) FROM pg_class c "
-                          "WHERE c.relname = 'privface_records'").fetchone()
-    try:
-        stored = b"".join(p.read_bytes() for rel in rels for p in sorted(root.glob(rel + "*")))
-    except PermissionError:
-        pytest.skip("the cluster's files are not readable by this user")
-    assert live[:64] in stored  # the scan finds what is stored
-    assert not any(w in stored for w in windows(old, k=32))  # the table and its TOAST: no old window
+    assert_gone_from_postgres(PG_URL, name, windows(old, k=32))
 
 
 @pytest.mark.slow
@@ -231,7 +204,7 @@ def test_remove_erases_at_real_parameters(tmp_path):
     after = decrypt_gallery(url)[0]
     assert np.abs(after[6]).max() < 1e-5 and np.abs(before[6] - x[6]).max() < 1e-5
     assert np.abs(np.delete(after - before, 6, axis=0)).max() < 1e-5
-    assert not any(w in _files(tmp_path) for w in windows(old, k=64))
+    assert not any(w in store_files(tmp_path) for w in windows(old, k=64))
     assert identify(x[6], url)["id"] is None and identify(x[2], url)["id"] == "e.2"
 
 
@@ -263,6 +236,6 @@ def test_erase_withdrawn_erases_what_was_only_withdrawn(tmp_path):
     kept[1030 - 1024] = False
     assert np.abs(after[1][kept] - before[1][kept]).max() < 1e-5
     assert block_bytes(url)[0] == block0  # block 0 was erased already: not rewritten
-    assert not any(w in _files(tmp_path) for w in windows(old[1], k=32))
+    assert not any(w in store_files(tmp_path) for w in windows(old[1], k=32))
     assert identify(x[1030], url)["id"] is None and identify(x[1031], url)["id"] == "e.1031"
     assert erase_withdrawn(url, key=key)["blocks_erased"] == 0

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,9 +22,8 @@ from privface.scale import NpySource, enrol, identify
 from privface.scale.cryptomask_erase import erase_key
 from privface.scale.cryptomask_gallery import CMGallery
 from privface.scale.lifecycle import info, list_ids, update, withdraw
+from tests.helpers.erasure import ENV, after_lease_expiry, assert_gone_from_postgres, kill_runs, store_files, windows
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 PG_URL = os.environ.get("PRIVFACE_TEST_PG_URL")
 DIM = 128
 
@@ -74,22 +72,13 @@ def block_bytes(url, name="default") -> list[np.ndarray]:
     return g.load_blocks(range(g.nblocks))
 
 
-def windows(raw: bytes, k=8, size=64) -> list[bytes]:
-    step = len(raw) // k
-    return [raw[i * step:i * step + size] for i in range(k)]
-
-
-def _files(tmp_path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(tmp_path.glob("g.db*")))
-
-
 def test_remove_erases_the_rows_and_the_old_bytes(tmp_path):
     url, x = _gallery(tmp_path)
     q = encoding.quantize(x)
     before, old = decrypt_gallery(url), block_bytes(url)
     assert np.array_equal(before[0], q[:1020]) and np.array_equal(before[1][:10], q[1020:])  # exact decryption
-    files = _files(tmp_path)
-    assert all(w in files for w in windows(old[0][0].tobytes()) + windows(old[1].tobytes()))
+    files = store_files(tmp_path)
+    assert all(w in files for w in windows(old[0][0].tobytes(), k=8) + windows(old[1].tobytes(), k=8))
     report = withdraw(url, ["e.3", "e.300"], key=erase_key(url))
     assert report["erased"] is True and report["blocks_written"] == 1 and report["stacks_refreshed"] == 2
     after = decrypt_gallery(url)
@@ -97,10 +86,10 @@ def test_remove_erases_the_rows_and_the_old_bytes(tmp_path):
     kept = np.ones(1020, dtype=bool)
     kept[[3, 300]] = False
     assert np.array_equal(after[0][kept], before[0][kept]) and np.array_equal(after[1], before[1])
-    files = _files(tmp_path)
+    files = store_files(tmp_path)
     for stack in (0, 1):  # the refreshed stacks: no 64-byte window of the old ciphertexts left
         assert not any(w in files for w in windows(old[0][stack].tobytes(), k=32))
-    assert all(w in files for w in windows(old[0][2].tobytes()) + windows(old[1].tobytes()))  # the others stay
+    assert all(w in files for w in windows(old[0][2].tobytes(), k=8) + windows(old[1].tobytes(), k=8))  # the rest
     assert not (tmp_path / "g.db-wal").exists() or (tmp_path / "g.db-wal").stat().st_size == 0
     assert identify(x[3], url)["match"] is False and identify(x[300], url)["match"] is False
     assert identify(x[4], url)["match"] is True and identify(x[1025], url)["match"] is True
@@ -113,13 +102,36 @@ def test_update_erases_the_old_template_and_adds_the_new(tmp_path):
     y = _templates(1, 9)
     np.save(tmp_path / "e.npy", y.astype(np.float32))  # id e.0
     report = update(url, NpySource([tmp_path / "e.npy"]), key=erase_key(url))
-    assert report["erased"] is True and report["replaced"] == 1 and report["n"] == 31
+    assert report["erased"] is True and report["replaced"] == 1 and report["n"] == 30 and report["blocks_written"] == 1
     got = decrypt_gallery(url)[0]
-    assert not got[0].any() and np.array_equal(got[30], encoding.quantize(y)[0])
-    assert np.array_equal(got[1:30], encoding.quantize(x[1:30]))
-    assert not any(w in _files(tmp_path) for w in windows(old.tobytes(), k=32))
+    assert np.array_equal(got[0], encoding.quantize(y)[0])  # the new template in the old one's row, in one write
+    assert np.array_equal(got[1:30], encoding.quantize(x[1:30])) and not got[30:].any()
+    assert not any(w in store_files(tmp_path) for w in windows(old.tobytes(), k=32))
     assert identify(y[0], url)["match"] is True and identify(x[0], url)["match"] is False
-    assert list_ids(url) == [f"e.{i}" for i in range(1, 30)] + ["e.0"]
+    assert list_ids(url) == [f"e.{i}" for i in range(30)]
+
+
+def test_kill_9_during_an_update_leaves_it_done_or_not_done(tmp_path, monkeypatch):
+    """`privface gallery update` (cryptomask) killed at a random moment on a fresh copy each time: row 0 holds
+    either the old template or the new one — never neither (the erasure and the new row are one block write) —,
+    every other row is intact, the id stays enrolled; a re-run (once the lease expired) finishes it."""
+    _, x = _gallery(tmp_path, n=30)
+    q, y = encoding.quantize(x), _templates(1, 9)
+    np.save(tmp_path / "e.npy", y.astype(np.float32))  # id e.0
+    new = encoding.quantize(y)[0]
+
+    def check(url, killed):
+        got = decrypt_gallery(url)[0]
+        done = np.array_equal(got[0], new)
+        assert done or np.array_equal(got[0], q[0])
+        assert np.array_equal(got[1:30], q[1:30]) and list_ids(url) == [f"e.{i}" for i in range(30)]
+        if not done:
+            after_lease_expiry(monkeypatch, lambda: update(url, NpySource([tmp_path / "e.npy"]), key=erase_key(url)))
+        assert np.array_equal(decrypt_gallery(url)[0][0], new) and identify(y[0], url)["match"] is True
+        return done
+
+    kill_runs(tmp_path, ("g.db", "g.keys.db"), lambda url: ["-m", "privface.cli", "gallery", "update", "--gallery",
+                                                              url, str(tmp_path / "e.npy")], check, delay=(1.0, 8.0))
 
 
 def test_cli_remove_erases_and_enrolment_goes_on(tmp_path):
@@ -180,7 +192,6 @@ def test_postgres_remove_erases(tmp_path):
     (docs/operations.md) no old window is in the table's files."""
     import secrets
 
-    import psycopg
 
     name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
     url, x = _gallery(tmp_path, n=20, url=PG_URL, name=name, keys=keys)
@@ -191,21 +202,7 @@ def test_postgres_remove_erases(tmp_path):
     assert not got[5].any() and np.array_equal(np.delete(got[:20], 5, axis=0), np.delete(encoding.quantize(x), 5, 0))
     assert identify(x[5], url, key_store_url=keys, name=name)["match"] is False
     assert identify(x[6], url, key_store_url=keys, name=name)["match"] is True
-    with psycopg.connect(PG_URL, autocommit=True) as db:
-        rows = db.execute("SELECT record FROM privface_records WHERE protocol = 'gallery' AND subject_id LIKE %s",
-                          (f"{name}.%",)).fetchall()
-        live = b"".join(bytes(r[0]) for r in rows)
-        assert not any(w in live for w in windows(old, k=32))
-        db.execute("VACUUM (FULL) privface_records")
-        db.execute("CHECKPOINT")
-        root = Path(db.execute("SHOW data_directory").fetchone()[0])
-        rels = db.execute("SELECT pg_relation_filepath(c.oid), pg_relation_filepath(c.reltoastrelid) FROM pg_class c "
-                          "WHERE c.relname = 'privface_records'").fetchone()
-    try:
-        stored = b"".join(p.read_bytes() for rel in rels for p in sorted(root.glob(rel + "*")))
-    except PermissionError:
-        pytest.skip("the cluster's files are not readable by this user")
-    assert not any(w in stored for w in windows(old, k=32))  # the table and its TOAST: no old window
+    assert_gone_from_postgres(PG_URL, name, windows(old, k=32))
 
 
 @pytest.mark.slow
@@ -217,47 +214,24 @@ def test_remove_erases_at_real_parameters(tmp_path):
     withdraw(url, ["e.6"], key=erase_key(url))
     got = decrypt_gallery(url)[0][:12]
     assert not got[6].any() and np.array_equal(np.delete(got, 6, 0), np.delete(encoding.quantize(x), 6, 0))
-    assert not any(w in _files(tmp_path) for w in windows(old, k=64))
+    assert not any(w in store_files(tmp_path) for w in windows(old, k=64))
     assert identify(x[6], url)["match"] is False and identify(x[2], url)["match"] is True
 
 
 def test_kill_9_during_an_erasing_remove_leaves_it_done_or_not_done(tmp_path, monkeypatch):
     """`privface gallery remove` (cryptomask) killed at a random moment, on a fresh copy each time: the gallery loads,
     the row is either still enrolled and intact or gone and 0, and a re-run (once the lease expired) finishes it."""
-    import random
-    import shutil
-    import signal
-    import time
-
-    from privface.scale import layout as lay
-
     _, x = _gallery(tmp_path, n=30)
     before = decrypt_gallery(f"sqlite:///{tmp_path}/g.db")[0]
-    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
-    print("PRIVFACE_CRASH_SEED", seed)
-    rng, outcomes = random.Random(seed), []
-    for run in range(3):
-        d = tmp_path / f"run{run}"
-        d.mkdir()
-        for f in ("g.db", "g.keys.db"):
-            shutil.copy(tmp_path / f, d / f)
-        url = f"sqlite:///{d}/g.db"
-        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, "e.7"],
-                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.0, 8.0))
-        killed = proc.poll() is None
-        if killed:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait()
+
+    def check(url, killed):
         got, done = decrypt_gallery(url)[0], "e.7" not in list_ids(url)
         assert np.array_equal(np.delete(got, 7, 0), np.delete(before, 7, 0))
         assert (not got[7].any()) if done else np.array_equal(got[7], before[7])
-        outcomes.append((killed, done))
         if not done:
-            monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)
-            try:
-                withdraw(url, ["e.7"], key=erase_key(url))
-            finally:
-                monkeypatch.setattr(lay, "lease_clock", time.time)
+            after_lease_expiry(monkeypatch, lambda: withdraw(url, ["e.7"], key=erase_key(url)))
         assert not decrypt_gallery(url)[0][7].any() and identify(x[7], url)["match"] is False
-    print({"kill_outcomes": outcomes})
+        return done
+
+    kill_runs(tmp_path, ("g.db", "g.keys.db"), lambda url: ["-m", "privface.cli", "gallery", "remove", "--gallery",
+                                                              url, "e.7"], check, delay=(1.0, 8.0))

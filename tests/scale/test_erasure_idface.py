@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,9 +23,16 @@ from privface.protocols.idface.transform import decode
 from privface.scale import NpySource, enrol, identify
 from privface.scale.gallery import Gallery, key_server
 from privface.scale.lifecycle import erase_withdrawn, list_ids, update, withdraw
+from tests.helpers.erasure import (
+    ENV,
+    after_lease_expiry,
+    assert_gone_from_postgres,
+    kill_runs,
+    postgres_bytes,
+    store_files,
+    windows,
+)
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 PG_URL = os.environ.get("PRIVFACE_TEST_PG_URL")
 TAU = 14.0  # self-score 15 (β = 15), a stranger among 2 100 reaches 10 now and then
 
@@ -63,15 +69,6 @@ def digits(url, name="default", keys=None) -> list[np.ndarray]:
     return out
 
 
-def _files(tmp_path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(tmp_path.glob("g.db*")))
-
-
-def windows(raw: bytes, k=32, size=64) -> list[bytes]:
-    step = len(raw) // k
-    return [raw[i * step:i * step + size] for i in range(k)]
-
-
 def block_bytes(url, name="default") -> bytes:
     return np.ascontiguousarray(Gallery(url, name).load_blocks()[0][0].data).tobytes()
 
@@ -80,7 +77,7 @@ def test_remove_zeroes_the_digits_and_leaves_no_old_byte(tmp_path):
     url, x = _gallery(tmp_path)
     before, old = digits(url)[0], block_bytes(url)
     assert before[:2100].any(axis=1).all() and not before[2100:].any()  # every template has set bits; the rest 0
-    assert all(w in _files(tmp_path) for w in windows(old, k=8))
+    assert all(w in store_files(tmp_path) for w in windows(old, k=8))
     report = withdraw(url, ["e.3", "e.2090"], key=key_server(Gallery(url)).secret)
     assert report["erased"] is True and report["blocks_written"] == 1 and report["erase_hiding_bits"] >= 128
     after = digits(url)[0]
@@ -88,7 +85,7 @@ def test_remove_zeroes_the_digits_and_leaves_no_old_byte(tmp_path):
     kept = np.ones(len(after), dtype=bool)
     kept[[3, 2090]] = False
     assert np.array_equal(after[kept], before[kept])
-    assert not any(w in _files(tmp_path) for w in windows(old))  # no 64-byte window of the old block left
+    assert not any(w in store_files(tmp_path) for w in windows(old))  # no 64-byte window of the old block left
     assert not (tmp_path / "g.db-wal").exists() or (tmp_path / "g.db-wal").stat().st_size == 0
     assert identify(x[3], url)["id"] is None and identify(x[2090], url)["id"] is None
     assert identify(x[4], url)["id"] == "e.4" and identify(x[2089], url)["id"] == "e.2089"
@@ -107,7 +104,7 @@ def test_update_erases_the_old_template(tmp_path):
     assert report["erased"] is True and report["replaced"] == 1
     after = digits(url)[0]
     assert not after[0].any() and after[30].any() and np.array_equal(after[1:30], before[1:30])
-    assert not any(w in _files(tmp_path) for w in windows(old))
+    assert not any(w in store_files(tmp_path) for w in windows(old))
     assert identify(y[0], url)["id"] == "e.0" and identify(x[0], url)["id"] is None
 
 
@@ -185,7 +182,6 @@ def test_postgres_remove_erases(tmp_path):
     (docs/operations.md) no old window is in the table's files."""
     import secrets
 
-    import psycopg
 
     name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
     url, x = _gallery(tmp_path, n=20, url=PG_URL, name=name, keys=keys)
@@ -196,21 +192,7 @@ def test_postgres_remove_erases(tmp_path):
     assert not after[5].any() and np.array_equal(np.delete(after, 5, 0), np.delete(before, 5, 0))
     assert identify(x[5], url, key_store_url=keys, name=name)["id"] is None
     assert identify(x[6], url, key_store_url=keys, name=name)["id"] == "e.6"
-    with psycopg.connect(PG_URL, autocommit=True) as db:
-        rows = db.execute("SELECT record FROM privface_records WHERE protocol = 'gallery' AND subject_id LIKE %s",
-                          (f"{name}.%",)).fetchall()
-        live = b"".join(bytes(r[0]) for r in rows)
-        assert not any(w in live for w in windows(old))
-        db.execute("VACUUM (FULL) privface_records")
-        db.execute("CHECKPOINT")
-        root = Path(db.execute("SHOW data_directory").fetchone()[0])
-        rels = db.execute("SELECT pg_relation_filepath(c.oid), pg_relation_filepath(c.reltoastrelid) FROM pg_class c "
-                          "WHERE c.relname = 'privface_records'").fetchone()
-    try:
-        stored = b"".join(p.read_bytes() for rel in rels for p in sorted(root.glob(rel + "*")))
-    except PermissionError:
-        pytest.skip("the cluster's files are not readable by this user")
-    assert not any(w in stored for w in windows(old))  # the table and its TOAST: no old window
+    assert_gone_from_postgres(PG_URL, name, windows(old))
 
 
 @pytest.mark.slow
@@ -224,7 +206,7 @@ def test_remove_erases_at_real_parameters_with_the_lift(tmp_path):
     assert report["erased"] is True
     after = digits(url)[0]
     assert not after[6].any() and before[6].any() and np.array_equal(np.delete(after, 6, 0), np.delete(before, 6, 0))
-    assert not any(w in _files(tmp_path) for w in windows(old, k=64))
+    assert not any(w in store_files(tmp_path) for w in windows(old, k=64))
     assert identify(x[6], url)["id"] is None and identify(x[2], url)["id"] == "e.2"
 
 
@@ -270,7 +252,7 @@ def test_paillier_remove_zeroes_the_digits_and_leaves_no_old_byte(tmp_path):
     kept = np.ones(len(after[0]), dtype=bool)
     kept[[3, 126]] = False
     assert np.array_equal(after[0][kept], before[0][kept]) and np.array_equal(after[1], before[1])
-    files = _files(tmp_path)
+    files = store_files(tmp_path)
     assert not any(w in files for w in windows(old[0]))  # block 0: every column re-randomised
     assert all(w in files for w in windows(old[1], k=8))  # block 1 untouched
     assert identify(x[3], url)["id"] is None and identify(x[126], url)["id"] is None
@@ -287,7 +269,7 @@ def test_paillier_update_erases_the_old_template(tmp_path):
     assert report["erased"] is True
     after = paillier_digits(url)[0]
     assert not after[0].any() and after[20].any() and np.array_equal(after[1:20], before[1:20])
-    assert not any(w in _files(tmp_path) for w in windows(old))
+    assert not any(w in store_files(tmp_path) for w in windows(old))
     assert identify(y[0], url)["id"] == "e.0" and identify(x[0], url)["id"] is None
 
 
@@ -313,8 +295,6 @@ def test_paillier_digit_circuit_reads_the_digit_through_the_wrap():
 def test_paillier_postgres_remove_erases(tmp_path):
     import secrets
 
-    import psycopg
-
     name, keys = f"t{secrets.token_hex(6)}", f"sqlite:///{tmp_path}/k.db"
     url, x = _paillier_gallery(tmp_path, n=20, url=PG_URL, name=name, keys=keys)
     before, old = paillier_digits(url, name, keys)[0], paillier_bytes(url, name)
@@ -322,51 +302,26 @@ def test_paillier_postgres_remove_erases(tmp_path):
     after = paillier_digits(url, name, keys)[0]
     assert not after[5].any() and np.array_equal(np.delete(after, 5, 0), np.delete(before, 5, 0))
     assert identify(x[5], url, key_store_url=keys, name=name)["id"] is None
-    with psycopg.connect(PG_URL, autocommit=True) as db:
-        rows = db.execute("SELECT record FROM privface_records WHERE protocol = 'gallery' AND subject_id LIKE %s",
-                          (f"{name}.%",)).fetchall()
-        assert not any(w in b"".join(bytes(r[0]) for r in rows) for w in windows(old))
+    live, _ = postgres_bytes(PG_URL, name)
+    assert not any(w in live for w in windows(old))
 
 
 def test_kill_9_during_an_erasing_remove_leaves_it_done_or_not_done(tmp_path, monkeypatch):
     """`privface gallery remove` (idface-ckks, erasing) killed at a random moment, on a fresh copy each time: the
     gallery loads, the id is either still answered with its digits intact or gone with its digits 0, and a re-run
     (once the dead process's lease expired) finishes the erasure."""
-    import random
-    import shutil
-    import signal
-    import time
-
-    from privface.scale import layout as lay
-
     _, x = _gallery(tmp_path, n=30)
     before = digits(f"sqlite:///{tmp_path}/g.db")[0]
-    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
-    print("PRIVFACE_CRASH_SEED", seed)
-    rng, outcomes = random.Random(seed), []
-    for run in range(3):
-        d = tmp_path / f"run{run}"
-        d.mkdir()
-        for f in ("g.db", "g.keys.db"):
-            shutil.copy(tmp_path / f, d / f)
-        url = f"sqlite:///{d}/g.db"
-        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, "e.7"],
-                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(2.0, 15.0))  # the CLI takes ≈ 5–10 s here at load 20
-        killed = proc.poll() is None
-        if killed:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait()
+
+    def check(url, killed):
         got, done = digits(url)[0], "e.7" not in list_ids(url)
         assert np.array_equal(np.delete(got, 7, 0), np.delete(before, 7, 0))
         assert (not got[7].any()) if done else np.array_equal(got[7], before[7])
-        outcomes.append((killed, done))
         if not done:
-            monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)
-            try:
-                withdraw(url, ["e.7"], key=key_server(Gallery(url)).secret)
-            finally:
-                monkeypatch.setattr(lay, "lease_clock", time.time)
+            after_lease_expiry(monkeypatch, lambda: withdraw(url, ["e.7"], key=key_server(Gallery(url)).secret))
         assert not digits(url)[0][7].any() and identify(x[7], url)["id"] is None
         assert identify(x[8], url)["id"] == "e.8"
-    print({"kill_outcomes": outcomes})
+        return done
+
+    kill_runs(tmp_path, ("g.db", "g.keys.db"), lambda url: ["-m", "privface.cli", "gallery", "remove", "--gallery",
+                                                              url, "e.7"], check, delay=(2.0, 15.0))

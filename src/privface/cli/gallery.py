@@ -225,7 +225,9 @@ def register(sub) -> None:
     ls.set_defaults(func=cmd_gallery_list)
     r = gsub.add_parser("remove", help="remove identities from a gallery (crash-safe): erases them from the "
                                        "ciphertexts with S_key's masked refresh (hers; idface: with a garbled "
-                                       "circuit per digit; cryptomask: with the key generator) — needs --key-store")
+                                       "circuit per digit; cryptomask: with the key generator) — needs --key-store; "
+                                       "a served hers / idface gallery: POST gallery/remove to its local server, "
+                                       "which erases with its key server")
     _store_args(r, key_store=True)
     _erase_args(r)
     r.add_argument("ids", nargs="+", help="gallery ids to withdraw (as `privface gallery list` prints them)")

@@ -138,12 +138,21 @@ def _ident_service_options(a) -> dict:
 
 def _cryptomask_service_options(a) -> dict:
     """cryptomask (seed 001): --role cs over the persisted gallery (--gallery, default --db; --gallery-name); the
-    CS holds pk and k_sw, never sk or sk_v (the verifier is the client: identify --protocol cryptomask)."""
+    CS holds pk and k_sw, never sk or sk_v (the verifier is the client: identify --protocol cryptomask); with
+    --key-url (and --key-api-key, scope internal) of the key generator its admin steps erase (gallery/remove).
+    --role kg: the key generator (--db = the gallery's key store, sk), steps erase/attach and erase/refresh."""
+    if a.role == "kg":
+        return {"role": "kg", "gallery_name": a.gallery_name, "insecure_test_params": a.insecure_test_params}
     if a.role != "cs":
-        raise PrivfaceError("--protocol cryptomask needs --role cs (the verifier is `privface identify "
+        raise PrivfaceError("--protocol cryptomask needs --role cs or kg (the verifier is `privface identify "
                             "--protocol cryptomask --server URL --key-store URL`)")
     options = {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name,
                "memory": a.memory_budget}
+    if a.key_url:  # the key generator, for gallery/remove (bindings.cryptomask_kg)
+        from ..service.client import tls_context
+
+        options.update(kg_url=a.key_url, kg_api_key=a.key_api_key or os.environ.get("PRIVFACE_KEY_API_KEY") or None,
+                       kg_tls=tls_context(a.auth_ca, a.auth_client_cert, a.auth_client_key))
     if a.ray:  # issue 38: the gallery's blocks resident in K Ray actors (scale.resident_cs)
         options.update(ray="auto" if a.ray == "local" else a.ray, shards=a.shards)
     return options
@@ -393,17 +402,19 @@ def register(sub) -> None:
                    help="im2020: accept only registrations signed by this trusted party (§VII)")
     s.add_argument("--insecure-test-params", action="store_true",
                    help="im2020, gsm, ident key server: accept toy key sizes — tests only, INSECURE")
-    s.add_argument("--role", choices=["provider", "terminal", "db", "auth", "key", "local", "cs"],
+    s.add_argument("--role", choices=["provider", "terminal", "db", "auth", "key", "local", "cs", "kg"],
                    help="gsm: serve the service provider (enrolment Π_en) or a terminal (Π1/Π2/Π3 matching); "
                         "kolberg: the DB server (encrypted references) or the auth server (secret key); "
                         "ident: the key server (sk; --db is the gallery's key store) or the local server "
-                        "(encrypted gallery); cryptomask: cs, the Cloud Server over --gallery (pk, k_sw)")
+                        "(encrypted gallery); cryptomask: cs, the Cloud Server over --gallery (pk, k_sw), or kg, the "
+                        "key generator (sk; --db is the gallery's key store) the CS erases with")
     s.add_argument("--auth-url", help="kolberg DB server: the auth server's base URL")
     s.add_argument("--gallery", metavar="URL", help="ident local server, cryptomask cs: the gallery store "
                                                     "(default: --db)")
     s.add_argument("--gallery-name", default="default", help="ident, cryptomask: which gallery of the store "
                                                              "(default default)")
-    s.add_argument("--key-url", help="ident local server: the key server's base URL")
+    s.add_argument("--key-url", help="ident local server: the key server's base URL; cryptomask cs: the key "
+                                     "generator's (--role kg), for gallery/remove")
     s.add_argument("--ray", metavar="ADDRESS|local",
                    help="ident local server, cryptomask cs: keep the gallery's blocks resident in Ray actors of "
                         "the cluster at "
@@ -416,7 +427,8 @@ def register(sub) -> None:
     s.add_argument("--key-workers", type=int, metavar="W",
                    help="ident key server: decryption processes of its own, the secret key never leaves the "
                         "machine (default: $PRIVFACE_KEY_WORKERS, else one per core)")
-    s.add_argument("--key-api-key", help="ident local server: API key (scope internal) for the key server "
+    s.add_argument("--key-api-key", help="ident local server / cryptomask cs: API key (scope internal) for the "
+                                         "key server / key generator "
                                          "(default: $PRIVFACE_KEY_API_KEY)")
     s.add_argument("--scheme", choices=["ckks", "bfv", "ntru"], help="kolberg: HE scheme (default bfv)")
     s.add_argument("--signing-key", metavar="PATH",

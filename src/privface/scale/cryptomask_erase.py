@@ -9,8 +9,10 @@ WAL truncated; PostgreSQL: the old rows are deleted, ``VACUUM (FULL)`` is the op
 An erased row stays in the gallery as a zero template: its score ⟨0, b⟩ = 0 never reaches a τ > 0, so the 1-bit
 answer (seed 001 Alg. 3) is the one over the other templates, and Alg. 1's merge indicator is unchanged.
 
-Crash safety: per block. A crash leaves each block wholly old or wholly erased; a removal whose templates sit in
-several blocks may be left done in some of them (``gallery list`` shows which ids remain; removing those finishes
+``gallery update`` is the same rewrite with the new template written into the erased row (``withdraw(replace=…)``).
+
+Crash safety: per block. A crash leaves each block wholly old or wholly erased (updated); a change whose templates
+sit in several blocks may be left done in some of them (``gallery list`` shows which ids remain; removing those finishes
 it). Enrolment and removal take the gallery's writer lease, so they never rewrite one block at once. A CS that is
 serving (``privface serve --protocol cryptomask``) keeps the gallery it loaded until it restarts.
 """
@@ -45,11 +47,16 @@ def erase_key(gallery_url: str, name: str = "default", key_store_url: str | None
         raise GalleryError(f"the key store's sk is damaged ({e})") from None
 
 
-def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key) -> dict:
+def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key, replace=None) -> dict:
     """Erase ``ids`` from a cryptomask gallery with the KG's ``key`` (``erase_key`` or any object with
     ``refresh(masked, keep)``). Every id must be enrolled now (GalleryError naming the others, nothing written).
     Returns ``{"withdrawn", "blocks_written", "stacks_refreshed", "erased": True, "store_purged", "erase_seconds",
-    "erase_bytes_sent", "erase_bytes_received"}``."""
+    "erase_bytes_sent", "erase_bytes_received"}``.
+
+    ``replace`` (``gallery update``): {id: its new unit template (d,)} for some of ``ids``: each such row is written
+    into the refreshed stack in place of the erased one (a plaintext addition of its encoding, exact in BFV: Alg. 1's
+    encoding of a stack holding only that row), the id kept at its position — the erasure and the new template are
+    one write of the block, so a crash leaves each block wholly old or wholly updated."""
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         raise GalleryError("name at least one identity to remove")
@@ -84,16 +91,33 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key) ->
             masked, r = holder.mask(arr[touched].reshape((-1,) + arr.shape[2:]))
             answer = key.refresh(masked, keep)
             fresh = holder.unmask(answer, r, keep)
+            new = {pos: replace[flat[pos]] for pos in gone if replace and flat[pos] in replace}
+            if new:
+                fresh = holder.add_plain(fresh, _rows_plain(new, touched, delta, g.dim, g.basis.n, holder.t))
             sent, received = sent + masked.nbytes + keep.size // 8, received + np.asarray(answer).nbytes
             arr[touched] = fresh.reshape((len(touched),) + arr.shape[1:])
             stacks += len(touched)
             lease.check()
-            _write_block(local, name, b, arr, [None if p in gone else i for p, i in enumerate(flat)], delta, c)
+            _write_block(local, name, b, arr, [None if p in gone and p not in new else i for p, i in enumerate(flat)],
+                         delta, c)
             lease.renew()
         purged = local.purge()
     return {"withdrawn": wanted, "blocks_written": len({b for b, _ in where.values()}), "stacks_refreshed": stacks,
             "erased": True, "store_purged": purged, "erase_seconds": round(time.perf_counter() - t0, 3),
             "erase_bytes_sent": sent, "erase_bytes_received": received}
+
+
+def _rows_plain(new: dict, touched: list[int], delta: int, dim: int, n: int, t: int) -> np.ndarray:
+    """Alg. 1's plaintext coefficients of the touched stacks holding only the rows of ``new`` (block position →
+    unit template), the other rows 0: (len(touched)·S, N) mod t, in ``touched``'s order."""
+    out = []
+    for s in touched:
+        A = np.zeros((delta, dim), dtype=np.int64)
+        for pos, row in new.items():
+            if pos // delta == s:
+                A[pos % delta] = encoding.quantize(np.asarray(row, dtype=np.float64).reshape(1, -1))[0]
+        out.append(encoding.encode_matrix(A, n, t))
+    return np.concatenate(out)
 
 
 __all__ = ["erase_key", "withdraw"]

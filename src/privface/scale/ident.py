@@ -25,11 +25,24 @@ import numpy as np
 
 from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError, UnavailableError
 from ..protocols.common import read_message
-from ..protocols.hers.messages import Attach, Attached, KeyDecision, Query, Reencrypt, Reencrypted, Result, ScoreChunk
+from ..protocols.hers.messages import (
+    Attach,
+    Attached,
+    Erased,
+    EraseOpened,
+    ErasePads,
+    KeyDecision,
+    Query,
+    Reencrypt,
+    Reencrypted,
+    Result,
+    ScoreChunk,
+)
 from ..protocols.hers.parties import Decision, LocalServer
 from ..store import open_store
 from ..store.base import TemplateStore
 from ..wire import WireError
+from .erase_link import DigitEraseLink, KeyEraser
 from .gallery import KEY, SCHEMES, Gallery, Settings, gallery_ids
 from .layout import LOCAL as GALLERY
 from .layout import GalleryError, current_tau, record_key
@@ -88,6 +101,7 @@ class KeyRole:
         self._earlier: list = []  # the layouts before the last attachments (requests in flight while a gallery grew)
         self._pending: dict[bytes, tuple[int, float, int, float]] = {}  # id → (next block, best, index, start)
         self._lock = threading.Lock()
+        self._eraser = KeyEraser()  # idface's digit erasures in progress (``erase_link``)
         saved = store.get(ATTACH_SPACE, f"{name}.attach")
         if saved is not None:
             try:
@@ -230,6 +244,28 @@ class KeyRole:
         return Reencrypted(np.ascontiguousarray(b, dtype="<u8").tobytes(), seed)
 
 
+    def erase_open(self, body) -> EraseOpened:
+        """Digit erasure (idface-ckks / idface-paillier), step 1 on the attached gallery's key: ``erase_link.KeyEraser``
+        checks every field before decrypting; what leaves is garbled tables and the OT's first message."""
+        return self._eraser.open(self._digit_secret(), body)
+
+    def erase_transfer(self, body) -> ErasePads:
+        """Digit erasure, step 2: the OT extension's pads for S_local's input labels."""
+        return self._eraser.transfer(body)
+
+    def erase_close(self, body) -> Erased:
+        """Digit erasure, step 3: the output labels decoded, fresh encryptions under sk (never a plaintext)."""
+        return self._eraser.close(body)
+
+    def _digit_secret(self):
+        from .key_pool import DecryptPool
+
+        if self._gallery is None:
+            raise ProtocolError("no gallery attached (the local server attaches when it starts)")
+        secret = self._gallery[0]
+        return secret.secret if isinstance(secret, DecryptPool) else secret
+
+
 class KeyLink:
     """S_local's side of the erasing refresh over a link with ``reencrypt`` (a ``KeyRole`` in process, or
     ``service.clients.hers.HttpKeyServer``): ``refresh(masked)`` sends the masked ciphertexts in frames of
@@ -277,10 +313,16 @@ class LocalRole:
         self.chunk = chunk or chunk_blocks(s.adapter.score_block_bytes(self.gallery.public_context))
         self._attach(self.gallery, local.ids)
 
-    def erase_link(self, key=None) -> KeyLink | None:
-        """The link ``scale.lifecycle`` erases with (hers) over ``key`` (default: this server's link to S_key), or
-        None for a scheme that does not erase over ``reencrypt`` (idface-ckks erases in process only)."""
-        return KeyLink(key or self.key) if self.gallery.settings.adapter.reencrypt_erasure else None
+    def erase_link(self, key=None) -> KeyLink | DigitEraseLink | None:
+        """The link ``scale.lifecycle`` erases with over ``key`` (default: this server's link to S_key): hers over
+        ``reencrypt`` (``KeyLink``), idface-ckks / idface-paillier over ``erase/open|transfer|close``
+        (``erase_link.DigitEraseLink``); None for a scheme that does not erase."""
+        adapter = self.gallery.settings.adapter
+        if adapter.reencrypt_erasure:
+            return KeyLink(key or self.key)
+        if adapter.erasable:
+            return DigitEraseLink(key or self.key, getattr(self.gallery.public.public, "nsquare", None))
+        return None
 
     @property
     def local(self) -> LocalServer:

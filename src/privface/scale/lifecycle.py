@@ -24,8 +24,9 @@ a removed template is rewritten by ``HERS.erase`` — a masked interactive refre
 S_key sees one-time-padded copies only) and a 0/1 slot mask at the refreshed level — into a new generation whose
 empty slots decrypt to ≈ 0; then the meta write and the deletion of the old generation, as for ``add``. Seed 003's
 IDFace packs one identity per base-p digit of a coefficient (CKKS) or of a Paillier plaintext, and a digit is not a
-linear function of the plaintext: idface galleries withdraw only, and their key holder can still decrypt a withdrawn
-template (docs/operations.md, "Changing a gallery").
+linear function of the plaintext: idface-ckks / idface-paillier blocks are erased by ``protocols.idface.erase``
+(pads, one garbled circuit per removed digit) with S_key's secret scheme in process, or over the wire with
+``erase_link.DigitEraseLink`` (``privface serve --protocol ident``: the key server's ``erase/*`` steps).
 
 A withdrawal without erasure is one store write per block (the block's commit record, its ``ids`` entry set to
 ``null``), then the meta's ``gen`` is bumped so that running local servers (``scale.ident.LocalRole``) re-read the
@@ -188,24 +189,22 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
                                + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""))
         for b, slot in where.values():
             commits[b]["ids"][slot] = None
-        meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
-        meta["gen"] = gen = int(meta.get("gen", 0)) + 1
         report: dict = {}
         if erase:
             gone = {b: {slot for bb, slot in where.values() if bb == b} for b in commits}
             erased = _erase_blocks(g, {b: c["ids"] for b, c in commits.items()}, key, lease, report, gone)
-            meta["block_gens"] = _write_erased(local, name, g, erased, commits, gen, lease)
+            gen, purged = _commit_erased(local, name, g, erased, commits, lease)
         else:
+            meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+            meta["gen"] = gen = int(meta.get("gen", 0)) + 1
             for b, commit in sorted(commits.items()):
                 lease.check()
                 commit.pop("erased", None)  # a slot withdrawn, not erased: ``erase_withdrawn`` finds the block
                 local.put(LOCAL, record_key(name, block_key(b, g.gens[b])), json.dumps(commit).encode())
-        lease.check()
-        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
-        if erase:
-            collect(local, name, meta, g.nblocks)
-        purged = local.purge()  # the superseded records (commit records naming the ids; erased: the old blocks)
-    return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": meta["gen"],
+            lease.check()
+            local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
+            purged = local.purge()  # the superseded commit records (they named the ids)
+    return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": gen,
                      "store_purged": purged, **report}, gallery_url, name, on=retune_tau)
 
 
@@ -215,18 +214,25 @@ def _carried(commit: dict, erased: bool = False) -> dict:
     return {**{k: commit[k] for k in ("sums",) if k in commit}, **({"erased": True} if erased else {})}
 
 
-def _write_erased(local, name: str, g, erased: dict, commits: dict, gen: int, lease) -> list[int]:
-    """Write each erased block array as generation ``gen`` with its commit record's ids and count (and the
-    ``erased`` mark where the scheme zeroes every empty slot); the meta's new ``block_gens``."""
+def _commit_erased(local, name: str, g, erased: dict, commits: dict, lease) -> tuple[int, int]:
+    """Write each erased block array as the next generation with its commit record's ids and count (and the
+    ``erased`` mark where the scheme zeroes every empty slot), then the meta naming them (the change is done
+    there), then delete the superseded generations and purge the store: (the new generation, records purged)."""
     from .gallery import _put_block
 
+    meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
+    meta["gen"] = gen = int(meta.get("gen", 0)) + 1
     gens, every = list(g.gens), g.settings.adapter.erases_every_empty_slot
     for b, arr in erased.items():
         lease.check()
         _put_block(local, name, b, arr, int(commits[b]["count"]), commits[b]["ids"], gen,
                    _carried(commits[b], erased=every))
         gens[b] = gen
-    return gens
+    meta["block_gens"] = gens
+    lease.check()
+    local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
+    collect(local, name, meta, g.nblocks)
+    return gen, local.purge()
 
 
 def _erase_blocks(g, ids: dict, key, lease, report: dict, gone: dict | None = None) -> dict:
@@ -239,7 +245,7 @@ def _erase_blocks(g, ids: dict, key, lease, report: dict, gone: dict | None = No
 
     t0 = time.perf_counter()
     adapter, pub = g.settings.adapter, g.public_context
-    out, sent, received, hiding = {}, 0, 0, None
+    out, sent, received, hiding, exchanges = {}, 0, 0, None, 0
     for b in sorted(ids):
         block = g.load_blocks([b])[0][0]
         keep = np.zeros(g.capacity, dtype=bool)
@@ -247,9 +253,11 @@ def _erase_blocks(g, ids: dict, key, lease, report: dict, gone: dict | None = No
         out[b], r = adapter.erase(g.public, adapter.block_to_array(block, pub), block.count, keep, key,
                                   None if gone is None else gone[b])
         sent, received, hiding = sent + r["bytes_sent"], received + r["bytes_received"], r["hiding_bits"]
+        exchanges += r.get("exchanges", 0)  # idface: the key server round trips (3 per erasure group)
         lease.renew()
     report.update(erase_seconds=round(time.perf_counter() - t0, 3), erase_bytes_sent=sent,
-                  erase_bytes_received=received, erase_hiding_bits=hiding)
+                  erase_bytes_received=received, erase_hiding_bits=hiding,
+                  **({"erase_exchanges": exchanges} if exchanges else {}))
     return out
 
 
@@ -299,15 +307,30 @@ def update(gallery_url: str, source, name: str = "default", *, key=None, retune_
     """Give ``source``'s identities — each answered by the gallery now — new templates: in one change (one meta
     write), each old slot is withdrawn and the new template added as by ``add``. With ``key`` and an erasable
     scheme the old templates are erased as by ``withdraw``; otherwise they stay in their blocks' ciphertexts."""
-    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:  # cryptomask: erase, then a new batch (two changes)
-        ids = list(source.ids)
-        report = withdraw(gallery_url, ids, name, key=key, retune_tau=False)
-        added = add(gallery_url, source, name, retune_tau=retune_tau)
-        return {**{k: v for k, v in report.items() if k != "withdrawn"}, "replaced": len(ids), "n": added.get("n"),
-                **{k: v for k, v in added.items() if k.startswith("tau")},
-                "seconds": round(report["erase_seconds"] + added.get("enrol_s", 0.0), 3)}
+    if GALLERY_SCHEMES[_scheme(gallery_url, name)].own_layout:  # cryptomask: the new rows replace the erased ones
+        return _cm_update(gallery_url, source, name, key)
     return _retuned(_change(gallery_url, source, name, replace=True, key=key), gallery_url, name, on=retune_tau,
                     source=source)
+
+
+def _cm_update(gallery_url: str, source, name: str, key) -> dict:
+    """cryptomask ``update``: each block holding an old template is refreshed with the KG, the old row zeroed and the
+    new template's encoding added in its place, in one write of the block (``cryptomask_erase.withdraw(replace=…)``);
+    ids keep their positions and the gallery its size, so τ(N) does not change."""
+    from .cryptomask_erase import withdraw as erase
+
+    ids = list(source.ids)
+    if len(set(ids)) != len(ids):
+        raise GalleryError("the identities given repeat an id")
+    from .cryptomask_gallery import CMGallery
+
+    if source.dim != CMGallery(gallery_url, name).dim:
+        raise GalleryError(f"the gallery holds d = {CMGallery(gallery_url, name).dim} templates, these have "
+                           f"d = {source.dim}")
+    x = source.templates(0, len(ids))
+    report = erase(gallery_url, ids, name, key=key, replace=dict(zip(ids, x)))
+    return {**{k: v for k, v in report.items() if k != "withdrawn"}, "replaced": len(ids),
+            "n": len(list_ids(gallery_url, name)), "seconds": report["erase_seconds"]}
 
 
 def _change(gallery_url: str, source, name: str, replace: bool, key=None) -> dict:
@@ -427,13 +450,7 @@ def erase_withdrawn(gallery_url: str, name: str = "default", *, key) -> dict:
             return {"blocks_erased": 0, "erased": True, "generation": int(g.meta.get("gen", 0)), "store_purged": 0}
         report: dict = {}
         erased = _erase_blocks(g, {b: c["ids"] for b, c in todo.items()}, key, lease, report)
-        meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
-        meta["gen"] = gen = int(meta.get("gen", 0)) + 1
-        meta["block_gens"] = _write_erased(local, name, g, erased, todo, gen, lease)
-        lease.check()
-        local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
-        collect(local, name, meta, g.nblocks)
-        purged = local.purge()
+        gen, purged = _commit_erased(local, name, g, erased, todo, lease)
     return {"blocks_erased": len(erased), "erased": True, "generation": gen, "store_purged": purged, **report}
 
 

@@ -80,6 +80,19 @@ class EraseHolder(_Common):
             out[i] = seal_arrays.ciphertext_to_array(ct)
         return out, r
 
+    def add_plain(self, cts: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
+        """ct + π per ciphertext (k, 2, L, N) and plaintext coefficients π (k, N) mod t — exact in BFV: new template
+        rows written into rows a refresh has just zeroed (``gallery update`` in place); (k, 2, L, N) uint32."""
+        cts = self._check(cts, "update")
+        if coeffs.shape != (cts.shape[0], self.n) or np.any(coeffs >= np.uint64(self.t)):
+            raise ProtocolError(f"update: expected plaintext coefficients ({cts.shape[0]}, {self.n}) below t")
+        out = np.empty(cts.shape, dtype=np.uint32)
+        for i in range(cts.shape[0]):
+            ct = self._ct(cts[i])
+            self.evaluator.add_plain_inplace(ct, self._plain(coeffs[i]))
+            out[i] = seal_arrays.ciphertext_to_array(ct)
+        return out
+
     def unmask(self, answer, r: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """Step 3: Enc(μ ⊙ u) − μ ⊙ r per ciphertext: (k, 2, L, N) uint32, fresh, erased rows 0."""
         k = r.shape[0]
@@ -102,15 +115,18 @@ class EraseKey(_Common):
         super().__init__(secret.public)
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
 
-    def refresh(self, masked: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    def refresh(self, masked: np.ndarray, keep: np.ndarray, *, strict: bool = True) -> np.ndarray:
         """Step 2: fresh Enc_pk(μ ⊙ Dec(masked)) per ciphertext (k, 2, L, N) uint64; ``masked`` and ``keep`` are
-        checked (shapes, residues) before any use, and a ciphertext beyond its noise bound is refused."""
+        checked (shapes, residues) before any use, and (``strict``, in process) a ciphertext beyond its noise bound
+        is refused. A KG serving other processes (``scale.cryptomask_kg``) is not strict: a refusal that depends on
+        a ciphertext's noise would tell its sender one bit about sk per request (a decryption-failure oracle), so
+        it re-encrypts whatever the ciphertext decrypts to."""
         masked = self._check(masked, "erase")
         keep = self._check_keep(keep, masked.shape[0])
         out = np.empty_like(masked)
         for i in range(masked.shape[0]):
             ct = self._ct(masked[i])
-            if self._decryptor.invariant_noise_budget(ct) <= 0:
+            if strict and self._decryptor.invariant_noise_budget(ct) <= 0:
                 raise ProtocolError("erase: a ciphertext does not decrypt (noise beyond its bound)")
             pt = sealapi.Plaintext()
             self._decryptor.decrypt(ct, pt)

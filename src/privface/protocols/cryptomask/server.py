@@ -248,32 +248,35 @@ class CloudServerRole:
         """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``
         (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``). → the answer's frames:
         ``Started``, then each ``DistanceChunk`` (``_distances``), computed as the previous one is sent."""
-        query = he.Query.from_bytes(read_message(Query, body).rows, self.cs.n, self.cs.dim)
+        cs = self.cs  # one gallery for the whole identification, even if a change swaps it meanwhile
+        query = he.Query.from_bytes(read_message(Query, body).rows, cs.n, cs.dim)
         with self._lock:
             self._check_room(caller)
-        switched = self.cs.prepare(query)  # checks residues < primes
+        switched = cs.prepare(query)  # checks residues < primes
         ot = SoftSpokenSender()
         sid = secrets.token_bytes(16)
         with self._lock:
             self._check_room(caller)  # again: others may have started meanwhile
             now = self.clock()
             self._sessions[sid] = CSSession(switched, ot, now + IDLE_TTL, now + MAX_AGE, caller)
-        return self._distances(sid, caller, framed(Started(sid, ot.setup_request()).to_bytes()))
+        return self._distances(sid, caller, framed(Started(sid, ot.setup_request()).to_bytes()), cs)
 
-    def _distances(self, sid: bytes, caller: str | None, started: bytes) -> Iterator[bytes]:
+    def _distances(self, sid: bytes, caller: str | None, started: bytes, cs) -> Iterator[bytes]:
         """Alg. 2 lines 5–11 chunk by chunk, each a step of the session (its expiry pushed): (c_1, masked c_0) out,
         d_0 kept; after the last, Alg. 3's CS side starts (it waits for the verifier's round 0). A stream closed
-        before its end (the verifier went away or stalled) ends the session."""
+        before its end (the verifier went away or stalled) ends the session. ``cs``: the gallery as the session
+        started (a CS whose gallery is changed meanwhile — ``bindings.cryptomask_kg`` — swaps ``self.cs`` for the
+        next identifications)."""
         done = False
         try:
             yield started
-            for i in range(self.chunks):
+            for i in range(-(-he.packs(cs.ciphertexts, cs.group) // self.chunk)):
                 with self._step(sid, caller) as s:
-                    span = self.chunk * self.cs.group
-                    lo, hi = i * span, min(self.cs.ciphertexts, (i + 1) * span)
-                    msg, d0 = self.cs.distances_of(s.rows, lo, hi)
+                    span = self.chunk * cs.group
+                    lo, hi = i * span, min(cs.ciphertexts, (i + 1) * span)
+                    msg, d0 = cs.distances_of(s.rows, lo, hi)
                     s.d0.append(d0)
-                    if hi == self.cs.ciphertexts:  # all sent: only d_0 stays, in Alg. 3's CS side
+                    if hi == cs.ciphertexts:  # all sent: only d_0 stays, in Alg. 3's CS side
                         s.rows, d0_all, s.d0 = None, np.concatenate(s.d0), []
                         s.party = Party(reveal_cs(s.ot, d0_all, Wire(), self.batch), "Alg. 3 (verifier's message)")
                         s.party.start()

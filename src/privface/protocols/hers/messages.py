@@ -9,6 +9,8 @@ Client ↔ S_local: ``Query`` (the plaintext template, as seed 003 lets S_local 
 
 Erasure (hers, ``privface gallery remove | update``): S_local → S_key ``Reencrypt`` (one-time-padded copies of
 block ciphertexts, ``crypto.ckks_refresh``) → ``Reencrypted`` (fresh encryptions of the padded plaintexts at q₀·P).
+idface-ckks / idface-paillier (``protocols.idface.erase``): ``EraseOpen`` → ``EraseOpened`` (garbled circuits, base
+OT), ``EraseChoices`` → ``ErasePads`` (OT extension), ``EraseOutputs`` → ``Erased`` (fresh ciphertexts).
 
 S_key receives no identity and no template: a random request id and ciphertext residues only.
 """
@@ -111,4 +113,66 @@ class Reencrypted(Message):
     seed: bytes
 
 
-__all__ = ["Attach", "Attached", "KeyDecision", "Query", "Reencrypt", "Reencrypted", "Result", "ScoreChunk"]
+@dataclass
+class EraseOpen(Message):
+    """S_local → S_key, digit erasure step 1 (idface, ``protocols.idface.erase``): the masked column ciphertexts —
+    idface-ckks little-endian uint64 (k, 2, 1, n) in NTT form, idface-paillier k big-endian values of ⌈|N²|/8⌉
+    bytes — and the targets as little-endian uint32 rows (ciphertext, coefficient, digit) / (ciphertext, digit)."""
+
+    WIRE_NAME = "ident.EraseOpen"
+    masked: bytes
+    targets: bytes
+
+
+@dataclass
+class EraseOpened(Message):
+    """S_key → S_local: the erasure's id (S_key's, random), the OT extension's base-OT request, one garbled
+    ``digit_circuit`` per target and S_key's active input labels for it (16 bytes each, concatenated)."""
+
+    WIRE_NAME = "ident.EraseOpened"
+    erase_id: bytes
+    ot_request: bytes
+    circuits: list[bytes]
+    garbler_labels: list[bytes]
+
+
+@dataclass
+class EraseChoices(Message):
+    """S_local → S_key: the base-OT response and the IKNP receiver's u (κ rows, uint8)."""
+
+    WIRE_NAME = "ident.EraseChoices"
+    erase_id: bytes
+    ot_response: bytes
+    u: bytes
+
+
+@dataclass
+class ErasePads(Message):
+    """S_key → S_local: per evaluator input wire (label₀ ⊕ k₀, label₁ ⊕ k₁), 32 bytes each."""
+
+    WIRE_NAME = "ident.ErasePads"
+    erase_id: bytes
+    pads: bytes
+
+
+@dataclass
+class EraseOutputs(Message):
+    """S_local → S_key: each circuit's output labels (16 bytes per output wire, concatenated)."""
+
+    WIRE_NAME = "ident.EraseOutputs"
+    erase_id: bytes
+    outputs: list[bytes]
+
+
+@dataclass
+class Erased(Message):
+    """S_key → S_local: the fresh ciphertexts, as in ``EraseOpen``'s ``masked`` (idface-ckks: one per ciphertext
+    sent; idface-paillier: Enc(b ⊕ ρ), one per target)."""
+
+    WIRE_NAME = "ident.Erased"
+    erase_id: bytes
+    ciphertexts: bytes
+
+
+__all__ = ["Attach", "Attached", "EraseChoices", "EraseOpen", "EraseOpened", "EraseOutputs", "ErasePads", "Erased",
+           "KeyDecision", "Query", "Reencrypt", "Reencrypted", "Result", "ScoreChunk"]

@@ -182,6 +182,14 @@ class GarbledKey:
 class DigitEraseHolder(_Common, GarbledHolder):
     """S_local's side (pk only); one erasure at a time: ``start`` → ``evaluate`` → ``labels`` → ``finish``."""
 
+    @property
+    def ct_bytes(self) -> int:
+        """One column ciphertext on the wire, each way."""
+        return 2 * 2 * self.n * 8
+
+    def target_bytes(self, row) -> int:
+        return circuit_bytes(digit_circuit(self.q, self.p, self.m, int(row[2])))
+
     def start(self, cts: np.ndarray, targets) -> dict:
         """Step 1: the message to S_key {"masked", "targets"}; pads and choices stay here."""
         cts = self._check_cts(cts, "digit erasure")
@@ -259,8 +267,60 @@ class DigitEraseKey(_Common, GarbledKey):
 
 def erase_digits(holder, key, cts, targets) -> tuple:
     """Run the exchanges between S_local's ``holder`` (``DigitEraseHolder``, ``paillier_erase.PaillierEraseHolder``)
-    and S_key's ``key`` (in process, or a client with ``open``, ``transfer``, ``close``): (the erased ciphertexts,
-    {"bytes_sent", "bytes_received", "and_gates"})."""
+    and S_key's ``key`` (in process, or a link with ``open``, ``transfer``, ``close``): (the erased ciphertexts,
+    {"bytes_sent", "bytes_received", "and_gates", "exchanges"}). A link with ``group_bytes`` (over HTTP:
+    ``scale.erase_link``) gets the targets in groups whose messages stay under that many bytes: each group is a
+    whole erasure of the ciphertexts it names (fresh pads, OT and garbling), run one after another on the
+    ciphertexts as the previous groups left them."""
+    t = np.asarray(targets)
+    budget = getattr(key, "group_bytes", None)
+    if budget is None:
+        return _erase_once(holder, key, cts, t)
+    work = cts.copy() if isinstance(cts, np.ndarray) else list(cts)
+    total = {"bytes_sent": 0, "bytes_received": 0, "and_gates": 0, "exchanges": 0}
+    for idx, rows in target_groups(holder, t, budget):
+        part = work[idx] if isinstance(work, np.ndarray) else [work[i] for i in idx]
+        local = rows.copy()
+        local[:, 0] = np.searchsorted(idx, rows[:, 0])
+        out, r = _erase_once(holder, key, part, local)
+        for j, i in enumerate(idx):
+            work[i] = out[j]
+        total = {k: total[k] + r[k] for k in total}
+    return work, total
+
+
+def target_groups(holder, t: np.ndarray, budget: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The targets cut into groups (ciphertext indices ascending, their target rows) whose estimated messages
+    (masked ciphertexts, garbled circuits, labels, OT) stay under ``budget`` bytes; a ciphertext with more targets
+    than fit one group recurs in the next (always at least one target per group)."""
+    t = t[np.argsort(t[:, 0], kind="stable")]
+    groups, cts, rows, cost = [], [], [], 0
+    for row in t:
+        ct = int(row[0])
+        c = holder.target_bytes(row)
+        new = ct not in cts
+        add = c + (holder.ct_bytes if new else 0)
+        if rows and cost + add > budget:
+            groups.append((np.array(cts, dtype=np.int64), np.array(rows, dtype=np.int64)))
+            cts, rows, cost, new, add = [], [], 0, True, c + holder.ct_bytes
+        if new:
+            cts.append(ct)
+        rows.append(row)
+        cost += add
+    if rows:
+        groups.append((np.array(cts, dtype=np.int64), np.array(rows, dtype=np.int64)))
+    return groups
+
+
+def circuit_bytes(circuit: garble.Circuit) -> int:
+    """The bytes one target's circuit puts on the wire: its garbled tables, the garbler's labels, the OT's pads and
+    u for the evaluator's inputs, its output labels."""
+    ins = len(circuit.evaluator_inputs)
+    return (64 + 32 * circuit.and_count + 16 * circuit.half_count
+            + LABEL * (len(circuit.garbler_inputs) + len(circuit.constants) + len(circuit.outputs)) + 50 * ins)
+
+
+def _erase_once(holder, key, cts, targets) -> tuple:
     request = holder.start(cts, targets)
     ands = sum(c.and_count for c in holder._state["circuits"])
     opened = key.open(request)
@@ -270,7 +330,8 @@ def erase_digits(holder, key, cts, targets) -> tuple:
     fresh = key.close(outputs)
     out = holder.finish(fresh)
     return out, {"bytes_sent": _size(request) + _size(reply) + _size(outputs),
-                 "bytes_received": _size(opened) + _size(pads) + _size(fresh), "and_gates": int(ands)}
+                 "bytes_received": _size(opened) + _size(pads) + _size(fresh), "and_gates": int(ands),
+                 "exchanges": 3}
 
 
 def _size(x) -> int:
@@ -286,4 +347,5 @@ def _size(x) -> int:
     return (int(x).bit_length() + 7) // 8
 
 
-__all__ = ["DigitEraseHolder", "DigitEraseKey", "GarbledHolder", "GarbledKey", "digit_circuit", "erase_digits"]
+__all__ = ["DigitEraseHolder", "DigitEraseKey", "GarbledHolder", "GarbledKey", "circuit_bytes", "digit_circuit",
+           "erase_digits", "target_groups"]

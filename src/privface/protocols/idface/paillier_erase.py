@@ -24,7 +24,7 @@ import numpy as np
 from ...crypto import garble
 from ...crypto.paillier import PaillierCiphertext
 from ...errors import CryptoError, ProtocolError
-from .erase import GarbledHolder, GarbledKey
+from .erase import GarbledHolder, GarbledKey, circuit_bytes
 
 
 @functools.lru_cache(maxsize=32)
@@ -76,6 +76,14 @@ class _Common:
 
 class PaillierEraseHolder(_Common, GarbledHolder):
     """S_local's side: ``start`` → ``evaluate`` → ``labels`` → ``finish`` (``erase.erase_digits`` runs them)."""
+
+    @property
+    def ct_bytes(self) -> int:
+        """One ciphertext sent plus one answered per target (⌈|N²|/8⌉ bytes each)."""
+        return 2 * ((self.nsq.bit_length() + 7) // 8)
+
+    def target_bytes(self, row) -> int:
+        return circuit_bytes(digit_circuit(self.N, self.p, int(row[1]))) + self.ct_bytes
 
     def start(self, cts: list, targets) -> dict:
         cts = self._check_cts(cts, "digit erasure")

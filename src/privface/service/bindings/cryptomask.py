@@ -31,10 +31,12 @@ from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, RoundBusy,
 from ...store.base import TemplateStore
 from ...wire import WireError
 from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
+from .cryptomask_kg import GALLERY_LIMITS, GALLERY_SCOPES, gallery_step
 
 STEPS = {"gallery": "gallery", "identify/start": "start", "identify/reveal": "reveal"}
-SCOPES = {step: "verify" for step in STEPS}
-"""The API-key scope each step needs (service/auth.py): a verifier identifies with ``verify``."""
+SCOPES = {**{step: "verify" for step in STEPS}, **GALLERY_SCOPES}
+"""The API-key scope each step needs (service/auth.py): a verifier identifies with ``verify``; the gallery's admin
+steps (``bindings.cryptomask_kg.gallery_step``) need ``admin``."""
 
 
 class CryptoMaskService:
@@ -42,7 +44,9 @@ class CryptoMaskService:
     ``chunk`` (ciphertexts per DistanceChunk) and ``batch`` (Alg. 3 entries per batch, a multiple of 64; default:
     one batch over the whole gallery); ``memory``: the CS's memory budget in bytes (``server.SESSION_MEMORY``);
     ``ray`` (a Ray cluster address, or "auto") and ``shards``: the gallery resident in K Ray actors
-    (``scale.resident_cs``; a shard lost mid-identification: retried once, else 503 with Retry-After)."""
+    (``scale.resident_cs``; a shard lost mid-identification: retried once, else 503 with Retry-After); ``kg_url``
+    (the key generator, ``privface serve --protocol cryptomask --role kg``), ``kg_api_key`` (scope ``internal``),
+    ``kg_tls``, or an in-process ``kg`` (tests): the gallery's admin steps (``bindings.cryptomask_kg``)."""
 
     name = PROTOCOL
     scopes = SCOPES
@@ -50,7 +54,9 @@ class CryptoMaskService:
 
     def __init__(self, store: TemplateStore, *, role: str = "cs", gallery_url: str | None = None,
                  gallery_name: str = "default", chunk: int | None = None, batch: int | None = None,
-                 memory: int | None = None, ray: str | None = None, shards: int | None = None) -> None:
+                 memory: int | None = None, ray: str | None = None, shards: int | None = None,
+                 kg_url: str | None = None, kg_api_key: str | None = None, kg_tls=None, kg=None,
+                 timeout: float = 600.0) -> None:
         if role != "cs":
             raise ValueError(f"cryptomask serves role cs (the verifier is a client), got {role!r}")
         if not gallery_url:
@@ -59,6 +65,13 @@ class CryptoMaskService:
 
         gallery = CMGallery(gallery_url, gallery_name)  # GalleryError (exit 2) if damaged
         self.role, self.store = role, store
+        self.gallery_url, self.gallery_name, self.pk_bytes = gallery_url, gallery_name, gallery.pk_bytes
+        self.resident = ray is not None
+        self._kg = (lambda: kg) if kg is not None else None
+        if kg is None and kg_url:
+            from ..clients.cryptomask_kg import HttpKeyGenerator
+
+            self._kg = lambda: HttpKeyGenerator(kg_url, timeout=timeout, api_key=kg_api_key, tls=kg_tls)
         if ray is None:
             cs = gallery.cloud_server()
         else:  # issue 38: the blocks resident in K Ray actors (scale.resident_cs); a lost shard → 503 Retry-After
@@ -71,9 +84,9 @@ class CryptoMaskService:
                                          batch=batch, memory=memory)
         except ValueError as e:  # a budget below one identification's need
             raise PrivfaceError(f"--memory-budget: {e}") from None
-        self.steps = self.first_steps = tuple(STEPS)
+        self.steps = self.first_steps = tuple(STEPS) + tuple(GALLERY_LIMITS)
         self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
-                         "identify/reveal": self.party.round_limit}
+                         "identify/reveal": self.party.round_limit, **GALLERY_LIMITS}
         self.stream_heads = {"identify/reveal": HEAD_LIMIT}
         """Steps whose body is a frame stream checked by ``admit`` once its first frame (at most this many bytes) is
         read (service/app.py)."""
@@ -91,7 +104,30 @@ class CryptoMaskService:
         except (WireError, ProtocolError) as e:
             raise MessageError(str(e)) from None
 
+    def kg_link(self):
+        """A link to the key generator (``erase_attach``, ``erase_refresh``); MessageError if none is configured."""
+        if self._kg is None:
+            raise MessageError("this CS has no key generator to erase with (privface serve … --key-url of the "
+                               "cryptomask kg)")
+        return self._kg()
+
+    def reload(self) -> None:
+        """Serve the gallery as the store holds it now to the identifications that start from here (one
+        assignment; those in flight keep the CS they started with: ``server.CloudServerRole._distances``). Only
+        for a change that keeps the layout (an erasure)."""
+        from ...scale.cryptomask_gallery import CMGallery
+
+        cs = CMGallery(self.gallery_url, self.gallery_name).cloud_server()
+        old = self.party.cs
+        if (cs.count, cs.ciphertexts) != (old.count, old.ciphertexts):
+            raise MessageError("the gallery's layout changed under the CS: restart it")
+        self.party.cs = cs
+
     def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
+        if step in GALLERY_LIMITS and state is None:
+            import json
+
+            return StepResult(json.dumps(gallery_step(self, step, body)).encode())
         if step not in STEPS:
             raise MessageError(f"cryptomask cs has no step {step!r}")
         if state is not None:

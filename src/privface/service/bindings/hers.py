@@ -7,12 +7,16 @@ Key server (``role="key"``, its store = the gallery's key store, holds sk; score
     ``attach``    Attach → Attached          (the local server, once at start; checked against sk's pk digest)
     ``decide``    ScoreChunk → KeyDecision   (empty body until the chunk that completes the request)
     ``reencrypt`` Reencrypt → Reencrypted    (erasure, hers: the masked refresh's key step, ``crypto.ckks_refresh``)
+    ``erase/open``      EraseOpen → EraseOpened      (erasure, idface-ckks / -paillier: the digit erasure of
+    ``erase/transfer``  EraseChoices → ErasePads      ``protocols.idface.erase`` in three exchanges, S_key's side
+    ``erase/close``     EraseOutputs → Erased         ``scale.erase_link.KeyEraser``: ≤ 4 open, each step once)
 Local server (``role="local"``, the encrypted gallery; calls the key server over HTTP with an ``internal`` key):
     ``identify``        Query → Result             (the gallery id of the best score ≥ τ, or not accepted)
     ``gallery/info``    {} → the gallery's settings and size (JSON, ``scale.lifecycle.info``)       scope admin
     ``gallery/list``    {} → {"ids": [...]} (JSON)                                                scope admin
     ``gallery/remove``  {"ids": [...]} → the removal report (JSON, ``scale.lifecycle.withdraw``: taken out of
-                        the answers, online; hers: erased with the key server's ``reencrypt``)  scope admin
+                        the answers, online; erased with the key server: hers by ``reencrypt``,
+                        idface by ``erase/*``; ``"erased": true``)                               scope admin
     ``gallery/add``     {"ids": [...], "templates": [[d floats], …]} → the add report (``scale.lifecycle.add``:
                         encrypted here under the public key — S_local sees plaintext templates, as it sees
                         every query in seed 003 §3.2)                                           scope enrol
@@ -31,10 +35,12 @@ from ...wire import WireError
 from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
-KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB, "reencrypt": 2 * _MB}
+KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB, "reencrypt": 2 * _MB, "erase/open": 4 * _MB + _KB,
+              "erase/transfer": 4 * _MB + 300 * _KB, "erase/close": 1 * _MB}
 LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB,
                 "gallery/add": 4 * _MB, "gallery/update": 4 * _MB}
-SCOPES = {"attach": "internal", "decide": "internal", "reencrypt": "internal", "identify": "verify",
+SCOPES = {"attach": "internal", "decide": "internal", "reencrypt": "internal", "erase/open": "internal",
+          "erase/transfer": "internal", "erase/close": "internal", "identify": "verify",
           "gallery/info": "admin",
           "gallery/list": "admin", "gallery/remove": "admin", "gallery/add": "enrol", "gallery/update": "admin"}
 MAX_REMOVE = 1000  # ids per ``gallery/remove`` request
@@ -96,7 +102,7 @@ class IdentService:
         if step.startswith("gallery/"):
             return StepResult(json.dumps(self._gallery_step(step, body)).encode())
         try:
-            reply = getattr(self.party, step)(body)  # the role's steps are its party's methods
+            reply = getattr(self.party, step.replace("/", "_"))(body)  # the role's steps are its party's methods
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
             raise MessageError(str(e)) from None
         if step == "identify":

@@ -7,7 +7,17 @@ import numpy as np
 from ...errors import ProtocolError
 from ...protocols.common import message_bytes as _bytes
 from ...protocols.common import parse_answer as _parse
-from ...protocols.hers.messages import PROTOCOL, Attached, KeyDecision, Query, Reencrypted, Result
+from ...protocols.hers.messages import (
+    PROTOCOL,
+    Attached,
+    Erased,
+    EraseOpened,
+    ErasePads,
+    KeyDecision,
+    Query,
+    Reencrypted,
+    Result,
+)
 from ..client import ServiceClient
 
 
@@ -32,6 +42,19 @@ class HttpKeyServer(_IdentHttp):
     def reencrypt(self, msg) -> Reencrypted:
         self.reset()
         return _parse(Reencrypted, self.step("reencrypt", _bytes(msg)))
+
+
+    def erase_open(self, msg) -> EraseOpened:
+        self.reset()
+        return _parse(EraseOpened, self.step("erase/open", _bytes(msg)))
+
+    def erase_transfer(self, msg) -> ErasePads:
+        self.reset()
+        return _parse(ErasePads, self.step("erase/transfer", _bytes(msg)))
+
+    def erase_close(self, msg) -> Erased:
+        self.reset()
+        return _parse(Erased, self.step("erase/close", _bytes(msg)))
 
 
 class IdentClient(_IdentHttp):
