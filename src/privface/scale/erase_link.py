@@ -119,11 +119,15 @@ class KeyEraser:
             if not msg.masked or len(msg.masked) % per:
                 raise ProtocolError(f"EraseOpen: whole ciphertexts of {per} bytes expected")
             masked = np.frombuffer(msg.masked, dtype="<u8").astype(np.uint64).reshape(-1, 2, 1, key.n)
-            cost = [circuit_bytes(digit_circuit(key.q, key.p, key.m, i)) for i in range(key.m)]
+
+            def cost(i: int) -> int:
+                return circuit_bytes(digit_circuit(key.q, key.p, key.m, i))
         elif isinstance(secret, IDFacePaillierKey):
             key, cols = PaillierEraseKey(secret.secret, secret.params), 2
             masked = _ints(msg.masked, _width(key.nsq), "EraseOpen")
-            cost = [circuit_bytes(paillier_circuit(key.N, key.p, i)) + 2 * _width(key.nsq) for i in range(key.m)]
+
+            def cost(i: int) -> int:
+                return circuit_bytes(paillier_circuit(key.N, key.p, i)) + 2 * _width(key.nsq)
         else:
             raise ProtocolError("this gallery's scheme does not erase digits")
         if not msg.targets or len(msg.targets) % (4 * cols) or len(msg.targets) // (4 * cols) > MAX_TARGETS:
@@ -133,7 +137,8 @@ class KeyEraser:
             raise ProtocolError("EraseOpen: a target repeats")
         if np.any(t[:, -1] >= key.m):
             raise ProtocolError("EraseOpen: a digit out of range")
-        if sum(cost[int(i)] for i in t[:, -1]) > 2 * GROUP_BYTES:  # what garbling would send back
+        digits, counts = np.unique(t[:, -1], return_counts=True)  # each digit's circuit built once
+        if sum(cost(int(i)) * int(c) for i, c in zip(digits, counts)) > 2 * GROUP_BYTES:  # what garbling sends back
             raise ProtocolError(f"EraseOpen: the targets' circuits exceed {2 * GROUP_BYTES} bytes; send fewer")
         with self._lock:
             now = time.monotonic()
