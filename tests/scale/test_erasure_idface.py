@@ -325,3 +325,22 @@ def test_kill_9_during_an_erasing_remove_leaves_it_done_or_not_done(tmp_path, mo
 
     kill_runs(tmp_path, ("g.db", "g.keys.db"), lambda url: ["-m", "privface.cli", "gallery", "remove", "--gallery",
                                                               url, "e.7"], check, delay=(2.0, 15.0))
+
+
+def test_paillier_kill_9_during_an_erasing_remove_leaves_it_done_or_not_done(tmp_path, monkeypatch):
+    """As the CKKS test above, for idface-paillier: the digits of e.5 intact (still answered) or 0 (gone), the others
+    unchanged, and a re-run finishes it."""
+    _, x = _paillier_gallery(tmp_path, n=20)
+    before = paillier_digits(f"sqlite:///{tmp_path}/g.db")[0]
+
+    def check(url, killed):
+        got, done = paillier_digits(url)[0], "e.5" not in list_ids(url)
+        assert np.array_equal(np.delete(got, 5, 0), np.delete(before, 5, 0))
+        assert (not got[5].any()) if done else np.array_equal(got[5], before[5])
+        if not done:
+            after_lease_expiry(monkeypatch, lambda: withdraw(url, ["e.5"], key=key_server(Gallery(url)).secret))
+        assert not paillier_digits(url)[0][5].any() and identify(x[5], url)["id"] is None
+        return done
+
+    kill_runs(tmp_path, ("g.db", "g.keys.db"), lambda url: ["-m", "privface.cli", "gallery", "remove", "--gallery",
+                                                              url, "e.5"], check, delay=(1.0, 10.0))

@@ -26,6 +26,7 @@ from privface.scale import NpySource, enrol, identify
 from privface.scale import layout as lay
 from privface.scale.layout import GalleryError
 from privface.scale.lifecycle import info, list_ids, withdraw
+from tests.helpers.erasure import after_lease_expiry, kill_runs
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
@@ -105,45 +106,26 @@ def test_kill_9_during_remove_leaves_each_block_withdrawn_or_not(tmp_path, monke
     remove` killed at a random moment (on a fresh copy of the gallery each time) leaves every block with all of its
     withdrawn ids or none, the gallery loads and answers, and a re-run (once the dead process's lease expired)
     finishes the removal."""
-    import shutil
-
     _, x = _gallery(tmp_path, "hers", n=2100, dim=8)
     gone = [f"e.{i}" for i in range(0, 2100, 7)]  # 300 ids in every block
-    seed = int(os.environ.get("PRIVFACE_CRASH_SEED", random.randrange(1 << 30)))
-    print("PRIVFACE_CRASH_SEED", seed)
-    rng = random.Random(seed)
-    outcomes = []
-    for run in range(4):
-        d = tmp_path / f"run{run}"
-        d.mkdir()
-        for f in ("g.db", "g.keys.db"):
-            shutil.copy(tmp_path / f, d / f)
-        url = f"sqlite:///{d}/g.db"
-        proc = subprocess.Popen([sys.executable, "-m", "privface.cli", "gallery", "remove", "--gallery", url, *gone],
-                                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.5, 2.5))
-        killed = proc.poll() is None
-        if killed:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait()
+
+    def check(url, killed):
         left = set(list_ids(url))
         state = []
         for b in range(3):
             block = [i for i in gone if b * 1024 <= int(i[2:]) < (b + 1) * 1024]
             assert all(i in left for i in block) or not any(i in left for i in block), b
             state.append(block[0] not in left)
-        outcomes.append((killed, state))
         rest = [i for i in gone if i in left]
         if rest:
-            monkeypatch.setattr(lay, "lease_clock", lambda: time.time() + 2 * lay.LEASE_TTL)  # the lease expired
-            try:
-                withdraw(url, rest)
-            finally:
-                monkeypatch.setattr(lay, "lease_clock", time.time)
+            after_lease_expiry(monkeypatch, lambda: withdraw(url, rest))
         assert not set(gone) & set(list_ids(url)) and len(list_ids(url)) == 1800
         # d = 8: e.7's probe may find another enrolled template above τ, never e.7
         assert identify(x[7], url)["id"] not in gone and identify(x[8], url)["id"] == "e.8"
-    print({"kill_outcomes": outcomes})
+        return state
+
+    kill_runs(tmp_path, ("g.db", "g.keys.db"), lambda url: ["-m", "privface.cli", "gallery", "remove", "--gallery",
+                                                              url, *gone], check, runs=4, delay=(0.5, 2.5))
 
 
 def test_remove_over_http_while_a_client_identifies(tmp_path):
