@@ -321,7 +321,7 @@ def cmd_serve(a) -> int:
                 from ..service.bindings.gsm import provider_key_bytes
 
                 note.info(f"gsm provider key {provider_key_bytes(svc.provider.public_key).hex()}")
-            if svc.name == "cryptomask":
+            if svc.name == "cryptomask" and svc.role == "cs":
                 cs = svc.party
                 note.info(f"cryptomask: memory budget {cs.memory} bytes: {cs.max_sessions} identifications at once, "
                           f"{cs.max_per_caller} per caller")
