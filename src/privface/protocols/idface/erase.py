@@ -184,8 +184,8 @@ class DigitEraseHolder(_Common, GarbledHolder):
 
     @property
     def ct_bytes(self) -> int:
-        """One column ciphertext on the wire, each way."""
-        return 2 * 2 * self.n * 8
+        """One column ciphertext on the wire (sent padded in one message, answered fresh in another)."""
+        return 2 * self.n * 8
 
     def target_bytes(self, row) -> int:
         return circuit_bytes(digit_circuit(self.q, self.p, self.m, int(row[2])))

@@ -79,11 +79,11 @@ class PaillierEraseHolder(_Common, GarbledHolder):
 
     @property
     def ct_bytes(self) -> int:
-        """One ciphertext sent plus one answered per target (⌈|N²|/8⌉ bytes each)."""
-        return 2 * ((self.nsq.bit_length() + 7) // 8)
+        """One ciphertext sent (⌈|N²|/8⌉ bytes; the answer is one per target, in ``target_bytes``)."""
+        return (self.nsq.bit_length() + 7) // 8
 
     def target_bytes(self, row) -> int:
-        return circuit_bytes(digit_circuit(self.N, self.p, int(row[1]))) + self.ct_bytes
+        return circuit_bytes(digit_circuit(self.N, self.p, int(row[1]))) + (self.nsq.bit_length() + 7) // 8
 
     def start(self, cts: list, targets) -> dict:
         cts = self._check_cts(cts, "digit erasure")
