@@ -165,3 +165,26 @@ def test_postgres_remove_over_http_erases(tmp_path):
     assert not got[5].any() and np.array_equal(np.delete(got, 5, 0), np.delete(encoding.quantize(x), 5, 0))
     live, _ = postgres_bytes(PG_URL, name)
     assert not any(w in live for w in windows(old))
+
+
+def test_privface_serve_kg_and_cs_erase_over_http(tmp_path):
+    """`privface serve --protocol cryptomask --role kg --db KEYS` and `--role cs --key-url KG --key-api-key K` as
+    child processes with API keys: `gallery/remove` on the CS (admin) erases through the KG (internal)."""
+    from privface.service.auth import ApiKeys
+    from privface.service.launch import serve_subprocess
+    from privface.store.sqlite import SQLiteStore
+
+    url, x = _gallery(tmp_path, n=12)
+    keys = f"sqlite:///{tmp_path}/g.keys.db"
+    with SQLiteStore(tmp_path / "g.keys.db") as s:
+        internal = ApiKeys(s).create("internal")[1]
+    with SQLiteStore(tmp_path / "cs.db") as s:
+        admin = ApiKeys(s).create("admin")[1]
+    with serve_subprocess("cryptomask", keys, ["--role", "kg", "--insecure-test-params"], auth=True) as kg_url:
+        with serve_subprocess("cryptomask", f"sqlite:///{tmp_path}/cs.db",
+                              ["--role", "cs", "--gallery", url, "--key-url", kg_url, "--key-api-key", internal],
+                              auth=True) as cs_url:
+            r = _post(cs_url, "gallery/remove", json.dumps({"ids": ["e.4"]}).encode(), admin)
+            assert r.status_code == 200 and r.json()["erased"] is True, r.text
+    got = decrypt_gallery(url)[0][:12]
+    assert not got[4].any() and np.array_equal(np.delete(got, 4, 0), np.delete(encoding.quantize(x), 4, 0))
