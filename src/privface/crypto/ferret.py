@@ -77,11 +77,13 @@ class _Pool:
             self.bits = np.concatenate([self.bits, bits]) if len(self.bits) else bits
 
     def take(self, n: int, side: str):
+        """The next n COTs; the rest is copied out, so the taken ones are freed once their caller drops them (a
+        view would keep the whole refill resident)."""
         if n > len(self.rows):
             raise CryptoError(f"Ferret: the {side}'s pool holds {len(self.rows)} COTs, {n} asked: refill first "
                               "(crypto.ferret.ensure)")
-        rows, self.rows = self.rows[:n], self.rows[n:]
-        bits, self.bits = self.bits[:n], self.bits[n:]
+        rows, self.rows = self.rows[:n], self.rows[n:].copy()
+        bits, self.bits = self.bits[:n], self.bits[n:].copy()
         first, self.counter = self.counter, self.counter + n
         return rows, bits, first
 
@@ -104,6 +106,11 @@ class FerretSender:
     @property
     def available(self) -> int:
         return self._pool.available
+
+    @property
+    def counter(self) -> int:
+        """The TCCR tweak of the next COT: with ``available``, the pool's state, equal on both sides."""
+        return self._pool.counter
 
     def setup_request(self) -> bytes:
         return _head(self.params_name) + self._lpn_seed + self._boot.setup_request()
@@ -153,6 +160,11 @@ class FerretReceiver:
     def available(self) -> int:
         return self._pool.available
 
+    @property
+    def counter(self) -> int:
+        """The TCCR tweak of the next COT: with ``available``, the pool's state, equal on both sides."""
+        return self._pool.counter
+
     def setup_response(self, request: bytes) -> bytes:
         name, body = _split(request, "the Ferret setup request")
         if len(body) < 16:
@@ -166,6 +178,11 @@ class FerretReceiver:
         self._core = ext.FerretReceiver(name, np.ascontiguousarray(b), np.ascontiguousarray(r), lpn_seed)
         self.params_name = name
         return _head(name) + resp + u.tobytes()
+
+    @property
+    def msg_bytes(self) -> int:
+        """The bytes of one refill message of this pool's parameter set (after ``setup_response``)."""
+        return params(self.params_name)["msg_bytes"]
 
     def absorb(self, message: bytes) -> None:
         """S's refill message (its length checked natively before use) → this pool grows by ``output`` COTs."""
