@@ -60,30 +60,47 @@ def _split(message: bytes, what: str) -> tuple[str, bytes]:
 
 
 class _Pool:
-    """The unused COTs of one side and the tweak of the next."""
+    """The unused COTs of one side, as the refills made them (one chunk per Ferret iteration: adding copies nothing),
+    and the tweak of the next. A chunk is freed once its last COT is taken and its caller drops it."""
 
     def __init__(self) -> None:
-        self.rows = np.zeros((0, 16), np.uint8)
-        self.bits = np.zeros(0, np.uint8)
+        self._rows: list[np.ndarray] = []
+        self._bits: list[np.ndarray] = []
+        self._n = 0
         self.counter = TWEAK_BASE
 
     @property
     def available(self) -> int:
-        return len(self.rows)
+        return self._n
 
     def add(self, rows: np.ndarray, bits: np.ndarray | None = None) -> None:
-        self.rows = np.concatenate([self.rows, rows]) if len(self.rows) else rows
+        self._rows.append(rows)
         if bits is not None:
-            self.bits = np.concatenate([self.bits, bits]) if len(self.bits) else bits
+            self._bits.append(bits)
+        self._n += len(rows)
+
+    @staticmethod
+    def _cut(chunks: list[np.ndarray], n: int) -> np.ndarray:
+        """The first n items of ``chunks`` (removed from them): a view when one chunk holds them, else a copy."""
+        out, got = [], 0
+        while got < n:
+            c = chunks[0]
+            k = min(n - got, len(c))
+            out.append(c[:k])
+            if k == len(c):
+                chunks.pop(0)
+            else:
+                chunks[0] = c[k:]
+            got += k
+        return out[0] if len(out) == 1 else np.concatenate(out)
 
     def take(self, n: int, side: str):
-        """The next n COTs; the rest is copied out, so the taken ones are freed once their caller drops them (a
-        view would keep the whole refill resident)."""
-        if n > len(self.rows):
-            raise CryptoError(f"Ferret: the {side}'s pool holds {len(self.rows)} COTs, {n} asked: refill first "
+        if n > self._n:
+            raise CryptoError(f"Ferret: the {side}'s pool holds {self._n} COTs, {n} asked: refill first "
                               "(crypto.ferret.ensure)")
-        rows, self.rows = self.rows[:n], self.rows[n:].copy()
-        bits, self.bits = self.bits[:n], self.bits[n:].copy()
+        rows = self._cut(self._rows, n) if n else np.zeros((0, 16), np.uint8)
+        bits = self._cut(self._bits, n) if n and self._bits else np.zeros(0, np.uint8)
+        self._n -= n
         first, self.counter = self.counter, self.counter + n
         return rows, bits, first
 
