@@ -192,6 +192,7 @@ class Pools:
                     raise PoolsFull("the CS is computing other refills; retry shortly")
                 self._refills += 1
             try:
+                s.room(k)  # no view of this pool is in use: it is claimed, and no identification holds it
                 msgs = b"".join(s.refill() for _ in range(k))
             except Exception:
                 self.drop(pid, "broken by a failed refill")

@@ -131,6 +131,7 @@ class VerifierClient(ServiceClient):
                 self._pool = None
                 raise ProtocolError("FerretPool: another pool, or no whole refill message")
             try:
+                R.room(len(got.refills) // size)
                 for lo in range(0, len(got.refills), size):
                     R.absorb(got.refills[lo:lo + size])
             except CryptoError as e:
