@@ -211,9 +211,10 @@ class VerifierClient(ServiceClient):
             used, made = pool_before - R.available, max(self.refilled["ots"], 1)
             wire.send("ot_refill", round(used * self.refilled["bytes"] / made))
             extra["ot_refill_s"] = round(used * self.refilled["seconds"] / made, 4)
-        pool_steps = [s.step for s in self.stats[first:setup_steps] if s.step.startswith("ot/")]
-        if pool_steps:  # the pool's setup and refills run before this identification: not among its exchanges
-            extra["ot_exchanges"] = {k: pool_steps.count(k) for k in dict.fromkeys(pool_steps)}
+        pool = [s for s in self.stats[first:setup_steps] if s.step.startswith("ot/")]
+        if pool:  # the pool's setup and refills ran before this identification: not among its exchanges
+            extra["ot_exchanges"] = {k: [s.step for s in pool].count(k) for k in dict.fromkeys(s.step for s in pool)}
+            extra["ot_http_bytes"] = sum(s.request_bytes + s.response_bytes for s in pool)
         steps = [s.step for s in self.stats[first:setup_steps] if not s.step.startswith("ot/")]
         steps += [s.step for s in self.stats[setup_steps:]]
         return {"match": bool(party.result), "id": None, "scheme": PROTOCOL, "n": info.n,
