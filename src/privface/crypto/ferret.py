@@ -100,7 +100,7 @@ class _Pool:
         if self._hi + n > len(self._rows):
             self.room(self.available + n)
         self._rows[self._hi:self._hi + n] = rows
-        if self._bits is not None:
+        if self._bits is not None and bits is not None:
             self._bits[self._hi:self._hi + n] = bits
         self._hi += n
 
