@@ -106,3 +106,39 @@ def test_regular_set_bytes_per_ot():
         sent += len(msg)
         assert_cots(delta, s_out, b_out, r_out)
     assert sent / (2 * p["output"]) < 0.06
+
+
+def test_pool_buffer_keeps_order_across_takes_rooms_and_growth():
+    """``crypto.ferret``'s pool (one buffer, views out, ``room`` compacting): every COT comes out once, in the order
+    the refills put them in, with its own choice bit and consecutive tweaks, whether the buffer was sized first
+    (``room``) or grows on ``add``; more than it holds is refused."""
+    from privface.crypto.ferret import TWEAK_BASE, _Pool
+    from privface.errors import CryptoError
+
+    rng = np.random.default_rng(4)
+    pool, rows, bits, got_rows, got_bits = _Pool(with_bits=True), [], [], [], []
+    for step in range(12):
+        n = int(rng.integers(1, 50))
+        r = rng.integers(0, 256, (n, 16), dtype=np.uint8)
+        b = rng.integers(0, 2, n, dtype=np.uint8)
+        if step % 3 == 0:
+            pool.room(pool.available + n)  # sized first (compacts), else ``add`` grows the buffer
+        pool.add(r, b)
+        rows.append(r)
+        bits.append(b)
+        k = int(rng.integers(0, pool.available + 1))
+        first = pool.counter
+        out_r, out_b, tweak = pool.take(k, "receiver")
+        assert tweak == first and pool.counter == first + k
+        got_rows.append(out_r.copy())  # views: copied before the next room/add may move them
+        got_bits.append(out_b.copy())
+    r, b, _ = pool.take(pool.available, "receiver")
+    got_rows.append(r)
+    got_bits.append(b)
+    assert np.array_equal(np.concatenate(got_rows), np.concatenate(rows))
+    assert np.array_equal(np.concatenate(got_bits), np.concatenate(bits))
+    assert pool.counter == TWEAK_BASE + sum(len(x) for x in rows) and pool.available == 0
+    with pytest.raises(CryptoError, match="refill first"):
+        pool.take(1, "receiver")
+    with pytest.raises(CryptoError, match="differ"):
+        pool.add(rows[0])  # a receiver's refill without its choice bits

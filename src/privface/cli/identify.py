@@ -83,7 +83,7 @@ def _print_bit(out: dict, face: dict, as_json: bool) -> None:
         return
     print(("match" + (f" {out['id']}" if out.get("id") is not None else "")) if out["match"] else "no match")
     print("  ".join(f"{k} {human(k, v)}" for k, v in out.items()
-                    if k not in ("match", "accepted", "id", "answer", "bytes_per_phase", "exchanges")))
+                    if k not in ("match", "accepted", "id", "answer", "bytes_per_phase", "exchanges", "ot_exchanges")))
     print(out["answer"])
 
 

@@ -60,28 +60,57 @@ def _split(message: bytes, what: str) -> tuple[str, bytes]:
 
 
 class _Pool:
-    """The unused COTs of one side and the tweak of the next."""
+    """The unused COTs of one side, rows [lo, hi) of one buffer, and the tweak of the next. ``take`` hands out views
+    (no copy); ``room`` compacts the unused rows to the front and sizes the buffer for what the coming refills add, so
+    a refill copies its output in once (no concatenation of the whole pool). Refills run between identifications, when
+    no view handed out is in use any more."""
 
-    def __init__(self) -> None:
-        self.rows = np.zeros((0, 16), np.uint8)
-        self.bits = np.zeros(0, np.uint8)
+    def __init__(self, with_bits: bool) -> None:
+        self._rows = np.zeros((0, 16), np.uint8)
+        self._bits = np.zeros(0, np.uint8) if with_bits else None
+        self._lo = self._hi = 0
         self.counter = TWEAK_BASE
 
     @property
     def available(self) -> int:
-        return len(self.rows)
+        return self._hi - self._lo
+
+    def room(self, total: int) -> None:
+        """Unused rows moved to the front, the buffer holding at least ``total`` rows."""
+        have = self.available
+        if len(self._rows) >= total:
+            if self._lo:
+                self._rows[:have] = self._rows[self._lo:self._hi]
+                if self._bits is not None:
+                    self._bits[:have] = self._bits[self._lo:self._hi]
+        else:
+            rows = np.empty((total, 16), np.uint8)
+            rows[:have] = self._rows[self._lo:self._hi]
+            self._rows = rows
+            if self._bits is not None:
+                bits = np.empty(total, np.uint8)
+                bits[:have] = self._bits[self._lo:self._hi]
+                self._bits = bits
+        self._lo, self._hi = 0, have
 
     def add(self, rows: np.ndarray, bits: np.ndarray | None = None) -> None:
-        self.rows = np.concatenate([self.rows, rows]) if len(self.rows) else rows
-        if bits is not None:
-            self.bits = np.concatenate([self.bits, bits]) if len(self.bits) else bits
+        n = len(rows)
+        if (bits is None) != (self._bits is None) or (bits is not None and len(bits) != n):
+            raise CryptoError("Ferret: a refill's rows and choice bits differ")
+        if self._hi + n > len(self._rows):
+            self.room(self.available + n)
+        self._rows[self._hi:self._hi + n] = rows
+        if self._bits is not None and bits is not None:
+            self._bits[self._hi:self._hi + n] = bits
+        self._hi += n
 
     def take(self, n: int, side: str):
-        if n > len(self.rows):
-            raise CryptoError(f"Ferret: the {side}'s pool holds {len(self.rows)} COTs, {n} asked: refill first "
+        if n > self.available:
+            raise CryptoError(f"Ferret: the {side}'s pool holds {self.available} COTs, {n} asked: refill first "
                               "(crypto.ferret.ensure)")
-        rows, self.rows = self.rows[:n], self.rows[n:]
-        bits, self.bits = self.bits[:n], self.bits[n:]
+        lo, self._lo = self._lo, self._lo + n
+        rows = self._rows[lo:lo + n]
+        bits = self._bits[lo:lo + n] if self._bits is not None else np.zeros(0, np.uint8)
         first, self.counter = self.counter, self.counter + n
         return rows, bits, first
 
@@ -99,11 +128,21 @@ class FerretSender:
         self.delta = self._boot.delta.tobytes()
         self._lpn_seed = os.urandom(16)
         self._core = None
-        self._pool = _Pool()
+        self._pool = _Pool(with_bits=False)
 
     @property
     def available(self) -> int:
         return self._pool.available
+
+    @property
+    def counter(self) -> int:
+        """The TCCR tweak of the next COT: with ``available``, the pool's state, equal on both sides."""
+        return self._pool.counter
+
+    def room(self, iterations: int) -> None:
+        """Before ``iterations`` refills: the pool sized for them (each adds ``output`` COTs), so that adding copies
+        each refill's output once."""
+        self._pool.room(self.available + iterations * params(self.params_name)["output"])
 
     def setup_request(self) -> bytes:
         return _head(self.params_name) + self._lpn_seed + self._boot.setup_request()
@@ -146,12 +185,22 @@ class FerretReceiver:
     def __init__(self) -> None:
         self._boot = SoftSpokenReceiver()
         self._core = None
-        self._pool = _Pool()
+        self._pool = _Pool(with_bits=True)
         self.params_name = ""
 
     @property
     def available(self) -> int:
         return self._pool.available
+
+    @property
+    def counter(self) -> int:
+        """The TCCR tweak of the next COT: with ``available``, the pool's state, equal on both sides."""
+        return self._pool.counter
+
+    def room(self, iterations: int) -> None:
+        """Before ``iterations`` refills: the pool sized for them (each adds ``output`` COTs), so that adding copies
+        each refill's output once."""
+        self._pool.room(self.available + iterations * params(self.params_name)["output"])
 
     def setup_response(self, request: bytes) -> bytes:
         name, body = _split(request, "the Ferret setup request")
@@ -166,6 +215,11 @@ class FerretReceiver:
         self._core = ext.FerretReceiver(name, np.ascontiguousarray(b), np.ascontiguousarray(r), lpn_seed)
         self.params_name = name
         return _head(name) + resp + u.tobytes()
+
+    @property
+    def msg_bytes(self) -> int:
+        """The bytes of one refill message of this pool's parameter set (after ``setup_response``)."""
+        return params(self.params_name)["msg_bytes"]
 
     def absorb(self, message: bytes) -> None:
         """S's refill message (its length checked natively before use) → this pool grows by ``output`` COTs."""
@@ -194,7 +248,9 @@ def setup_pair(name: str = "regular") -> tuple[FerretSender, FerretReceiver, int
 
 def ensure(S: FerretSender, R: FerretReceiver, n: int) -> int:
     """Refill both pools in process until each holds ≥ n COTs: the bytes of the refill messages S → R."""
-    sent = 0
+    sent, k = 0, max(0, -(-(n - S.available) // params(S.params_name)["output"]))
+    S.room(k)
+    R.room(k)
     while S.available < n:
         msg = S.refill()
         R.absorb(msg)

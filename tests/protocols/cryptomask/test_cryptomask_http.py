@@ -136,14 +136,14 @@ def small(tmp_path_factory):
 
 
 def _client(cs, **kw):
-    return VerifierClient(cs["url"], cs["keys_url"], api_key=cs["verify"], **kw)
+    return VerifierClient(cs["url"], cs["keys_url"], **{"api_key": cs["verify"], **kw})
 
 
 def test_bit_over_http_equals_in_process_and_plaintext(cs):
-    """A match and a non-match: the verifier's bit over HTTP = ``privface identify --gallery`` in process = the
-    quantised plaintext decision; the bytes of the Alg. 3 phases equal the in-process run's."""
+    """A match and a non-match on SoftSpokenOT: the verifier's bit over HTTP = ``privface identify --gallery`` in
+    process = the quantised plaintext decision; the bytes of the Alg. 3 phases equal the in-process run's."""
     x = cs["x"]
-    with _client(cs) as v:
+    with _client(cs, ot="softspoken") as v:
         for i, (y, expect) in enumerate(((_near(x[123], 2), True), (_unit(1, 5)[0], False))):
             before = len(v.stats)
             got = v.identify(y)
@@ -157,6 +157,30 @@ def test_bit_over_http_equals_in_process_and_plaintext(cs):
     assert len(cs["svc"].party) == 0  # every session ended with its last round
 
 
+def test_ferret_over_http_equals_in_process_ferret(cs):
+    """Issue 40: Alg. 3 on Ferret over HTTP (the default): the same bit as plaintext, and per phase exactly the bytes
+    of ``CryptoMask`` in process on Ferret (its refill share ``ot_refill`` included), the same exchanges as on
+    SoftSpokenOT; the pool is set up once and refilled between identifications, outside their exchanges."""
+    from privface.protocols.cryptomask import CryptoMask
+
+    x = cs["x"]
+    cm = CryptoMask(D, tau=0.5, insecure_test_params=True)
+    cm.enrol(x)
+    with _client(cs) as v:
+        for i, (y, expect) in enumerate(((_near(x[77], 4), True), (_unit(1, 6)[0], False), (x[5], True))):
+            got = v.identify(y)
+            local = cm.identify(y)
+            plain = bool((encoding.quantize(x) @ encoding.quantize(y)).max() >= cm.ts)
+            assert got["match"] == local.match == plain == expect
+            assert got["bytes_per_phase"] == local.bytes and got["comm_bytes"] == local.comm_bytes
+            assert got["ot"] == "ferret" and "ot_setup" not in got["bytes_per_phase"]
+            assert got["exchanges"] == {**({"gallery": 1} if i == 0 else {}), "identify/start": 1,
+                                        "identify/reveal": 10}
+            assert got["ot_exchanges"]["ot/refill"] >= 1  # toy set: 800 COTs per iteration, so every run refills
+            assert ("ot/setup" in got["ot_exchanges"]) == (i == 0)  # one setup per client
+    assert len(cs["svc"].party) == 0 and len(cs["svc"].party.pools) >= 1
+
+
 def test_exchanges_do_not_grow_with_the_gallery(cs, small):
     """Issue 20: the HTTP request/response pairs of an identification are the same for 30 templates (1 distance
     chunk) and 2100 (2 chunks): one start with every chunk in its streamed
@@ -165,7 +189,8 @@ def test_exchanges_do_not_grow_with_the_gallery(cs, small):
     for c in (small, cs):
         with _client(c) as v:
             got = v.identify(c["x"][7])
-            assert got["match"] and len(v.stats) == got["rounds"] == 1 + ROUNDS
+            protocol = [st for st in v.stats if not st.step.startswith("ot/")]  # not Ferret's setup and refills
+            assert got["match"] and len(protocol) == got["rounds"] == 1 + ROUNDS
             assert all(s.status == 200 for s in v.stats)
             runs[c["svc"].party.chunks] = (got["rounds"], got["exchanges"])
     assert set(runs) == {1, 2} and runs[1] == runs[2]
@@ -421,7 +446,12 @@ def test_privface_serve_cs_and_identify_cli(cs, tmp_path, capsys):
             assert code == local_code == (0 if want else 1)
             assert (remote["match"], remote["accepted"], remote["id"], remote["answer"]) == \
                 (local["match"], local["accepted"], None, local["answer"]) and remote["match"] == want
-            assert remote["comm_bytes"] == local["comm_bytes"] and remote["bytes_sent"] > remote["comm_bytes"] // 3
+            # the server's verifier runs Alg. 3 on Ferret (its pool set up and refilled first), ``--gallery`` on
+            # SoftSpokenOT set up per identification: Alg. 2's bytes are the same, Alg. 3's differ
+            assert remote["ot"] == "ferret" and all(remote["bytes_per_phase"][k] == local["bytes_per_phase"][k]
+                                                    for k in ("query", "distances"))
+            # (fewer at the regular set; the toy set's refills cost 4.2 B per COT)
+            assert remote["bytes_sent"] > remote["comm_bytes"] // 3
     from privface.cli import build_parser
     from privface.cli.serve import _cryptomask_service_options
     from privface.errors import PrivfaceError

@@ -61,13 +61,12 @@ DESCRIPTION = {
               "identifications)", "enrol (Alg. 1, merge indicator)",
               "identify (Alg. 2 distances → Alg. 3 revealing → 1 bit)",
               "over HTTP: privface serve --protocol cryptomask --role cs; "
-              "the verifier: identify --protocol cryptomask"],
+              "the verifier: identify --protocol cryptomask (Ferret pools per verifier key kept by the CS in memory: "
+              "ot/setup, ot/finish once, ot/refill between identifications; protocols.cryptomask.pools)"],
     "variants": {"w": "Alg. 2 + Alg. 3: the verifier learns one bit (default)",
                  "wo": "CryptoMask-WO (§5, Fig. 2): no masking and no Alg. 3; the verifier decrypts every distance "
                        "and names the best entry, as HERS' key server does (in process and identify --gallery)"},
-    "not_yet": ["Ferret over HTTP (privface serve --role cs and the verifier client still run SoftSpokenOT: "
-                "in process only)",
-                "§4.5's compressed decryption shares (q' = 2^30 at most: −0.5 B per entry)"],
+    "not_yet": ["§4.5's compressed decryption shares (q' = 2^30 at most: −0.5 B per entry)"],
 }
 
 __all__ = ["CM_BFV", "CloudServer", "CryptoMask", "DESCRIPTION", "DataProvider", "KeyGenerator", "Run", "VerifierHE"]

@@ -99,6 +99,67 @@ class RoundPiece(Message):
     data: bytes
 
 
+@dataclass
+class FerretSetupRequest(Message):
+    """Verifier → CS (step ``ot/setup``): a new Ferret pool for this caller (no fields; ``pools``)."""
+
+    WIRE_NAME = "cryptomask.FerretSetupRequest"
+
+
+@dataclass
+class FerretSetup(Message):
+    """CS → verifier: the new pool's id (16 random bytes) and Ferret's setup request (``crypto.ferret``)."""
+
+    WIRE_NAME = "cryptomask.FerretSetup"
+    pool: bytes
+    request: bytes
+
+
+@dataclass
+class FerretFinish(Message):
+    """Verifier → CS (step ``ot/finish``): the pool and the verifier's setup response (its base OTs and the reserve's
+    u: ≈ 2.4 MB at the regular set)."""
+
+    WIRE_NAME = "cryptomask.FerretFinish"
+    pool: bytes
+    response: bytes
+
+
+@dataclass
+class FerretRefillRequest(Message):
+    """Verifier → CS (step ``ot/refill``): the pool and its state as the verifier holds it (the tweak of its next COT
+    and the COTs it holds), which the CS's must equal."""
+
+    WIRE_NAME = "cryptomask.FerretRefillRequest"
+    pool: bytes
+    counter: int
+    available: int
+
+
+@dataclass
+class FerretPool(Message):
+    """CS → verifier (``ot/finish``, ``ot/refill``): the pool's state after the step and the Ferret iterations' refill
+    messages (each ``msg_bytes``; none after a setup or when the pool holds an identification's COTs)."""
+
+    WIRE_NAME = "cryptomask.FerretPool"
+    pool: bytes
+    counter: int
+    available: int
+    refills: bytes
+
+
+@dataclass
+class FerretQuery(Message):
+    """Verifier → CS (step ``identify/start``): ``Query``'s rows, and the pool (with its state) whose COTs this
+    identification's Alg. 3 takes; answered as ``Query`` is, ``Started`` then carrying no base-OT request."""
+
+    WIRE_NAME = "cryptomask.FerretQuery"
+    rows: bytes
+    pool: bytes
+    counter: int
+    available: int
+
+
 PIECE_BYTES = 3 << 20
 HEAD_LIMIT = 1 << 19
 """A ``RoundHead`` frame's bytes at most (the base-OT response: 128 · 2 points and seeds, ≈ 16 kB)."""
@@ -152,5 +213,6 @@ def read_round(reader: FrameReader, head: RoundHead, sizes) -> list[bytes]:
     return parts
 
 
-__all__ = ["DistanceChunk", "GalleryInfo", "GalleryRequest", "PIECE_BYTES", "Query", "RoundHead", "RoundPiece",
+__all__ = ["DistanceChunk", "FerretFinish", "FerretPool", "FerretQuery", "FerretRefillRequest", "FerretSetup",
+           "FerretSetupRequest", "GalleryInfo", "GalleryRequest", "PIECE_BYTES", "Query", "RoundHead", "RoundPiece",
            "Started", "read_round", "round_bytes", "round_frames"]

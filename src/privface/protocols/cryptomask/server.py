@@ -1,5 +1,6 @@
 """The Cloud Server of seed 001 (§3.1) as a long-lived role over a persisted gallery: Alg. 2's CS part and the
-CS's side of Alg. 3 (P_0, OT-extension sender: SoftSpokenOT), one session per identification.
+CS's side of Alg. 3 (P_0, the OT sender: Ferret's COTs from the caller's pool, ``pools``, for a ``FerretQuery``;
+SoftSpokenOT set up per identification for a ``Query``), one session per identification.
 
 The gallery (``scale.cryptomask_gallery``: pk, k_sw, the blocks) is loaded once, switched to sk_v (§4.5), when the
 role starts. A session is created by a ``Query`` (§4.5's three rows under sk_v, Alg. 2 line 2), whose answer is a
@@ -33,14 +34,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...crypto.exchange import Party, Wire, check
+from ...crypto.ferret import FerretSender
 from ...crypto.otext import SoftSpokenSender
 from ...errors import CryptoError, ProtocolError
-from ...wire import FrameReader, WireError, framed
+from ...wire import FrameReader, WireError, framed, message_type
 from ..common import read_message
 from . import he
 from .messages import (
     HEAD_LIMIT,
     DistanceChunk,
+    FerretFinish,
+    FerretPool,
+    FerretQuery,
+    FerretRefillRequest,
+    FerretSetup,
+    FerretSetupRequest,
     GalleryInfo,
     GalleryRequest,
     Query,
@@ -51,7 +59,8 @@ from .messages import (
     round_frames,
 )
 from .params import WIRE_BYTES
-from .reveal import reveal_cs
+from .pools import Pools
+from .reveal import ots_needed, reveal_cs
 
 PROTOCOL = "cryptomask"
 CHUNK_BYTES = 3 << 20
@@ -115,7 +124,7 @@ class CSSession:
     (one array per chunk, then inside Alg. 3's CS side, ``party``, started once every chunk is sent)."""
 
     rows: np.ndarray | None
-    ot: SoftSpokenSender
+    ot: SoftSpokenSender | FerretSender
     expires: float  # IDLE_TTL after the last successful step, at most ``deadline``
     deadline: float  # MAX_AGE after the start
     caller: str | None = None
@@ -126,6 +135,7 @@ class CSSession:
     busy: int = 0  # steps holding or waiting for ``lock`` (guarded by the role's lock); a busy session never expires
     exchange: int = 0  # bytes reserved by the round being received or answered (0: none; guarded by the role's lock)
     why: str = "idle"  # what ``expires`` is: "idle" (IDLE_TTL), "first" (FIRST_ROUND_TTL)
+    pool: bytes | None = None  # the Ferret pool this identification takes its COTs from (``pools``), else None
 
 
 class CloudServerRole:
@@ -137,7 +147,8 @@ class CloudServerRole:
     identification's."""
 
     def __init__(self, cs: he.CloudServer, pk_bytes: bytes, *, insecure_test_params: bool, clock=time.monotonic,
-                 chunk: int | None = None, batch: int | None = None, memory: int | None = None) -> None:
+                 chunk: int | None = None, batch: int | None = None, memory: int | None = None,
+                 pool_memory: int | None = None) -> None:
         self.cs, self.clock = cs, clock
         self.batch = batch or max(64, -(-cs.count // 64) * 64)
         self.chunk = chunk or chunk_packs(cs.n)  # packs (of cs.group ciphertexts) per DistanceChunk
@@ -158,6 +169,9 @@ class CloudServerRole:
         self._abandoned: dict[str, list[float]] = {}  # caller → until when each abandoned identification counts
         self._ended: OrderedDict[bytes, str] = OrderedDict()  # expired id → why, the last _ENDED
         self._lock = threading.Lock()
+        self.pools = Pools(ots_needed(max(cs.count, 1), self.batch), clock=clock, memory=pool_memory,
+                           params_name="toy" if insecure_test_params else "regular")
+        """The verifiers' Ferret pools (``pools``): Alg. 3 on silent OT for a ``FerretQuery``."""
 
     @property
     def chunks(self) -> int:
@@ -174,6 +188,8 @@ class CloudServerRole:
         now = self.clock()
         for sid in [k for k, s in self._sessions.items() if s.expires <= now and not s.busy and not s.exchange]:
             s = self._sessions.pop(sid)
+            if s.pool is not None:
+                self.pools.drop(s.pool, "dropped: an identification on it did not finish")
             self._ended[sid] = (f"older than {MAX_AGE:.0f} s" if s.expires >= s.deadline
                                 else f"no round 0 within {FIRST_ROUND_TTL:.0f} s of the distances" if s.why == "first"
                                 else f"no step for {IDLE_TTL:.0f} s")
@@ -238,28 +254,60 @@ class CloudServerRole:
         return s
 
     def _end(self, sid: bytes, abandoned: bool = False) -> None:
+        """End a session: its Ferret pool released (``abandoned``: dropped, the CS may have taken COTs the verifier
+        has not)."""
         with self._lock:
             s = self._sessions.pop(sid, None)
             if s is not None and abandoned:
                 now = self.clock()
                 self._abandon(s.caller, now, now)
+        if s is not None and s.pool is not None:
+            if abandoned:
+                self.pools.drop(s.pool, "dropped: an identification on it did not finish")
+            else:
+                self.pools.release(s.pool)
+
+    # ------------------------------------------------------------------------- Ferret pools (``pools``)
+    def ot_setup(self, body, caller: str | None = None) -> FerretSetup:
+        """``FerretSetupRequest`` → a new pool of ``caller``: its id and Ferret's setup request."""
+        read_message(FerretSetupRequest, body)
+        return FerretSetup(*self.pools.setup(caller))
+
+    def ot_finish(self, body, caller: str | None = None) -> FerretPool:
+        """``FerretFinish`` → the pool ready, its state."""
+        m = read_message(FerretFinish, body)
+        return FerretPool(m.pool, *self.pools.finish(m.pool, caller, m.response), b"")
+
+    def ot_refill(self, body, caller: str | None = None) -> FerretPool:
+        """``FerretRefillRequest`` (the verifier's state, which must be the CS's) → the refill messages, the state."""
+        m = read_message(FerretRefillRequest, body)
+        return FerretPool(m.pool, *self.pools.refill(m.pool, caller, m.counter, m.available))
 
     def start(self, body, caller: str | None = None) -> Iterator[bytes]:
         """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``
         (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``). → the answer's frames:
         ``Started``, then each ``DistanceChunk`` (``_distances``), computed as the previous one is sent."""
         cs = self.cs  # one gallery for the whole identification, even if a change swaps it meanwhile
-        query = he.Query.from_bytes(read_message(Query, body).rows, cs.n, cs.dim)
+        fq = message_type(body) == FerretQuery.WIRE_NAME
+        m = read_message(FerretQuery if fq else Query, body)
+        query = he.Query.from_bytes(m.rows, cs.n, cs.dim)
         with self._lock:
             self._check_room(caller)
         switched = cs.prepare(query)  # checks residues < primes
-        ot = SoftSpokenSender()
         sid = secrets.token_bytes(16)
-        with self._lock:
-            self._check_room(caller)  # again: others may have started meanwhile
-            now = self.clock()
-            self._sessions[sid] = CSSession(switched, ot, now + IDLE_TTL, now + MAX_AGE, caller)
-        return self._distances(sid, caller, framed(Started(sid, ot.setup_request()).to_bytes()), cs)
+        ot = self.pools.acquire(m.pool, caller, m.counter, m.available) if fq else SoftSpokenSender()
+        try:
+            with self._lock:
+                self._check_room(caller)  # again: others may have started meanwhile
+                now = self.clock()
+                self._sessions[sid] = CSSession(switched, ot, now + IDLE_TTL, now + MAX_AGE, caller,
+                                                pool=m.pool if fq else None)
+        except TooManySessions:
+            if fq:
+                self.pools.release(m.pool)  # nothing taken from it
+            raise
+        request = b"" if fq else ot.setup_request()
+        return self._distances(sid, caller, framed(Started(sid, request).to_bytes()), cs)
 
     def _distances(self, sid: bytes, caller: str | None, started: bytes, cs) -> Iterator[bytes]:
         """Alg. 2 lines 5–11 chunk by chunk, each a step of the session (its expiry pushed): (c_1, masked c_0) out,
@@ -326,8 +374,8 @@ class CloudServerRole:
             raise ProtocolError("RoundHead out of order: read every distance chunk first")
         if head.round != s.round:
             raise ProtocolError(f"RoundHead {head.round} out of order (expected {s.round})")
-        if bool(head.ot) != (head.round == 0):
-            raise ProtocolError("RoundHead: the base-OT response comes with round 0, and only there")
+        if bool(head.ot) != (head.round == 0 and s.pool is None):
+            raise ProtocolError("RoundHead: the base-OT response comes with round 0, and only there (none on Ferret)")
         sizes = [p.nbytes for p in s.party.expect]
         if list(head.sizes) != sizes:
             raise ProtocolError(f"RoundHead: {len(head.sizes)} parts of {sum(head.sizes)} bytes, expected "
@@ -350,7 +398,7 @@ class CloudServerRole:
                 raise ProtocolError(str(e)) from None
             try:
                 check(parts, s.party.expect, s.party.what)  # before the base OTs are used up
-                if head.round == 0:
+                if head.round == 0 and s.pool is None:
                     s.ot.setup_finish(head.ot)  # checks the variant tag and 16-byte messages before any use
                 out = s.party.step(parts)
             except (CryptoError, ValueError) as e:

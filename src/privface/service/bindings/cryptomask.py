@@ -9,8 +9,13 @@ A new identification beyond the caller's share (``server.MAX_PER_CALLER``) gets 
 CS's (``server.MAX_SESSIONS``) 503, as the service answers too many requests from one client / too many sessions.
 
     ``gallery``           GalleryRequest → GalleryInfo    (pk and layout)
-    ``identify/start``    Query → Started, DistanceChunk 0, 1, …   (Alg. 2; one streamed response: each chunk
-                          computed while the previous one is sent; Started carries the base-OT request)
+    ``ot/setup``          FerretSetupRequest → FerretSetup   (a new Ferret pool of the caller: id, setup request)
+    ``ot/finish``         FerretFinish → FerretPool   (the verifier's setup response; the pool's state)
+    ``ot/refill``         FerretRefillRequest → FerretPool   (between identifications: Ferret iterations until the
+                          pool holds one identification's COTs; the verifier's state must equal the CS's)
+    ``identify/start``    FerretQuery (or Query: SoftSpokenOT) → Started, DistanceChunk 0, 1, …   (Alg. 2; one
+                          streamed response: each chunk computed while the previous one is sent; on SoftSpokenOT
+                          Started carries the base-OT request)
     ``identify/reveal``   RoundHead, RoundPiece… → RoundHead, RoundPiece…   (Alg. 3 in one batch, rounds 0, 1, …;
                           round 0's head carries the base-OT response; the last answer carries μ_0)
 
@@ -19,7 +24,10 @@ largest round this gallery's Alg. 3 has (``server.max_round_bytes``) — and bef
 the head is checked against the caller's session (``stream_heads``/``admit``), which gives the exact size the body
 must have, so a caller with a valid key cannot make the CS buffer more than its own next round — one at a time per
 identification (a second upload of a round in flight: 409 before its body is read), and only while the CS's memory
-budget (``memory``, ``privface serve --memory-budget``) holds it with its answer (else 503).
+budget (``memory``, ``privface serve --memory-budget``) holds it with its answer (else 503). Ferret pools
+(``protocols.cryptomask.pools``) are the caller's own (another caller's is "unknown"); a pool that cannot be used —
+unknown (a CS restart forgets them all), evicted, expired, desynchronised, in use — is 409 naming it, a pool or refill
+beyond the CS's limits 503 with Retry-After.
 """
 from __future__ import annotations
 
@@ -27,13 +35,15 @@ from typing import Any
 
 from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
 from ...protocols.cryptomask.messages import HEAD_LIMIT
+from ...protocols.cryptomask.pools import PoolBusy, PoolError, PoolsFull
 from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, RoundBusy, TooManySessions
 from ...store.base import TemplateStore
 from ...wire import WireError
 from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
 from .cryptomask_kg import GALLERY_LIMITS, GALLERY_SCOPES, gallery_step
 
-STEPS = {"gallery": "gallery", "identify/start": "start", "identify/reveal": "reveal"}
+STEPS = {"gallery": "gallery", "ot/setup": "ot_setup", "ot/finish": "ot_finish", "ot/refill": "ot_refill",
+         "identify/start": "start", "identify/reveal": "reveal"}
 SCOPES = {**{step: "verify" for step in STEPS}, **GALLERY_SCOPES}
 """The API-key scope each step needs (service/auth.py): a verifier identifies with ``verify``; the gallery's admin
 steps (``bindings.cryptomask_kg.gallery_step``) need ``admin``."""
@@ -85,8 +95,9 @@ class CryptoMaskService:
         except ValueError as e:  # a budget below one identification's need
             raise PrivfaceError(f"--memory-budget: {e}") from None
         self.steps = self.first_steps = tuple(STEPS) + tuple(GALLERY_LIMITS)
-        self.max_body = {"gallery": 1024, "identify/start": self.party.query_bytes + 1024,
-                         "identify/reveal": self.party.round_limit, **GALLERY_LIMITS}
+        self.max_body = {"gallery": 1024, "ot/setup": 1024, "ot/finish": 4 << 20, "ot/refill": 1024,
+                         "identify/start": self.party.query_bytes + 1024, "identify/reveal": self.party.round_limit,
+                         **GALLERY_LIMITS}
         self.stream_heads = {"identify/reveal": HEAD_LIMIT}
         """Steps whose body is a frame stream checked by ``admit`` once its first frame (at most this many bytes) is
         read (service/app.py)."""
@@ -137,8 +148,12 @@ class CryptoMaskService:
             reply = run(body) if step == "gallery" else run(body, caller and caller.id)
         except TooManySessions as e:
             raise LimitError(str(e), e.retry_after) if e.per_caller else SessionLimitError(str(e)) from None
+        except PoolsFull as e:
+            raise SessionLimitError(str(e)) from None
+        except (PoolError, PoolBusy) as e:
+            raise SessionError(str(e)) from None
         except (WireError, ProtocolError, CryptoError, TemplateError) as e:
             raise MessageError(str(e)) from None
-        if step == "gallery":
+        if step == "gallery" or step.startswith("ot/"):
             return StepResult(reply.to_bytes())
         return StepResult(b"", stream=reply)

@@ -5,6 +5,14 @@ P_1) against a CS served by ``privface serve --protocol cryptomask --role cs``, 
 bounded by what the verifier expects before it is read, parsed by the wire codec and checked (session, index/round,
 lengths, residues below their primes, Alg. 3 parts) before use; the CS's pk is accepted only if the key store
 recorded its SHA-256.
+
+Alg. 3 runs on Ferret's silent OT by default (``ot="ferret"``): the client keeps its side of one pool set up with the
+CS (``ot/setup``, ``ot/finish``: once per client, 2.4 MB), in memory only, refilled between identifications
+(``prepare``; ``identify`` refills first when the pool is short of one identification's COTs, outside its timed
+phases and its exchanges). Each identification names the pool and its state (``FerretQuery``); an identification
+that fails after it was sent drops the pool (the CS may have taken COTs this side has not), and a pool the CS no longer
+knows (restart, eviction, expiry, desynchronised) is replaced by a new setup once. ``ot="softspoken"``: the base OTs
+per identification, as before.
 """
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ import time
 import numpy as np
 
 from ...crypto.exchange import Party, Wire
+from ...crypto.ferret import FerretReceiver
 from ...crypto.otext import SoftSpokenReceiver
 from ...errors import CryptoError, ProtocolError
 from ...protocols.common import read_message
@@ -20,6 +29,12 @@ from ...protocols.cryptomask.he import Distances, from_wire, packs
 from ...protocols.cryptomask.messages import (
     HEAD_LIMIT,
     DistanceChunk,
+    FerretFinish,
+    FerretPool,
+    FerretQuery,
+    FerretRefillRequest,
+    FerretSetup,
+    FerretSetupRequest,
     GalleryInfo,
     GalleryRequest,
     Query,
@@ -30,21 +45,26 @@ from ...protocols.cryptomask.messages import (
 )
 from ...protocols.cryptomask.params import WIRE_BYTES
 from ...protocols.cryptomask.parties import threshold
-from ...protocols.cryptomask.reveal import reveal_verifier
+from ...protocols.cryptomask.reveal import ots_needed, reveal_verifier
 from ...protocols.cryptomask.server import PROTOCOL
 from ...wire import WireError
-from ..client import ServiceClient
+from ..client import RemoteSessionError, ServiceClient
 
 
 class VerifierClient(ServiceClient):
     """``identify(embedding)`` → the 1-bit answer and the run's figures; ``key_store_url`` holds sk_v, pk_v, τ."""
 
     def __init__(self, url: str, key_store_url: str, *, name: str = "default", timeout: float = 600.0,
-                 transport=None, api_key: str | None = None, tls=None) -> None:
+                 transport=None, api_key: str | None = None, tls=None, ot: str = "ferret") -> None:
         super().__init__(url, PROTOCOL, timeout=timeout, transport=transport, api_key=api_key, tls=tls)
-        self.key_store_url, self.name = key_store_url, name
+        if ot not in ("ferret", "softspoken"):
+            raise ValueError("ot must be ferret or softspoken over HTTP")
+        self.key_store_url, self.name, self.ot = key_store_url, name, ot
         self.info: GalleryInfo | None = None
         self._verifier = self._tau = None
+        self._pool: tuple[bytes, FerretReceiver] | None = None
+        self.refilled = {"bytes": 0, "seconds": 0.0, "ots": 0, "setup_bytes": 0}
+        """Ferret's setups and refills so far (as ``CryptoMask.refilled``): each identification counts its share."""
 
     def _setup(self) -> None:
         """Fetch pk and the layout once; load the verifier's keys for that pk."""
@@ -60,18 +80,94 @@ class VerifierClient(ServiceClient):
             raise ProtocolError("GalleryInfo: inconsistent gallery layout")
         self.info, self._verifier, self._tau = info, verifier, tau
 
-    def identify(self, embedding) -> dict:
-        """One identification: ``rounds`` counts its HTTP request/response pairs (``gallery`` too when this call
-        fetched it), ``exchanges`` names them."""
-        t0, first = time.perf_counter(), len(self.stats)
+    @property
+    def need(self) -> int:
+        """The COTs one identification takes from the pool (``reveal.ots_needed``)."""
+        return ots_needed(self.info.n, self.info.batch)
+
+    def _ferret_setup(self) -> None:
+        """A new pool with the CS (``ot/setup``, ``ot/finish``); the old one, if any, forgotten."""
+        self._pool = None
+        got = read_message(FerretSetup, self.step("ot/setup", FerretSetupRequest().to_bytes()))
+        R = FerretReceiver()
+        try:
+            response = R.setup_response(got.request)
+        except (CryptoError, ValueError) as e:
+            raise ProtocolError(f"FerretSetup: {e}") from None
+        state = read_message(FerretPool, self.step("ot/finish", FerretFinish(got.pool, response).to_bytes()))
+        if (state.pool != got.pool or state.refills or (state.counter, state.available) != (R.counter, R.available)):
+            raise ProtocolError("FerretPool: another pool or state after the setup")
+        self.refilled["setup_bytes"] += len(got.request) + len(response)
+        self._pool = (got.pool, R)
+
+    def prepare(self) -> None:
+        """Between identifications: set up a pool if there is none, refill it to one identification's COTs (each
+        ``ot/refill`` answer checked: this pool, the state the refill messages give). A pool the CS refuses
+        (unknown, evicted, desynchronised) is replaced by a new setup, once."""
         if self.info is None:
             self._setup()
+        if self.ot != "ferret":
+            return
+        for attempt in (0, 1):
+            if self._pool is None:
+                self._ferret_setup()
+            try:
+                self._refill()
+                return
+            except RemoteSessionError:
+                self._pool = None
+                if attempt:
+                    raise
+
+    def _refill(self) -> None:
+        pid, R = self._pool
+        t = time.perf_counter()
+        while R.available < self.need:
+            before = R.available
+            got = read_message(FerretPool, self.step("ot/refill", FerretRefillRequest(pid, R.counter,
+                                                                                      R.available).to_bytes()))
+            size = R.msg_bytes
+            if got.pool != pid or not got.refills or len(got.refills) % size:
+                self._pool = None
+                raise ProtocolError("FerretPool: another pool, or no whole refill message")
+            try:
+                R.room(len(got.refills) // size)
+                for lo in range(0, len(got.refills), size):
+                    R.absorb(got.refills[lo:lo + size])
+            except CryptoError as e:
+                self._pool = None
+                raise ProtocolError(str(e)) from None
+            if (got.counter, got.available) != (R.counter, R.available):
+                self._pool = None
+                raise ProtocolError("FerretPool: the CS's state differs from this side's after the refill")
+            self.refilled["bytes"] += len(got.refills)
+            self.refilled["ots"] += R.available - before
+        self.refilled["seconds"] += time.perf_counter() - t
+
+    def identify(self, embedding) -> dict:
+        """One identification: ``rounds`` counts its HTTP request/response pairs (``gallery`` too when this call
+        fetched it; not the pool's setup and refills, which ``prepare`` runs first when needed), ``exchanges`` names
+        them. On Ferret, ``bytes_per_phase`` has ``ot_refill`` (this run's share of the refills, per COT taken, in
+        ``comm_bytes`` as in process) and ``ot_refill_s`` its share of their time (not in the phases' times)."""
+        first = len(self.stats)
+        if self.info is None:
+            self._setup()
+        ferret_ot = self.ot == "ferret"
+        if ferret_ot and (self._pool is None or self._pool[1].available < self.need):
+            self.prepare()
+        t0, setup_steps = time.perf_counter(), len(self.stats)
         info, v, wire = self.info, self._verifier, Wire()
         x = np.asarray(embedding, dtype=np.float64).reshape(-1)
         q = v.query(x / np.linalg.norm(x))
         rows = q.to_bytes()
         wire.send("query", len(rows))
-        with self.exchange("identify/start", Query(rows).to_bytes()) as answer:
+        if ferret_ot:
+            pid, R = self._pool
+            self._pool, pool_before = None, R.available  # given back only if the identification completes
+            body = FerretQuery(rows, pid, R.counter, R.available).to_bytes()
+        else:
+            body = Query(rows).to_bytes()
+        with self.exchange("identify/start", body) as answer:
             try:
                 started = read_message(Started, answer.frame(HEAD_LIMIT))
             except WireError as e:
@@ -79,12 +175,17 @@ class VerifierClient(ServiceClient):
             sid = started.session
             d1, shares_s = self._distances(sid, answer, wire)
         t2 = time.perf_counter()
-        R = SoftSpokenReceiver()
-        try:
-            ot = R.setup_response(started.ot_request)
-        except (CryptoError, ValueError) as e:
-            raise ProtocolError(f"Started: bad base-OT request ({e})") from None
-        wire.send("ot_setup", len(started.ot_request) + len(ot))
+        if ferret_ot:
+            if started.ot_request:
+                raise ProtocolError("Started: a base-OT request for a Ferret identification")
+            ot = b""
+        else:
+            R = SoftSpokenReceiver()
+            try:
+                ot = R.setup_response(started.ot_request)
+            except (CryptoError, ValueError) as e:
+                raise ProtocolError(f"Started: bad base-OT request ({e})") from None
+            wire.send("ot_setup", len(started.ot_request) + len(ot))
         side = reveal_verifier(R, d1, threshold(self._tau), wire, info.batch, count_received=True)
         party = Party(side, "Alg. 3 (CS's message)")
         msg, r = party.start(), 0
@@ -104,14 +205,25 @@ class VerifierClient(ServiceClient):
                 raise ProtocolError(str(e)) from None
             r += 1
         t3 = time.perf_counter()
-        steps = [s.step for s in self.stats[first:]]
+        extra = {}
+        if ferret_ot:
+            self._pool = (pid, R)
+            used, made = pool_before - R.available, max(self.refilled["ots"], 1)
+            wire.send("ot_refill", round(used * self.refilled["bytes"] / made))
+            extra["ot_refill_s"] = round(used * self.refilled["seconds"] / made, 4)
+        pool = [s for s in self.stats[first:setup_steps] if s.step.startswith("ot/")]
+        if pool:  # the pool's setup and refills ran before this identification: not among its exchanges
+            extra["ot_exchanges"] = {k: [s.step for s in pool].count(k) for k in dict.fromkeys(s.step for s in pool)}
+            extra["ot_http_bytes"] = sum(s.request_bytes + s.response_bytes for s in pool)
+        steps = [s.step for s in self.stats[first:setup_steps] if not s.step.startswith("ot/")]
+        steps += [s.step for s in self.stats[setup_steps:]]
         return {"match": bool(party.result), "id": None, "scheme": PROTOCOL, "n": info.n,
                 "ciphertexts": info.ciphertexts, "rounds": len(steps), "alg3_rounds": r,
                 "exchanges": {k: steps.count(k) for k in dict.fromkeys(steps)},
                 "distances_s": round(t2 - t0 - shares_s, 4),
                 "shares_s": round(shares_s, 4), "reveal_s": round(t3 - t2, 4),
                 "comm_bytes": sum(b for k, b in wire.bytes.items() if k != "ot_setup"),
-                "bytes_per_phase": dict(wire.bytes)}
+                "bytes_per_phase": dict(wire.bytes), "ot": self.ot, **extra}
 
     def _distances(self, sid: bytes, answer, wire: Wire) -> tuple[np.ndarray, float]:
         """Alg. 2 lines 11–12 chunk by chunk from the start's answer: each ``DistanceChunk`` frame (refused before it
