@@ -74,6 +74,34 @@ def test_hers_resume_after_interruption_gives_the_same_gallery(tmp_path, small_p
     assert identify(_unit(1, 128, 99)[0], url)["id"] is None  # a stranger: best cosine ≈ 0.3 < 0.5
 
 
+def test_blocks_encrypted_in_worker_processes_make_the_same_gallery(tmp_path, small_parts):
+    """``workers=2`` (scale.encrypt_pool): the blocks are encrypted in two spawned processes and written here in
+    order — an interrupted enrolment resumes (in process) and every template is identified as itself."""
+    x = _unit(4600, 128, 5)  # 5 blocks of ≤ 1024
+    src = NpySource([_npy(tmp_path, x)])
+    url = f"sqlite:///{tmp_path}/g.db"
+    seen = []
+
+    def stop_after_third(b):
+        seen.append(b)
+        if b == 2:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        enrol(url, src, "hers", tau=0.5, insecure_test_params=True, after_block=stop_after_third, workers=2)
+    assert seen == [0, 1, 2]
+    report = enrol(url, src, "hers", tau=0.5, insecure_test_params=True, workers=1)
+    assert (report.blocks, report.blocks_encrypted, report.blocks_skipped) == (5, 2, 3)
+    g = Gallery(url)
+    assert [b.count for b in g.load_blocks()[0]] == [1024] * 4 + [504]
+    for k in (0, 1023, 1024, 2500, 4599):
+        assert identify(x[k], url)["id"] == f"emb.{k}"
+    url2 = f"sqlite:///{tmp_path}/i.db"
+    enrol(url2, src, "idface-ckks", tau=3.0, insecure_test_params=True, workers=2)
+    for k in (7, 4599):
+        assert identify(x[k], url2)["id"] == f"emb.{k}"
+
+
 def test_idface_gallery_answers_equal_plaintext_and_keys_stay_apart(tmp_path):
     x = _unit(300, 128, 2)
     url, keys = f"sqlite:///{tmp_path}/g.db", f"sqlite:///{tmp_path}/k.db"

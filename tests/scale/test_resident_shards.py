@@ -200,3 +200,24 @@ def test_serve_ray_options_are_checked():
         r = subprocess.run([sys.executable, "-m", "privface.cli", "serve", "--protocol", "ident", "--db",
                             "sqlite:///:memory:", *args], capture_output=True, text=True, timeout=120, env=env)
         assert r.returncode != 0 and message in r.stderr, r.stderr[-500:]
+
+
+def test_a_growing_gallery_stays_spread_over_the_shards():
+    """New blocks extend the last range until it holds two blocks more than the least loaded shard; then the
+    boundaries are drawn evenly again, each moving by at most one block (issue 38 §2: new blocks on the least
+    loaded shard, not piled on the last)."""
+    from privface.scale.resident import block_ranges, grown_ranges
+
+    assert grown_ranges([(0, 1), (1, 2)], 3) == [(0, 1), (1, 3)]  # a tie: no shard reloads anything
+    ranges = block_ranges(256, 2)
+    for nblocks in range(257, 600):
+        new = grown_ranges(ranges, nblocks)
+        sizes = [hi - lo for lo, hi in new]
+        assert new[0][0] == 0 and new[-1][1] == nblocks and all(a[1] == b[0] for a, b in zip(new, new[1:]))
+        assert max(sizes) - min(sizes) <= 1 + (new[:-1] == ranges[:-1])
+        assert all(abs(a[1] - b[1]) <= 1 for a, b in zip(new[:-1], ranges[:-1]))  # a boundary moves ≤ 1 block
+        ranges = new
+    three = block_ranges(100, 3)
+    for nblocks in range(101, 400):
+        three = grown_ranges(three, nblocks)
+        assert max(hi - lo for lo, hi in three) - min(hi - lo for lo, hi in three) <= 2

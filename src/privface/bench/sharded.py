@@ -12,6 +12,11 @@ sharded identification back to back (which goes first alternates), so that both 
 ``in_process_identify_s`` and ``ratio`` = sharded identify_s / in-process identify_s come from those rounds;
 ``cpu_ratio`` = the shards' summed IP_DB CPU seconds / the in-process IP_DB's (the work sharding adds, whatever
 the load), ``driver_cpu_s`` the driver's CPU seconds for one fan-out (sending the query, collecting the parts).
+Where a ratio above 1 comes from when ``cpu_ratio`` is not: ``shard_cpu_share`` = a shard's IP_DB CPU seconds over
+the fan-out's wall time (mean over the shards; 1 = a core to itself all along), ``in_process_cpu_share`` the same
+for the in-process IP_DB's threads, and ``shard_imbalance`` = the slowest shard's IP_DB time over the fastest's
+(the in-process threads share the blocks dynamically; a shard's blocks are its own, so the call waits for the
+slowest).
 ``answer_equals_in_process``: the IP_DB message is bit-identical to the in-process one and the decisions agree.
 
 CPU seconds (``ip_db_cpu_s``, per shard and per identity) are what the sizing rule (docs/sizing.md) scales from:
@@ -31,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..crypto.parallel import default_workers
 from ..errors import PrivfaceError
 from .identify import TAU, _median, synthetic
 
@@ -88,7 +94,8 @@ def bench_sharded(n: int, dim: int, shards: list[int], *, address: str = "auto",
             ip_db_s, msg = _median(lambda: local.identify_request(query), repeat)
             ip_db_cpu_s = _median_cpu(lambda: local.identify_request(query), repeat)
             one = {"identify_s": identify_s, "answer": who, "msg": msg, "decide": lambda: decide(local),
-                   "ip_db_cpu_s": ip_db_cpu_s}
+                   "ip_db_cpu_s": ip_db_cpu_s,
+                   "cpu_share": round(ip_db_cpu_s / ip_db_s / min(default_workers(None), gallery.nblocks), 3)}
             resident = sum(int(b.planes.nbytes) for b in local.blocks)
             rows = [dict(base, mode="in-process", shards=0, load_s=round(load_s, 3), identify_s=identify_s,
                          ip_db_s=ip_db_s, ip_db_cpu_s=ip_db_cpu_s, resident_bytes=resident,
@@ -178,6 +185,9 @@ def _sharded_row(start, decide, query, repeat: int, one: dict, key) -> dict:
                 key_server_s=med(key_s), answer_equals_in_process=same,
                 ip_db_cpu_s=med(sum(c) for c in per_cpu), driver_cpu_s=med(driver_cpu),
                 cpu_ratio=round(med(sum(c) for c in per_cpu) / one["ip_db_cpu_s"], 3),
+                shard_cpu_share=round(med(sum(c) / len(c) / w for c, w in zip(per_cpu, ip_db)), 3),
+                in_process_cpu_share=one["cpu_share"],
+                shard_imbalance=round(med(max(ts) / max(min(ts), 1e-9) for ts in per_shard), 3),
                 per_shard=[{"blocks": i["hi"] - i["lo"], "load_s": i["load_s"], "resident_bytes": i["resident_bytes"],
                             "ip_db_s": round(med(ts[k] for ts in per_shard), 6),
                             "ip_db_cpu_s": round(med(ts[k] for ts in per_cpu), 6),

@@ -29,8 +29,12 @@ def init_ray(address: str = "auto", num_cpus: int | None = None):
     ray = _ray()
     if not ray.is_initialized():
         kwargs = {"include_dashboard": False, "log_to_driver": False}
-        if address == "auto":  # Ray runs workers at nice 15; here they do the work, so at the driver's priority
-            ray.init(num_cpus=num_cpus, _system_config={"worker_niceness": 0}, **kwargs)
+        if address == "auto" and os.environ.get("RAY_ADDRESS"):
+            ray.init(**kwargs)
+        elif address == "auto":  # Ray runs workers at nice 15; here they do the work, so at the driver's priority.
+            # "local": always a Ray of its own — Ray's own auto-detection would join any cluster another process
+            # started on this machine (its /tmp/ray/ray_current_cluster), with that cluster's CPUs and settings
+            ray.init(address="local", num_cpus=num_cpus, _system_config={"worker_niceness": 0}, **kwargs)
         else:
             ray.init(address=address, **kwargs)
     return ray

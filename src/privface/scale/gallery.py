@@ -48,6 +48,7 @@ from ..protocols.idface import IDFaceParams
 from ..protocols.idface.centring import shipped_mean
 from ..store import open_store
 from ..store.base import redact
+from .encrypt_pool import default_workers, encrypted_blocks
 from .layout import (
     KEY,
     LEASE,
@@ -267,8 +268,11 @@ class EnrolReport:
 def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str | None = None,
           beta: int | None = None, tau: float | None = None, insecure_test_params: bool = False,
           progress: bool = False, after_block=None, name: str = "default", centring: str = "none",
-          backend: str = DEFAULT_BACKEND, lift: int | None = None) -> EnrolReport:
+          backend: str = DEFAULT_BACKEND, lift: int | None = None, workers: int | None = None) -> EnrolReport:
     """Encrypt ``source`` into the gallery block by block; resume when the gallery already holds some blocks.
+
+    ``workers``: processes encrypting blocks while this one writes them (``scale.encrypt_pool``; default one per
+    core for a large gallery, none for a few blocks).
 
     idface-ckks: ``centring`` "shipped" subtracts ``backend``'s shipped mean (``protocols.idface.centring``)
     and ``lift`` = D lifts into D dimensions (``protocols.idface.lift``) before T_α; both are recorded in the
@@ -320,7 +324,8 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
                 raise GalleryError(f"the gallery was enrolled with other settings or inputs ({', '.join(differ)}); "
                                    "use another --gallery to start afresh")
             check_tau(tau, gallery_url, name, key_store_url)
-            pub = _load_public(settings, local.get(LOCAL, record_key(name, "pk")))
+            pk = local.get(LOCAL, record_key(name, "pk"))
+            pub = _load_public(settings, pk)
         public = settings.public_scheme(pub)
         cap = int(meta["capacity"])
         if cap != public.capacity:
@@ -329,14 +334,14 @@ def enrol(gallery_url: str, source: Source, scheme: str, *, key_store_url: str |
         done = [local.get(LOCAL, record_key(name, block_key(b))) is not None for b in range(nblocks)]
         bar = progress_bar(len(ids), sum(min(cap, len(ids) - b * cap) for b in range(nblocks) if done[b]), progress)
         encrypted = 0
+        todo = [b for b in range(nblocks) if not done[b]]
         try:
-            for b in range(nblocks):
-                if done[b]:
-                    continue
+            for b, array in encrypted_blocks(settings, pk, public, pub, todo,
+                                             lambda b: source.templates(b * cap, min(len(ids), (b + 1) * cap)),
+                                             default_workers(len(todo)) if workers is None else workers):
                 lo, hi = b * cap, min(len(ids), (b + 1) * cap)
-                block = public.enc_db(source.templates(lo, hi))
                 lease.check()
-                _put_block(local, name, b, settings.adapter.block_to_array(block, pub), hi - lo, ids[lo:hi])
+                _put_block(local, name, b, array, hi - lo, ids[lo:hi])
                 lease.renew()
                 encrypted += 1
                 if bar is not None:

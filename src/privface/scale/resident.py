@@ -19,12 +19,12 @@ raises ``UnavailableError`` (HTTP 503 with Retry-After) — it never answers fro
 Online changes (issue 38 §2, with ``scale.lifecycle``): a change writes new block generations and a new meta to
 the store, as for one process. A served gallery is a *version* (the SHA-256 of its meta); each shard keeps the
 blocks of its current version and of the one before, sharing the blocks whose generation did not change.
-``update`` stages the new version on every shard (each loads only its blocks whose generation changed; a new block
-goes to the last shard, whose range grows) and only then switches the server's view. An identification binds one
-view (``bind``: version, ranges, counts) and asks every shard for that version, so it sees the gallery before or
-after a change, never a mix; a shard that lacks the version (restarted after node loss, or staged before it was
-asked) loads it from the store itself, or refuses when the store has moved on — then the identification is
-retried once and at worst answered with a 503.
+``update`` stages the new version on every shard (each loads only its blocks whose generation changed, or that are
+new to its range: ``grown_ranges`` keeps the shards within a block of each other as the gallery grows) and only then
+switches the server's view. An identification binds one view (``bind``: version, ranges, counts) and asks every
+shard for that version, so it sees the gallery before or after a change, never a mix; a shard that lacks the
+version (restarted after node loss, or staged before it was asked) loads it from the store itself, or refuses when
+the store has moved on — then the identification is retried once and at worst answered with a 503.
 """
 from __future__ import annotations
 
@@ -247,15 +247,14 @@ class ResidentLocalServer(ResidentShards):
         return self.view
 
     def update(self, gallery: Gallery, ids: list) -> ShardView:
-        """Serve ``gallery`` (the store's changed gallery): every shard stages its blocks of the new version (a new
-        block goes to the last shard), then the view switches; identifications in flight finish on theirs.
+        """Serve ``gallery`` (the store's changed gallery): every shard stages its blocks of the new version (new
+        blocks as ``grown_ranges`` places them), then the view switches; identifications in flight finish on theirs.
         GalleryError (nothing switched) when a shard cannot stage it."""
         ray = self._ray
         counts = [min(gallery.capacity, gallery.n - lo) for lo in range(0, gallery.n, gallery.capacity)]
-        ranges = list(self.view.ranges)
-        if gallery.nblocks < ranges[-1][1]:
+        if gallery.nblocks < self.view.ranges[-1][1]:
             raise GalleryError("the gallery in the store has fewer blocks than the one served")
-        ranges[-1] = (ranges[-1][0], gallery.nblocks)
+        ranges = grown_ranges(self.view.ranges, gallery.nblocks)
         version = meta_version(gallery)
         try:
             ray.get([s.stage.remote(version, lo, hi, counts[lo:hi]) for s, (lo, hi) in zip(self.shards, ranges)],
@@ -285,6 +284,16 @@ class ResidentLocalServer(ResidentShards):
 
     def resolve(self, decision):
         return LocalServer.resolve(self, decision)
+
+
+def grown_ranges(ranges: list[tuple[int, int]], nblocks: int) -> list[tuple[int, int]]:
+    """The block ranges after the gallery grew to ``nblocks`` blocks: the new blocks extend the last range (no
+    shard reloads anything but the new blocks) until the last shard holds two blocks more than the least loaded
+    one; then the boundaries are drawn evenly again (``block_ranges``), each shard loading only the blocks new to
+    it — so a growing gallery stays spread evenly, never piled on the last shard."""
+    grown = [*ranges[:-1], (ranges[-1][0], nblocks)]
+    sizes = [hi - lo for lo, hi in grown]
+    return grown if sizes[-1] - min(sizes) < 2 else block_ranges(nblocks, len(ranges))
 
 
 def default_shards(address: str, shards: int | None) -> int:

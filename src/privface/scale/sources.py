@@ -63,7 +63,8 @@ class NpySource(Source):
                 raise TemplateError(f"{p}: d = {a.shape[1]}, the other files have d = {self.arrays[0].shape[1]}")
             self._starts.append(len(self.ids))
             self.arrays.append(a)
-            self.ids.extend(f"{Path(p).stem}.{i}" for i in range(a.shape[0]))
+            stem = Path(p).stem  # once per file, not per row (2^20 Path objects took ≈ 24 s)
+            self.ids.extend(f"{stem}.{i}" for i in range(a.shape[0]))
         if not self.arrays:
             raise GalleryError("no embeddings given")
         self.dim = int(self.arrays[0].shape[1])
