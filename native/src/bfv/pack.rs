@@ -552,11 +552,18 @@ pub fn mask_shares(c0: &mut [u64], n: usize, seed: [u8; 32], wire: u32, t_bits: 
             let mut rng = ChaCha20Rng::from_seed(seed);
             rng.set_stream(r as u64);
             for (x, s) in c.iter_mut().zip(d.iter_mut()) {
+                let refused = |y: u64| {
+                    let u = ((y << k0).wrapping_sub(*x)) & wmask;
+                    ((u & low).wrapping_sub(half - near) < 2 * near, u)
+                };
                 let (y, u) = loop {
                     let y = u64::from(rng.next_u32()) >> (32 - (wire - k0));
-                    let u = ((y << k0).wrapping_sub(*x)) & wmask;
-                    if (u & low).wrapping_sub(half - near) >= 2 * near {
-                        break (y, u);
+                    match refused(y) {
+                        (false, u) => break (y, u),
+                        // margin 2: y and y ^ 1 are the step's two multiples, one refused — take the other
+                        // (uniform over the allowed ones, as a redraw would be, in one draw)
+                        (true, _) if margin == 2 => break (y ^ 1, refused(y ^ 1).1),
+                        _ => {}
                     }
                 };
                 *x = y;
