@@ -233,18 +233,22 @@ def test_phase_is_c0_plus_c1_times_s_exactly(small, seed, bits):
 
 
 def test_mask_shares_pad_c0_and_keep_the_cs_share():
-    """Alg. 2 line 14: c'₀ + u' mod q' with u' uniform outside the 2^-margin band around each rounding point, and
-    d₀ = −⌊t·u'/q'⌉ mod t (the numpy CS code it replaced), reproducible from the seed, fresh across seeds."""
-    wire, t_bits, margin = 32, 20, 4
-    shift, half = wire - t_bits, 1 << (wire - t_bits - 1)
+    """Alg. 2 line 14 with §4.5's compressed c₀: the masked c'₀ + u' is a multiple of 2^k₀ (k₀ = shift − margin + 1),
+    sent as its high bits; u' keeps its fraction out of [½ − 2^-margin, ½ + 2^-margin) of a step, d₀ = −⌊t·u'/q'⌉
+    mod t; reproducible from the seed, fresh across seeds; the band is exactly 2^k₀ wide, so every c₀ has exactly one
+    refused multiple per step — with one bit fewer sent (one multiple per step) half the c₀ would have none."""
+    wire, t_bits, margin = 32, 20, 2
+    shift, half, near = wire - t_bits, 1 << (wire - t_bits - 1), 1 << (wire - t_bits - margin)
+    k0 = shift - margin + 1
     rng = np.random.default_rng(5)
     c0 = rng.integers(0, 1 << wire, (40, 4096), dtype=np.uint64)
     seed = os.urandom(32)
     m, d0 = bfv.mask_shares(c0, seed, wire, t_bits, margin)
     assert m.dtype == np.uint64 and d0.dtype == np.uint32 and m.shape == d0.shape == c0.shape
-    u = (m - c0) & np.uint64((1 << wire) - 1)
+    assert int(m.max()) < 1 << (wire - k0) and int(m.max()) >= 1 << (wire - k0 - 1)
+    u = ((m << np.uint64(k0)) - c0) & np.uint64((1 << wire) - 1)
     frac = (u & np.uint64((1 << shift) - 1)).astype(np.int64)
-    assert np.abs(frac - half).min() >= 1 << (shift - margin)
+    assert not np.any((frac >= half - near) & (frac < half + near))
     assert np.array_equal(d0, (-(((u + np.uint64(half)) >> np.uint64(shift)).astype(np.int64))) % (1 << t_bits))
     top = (u >> np.uint64(shift)).astype(np.int64).ravel()  # the step of u': uniform over 2^t_bits values
     assert abs(np.bincount(top % 16, minlength=16) / top.size - 1 / 16).max() < 0.01
@@ -252,10 +256,20 @@ def test_mask_shares_pad_c0_and_keep_the_cs_share():
     assert np.array_equal(again[0], m) and np.array_equal(again[1], d0)
     assert not np.array_equal(bfv.mask_shares(c0, os.urandom(32), wire, t_bits, margin)[0], m)
     assert not np.array_equal(m[0], m[1] - c0[1] + c0[0])  # rows use different streams
+
+    def refused(step_bits: int) -> np.ndarray:  # multiples of 2^step_bits per step whose fraction is in the band
+        js = np.arange(1 << (shift - step_bits), dtype=np.int64)[:, None]
+        f = ((js << step_bits) - c0[0].astype(np.int64)[None, :]) % (1 << shift)
+        return ((f >= half - near) & (f < half + near)).sum(axis=0)
+
+    assert np.all(refused(k0) == 1)  # the chosen width: one of 2^(margin − 1) refused, always
+    assert abs(np.mean(refused(k0 + 1) == 1) - 0.5) < 0.05  # one bit fewer: no choice left for half of them
     with pytest.raises(ValueError, match="below"):
         bfv.mask_shares(np.full((1, 8), 1 << 32, np.uint64), seed, wire, t_bits, margin)
     with pytest.raises(ValueError, match="margin"):
         bfv.mask_shares(c0, seed, wire, t_bits, 12)
+    with pytest.raises(ValueError, match="margin"):
+        bfv.mask_shares(c0, seed, wire, t_bits, 1)  # a band of a whole step: nothing to draw
     with pytest.raises(ValueError, match="seed"):
         bfv.mask_shares(c0, b"short", wire, t_bits, margin)
 

@@ -226,8 +226,9 @@ impl PyBasis {
     }
 }
 
-/// The CS's masks of packs c0 (G, N) at 2^wire_bits (``pack::mask_shares``, ChaCha20 from `seed`): (c0 + u' mod
-/// 2^wire_bits, its shares d₀ = −⌊t·u'/2^wire_bits⌉ mod t), both (G, N); t = 2^t_bits.
+/// The CS's masks of packs c0 (G, N) at 2^wire_bits (``pack::mask_shares``, ChaCha20 from `seed`): (the masked
+/// c0 + u' mod 2^wire_bits with its low k₀ = wire_bits − t_bits − margin_bits + 1 bits zero, sent as its high
+/// wire_bits − k₀ bits; its shares d₀ = −⌊t·u'/2^wire_bits⌉ mod t), both (G, N); t = 2^t_bits.
 #[pyfunction]
 fn mask_shares<'py>(
     py: Python<'py>,
@@ -241,9 +242,9 @@ fn mask_shares<'py>(
     if sh.len() != 2 || sh[1] == 0 {
         return Err(err(format!("mask_shares: expected c0 (G, N), got {sh:?}")));
     }
-    if !(wire_bits <= 32 && t_bits < wire_bits && margin_bits >= 1 && margin_bits < wire_bits - t_bits) {
+    if !(wire_bits <= 32 && t_bits < wire_bits && margin_bits >= 2 && margin_bits < wire_bits - t_bits) {
         return Err(err(
-            "mask_shares: needs t_bits < wire_bits ≤ 32 and 1 ≤ margin_bits < wire_bits − t_bits".into(),
+            "mask_shares: needs t_bits < wire_bits ≤ 32 and 2 ≤ margin_bits < wire_bits − t_bits".into(),
         ));
     }
     let sd = seed32(seed, "mask_shares")?;
@@ -471,8 +472,11 @@ impl PyVerifierKeyProduct {
 
     /// Alg. 2 lines 5–11 with PackLWEs: the gallery as a list of arrays (k_i, S, 2, 4, N), read in order as one
     /// (no copy: the CS keeps its gallery in blocks), rows (2S + 1, 2, 4, N), Galois keys for groups of d →
-    /// (c₁ (G, N), c₀ (G, N)) at 2^``wire_bits``, G = ⌈Σ k_i/d⌉; the entry of stack g·d + r, row m, at m·d + r.
+    /// (c₁ (G, N) at 2^``c1_bits``, default ``wire_bits``; c₀ (G, N) at 2^``wire_bits``), G = ⌈Σ k_i/d⌉; the entry
+    /// of stack g·d + r, row m, at m·d + r. ``c1_bits`` < ``wire_bits``: seed 001 §4.5's compressed c₁, switched
+    /// straight to the smaller modulus (one rounding, not two).
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (g, rows, keys, d, seed, offset, wire_bits, c1_bits=None))]
     fn packed_distances<'py>(
         &self,
         py: Python<'py>,
@@ -483,7 +487,9 @@ impl PyVerifierKeyProduct {
         seed: &[u8],
         offset: u64,
         wire_bits: u32,
+        c1_bits: Option<u32>,
     ) -> Pair64<'py> {
+        let c1_bits = c1_bits.unwrap_or(wire_bits);
         let n = self.inner.n;
         let slices = self.rows_shape(rows.shape())?;
         let mut k = 0;
@@ -492,8 +498,10 @@ impl PyVerifierKeyProduct {
         }
         let lv = pack::levels(n, d).map_err(err)?;
         self.keys_shape(keys.shape(), lv)?;
-        if k == 0 || !(8..=56).contains(&wire_bits) {
-            return Err(err("distances: at least one ciphertext and 8 ≤ wire_bits ≤ 56".into()));
+        if k == 0 || !(8..=56).contains(&wire_bits) || !(8..=wire_bits).contains(&c1_bits) {
+            return Err(err(
+                "distances: at least one ciphertext and 8 ≤ c1_bits ≤ wire_bits ≤ 56".into(),
+            ));
         }
         let sd = seed32(seed, "distances")?;
         let gv: Vec<Cow<[u32]>> = g.iter().map(flat).collect();
@@ -502,7 +510,12 @@ impl PyVerifierKeyProduct {
         self.keys_below(&kv, "distances: Galois keys")?;
         let parts: Vec<&[u32]> = gv.iter().map(|c| c.as_ref()).collect();
         let (c1, c0) = py
-            .detach(|| pool::install(|| self.inner.packed_distances(&parts, &rv, &kv, d, sd, offset, wire_bits)))
+            .detach(|| {
+                pool::install(|| {
+                    self.inner
+                        .packed_distances(&parts, &rv, &kv, d, sd, offset, [wire_bits, c1_bits])
+                })
+            })
             .map_err(err)?;
         let groups = k.div_ceil(d);
         Ok((array(py, vec![groups, n], c1)?, array(py, vec![groups, n], c0)?))

@@ -278,8 +278,9 @@ impl Product {
 
     /// Alg. 2 lines 5–11 with packing: the gallery (k, S, 2, 4, N), given in consecutive parts, times the rows
     /// (2S + 1, 2, 4, N) as ``product`` does, groups of d consecutive stacks packed (a short last group padded with zeros), then per packed
-    /// ciphertext g: + u·Z + (e₀, e₁) with u, e from AES-128-CTR block (offset + g, j), switched to q' = 2^w:
-    /// (c₁ (G, N), c₀ (G, N)), the entry of gallery ciphertext g·d + r, row m at coefficient m·d + r.
+    /// ciphertext g: + u·Z + (e₀, e₁) with u, e from AES-128-CTR block (offset + g, j), switched to q' = 2^w[0]
+    /// (c₀) and to 2^w[1] (c₁, w[1] ≤ w[0]: §4.5's compressed c₁): (c₁ (G, N), c₀ (G, N)), the entry of gallery
+    /// ciphertext g·d + r, row m at coefficient m·d + r.
     #[allow(clippy::too_many_arguments)]
     pub fn packed_distances(
         &self,
@@ -289,7 +290,7 @@ impl Product {
         d: usize,
         seed: [u8; 32],
         offset: u64,
-        w: u32,
+        w: [u32; 2],
     ) -> Res<(Vec<u64>, Vec<u64>)> {
         let n = self.n;
         levels(n, d)?;
@@ -334,7 +335,8 @@ impl Product {
             z: &sh[2 * slices * 2 * LIMBS..],
             np: &np,
             aes: &aes,
-            w,
+            w: w[0],
+            w1: w[1],
         };
         let mut c1 = vec![0u64; groups * n];
         let mut c0 = vec![0u64; groups * n];
@@ -450,7 +452,7 @@ impl Product {
             }
         }
         let (a0, a1) = acc.split_at_mut(LIMBS * n);
-        self.to_wire(a1, n, &e[..n], o1, job.w);
+        self.to_wire(a1, n, &e[..n], o1, job.w1);
         self.to_wire(a0, n, &e[n..], o0, job.w);
     }
 
@@ -479,12 +481,13 @@ struct Prep<'a> {
 }
 
 /// What every pack's ``finish`` shares: Z's Shoup form, N·P·q₂ mod q₀, q₁ (Shoup), the AES-CTR key of u and e,
-/// and the wire's bits w.
+/// and the wire's bits: w for c₀, w1 ≤ w for c₁.
 struct Finish<'a> {
     z: &'a [Shouped],
     np: &'a [(u32, u32)],
     aes: &'a Aes128,
     w: u32,
+    w1: u32,
 }
 
 thread_local! {
@@ -527,12 +530,18 @@ impl Scratch {
     }
 }
 
-/// Seed 001 Alg. 2 line 14 at q' = 2^`wire`: the CS adds a uniform u' mod q' to every coefficient of c'₀ (rows of N,
-/// row r from ChaCha20 stream r of `seed`) and keeps d₀ = −⌊t·u'/q'⌉ mod t (t = 2^`t_bits`) as its share. A u' whose
-/// fraction t·u'/q' mod 1 lies within 2^−`margin` of ½ is drawn again: the verifier's
-/// rounding of t·(phase + u')/q' then never crosses a rounding point that the CS's does not.
+/// Seed 001 Alg. 2 line 14 at q' = 2^`wire` with §4.5's compressed c₀: the CS replaces every coefficient x of c'₀
+/// by a uniform multiple y of 2^k₀ (k₀ = `wire` − `t_bits` − `margin` + 1; rows of N, row r from ChaCha20 stream r of
+/// `seed`), so u' = y − x mod q' is its mask and only y's high `wire` − k₀ bits are sent (written back into `c0`); it
+/// keeps d₀ = −⌊t·u'/q'⌉ mod t (t = 2^`t_bits`) as its share. A y whose fraction t·u'/q' mod 1 lies in
+/// [½ − 2^−`margin`, ½ + 2^−`margin`) is drawn again: that band is exactly 2^k₀ wide, so of the 2^(`margin` − 1)
+/// multiples of 2^k₀ in each step exactly one is refused, whatever x is — the verifier's view is the one it had with
+/// an uncompressed uniform u' outside the band — and the verifier's rounding of t·(phase + u')/q' crosses no
+/// rounding point that the CS's does not while the phase's error e has −2^−`margin` ≤ e·t/q' < 2^−`margin`. The
+/// dropped bits of c₀ add no error: the CS's share already accounts for them.
 pub fn mask_shares(c0: &mut [u64], n: usize, seed: [u8; 32], wire: u32, t_bits: u32, margin: u32) -> Vec<u32> {
     let shift = wire - t_bits;
+    let k0 = shift - margin + 1;
     let (low, half) = ((1u64 << shift) - 1, 1u64 << (shift - 1));
     let (near, wmask, tmask) = (1u64 << (shift - margin), (1u64 << wire) - 1, (1u64 << t_bits) - 1);
     let mut d0 = vec![0u32; c0.len()];
@@ -543,13 +552,21 @@ pub fn mask_shares(c0: &mut [u64], n: usize, seed: [u8; 32], wire: u32, t_bits: 
             let mut rng = ChaCha20Rng::from_seed(seed);
             rng.set_stream(r as u64);
             for (x, s) in c.iter_mut().zip(d.iter_mut()) {
-                let u = loop {
-                    let u = u64::from(rng.next_u32()) >> (32 - wire);
-                    if (u & low).abs_diff(half) >= near {
-                        break u;
+                let refused = |y: u64| {
+                    let u = ((y << k0).wrapping_sub(*x)) & wmask;
+                    ((u & low).wrapping_sub(half - near) < 2 * near, u)
+                };
+                let (y, u) = loop {
+                    let y = u64::from(rng.next_u32()) >> (32 - (wire - k0));
+                    match refused(y) {
+                        (false, u) => break (y, u),
+                        // margin 2: y and y ^ 1 are the step's two multiples, one refused — take the other
+                        // (uniform over the allowed ones, as a redraw would be, in one draw)
+                        (true, _) if margin == 2 => break (y ^ 1, refused(y ^ 1).1),
+                        _ => {}
                     }
                 };
-                *x = (*x + u) & wmask;
+                *x = y;
                 *s = (((u + half) >> shift).wrapping_neg() & tmask) as u32;
             }
         });

@@ -25,11 +25,13 @@ polynomial arithmetic; ``crypto.rlwe`` stays its test oracle):
   KG issues with k_sw. The other coefficients, cross-correlations of gallery and query, are cancelled by the
   packing's trace and never leave the CS. Entry (ciphertext g·D + r, row m) sits at coefficient m·D + r of pack g.
 * Masking (lines 6–8): the CS adds u·Z + (e₀, e₁) to every pack for a fresh ternary u, so c_1 is an RLWE sample
-  the verifier cannot strip, modulus-switches to q' = 2^WIRE_BITS (``params``) and adds a uniform u' mod q' to
-  every coefficient of c_0 (the verifier's shares, line 14). Shares: the verifier's d_1 = ⌊t·phase/q'⌉, the CS's
-  d_0 = −⌊t·u'/q'⌉ (mod t); they add up to the inner product unless t·u'/q' lies within the noise (≤ 10σ ≈ 2^-4.8
-  of a step at q' = 2^32) of a rounding point, so the CS re-draws the 1/8 of u' that come within 2^-4 of one
-  (``MARGIN_BITS``).
+  the verifier cannot strip, and modulus-switches c_0 to q' = 2^WIRE_BITS (``params``). Line 14's mask u' is chosen
+  through the masked c_0 itself: a uniform multiple of 2^(WIRE_BITS − C0_BITS) (u' = that − c_0) outside a band
+  around each rounding point (``MARGIN_BITS``). Shares: the verifier's d_1 = ⌊t·phase/q'⌉, the CS's
+  d_0 = −⌊t·u'/q'⌉ (mod t); they add up to the inner product while the phase's error stays inside the band.
+* §4.5's compressed ciphertexts (as Cheetah): only C0_BITS of the masked c_0 travel (the dropped bits are zero, no
+  error) and c_1 is switched straight to 2^C1_BITS, 50 bits per coefficient instead of 64; the decryption-failure
+  bound that chose the widths is ``params.failure_log2`` (docs/protocols/cryptomask.md "Compressed distances").
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ from ...crypto import rlwe, seal_arrays, seal_io
 from ...crypto.native import ext
 from ...errors import ProtocolError, TemplateError
 from . import encoding
-from .params import MARGIN_BITS, WIRE_BITS, WIRE_BYTES
+from .params import C0_BITS, C1_BITS, MARGIN_BITS, PACK_BITS, WIRE_BITS
 
 CHUNK = 256  # gallery stacks per native call (bounds the temporaries)
 LIMBS = 4  # limbs of Q = q₀q₁q₂P
@@ -148,30 +150,44 @@ def query_bytes(n: int, dim: int) -> int:
 
 @dataclass(frozen=True)
 class Distances:
-    """CS → verifier (Alg. 2 line 11), modulus-switched to q' = 2^WIRE_BITS: c_1 (G, N) and the masked c_0 (G, N)
-    of every pack (``packs``), uint64 below q', WIRE_BYTES bytes each on the wire."""
+    """CS → verifier (Alg. 2 line 11), §4.5's compressed packs: c_1 (G, N) below 2^C1_BITS and the masked c_0 (G, N)
+    below 2^C0_BITS (their high bits at q' = 2^WIRE_BITS), uint64, bit-packed on the wire (``to_wire``)."""
 
     c1: np.ndarray
     c0: np.ndarray
 
     @property
     def nbytes(self) -> int:
-        return WIRE_BYTES * (self.c1.size + self.c0.size)
+        return (C1_BITS * self.c1.size + C0_BITS * self.c0.size + 7) // 8
+
+    def full(self) -> tuple[np.ndarray, np.ndarray]:
+        """(c_0, c_1) at q' = 2^WIRE_BITS, the dropped low bits zero."""
+        return (self.c0 << np.uint64(WIRE_BITS - C0_BITS), self.c1 << np.uint64(WIRE_BITS - C1_BITS))
 
 
-def to_wire(x: np.ndarray) -> bytes:
-    """Values below 2^WIRE_BITS as WIRE_BYTES little-endian bytes each."""
-    return np.ascontiguousarray(x, dtype="<u8").view(np.uint8).reshape(-1, 8)[:, :WIRE_BYTES].tobytes()
+def pack_bytes(packs_: int, n: int) -> int:
+    """Wire bytes of ``packs_`` compressed packs of degree ``n`` (c_1 and c_0 together)."""
+    return packs_ * n * PACK_BITS // 8
 
 
-def from_wire(buf: bytes, shape: tuple) -> np.ndarray:
-    """The inverse of ``to_wire`` (every WIRE_BYTES-byte string is a value below 2^WIRE_BITS)."""
+def to_wire(x: np.ndarray, bits: int) -> bytes:
+    """Values below 2^bits (a multiple of 8 of them), ``bits`` bits each, little-endian bit order."""
+    v = np.ascontiguousarray(x, dtype="<u8").reshape(-1)
+    if v.size % 8:
+        raise ProtocolError("to_wire: a multiple of 8 values")
+    b = np.unpackbits(v.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :bits]
+    return np.packbits(b, bitorder="little").tobytes()
+
+
+def from_wire(buf: bytes, shape: tuple, bits: int) -> np.ndarray:
+    """The inverse of ``to_wire`` (every bit string is a value below 2^bits)."""
     count = int(np.prod(shape))
-    if len(buf) != WIRE_BYTES * count:
-        raise ProtocolError(f"expected {WIRE_BYTES * count} bytes of residues, got {len(buf)}")
-    out = np.zeros((count, 8), dtype=np.uint8)
-    out[:, :WIRE_BYTES] = np.frombuffer(buf, dtype=np.uint8).reshape(count, WIRE_BYTES)
-    return out.view("<u8").reshape(shape).astype(np.uint64)
+    if count % 8 or len(buf) != count * bits // 8:
+        raise ProtocolError(f"expected {count * bits // 8} bytes of {bits}-bit residues, got {len(buf)}")
+    b = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little").reshape(count, bits)
+    full = np.zeros((count, 64), dtype=np.uint8)
+    full[:, :bits] = b
+    return np.packbits(full, axis=1, bitorder="little").view("<u8").reshape(shape).astype(np.uint64)
 
 
 def galois_shape(n: int, dim: int) -> tuple:
@@ -372,16 +388,24 @@ class CloudServer:
         c1s, c0s = [], []
         for a in range(lo, hi, step):
             parts = [p if self.precompute else self._lift(p) for p in self._parts(a, min(hi, a + step))]
-            c1, c0 = pr.packed_distances(parts, R, self._galois, g, key, (a - lo) // g, WIRE_BITS)  # views, no copy
+            c1, c0 = pr.packed_distances(parts, R, self._galois, g, key, (a - lo) // g, WIRE_BITS, C1_BITS)
             c1s.append(c1)
             c0s.append(c0)
         c1, c0 = np.concatenate(c1s), np.concatenate(c0s)
         t_bits = int(self.t).bit_length() - 1
-        if not mask:
-            share = np.zeros(c0.shape, dtype=np.int64)
-            return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta]
+        if not mask:  # u' = −(c_0 mod 2^(WIRE_BITS − C0_BITS)): the same compression, the shares ⌊t·u'/q'⌉ = 0
+            return self._unmasked(c1, c0, g, lo)
         c0, share = ext.bfv.mask_shares(c0, seed(), WIRE_BITS, t_bits, MARGIN_BITS)  # u' and d_0 (module docstring)
         return Distances(c1, c0), entries(share, g, self.delta)[:self.count - lo * self.delta].astype(np.int64)
+
+    def _unmasked(self, c1: np.ndarray, c0: np.ndarray, g: int, lo: int) -> tuple[Distances, np.ndarray]:
+        """CryptoMask-WO's packs: c_0 rounded to its high C0_BITS bits (error ≤ 2^(WIRE_BITS − C0_BITS − 1), a
+        quarter step; with c_1's error below another quarter, as ``params.failure_log2`` bounds it, the verifier's
+        rounding at half a step is exact), the CS's shares zero."""
+        k0 = np.uint64(WIRE_BITS - C0_BITS)
+        top = ((c0 + (np.uint64(1) << (k0 - np.uint64(1)))) >> k0) & np.uint64((1 << C0_BITS) - 1)
+        share = np.zeros(c0.shape, dtype=np.int64)
+        return Distances(c1, top), entries(share, g, self.delta)[:self.count - lo * self.delta]
 
     def _lift(self, p: np.ndarray) -> np.ndarray:
         """Stacks at p₁ (k, S, 2, 2, N) → lifted over Q (k, S, 2, 4, N) (``precompute=False``)."""
@@ -428,10 +452,10 @@ class VerifierHE:
     def shares(self, msg: Distances, count: int) -> np.ndarray:
         """d_1 = ⌊t·(c_0 + c_1·s_v)/q'⌉ at every coefficient of the packs, first ``count`` entries (int64 mod t)."""
         s = packs(-(-count // self.delta), self.group)
-        c1 = _wire_residues(msg.c1, (s, self.n), "distances c_1")
-        c0 = _wire_residues(msg.c0, (s, self.n), "distances c_0")
-        ph = self.basis.product.phase(c0.astype(np.uint32, copy=False), c1.astype(np.uint32, copy=False), self._s_hat,
-                                      WIRE_BITS)
+        _wire_residues(msg.c1, (s, self.n), "distances c_1", C1_BITS)
+        _wire_residues(msg.c0, (s, self.n), "distances c_0", C0_BITS)
+        c0, c1 = msg.full()
+        ph = self.basis.product.phase(c0.astype(np.uint32), c1.astype(np.uint32), self._s_hat, WIRE_BITS)
         ph = ph.astype(np.uint64)  # the phase mod q': c'_0 + c'_1·s_v, exact (native ``phase``)
         t_bits = int(self.t).bit_length() - 1  # t = 2^T_BITS: ⌊t·x/q'⌉ = (x + q'/2t) >> (WIRE_BITS − T_BITS)
         d1 = (ph + np.uint64(1 << (WIRE_BITS - t_bits - 1))) >> np.uint64(WIRE_BITS - t_bits)
@@ -443,11 +467,11 @@ class VerifierHE:
         return np.where(d >= self.t // 2, d - self.t, d)
 
 
-def _wire_residues(x, shape: tuple, what: str) -> np.ndarray:
-    """An incoming modulus-switched array: exact shape, unsigned integers below q' = 2^WIRE_BITS."""
+def _wire_residues(x, shape: tuple, what: str, bits: int) -> np.ndarray:
+    """An incoming compressed array: exact shape, unsigned integers below 2^bits."""
     if not isinstance(x, np.ndarray) or x.dtype not in (np.uint32, np.uint64) or x.shape != shape:
         raise ProtocolError(f"{what}: expected residues of shape {shape}, got "
                             f"{getattr(x, 'shape', None)} {getattr(x, 'dtype', type(x).__name__)}")
-    if x.size and int(x.max()) >> WIRE_BITS:
-        raise ProtocolError(f"{what}: a residue is not below 2^{WIRE_BITS}")
+    if x.size and int(x.max()) >> bits:
+        raise ProtocolError(f"{what}: a residue is not below 2^{bits}")
     return x

@@ -68,7 +68,7 @@ class Started(Message):
 @dataclass
 class DistanceChunk(Message):
     """CS → verifier: packs [index·chunk, …) of Alg. 2's answer (``he.Distances``): ``c1`` (k, N) and ``c0`` (k, N),
-    both WIRE_BYTES little-endian bytes per value."""
+    compressed (§4.5): C1_BITS and C0_BITS bits per value, bit-packed little-endian (``he.to_wire``)."""
 
     WIRE_NAME = "cryptomask.DistanceChunk"
     session: bytes

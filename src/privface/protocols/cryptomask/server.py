@@ -58,13 +58,13 @@ from .messages import (
     round_bytes,
     round_frames,
 )
-from .params import WIRE_BYTES
+from .params import C0_BITS, C1_BITS
 from .pools import Pools
 from .reveal import ots_needed, reveal_cs
 
 PROTOCOL = "cryptomask"
 CHUNK_BYTES = 3 << 20
-"""Residue bytes per ``DistanceChunk`` at most (modulus-switched: WIRE_BYTES per coefficient, 2N per pack)."""
+"""Residue bytes per ``DistanceChunk`` at most (compressed: ``he.pack_bytes`` per pack)."""
 ROUND_BYTES_PER_ENTRY, ROUND_BYTES_FIXED = 480, 1 << 20
 """A bound on any Alg. 3 message for a batch of m entries: ``ROUND_BYTES_PER_ENTRY``·m + ``ROUND_BYTES_FIXED`` (the
 verifier's largest, its ROTs, is 448 B per entry; ``max_round_bytes``)."""
@@ -115,7 +115,7 @@ def max_round_bytes(entries: int) -> int:
 
 def chunk_packs(n: int) -> int:
     """Packs per ``DistanceChunk`` so that c_1 and c_0 stay under ``CHUNK_BYTES``."""
-    return max(1, CHUNK_BYTES // (WIRE_BYTES * 2 * n))
+    return max(1, CHUNK_BYTES // he.pack_bytes(1, n))
 
 
 @dataclass
@@ -328,7 +328,7 @@ class CloudServerRole:
                         s.rows, d0_all, s.d0 = None, np.concatenate(s.d0), []
                         s.party = Party(reveal_cs(s.ot, d0_all, Wire(), self.batch), "Alg. 3 (verifier's message)")
                         s.party.start()
-                chunk = DistanceChunk(sid, i, he.to_wire(msg.c1), he.to_wire(msg.c0)).to_bytes()
+                chunk = DistanceChunk(sid, i, he.to_wire(msg.c1, C1_BITS), he.to_wire(msg.c0, C0_BITS)).to_bytes()
                 del msg
                 yield framed(chunk)
             with self._lock:  # every chunk sent: round 0 must follow soon

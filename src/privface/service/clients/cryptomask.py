@@ -25,7 +25,7 @@ from ...crypto.ferret import FerretReceiver
 from ...crypto.otext import SoftSpokenReceiver
 from ...errors import CryptoError, ProtocolError
 from ...protocols.common import read_message
-from ...protocols.cryptomask.he import Distances, from_wire, packs
+from ...protocols.cryptomask.he import Distances, from_wire, pack_bytes, packs
 from ...protocols.cryptomask.messages import (
     HEAD_LIMIT,
     DistanceChunk,
@@ -43,7 +43,7 @@ from ...protocols.cryptomask.messages import (
     read_round,
     round_frames,
 )
-from ...protocols.cryptomask.params import WIRE_BYTES
+from ...protocols.cryptomask.params import C0_BITS, C1_BITS
 from ...protocols.cryptomask.parties import threshold
 from ...protocols.cryptomask.reveal import ots_needed, reveal_verifier
 from ...protocols.cryptomask.server import PROTOCOL
@@ -235,17 +235,17 @@ class VerifierClient(ServiceClient):
         d1, spent = [], 0.0
         for i in range(-(-total // info.chunk)):
             lo, hi = i * info.chunk, min(total, (i + 1) * info.chunk)  # packs
-            limit = WIRE_BYTES * (hi - lo) * 2 * n + 64
+            limit = pack_bytes(hi - lo, n) + 64
             try:
                 got = read_message(DistanceChunk, answer.frame(limit))
             except WireError as e:
                 raise ProtocolError(f"DistanceChunk {i}: {e}") from None
-            if (got.session != sid or got.index != i or len(got.c1) != WIRE_BYTES * (hi - lo) * n
-                    or len(got.c0) != WIRE_BYTES * (hi - lo) * n):
+            if (got.session != sid or got.index != i or len(got.c1) != C1_BITS * (hi - lo) * n // 8
+                    or len(got.c0) != C0_BITS * (hi - lo) * n // 8):
                 raise ProtocolError(f"DistanceChunk {i}: another session, index or size")
             wire.send("distances", len(got.c1) + len(got.c0))
             t = time.perf_counter()
-            c1, c0 = from_wire(got.c1, (hi - lo, n)), from_wire(got.c0, (hi - lo, n))
+            c1, c0 = from_wire(got.c1, (hi - lo, n), C1_BITS), from_wire(got.c0, (hi - lo, n), C0_BITS)
             del got
             first = lo * group * delta
             d1.append(v.shares(Distances(c1, c0), min(info.n, hi * group * delta) - first))
