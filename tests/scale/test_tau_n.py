@@ -43,7 +43,9 @@ def test_tau_rises_with_n_and_is_on_the_score_grid(backend, key):
     step = _doc()["backends"][backend]["settings"][key]["step"]
     assert all(abs(t / step - round(t / step)) < 1e-6 for t in taus)
     if key != "idface/centring=shipped/lift=2048/beta=1365":
-        assert all(-1 < t < 1 for t in taus)
+        # a cosine τ; at 2^20, far out on the extrapolated tail, dlib's 95 % bound passes 1 (nobody is found: the
+        # page "τ follows the gallery" says so), so the range is checked up to N = 10^4
+        assert all(-1 < t < 1 for t in taus[:-1]) and taus[-1] > -1
 
 
 @pytest.mark.parametrize("backend", ["sface", "dlib-resnet128"])

@@ -18,7 +18,8 @@ Alg. 3 per probe) — on every probe or, with ``encrypted_probes``, a seeded sam
 probe. Figures: ``tpir_default_tau`` / ``fpir_default_tau`` at τ(N) for N identities of K photos
 (``scale.tau_curve``: the K-photo curve; ``one_photo_curve_tau``: what the one-photo curve would give) from the
 encrypted run when it covered every probe, FNIR at FPIR 0.003 (threshold on these non-mated probes) in plaintext
-and encrypted.
+and encrypted. For N below the whole gallery, ``fpir_default_tau_plaintext_over_galleries`` is the plaintext FPIR
+at τ(N) over 300 seeded N-identity galleries (mean, 5 % and 95 % points): the gallery scored above is one draw.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from .identify_eval import _bar, _deploy, _idface_key, _unit
 FPIR = 3e-3
 LFW_MIN_PHOTOS = 4
 LFW_SIZES = (100, 1000)
+GALLERY_DRAWS = 300  # seeded N-identity galleries behind ``fpir_default_tau_plaintext_over_galleries``
 
 
 def _rows_by_id(ids: np.ndarray, found: np.ndarray) -> dict[str, list[int]]:
@@ -137,6 +139,25 @@ def _fnir(best: np.ndarray, correct: np.ndarray, m: int) -> dict:
     return {"fnir": round(1 - r["tpir"], 6), "fpir": round(r["fpir"], 6), "threshold": r["threshold"]}
 
 
+def _gallery_cols(rng: np.random.Generator, n: int, n_probed: int, total: int) -> np.ndarray:
+    """A seeded N-identity gallery: the probed identities first, then fillers."""
+    if n == total:
+        return np.arange(n)
+    if n <= n_probed:
+        return np.sort(rng.choice(n_probed, n, replace=False))
+    return np.r_[np.arange(n_probed), np.sort(rng.choice(np.arange(n_probed, total), n - n_probed, replace=False))]
+
+
+def _fpir_over_galleries(hit: np.ndarray, n: int, n_probed: int, seed: int) -> dict:
+    """FPIR at τ(N) averaged over ``GALLERY_DRAWS`` seeded N-identity galleries (``hit``: non-mated probe × gallery
+    identity, score ≥ τ): what τ(N) gives a gallery of N of these identities, rather than the one drawn."""
+    rng = np.random.default_rng(seed)
+    f = np.array([hit[:, _gallery_cols(rng, n, n_probed, hit.shape[1])].any(axis=1).mean()
+                  for _ in range(GALLERY_DRAWS)])
+    return {"mean": round(float(f.mean()), 6), "q05": round(float(np.quantile(f, 0.05)), 6),
+            "q95": round(float(np.quantile(f, 0.95)), 6), "draws": GALLERY_DRAWS}
+
+
 def _sample(n: int, limit: int | None, seed: int) -> np.ndarray:
     if limit is None or limit >= n:
         return np.arange(n)
@@ -194,11 +215,7 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
            "encrypted_probes": int(enc_rows.size), "encrypted_all": bool(enc_rows.size == len(probes)),
            "encrypted_identify_ms": enc_ms, "insecure_test_params": insecure_test_params, "rows": []}
     for n in sizes:
-        if n == len(names):
-            cols = np.arange(n)
-        else:  # the probed identities first, then fillers (seeded)
-            cols = np.sort(rng.choice(n_probed, n, replace=False)) if n <= n_probed else np.r_[
-                np.arange(n_probed), np.sort(rng.choice(np.arange(n_probed, len(names)), n - n_probed, replace=False))]
+        cols = _gallery_cols(rng, n, n_probed, len(names))  # the probed identities first, then fillers (seeded)
         keep = np.isin(owner, cols)  # mated probes of identities in this gallery
         rows = np.r_[np.flatnonzero(keep), np.arange(m, len(probes))]
         mk = int(keep.sum())
@@ -208,6 +225,9 @@ def evaluate(dataset: str, spec: dict, *, protocol: str = "hers", scheme: str = 
         s = plain[np.ix_(rows, cols)]
         best, correct = s.max(axis=1), cols[s.argmax(axis=1)][:mk] == owner[keep]
         row["tpir_default_tau_plaintext"], row["fpir_default_tau_plaintext"] = _rates(best, correct, mk, tau)
+        if n < len(names):  # one seeded gallery is one draw: FPIR's spread over galleries of N of these identities
+            row["fpir_default_tau_plaintext_over_galleries"] = _fpir_over_galleries(plain[m:] >= tau, n, n_probed,
+                                                                                   seed + 2 + n)
         if photos > 1:  # τ(N) from the one-photo curve, as before the calibration per photo count
             one = tau_for_n(backend, x.shape[1], run.key, n)[0]
             row["one_photo_curve_tau"] = one

@@ -6,7 +6,10 @@ identity's first image with a face and compares every image with a face against 
 about 2.6 M non-mated comparisons. For each 1:N setting (the score S_key decides on — the cosine for hers and
 cryptomask, the integer ⟨T_α(x), T_β(y)⟩ for idface after its centring and lift, seed 003 §4.1) it stores the
 upper quantiles ``q(p)`` of that distribution on a log grid of p, and an exponential tail ``log p = a − b·s``
-used beyond the smallest p measured. Settings without a fixed default (``default_tau.MIN_TPIR``: their τ accepts
+used beyond the smallest p measured. Since version 3 the stored ``q`` is an upper 95 % confidence bound q⁺(p) from
+resampling the held-out identities (``bounded_quantiles``; ``q_point`` keeps the point estimate): the k-photo tails
+rest on 53–310 identities, where the point estimate of a tail quantile gave fused galleries FPIR above the target.
+Settings without a fixed default (``default_tau.MIN_TPIR``: their τ accepts
 almost no mated search either) get no curve: such a gallery needs ``--tau``.
 
 **Fused templates** (issue 37: several photos per identity). For each k = 2 … ``photos_cap`` the same is measured
@@ -44,7 +47,10 @@ P_GRID = tuple(float(10 ** (-k / 8)) for k in range(8, 8 * 7 + 1))  # 1e-1 … 1
 MIN_EXCEED = 30  # a quantile is stored only where at least this many comparisons exceed it
 TAIL_FROM = 1e-3  # the exponential tail is fitted to the stored quantiles at p ≤ this
 MIN_IDENTITIES = 50  # a photo count k is calibrated only when this many held-out identities have ≥ k photos
-VERSION = 2  # 2: ``by_photos`` per setting (version 1 files hold the one-photo curve only; still read)
+BOOTSTRAP = 200  # identity-resampling replicates behind the stored upper bound q⁺(p)
+CONFIDENCE = 0.95  # q⁺(p): this quantile of the replicates' q(p)
+SEED = 37  # the replicates' identity draws (the same draws for every setting and photo count)
+VERSION = 3  # 3: q is the bound q⁺, q_point the point estimate; 2: ``by_photos``; 1: one-photo curve (all still read)
 
 
 def nonmated(x: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,6 +101,66 @@ def quantiles(scores: np.ndarray, p_grid=P_GRID) -> dict:
         slope, icpt = np.polyfit(*zip(*fit), 1)
     return {"p": [round(p, 12) for p in ps], "q": [round(v, 6) for v in q],
             "tail": [round(float(icpt), 6), round(float(-slope), 6)], "comparisons": int(n)}
+
+
+def bounded_quantiles(scores: np.ndarray, probe_id: np.ndarray, template_id: np.ndarray, rows_per_id: np.ndarray,
+                      has_template: np.ndarray, reps: int = BOOTSTRAP, conf: float = CONFIDENCE, seed: int = SEED
+                      ) -> dict:
+    """``quantiles`` with q(p) replaced by an upper confidence bound q⁺(p) (``q_point`` keeps the point estimate).
+
+    The comparisons are not independent: a held-out identity enters all of its own rows' comparisons and every
+    comparison with its template, so the sampling unit is the identity. Each replicate draws the held-out identities
+    with replacement (a cluster bootstrap, seeded), weighs the comparison (probe of identity a, template of identity
+    b) by w_a·w_b, and takes the weighted q(p) at the same p grid; q⁺(p) is the ``conf`` quantile of the replicates
+    (one-sided: P[q(p) > q⁺(p)] ≈ 1 − conf), so p(q⁺) bounds the per-comparison rate from above at ``conf``. The
+    exponential tail is fitted to q⁺ as ``quantiles`` fits it to q. ``probe_id`` / ``template_id`` index identities
+    0 … n−1; ``rows_per_id[i]`` counts identity i's probe rows, ``has_template[i]`` whether it has a template."""
+    point = quantiles(scores)
+    ps = np.asarray(point["p"])
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    s, a, b = np.asarray(scores, dtype=np.float64)[order], probe_id[order], template_id[order]
+    keep = min(s.size, max(int(0.3 * s.size), 1))  # p ≤ 0.1 lies in the top 30 % of every replicate (checked below)
+    rng = np.random.default_rng(seed)
+    n_ids = rows_per_id.size
+    reps_q = np.empty((reps, ps.size))
+    for r in range(reps):
+        w = rng.multinomial(n_ids, np.full(n_ids, 1.0 / n_ids)).astype(np.float64)
+        total = float(rows_per_id @ w) * float(has_template @ w) - float((rows_per_id * has_template) @ (w * w))
+        cw = np.cumsum(w[a[:keep]] * w[b[:keep]])
+        if cw[-1] < ps[0] * total:
+            keep = s.size  # a replicate reaching further down: use every comparison from here on
+            cw = np.cumsum(w[a] * w[b])
+        reps_q[r] = s[np.minimum(np.searchsorted(cw, ps * total), keep - 1)]
+    qu = np.maximum(np.quantile(reps_q, conf, axis=0, method="higher"), np.asarray(point["q"]))
+    qu = np.maximum.accumulate(qu)
+    fit = [(float(v), float(np.log(p))) for p, v in zip(ps, qu) if p <= TAIL_FROM]
+    if len({v for v, _ in fit}) < 2:
+        slope, icpt = -1e9, 0.0
+    else:
+        slope, icpt = np.polyfit(*zip(*fit), 1)
+    return {**point, "q": [round(float(v), 6) for v in qu], "tail": [round(float(icpt), 6), round(float(-slope), 6)],
+            "q_point": point["q"], "tail_point": point["tail"]}
+
+
+def identity_index(ids: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(probe identity index per row, template identity index per template, rows per identity, has-template flag)."""
+    names, probe_id, rows_per_id = np.unique(ids, return_inverse=True, return_counts=True)
+    template_id = np.searchsorted(names, owner)
+    has = np.zeros(names.size)
+    has[template_id] = 1.0
+    return probe_id, template_id, rows_per_id.astype(np.float64), has
+
+
+def curve_of(scores: np.ndarray, ids: np.ndarray, owner: np.ndarray, bound: bool = True) -> dict:
+    """The stored curve of a (probes, templates) score matrix (own-identity pairs dropped): ``bounded_quantiles``
+    (or, ``bound=False``, the point estimate ``quantiles``)."""
+    mask = ids[:, None] != owner[None, :]
+    if not bound:
+        return quantiles(scores[mask])
+    probe_id, template_id, rows, has = identity_index(ids, owner)
+    pa = np.broadcast_to(probe_id[:, None], scores.shape)[mask]
+    tb = np.broadcast_to(template_id[None, :], scores.shape)[mask]
+    return bounded_quantiles(scores[mask], pa, tb, rows, has)
 
 
 def settings_scores(x: np.ndarray, backend: str):
@@ -150,8 +216,7 @@ def calibrate(backend: str, data_root: str | None = None) -> dict:
             continue
         curves = {}
         for k, (t, owner, people) in fused.items():
-            s = pair(x, t)[ids[:, None] != owner[None, :]]
-            curves[k] = {**quantiles(s), "templates": int(len(t)), "identities": people}
+            curves[k] = {**curve_of(pair(x, t), ids, owner), "templates": int(len(t)), "identities": people}
         out[key] = {"step": step, **curves[1], "by_photos": {str(k): c for k, c in curves.items() if k > 1}}
     source = {"dataset": "lfw (grey), identities held out of every LFW evaluation: first byte of SHA-256(name) "
                          f"< {CALIBRATION_BYTE}",
@@ -159,6 +224,9 @@ def calibrate(backend: str, data_root: str | None = None) -> dict:
               **_dropped_source(dropped), "backend_options": make_backend(name=backend).options(),
               "model": "binomial: FPIR(N) = 1 − (1 − p)^N, p the per-comparison non-mated rate; a gallery of "
                        "N_k identities fused from k photos: FPIR = 1 − Π_k (1 − p_k)^N_k",
+              "bound": f"q(p) is an upper {CONFIDENCE:g} confidence bound (q_point: the point estimate): the "
+                       f"{CONFIDENCE:g} quantile of q(p) over {BOOTSTRAP} replicates drawing the held-out identities "
+                       f"with replacement (seed {SEED}); the tail is fitted to the bound",
               "photos_cap": cap, "photos_rule": f"k ≤ the largest k with ≥ {MIN_IDENTITIES} held-out identities of "
                                                 "≥ k photos; one template per identity: its first k photos",
               "command": f"python -m privface.eval.tau_curve --backend {backend}"}
@@ -218,7 +286,8 @@ def validate_photos(backend: str, data_root: str | None = None, ns=(10, 40), tar
     """Out-of-sample check of the per-photo-count curves: fit every k's curve on one half of the held-out identities
     (split as ``validate``), and on the other half form galleries of N identities each fused from its first k photos;
     the FPIR they give (exact expectation over random N-identity galleries, every photo of the half a probe against
-    the other identities) at τ from the k-photo curve and at τ from the one-photo curve."""
+    the other identities) at τ from the k-photo curve's point estimate, from the one-photo curve's, and from the
+    k-photo curve's upper bound (``bounded_quantiles``: what ships)."""
     from scipy.special import gammaln
 
     from ..scale.tau_curve import exceed_rate
@@ -229,10 +298,12 @@ def validate_photos(backend: str, data_root: str | None = None, ns=(10, 40), tar
     out: dict = {"backend": backend, "setting": key, "target_fpir": target, "rows": []}
     for fit in (0, 1):
         fr, tr = np.flatnonzero(half == fit), np.flatnonzero(half != fit)
-        curves = {}
+        curves, bounds = {}, {}
         for k in photos:
             t, owner, _ = fused_templates(x[fr], ids[fr], k)
-            curves[k] = quantiles(pair(x[fr], t)[ids[fr][:, None] != owner[None, :]])
+            bounds[k] = curve_of(pair(x[fr], t), ids[fr], owner)
+            curves[k] = {k2: v for k2, v in bounds[k].items() if k2 not in ("q", "tail")}
+            curves[k].update(q=bounds[k]["q_point"], tail=bounds[k]["tail_point"])
         for k in photos:
             t, owner, _ = fused_templates(x[tr], ids[tr], k)
             s = np.where(ids[tr][:, None] == owner[None, :], np.nan, pair(x[tr], t))
@@ -240,7 +311,8 @@ def validate_photos(backend: str, data_root: str | None = None, ns=(10, 40), tar
                 if n > len(owner) - 1:
                     continue
                 row = {"fit_half": fit, "photos": k, "n": n, "identities": int(len(owner))}
-                for name, curve in (("k_curve", curves[k]), ("one_photo_curve", curves[1])):
+                for name, curve in (("k_curve", curves[k]), ("one_photo_curve", curves[1]),
+                                    ("k_curve_bound", bounds[k])):
                     p_n = -np.expm1(np.log1p(-target) / n)
                     tau = _score(curve, p_n)
                     nt = np.sum(~np.isnan(s), axis=1)
@@ -249,7 +321,7 @@ def validate_photos(backend: str, data_root: str | None = None, ns=(10, 40), tar
                         none = np.where(a >= n, np.exp(gammaln(a + 1) - gammaln(a - n + 1) - gammaln(nt + 1)
                                                        + gammaln(nt - n + 1)), 0.0)
                     row[f"tau_{name}"] = round(float(tau), 4)
-                    row[f"fpir_test_{name}"] = round(float(np.mean(1 - none)), 5)
+                    row[f"fpir_test_{name}"] = round(max(0.0, float(np.mean(1 - none))), 5)
                     row[f"p_fit_{name}"] = float(f"{exceed_rate(curve, tau)[0]:.3g}")
                 out["rows"].append(row)
     return out

@@ -2,7 +2,9 @@
 
 ``tau_curve.json`` holds, per face backend and 1:N setting, the upper quantiles q(p) of the per-comparison
 non-mated score distribution measured on LFW identities no evaluation uses (``python -m privface.eval.tau_curve``)
-and an exponential tail for p below the measured ones. Seed 003 §5.2's open-set rule accepts iff the best of the N
+and an exponential tail for p below the measured ones; since version 3 each q(p) is an upper 95 % confidence bound
+(held-out identities resampled, ``eval.tau_curve.bounded_quantiles``), so p(τ) is bounded from above.
+Seed 003 §5.2's open-set rule accepts iff the best of the N
 scores reaches τ, so with a per-comparison false-match rate p the gallery's FPIR is 1 − (1 − p)^N and
 
     τ(N) = q(p_N),   p_N = 1 − (1 − FPIR)^{1/N},
@@ -154,7 +156,8 @@ def tau_for_mix(backend: str, dim: int, key: str, mix: dict[int, int], target: f
                  "photos": {str(k): v for k, v in sorted(mix.items())},
                  "photos_cap": max(curves),
                  "calibration": f"{src['identities']} held-out LFW identities, {comparisons} non-mated "
-                                f"comparisons ({src['command']})"}
+                                f"comparisons{', q(p) an upper confidence bound' if 'bound' in src else ''} "
+                                f"({src['command']})"}
 
 
 def tau_for_n(backend: str, dim: int, key: str, n: int, target: float = TARGET_FPIR, photos: int = 1
