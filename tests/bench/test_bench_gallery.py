@@ -30,3 +30,16 @@ def test_bench_gallery_cli_json():
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["scheme"] == "hers"
+
+
+def test_bench_gallery_keep_reuses_the_enrolled_gallery(tmp_path):
+    """``keep``: the second run enrols nothing, changes identities still present (fresh names for its adds) and
+    ends with the counts both runs' changes give; a kept directory of other settings is refused."""
+    keep = str(tmp_path / "kept")
+    first = bench_gallery("hers", 200, 16, batch=5, repeat=1, insecure_test_params=True, keep=keep)
+    second = bench_gallery("hers", 200, 16, batch=5, repeat=1, insecure_test_params=True, keep=keep)
+    assert first["reused"] is False and first["enrol_s"] > 0
+    assert second["reused"] is True and second["enrol_s"] is None and second["erased"] is True
+    assert first["identities_after"] == 200 + 1 + 5 - 2 and second["identities_after"] == 200 + 2 * (1 + 5 - 2)
+    with pytest.raises(ValueError, match="another bench gallery"):
+        bench_gallery("hers", 300, 16, batch=5, repeat=1, insecure_test_params=True, keep=keep)

@@ -4,6 +4,8 @@ rescale equals ``Evaluator.rescale_to_next``, the key holder's re-encryption dec
 padded plaintext, and the refresh's pads are uniform in both forms. Real parameters (HERS_CKKS) and the toy ring."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 import tenseal.sealapi as sealapi
@@ -76,10 +78,12 @@ def test_reencryption_decrypts_to_the_padded_plaintext(keys):
     cts = seal_arrays.ciphertext_to_array(ct)[None]
     masked, pads = ref.mask(cts, 2)
     (b, seed), = [ref.reencrypt_top(sec._secret_key, masked)]
+    assert b.shape == (2, 2, pub.n) and masked.nbytes == 3 * pub.n * 8  # c₁ once: (copies + 1)·n words
     dec = sealapi.Decryptor(pub.seal_context, sec._secret_key)
     for t in range(2):
         want = sealapi.Plaintext()
-        m = seal_arrays.ciphertext_from_array(pub.seal_context, ref.pid, masked[t], scale=pub.scale)
+        copy = np.stack([masked.padded[t, 0], masked.columns[0]])[:, None]
+        m = seal_arrays.ciphertext_from_array(pub.seal_context, ref.pid, copy, scale=pub.scale)
         dec.decrypt(m, want)
         top = np.stack([b[t], ref.expand_a(seed, t)])
         unit = sealapi.Plaintext()
@@ -97,8 +101,8 @@ def test_pads_are_uniform_and_the_first_clean_copy_is_picked(keys):
     pub, _, ref = keys
     cts = np.zeros((64, 2, 1, pub.n), dtype=np.uint64)
     masked, pads = ref.mask(cts, 3)
-    assert pads.shape == (3, 64, pub.n) and np.array_equal(masked[:, 0, 0], pads.reshape(-1, pub.n))
-    assert np.array_equal(masked[:, 1], cts[0, 1][None].repeat(192, axis=0))
+    assert pads.shape == (3, 64, pub.n) and np.array_equal(masked.padded, pads)
+    assert np.array_equal(masked.columns, cts[:, 1, 0])
     r = ref.low.inverse(pads.reshape(-1, 1, pub.n)).astype(np.float64) / ref.q0
     for x in (pads.astype(np.float64) / ref.q0, r):  # both forms uniform on [0, 1): mean ½, variance 1/12
         assert abs(x.mean() - 0.5) < 0.01 and abs(x.var() - 1 / 12) < 0.005
@@ -126,13 +130,54 @@ def test_encryptions_of_zero_at_the_top_decrypt_to_zero_after_the_rescale(keys):
         assert np.abs(pub.encoder.decode_double(pt)).max() < 1e-6
 
 
-def test_expand_all_equals_expand_a_on_both_paths(keys):
-    """The key holder's vectorised expansion of the a halves equals the holder's one-by-one ``expand_a``; with the
-    word masks widened (every copy then has words ≥ the prime) each copy takes expand_a's rejection path."""
-    pub, _, ref = keys
-    seed = bytes(range(32))
-    want = np.stack([ref.expand_a(seed, i) for i in range(7)])
-    assert np.array_equal(ref.expand_all(seed, 7), want)
-    other = CKKSRefresh(pub)
-    other._expand_masks = np.full_like(other._expand_masks, np.iinfo(np.uint64).max)
-    assert np.array_equal(other.expand_all(seed, 7), want)
+def _binomial_words(seed: bytes, stream: int, n: int) -> np.ndarray:
+    """The spec of the key holder's errors, written here with ``cryptography``'s ChaCha20 (not the native core's):
+    stream j's keystream as little-endian words, one per coefficient, η = 24 from two 24-bit fields."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    ks = Cipher(algorithms.ChaCha20(seed, struct.pack("<QQ", 0, stream)), None).encryptor().update(bytes(8 * n))
+    w = np.frombuffer(ks, dtype="<u8")
+    return (np.bitwise_count(w & np.uint64(0xFFFFFF)).astype(np.int64)
+            - np.bitwise_count((w >> np.uint64(24)) & np.uint64(0xFFFFFF)).astype(np.int64))
+
+
+def test_native_reencryption_equals_the_reference_bit_for_bit(keys):
+    """``bfv.Basis.refresh_reencrypt`` (one native pass per copy, c₁ sent once) equals the step written out with
+    SEAL-order transforms and numpy: decrypt at q₀, centre, + the η = 24 errors of ChaCha20(seed_e) stream j,
+    encrypt at q₀·P with a_j = ``expand_a(seed_a, j)`` — copy j of ciphertext j mod g."""
+    pub, sec, ref = keys
+    rng = np.random.default_rng(5)
+    g, copies, n = 3, 2, pub.n
+    cts = _residues(rng, (ref.q0,), 2 * g, n).reshape(g, 2, 1, n)
+    masked, _ = ref.mask(cts, copies)
+    s = seal_arrays.secret_key_array(sec._secret_key, n, 2)
+    seed_a, seed_e = bytes(range(32)), bytes(range(1, 33))
+    got = ref.high.basis.refresh_reencrypt(masked.padded.reshape(-1, n), masked.columns, s, ref.high.perm,
+                                           seed_a, seed_e)
+    q = np.array([ref.q0, ref.p], dtype=object)[:, None]
+    for j in range(copies * g):
+        c0, c1 = masked.padded[j // g, j % g], masked.columns[j % g]
+        w = ref.low.inverse(((c0.astype(object) + c1.astype(object) * s[0].astype(object)) % ref.q0)
+                            .astype(np.uint64)[None, None])[0, 0].astype(object)
+        v = np.where(w > ref.q0 // 2, w - ref.q0, w) + _binomial_words(seed_e, j, n).astype(object)
+        plain = ref.high.forward(np.stack([v % ref.q0, v % ref.p]).astype(np.uint64)[None])[0].astype(object)
+        a = ref.expand_a(seed_a, j).astype(object)
+        want = ((plain - a * s.astype(object)) % q).astype(np.uint64)
+        assert np.array_equal(got[j], want), j
+
+
+def test_native_reencryption_refuses_what_does_not_fit(keys):
+    pub, sec, ref = keys
+    n = pub.n
+    s = seal_arrays.secret_key_array(sec._secret_key, n, 2)
+    ok = np.zeros((4, n), dtype=np.uint64)
+    bad_perm = ref.high.perm.copy()
+    bad_perm[0, 0] = bad_perm[0, 1]
+    for args in ((np.zeros((3, n), dtype=np.uint64), np.zeros((2, n), dtype=np.uint64), s, ref.high.perm),
+                 (np.full((4, n), ref.q0, dtype=np.uint64), ok[:2], s, ref.high.perm),
+                 (ok, ok[:2], s, bad_perm)):
+        with pytest.raises(ValueError):
+            ref.high.basis.refresh_reencrypt(*args, bytes(32), bytes(32))
+    with pytest.raises(Exception, match="residue|copies|expected"):
+        ref.reencrypt_top(sec._secret_key, (np.full((1, 1, n), 2 ** 63, dtype=np.uint64), ok[:1]))
+

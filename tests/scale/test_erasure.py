@@ -16,6 +16,7 @@ import pytest
 import tenseal.sealapi as sealapi
 
 from privface.crypto import seal_arrays
+from privface.crypto.ckks_refresh import Masked
 from privface.scale import NpySource, enrol, identify
 from privface.scale.gallery import Gallery, key_server
 from privface.scale.lifecycle import list_ids, update, withdraw
@@ -122,7 +123,9 @@ def test_a_refresh_answer_that_is_not_the_keys_is_refused(tmp_path):
     with pytest.raises(ProtocolError):
         key.refresh(np.zeros((2, 2, 1, 7), dtype=np.uint64))
     with pytest.raises(ProtocolError):
-        key.refresh(np.full((1, 2, 1, 2048), 2 ** 63, dtype=np.uint64))
+        key.refresh(Masked(np.zeros((2, 2, 7), dtype=np.uint64), np.zeros((2, 7), dtype=np.uint64)))
+    with pytest.raises(ProtocolError):
+        key.refresh(Masked(np.full((1, 1, 2048), 2 ** 63, dtype=np.uint64), np.zeros((1, 2048), dtype=np.uint64)))
 
     class Liar:
         def refresh(self, masked):

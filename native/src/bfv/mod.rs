@@ -9,6 +9,7 @@ pub mod arith;
 pub mod ntt;
 pub mod pack;
 pub mod pool;
+pub mod refresh;
 pub mod rns;
 pub mod verifier_key;
 
@@ -207,6 +208,46 @@ impl PyBasis {
         let k = shape.len() - 2;
         shape[k] = limbs - 1;
         array(py, shape, out)
+    }
+
+    /// The erasing refresh's key step (``refresh::reencrypt``) on this basis (q₀, P): c0 (m, N) padded copies and
+    /// c1 (d, N) with d | m, mod q₀; s (2, N) the secret key; perm (2, N) SEAL's NTT index → natural index; two
+    /// 32-byte seeds (a, and the fresh errors). Returns b (m, 2, N), SEAL's NTT order.
+    #[allow(clippy::too_many_arguments)]
+    fn refresh_reencrypt<'py>(
+        &self,
+        py: Python<'py>,
+        c0: PyReadonlyArrayDyn<'py, u64>,
+        c1: PyReadonlyArrayDyn<'py, u64>,
+        s: PyReadonlyArrayDyn<'py, u64>,
+        perm: PyReadonlyArrayDyn<'py, u64>,
+        seed_a: &[u8],
+        seed_e: &[u8],
+    ) -> Out<'py> {
+        let n = self.inner.n;
+        if self.inner.l != 2 || self.inner.special {
+            return Err(err("refresh: the basis must be (q₀, P)".into()));
+        }
+        let (m, d) = (c0.shape(), c1.shape());
+        if m.len() != 2 || d.len() != 2 || m[1] != n || d[1] != n || d[0] == 0 || m[0] % d[0] != 0 {
+            return Err(err(format!(
+                "refresh: expected c0 (m, {n}), c1 (d, {n}), d | m; got {m:?}, {d:?}"
+            )));
+        }
+        Self::exact(perm.shape(), &[2, n], "refresh order map")?;
+        let (sv, _) = self.checked(&s, false, "refresh secret key")?;
+        let (c0v, c1v) = (flat(&c0), flat(&c1));
+        let q0 = self.inner.tables[0].m.p;
+        if c0v.iter().chain(c1v.iter()).any(|&x| x >= q0) {
+            return Err(err("refresh: a residue is not below q₀".into()));
+        }
+        let pv: Vec<usize> = flat(&perm).iter().map(|&x| x as usize).collect();
+        let (sa, se) = (seed32(seed_a, "refresh seed")?, seed32(seed_e, "refresh seed")?);
+        let rows = m[0];
+        let out = py
+            .detach(|| pool::install(|| refresh::reencrypt(&self.inner, &c0v, &c1v, &sv, &pv, sa, se)))
+            .map_err(err)?;
+        array(py, vec![rows, 2, n], out)
     }
 
     /// Uniform residues (count, limbs, cols) mod the data (or key) primes, expanded from a 32-byte seed

@@ -243,7 +243,7 @@ def _gallery(a) -> int:
     from ..bench.gallery import bench_gallery
 
     out = bench_gallery(a.scheme or "hers", a.n, a.dim or 128, repeat=a.repeat or 3,
-                        insecure_test_params=a.insecure_test_params, progress=not a.json)
+                        insecure_test_params=a.insecure_test_params, progress=not a.json, keep=a.keep)
     print_result(out, a.json)
     return 0
 
@@ -317,6 +317,8 @@ def register(sub) -> None:
                    "against plaintext (a gallery larger than one process holds, e.g. 2^21 on 3 nodes)")
     s.add_argument("--store", metavar="URL", help="cluster: the gallery store (PostgreSQL; default "
                    "$PRIVFACE_TEST_PG_URL)")
+    s.add_argument("--keep", metavar="DIR", help="gallery: enrol into DIR once and reuse that gallery on later runs "
+                   "with the same --scheme/--n/--dim (enrol_s null, reused true); delete DIR when done")
     s.add_argument("--seal-adds", action="store_true",
                    help="identify, idface-ckks: also time IP_DB's additions with SEAL add_inplace")
     s.add_argument("--ell", type=int, help="gsm: template length ℓ (with --m: one row instead of the grid); "

@@ -7,13 +7,17 @@ Why a refresh. No integer-coefficient plaintext zeroes one CKKS slot: the slots 
 then divisible by X^N + 1). A 0/1 slot mask μ is therefore encoded at a scale P and the product rescaled by P: it
 needs one more prime than a ciphertext stored at one prime q₀ has. The refresh lifts the ciphertext to q₀·P:
 
-1. ``mask`` (holder of the ciphertexts, no secret): for each ciphertext, ``attempts`` = k copies ct + (r_t, 0) with
-   r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext. The pad is drawn in NTT form (uniform
-   there, so uniform in coefficients: the NTT is a bijection) and brought to coefficients only when ``prepare``
-   tests it.
-2. ``reencrypt_top`` (key holder): w_t = Dec(ct + r_t) mod q₀, lifted to (−q₀/2, q₀/2], encrypted afresh under s
-   at modulus q₀·P (symmetric RLWE encryption: uniform a expanded from a fresh 32-byte seed, which travels instead
-   of a; centred binomial error η = 24). The key holder
+1. ``mask`` (holder of the ciphertexts, no secret): for each ciphertext ct = (c₀, c₁), ``attempts`` = k copies
+   ct + (r_t, 0) with r_t uniform mod q₀ — each copy alone is a one-time pad of the plaintext. The copies differ in
+   c₀ + r_t only; their common c₁ is sent once (``Masked``: the padded c₀ halves and the c₁ halves), which is the
+   same view as k whole copies (they carry k equal c₁'s), for (k + 1)/(2k) of the bytes. The pad is drawn in NTT
+   form (uniform there, so uniform in coefficients: the NTT is a bijection) and brought to coefficients only when
+   ``prepare`` tests it.
+2. ``reencrypt_top`` (key holder): w_t = Dec(ct + r_t) = c₀ + r_t + c₁·s mod q₀ (c₁·s once per ciphertext), lifted
+   to (−q₀/2, q₀/2], encrypted afresh under s at modulus q₀·P (symmetric RLWE encryption: uniform a expanded from a
+   fresh 32-byte seed, which travels instead of a; centred binomial error η = 24 from ChaCha20 under a fresh seed
+   from the OS) — one pass per copy in the native core (``bfv.Basis.refresh_reencrypt``) on SEAL's NTT-order
+   arrays. The key holder
    sees k uniform values per ciphertext and is not told which slots are being erased, nor which copy will be used.
 3. ``erase`` (holder): per ciphertext, a copy whose mask is *clean* — every centred coefficient |r_i| ≤ ⌊q₀/2⌋ − B,
    B ≥ |m_i + e_i| (``plaintext_bound``), so that w − r = m + e exactly over the integers — is chosen; r is
@@ -38,6 +42,7 @@ from __future__ import annotations
 import math
 import secrets
 import struct
+from typing import NamedTuple
 
 import numpy as np
 import tenseal.sealapi as sealapi
@@ -45,6 +50,19 @@ import tenseal.sealapi as sealapi
 from ..errors import CryptoError
 from . import seal_arrays
 from .seal_ntt import SealOrderNTT
+
+
+class Masked(NamedTuple):
+    """What the holder sends the key holder (step 1): ``padded`` (attempts, k, n) the copies' c₀ + r_t and
+    ``columns`` (k, n) the ciphertexts' c₁ (one per ciphertext: every copy of it has the same), all NTT form mod q₀,
+    uint64."""
+
+    padded: np.ndarray
+    columns: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.padded.nbytes + self.columns.nbytes)
 
 
 def plaintext_bound(scale: float, max_slot: float = 1.0 + 1e-6) -> int:
@@ -93,26 +111,24 @@ class CKKSRefresh:
         self.pk = seal_arrays.ciphertext_to_array(public.public_key.data())  # (2, 2, n) at q₀·P, SEAL's NTT order
         if self.pk.shape != (2, 2, self.n):
             raise CryptoError("the refresh needs the public key at the key level q₀·P")
-        self._expand_masks = np.array([[(1 << q.bit_length()) - 1] for q in key_primes], dtype=np.uint64)[None]
         self.bound = plaintext_bound(public.scale)
         self.clean = self.q0 // 2 - self.bound
 
     # ---------------------------------------------------------------- holder of the ciphertexts (no secret key)
-    def mask(self, cts: np.ndarray, attempts: int) -> tuple[np.ndarray, np.ndarray]:
-        """(masked, pads): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n), shape
-        (attempts·k, 2, 1, n) copy-major, and their pads (attempts, k, n), NTT form: uniform mod q₀ (the native
-        core's ChaCha20 under a fresh seed from ``secrets``), so each r_t = NTT⁻¹(pad) is uniform mod q₀ too (the NTT
-        is a bijection of Z_q₀^n) and only the copies ``prepare`` looks at are ever transformed."""
+    def mask(self, cts: np.ndarray, attempts: int) -> tuple[Masked, np.ndarray]:
+        """(masked, pads): ``attempts`` masked copies of k NTT-form ciphertexts (k, 2, 1, n) — ``Masked``: the
+        padded c₀ halves (attempts, k, n), copy-major, and the k c₁ halves once — and their pads (attempts, k, n),
+        NTT form: uniform mod q₀ (the native core's ChaCha20 under a fresh seed from ``secrets``), so each
+        r_t = NTT⁻¹(pad) is uniform mod q₀ too (the NTT is a bijection of Z_q₀^n) and only the copies ``prepare``
+        looks at are ever transformed."""
         cts = self._check(cts, 1)
         k = cts.shape[0]
         if not 1 <= attempts <= 16:
             raise CryptoError("refresh: 1 to 16 copies per ciphertext")
-        pads = self.low.basis.uniform(secrets.token_bytes(32), attempts * k)[:, 0]
-        out = np.tile(cts, (attempts, 1, 1, 1))
-        c0 = out[:, 0, 0]
-        c0 += pads
-        seal_arrays.reduce_once(c0, self.top_moduli[:1])
-        return out, pads.reshape(attempts, k, self.n)
+        pads = self.low.basis.uniform(secrets.token_bytes(32), attempts * k)[:, 0].reshape(attempts, k, self.n)
+        padded = pads + cts[None, :, 0, 0]  # residues < 2^61: no wrap
+        seal_arrays.reduce_once(padded, self.top_moduli[:1])
+        return Masked(padded, np.ascontiguousarray(cts[:, 1, 0])), pads
 
     def prepare(self, pads: np.ndarray, keep: np.ndarray) -> tuple:
         """The part of step 3 that needs only the pads and the slot mask (so it can run while the key holder
@@ -152,24 +168,27 @@ class CKKSRefresh:
 
     def erase(self, answer: list, pads: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
-        (b, seed) chunks, b (j, 2, n) in copy order, the a halves expanded from seed (``expand_a``) — and the pads
-        (attempts, k, n) (``prepared``: ``prepare(pads, keep)``, computed here when not given); CryptoError when the
-        answer does not fit or some ciphertext has no clean copy."""
+        (b, seed) chunks, chunk c for the next g_c ciphertexts with all their copies, b (attempts·g_c, 2, n)
+        copy-major, the a halves expanded from seed (``expand_a``) — and the pads (attempts, k, n) (``prepared``:
+        ``prepare(pads, keep)``, computed here when not given); CryptoError when the answer does not fit or some
+        ciphertext has no clean copy."""
         attempts, k, pick, r_top, mu, (pu, e) = prepared if prepared is not None else self.prepare(pads, keep)
         if pads.shape != (attempts, k, self.n):
             raise CryptoError("erase: masks of the wrong shape")
-        where = []  # copy index → (chunk, index in chunk)
-        for c, (b, seed) in enumerate(answer):
-            if not isinstance(b, np.ndarray) or b.ndim != 3 or b.shape[1:] != (2, self.n) or len(seed) != 32:
+        chunks, lo = [], 0  # (first ciphertext, its ciphertexts, b, seed)
+        for b, seed in answer:
+            if (not isinstance(b, np.ndarray) or b.ndim != 3 or b.shape[1:] != (2, self.n) or len(seed) != 32
+                    or not b.shape[0] or b.shape[0] % attempts):
                 raise CryptoError("erase: the key holder's answer has the wrong shape")
-            where += [(c, i) for i in range(b.shape[0])]
-        if len(where) != attempts * k:
-            raise CryptoError(f"erase: the key holder answered {len(where)} copies, {attempts * k} were sent")
+            chunks.append((lo, b.shape[0] // attempts, b, seed))
+            lo += b.shape[0] // attempts
+        if lo != k:
+            raise CryptoError(f"erase: the key holder answered for {lo} ciphertexts, {k} were sent")
         top = np.empty((k, 2, 2, self.n), dtype=np.uint64)
-        for j in range(k):
-            c, i = where[pick[j] * k + j]
-            b, seed = answer[c]
-            top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
+        for lo, g, b, seed in chunks:
+            for j in range(lo, lo + g):
+                i = int(pick[j]) * g + j - lo
+                top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
         self._check(top, 2)
         top[:, 0] = (top[:, 0] + self.top_moduli - r_top) % self.top_moduli
         x = self.high.mul(top, mu)
@@ -182,28 +201,19 @@ class CKKSRefresh:
         return self.low.forward(self.high.basis.rescale(coeffs))
 
     # ---------------------------------------------------------------- key holder
-    def reencrypt_top(self, secret_key, masked: np.ndarray) -> tuple[np.ndarray, bytes]:
-        """Step 2: decrypt each masked ciphertext (k, 2, 1, n) to w and return fresh encryptions (b, a) of w at
-        q₀·P, NTT form, as (b (k, 2, n), seed): a_i = ``expand_a(seed, i)``, so only b and 32 bytes travel.
-        ``masked`` is checked (shape, dtype, residues < q₀) before any use."""
-        masked = self._check(masked, 1)
+    def reencrypt_top(self, secret_key, masked: Masked) -> tuple[np.ndarray, bytes]:
+        """Step 2: decrypt each masked copy (``Masked``: padded (attempts, g, n), columns (g, n)) to w and return
+        fresh encryptions (b, a) of w at q₀·P, NTT form, as (b (attempts·g, 2, n) copy-major, seed):
+        a_i = ``expand_a(seed, i)``, so only b and 32 bytes travel. ``masked`` is checked (shape, dtype, residues
+        < q₀) before any use; the work is one native pass per copy (``bfv.Basis.refresh_reencrypt``: c₁·s once
+        per ciphertext, the errors' ChaCha20 seed fresh from ``secrets``)."""
+        padded, columns = self._check_masked(masked)
         if getattr(self, "_s", (None,))[0] is not secret_key:
             self._s = (secret_key, seal_arrays.secret_key_array(secret_key, self.n, 2))
-        s = self._s[1]
-        q0 = np.array([[self.q0]], dtype=np.uint64)
-        w = seal_arrays.reduce_once(self.low.mul(masked[:, 1], s[:1]) + masked[:, 0], q0[None])
-        w = self.low.inverse(w)[:, 0]
-        k = masked.shape[0]
-        wc = w.view(np.int64)  # residues < q₀ < 2^63: lift to (−q₀/2, q₀/2] in place
-        np.subtract(wc, np.int64(self.q0), out=wc, where=w > np.uint64(self.q0 // 2))
-        wc += binomial(k * self.n).reshape(k, self.n)
-        plain = self._ntt_top(wc, centred=True)  # |w + e| ≤ q₀/2 + 24 < min(q₀, P)
         seed = secrets.token_bytes(32)
-        a = self.expand_all(seed, k)
-        as_ = self.high.mul(a, s)
-        np.subtract(self.top_moduli, as_, out=as_)  # −a·s: residues in (0, q]
-        np.add(plain, as_, out=plain)
-        return seal_arrays.reduce_once(plain, self.top_moduli[None]), seed
+        b = self.high.basis.refresh_reencrypt(padded.reshape(-1, self.n), columns, self._s[1], self.high.perm,
+                                              seed, secrets.token_bytes(32))
+        return b, seed
 
     def expand_a(self, seed: bytes, i: int) -> np.ndarray:
         """The uniform a (2, n) of the i-th fresh encryption, NTT form mod (q₀, P): the ChaCha20 keystream under
@@ -223,26 +233,20 @@ class CKKSRefresh:
             out[limb] = np.concatenate(got)
         return out
 
-    def expand_all(self, seed: bytes, count: int) -> np.ndarray:
-        """(count, 2, n): ``expand_a(seed, i)`` for i < count, vectorised: each copy's keystream is drawn in one
-        piece and, where its first n words per prime are all below the prime (all but ≈ n·2^−40 of the time at
-        60-bit primes), taken as they are; any other copy goes through ``expand_a``."""
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
-
-        words = self.n + 64  # what expand_a's first draw per prime takes
-        raw = np.empty((count, 2, words), dtype=np.uint64)
-        flat = raw.reshape(count, 2 * words)
-        zero = bytes(16 * words)
-        for i in range(count):
-            stream = Cipher(algorithms.ChaCha20(seed, struct.pack("<QQ", 0, i)), None).encryptor()
-            flat[i] = np.frombuffer(stream.update(zero), dtype="<u8")
-        out = raw[:, :, :self.n]
-        out &= self._expand_masks
-        for row in np.flatnonzero(np.any(out >= self.top_moduli[None], axis=(1, 2))).tolist():
-            out[row] = self.expand_a(seed, row)
-        return np.ascontiguousarray(out)
-
     # ---------------------------------------------------------------- helpers
+    def _check_masked(self, masked) -> tuple[np.ndarray, np.ndarray]:
+        if not isinstance(masked, tuple) or len(masked) != 2:
+            raise CryptoError("refresh: expected the padded halves and the columns")
+        padded, columns = masked
+        for a, nd in ((padded, 3), (columns, 2)):
+            if not isinstance(a, np.ndarray) or a.dtype != np.uint64 or a.ndim != nd or a.shape[-1] != self.n:
+                raise CryptoError(f"refresh: expected uint64 (attempts, g, {self.n}) and (g, {self.n})")
+        if not 1 <= padded.shape[0] <= 16 or padded.shape[1] != columns.shape[0] or not columns.shape[0]:
+            raise CryptoError("refresh: 1 to 16 copies of each of g ≥ 1 ciphertexts")
+        if np.any(padded >= np.uint64(self.q0)) or np.any(columns >= np.uint64(self.q0)):
+            raise CryptoError("refresh: residue not below its prime")
+        return np.ascontiguousarray(padded), np.ascontiguousarray(columns)
+
     def _check(self, cts: np.ndarray, limbs: int) -> np.ndarray:
         shape = (2, limbs, self.n)
         if not isinstance(cts, np.ndarray) or cts.dtype != np.uint64 or cts.ndim != 4 or cts.shape[1:] != shape:
@@ -315,4 +319,4 @@ def binomial(n: int) -> np.ndarray:
     return (plus - np.bitwise_count(raw & np.uint64(0xFFFFFF << 24)).view(np.int8)).astype(np.int64)
 
 
-__all__ = ["CKKSRefresh", "attempts_for", "hiding_bits", "plaintext_bound"]
+__all__ = ["CKKSRefresh", "Masked", "attempts_for", "hiding_bits", "plaintext_bound"]

@@ -37,6 +37,7 @@ class SealOrderNTT:
             if not np.array_equal(native_points[limb][k], seal_points[limb]) or np.unique(k).size != n:
                 raise CryptoError(f"SEAL's NTT points mod {self.moduli[limb]} are not the native transform's")
             perm[limb] = k
+        self.perm = perm.astype(np.uint64)  # (L, n): SEAL's j-th value is the native transform's perm[l, j]-th
         offsets = (np.arange(len(self.moduli)) * n)[:, None]  # one gather over (L·n) columns: numpy's fastest
         self._perm, self._inv = (perm + offsets).ravel(), (np.argsort(perm, axis=1) + offsets).ravel()
         self.q = np.array(self.moduli, dtype=np.uint64)[:, None]

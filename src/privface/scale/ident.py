@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from ..crypto.ckks_refresh import Masked
 from ..errors import CryptoError, PrivfaceError, ProtocolError, TemplateError, UnavailableError
 from ..protocols.common import read_message
 from ..protocols.hers.messages import (
@@ -56,8 +57,9 @@ CHUNK_BYTES = 3 << 20
 MAX_CHUNK_BLOCKS = 128  # the schema's ``counts`` maximum
 EARLIER_LAYOUTS = 4
 """Earlier layouts (gallery sizes) of the attached gallery S_key still accepts chunks of, for requests in flight."""
-REENCRYPT_CIPHERTEXTS = 8
-"""Ciphertexts per ``Reencrypt`` frame (erasure): 1 MiB out and back at N = 8192."""
+REENCRYPT_BYTES = 3_900_000
+"""Bound on a ``Reencrypted`` frame's b halves (erasure; the wire's 4 MB field): a ``Reencrypt`` frame carries the
+copies of as many ciphertexts as fit (5 at N = 8192 with 5 copies: 3.3 MB back, 2.0 MB out)."""
 MAX_PENDING, PENDING_TTL = 256, 600.0
 """Open multi-chunk requests S_key keeps at most, and for how many seconds an unfinished one is kept."""
 
@@ -234,12 +236,15 @@ class KeyRole:
         secret = self._gallery[0]
         if not hasattr(secret, "refresh"):
             raise ProtocolError("this gallery's scheme does not erase by refresh")
-        n = secret.public.n
-        raw = msg.ciphertexts
-        per = 2 * n * 8
-        if not raw or len(raw) % per or len(raw) // per > REENCRYPT_CIPHERTEXTS:
-            raise ProtocolError(f"Reencrypt: 1 to {REENCRYPT_CIPHERTEXTS} ciphertexts of {per} bytes")
-        masked = np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(-1, 2, 1, n)
+        n, copies = secret.public.n, msg.copies
+        per = n * 8
+        g = len(msg.columns) // per
+        if (not g or len(msg.columns) % per or not 1 <= copies <= 16 or len(msg.padded) != copies * g * per
+                or copies * g * 2 * per > REENCRYPT_BYTES):
+            raise ProtocolError(f"Reencrypt: 1 to 16 copies of g ciphertexts ({per}-byte halves), "
+                                f"answer ≤ {REENCRYPT_BYTES} bytes")
+        masked = Masked(np.frombuffer(msg.padded, dtype="<u8").astype(np.uint64).reshape(copies, g, n),
+                        np.frombuffer(msg.columns, dtype="<u8").astype(np.uint64).reshape(g, n))
         (b, seed), = secret.refresh(masked)
         return Reencrypted(np.ascontiguousarray(b, dtype="<u8").tobytes(), seed)
 
@@ -268,20 +273,23 @@ class KeyRole:
 
 class KeyLink:
     """S_local's side of the erasing refresh over a link with ``reencrypt`` (a ``KeyRole`` in process, or
-    ``service.clients.hers.HttpKeyServer``): ``refresh(masked)`` sends the masked ciphertexts in frames of
-    ``REENCRYPT_CIPHERTEXTS`` and returns S_key's answers, checked for shape."""
+    ``service.clients.hers.HttpKeyServer``): ``refresh(masked)`` sends the masked copies (``Masked``) in frames of
+    as many ciphertexts (all their copies, each c₁ once) as ``REENCRYPT_BYTES`` allows and returns S_key's answers,
+    one (b, seed) chunk per frame, checked for length."""
 
     def __init__(self, key) -> None:
         self.key = key
 
-    def refresh(self, masked: np.ndarray) -> list[tuple[np.ndarray, bytes]]:
-        n = masked.shape[-1]
+    def refresh(self, masked: Masked) -> list[tuple[np.ndarray, bytes]]:
+        copies, k, n = masked.padded.shape
+        g = max(1, min(k, REENCRYPT_BYTES // (copies * 2 * n * 8)))
         out = []
-        for lo in range(0, masked.shape[0], REENCRYPT_CIPHERTEXTS):
-            part = masked[lo:lo + REENCRYPT_CIPHERTEXTS]
-            frame = Reencrypt(np.ascontiguousarray(part, "<u8").tobytes())
+        for lo in range(0, k, g):
+            cols, pads = masked.columns[lo:lo + g], masked.padded[:, lo:lo + g]
+            frame = Reencrypt(copies, np.ascontiguousarray(cols, "<u8").tobytes(),
+                              np.ascontiguousarray(pads, "<u8").tobytes())
             reply = read_message(Reencrypted, self.key.reencrypt(frame))
-            if len(reply.ciphertexts) != part.shape[0] * 2 * n * 8 or len(reply.seed) != 32:
+            if len(reply.ciphertexts) != pads.shape[0] * pads.shape[1] * 2 * n * 8 or len(reply.seed) != 32:
                 raise ProtocolError("the key server's Reencrypted has the wrong length")
             out.append((np.frombuffer(reply.ciphertexts, dtype="<u8").astype(np.uint64).reshape(-1, 2, n),
                         reply.seed))

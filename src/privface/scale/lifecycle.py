@@ -127,14 +127,16 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
 
 
 def _retuned(report: dict, gallery_url: str, name: str, key_store_url: str | None = None, on: bool = True,
-             source=None) -> dict:
-    """The change's report with τ recomputed for the identities the gallery now answers (``layout.retune``; the
-    photo counts of ``source``'s identities join the key store's); not ``on`` (S_local serving over HTTP never opens
-    the key store): S_key recomputes it at the next attach, counting identities it did not see as the strictest."""
+             source=None, answered: int | None = None) -> dict:
+    """The change's report with τ recomputed for the identities the gallery now answers (``answered`` when the
+    change counted them, else read again; ``layout.retune``; the photo counts of ``source``'s identities join the
+    key store's); not ``on`` (S_local serving over HTTP never opens the key store): S_key recomputes it at the next
+    attach, counting identities it did not see as the strictest."""
     if not on:
         return report
     photos = None if source is None else photo_histogram(source)
-    return {**report, **retune(gallery_url, name, key_store_url, len(list_ids(gallery_url, name)), photos)}
+    n = len(list_ids(gallery_url, name)) if answered is None else answered
+    return {**report, **retune(gallery_url, name, key_store_url, n, photos)}
 
 
 def _tau(gallery_url: str, name: str, key_store_url: str | None, n: int | None = None) -> dict:
@@ -175,10 +177,11 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         g = Gallery(gallery_url, name)
         collect(local, name, g.meta, g.nblocks)
-        commits, where = {}, {}
+        commits, where, answered = {}, {}, 0
         for b in range(g.nblocks):
             key_b = record_key(name, block_key(b, g.gens[b]))
             commit = read_json(local.get(LOCAL, key_b), f"block {b} commit record")
+            answered += len(commit["ids"]) - commit["ids"].count(None)
             for slot, i in enumerate(commit["ids"]):
                 if i in wanted and i not in where:
                     where[i] = (b, slot)
@@ -205,7 +208,8 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
             local.put(LOCAL, record_key(name, "meta"), json.dumps(meta).encode())  # the change is done here
             purged = local.purge()  # the superseded commit records (they named the ids)
     return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": gen,
-                     "store_purged": purged, **report}, gallery_url, name, on=retune_tau)
+                     "store_purged": purged, **report}, gallery_url, name, on=retune_tau,
+                    answered=answered - len(wanted))
 
 
 def _carried(commit: dict, erased: bool = False) -> dict:

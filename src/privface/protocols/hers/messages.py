@@ -96,16 +96,20 @@ class Result(Message):
 
 @dataclass
 class Reencrypt(Message):
-    """S_local → S_key: masked one-prime CKKS ciphertexts as little-endian uint64 of shape (k, 2, 1, n), NTT form
-    (``crypto.ckks_refresh.CKKSRefresh.mask``)."""
+    """S_local → S_key: ``copies`` masked copies of g one-prime CKKS ciphertexts (``crypto.ckks_refresh.Masked``),
+    NTT form, little-endian uint64: ``columns`` the g c₁ halves (g, n), once; ``padded`` the copies' c₀ + r halves
+    (copies, g, n), copy-major. (Type id 1295; 1287, whole copies (k, 2, 1, n), is retired.)"""
 
     WIRE_NAME = "ident.Reencrypt"
-    ciphertexts: bytes
+    copies: int
+    columns: bytes
+    padded: bytes
 
 
 @dataclass
 class Reencrypted(Message):
-    """S_key → S_local: fresh encryptions (b, a) of their plaintexts at q₀·P: b as little-endian uint64 (k, 2, n),
+    """S_key → S_local: fresh encryptions (b, a) of their plaintexts at q₀·P: b as little-endian uint64
+    (copies·g, 2, n) in the ``Reencrypt``'s copy order,
     a expanded from ``seed`` (``CKKSRefresh.expand_a``)."""
 
     WIRE_NAME = "ident.Reencrypted"

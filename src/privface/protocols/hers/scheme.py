@@ -20,7 +20,7 @@ import numpy as np
 import tenseal.sealapi as sealapi
 
 from ...crypto import seal_arrays
-from ...crypto.ckks_refresh import CKKSRefresh, attempts_for, hiding_bits
+from ...crypto.ckks_refresh import CKKSRefresh, Masked, attempts_for, hiding_bits
 from ...crypto.lattice import LatticePublicContext, LatticeSecretContext
 from ...crypto.parallel import parallel_map
 from ...errors import CryptoError, ProtocolError, TemplateError
@@ -202,14 +202,15 @@ class HERSKey:
         self.capacity = self.public.slot_count
         self._decryptor = sealapi.Decryptor(self.public.seal_context, secret._secret_key)
 
-    def refresh(self, masked: np.ndarray) -> list[tuple[np.ndarray, bytes]]:
+    def refresh(self, masked: Masked) -> list[tuple[np.ndarray, bytes]]:
         """S_key's step of the erasing refresh (``crypto.ckks_refresh.CKKSRefresh.reencrypt_top``): the masked
-        column ciphertexts decrypted and encrypted afresh at q₀·P, as one (b, seed) chunk. At most 16·512
-        ciphertexts per call."""
+        copies of the column ciphertexts (``Masked``: padded c₀ halves (attempts, g, n), c₁ halves (g, n))
+        decrypted and encrypted afresh at q₀·P, as one (b, seed) chunk. At most 16 copies of 512 ciphertexts."""
         if getattr(self, "_refresh", None) is None:  # its own: it caches the secret key's arrays
             self._refresh = CKKSRefresh(self.public)
-        if not isinstance(masked, np.ndarray) or masked.ndim != 4 or not 1 <= masked.shape[0] <= 16 * 512:
-            raise ProtocolError("refresh: expected 1 to 8192 masked ciphertexts")
+        if (not isinstance(masked, tuple) or len(masked) != 2 or not isinstance(masked[1], np.ndarray)
+                or not 1 <= len(masked[1]) <= 512):
+            raise ProtocolError("refresh: expected copies of 1 to 512 masked ciphertexts")
         try:
             return [self._refresh.reencrypt_top(self.secret._secret_key, masked)]
         except CryptoError as e:

@@ -35,7 +35,7 @@ from ...wire import WireError
 from ..base import MessageError, SessionError, StepResult
 
 _KB, _MB = 1024, 1024 * 1024
-KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB, "reencrypt": 2 * _MB, "erase/open": 4 * _MB + _KB,
+KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB, "reencrypt": 4 * _MB, "erase/open": 4 * _MB + _KB,
               "erase/transfer": 4 * _MB + 300 * _KB, "erase/close": 1 * _MB}
 LOCAL_LIMITS = {"identify": 8 * _KB, "gallery/info": 64, "gallery/list": 64, "gallery/remove": 256 * _KB,
                 "gallery/add": 4 * _MB, "gallery/update": 4 * _MB}
