@@ -55,9 +55,9 @@ def test_sface_params_name_the_servers_landmarks(landmarks):
 
 
 def test_served_sface_page_files_and_params(tmp_path):
-    """`privface serve --backend sface --landmarks 5`: params.json says 5; /app/models/ lists sface.onnx (when
-    installed) and landmarks5.dat, never landmarks68.dat, and answers 404 for it."""
-    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}", ["--backend", SFACE, "--landmarks", "5"],
+    """`privface serve --backend sface`: params.json says 5 (the id names the alignment); /app/models/ lists
+    sface.onnx (when installed) and landmarks5.dat, never landmarks68.dat, and answers 404 for it."""
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}", ["--backend", SFACE],
                           start_timeout=120) as url:
         params = httpx.get(f"{url}/app/params.json", timeout=60).json()
         listed = httpx.get(f"{url}/app/models/index.json", timeout=300).json()
@@ -67,9 +67,14 @@ def test_served_sface_page_files_and_params(tmp_path):
     assert missing.status_code == 404
 
 
-def test_landmarks_need_sface(tmp_path, capsys):
+def test_serve_has_no_landmarks_option(tmp_path, capsys):
+    """`serve --landmarks` is gone (issue 39's clean-up): the backend id names its alignment (sface = 5 points,
+    sface-lm68 = 68); an old script passing it stops at argparse, before anything is served."""
     from privface.cli import main
 
-    assert main(["serve", "--protocol", "im2020", "--db", f"sqlite:///{tmp_path / 'd.db'}", "--no-auth",
-                 "--backend", DLIB, "--landmarks", "5"]) == 2
-    assert "--landmarks applies to --backend sface only" in capsys.readouterr().err
+    for backend in (DLIB, SFACE):
+        with pytest.raises(SystemExit) as stop:
+            main(["serve", "--protocol", "im2020", "--db", f"sqlite:///{tmp_path / 'd.db'}", "--no-auth",
+                  "--backend", backend, "--landmarks", "5"])
+        assert stop.value.code == 2
+        assert "unrecognized arguments: --landmarks 5" in capsys.readouterr().err

@@ -34,9 +34,14 @@ def node():
     d.close()
 
 
-def _value(spec: dict, rng: random.Random):
-    """A random valid value of a resolved schema type."""
+def _value(spec: dict, rng: random.Random, ctx: dict | None = None):
+    """A random valid value of a resolved schema type (``ctx``: the message's fields so far, for uint widths)."""
     t = spec["type"]
+    if t == "width":
+        return rng.choice([1, rng.randint(1, min(spec["max"], 48))])
+    if t == "uint":
+        size = (ctx[spec["width"]] if isinstance(spec["width"], str) else spec["width"]) * spec.get("times", 1)
+        return rng.choice([0, 1, 2 ** (8 * size) - 1, rng.getrandbits(8 * size)])
     if t == "bool":
         return rng.random() < 0.5
     if t in codec._FIXED_RANGE:
@@ -51,9 +56,9 @@ def _value(spec: dict, rng: random.Random):
     if t == "bigint":
         return rng.choice([0, 1, rng.getrandbits(8 * spec["max"])])
     if t == "list":
-        return [_value(spec["of"], rng) for _ in range(rng.randint(0, min(spec["max"], 4)))]
+        return [_value(spec["of"], rng, ctx) for _ in range(rng.randint(0, min(spec["max"], 4)))]
     if t == "optional":
-        return None if rng.random() < 0.3 else _value(spec["of"], rng)
+        return None if rng.random() < 0.3 else _value(spec["of"], rng, ctx)
     raise AssertionError(t)
 
 
@@ -62,7 +67,10 @@ def test_codec_every_message_roundtrips_byte_identical(node):
     rng = random.Random(19)
     for name, (_, fields) in codec._BY_NAME.items():
         for _ in range(3):
-            data = encode(name, {f: _value(spec, rng) for f, spec in fields})
+            values: dict = {}
+            for f, spec in fields:
+                values[f] = _value(spec, rng, values)
+            data = encode(name, values)
             out = node(cmd="roundtrip", hex=data.hex())
             assert out.get("name") == name and out["hex"] == data.hex(), (name, out.get("error"))
     assert len(codec._BY_NAME) == len(SCHEMA["messages"])
@@ -75,6 +83,10 @@ def test_codec_every_message_roundtrips_byte_identical(node):
     b"XYz\x01\x01\x05",  # bad magic
     b"PFw\x02\x01\x05\x00\x00",  # version
     encode("im2020.RevokeRequest", {"subject_id": "ok"}).replace(b"ok", b"o!"),  # pattern
+    encode("gsm.Reply", {"x_bytes": 3, "x": 5})[:-1],  # a fixed-width integer one byte short
+    encode("gsm.Reply", {"x_bytes": 3, "x": 5}) + b"\x00",  # … one byte long
+    b"PFw\x01\x02\x12\x00\x00\x00",  # Reply of width 0
+    b"PFw\x01\x02\x04\x00\x01\x05",  # retired gsm wire v1 Reply (id 516)
 ])
 def test_codec_refuses_what_python_refuses(node, bad):
     with pytest.raises(codec.WireError):
@@ -191,3 +203,25 @@ def test_browser_client_names_the_servers_backend_and_refuses_a_key_of_another(n
     assert EnrolRequest.from_bytes(bytes.fromhex(reg["hex"])).backend == "dlib-resnet128"
     out = node(cmd="enrol", key=old, params=_params_json(sface), template=gamma)
     assert out["type"] == "KeyFileError" and "dlib-resnet128" in out["error"]
+
+
+def test_codec_fixed_width_integers_match_and_refuse_another_width(node):
+    """gsm wire v2 (issue 39): a ciphertext mod N² is 2·n_bytes bytes whatever its value, in both codecs; a
+    receiver that knows its key's width refuses another; a retired v1 id is refused naming its successor."""
+    small = encode("gsm.Challenge", {"variant": 2, "n_bytes": 384, "c_x": 7, "c_y": None})
+    big = encode("gsm.Challenge", {"variant": 2, "n_bytes": 384, "c_x": 2 ** (8 * 768) - 1, "c_y": None})
+    assert len(small) == len(big) == 3 + 3 + 1 + 2 + 768 + 1
+    assert node(cmd="roundtrip", hex=small.hex())["hex"] == small.hex()
+    assert codec.decode(small, widths={"n_bytes": 384})[1]["c_x"] == 7
+    narrow = encode("gsm.Challenge", {"variant": 2, "n_bytes": 383, "c_x": 7, "c_y": None})
+    with pytest.raises(codec.WireError, match="383 bytes where this key's are 384"):
+        codec.decode(narrow, widths={"n_bytes": 384})
+    out = node(cmd="roundtrip", hex=narrow.hex(), widths={"n_bytes": 384})
+    assert out["type"] == "WireError" and "383 bytes where this key's are 384" in out["error"]
+    with pytest.raises(codec.WireError, match="does not fit"):
+        encode("gsm.Challenge", {"variant": 2, "n_bytes": 1, "c_x": 2**16, "c_y": None})
+    v1 = b"PFw\x01\x02\x03\x00\x02\x07"  # a gsm wire v1 Challenge (id 515)
+    with pytest.raises(codec.WireError, match="retired.*gsm wire v1.*id 529"):
+        codec.decode(v1)
+    out = node(cmd="roundtrip", hex=v1.hex())
+    assert out["type"] == "WireError" and "gsm wire v1" in out["error"] and "id 529" in out["error"]

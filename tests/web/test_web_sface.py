@@ -22,7 +22,7 @@ from .browser import fixture_bundle, run
 pytestmark = pytest.mark.browser
 MAX_L2 = 0.02  # bench web --parity's goal (issue 36)
 OFFSET = 300
-SFACE_AT = ("--backend", "sface", "--landmarks")  # + the landmark count
+SFACE_AT = ("--backend", "sface")  # the backend id names its alignment: sface = 5 points
 
 
 def large(photo, k: int, side: int, out):
@@ -112,7 +112,7 @@ def _python(backend: str, photos, landmarks: int | None = None) -> np.ndarray:
 
 
 def test_page_on_an_sface_server_runs_sface(photos, tmp_path):
-    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}", [*SFACE_AT, "5"]) as url:
+    with serve_subprocess("im2020", f"sqlite:///{tmp_path / 's.db'}", list(SFACE_AT)) as url:
         import httpx
 
         listed = httpx.get(f"{url}/app/models/index.json", timeout=120).json()

@@ -1,7 +1,7 @@
 /**
  * Test driver (Node): JSON lines on stdin → JSON lines on stdout, so the Python tests can run the browser
  * client's code against the Python codec and the Python im2020 server. Not shipped in the page.
- *   {"cmd":"roundtrip","hex":…}                    → {"hex": decode-then-encode of the frame} | {"error": …}
+ *   {"cmd":"roundtrip","hex":…[,"widths":{…}]}     → {"hex": decode-then-encode of the frame} | {"error": …}
  *   {"cmd":"keygen","jl":{bits,k,p_bits},"params":…,"id":…,"server":…} → {"key": key file hex, "ms": …}
  *   {"cmd":"enrol"|"auth_start","key":…,"params":…,"template":[…]} → {"hex": message}
  *   {"cmd":"finish","key":…,"params":…,"challenge":hex} → {"hex": AuthFinish, "s_star": decimal}
@@ -22,7 +22,7 @@ type Req = Record<string, any>;
 async function handle(r: Req): Promise<Record<string, unknown>> {
   switch (r.cmd) {
     case "roundtrip": {
-      const { name, values } = decode(unhex(r.hex));
+      const { name, values } = decode(unhex(r.hex), undefined, r.widths);
       return { name, hex: hex(encode(name, values)) };
     }
     case "backend":

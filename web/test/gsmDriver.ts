@@ -172,7 +172,7 @@ function tamperMatch(dev: GsmDevice, what: string): GsmDevice {
   } else if (what === "reply") {
     liar.pi2Reply = (ch) => {
       const x = decode(dev.pi2Reply(ch), "gsm.Reply").values.x as bigint;
-      return encode("gsm.Reply", { x: x + 1n });
+      return encode("gsm.Reply", { x_bytes: decode(dev.pi2Reply(ch), "gsm.Reply").values.x_bytes as number, x: x + 1n });
     };
   }
   return liar;

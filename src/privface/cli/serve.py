@@ -66,7 +66,7 @@ def _gsm_service_options(a) -> dict:
     from ..faces.registry import make_backend
     from ..templates.fixed_norm import fixed_norm_template
 
-    backend, m, path = make_backend(a.backend, **_landmarks(a)), options["params"].m, a.capture
+    backend, m, path = make_backend(a.backend), options["params"].m, a.capture
     if path:
         options["capture"] = lambda: fixed_norm_template(backend.embed(path), m)
     else:  # the kiosk page's camera (/app/kiosk.html)
@@ -74,20 +74,6 @@ def _gsm_service_options(a) -> dict:
 
         options["kiosk"] = Kiosk(lambda frame: fixed_norm_template(backend.embed(frame), m))
     return options
-
-
-def _landmarks(a) -> dict:
-    """The backend option --landmarks gives (sface only; none when it is the backend's own alignment)."""
-    if a.landmarks is None:
-        return {}
-    if a.backend != "sface":
-        raise PrivfaceError("--landmarks applies to --backend sface only")
-    from ..faces.browser import landmarks_option
-
-    try:
-        return landmarks_option(a.backend, a.landmarks)
-    except ValueError as e:
-        raise PrivfaceError(str(e)) from None
 
 
 def _kolberg_service_options(a) -> dict:
@@ -293,7 +279,6 @@ def cmd_serve(a) -> int:
     if a.insecure_test_params:
         note.warning("WARNING: --insecure-test-params: TOY KEY SIZES, NO SECURITY — for tests only, "
                      "never for real faces")
-    face_landmarks = a.landmarks if _landmarks(a) else None  # validated; None: the backend's own alignment
     store = open_store(a.db)
     try:
         services = [load_service(name, store, **_service_options(a, name)) for name in dict.fromkeys(a.protocol)]
@@ -315,7 +300,7 @@ def cmd_serve(a) -> int:
             raise PrivfaceError("--max-sessions, --max-sessions-per-caller and --session-ttl must be positive")
         app = create_app(store, services, session_ttl=a.session_ttl, max_sessions=a.max_sessions,
                          max_sessions_per_caller=a.max_sessions_per_caller, keys=keys,
-                         allow_origins=a.allow_origin or (), face_landmarks=face_landmarks, **limits)
+                         allow_origins=a.allow_origin or (), **limits)
         for svc in services:
             if svc.name == "gsm" and svc.role == "provider":  # public: terminals are configured with it
                 from ..service.bindings.gsm import provider_key_bytes
@@ -383,10 +368,6 @@ def register(sub) -> None:
                    help=f"face backend of the templates this server decides on (default {DEFAULT_BACKEND}): its "
                         "default thresholds (faces.thresholds) are im2020's τ, gsm's T′ and kolberg's; a gsm "
                         "terminal embeds --capture with it")
-    s.add_argument("--landmarks", type=int, choices=[5, 68], default=None,
-                   help="sface: the alignment of the templates (dlib's CC0 5-point model or its 68-point model, "
-                        "trained on iBUG 300-W, not for commercial use; default: the sface backend's own); "
-                        "/app/params.json names it and the page runs 5 only")
     s.add_argument("--db", default="sqlite:///privface.db",
                    help="template store URL: sqlite:///path.db (default sqlite:///privface.db) or postgresql://…")
     s.add_argument("--host", default="127.0.0.1",

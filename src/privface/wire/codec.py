@@ -4,6 +4,13 @@ Frame: magic | version u8 | type id u16 | the message's fields in schema order. 
 frame, every length against its schema maximum, value ranges and patterns, and that the fields use up
 the input exactly; any violation is a ``WireError`` and nothing else.
 
+Fixed-width integers (schema type ``uint``, issue 39): a value whose width is a protocol fact — a Paillier ciphertext
+mod N², a residue mod N — travels as exactly ``width × times`` big-endian bytes, left-padded with zeros, so a message's
+size depends on the key and never on the random values it carries. The width is a number in the schema or names an
+earlier ``width`` field of the message (a u16: the byte width of N); ``decode(..., widths=...)`` refuses a message
+whose width field differs from the one the receiver's key gives. Retired type ids (schema ``retired``) are refused
+with the reason and the version that replaced them.
+
 Frame stream (one HTTP body carrying several messages, schema "stream"): u32 big-endian length | frame, repeated.
 ``framed`` writes one; ``FrameReader`` reads them one at a time from any ``read(n)`` (a socket-backed HTTP body
 included), each refused before it is read if its length passes the caller's bound, so a reader holds one frame.
@@ -51,14 +58,42 @@ def _resolve(spec) -> dict:
 
 _BY_NAME = {m["name"]: (m["id"], [(f, _resolve(t)) for f, t in m["fields"]]) for m in SCHEMA["messages"]}
 _BY_ID = {tid: name for name, (tid, _) in _BY_NAME.items()}
-if len(_BY_ID) != len(_BY_NAME):
-    raise RuntimeError("wire schema: duplicate message type ids")
+_RETIRED = {int(tid): why for tid, why in SCHEMA.get("retired", {}).items()}
+if len(_BY_ID) != len(_BY_NAME) or set(_RETIRED) & set(_BY_ID):
+    raise RuntimeError("wire schema: duplicate or retired message type ids")
+
+
+def _check_widths() -> None:
+    """Every ``uint`` names a literal width or a ``width`` field that comes before it in its message."""
+    for name, (_, fields) in _BY_NAME.items():
+        seen: set[str] = set()
+        for f, spec in fields:
+            inner = spec
+            while inner["type"] in ("list", "optional"):
+                inner = inner["of"]
+            if inner["type"] == "uint" and isinstance(inner["width"], str) and inner["width"] not in seen:
+                raise RuntimeError(f"wire schema: {name}.{f} needs the width field {inner['width']!r} before it")
+            if spec["type"] == "width":
+                seen.add(f)
+
+
+_check_widths()
+
+
+def _uint_size(spec: dict, ctx: dict | None) -> int:
+    """The byte size of a ``uint``: its literal width, or its message's width field, times ``times``."""
+    width = spec["width"]
+    if isinstance(width, str):
+        if ctx is None or width not in ctx:
+            raise WireError(f"a uint of width {width!r} outside a message that has that field")
+        width = ctx[width]
+    return int(width) * spec.get("times", 1)
 
 
 # ---------------------------------------------------------------- encoding
 
 
-def _enc(spec: dict, v, out: bytearray, where: str) -> None:
+def _enc(spec: dict, v, out: bytearray, where: str, ctx: dict | None = None) -> None:
     t = spec["type"]
     if t in _FIXED:
         if t == "bool":
@@ -94,6 +129,17 @@ def _enc(spec: dict, v, out: bytearray, where: str) -> None:
         if len(raw) > spec["max"]:
             raise WireError(f"{where}: integer of {len(raw)} bytes exceeds the maximum {spec['max']}")
         out += struct.pack(">H", len(raw)) + raw
+    elif t == "width":
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= spec["max"]:
+            raise WireError(f"{where}: a byte width must be an integer in [1, {spec['max']}], got {v!r}")
+        out += struct.pack(">H", v)
+    elif t == "uint":
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise WireError(f"{where}: expected a non-negative integer, got {type(v).__name__}")
+        v, size = int(v), _uint_size(spec, ctx)
+        if v < 0 or v.bit_length() > 8 * size:
+            raise WireError(f"{where}: integer does not fit the field's {size} bytes")
+        out += v.to_bytes(size, "big")
     elif t == "list":
         if not isinstance(v, (list, tuple)):
             raise WireError(f"{where}: expected a list, got {type(v).__name__}")
@@ -101,13 +147,13 @@ def _enc(spec: dict, v, out: bytearray, where: str) -> None:
             raise WireError(f"{where}: {len(v)} items exceed the maximum {spec['max']}")
         out += struct.pack(">I", len(v))
         for i, item in enumerate(v):
-            _enc(spec["of"], item, out, f"{where}[{i}]")
+            _enc(spec["of"], item, out, f"{where}[{i}]", ctx)
     elif t == "optional":
         if v is None:
             out += b"\x00"
         else:
             out += b"\x01"
-            _enc(spec["of"], v, out, where)
+            _enc(spec["of"], v, out, where, ctx)
     else:
         raise WireError(f"{where}: unknown wire type {t!r} in the schema")
 
@@ -121,7 +167,7 @@ def encode(name: str, values: dict[str, Any]) -> bytes:
         raise WireError(f"{name}: fields {sorted(values)} differ from the schema's {[f for f, _ in fields]}")
     out = bytearray(MAGIC + struct.pack(">BH", VERSION, tid))
     for f, spec in fields:
-        _enc(spec, values[f], out, f"{name}.{f}")
+        _enc(spec, values[f], out, f"{name}.{f}", values)
     if len(out) > MAX_MESSAGE_BYTES:
         raise WireError(f"{name}: {len(out)} bytes exceed the message maximum {MAX_MESSAGE_BYTES}")
     return bytes(out)
@@ -145,7 +191,7 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), where))[0]
 
 
-def _dec(spec: dict, r: _Reader, where: str):
+def _dec(spec: dict, r: _Reader, where: str, ctx: dict | None = None):
     t = spec["type"]
     if t in _FIXED:
         v = r.unpack(_FIXED[t], where)
@@ -176,16 +222,23 @@ def _dec(spec: dict, r: _Reader, where: str):
         if raw[:1] == b"\x00":
             raise WireError(f"{where}: integer has a leading zero byte (not minimal)")
         return int.from_bytes(raw, "big")
+    if t == "width":
+        v = r.unpack(">H", where)
+        if not 1 <= v <= spec["max"]:
+            raise WireError(f"{where}: byte width {v} outside [1, {spec['max']}]")
+        return v
+    if t == "uint":
+        return int.from_bytes(r.take(_uint_size(spec, ctx), where), "big")
     if t == "list":
         n = r.unpack(">I", where)
         if n > spec["max"]:
             raise WireError(f"{where}: {n} items exceed the maximum {spec['max']}")
-        return [_dec(spec["of"], r, f"{where}[{i}]") for i in range(n)]
+        return [_dec(spec["of"], r, f"{where}[{i}]", ctx) for i in range(n)]
     if t == "optional":
         flag = r.unpack(">B", where)
         if flag > 1:
             raise WireError(f"{where}: optional flag must be 0 or 1, got {flag}")
-        return _dec(spec["of"], r, where) if flag else None
+        return _dec(spec["of"], r, where, ctx) if flag else None
     raise WireError(f"{where}: unknown wire type {t!r} in the schema")
 
 
@@ -203,19 +256,26 @@ def message_type(data) -> str:
     version, tid = struct.unpack(">BH", data[len(MAGIC):_HEADER])
     if version != VERSION:
         raise WireError(f"unsupported wire version {version} (this build speaks {VERSION})")
+    if tid in _RETIRED:
+        raise WireError(f"message type id {tid} is retired: {_RETIRED[tid]}")
     if tid not in _BY_ID:
         raise WireError(f"unknown message type id {tid}")
     return _BY_ID[tid]
 
 
-def decode(data, expected: str | None = None) -> tuple[str, dict[str, Any]]:
-    """(name, field values) of one frame; ``expected`` names the only acceptable message type."""
+def decode(data, expected: str | None = None, widths: dict[str, int] | None = None) -> tuple[str, dict[str, Any]]:
+    """(name, field values) of one frame; ``expected`` names the only acceptable message type; ``widths`` maps
+    width fields (e.g. ``n_bytes``) to the value the receiver's key gives — another value is refused."""
     name = message_type(data)
     if expected is not None and name != expected:
         raise WireError(f"expected a {expected} message, got {name}")
     r = _Reader(bytes(data))
     r.pos = _HEADER
-    values = {f: _dec(spec, r, f"{name}.{f}") for f, spec in _BY_NAME[name][1]}
+    values: dict[str, Any] = {}
+    for f, spec in _BY_NAME[name][1]:
+        values[f] = _dec(spec, r, f"{name}.{f}", values)
+        if spec["type"] == "width" and widths is not None and f in widths and values[f] != widths[f]:
+            raise WireError(f"{name}.{f}: integers of {values[f]} bytes where this key's are {widths[f]} bytes")
     if r.pos != len(r.data):
         raise WireError(f"{name}: {len(r.data) - r.pos} trailing bytes after the last field")
     return name, values
@@ -278,5 +338,5 @@ class Message:
         return encode(self.WIRE_NAME, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     @classmethod
-    def from_bytes(cls, data):
-        return cls(**decode(data, cls.WIRE_NAME)[1])
+    def from_bytes(cls, data, widths: dict[str, int] | None = None):
+        return cls(**decode(data, cls.WIRE_NAME, widths)[1])

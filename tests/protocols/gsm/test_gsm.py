@@ -215,7 +215,7 @@ def test_forged_or_replayed_round3_value_is_bottom_and_ends_the_session(world):
     old_reply = dev.pi2_reply(old_ch)
     ch, s = term.challenge(e, w_far, "pi2")
     honest = dev.pi2_reply(ch)
-    for forged in (Reply(honest.x + 1), Reply(honest.x + 2**60), old_reply):
+    for forged in (Reply(honest.x_bytes, honest.x + 1), Reply(honest.x_bytes, honest.x + 2**60), old_reply):
         ch, s = term.challenge(e, w_far, "pi2")
         dev.pi2_reply(ch)
         assert term.pi2_finish(s, forged) == Decision(False, aborted=True)
@@ -271,11 +271,11 @@ def test_malformed_messages_are_refused(world):
     with pytest.raises(ProtocolError, match="pi1 challenge"):
         dev.pi1_decide(ch)
     with pytest.raises(ProtocolError, match="invalid ciphertext"):
-        dev.pi2_reply(Challenge(2, 0))
+        dev.pi2_reply(Challenge(2, ch.n_bytes, 0))
     with pytest.raises(ProtocolError, match="two"):
-        dev.pi3_inputs(Challenge(3, ch.c_x))
+        dev.pi3_inputs(Challenge(3, ch.n_bytes, ch.c_x))
     with pytest.raises(WireError):
-        Reply.from_bytes(Reply(5).to_bytes() + b"\x00")
+        Reply.from_bytes(Reply(1, 5).to_bytes() + b"\x00")
     with pytest.raises(WireError):
         Reply.from_bytes(Decision(True).to_bytes())
     with pytest.raises(ProtocolError, match="not a pi1 session"):
@@ -329,7 +329,7 @@ def test_provider_refuses_unproven_or_malformed_enrolment(world):
 
 def test_messages_round_trip_on_the_wire(world):
     _, dev, _, u = world
-    for msg in (dev.first_message(), dev.unproven_enrol_request(u), Challenge(3, 5, 7), Reply(2**100),
+    for msg in (dev.first_message(), dev.unproven_enrol_request(u), Challenge(3, 48, 5, 7), Reply(13, 2**100),
                 Decision(True, True), CompareRequest(b"ab"), CompareFinish(b"")):
         assert type(msg).from_bytes(msg.to_bytes()) == msg
     req = dataclasses.replace(dev.unproven_enrol_request(u), modulus_proof=b"m", plaintext_proof=b"p")

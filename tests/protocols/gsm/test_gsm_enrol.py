@@ -13,6 +13,7 @@ from privface.crypto.numbers import crt
 from privface.crypto.paillier import generate_paillier_keypair
 from privface.errors import ProtocolError
 from privface.protocols.gsm import Device, EnrolRequest, GsmParams, ServiceProvider, Template, Terminal, zk
+from privface.protocols.gsm.messages import key_width
 from privface.protocols.gsm.parties import enrol_context
 from privface.templates.fixed_norm import fixed_norm_template
 
@@ -37,7 +38,7 @@ def cheat_request(dev: Device, values, provider) -> EnrolRequest:
     """What a cheating device sends: its own key and honest proofs for arbitrary plaintexts ``values``."""
     ctx = enrol_context(dev.subject_id, provider.public_key)
     cts, wit = zk.encrypt_with_witness(dev._sk, [int(v) for v in values])
-    return EnrolRequest(dev.subject_id, int(dev.pk.n), [int(c.value) for c in cts],
+    return EnrolRequest(dev.subject_id, key_width(dev.pk.n), int(dev.pk.n), [int(c.value) for c in cts],
                         zk.prove_modulus(dev._sk, context=ctx).to_bytes(),
                         zk.prove_plaintext_knowledge(dev.pk, cts, wit, context=ctx).to_bytes())
 

@@ -3,6 +3,8 @@ and Π3 against a terminal server; decisions equal the plaintext cosine decision
 Toy 1024-bit keys."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -97,13 +99,13 @@ def test_bad_enrolment_and_match_steps_get_typed_errors(servers, enrolled):
         with pytest.raises(RemoteMessageError):  # a garbage answer ends this enrolment
             http.step("enrol/finish", ProviderKey(b"").to_bytes())
         with pytest.raises(RemoteMessageError):
-            http.step("key", EnrolRequest("x", 3, []).to_bytes())
+            http.step("key", EnrolRequest("x", 1, 3, []).to_bytes())
     capture[0] = u
     with ServiceClient(t_url, "gsm") as http:
         m1 = dev.first_message()
         with pytest.raises(RemoteMessageError, match="variant"):
             http.step("match/start", MatchStart(9, m1.to_bytes()).to_bytes())
-        forged = Template(m1.subject_id, m1.pk_n, m1.n, m1.d, m1.c_packed, m1.c_sum, m1.expires_at, bytes(64))
+        forged = dataclasses.replace(m1, signature=bytes(64))
         with pytest.raises(RemoteMessageError, match="signature"):
             http.step("match/start", MatchStart(2, forged.to_bytes()).to_bytes())
         http.step("match/start", MatchStart(2, m1.to_bytes()).to_bytes())
@@ -111,10 +113,12 @@ def test_bad_enrolment_and_match_steps_get_typed_errors(servers, enrolled):
             http.step("match/compare", b"")
         http.reset()
         ch = http.step("match/start", MatchStart(2, m1.to_bytes()).to_bytes())
-        x = dev.pi2_reply(Challenge.from_bytes(ch)).x
-        assert Decision.from_bytes(http.step("match/finish", Reply(x + 1).to_bytes())).aborted  # forged X: ⊥
+        reply = dev.pi2_reply(Challenge.from_bytes(ch))
+        x = reply.x
+        forged = Reply(reply.x_bytes, x + 1).to_bytes()
+        assert Decision.from_bytes(http.step("match/finish", forged)).aborted  # forged X: ⊥
         with pytest.raises(RemoteSessionError):  # the session is over
-            http.step("match/finish", Reply(x).to_bytes())
+            http.step("match/finish", reply.to_bytes())
     assert client.match(t_url, "pi2").match  # the servers still work for honest parties
 
 
@@ -162,7 +166,7 @@ def test_terminal_keeps_presented_first_messages(tmp_path, enrolled):
                     assert client.match(t_url, variant) == Decision(int(u @ w) >= P.threshold)
             assert len(cache) == 2  # bounded: three variants seen, the least recently used one dropped
             m1 = dev.first_message()
-            forged = Template(m1.subject_id, m1.pk_n, m1.n, m1.d, m1.c_packed, m1.c_sum, m1.expires_at, bytes(64))
+            forged = dataclasses.replace(m1, signature=bytes(64))
             before = list(cache._entries)
             with ServiceClient(t_url, "gsm") as http:
                 with pytest.raises(RemoteMessageError, match="signature"):

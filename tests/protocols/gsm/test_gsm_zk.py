@@ -3,6 +3,7 @@ and one real-size key, soundness against malformed moduli, unknown plaintexts, w
 and strict parsing of every proof object. Toy keys unless marked slow."""
 from __future__ import annotations
 
+import dataclasses
 import secrets
 
 import gmpy2
@@ -12,6 +13,7 @@ from privface.crypto.numbers import crt, multiexp, random_prime
 from privface.crypto.paillier import PaillierPrivateKey, PaillierPublicKey, generate_paillier_keypair
 from privface.errors import CryptoError, ProtocolError
 from privface.protocols.gsm import zk
+from privface.protocols.gsm.messages import key_width
 
 BITS = 512
 CTX = b"test-enrol"
@@ -63,9 +65,9 @@ def test_modulus_proof_is_bound_to_its_modulus(keys):
     pk, sk = keys
     other_pk, _ = generate_paillier_keypair(BITS, insecure_test_params=True, blum=True)
     proof = zk.prove_modulus(sk, context=CTX)
-    assert not zk.verify_modulus(other_pk, zk.ModulusProof(proof.w % other_pk.n, [x % other_pk.n for x in proof.x],
-                                                           [z % other_pk.n for z in proof.z], proof.ab),
-                                 context=CTX)
+    moved = zk.ModulusProof(proof.n_bytes, proof.w % other_pk.n, [x % other_pk.n for x in proof.x],
+                            [z % other_pk.n for z in proof.z], proof.ab)
+    assert not zk.verify_modulus(other_pk, moved, context=CTX)
 
 
 def test_prover_refuses_a_non_blum_key():
@@ -103,7 +105,7 @@ def _best_effort_modulus_proof(n, primes, context=CTX) -> zk.ModulusProof:
                 break
         ab.append(answer[0])
         xs.append(int(answer[1]))
-    return zk.ModulusProof(int(w), xs, zs, bytes(ab))
+    return zk.ModulusProof(key_width(n), int(w), xs, zs, bytes(ab))
 
 
 def _blum_prime(bits):
@@ -167,9 +169,9 @@ def test_tampered_modulus_proof_is_rejected(keys):
 
 
 @pytest.mark.parametrize("mutate, match", [
-    (lambda p: zk.ModulusProof(p.w, p.x[:-1], p.z[:-1], p.ab[:-1]), "exactly"),
-    (lambda p: zk.ModulusProof(p.w, p.x, p.z, b"\x04" + p.ab[1:]), "bits"),
-    (lambda p: zk.ModulusProof(0, p.x, p.z, p.ab), "not in"),
+    (lambda p: zk.ModulusProof(p.n_bytes, p.w, p.x[:-1], p.z[:-1], p.ab[:-1]), "exactly"),
+    (lambda p: zk.ModulusProof(p.n_bytes, p.w, p.x, p.z, b"\x04" + p.ab[1:]), "bits"),
+    (lambda p: zk.ModulusProof(p.n_bytes, 0, p.x, p.z, p.ab), "not in"),
 ])
 def test_malformed_modulus_proof_raises(keys, mutate, match):
     pk, sk = keys
@@ -249,9 +251,11 @@ def test_plaintext_knowledge_refuses_bad_inputs(keys, enrolled):
     cs, wit = enrolled
     good = zk.prove_plaintext_knowledge(pk, cs, wit, context=CTX)
     with pytest.raises(ProtocolError, match="not in"):
-        zk.verify_plaintext_knowledge(pk, cs, zk.PlaintextKnowledgeProof(good.a, good.w, int(pk.n)), context=CTX)
+        zk.verify_plaintext_knowledge(pk, cs, zk.PlaintextKnowledgeProof(good.n_bytes, good.a, good.w, int(pk.n)),
+                                      context=CTX)
     with pytest.raises(ProtocolError, match="not in"):
-        zk.verify_plaintext_knowledge(pk, cs, zk.PlaintextKnowledgeProof(int(pk.n), good.w, good.z), context=CTX)
+        zk.verify_plaintext_knowledge(pk, cs, zk.PlaintextKnowledgeProof(good.n_bytes, int(pk.n), good.w, good.z),
+                                      context=CTX)
     with pytest.raises(ProtocolError, match="at least one"):
         zk.verify_plaintext_knowledge(pk, [], good, context=CTX)
     other_pk, other_sk = generate_paillier_keypair(BITS, insecure_test_params=True)
@@ -326,13 +330,13 @@ def test_norm_verifier_is_single_use_and_refuses_bad_responses_without_state_cha
     cs, _ = enrolled
     verifier = zk.NormVerifier(pk, cs, sum(x * x for x in template))
     with pytest.raises(ProtocolError, match="before challenge"):
-        verifier.verify(zk.NormResponse(0, 0))
+        verifier.verify(zk.NormResponse(key_width(pk.n), 0, 0))
     challenge = verifier.challenge()
     with pytest.raises(ProtocolError, match="already issued"):
         verifier.challenge()
     response = zk.norm_response(sk, challenge, len(cs))
     with pytest.raises(ProtocolError, match="Z_N"):
-        verifier.verify(zk.NormResponse(int(pk.n), response.z_hat))
+        verifier.verify(zk.NormResponse(response.n_bytes, int(pk.n), response.z_hat))
     with pytest.raises(ProtocolError, match="NormResponse"):
         verifier.verify("not a response")
     assert verifier.verify(response)  # the refused inputs changed nothing
@@ -347,9 +351,9 @@ def test_norm_messages_are_validated(keys, enrolled):
     with pytest.raises(ProtocolError, match="must carry 17 ciphertexts ⟦w_i⟧, got 16"):
         zk.NormChallenge.from_bytes(challenge.to_bytes(), pk, 17)
     with pytest.raises(ProtocolError, match="prime"):
-        zk.norm_response(sk, zk.NormChallenge(challenge.n_hat + 2, challenge.w, challenge.v, challenge.v_hat), 16)
+        zk.norm_response(sk, dataclasses.replace(challenge, n_hat=challenge.n_hat + 2), 16)
     with pytest.raises(ProtocolError, match="not in"):
-        zk.norm_response(sk, zk.NormChallenge(challenge.n_hat, challenge.w, int(pk.n) * 3, challenge.v_hat), 16)
+        zk.norm_response(sk, dataclasses.replace(challenge, v=int(pk.n) * 3), 16)
     with pytest.raises(ProtocolError, match="malformed"):
         zk.NormResponse.from_bytes(challenge.to_bytes())
     for bad_y in (-1, int(pk.n), 2.0, True):

@@ -12,7 +12,7 @@
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { decode, encode, type Fields } from "../wire/codec.js";
 import { localWork, type GsmWork, type PaillierKey } from "./paillier.js";
-import { checkTemplate, decode2Sum, GsmParams, ProtocolError, VARIANT_IDS, type Variant } from "./params.js";
+import { checkTemplate, decode2Sum, GsmParams, keyWidth, ProtocolError, replyWidth, VARIANT_IDS, type Variant } from "./params.js";
 import { normResponse, proveModulus, provePlaintextKnowledge } from "./zk.js";
 
 export const SIGNATURE_CONTEXT = new TextEncoder().encode("privface/gsm/first-message/v1\0");
@@ -29,9 +29,29 @@ function cat(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** What the provider signs: the context and m1 encoded with an empty σ. */
-export function signedBytes(m1: Fields): Uint8Array {
-  return cat(SIGNATURE_CONTEXT, encode("gsm.Template", { ...m1, signature: new Uint8Array(0) }));
+/** The m1 message names the device reads: gsm wire v2's, and an m1 signed before it (minimal-length integers,
+ *  kept in key files until it expires; re-sent as is — its σ covers that encoding). */
+export const TEMPLATE = "gsm.Template";
+export const LEGACY_TEMPLATE = "gsm.LegacyTemplate";
+
+/** What the provider signs: the context and m1 encoded (in its own wire version `name`) with an empty σ. */
+export function signedBytes(m1: Fields, name: string = TEMPLATE): Uint8Array {
+  return cat(SIGNATURE_CONTEXT, encode(name, { ...m1, signature: new Uint8Array(0) }));
+}
+
+/** An m1 from its bytes: a v2 Template (its width checked against its own N) or a LegacyTemplate. */
+export function readTemplate(m1Bytes: Uint8Array): { name: string; values: Fields } {
+  let m;
+  try {
+    m = decode(m1Bytes);
+  } catch (e) {
+    throw new ProtocolError(`malformed first message: ${(e as Error).message}`);
+  }
+  if (m.name !== TEMPLATE && m.name !== LEGACY_TEMPLATE) throw new ProtocolError(`expected a first message, got ${m.name}`);
+  if (m.name === TEMPLATE && m.values.n_bytes !== keyWidth(m.values.pk_n as bigint)) {
+    throw new ProtocolError(`the first message carries integers of ${String(m.values.n_bytes)} bytes; its key N is ${keyWidth(m.values.pk_n as bigint)} bytes wide`);
+  }
+  return m;
 }
 
 /** Fiat–Shamir context of Π_epk and Fig. 9: subject and provider key (`enrol_context`). */
@@ -40,10 +60,10 @@ export function enrolContext(subjectId: string, providerKey: Uint8Array): Uint8A
   return cat(ENROL_CONTEXT, new Uint8Array([id.length >> 8, id.length & 0xff]), id, providerKey);
 }
 
-export function verifyFirstMessage(providerKey: Uint8Array, m1: Fields): void {
+export function verifyFirstMessage(providerKey: Uint8Array, m1: Fields, name: string = TEMPLATE): void {
   let ok = false;
   try {
-    ok = ed25519.verify(m1.signature as Uint8Array, signedBytes(m1), providerKey);
+    ok = ed25519.verify(m1.signature as Uint8Array, signedBytes(m1, name), providerKey);
   } catch {
     ok = false;
   }
@@ -90,7 +110,7 @@ export class GsmDevice {
     const [pairs, proof] = await Promise.all([w.rnMany(this.key, this.params.ell),
       proveModulus(this.key, ctx, undefined, w.powMany)]);
     const hex = (x: bigint) => x.toString(16);
-    const record = { v: 1, n: hex(this.key.n), context: bytesHex(ctx), pairs: pairs.map(([r, rn]) => [hex(r), hex(rn)]),
+    const record = { v: 2, n: hex(this.key.n), context: bytesHex(ctx), pairs: pairs.map(([r, rn]) => [hex(r), hex(rn)]),
       mask: this.key.randomRRn().map(hex), modulus_proof: bytesHex(proof) };
     return new TextEncoder().encode(JSON.stringify(record));
   }
@@ -101,7 +121,7 @@ export class GsmDevice {
     try {
       const r = JSON.parse(new TextDecoder().decode(data)) as Record<string, unknown>;
       const big = (x: unknown) => BigInt("0x" + String(x));
-      if (r.v !== 1 || big(r.n) !== this.key.n || r.context !== bytesHex(ctx) || !Array.isArray(r.pairs)
+      if (r.v !== 2 || big(r.n) !== this.key.n || r.context !== bytesHex(ctx) || !Array.isArray(r.pairs)
           || r.pairs.length !== this.params.ell || !Array.isArray(r.mask)) return null;
       const pair = (x: unknown): [bigint, bigint] => {
         const [a, b] = x as [unknown, unknown];
@@ -150,7 +170,7 @@ export class GsmDevice {
     const plaintextProof = await provePlaintextKnowledge(this.key, cts, witness, ctx, w.prodPow, pre?.mask);
     phases.plaintext_proof_ms = performance.now() - t0;
     onProgress?.(1);
-    return encode("gsm.EnrolRequest", { subject_id: this.subjectId, pk_n: this.key.n, c_u: cts,
+    return encode("gsm.EnrolRequest", { subject_id: this.subjectId, n_bytes: keyWidth(this.key.n), pk_n: this.key.n, c_u: cts,
       modulus_proof: modulusProof, plaintext_proof: plaintextProof });
   }
 
@@ -161,11 +181,11 @@ export class GsmDevice {
 
   /** Keep the provider's signed m1 after checking it is ours and σ verifies. */
   acceptEnrolment(m1Bytes: Uint8Array): Fields {
-    const m1 = decode(m1Bytes, "gsm.Template").values;
+    const { name, values: m1 } = readTemplate(m1Bytes);
     if (m1.subject_id !== this.subjectId || m1.pk_n !== this.key.n) {
       throw new ProtocolError("the provider's first message is for another device or key");
     }
-    if (this.providerKey !== null) verifyFirstMessage(this.providerKey, m1);
+    if (this.providerKey !== null) verifyFirstMessage(this.providerKey, m1, name);
     this.m1 = m1;
     this.m1Bytes = m1Bytes.slice();
     return m1;
@@ -190,6 +210,9 @@ export class GsmDevice {
     if (ch.variant !== VARIANT_IDS[variant]) throw new ProtocolError(`expected a ${variant} challenge, got variant ${String(ch.variant)}`);
     if ((ch.c_y !== null) !== (variant === "pi3")) {
       throw new ProtocolError(`a ${variant} challenge has ${variant === "pi3" ? "two" : "one"} ciphertext(s)`);
+    }
+    if (ch.n_bytes !== keyWidth(this.key.n)) {
+      throw new ProtocolError(`the challenge carries integers of ${String(ch.n_bytes)} bytes; this key's are ${keyWidth(this.key.n)} bytes`);
     }
     return variant === "pi3" ? [ch.c_x as bigint, ch.c_y as bigint] : [ch.c_x as bigint];
   }
@@ -217,7 +240,8 @@ export class GsmDevice {
   /** Fig. 4 round 3: X = a·J + b, decoded; the device learns nothing (uniform b). */
   pi2Reply(challenge: Uint8Array): Uint8Array {
     const cts = this.checkChallenge(decode(challenge, "gsm.Challenge").values, "pi2");
-    return encode("gsm.Reply", { x: this.decodeMany(cts)[0]! });
+    const width = replyWidth(this.params.m, this.firstMessageFields().d as number, this.params.lam);
+    return encode("gsm.Reply", { x_bytes: width, x: this.decodeMany(cts)[0]! });
   }
 
   /** Fig. 5 round 3 steps 1–2: X = J + pad, Y = a·J + b. */

@@ -87,6 +87,16 @@ export class GsmParams {
   }
 }
 
+/** The byte width of residues mod N on the wire (gsm wire v2, issue 39): ⌈|N|/8⌉; ciphertexts mod N² take twice it. */
+export function keyWidth(n: bigint): number {
+  return Math.ceil(n.toString(16).length / 2);
+}
+
+/** The byte width of Π2's X, a value mod 2^k (k = m + d + λ, the packing's slot bits). */
+export function replyWidth(m: number, d: number, lam: number): number {
+  return Math.ceil((m + d + lam) / 8);
+}
+
 /** Block positions t_1..t_n of the ternary layout: base-3 numbers whose digits are the binary digits of i. */
 export function ternaryPositions(n: number): number[] {
   return Array.from({ length: n }, (_, i) => parseInt(i.toString(2), 3));

@@ -9,7 +9,7 @@ import { bitLength, isProbablePrime, jacobi, modInv, modPow, randomBelow } from 
 import { bigToBytes, bytesToBig, decode, encode } from "../wire/codec.js";
 import type { PowMany } from "../crypto/pool.js";
 import { crt, localProdPow, localPowMany, localPowSquareMany, randomUnit, type PaillierKey, type PowSquareMany, type ProdPow } from "./paillier.js";
-import { ProtocolError } from "./params.js";
+import { keyWidth, ProtocolError } from "./params.js";
 
 export const MOD_ROUNDS = 128;
 export const CHALLENGE_BITS = 128;
@@ -81,7 +81,7 @@ export async function proveModulus(key: PaillierKey, context: Uint8Array, rounds
     powMany(yps.map((y) => y % q), ((q + 1n) / 4n) ** 2n % (q - 1n), q)]);
   const zs = ys.map((_, i) => crt(zp[i]!, zq[i]!, p, q, key.qInvP));
   const xs = ys.map((_, i) => crt(xp[i]!, xq[i]!, p, q, key.qInvP));
-  return encode("gsm.ModulusProof", { w, x: xs, z: zs, ab });
+  return encode("gsm.ModulusProof", { n_bytes: keyWidth(n), w, x: xs, z: zs, ab });
 }
 
 /** Fig. 9 prover with e_i = H(N, ℓ, c_1..c_ℓ, a, context): a = ⟦s; u⟧ (`mask` = (u, u^N), u uniform in Z*_N),
@@ -102,14 +102,19 @@ export async function provePlaintextKnowledge(key: PaillierKey, cts: bigint[], w
   });
   const [zp, zq] = await Promise.all([prodPow(witness.map((x) => x.r % p), es, p), prodPow(witness.map((x) => x.r % q), es, q)]);
   const z = (crt(zp, zq, p, q, key.qInvP) * u) % n;
-  return encode("gsm.PlaintextKnowledgeProof", { a, w: w % n, z });
+  return encode("gsm.PlaintextKnowledgeProof", { n_bytes: keyWidth(n), a, w: w % n, z });
 }
 
 /** Fig. 10 prover: check the challenge (ℓ ciphertexts in Z*_{N²}, N̂ a 128-bit prime), decrypt w_i, v, v̂;
  *  z = v + Σ w_i² mod N, ẑ = v̂ + Σ w_i² mod N̂. */
 export async function normResponse(key: PaillierKey, challenge: Uint8Array, count: number,
                                    powSquareMany: PowSquareMany = localPowSquareMany): Promise<Uint8Array> {
-  const ch = decode(challenge, "gsm.NormChallenge").values;
+  let ch;
+  try {
+    ch = decode(challenge, "gsm.NormChallenge", { n_bytes: keyWidth(key.n) }).values;
+  } catch (e) {
+    throw new ProtocolError(`malformed NormChallenge: ${(e as Error).message}`);
+  }
   const ws = ch.w as bigint[];
   const nHat = ch.n_hat as bigint;
   if (ws.length !== count) throw new ProtocolError(`NormChallenge must carry ${count} ciphertexts ⟦w_i⟧, got ${ws.length}`);
@@ -126,5 +131,5 @@ export async function normResponse(key: PaillierKey, challenge: Uint8Array, coun
   const v = plain[ws.length]!;
   const vHat = plain[ws.length + 1]!;
   const squares = plain.slice(0, ws.length).reduce((acc, x) => acc + x * x, 0n);
-  return encode("gsm.NormResponse", { z: (v + squares) % key.n, z_hat: (vHat + squares) % nHat });
+  return encode("gsm.NormResponse", { n_bytes: keyWidth(key.n), z: (v + squares) % key.n, z_hat: (vHat + squares) % nHat });
 }

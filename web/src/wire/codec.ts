@@ -2,7 +2,9 @@
  * The privface wire format, driven by `src/privface/wire/schema.json` (bundled at build time; nothing here
  * re-states a message). Byte-identical with the Python `privface.wire.codec`: frame = magic | version u8 |
  * type id u16 | fields in schema order; decoding checks every length, range and pattern and refuses
- * trailing bytes (any violation is a WireError).
+ * trailing bytes (any violation is a WireError). Fixed-width integers (`uint`, issue 39): exactly width × times
+ * big-endian bytes, left-padded, the width a number or an earlier `width` field of the message; `decode`'s
+ * `widths` refuses a width field other than the receiver's key gives. Retired type ids are refused with the reason.
  */
 import schemaJson from "../../../src/privface/wire/schema.json";
 
@@ -14,6 +16,8 @@ type Spec =
   | { type: "u8" | "u16" | "u32" | "u64" | "i32" | "bool" }
   | { type: "bytes"; max: number }
   | { type: "bigint"; max: number }
+  | { type: "width"; max: number }
+  | { type: "uint"; width: number | string; times?: number }
   | { type: "str"; max: number; pattern?: string; regex?: RegExp }
   | { type: "list"; max: number; of: Spec }
   | { type: "optional"; of: Spec };
@@ -27,6 +31,7 @@ interface RawSchema {
   magic: string;
   version: number;
   max_message_bytes: number;
+  retired?: Record<string, string>;
   types: Record<string, unknown>;
   messages: { name: string; id: number; fields: [string, unknown][] }[];
 }
@@ -53,9 +58,10 @@ function resolve(spec: unknown): Spec {
 
 const BY_NAME = new Map<string, { id: number; fields: [string, Spec][] }>();
 const BY_ID = new Map<number, string>();
+const RETIRED = new Map<number, string>(Object.entries(SCHEMA.retired ?? {}).map(([id, why]) => [Number(id), why]));
 for (const m of SCHEMA.messages) {
   BY_NAME.set(m.name, { id: m.id, fields: m.fields.map(([f, t]) => [f, resolve(t)]) });
-  if (BY_ID.has(m.id)) throw new Error("wire schema: duplicate message type ids");
+  if (BY_ID.has(m.id) || RETIRED.has(m.id)) throw new Error("wire schema: duplicate or retired message type ids");
   BY_ID.set(m.id, m.name);
 }
 
@@ -110,7 +116,27 @@ export function bytesToBig(b: Uint8Array): bigint {
   return BigInt("0x" + hex);
 }
 
-function enc(spec: Spec, v: Value | undefined, w: Writer, where: string): void {
+/** The byte size of a `uint`: its literal width or its message's width field, times `times`. */
+function uintSize(spec: { width: number | string; times?: number }, ctx: Fields): number {
+  let width = spec.width;
+  if (typeof width === "string") {
+    const v = ctx[width];
+    if (typeof v !== "number") throw new WireError(`a uint of width ${width} outside a message that has that field`);
+    width = v;
+  }
+  return width * (spec.times ?? 1);
+}
+
+/** Exactly `size` big-endian bytes of a non-negative integer, left-padded with zeros; null if it does not fit. */
+export function bigToFixed(v: bigint, size: number): Uint8Array | null {
+  const raw = bigToBytes(v);
+  if (raw.length > size) return null;
+  const out = new Uint8Array(size);
+  out.set(raw, size - raw.length);
+  return out;
+}
+
+function enc(spec: Spec, v: Value | undefined, w: Writer, where: string, ctx: Fields): void {
   switch (spec.type) {
     case "bool":
       if (typeof v !== "boolean") throw new WireError(`${where}: expected bool`);
@@ -153,11 +179,26 @@ function enc(spec: Spec, v: Value | undefined, w: Writer, where: string): void {
       w.bytes(raw);
       return;
     }
+    case "width": {
+      if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > spec.max) {
+        throw new WireError(`${where}: a byte width must be an integer in [1, ${spec.max}]`);
+      }
+      w.uint(v, 2);
+      return;
+    }
+    case "uint": {
+      if (typeof v !== "bigint" || v < 0n) throw new WireError(`${where}: expected a non-negative bigint`);
+      const size = uintSize(spec, ctx);
+      const raw = bigToFixed(v, size);
+      if (raw === null) throw new WireError(`${where}: integer does not fit the field's ${size} bytes`);
+      w.bytes(raw);
+      return;
+    }
     case "list": {
       if (!Array.isArray(v)) throw new WireError(`${where}: expected a list`);
       if (v.length > spec.max) throw new WireError(`${where}: ${v.length} items exceed the maximum ${spec.max}`);
       w.uint(v.length, 4);
-      v.forEach((item, i) => enc(spec.of, item, w, `${where}[${i}]`));
+      v.forEach((item, i) => enc(spec.of, item, w, `${where}[${i}]`, ctx));
       return;
     }
     case "optional":
@@ -165,7 +206,7 @@ function enc(spec: Spec, v: Value | undefined, w: Writer, where: string): void {
         w.uint(0, 1);
       } else {
         w.uint(1, 1);
-        enc(spec.of, v, w, where);
+        enc(spec.of, v, w, where, ctx);
       }
       return;
   }
@@ -181,7 +222,7 @@ export function encode(name: string, values: Fields): Uint8Array {
   w.bytes(MAGIC);
   w.uint(VERSION, 1);
   w.uint(m.id, 2);
-  for (const [f, spec] of m.fields) enc(spec, values[f], w, `${name}.${f}`);
+  for (const [f, spec] of m.fields) enc(spec, values[f], w, `${name}.${f}`, values);
   if (w.len > MAX_MESSAGE_BYTES) throw new WireError(`${name}: ${w.len} bytes exceed the message maximum`);
   return w.buf.slice(0, w.len);
 }
@@ -207,7 +248,7 @@ class Reader {
   }
 }
 
-function dec(spec: Spec, r: Reader, where: string): Value {
+function dec(spec: Spec, r: Reader, where: string, ctx: Fields): Value {
   switch (spec.type) {
     case "bool": {
       const v = r.uint(1, where);
@@ -247,17 +288,24 @@ function dec(spec: Spec, r: Reader, where: string): Value {
       if (raw[0] === 0) throw new WireError(`${where}: integer has a leading zero byte (not minimal)`);
       return bytesToBig(raw);
     }
+    case "width": {
+      const v = r.uint(2, where);
+      if (v < 1 || v > spec.max) throw new WireError(`${where}: byte width ${v} outside [1, ${spec.max}]`);
+      return v;
+    }
+    case "uint":
+      return bytesToBig(r.take(uintSize(spec, ctx), where));
     case "list": {
       const n = r.uint(4, where);
       if (n > spec.max) throw new WireError(`${where}: ${n} items exceed the maximum ${spec.max}`);
       const out: Value[] = [];
-      for (let i = 0; i < n; i++) out.push(dec(spec.of, r, `${where}[${i}]`));
+      for (let i = 0; i < n; i++) out.push(dec(spec.of, r, `${where}[${i}]`, ctx));
       return out;
     }
     case "optional": {
       const flag = r.uint(1, where);
       if (flag > 1) throw new WireError(`${where}: optional flag must be 0 or 1, got ${flag}`);
-      return flag ? dec(spec.of, r, where) : null;
+      return flag ? dec(spec.of, r, where, ctx) : null;
     }
   }
 }
@@ -272,18 +320,27 @@ export function messageType(data: Uint8Array): string {
   const version = data[MAGIC.length]!;
   if (version !== VERSION) throw new WireError(`unsupported wire version ${version} (this build speaks ${VERSION})`);
   const tid = data[MAGIC.length + 1]! * 256 + data[MAGIC.length + 2]!;
+  const retired = RETIRED.get(tid);
+  if (retired !== undefined) throw new WireError(`message type id ${tid} is retired: ${retired}`);
   const name = BY_ID.get(tid);
   if (name === undefined) throw new WireError(`unknown message type id ${tid}`);
   return name;
 }
 
-/** The field values of one frame; `expected` names the only acceptable message type. */
-export function decode(data: Uint8Array, expected?: string): { name: string; values: Fields } {
+/** The field values of one frame; `expected` names the only acceptable message type; `widths` maps width fields
+ *  (e.g. `n_bytes`) to the value the receiver's key gives — another value is refused. */
+export function decode(data: Uint8Array, expected?: string, widths?: Record<string, number>): { name: string; values: Fields } {
   const name = messageType(data);
   if (expected !== undefined && name !== expected) throw new WireError(`expected a ${expected} message, got ${name}`);
   const r = new Reader(data);
   const values: Fields = {};
-  for (const [f, spec] of BY_NAME.get(name)!.fields) values[f] = dec(spec, r, `${name}.${f}`);
+  for (const [f, spec] of BY_NAME.get(name)!.fields) {
+    values[f] = dec(spec, r, `${name}.${f}`, values);
+    const want = widths?.[f];
+    if (spec.type === "width" && want !== undefined && values[f] !== want) {
+      throw new WireError(`${name}.${f}: integers of ${String(values[f])} bytes where this key's are ${want} bytes`);
+    }
+  }
   if (r.pos !== data.length) throw new WireError(`${name}: ${data.length - r.pos} trailing bytes after the last field`);
   return { name, values };
 }

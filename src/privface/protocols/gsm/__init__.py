@@ -14,11 +14,13 @@ from .messages import (
     CompareRequest,
     Decision,
     EnrolRequest,
+    LegacyTemplate,
     MatchStart,
     Presented,
     ProviderKey,
     Reply,
     Template,
+    read_template,
 )
 from .params import LAMBDA, PAILLIER_BITS, VARIANTS, GsmParams
 from .parties import Device, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
@@ -76,6 +78,7 @@ DESCRIPTION = {
 
 __all__ = [
     "Challenge", "Claim", "CompareChallenge", "CompareFinish", "CompareRequest", "DESCRIPTION", "Decision", "Device",
-    "EnrolRequest", "EnrolSession", "Enrolled", "GsmParams", "LAMBDA", "MatchStart", "PAILLIER_BITS",
-    "Presented", "ProviderKey", "Reply", "ServiceProvider", "Template", "Terminal", "TerminalSession", "VARIANTS", "zk",
+    "EnrolRequest", "EnrolSession", "Enrolled", "GsmParams", "LAMBDA", "LegacyTemplate", "MatchStart", "PAILLIER_BITS",
+    "Presented", "ProviderKey", "Reply", "ServiceProvider", "Template", "Terminal", "TerminalSession", "VARIANTS",
+    "read_template", "zk",
 ]

@@ -1,11 +1,29 @@
-"""The messages of gsm (seed 004 Fig. 3–5), as wire records. Ciphertexts travel as integers in Z*_{N²}."""
+"""The messages of gsm (seed 004 Fig. 3–5), as wire records. Ciphertexts travel as integers in Z*_{N²}.
+
+gsm wire v2 (issue 39): every residue mod N and ciphertext mod N² travels in fixed width — ``n_bytes`` = N's byte
+width, twice that for N² — so the bytes of a message depend on the key alone; the v1 ids (minimal-length
+integers) are refused, except an m1 (``LegacyTemplate``) kept in a key file or a provider's store.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...wire import Message
+from ...errors import PrivfaceError, ProtocolError
+from ...wire import Message, message_type
 
 VARIANT_IDS = {"pi1": 1, "pi2": 2, "pi3": 3}
+
+
+def key_width(n: int) -> int:
+    """The byte width of residues mod N (ciphertexts mod N² take twice it): ⌈|N|/8⌉, 384 at 3072 bits."""
+    return (int(n).bit_length() + 7) // 8
+
+
+def check_key_width(msg) -> None:
+    """A message carrying epk = N states N's own width (``n_bytes``): a wider or narrower encoding is refused."""
+    if msg.n_bytes != key_width(msg.pk_n):
+        raise ProtocolError(f"{type(msg).__name__} carries integers of {msg.n_bytes} bytes; its key N is "
+                            f"{key_width(msg.pk_n)} bytes wide")
 
 
 @dataclass
@@ -16,6 +34,7 @@ class EnrolRequest(Message):
 
     WIRE_NAME = "gsm.EnrolRequest"
     subject_id: str
+    n_bytes: int
     pk_n: int
     c_u: list[int]
     modulus_proof: bytes = b""
@@ -25,10 +44,12 @@ class EnrolRequest(Message):
 @dataclass
 class Template(Message):
     """The reusable first message m1 (Fig. 3–5 round 1): epk, ⟦u*_1⟧…⟦u*_t⟧ packed with (n, d), ⟦S_u⟧ and,
-    for Π2/Π3, the provider's Ed25519 signature σ over everything else (empty for Π1)."""
+    for Π2/Π3, the provider's Ed25519 signature σ over everything else (empty for Π1); integers ``n_bytes``
+    wide (N's width; ciphertexts twice it)."""
 
     WIRE_NAME = "gsm.Template"
     subject_id: str
+    n_bytes: int
     pk_n: int
     n: int
     d: int
@@ -44,16 +65,24 @@ class Challenge(Message):
 
     WIRE_NAME = "gsm.Challenge"
     variant: int
+    n_bytes: int
     c_x: int
     c_y: int | None = None
 
 
 @dataclass
 class Reply(Message):
-    """Device → terminal, Π2 round 3: X = a·IP + b (decoded, here with the ζ² shift of params.py)."""
+    """Device → terminal, Π2 round 3: X = a·IP + b (decoded, here with the ζ² shift of params.py), a value
+    mod 2^k sent in ``x_bytes`` = ⌈k/8⌉ bytes (``reply_width``)."""
 
     WIRE_NAME = "gsm.Reply"
+    x_bytes: int
     x: int
+
+
+def reply_width(k: int) -> int:
+    """The byte width of Π2's X, a value mod 2^k (k: the packing's slot bits)."""
+    return (k + 7) // 8
 
 
 @dataclass
@@ -155,3 +184,32 @@ class LegacyDeviceKey(Message):
     q: int
     first_message: bytes
     insecure_test_params: bool
+
+
+@dataclass
+class LegacyTemplate(Message):
+    """An m1 signed before gsm wire v2 (integers in minimal bytes, id 514): read from key files and stores until it
+    expires — its signature covers this encoding, so it is re-sent as is; never made anew."""
+
+    WIRE_NAME = "gsm.LegacyTemplate"
+    subject_id: str
+    pk_n: int
+    n: int
+    d: int
+    c_packed: list[int]
+    c_sum: int
+    expires_at: int
+    signature: bytes = b""
+
+
+def read_template(data) -> Template | LegacyTemplate:
+    """An m1 from its bytes: ``Template`` (gsm wire v2, its width checked against its N) or an older
+    ``LegacyTemplate``; ProtocolError for anything else."""
+    try:
+        cls = LegacyTemplate if message_type(data) == LegacyTemplate.WIRE_NAME else Template
+        m1 = cls.from_bytes(data)
+    except PrivfaceError as e:
+        raise ProtocolError(f"malformed first message: {e}") from e
+    if isinstance(m1, Template):
+        check_key_width(m1)
+    return m1

@@ -36,8 +36,12 @@ from .messages import (
     CompareRequest,
     Decision,
     EnrolRequest,
+    LegacyTemplate,
     Reply,
     Template,
+    check_key_width,
+    key_width,
+    reply_width,
 )
 from .params import GsmParams, check_variant
 
@@ -87,8 +91,9 @@ def ciphertext(pk: PaillierPublicKey, value: int) -> PaillierCiphertext:
         raise ProtocolError(f"invalid ciphertext: {e}") from None
 
 
-def signed_bytes(m1: Template) -> bytes:
-    """What the provider signs (Fig. 4 enrolment; Fig. 4/5 round 2 step 1 verifies): m1 without σ."""
+def signed_bytes(m1: Template | LegacyTemplate) -> bytes:
+    """What the provider signs (Fig. 4 enrolment; Fig. 4/5 round 2 step 1 verifies): m1 without σ (in its own
+    wire version: a ``LegacyTemplate`` was signed in minimal-length integers)."""
     return SIGNATURE_CONTEXT + dataclasses.replace(m1, signature=b"").to_bytes()
 
 
@@ -201,7 +206,7 @@ class Device:
                                                 blum=True)
         self.pk, self._sk = keypair
         self.provider_key = provider_key
-        self._m1: Template | None = None
+        self._m1: Template | LegacyTemplate | None = None
 
     def _encrypt(self, m: int) -> int:
         return int(self._sk.encrypt(m).value)
@@ -213,7 +218,8 @@ class Device:
         shifted = [x + p.offset for x in check_template(u, p)]
         pp = p.packing(self.pk.bits, "pi1")
         packed = [self._encrypt(e) for e in packing.encode1_vector(pp, shifted)]
-        self._m1 = Template(self.subject_id, int(self.pk.n), pp.n, pp.d, packed, self._encrypt(sum(shifted)), 0)
+        self._m1 = Template(self.subject_id, key_width(self.pk.n), int(self.pk.n), pp.n, pp.d, packed,
+                            self._encrypt(sum(shifted)), 0)
         return self._m1
 
     def enrol_start(self, u, *, workers: int | None = 1) -> EnrolRequest:
@@ -238,8 +244,8 @@ class Device:
         except CryptoError as e:
             raise ProtocolError(f"cannot prove this key: {e}") from None
         ptxt = zk.prove_plaintext_knowledge(self.pk, cts, witness, context=ctx)
-        return EnrolRequest(self.subject_id, int(self.pk.n), [int(c.value) for c in cts], modulus.to_bytes(),
-                            ptxt.to_bytes())
+        return EnrolRequest(self.subject_id, key_width(self.pk.n), int(self.pk.n), [int(c.value) for c in cts],
+                            modulus.to_bytes(), ptxt.to_bytes())
 
     def enrol_respond(self, challenge: zk.NormChallenge, *, workers: int | None = 1) -> zk.NormResponse:
         """Π_en round 2, Fig. 10 prover: answer the provider's norm challenge (validated first)."""
@@ -249,17 +255,21 @@ class Device:
         """⟦u_1⟧…⟦u_ℓ⟧ without the §8 proofs — only a provider built with ``insecure_skip_proofs`` (evaluation
         and benchmarks of the matching protocols) accepts it."""
         vals = check_template(u, self.params)
-        return EnrolRequest(self.subject_id, int(self.pk.n), [self._encrypt(x) for x in vals])
+        return EnrolRequest(self.subject_id, key_width(self.pk.n), int(self.pk.n), [self._encrypt(x) for x in vals])
 
-    def accept_enrolment(self, m1: Template) -> None:
+    def accept_enrolment(self, m1: Template | LegacyTemplate) -> None:
         """Keep the provider's signed m1 after checking it is ours (and σ, when the provider key is known)."""
+        if not isinstance(m1, (Template, LegacyTemplate)):
+            raise ProtocolError(f"expected a first message, got {type(m1).__name__}")
         if m1.subject_id != self.subject_id or m1.pk_n != self.pk.n:
             raise ProtocolError("the provider's first message is for another device or key")
+        if isinstance(m1, Template):
+            check_key_width(m1)
         if self.provider_key is not None:
             verify_signature(self.provider_key, m1)
         self._m1 = m1
 
-    def first_message(self) -> Template:
+    def first_message(self) -> Template | LegacyTemplate:
         """Round 1 (all variants): m1, reusable across sessions and sendable ahead of the capture."""
         if self._m1 is None:
             raise ProtocolError("the device is not enrolled")
@@ -284,6 +294,9 @@ class Device:
             raise ProtocolError(f"expected a {variant} challenge, got variant {ch.variant}")
         if (ch.c_y is not None) != (variant == "pi3"):
             raise ProtocolError(f"a {variant} challenge has {'two' if variant == 'pi3' else 'one'} ciphertext(s)")
+        if ch.n_bytes != key_width(self.pk.n):
+            raise ProtocolError(f"the challenge carries integers of {ch.n_bytes} bytes; this key's are "
+                                f"{key_width(self.pk.n)} bytes")
 
     def pi1_decide(self, ch: Challenge) -> Decision:
         """Fig. 3 round 3: IP = Σ IP_i (here J − ζ²); send [IP ≥ T]. The device learns IP (L_dev)."""
@@ -294,7 +307,7 @@ class Device:
     def pi2_reply(self, ch: Challenge) -> Reply:
         """Fig. 4 round 3: decode and return X = a·J + b; the device learns nothing (uniform b)."""
         self._check_challenge(ch, "pi2")
-        return Reply(self._decode(ch.c_x))
+        return Reply(reply_width(self._packing().k), self._decode(ch.c_x))
 
     def pi3_inputs(self, ch: Challenge) -> tuple[int, int]:
         """Fig. 5 round 3 steps 1–2: X = J + pad and Y = a·J + b."""
@@ -346,9 +359,10 @@ class TerminalSession:
     pad: int = field(default=0, repr=False)
     open: bool = True
     extra: object = field(default=None, repr=False)
+    x_bytes: int = 0  # Π2: the width of the device's X (``reply_width`` of the packing's k)
 
 
-def verify_signature(key: Ed25519PublicKey, m1: Template) -> None:
+def verify_signature(key: Ed25519PublicKey, m1: Template | LegacyTemplate) -> None:
     try:
         key.verify(m1.signature, signed_bytes(m1))
     except InvalidSignature:
@@ -366,7 +380,7 @@ class Terminal:
         self.clock = clock
         self.workers = workers
 
-    def receive(self, m1: Template, variant: str, *, reuse: bool = False) -> Enrolled:
+    def receive(self, m1: Template | LegacyTemplate, variant: str, *, reuse: bool = False) -> Enrolled:
         """Round 1, terminal side (Fig. 4/5 round 2 step 1: ⊥ unless Verify(vk, m1, σ) = 1 and m1 has not
         expired). A terminal holding the provider's key checks σ for every variant, Π1 included, so the subject
         an m1 names is the provider's word; only a terminal without a provider key takes Π1's self-encoded,
@@ -377,7 +391,11 @@ class Terminal:
         r^N stay uniform (r ← Z*_N): the device knows the factorisation, so a short-exponent shortcut
         (DJN10 §4.2) would not hide the terminal's secrets from a device that picked p − 1 smooth."""
         p, variant = self.params, check_variant(variant)
+        if not isinstance(m1, (Template, LegacyTemplate)):
+            raise ProtocolError(f"expected a first message, got {type(m1).__name__}")
         check_id(m1.subject_id)
+        if isinstance(m1, Template):
+            check_key_width(m1)
         if self.provider_key is not None:  # every variant: an unsigned Π1 m1 would name any subject
             verify_signature(self.provider_key, m1)
             if m1.expires_at <= self.clock():
@@ -424,16 +442,17 @@ class Terminal:
             raise ProtocolError(f"this first message was validated for a weaker variant than {variant}")
         w_shifted = [x + p.offset for x in check_template(w, p)]
         s_w, z = sum(w_shifted), self._inner(e, w_shifted)
+        width = key_width(e.pk.n)
         if variant == "pi1":
-            return Challenge(1, int(self._level2(e, z, s_w, 1, 0).value)), TerminalSession("pi1")
+            return Challenge(1, width, int(self._level2(e, z, s_w, 1, 0).value)), TerminalSession("pi1")
         a = 1 + secrets.randbelow(2**p.a_bits - 1)
         b = secrets.randbelow(2**p.b_bits)
         cy = self._level2(e, z, s_w, a, b)
         if variant == "pi2":
-            return Challenge(2, int(cy.value)), TerminalSession("pi2", a, b)
+            return Challenge(2, width, int(cy.value)), TerminalSession("pi2", a, b, x_bytes=reply_width(e.packing.k))
         pad = secrets.randbelow(2**p.pad_bits)
         cx = self._level2(e, z, s_w, 1, pad)
-        return Challenge(3, int(cx.value), int(cy.value)), TerminalSession("pi3", a, b, pad)
+        return Challenge(3, width, int(cx.value), int(cy.value)), TerminalSession("pi3", a, b, pad)
 
     @staticmethod
     def _take(session: TerminalSession, variant: str) -> None:
@@ -457,6 +476,8 @@ class Terminal:
         if not isinstance(msg, Reply):
             raise ProtocolError("expected the device's reply X")
         session.open = False
+        if msg.x_bytes != session.x_bytes:
+            raise ProtocolError(f"the reply X carries {msg.x_bytes} bytes; this session's are {session.x_bytes}")
         j, rem = divmod(msg.x - session.b, session.a)
         if rem or not 0 <= j <= self.params.j_max:
             return Decision(False, aborted=True)
@@ -544,6 +565,7 @@ class ServiceProvider:
         if not isinstance(req, EnrolRequest):
             raise ProtocolError(f"expected an EnrolRequest, got {type(req).__name__}")
         check_id(req.subject_id)
+        check_key_width(req)
         pk = public_key(req.pk_n, p)
         if len(req.c_u) != p.ell:
             raise ProtocolError(f"enrolment needs ℓ = {p.ell} ciphertexts, got {len(req.c_u)}")
@@ -592,6 +614,6 @@ class ServiceProvider:
         N2 = pk.nsquare
         packed = [int(v * pk.plain_factor(s) % N2) for v, s in zip(packed, shift)]
         c_sum = sum(cts[1:], cts[0]) + p.ell * p.offset
-        m1 = Template(subject_id, int(pk.n), pp.n, pp.d, packed, int(c_sum.value),
+        m1 = Template(subject_id, key_width(pk.n), int(pk.n), pp.n, pp.d, packed, int(c_sum.value),
                       int(self.clock()) + p.lifetime)
         return dataclasses.replace(m1, signature=self._signing_key.sign(signed_bytes(m1)))

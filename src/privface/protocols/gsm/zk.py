@@ -37,6 +37,7 @@ from ...crypto.paillier import OwnerShortExponentRn, PaillierCiphertext, Paillie
 from ...crypto.parallel import parallel_map
 from ...errors import CryptoError, PrivfaceError, ProtocolError
 from ...wire import Message, decode
+from .messages import key_width
 
 #: Statistical security parameter λ of seed 004 §9 (MAC key α ← [1, 2^λ) in Fig. 10).
 STAT_LAMBDA = 40
@@ -90,10 +91,12 @@ def _as_bytes(data, what: str) -> bytes:
     return bytes(data)
 
 
-def _decode(cls, data):
-    """The message ``cls`` from a wire frame; any framing error is a ProtocolError."""
+def _decode(cls, data, public_key: PaillierPublicKey | None = None):
+    """The message ``cls`` from a wire frame (its integers ``key_width`` bytes wide for ``public_key``, when
+    given); any framing error is a ProtocolError."""
+    widths = None if public_key is None else {"n_bytes": key_width(_public_key(public_key).n)}
     try:
-        return cls(**decode(data, cls.WIRE_NAME)[1])
+        return cls(**decode(data, cls.WIRE_NAME, widths)[1])
     except PrivfaceError as e:
         raise ProtocolError(f"malformed {cls.__name__}: {e}") from e
 
@@ -124,14 +127,22 @@ def _public_key(pk) -> PaillierPublicKey:
     return pk
 
 
+def _check_width(msg, pk: PaillierPublicKey) -> None:
+    """The message's integer width (``n_bytes``) is this key's: a wider or narrower encoding is refused."""
+    if msg.n_bytes != key_width(pk.n):
+        raise ProtocolError(f"{type(msg).__name__} carries integers of {msg.n_bytes} bytes; this key's are "
+                            f"{key_width(pk.n)} bytes")
+
+
 # ---------------------------------------------------------------- Π_epk: Paillier–Blum modulus (CGGMP20 Fig. 16)
 
 
 @dataclass
 class ModulusProof(Message):
-    """π = (w, {x_i, a_i, b_i, z_i}_{i ≤ m}); ``ab[i] = a_i + 2·b_i``."""
+    """π = (w, {x_i, a_i, b_i, z_i}_{i ≤ m}); ``ab[i] = a_i + 2·b_i``; integers ``n_bytes`` wide (N's width)."""
 
     WIRE_NAME = "gsm.ModulusProof"
+    n_bytes: int
     w: int
     x: list[int]
     z: list[int]
@@ -140,12 +151,13 @@ class ModulusProof(Message):
     @classmethod
     def from_bytes(cls, data, public_key: PaillierPublicKey, rounds: int = MOD_ROUNDS) -> ModulusProof:
         """Parse and validate against N: exactly ``rounds`` entries, every value in Z*_N, a_i, b_i bits."""
-        proof = _decode(cls, _as_bytes(data, "ModulusProof"))
+        proof = _decode(cls, _as_bytes(data, "ModulusProof"), public_key)
         proof.check(public_key, rounds)
         return proof
 
     def check(self, public_key: PaillierPublicKey, rounds: int = MOD_ROUNDS) -> None:
         n = _public_key(public_key).n
+        _check_width(self, public_key)
         if not isinstance(self.ab, bytes) or not isinstance(self.x, list) or not isinstance(self.z, list):
             raise ProtocolError("ModulusProof x, z must be lists and ab bytes")
         if not (len(self.x) == len(self.z) == len(self.ab) == rounds):
@@ -198,7 +210,8 @@ def prove_modulus(sk: PaillierPrivateKey, *, context: bytes = b"", rounds: int =
         return (int(z), *_fourth_root(y, w, p, q))
 
     rows = parallel_map(answer, _mod_challenges(n, w, rounds, bytes(context)), workers)
-    return ModulusProof(int(w), [int(x) for _, _, x in rows], [z for z, _, _ in rows], bytes(b for _, b, _ in rows))
+    return ModulusProof(key_width(n), int(w), [int(x) for _, _, x in rows], [z for z, _, _ in rows],
+                        bytes(b for _, b, _ in rows))
 
 
 def verify_modulus(pk: PaillierPublicKey, proof: ModulusProof, *, context: bytes = b"",
@@ -229,22 +242,25 @@ def verify_modulus(pk: PaillierPublicKey, proof: ModulusProof, *, context: bytes
 
 @dataclass
 class PlaintextKnowledgeProof(Message):
-    """(a = ⟦s; u⟧, w, z) of Fig. 9; z is sent mod N (see ``prove_plaintext_knowledge``)."""
+    """(a = ⟦s; u⟧, w, z) of Fig. 9; z is sent mod N (see ``prove_plaintext_knowledge``); integers ``n_bytes``
+    wide (a: twice that)."""
 
     WIRE_NAME = "gsm.PlaintextKnowledgeProof"
+    n_bytes: int
     a: int
     w: int
     z: int
 
     @classmethod
     def from_bytes(cls, data, public_key: PaillierPublicKey) -> PlaintextKnowledgeProof:
-        proof = _decode(cls, _as_bytes(data, "PlaintextKnowledgeProof"))
+        proof = _decode(cls, _as_bytes(data, "PlaintextKnowledgeProof"), public_key)
         proof.check(public_key)
         return proof
 
     def check(self, public_key: PaillierPublicKey) -> None:
         """a ∈ Z*_{N²}, w ∈ Z_N, z ∈ Z*_N, else ProtocolError."""
         pk = _public_key(public_key)
+        _check_width(self, pk)
         _residue(self.a, pk.nsquare, "PlaintextKnowledgeProof a")
         _residue(self.w, pk.n, "PlaintextKnowledgeProof w", unit=False)
         _residue(self.z, pk.n, "PlaintextKnowledgeProof z")
@@ -289,7 +305,7 @@ def prove_plaintext_knowledge(pk: PaillierPublicKey, ciphertexts, witness, *,
     for e, (x, r) in zip(es, witness):
         w += e * x
         z = z * gmpy2.powmod(r, e, n) % n
-    return PlaintextKnowledgeProof(int(a), int(w % n), int(z))
+    return PlaintextKnowledgeProof(key_width(n), int(a), int(w % n), int(z))
 
 
 def verify_plaintext_knowledge(pk: PaillierPublicKey, ciphertexts, proof: PlaintextKnowledgeProof, *,
@@ -310,9 +326,10 @@ def verify_plaintext_knowledge(pk: PaillierPublicKey, ciphertexts, proof: Plaint
 
 @dataclass
 class NormChallenge(Message):
-    """V → P of Fig. 10: N̂ and ⟦w_i⟧, ⟦v⟧, ⟦v̂⟧ (ciphertext values mod N²)."""
+    """V → P of Fig. 10: N̂ and ⟦w_i⟧, ⟦v⟧, ⟦v̂⟧ (ciphertext values mod N², 2·``n_bytes`` wide)."""
 
     WIRE_NAME = "gsm.NormChallenge"
+    n_bytes: int
     n_hat: int
     w: list[int]
     v: int
@@ -320,13 +337,14 @@ class NormChallenge(Message):
 
     @classmethod
     def from_bytes(cls, data, public_key: PaillierPublicKey, count: int) -> NormChallenge:
-        msg = _decode(cls, _as_bytes(data, "NormChallenge"))
+        msg = _decode(cls, _as_bytes(data, "NormChallenge"), public_key)
         msg.check(public_key, count)
         return msg
 
     def check(self, public_key: PaillierPublicKey, count: int) -> None:
         """``count`` ciphertexts in Z*_{N²}, N̂ a prime of ``N_HAT_BITS`` bits, else ProtocolError."""
         pk = _public_key(public_key)
+        _check_width(self, pk)
         if len(self.w) != count:
             raise ProtocolError(f"NormChallenge must carry {count} ciphertexts ⟦w_i⟧, got {len(self.w)}")
         if mpz(self.n_hat).bit_length() != N_HAT_BITS or not gmpy2.is_prime(self.n_hat, 50):
@@ -337,9 +355,10 @@ class NormChallenge(Message):
 
 @dataclass
 class NormResponse(Message):
-    """P → V of Fig. 10: z ∈ Z_N and ẑ ∈ Z_N̂."""
+    """P → V of Fig. 10: z ∈ Z_N (``n_bytes`` wide) and ẑ ∈ Z_N̂."""
 
     WIRE_NAME = "gsm.NormResponse"
+    n_bytes: int
     z: int
     z_hat: int
 
@@ -359,7 +378,7 @@ def norm_response(sk: PaillierPrivateKey, challenge: NormChallenge, count: int, 
                                  [*challenge.w, challenge.v, challenge.v_hat], workers)
     squares = sum(w * w for w in ws)
     n_hat = mpz(challenge.n_hat)
-    return NormResponse(int((v + squares) % pk.n), int((v_hat + squares) % n_hat))
+    return NormResponse(key_width(pk.n), int((v + squares) % pk.n), int((v_hat + squares) % n_hat))
 
 
 class NormVerifier:
@@ -405,7 +424,7 @@ class NormVerifier:
         v = v * multiexp(xs, v_exp, n2, workers=self._workers) % n2
         v_hat = v_hat * multiexp(xs, vh_exp, n2) % n2
         self._secrets = (alpha, beta, beta_hat, n_hat)
-        return NormChallenge(int(n_hat), [int(c) for c in ws], int(v), int(v_hat))
+        return NormChallenge(key_width(n), int(n_hat), [int(c) for c in ws], int(v), int(v_hat))
 
     def verify(self, response: NormResponse) -> bool:
         """Accept iff z = yα² + β (mod N) and ẑ ≡ yα² + β̂ (mod N̂); usable once per challenge."""
@@ -416,6 +435,7 @@ class NormVerifier:
             raise ProtocolError(f"expected a NormResponse, got {type(response).__name__}")
         alpha, beta, beta_hat, n_hat = self._secrets
         n = self.public_key.n
+        _check_width(response, self.public_key)
         if not (0 <= response.z < n and 0 <= response.z_hat < n_hat):
             raise ProtocolError("NormResponse z must be in Z_N and ẑ in Z_N̂")
         self._secrets, self._used = None, True

@@ -41,11 +41,13 @@ from ...protocols.gsm.messages import (
     CompareRequest,
     Decision,
     EnrolRequest,
+    LegacyTemplate,
     MatchStart,
     Presented,
     ProviderKey,
     Reply,
     Template,
+    read_template,
 )
 from ...protocols.gsm.params import GsmParams
 from ...protocols.gsm.parties import PROTOCOL, Enrolled, EnrolSession, ServiceProvider, Terminal, TerminalSession
@@ -122,7 +124,7 @@ class FirstMessageCache:
                 raise ProtocolError("the first message has expired; the device must enrol again")
             self._schedule(key, lambda: self._top_up(enrolled))
             return enrolled, expires_at
-        m1 = Template.from_bytes(m1_bytes)
+        m1 = read_template(m1_bytes)
         enrolled = self.terminal.receive(m1, variant)
         with self._lock:
             self._entries[key] = (enrolled, m1.expires_at)
@@ -163,7 +165,7 @@ class FirstMessageCache:
     def _top_up(self, enrolled: Enrolled) -> None:
         enrolled.pool.fill(max(0, self.pool_ahead - len(enrolled.pool)))
 
-    def _prepare(self, key: bytes, m1: Template, variant: str, enrolled: Enrolled) -> None:
+    def _prepare(self, key: bytes, m1: Template | LegacyTemplate, variant: str, enrolled: Enrolled) -> None:
         self._top_up(enrolled)
         tuned = replace(self.terminal.receive(m1, variant, reuse=True), pool=enrolled.pool)
         with self._lock:
@@ -255,8 +257,8 @@ class GsmService:
                 start = MatchStart.from_bytes(body)
                 if VARIANT_NAMES.get(start.variant) == "pi1":
                     return None
-                return Template.from_bytes(start.first_message).subject_id, False
-            except WireError as e:
+                return read_template(start.first_message).subject_id, False
+            except (WireError, ProtocolError) as e:
                 raise MessageError(str(e)) from None
         if isinstance(state, MatchState) and state.session.variant != "pi1":
             return state.subject, step == "match/finish"
@@ -333,7 +335,7 @@ class GsmService:
             if self.m1_cache is not None:
                 enrolled, expires_at = self.m1_cache.get(variant, start.first_message)
             else:
-                m1 = Template.from_bytes(start.first_message)
+                m1 = read_template(start.first_message)
                 enrolled, expires_at = term.receive(m1, variant), m1.expires_at
             if step == "match/present":
                 return StepResult(Presented(enrolled.subject_id, expires_at).to_bytes(), subject=enrolled.subject_id)

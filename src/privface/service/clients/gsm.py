@@ -27,6 +27,7 @@ from ...protocols.gsm.messages import (
     Presented,
     ProviderKey,
     Template,
+    read_template,
 )
 from ...protocols.gsm.params import GsmParams, check_variant
 from ...protocols.gsm.parties import PROTOCOL, Device
@@ -152,5 +153,5 @@ def load_device(data: bytes, params: GsmParams, *, workers: int | None = None) -
     device = Device(record.subject_id, params, keypair=(sk.public_key, sk),
                     provider_key=provider_key_from_bytes(record.provider_key), workers=workers)
     if record.first_message:
-        device.accept_enrolment(_parse(Template.from_bytes, record.first_message))
+        device.accept_enrolment(read_template(record.first_message))
     return device, record
