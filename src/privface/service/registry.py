@@ -13,7 +13,7 @@ PROTOCOLS: dict[str, str] = {
     "gsm": "privface.service.bindings.gsm:GsmService",
     "kolberg": "privface.service.bindings.kolberg:KolbergService",
     "ident": "privface.service.bindings.hers:IdentService",
-    "cryptomask": "privface.service.bindings.cryptomask_kg:cryptomask_service",
+    "cryptomask": "privface.service.bindings.cryptomask:cryptomask_service",
 }
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from privface.errors import ProtocolError
 from privface.protocols.gsm import (
-    Challenge,
     Device,
     GsmParams,
     LegacyTemplate,

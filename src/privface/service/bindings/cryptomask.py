@@ -40,7 +40,7 @@ from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, RoundBusy,
 from ...store.base import TemplateStore
 from ...wire import WireError
 from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
-from .cryptomask_kg import GALLERY_LIMITS, GALLERY_SCOPES, gallery_step
+from .cryptomask_kg import GALLERY_LIMITS, GALLERY_SCOPES, KeyGeneratorService, gallery_step
 
 STEPS = {"gallery": "gallery", "ot/setup": "ot_setup", "ot/finish": "ot_finish", "ot/refill": "ot_refill",
          "identify/start": "start", "identify/reveal": "reveal"}
@@ -157,3 +157,11 @@ class CryptoMaskService:
         if step == "gallery" or step.startswith("ot/"):
             return StepResult(reply.to_bytes())
         return StepResult(b"", stream=reply)
+
+
+def cryptomask_service(store: TemplateStore, *, role: str = "cs", **options):
+    """The cryptomask role ``role`` names: the CS (``CryptoMaskService``) or the key generator
+    (``bindings.cryptomask_kg.KeyGeneratorService``)."""
+    if role == "kg":
+        return KeyGeneratorService(store, role=role, **options)
+    return CryptoMaskService(store, role=role, **options)

@@ -66,15 +66,6 @@ class KeyGeneratorService:
         return StepResult(reply.to_bytes())
 
 
-def cryptomask_service(store: TemplateStore, *, role: str = "cs", **options):
-    """The cryptomask role ``role`` names: the CS (``bindings.cryptomask.CryptoMaskService``) or the KG."""
-    if role == "kg":
-        return KeyGeneratorService(store, role=role, **options)
-    from .cryptomask import CryptoMaskService
-
-    return CryptoMaskService(store, role=role, **options)
-
-
 def gallery_step(service, step: str, body: bytes) -> dict:
     """The CS's admin steps on its own gallery (module docstring); the body is validated first."""
     from ...scale import lifecycle
@@ -140,4 +131,4 @@ def _templates(ids: list[str], rows, d: int):
     return ArraySource(ids, x / norms[:, None])
 
 
-__all__ = ["GALLERY_LIMITS", "GALLERY_SCOPES", "KeyGeneratorService", "cryptomask_service", "gallery_step"]
+__all__ = ["GALLERY_LIMITS", "GALLERY_SCOPES", "KeyGeneratorService", "gallery_step"]
