@@ -7,6 +7,7 @@ next step; the service keeps the state server-side until the flow ends or the se
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,17 @@ class NotEnrolledError(PrivfaceError):
 
 class MessageError(PrivfaceError):
     """A message failed validation: wrong type, size, range or group membership (HTTP 400)."""
+
+
+def json_object(body: bytes) -> dict:
+    """An admin step's JSON body (empty: ``{}``), refused with MessageError unless it is one JSON object."""
+    try:
+        msg = json.loads(body or b"{}")
+    except ValueError:
+        raise MessageError("expected a JSON object") from None
+    if not isinstance(msg, dict):
+        raise MessageError("expected a JSON object")
+    return msg
 
 
 class RejectedAttemptError(MessageError):

@@ -21,14 +21,13 @@ A CS whose blocks are resident in Ray shards refuses ``gallery/remove`` (a chang
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ...errors import CryptoError, ProtocolError, TemplateError
 from ...protocols.cryptomask.server import PROTOCOL
 from ...store.base import StoreError, TemplateStore
 from ...wire import WireError
-from ..base import MessageError, SessionError, StepResult
+from ..base import MessageError, SessionError, StepResult, json_object
 
 _KB = 1024
 KG_STEPS = {"erase/attach": 2 * 1024 * _KB + _KB, "erase/refresh": 4 * 1024 * _KB}
@@ -73,12 +72,7 @@ def gallery_step(service, step: str, body: bytes) -> dict:
     from ...scale.layout import GalleryError
     from ...store.base import check_key
 
-    try:
-        msg = json.loads(body or b"{}")
-    except ValueError:
-        raise MessageError("expected a JSON object") from None
-    if not isinstance(msg, dict):
-        raise MessageError("expected a JSON object")
+    msg = json_object(body)
     url, name = service.gallery_url, service.gallery_name
     try:
         if step == "gallery/info":

@@ -32,7 +32,7 @@ from ...protocols.hers.messages import PROTOCOL
 from ...scale.ident import KeyRole, LocalRole
 from ...store.base import StoreError, TemplateStore
 from ...wire import WireError
-from ..base import MessageError, SessionError, StepResult
+from ..base import MessageError, SessionError, StepResult, json_object
 
 _KB, _MB = 1024, 1024 * 1024
 KEY_LIMITS = {"attach": 2 * _MB, "decide": 4 * _MB, "reencrypt": 4 * _MB, "erase/open": 4 * _MB + _KB,
@@ -115,12 +115,7 @@ class IdentService:
         from ...scale.layout import GalleryError
         from ...store.base import check_key
 
-        try:
-            msg = json.loads(body or b"{}")
-        except ValueError:
-            raise MessageError("expected a JSON object") from None
-        if not isinstance(msg, dict):
-            raise MessageError("expected a JSON object")
+        msg = json_object(body)
         url, name = self.party.gallery.url, self.party.gallery.name
         try:
             if step == "gallery/info":
