@@ -55,7 +55,9 @@ def test_idface_keeps_the_transformed_answer_and_its_measured_rank1(idface):
 
 def test_idface_default_tau_refuses_strangers(idface):
     assert idface["default_tau"] > 0 and "held-out LFW identities" in idface["default_tau_source"]
-    assert idface["fpir_default_tau"] <= 0.01 and idface["tpir_default_tau"] > 0.1, idface
+    # dlib at τ(1 370) from the 95 % confidence bound (issue 37) accepts ≈ 7 % of mated probes (0.0665 measured; 0.17
+    # at the point estimate): the check is that strangers are refused and mated probes still get through at all
+    assert idface["fpir_default_tau"] <= 0.01 and idface["tpir_default_tau"] > 0.03, idface
 
 
 def test_idface_loses_at_most_one_point_of_rank1(idface):
