@@ -79,6 +79,7 @@ def test_remove_erases_the_rows_and_the_old_bytes(tmp_path):
     assert np.array_equal(before[0], q[:1020]) and np.array_equal(before[1][:10], q[1020:])  # exact decryption
     files = store_files(tmp_path)
     assert all(w in files for w in windows(old[0][0].tobytes(), k=8) + windows(old[1].tobytes(), k=8))
+    generation = info(url, tau=False)["generation"]
     report = withdraw(url, ["e.3", "e.300"], key=erase_key(url))
     assert report["erased"] is True and report["blocks_written"] == 1 and report["stacks_refreshed"] == 2
     after = decrypt_gallery(url)
@@ -94,6 +95,7 @@ def test_remove_erases_the_rows_and_the_old_bytes(tmp_path):
     assert identify(x[3], url)["match"] is False and identify(x[300], url)["match"] is False
     assert identify(x[4], url)["match"] is True and identify(x[1025], url)["match"] is True
     assert "e.3" not in list_ids(url) and info(url, tau=False)["withdrawn"] == 2
+    assert info(url, tau=False)["generation"] == generation + 1  # one block rewritten
 
 
 def test_update_erases_the_old_template_and_adds_the_new(tmp_path):

@@ -171,3 +171,18 @@ def test_key_role_takes_tau_n_from_each_attach(tmp_path):
     withdraw(url, ["a.0"])
     got = local.identify(Query(np.asarray(x[3], "<f8").tobytes()).to_bytes())
     assert got.subject_id == "a.3" and key.tau == tau_for_mix("sface", 128, "hers", {1: 6, 0: 4})[0]
+
+
+def test_a_default_tau_above_every_cosine_is_said():
+    """dlib's τ(2^20) is above 1 (the 95 % bound): such a gallery matches nobody, and its τ fields say so."""
+    from privface.scale.layout import current_tau, tau_warning
+
+    def meta(backend, key="hers"):
+        return {"tau_mode": "default", "tau_setting": {"backend": backend, "dim": 128, "key": key}}
+
+    dlib = tau_warning(current_tau(meta("dlib-resnet128"), 2**20))
+    assert dlib["tau"] > 1 and "matches nobody" in dlib["tau_warning"]
+    assert "tau_warning" not in tau_warning(current_tau(meta("sface"), 2**20))
+    assert "tau_warning" not in tau_warning(current_tau(meta("dlib-resnet128"), 1000))
+    idface = current_tau(meta("dlib-resnet128", "idface/centring=none/lift=2048/beta=1365"), 2**20)
+    assert idface["tau"] > 1 and "tau_warning" not in tau_warning(idface)  # an integer score: τ > 1 is ordinary

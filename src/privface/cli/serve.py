@@ -133,7 +133,7 @@ def _cryptomask_service_options(a) -> dict:
         raise PrivfaceError("--protocol cryptomask needs --role cs or kg (the verifier is `privface identify "
                             "--protocol cryptomask --server URL --key-store URL`)")
     options = {"role": "cs", "gallery_url": a.gallery or a.db, "gallery_name": a.gallery_name,
-               "memory": a.memory_budget}
+               "memory": a.memory_budget, "pool_memory": a.ot_pool_memory}
     if a.key_url:  # the key generator, for gallery/remove (bindings.cryptomask_kg)
         from ..service.client import tls_context
 
@@ -238,6 +238,10 @@ def _serve_ops_args(s) -> None:
                    "body from its head on, and its answer), beside the loaded gallery; sets how many "
                    "identifications run at once (at most 8: 4 at 2^20 with the default) and refuses uploads past it "
                    "(default 4GiB)")
+    s.add_argument("--ot-pool-memory", type=size, default=None, metavar="BYTES",
+                   help="cryptomask cs: bytes the verifiers' Ferret pools may hold together, beside --memory-budget "
+                   "(16 B per resident correlated OT and LPN output: ≈ 0.76 GiB per pool at 2^20); sets how many "
+                   "pools stay resident (at least one, at most 16; default 4GiB)")
 
 
 def _serve_limits(a, store) -> dict:

@@ -21,6 +21,9 @@ from ..errors import CryptoError, PrivfaceError, ProtocolError
 MIN_BLOCKS = 4
 """Blocks per worker below which a message is decrypted in the key server's own process."""
 
+START_TIMEOUT = 300.0
+"""Seconds the workers wait for each other at start (SEAL's context and the key records load in each)."""
+
 _SECRET = None  # the worker's secret scheme (set once by ``_start``)
 
 
@@ -36,11 +39,14 @@ def key_workers(workers: int | None = None) -> int:
     return workers
 
 
-def _start(settings, pk: bytes, sk: bytes) -> None:
+def _start(settings, pk: bytes, sk: bytes, ready) -> None:
     global _SECRET
     os.environ["PRIVFACE_THREADS"] = "1"  # one core per worker: more cores → more workers
     pub = settings.load_public(pk)
     _SECRET = settings.secret_scheme(settings.load_secret(pub, sk))
+    # No worker takes a task before every worker has started: the executor spawns a worker per submitted task
+    # only while none is idle, so a fast first worker could otherwise leave the pool one process short.
+    ready.wait(timeout=START_TIMEOUT)
 
 
 def _decrypt(msg):
@@ -69,8 +75,9 @@ class DecryptPool:
         self.workers = key_workers(workers)
         self._pool, self.pooled = None, 0  # pooled: messages decrypted by the workers
         if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start, initargs=(settings, pk, sk))
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_start,
+                                             initargs=(settings, pk, sk, ctx.Barrier(self.workers)))
             list(self._pool.map(_warm, range(self.workers)))  # start every worker now, not at the first request
 
     def decrypt_scores(self, msg) -> np.ndarray:

@@ -176,11 +176,24 @@ def current_tau(meta: dict, n: int | None) -> dict:
         raise GalleryError(f"the key store's τ setting is damaged ({e})") from None
 
 
+def tau_warning(fields: dict) -> dict:
+    """``fields`` (``current_tau``'s) with a ``tau_warning`` when a default cosine τ(N) is above every cosine: the
+    calibration puts FPIR 0.003 out of the backend's reach at this N, and the gallery matches nobody. Said, never
+    stored (τ(N) moves with N)."""
+    tau, setting = fields.get("tau"), fields.get("tau_source", "")
+    if fields.get("tau_mode") == "default" and isinstance(tau, float) and tau > 1.0 and "idface" not in setting:
+        return {**fields, "tau_warning": f"τ(N) = {tau:g} is above every cosine (≤ 1): at the target FPIR this "
+                                         f"gallery of {fields.get('tau_n')} identities matches nobody — use a "
+                                         "stronger face backend, or an explicit τ (a higher FPIR)"}
+    return fields
+
+
 def tau_of(gallery_url: str, name: str = "default", key_store_url: str | None = None, n: int | None = None) -> dict:
-    """{"tau", "tau_n", "tau_mode", "tau_source"} from the key store (``current_tau`` for ``n`` identities)."""
+    """{"tau", "tau_n", "tau_mode", "tau_source"} from the key store (``current_tau`` for ``n`` identities; with
+    ``tau_warning``'s warning)."""
     with open_store(key_store_url or default_key_store(gallery_url)) as keys:
         meta = read_json(keys.get(KEY, record_key(name, "meta")), f"key store meta of gallery {name!r}")
-    return current_tau(meta, n)
+    return tau_warning(current_tau(meta, n))
 
 
 def retune(gallery_url: str, name: str, key_store_url: str | None, n: int, photos: dict | None = None) -> dict:
@@ -213,7 +226,7 @@ def retune(gallery_url: str, name: str, key_store_url: str | None, n: int, photo
         now = current_tau(meta, n)
         if meta.get("tau_mode") == "default" and {**meta, **now} != meta:
             keys.put(KEY, record_key(name, "meta"), json.dumps({**meta, **now}).encode())
-    return now
+    return tau_warning(now)
 
 
 def check_tau(tau: float | None, gallery_url: str, name: str, key_store_url: str | None) -> None:

@@ -65,9 +65,11 @@ def _scheme(gallery_url: str, name: str) -> str:
     return scheme
 
 
-def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]], int]:
+def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]], int, int | None]:
     """(scheme, the ids of every block in gallery order — ``None`` for a withdrawn slot —, the bytes of the block
-    arrays the commit records describe). Reads commit records only, never a ciphertext."""
+    arrays the commit records describe, and for a gallery of its own layout (cryptomask: no meta generation, each
+    block counts its own) the sum of its blocks' generations, which every change raises). Reads commit records
+    only, never a ciphertext."""
     scheme = _scheme(gallery_url, name)
     if GALLERY_SCHEMES[scheme].own_layout:
         from .cryptomask_gallery import CMGallery, _commit
@@ -75,7 +77,8 @@ def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]], in
         cm = CMGallery(gallery_url, name)
         with open_store(gallery_url) as local:
             commits = [_commit(local, name, b, cm.meta, cm.block_count(b), cm.basis) for b in range(cm.nblocks)]
-        return scheme, [[i for c in commits for r in c["ids"] for i in r]], sum(_bytes(c) for c in commits)
+        return (scheme, [[i for c in commits for r in c["ids"] for i in r]], sum(_bytes(c) for c in commits),
+                sum(c["gen"] for c in commits))
     from .gallery import Gallery
 
     g = Gallery(gallery_url, name)
@@ -85,7 +88,7 @@ def _slots(gallery_url: str, name: str) -> tuple[str, list[list[str | None]], in
             commit = read_json(local.get(LOCAL, record_key(name, block_key(b, g.gens[b]))), f"block {b} commit record")
             out.append(list(commit["ids"]))
             stored += _bytes(commit)
-    return scheme, out, stored
+    return scheme, out, stored, None
 
 
 def _bytes(commit: dict) -> int:
@@ -103,14 +106,14 @@ def info(gallery_url: str, name: str = "default", key_store_url: str | None = No
     """A gallery's settings and size: scheme, identities answered and withdrawn, blocks, capacity, the idface
     transform, the stored ciphertext bytes and (``tau``) τ and its source from the key store — ``key_store_url``,
     or the default next to a ``sqlite:///g.db`` gallery when that file exists (never created here)."""
-    scheme, blocks, stored = _slots(gallery_url, name)
+    scheme, blocks, stored, block_gens = _slots(gallery_url, name)
     with open_store(gallery_url) as local:
         meta = read_json(local.get(LOCAL, record_key(name, "meta")), f"gallery {name!r} meta")
     slots = sum(len(b) for b in blocks)
     withdrawn = sum(i is None for b in blocks for i in b)
     out = {"name": name, "scheme": scheme, "identities": slots - withdrawn, "withdrawn": withdrawn,
            "slots": slots, "dim": meta.get("dim"), "insecure_test_params": meta.get("insecure_test_params"),
-           "generation": int(meta.get("gen", 0))}
+           "generation": int(meta.get("gen", 0)) if block_gens is None else block_gens}
     if GALLERY_SCHEMES[scheme].own_layout:
         out.update(blocks=-(-slots // (meta["delta"] * meta["cts_per_block"])) if slots else 0,
                    capacity=meta["delta"] * meta["cts_per_block"], batches=len(meta.get("batches", [])))

@@ -141,3 +141,7 @@ def test_the_budget_is_an_option_of_the_cs(cs, tmp_path):
 
     a = build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "cs", "--memory-budget", "2GiB"])
     assert _cryptomask_service_options(a)["memory"] == 2 << 30
+    a = build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "cs", "--ot-pool-memory", "1GiB"])
+    assert _cryptomask_service_options(a)["pool_memory"] == 1 << 30
+    one = CryptoMaskService(cs["store"], gallery_url=cs["gallery"], pool_memory=1 << 30).party.pools
+    assert one.max_pools == min(16, (1 << 30) // one.pool_bytes)  # the Ferret pools' own budget

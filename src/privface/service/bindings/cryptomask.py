@@ -25,9 +25,10 @@ the head is checked against the caller's session (``stream_heads``/``admit``), w
 must have, so a caller with a valid key cannot make the CS buffer more than its own next round — one at a time per
 identification (a second upload of a round in flight: 409 before its body is read), and only while the CS's memory
 budget (``memory``, ``privface serve --memory-budget``) holds it with its answer (else 503). Ferret pools
-(``protocols.cryptomask.pools``) are the caller's own (another caller's is "unknown"); a pool that cannot be used —
-unknown (a CS restart forgets them all), evicted, expired, desynchronised, in use — is 409 naming it, a pool or refill
-beyond the CS's limits 503 with Retry-After.
+(``protocols.cryptomask.pools``, within a budget of their own: ``pool_memory``, ``--ot-pool-memory``) are the
+caller's own (another caller's is "unknown"); a pool that cannot be used — unknown (a CS restart forgets them all),
+evicted, expired, desynchronised, in use — is 409 naming it, a pool or refill beyond the CS's limits 503 with
+Retry-After.
 """
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ class CryptoMaskService:
 
     def __init__(self, store: TemplateStore, *, role: str = "cs", gallery_url: str | None = None,
                  gallery_name: str = "default", chunk: int | None = None, batch: int | None = None,
-                 memory: int | None = None, ray: str | None = None, shards: int | None = None,
+                 memory: int | None = None, pool_memory: int | None = None, ray: str | None = None,
+                 shards: int | None = None,
                  kg_url: str | None = None, kg_api_key: str | None = None, kg_tls=None, kg=None,
                  timeout: float = 600.0) -> None:
         if role != "cs":
@@ -91,7 +93,7 @@ class CryptoMaskService:
         try:
             self.party = CloudServerRole(cs, gallery.pk_bytes,
                                          insecure_test_params=gallery.meta["insecure_test_params"], chunk=chunk,
-                                         batch=batch, memory=memory)
+                                         batch=batch, memory=memory, pool_memory=pool_memory)
         except ValueError as e:  # a budget below one identification's need
             raise PrivfaceError(f"--memory-budget: {e}") from None
         self.steps = self.first_steps = tuple(STEPS) + tuple(GALLERY_LIMITS)
