@@ -490,3 +490,33 @@ def test_cryptomask_add_is_a_new_batch_and_remove_needs_the_key(tmp_path):
 
 def stranger_matches(v, url) -> bool:
     return bool(identify(v, url)["match"])
+
+
+def test_collect_deletes_strays_and_reads_only_blocks_holding_them(tmp_path, monkeypatch):
+    """``collect`` deletes keys of generations the meta does not name (beside a live block, and of a block past the
+    gallery's end) and keeps every live record; it reads the commit records of those blocks only, and still refuses
+    a gallery whose live commit record is missing."""
+    from privface.scale import lifecycle
+    from privface.store import open_store
+
+    url, _ = _gallery(tmp_path, "hers", n=40, dim=64)
+    withdraw(url, ["e.3"])  # a change: its superseded records are already collected
+    with open_store(url) as local:
+        live = sorted(local.ids(lay.LOCAL))
+        meta = json.loads(local.get(lay.LOCAL, "default.meta"))
+        strays = ["default.block.000000.g000009", "default.block.000000.g000009.part.0000",
+                  "default.block.000007.part.0000"]
+        for k in strays:
+            local.put(lay.LOCAL, k, b"old")
+        reads = []
+        monkeypatch.setattr(lifecycle, "read_json", lambda r, what: reads.append(what) or json.loads(r))
+        nblocks = len(meta.get("block_gens", [0]))
+        assert nblocks == 1
+        assert lifecycle.collect(local, "default", meta, 1) == len(strays)
+        assert sorted(local.ids(lay.LOCAL)) == live and reads == ["block 0 commit record"]
+        reads.clear()
+        assert lifecycle.collect(local, "default", meta, 1) == 0 and reads == []  # settled: nothing read
+        monkeypatch.undo()
+        local.delete(lay.LOCAL, next(k for k in live if k.startswith("default.block.") and ".part." not in k))
+        with pytest.raises(GalleryError, match="missing"):
+            lifecycle.collect(local, "default", meta, 1)

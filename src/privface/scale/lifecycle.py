@@ -180,15 +180,14 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         g = Gallery(gallery_url, name)
         collect(local, name, g.meta, g.nblocks)
-        commits, where, answered = {}, {}, 0
+        commits, where, answered, want = {}, {}, 0, set(wanted)
         for b in range(g.nblocks):
             key_b = record_key(name, block_key(b, g.gens[b]))
             commit = read_json(local.get(LOCAL, key_b), f"block {b} commit record")
             answered += len(commit["ids"]) - commit["ids"].count(None)
-            for slot, i in enumerate(commit["ids"]):
-                if i in wanted and i not in where:
-                    where[i] = (b, slot)
-                    commits[b] = commit
+            for i in want.intersection(commit["ids"]) - where.keys():  # a set test per block, not per slot
+                where[i] = (b, commit["ids"].index(i))
+                commits[b] = commit
         unknown = [i for i in wanted if i not in where]
         if unknown:
             raise GalleryError(f"not in gallery {name!r}: {', '.join(unknown[:10])}"
@@ -268,25 +267,42 @@ def _erase_blocks(g, ids: dict, key, lease, report: dict, gone: dict | None = No
     return out
 
 
-def _referenced(local, name: str, meta: dict, nblocks: int) -> set[str]:
-    """The store keys the meta's generations name: each block's commit record and its pieces."""
-    from .gallery import block_gens, parts_gen
-
-    keep = set()
-    for b, g in enumerate(block_gens(meta, nblocks)):
-        key = record_key(name, block_key(b, g))
-        commit = read_json(local.get(LOCAL, key), f"block {b} commit record")
-        keep.add(key)
-        pg = parts_gen(commit, g)
-        keep.update(record_key(name, part_key(b, pg, p)) for p in range(int(commit["parts"])))
-    return keep
+def _settled(keys: list[str], head: str) -> bool:
+    """Whether a block's stored ``keys`` are only its live commit record ``head`` and pieces of that same
+    generation: nothing of it to delete, and its record need not be read. (A record naming an earlier generation's
+    pieces, ``parts_gen``, is written by a change that writes no pieces, so it never sits beside pieces of its own
+    generation; a block holding keys of two generations is read.)"""
+    part = head + ".part."
+    return head in keys and all(k == head or (k.startswith(part) and k[len(part):].isdigit()) for k in keys)
 
 
 def collect(local, name: str, meta: dict, nblocks: int) -> int:
     """Delete every block record of gallery ``name`` the meta does not name (superseded generations, orphans of a
-    change that crashed before its meta write); the number deleted."""
-    keep = _referenced(local, name, meta, nblocks)
-    gone = [k for k in local.ids(LOCAL) if k.startswith(f"{name}.block.") and k not in keep]
+    change that crashed before its meta write); the number deleted. Only blocks holding keys of another generation
+    than the meta's have their commit record read (a change touches a few of a gallery's blocks)."""
+    from .gallery import block_gens, parts_gen
+
+    gens, prefix = block_gens(meta, nblocks), f"{name}.block."
+    by_block: dict[int, list[str]] = {}
+    for k in local.ids(LOCAL):
+        if k.startswith(prefix):
+            b = k[len(prefix):len(prefix) + 6]
+            by_block.setdefault(int(b) if b.isdigit() else -1, []).append(k)
+    missing = [b for b in range(nblocks) if b not in by_block]
+    if missing:
+        raise GalleryError(f"block {missing[0]} commit record is missing")
+    gone = []
+    for b, keys in by_block.items():
+        if not 0 <= b < nblocks:
+            gone += keys
+            continue
+        head = record_key(name, block_key(b, gens[b]))
+        if _settled(keys, head):
+            continue
+        commit = read_json(local.get(LOCAL, head), f"block {b} commit record")  # missing: refused, as before
+        pg = parts_gen(commit, gens[b])
+        keep = {head, *(record_key(name, part_key(b, pg, p)) for p in range(int(commit["parts"])))}
+        gone += [k for k in keys if k not in keep]
     for k in gone:
         local.delete(LOCAL, k)
     return len(gone)
