@@ -139,16 +139,10 @@ class CryptoMaskService:
         return self._kg()
 
     def reload(self) -> None:
-        """Serve the gallery as the store holds it now to the identifications that start from here (one
-        assignment; those in flight keep the CS they started with: ``server.CloudServerRole._distances``). Only
-        for a change that keeps the layout (an erasure)."""
-        from ...scale.cryptomask_gallery import CMGallery
-
-        cs = CMGallery(self.gallery_url, self.gallery_name).cloud_server()
-        old = self.party.cs
-        if (cs.count, cs.ciphertexts) != (old.count, old.ciphertexts):
-            raise MessageError("the gallery's layout changed under the CS: restart it")
-        self.party.cs = cs
+        """Serve the gallery as the store holds it now to the identifications that start from here (those in flight
+        keep the CS they started with: ``server.CloudServerRole.start``): after an erasure, which keeps the layout,
+        or an add, which grows it (an add by another CS or the CLI meanwhile included)."""
+        self.grown()
 
     def add(self, body: bytes) -> dict:
         """``gallery/add`` (module docstring): the body validated before anything is written, the batch appended
@@ -183,8 +177,8 @@ class CryptoMaskService:
         return report
 
     def grown(self) -> None:
-        """Serve the gallery as the store holds it now, grown by an add, to the identifications that start from
-        here (``server.CloudServerRole.regallery``; those in flight keep theirs)."""
+        """Serve the gallery as the store holds it now, grown or not, to the identifications that start from here
+        (``server.CloudServerRole.regallery``; those in flight keep theirs)."""
         from ...scale.cryptomask_gallery import CMGallery
 
         gallery = CMGallery(self.gallery_url, self.gallery_name)
