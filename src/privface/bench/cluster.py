@@ -16,7 +16,7 @@ The run, with every process on this machine and every port on 127.0.0.1:
    the servers as ``privface serve`` children with ``--ray ADDRESS --shards K`` (hers: the key server and the local
    server; cryptomask: the CS); every probe over HTTP: ``probes_identical`` when every answer equals the reference;
 4. ``duration`` seconds of a client loop: for hers an enrolment (``gallery/add`` of a new random identity) every
-   ``ENROL_EVERY``-th step (cryptomask: none — its CS, in one process too, serves the gallery it loaded at start),
+   ``ENROL_EVERY``-th step (cryptomask: none — its CS on Ray shards refuses ``gallery/add``),
    else an identification of a reference probe or of an identity enrolled in the loop (its
    template with noise); ``kill_at`` seconds in, a node holding a shard is killed ungracefully. Every 200 answer is
    checked: ``wrong_answers`` counts those that differ from the expected id; a 503 (with Retry-After) is counted

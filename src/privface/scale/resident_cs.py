@@ -22,8 +22,9 @@ shard was lost (``ResidentShards.fan_out``); if the retry fails too, Unavailable
 before the identification's stream starts, never a partial or mixed answer. Alg. 3 runs in this process (the CS's
 side holds only d_0), so a lost node cannot touch an identification past its distances.
 
-Online changes: the cryptomask CS in one process serves the gallery it loaded at start (a new enrolment batch
-reaches it at restart); the resident shards do the same.
+Online changes: the cryptomask CS in one process serves ``gallery/add`` (``bindings.cryptomask``); the resident shards
+serve the gallery they loaded at start (a new enrolment batch reaches them at restart: the CS refuses ``gallery/add``
+and ``gallery/remove``).
 """
 from __future__ import annotations
 
