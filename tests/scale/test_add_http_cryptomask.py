@@ -10,6 +10,7 @@ import json
 import os
 import threading
 
+import numpy as np
 import pytest
 
 from privface.scale.lifecycle import list_ids
@@ -147,3 +148,48 @@ def test_postgres_add_over_http(tmp_path):
             assert r.status_code == 200 and r.json()["n"] == 21, r.text
             assert v.identify(y[0])["match"] is True and v.identify(x[4])["match"] is True
     assert list_ids(url, name)[-1] == "n.0"
+
+
+@pytest.mark.slow
+def test_add_on_ray_shards_is_identified_afterwards(tmp_path, monkeypatch):
+    """A CS on 2 Ray shards (local Ray, 127.0.0.1): 3500 toy templates in 4 blocks (2 per shard); an add of 700
+    rewrites the last block and adds a fifth, which the last shard stages; the added and the old are identified."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'privface[ray]')")
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    import ray
+
+    from privface.scale import NpySource, enrol
+    from privface.service.app import create_app
+    from privface.service.auth import ApiKeys
+    from privface.service.bindings.cryptomask import CryptoMaskService
+    from privface.service.clients.cryptomask import VerifierClient
+    from privface.service.launch import serve_in_thread
+    from privface.store.sqlite import SQLiteStore
+
+    x = _templates(3500, 21)
+    np_path = tmp_path / "faces.npy"
+
+    np.save(np_path, x)
+    url, keys = f"sqlite:///{tmp_path / 'g.db'}", f"sqlite:///{tmp_path / 'k.db'}"
+    enrol(url, NpySource([np_path]), "cryptomask", key_store_url=keys, tau=0.5, insecure_test_params=True)
+    y = _templates(700, 22)
+    store = SQLiteStore(tmp_path / "cs.db")
+    enrol_key, verify = ApiKeys(store).create("enrol")[1], ApiKeys(store).create("verify")[1]
+    try:
+        svc = CryptoMaskService(store, gallery_url=url, ray="auto", shards=2)
+        assert svc.party.cs.ranges == [(0, 2), (2, 4)]
+        with serve_in_thread(create_app(store, [svc], keys=ApiKeys(store))) as cs_url, \
+                VerifierClient(cs_url, keys, api_key=verify) as v:
+            assert v.identify(y[5])["match"] is False and v.identify(x[3000])["match"] is True
+            for lo in range(0, 700, 256):
+                r = _add(cs_url, enrol_key, [f"n.{i}" for i in range(lo, min(700, lo + 256))],
+                         y[lo:lo + 256].tolist())
+                assert r.status_code == 200, r.text
+            assert svc.party.cs.ranges == [(0, 2), (2, 5)] and svc.party.cs.count == 4200
+            for probe in (y[5], y[699], x[0], x[3499]):
+                assert v.identify(probe)["match"] is True
+            assert v.identify(_templates(1, 97)[0])["match"] is False
+        svc.party.cs.close()
+    finally:
+        store.close()
+        ray.shutdown()

@@ -26,8 +26,8 @@ Enrolment (scope ``enrol``, as hers' local server: ``bindings.hers``):
                           templates finite, non-zero, of the gallery's d; adds one at a time (and the store's writer
                           lease). Identifications that start afterwards see the grown gallery, those in flight the
                           one they started on; ``Started`` names the size each runs on, so a verifier whose layout is
-                          older takes the new one (``server.CloudServerRole.regallery``). A CS on Ray shards
-                          refuses it (add with the CLI and restart the CS).
+                          older takes the new one (``server.CloudServerRole.regallery``). On Ray shards the shards
+                          stage the grown ranges first (``scale.resident_cs.ResidentCloudServer.grown``).
 
 Size limits come from the gallery the CS serves: ``identify/start`` exactly one query; ``identify/reveal`` the
 largest round this gallery's Alg. 3 has (``server.max_round_bytes``) — and before anything past its head is read,
@@ -165,9 +165,6 @@ class CryptoMaskService:
         except (StoreError, TemplateError) as e:
             raise MessageError(str(e)) from None
         source = templates_source(ids, msg["templates"], self.party.cs.dim)
-        if self.resident:  # issue 38 §2 not done: shards' ranges end on pack boundaries and are fixed at start
-            raise MessageError("this CS's gallery is resident in Ray shards: add with `privface gallery add` and "
-                               "restart the CS")
         with self._adding:
             try:
                 report = lifecycle.add(self.gallery_url, source, self.gallery_name, retune_tau=False)
@@ -183,9 +180,10 @@ class CryptoMaskService:
 
         gallery = CMGallery(self.gallery_url, self.gallery_name)
         try:
-            self.party.regallery(gallery.cloud_server())
-        except ValueError as e:
-            raise SessionLimitError(f"the gallery grew, but {e}") from None
+            self.party.regallery(self.party.cs.grown(gallery) if self.resident else gallery.cloud_server())
+        except (ValueError, PrivfaceError) as e:  # the add is in the store: this CS serves it once restarted
+            raise SessionLimitError(f"the gallery grew in the store, but this CS still serves it as before: {e}") \
+                from None
         self.max_body["identify/reveal"] = self.party.round_limit
 
     def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
