@@ -16,7 +16,7 @@ The run, with every process on this machine and every port on 127.0.0.1:
    the servers as ``privface serve`` children with ``--ray ADDRESS --shards K`` (hers: the key server and the local
    server; cryptomask: the CS); every probe over HTTP: ``probes_identical`` when every answer equals the reference;
 4. ``duration`` seconds of a client loop: for hers an enrolment (``gallery/add`` of a new random identity) every
-   ``ENROL_EVERY``-th step (cryptomask: none — its CS, in one process too, serves the gallery it loaded at start),
+   ``ENROL_EVERY``-th step (cryptomask too: its CS's ``gallery/add``, the shards staging the grown gallery),
    else an identification of a reference probe or of an identity enrolled in the loop (its
    template with noise); ``kill_at`` seconds in, a node holding a shard is killed ungracefully. Every 200 answer is
    checked: ``wrong_answers`` counts those that differ from the expected id; a 503 (with Retry-After) is counted
@@ -82,18 +82,35 @@ class _Ident:
                            headers={"content-type": "application/octet-stream"})
         return r.status_code, r.text[:300]
 
+    @staticmethod
+    def expect(sid: str) -> str:
+        """The answer an identification of the enrolled ``sid`` should give."""
+        return sid
+
     def close(self) -> None:
         self.http.close()
 
 
 class _CryptoMask:
     """cryptomask through ``serve --protocol cryptomask --role cs``: the verifier's 1-bit answer over HTTP (its sk_v
-    from the key store); no enrolment step (the CS serves the gallery it loaded at start)."""
+    from the key store); enrolment through the CS's ``gallery/add`` (the verifier takes the grown layout)."""
 
     def __init__(self, url: str, keys_url: str, name: str) -> None:
         from ..service.clients.cryptomask import VerifierClient
 
         self.client = VerifierClient(url, keys_url, name=name, timeout=900)
+        self.url, self.http = url, httpx.Client(timeout=900)
+
+    def enrol(self, sid: str, template: np.ndarray) -> tuple[int, str]:
+        body = json.dumps({"ids": [sid], "templates": [[float(v) for v in template]]}).encode()
+        r = self.http.post(f"{self.url}/v1/cryptomask/gallery/add", content=body,
+                           headers={"content-type": "application/octet-stream"})
+        return r.status_code, r.text[:300]
+
+    @staticmethod
+    def expect(sid: str) -> bool:
+        """The answer an identification of an enrolled identity should give (the verifier learns one bit)."""
+        return True
 
     def identify(self, probe: np.ndarray) -> tuple[int, bool | None]:
         from ..service.client import ServiceError
@@ -105,6 +122,7 @@ class _CryptoMask:
 
     def close(self) -> None:
         self.client.close()
+        self.http.close()
 
 
 def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int = 3, shards: int = 2,
@@ -186,12 +204,13 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
                 row["sharded_s_per_identification"] = round((time.perf_counter() - t) / len(P), 3)
                 row["probes_identical"] = got == [(200, e) for e in expected]
                 row["probes_differing"] = sum(g != (200, e) for g, e in zip(got, expected))
-                row.update(_loop(client, cluster, P, expected, dim, rng, duration, kill_at, say, enrol=not cm))
+                row.update(_loop(client, cluster, P, expected, dim, rng, duration, kill_at, say))
                 enrolled = row.pop("_enrolled")
                 say("after the loop: every identity enrolled, and a recheck of the reference probes")
                 ids = set(list_ids(store, name)) if enrolled else set()
                 lost = [sid for sid, v in enrolled.items()
-                        if sid not in ids or client.identify(v + NOISE * rng.standard_normal(dim)) != (200, sid)]
+                        if sid not in ids
+                        or client.identify(v + NOISE * rng.standard_normal(dim)) != (200, client.expect(sid))]
                 row["lost_identities"] = len(lost)
                 pick = random.Random(seed).sample(range(len(P)), min(recheck, len(P)))
                 row["recheck_identical"] = all(client.identify(P[i]) == (200, expected[i]) for i in pick)
@@ -250,7 +269,7 @@ def _loop(client, cluster, P, expected, dim, rng, duration, kill_at, say, enrol:
             continue
         if enrolled and rng.random() < 0.3:
             sid = list(enrolled)[int(rng.integers(len(enrolled)))]
-            probe, want = enrolled[sid] + NOISE * rng.standard_normal(dim), sid
+            probe, want = enrolled[sid] + NOISE * rng.standard_normal(dim), client.expect(sid)
         else:
             i = int(rng.integers(len(P)))
             probe, want = P[i], expected[i]

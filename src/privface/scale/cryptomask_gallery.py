@@ -254,7 +254,6 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
     One enrolment per gallery at a time (``layout.writer_lease``): the last block is never rewritten by two.
     """
     t0 = time.perf_counter()
-    key_store_url = key_store_url or default_key_store(gallery_url)
     ids, dim = list(source.ids), int(source.dim)
     if len(set(ids)) != len(ids):
         raise GalleryError("the source repeats an id")
@@ -272,6 +271,8 @@ def enrol(gallery_url: str, source: Source, *, key_store_url: str | None = None,
             K = np.ascontiguousarray(kg.switching_key("verifier"), dtype=np.uint64)
             GK = np.ascontiguousarray(kg.galois_keys("verifier", dim), dtype=np.uint32)
             pk = kg.public.to_bytes()
+            key_store_url = key_store_url or default_key_store(gallery_url)  # only a new gallery needs it (an add
+            # by the CS, which never reads the key store, appends to an existing one)
             with open_store(key_store_url) as keys:  # secrets first: a gallery never exists without its keys
                 keys.put(KEY, record_key(name, "sk"), kg.secret_bytes())
                 keys.put(KEY, record_key(name, "pk_v"), pub_v.to_bytes())

@@ -22,8 +22,11 @@ shard was lost (``ResidentShards.fan_out``); if the retry fails too, Unavailable
 before the identification's stream starts, never a partial or mixed answer. Alg. 3 runs in this process (the CS's
 side holds only d_0), so a lost node cannot touch an identification past its distances.
 
-Online changes: the cryptomask CS in one process serves the gallery it loaded at start (a new enrolment batch
-reaches it at restart); the resident shards do the same.
+Online changes: ``gallery/add`` (``bindings.cryptomask``) writes the store, then ``grown`` has every shard whose
+range changed stage its blocks beside those it holds (the rewritten last block reloaded, new blocks extending the
+last range until the shards are two pack units apart, then spread again) and the role serves the grown view;
+identifications in flight ask the shards for the ranges of their own view. ``gallery/remove`` is refused (remove
+with the CLI and restart the CS).
 """
 from __future__ import annotations
 
@@ -51,7 +54,25 @@ class _CSShard:
         os.environ["PRIVFACE_THREADS"] = os.environ["RAYON_NUM_THREADS"] = "1"  # one CPU (its bundle) per shard
         self.args, self.cs, self.error = (url, name, lo, hi, pk_sha256, counts), None, None
         self.lo, self.hi, self.resident_bytes, self.load_s = lo, hi, 0, 0.0
+        self.views: dict[tuple, object] = {}  # (lo, hi, counts) → its he.CloudServer: the current and the one before
         self._load()
+
+    def stage(self, lo: int, hi: int, counts: list[int]) -> bool:
+        """Hold blocks lo … hi − 1 with these entry counts (the gallery grown by an add: ``ResidentCloudServer.grown``)
+        beside the range held now, which identifications in flight may still ask for; the store's blocks are loaded
+        anew (the last block was rewritten). False, with the error kept, if the store does not hold them so."""
+        url, name, _, _, pk_sha256, _ = self.args
+        key = (lo, hi, tuple(counts))
+        if key not in self.views:
+            old = self.args
+            self.args = (url, name, lo, hi, pk_sha256, list(counts))
+            self._load()
+            if self.cs is None:
+                self.args = old
+                self._load()
+                return False
+        self.cs = self.views[key]
+        return True
 
     def _load(self) -> None:
         url, name, lo, hi, pk_sha256, counts = self.args
@@ -63,6 +84,11 @@ class _CSShard:
             if [gallery.block_count(b) for b in range(lo, hi)] != counts:
                 raise GalleryError("the gallery in the store is not the one the CS started with (block sizes)")
             self.cs, self.error = gallery.cloud_server(range(lo, hi)), None
+            self.views.pop((lo, hi, tuple(counts)), None)
+            self.views[(lo, hi, tuple(counts))] = self.cs
+            while len(self.views) > 2:  # the current range and the one before (identifications in flight)
+                self.views.pop(next(iter(self.views)))
+            self.lo, self.hi = lo, hi
         except PrivfaceError as e:  # kept for ``info`` / ``distances``: an actor failing in __init__ only dies
             self.cs, self.error = None, str(e)
             return
@@ -75,16 +101,35 @@ class _CSShard:
                 "resident_bytes": self.resident_bytes, "node": ray.get_runtime_context().get_node_id(),
                 "pid": os.getpid(), "version": None}
 
-    def distances(self, rows: np.ndarray, mask: bool = True):
-        """(lo, hi, c_1, masked c_0, d_0, seconds, CPU seconds): Alg. 2 lines 5–11 over this shard's ciphertexts
-        with the prepared query rows. A shard that failed to load tries once more first."""
+    def distances(self, rows: np.ndarray, mask: bool = True, view: tuple | None = None):
+        """(lo, hi, c_1, masked c_0, d_0, seconds, CPU seconds): Alg. 2 lines 5–11 over the ciphertexts of ``view``
+        ((lo, hi, counts): the range the identification's layout gives this shard; None: the one held now) with the
+        prepared query rows. A shard that failed to load, or was restarted with the range it started with, loads the
+        asked one first."""
+        if view is not None and tuple(view[:2]) + (tuple(view[2]),) not in self.views:
+            self.stage(view[0], view[1], list(view[2]))
         if self.cs is None:
             self._load()
             if self.cs is None:
                 raise GalleryError(self.error or "the shard holds no blocks")
+        cs = self.cs if view is None else self.views.get((view[0], view[1], tuple(view[2])))
+        if cs is None:
+            raise GalleryError(self.error or "the shard does not hold the blocks asked for")
+        lo, hi = (self.lo, self.hi) if view is None else view[:2]
         t, c = time.perf_counter(), time.process_time()
-        msg, d0 = self.cs.distances_of(rows, 0, self.cs.ciphertexts, mask=mask)
-        return self.lo, self.hi, msg.c1, msg.c0, d0, time.perf_counter() - t, time.process_time() - c
+        msg, d0 = cs.distances_of(rows, 0, cs.ciphertexts, mask=mask)
+        return lo, hi, msg.c1, msg.c0, d0, time.perf_counter() - t, time.process_time() - c
+
+
+def grown_ranges(ranges: list[tuple[int, int]], nblocks: int, align: int) -> list[tuple[int, int]]:
+    """The block ranges after the gallery grew to ``nblocks`` (as ``resident.grown_ranges``, the boundaries on pack
+    boundaries: multiples of ``align`` blocks): kept spread, never piled on the last shard."""
+    grown = [*ranges[:-1], (ranges[-1][0], nblocks)]
+    sizes = [hi - lo for lo, hi in grown]
+    if sizes[-1] - min(sizes) < 2 * align:
+        return grown
+    even = block_ranges(nblocks, len(ranges), align)
+    return even if len(even) == len(ranges) else grown
 
 
 @dataclass
@@ -112,7 +157,7 @@ class ResidentCloudServer(ResidentShards):
         self.group, self.count = front.group, gallery.n
         self.ciphertexts = -(-gallery.n // self.delta)
         per_block = gallery.meta["cts_per_block"]
-        align = self.group // math.gcd(self.group, per_block)  # blocks per pack boundary
+        align = self.align = self.group // math.gcd(self.group, per_block)  # blocks per pack boundary
         ranges = block_ranges(gallery.nblocks, _default_shards(address, shards), align)
         counts = [gallery.block_count(b) for b in range(gallery.nblocks)]
         pk = hashlib.sha256(gallery.pk_bytes).digest()
@@ -122,6 +167,34 @@ class ResidentCloudServer(ResidentShards):
                            timeout=timeout, retry_timeout=retry_timeout, place_timeout=place_timeout)
         self.shard_s: list[float] = []
         self.shard_cpu_s: list[float] = []
+
+    def grown(self, gallery: CMGallery) -> ResidentCloudServer:
+        """The CS of ``gallery`` — the store's gallery grown by an add (issue 38 §2) — on the same shards: the new
+        blocks extend the last range until it holds two blocks more than the least loaded one, then the boundaries
+        are drawn evenly again on pack boundaries (``grown_ranges``); each shard whose range or counts changed
+        stages its blocks beside the ones it holds (identifications in flight, on this object, keep asking for
+        theirs). GalleryError, nothing switched, if a shard cannot load them."""
+        import copy
+
+        if gallery.nblocks < self.ranges[-1][1] or hashlib.sha256(gallery.pk_bytes).digest() != \
+                hashlib.sha256(self.gallery.pk_bytes).digest():
+            raise GalleryError("the gallery in the store is not the one served, grown")
+        counts = [gallery.block_count(b) for b in range(gallery.nblocks)]
+        ranges = grown_ranges(self.ranges, gallery.nblocks, self.align)
+        try:
+            staged = self._ray.get([s.stage.remote(lo, hi, counts[lo:hi]) for s, (lo, hi) in zip(self.shards, ranges)],
+                                   timeout=self.timeout)
+        except self._ray.exceptions.RayError:
+            staged = [False]
+        if not all(staged):
+            raise GalleryError("a shard could not load the grown gallery")
+        new = copy.copy(self)
+        new.front = he.CloudServer(gallery.public, gallery.dim)
+        new.front.set_switching_key(gallery.ksw, gallery.galois)
+        new.front.count = new.count = gallery.n
+        new.gallery, new.ranges, new.counts = gallery, ranges, counts
+        new.ciphertexts = -(-gallery.n // self.delta)
+        return new
 
     @property
     def storage_bytes(self) -> int:
@@ -135,7 +208,8 @@ class ResidentCloudServer(ResidentShards):
 
     def _fan(self, rows: np.ndarray, mask: bool) -> Fanned:
         ref = self._ray.put(rows)
-        parts = self.fan_out(lambda i, s: s.distances.remote(ref, mask))
+        views = [(lo, hi, self.counts[lo:hi]) for lo, hi in self.ranges]
+        parts = self.fan_out(lambda i, s: s.distances.remote(ref, mask, views[i]))
         self.shard_s, self.shard_cpu_s = [p[5] for p in parts], [p[6] for p in parts]
         return self._combine(parts)
 

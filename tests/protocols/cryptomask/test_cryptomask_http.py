@@ -404,7 +404,7 @@ def test_unauthenticated_and_wrong_scope_are_refused(cs):
         assert r.status_code == 401, step
         r = httpx.post(f"{cs['url']}/v1/cryptomask/{step}", content=body, timeout=30,
                        headers={**OCTETS, "authorization": f"Bearer {cs['enrol']}"})
-        assert r.status_code == 403, step
+        assert r.status_code == (400 if step == "gallery/add" else 403), step  # enrol adds (a bad body here)
     with pytest.raises(ServiceError) as e:
         VerifierClient(cs["url"], cs["keys_url"]).identify(cs["x"][0])
     assert e.value.status == 401

@@ -58,11 +58,16 @@ class Query(Message):
 class Started(Message):
     """CS → verifier: the identification's session id (16 random bytes) and the SoftSpokenOT base-OT request: it
     begins with ``otext.SOFTSPOKEN_TAG``, the version and k, so a verifier on another OT extension or version refuses
-    it at setup (privface before SoftSpokenOT sent a bare IKNP request, which this verifier refuses)."""
+    it at setup (privface before SoftSpokenOT sent a bare IKNP request, which this verifier refuses); ``n`` and
+    ``batch``: the gallery size and Alg. 3 batch this identification runs on (issue 37: a verifier whose layout names
+    another — the gallery grew since its ``gallery`` step — takes the new layout, which these two determine, before
+    it reads the distances)."""
 
     WIRE_NAME = "cryptomask.Started"
     session: bytes
     ot_request: bytes
+    n: int
+    batch: int
 
 
 @dataclass

@@ -77,8 +77,8 @@ class Pools:
         self.output = p["output"]
         self.per_refill = max(1, min(5, REFILL_BYTES // p["msg_bytes"]))
         self.pool_bytes = 16 * (need + self.output) + 16 * p["n"]
-        budget = POOL_MEMORY if memory is None else int(memory)
-        self.max_pools = max(1, min(MAX_POOLS, budget // self.pool_bytes))
+        self.budget = POOL_MEMORY if memory is None else int(memory)
+        self.max_pools = max(1, min(MAX_POOLS, self.budget // self.pool_bytes))
         self._pools: OrderedDict[bytes, Pool] = OrderedDict()  # least recently used first
         self._forgotten: OrderedDict[bytes, str] = OrderedDict()
         self._refills = 0
@@ -88,6 +88,15 @@ class Pools:
         with self._lock:
             self._expire()
             return len(self._pools)
+
+    def resize(self, need: int) -> None:
+        """The gallery changed size (an add): identifications now take ``need`` COTs; refills fill pools to it and the
+        budget holds fewer of the larger pools (the ones resident stay until evicted or expired)."""
+        p = ferret.params(self.params_name)
+        with self._lock:
+            self.need = need
+            self.pool_bytes = 16 * (need + self.output) + 16 * p["n"]
+            self.max_pools = max(1, min(MAX_POOLS, self.budget // self.pool_bytes))
 
     # ---------------------------------------------------------------------------------------- bookkeeping
     def _forget(self, pid: bytes, why: str) -> None:
@@ -204,14 +213,17 @@ class Pools:
         finally:
             p.busy = ""
 
-    def acquire(self, pid: bytes, caller: str | None, counter: int, available: int) -> ferret.FerretSender:
-        """The pool's sender for one identification (the pool busy until ``release`` or ``drop``)."""
+    def acquire(self, pid: bytes, caller: str | None, counter: int, available: int,
+                need: int | None = None) -> ferret.FerretSender:
+        """The pool's sender for one identification of ``need`` COTs (default: ``self.need``; busy until ``release``
+        or ``drop``)."""
+        need = self.need if need is None else need
         p = self._claim(pid, caller, "identify")
         try:
             self._check_state(pid, p, counter, available)
-            if p.sender.available < self.need:
+            if p.sender.available < need:
                 raise PoolError(f"the Ferret pool holds {p.sender.available} COTs, an identification takes "
-                                f"{self.need}: refill first (ot/refill)")
+                                f"{need}: refill first (ot/refill)")
         except ProtocolError:
             p.busy = ""
             raise

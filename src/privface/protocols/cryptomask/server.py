@@ -149,14 +149,9 @@ class CloudServerRole:
     def __init__(self, cs: he.CloudServer, pk_bytes: bytes, *, insecure_test_params: bool, clock=time.monotonic,
                  chunk: int | None = None, batch: int | None = None, memory: int | None = None,
                  pool_memory: int | None = None) -> None:
-        self.cs, self.clock = cs, clock
-        self.batch = batch or max(64, -(-cs.count // 64) * 64)
+        self.clock, self._fixed_batch, self._insecure, self._pk = clock, batch, insecure_test_params, pk_bytes
         self.chunk = chunk or chunk_packs(cs.n)  # packs (of cs.group ciphertexts) per DistanceChunk
-        self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, self.batch, insecure_test_params,
-                                pk_bytes)
-        self.query_bytes = he.query_bytes(cs.n, cs.dim)
-        self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
-        """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
+        self._layout(cs)
         self.memory = SESSION_MEMORY if memory is None else int(memory)
         if self.memory < 2 * self.round_limit:
             raise ValueError(f"a memory budget of {self.memory} bytes cannot hold one identification of this gallery "
@@ -169,9 +164,37 @@ class CloudServerRole:
         self._abandoned: dict[str, list[float]] = {}  # caller → until when each abandoned identification counts
         self._ended: OrderedDict[bytes, str] = OrderedDict()  # expired id → why, the last _ENDED
         self._lock = threading.Lock()
-        self.pools = Pools(ots_needed(max(cs.count, 1), self.batch), clock=clock, memory=pool_memory,
+        self.pools = Pools(self.need, clock=clock, memory=pool_memory,
                            params_name="toy" if insecure_test_params else "regular")
         """The verifiers' Ferret pools (``pools``): Alg. 3 on silent OT for a ``FerretQuery``."""
+
+    def _layout(self, cs: he.CloudServer) -> None:
+        """What an identification on ``cs`` needs: its Alg. 3 batch, the ``gallery`` answer, the query's size, the
+        largest round, the COTs it takes (assigned together; ``start`` reads them under the role's lock)."""
+        self.cs = cs
+        self.batch = self._fixed_batch or max(64, -(-cs.count // 64) * 64)
+        self.info = GalleryInfo(cs.dim, cs.count, cs.ciphertexts, self.chunk, self.batch, self._insecure, self._pk)
+        self.query_bytes = he.query_bytes(cs.n, cs.dim)
+        self.round_limit = max_round_bytes(min(self.batch, max(cs.count, 1)))
+        """The largest Alg. 3 round body this gallery allows (the service's cap before a round's head is read)."""
+        self.need = ots_needed(max(cs.count, 1), self.batch)
+
+    def regallery(self, cs: he.CloudServer) -> None:
+        """Serve ``cs`` — the gallery after an add (issue 37: its size changed) — to the identifications that start
+        from here; those in flight finish on the gallery, batch and COTs they started with (``start``). ``Started``
+        names the size and batch an identification runs on, so a verifier holding an older layout takes the new one
+        before it reads the distances; a Ferret pool filled for the smaller gallery is refused at ``start`` (409,
+        "refill first") and refilled by the verifier. ValueError if the memory budget cannot hold one
+        identification of the new gallery (nothing changed)."""
+        if self.memory < 2 * max_round_bytes(min(self._fixed_batch or max(64, -(-cs.count // 64) * 64),
+                                                 max(cs.count, 1))):
+            raise ValueError("the CS's memory budget cannot hold one identification of the grown gallery: restart it "
+                             "with a larger --memory-budget")
+        with self._lock:
+            self._layout(cs)
+            self.max_sessions = max(1, min(MAX_SESSIONS, self.memory // (2 * self.round_limit)))
+            self.max_per_caller = min(MAX_PER_CALLER, self.max_sessions)
+            self.pools.resize(self.need)
 
     @property
     def chunks(self) -> int:
@@ -287,7 +310,8 @@ class CloudServerRole:
         """Alg. 2 line 2: the query rows, checked, are kept in a new session of ``caller``
         (who asks, as the service knows it; None: counted only against ``MAX_SESSIONS``). → the answer's frames:
         ``Started``, then each ``DistanceChunk`` (``_distances``), computed as the previous one is sent."""
-        cs = self.cs  # one gallery for the whole identification, even if a change swaps it meanwhile
+        with self._lock:  # one gallery (and its batch, COTs) for the whole identification, even if a change swaps it
+            cs, batch, need, count = self.cs, self.batch, self.need, self.info.n
         fq = message_type(body) == FerretQuery.WIRE_NAME
         m = read_message(FerretQuery if fq else Query, body)
         query = he.Query.from_bytes(m.rows, cs.n, cs.dim)
@@ -295,7 +319,7 @@ class CloudServerRole:
             self._check_room(caller)
         switched = cs.prepare(query)  # checks residues < primes
         sid = secrets.token_bytes(16)
-        ot = self.pools.acquire(m.pool, caller, m.counter, m.available) if fq else SoftSpokenSender()
+        ot = self.pools.acquire(m.pool, caller, m.counter, m.available, need) if fq else SoftSpokenSender()
         try:
             with self._lock:
                 self._check_room(caller)  # again: others may have started meanwhile
@@ -307,14 +331,14 @@ class CloudServerRole:
                 self.pools.release(m.pool)  # nothing taken from it
             raise
         request = b"" if fq else ot.setup_request()
-        return self._distances(sid, caller, framed(Started(sid, request).to_bytes()), cs)
+        return self._distances(sid, caller, framed(Started(sid, request, count, batch).to_bytes()), cs, batch)
 
-    def _distances(self, sid: bytes, caller: str | None, started: bytes, cs) -> Iterator[bytes]:
+    def _distances(self, sid: bytes, caller: str | None, started: bytes, cs, batch: int) -> Iterator[bytes]:
         """Alg. 2 lines 5–11 chunk by chunk, each a step of the session (its expiry pushed): (c_1, masked c_0) out,
         d_0 kept; after the last, Alg. 3's CS side starts (it waits for the verifier's round 0). A stream closed
         before its end (the verifier went away or stalled) ends the session. ``cs``: the gallery as the session
         started (a CS whose gallery is changed meanwhile — ``bindings.cryptomask_kg`` — swaps ``self.cs`` for the
-        next identifications)."""
+        next identifications; ``batch`` is the session's)."""
         done = False
         try:
             yield started
@@ -326,7 +350,7 @@ class CloudServerRole:
                     s.d0.append(d0)
                     if hi == cs.ciphertexts:  # all sent: only d_0 stays, in Alg. 3's CS side
                         s.rows, d0_all, s.d0 = None, np.concatenate(s.d0), []
-                        s.party = Party(reveal_cs(s.ot, d0_all, Wire(), self.batch), "Alg. 3 (verifier's message)")
+                        s.party = Party(reveal_cs(s.ot, d0_all, Wire(), batch), "Alg. 3 (verifier's message)")
                         s.party.start()
                 chunk = DistanceChunk(sid, i, he.to_wire(msg.c1, C1_BITS), he.to_wire(msg.c0, C0_BITS)).to_bytes()
                 del msg

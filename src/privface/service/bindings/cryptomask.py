@@ -19,6 +19,16 @@ CS's (``server.MAX_SESSIONS``) 503, as the service answers too many requests fro
     ``identify/reveal``   RoundHead, RoundPiece… → RoundHead, RoundPiece…   (Alg. 3 in one batch, rounds 0, 1, …;
                           round 0's head carries the base-OT response; the last answer carries μ_0)
 
+Enrolment (scope ``enrol``, as hers' local server: ``bindings.hers``):
+
+    ``gallery/add``       {"ids": [...], "templates": [[d floats], …]} → the enrolment report (``scale.lifecycle.add``,
+                          a new batch appended crash-safe, seed 001 Alg. 1); ids unique and new, 1 to ``MAX_ADD``,
+                          templates finite, non-zero, of the gallery's d; adds one at a time (and the store's writer
+                          lease). Identifications that start afterwards see the grown gallery, those in flight the
+                          one they started on; ``Started`` names the size each runs on, so a verifier whose layout is
+                          older takes the new one (``server.CloudServerRole.regallery``). On Ray shards the shards
+                          stage the grown ranges first (``scale.resident_cs.ResidentCloudServer.grown``).
+
 Size limits come from the gallery the CS serves: ``identify/start`` exactly one query; ``identify/reveal`` the
 largest round this gallery's Alg. 3 has (``server.max_round_bytes``) — and before anything past its head is read,
 the head is checked against the caller's session (``stream_heads``/``admit``), which gives the exact size the body
@@ -32,6 +42,7 @@ Retry-After.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ...errors import CryptoError, PrivfaceError, ProtocolError, TemplateError
@@ -41,13 +52,15 @@ from ...protocols.cryptomask.server import PROTOCOL, CloudServerRole, RoundBusy,
 from ...store.base import TemplateStore
 from ...wire import WireError
 from ..base import Caller, LimitError, MessageError, SessionError, SessionLimitError, StepResult
-from .cryptomask_kg import GALLERY_LIMITS, GALLERY_SCOPES, KeyGeneratorService, gallery_step
+from .cryptomask_kg import GALLERY_LIMITS, GALLERY_SCOPES, KeyGeneratorService, gallery_step, templates_source
 
+MAX_ADD = 256  # templates per ``gallery/add`` request (as hers': ``bindings.hers.MAX_ADD``)
+ADD_LIMIT = 4 << 20  # bytes of a ``gallery/add`` body (as hers')
 STEPS = {"gallery": "gallery", "ot/setup": "ot_setup", "ot/finish": "ot_finish", "ot/refill": "ot_refill",
          "identify/start": "start", "identify/reveal": "reveal"}
-SCOPES = {**{step: "verify" for step in STEPS}, **GALLERY_SCOPES}
+SCOPES = {**{step: "verify" for step in STEPS}, **GALLERY_SCOPES, "gallery/add": "enrol"}
 """The API-key scope each step needs (service/auth.py): a verifier identifies with ``verify``; the gallery's admin
-steps (``bindings.cryptomask_kg.gallery_step``) need ``admin``."""
+steps (``bindings.cryptomask_kg.gallery_step``) need ``admin``, ``gallery/add`` ``enrol``."""
 
 
 class CryptoMaskService:
@@ -96,10 +109,11 @@ class CryptoMaskService:
                                          batch=batch, memory=memory, pool_memory=pool_memory)
         except ValueError as e:  # a budget below one identification's need
             raise PrivfaceError(f"--memory-budget: {e}") from None
-        self.steps = self.first_steps = tuple(STEPS) + tuple(GALLERY_LIMITS)
+        self._adding = threading.Lock()  # one ``gallery/add`` at a time in this CS (the writer lease across CSs)
+        self.steps = self.first_steps = tuple(STEPS) + tuple(GALLERY_LIMITS) + ("gallery/add",)
         self.max_body = {"gallery": 1024, "ot/setup": 1024, "ot/finish": 4 << 20, "ot/refill": 1024,
                          "identify/start": self.party.query_bytes + 1024, "identify/reveal": self.party.round_limit,
-                         **GALLERY_LIMITS}
+                         **GALLERY_LIMITS, "gallery/add": ADD_LIMIT}
         self.stream_heads = {"identify/reveal": HEAD_LIMIT}
         """Steps whose body is a frame stream checked by ``admit`` once its first frame (at most this many bytes) is
         read (service/app.py)."""
@@ -125,18 +139,58 @@ class CryptoMaskService:
         return self._kg()
 
     def reload(self) -> None:
-        """Serve the gallery as the store holds it now to the identifications that start from here (one
-        assignment; those in flight keep the CS they started with: ``server.CloudServerRole._distances``). Only
-        for a change that keeps the layout (an erasure)."""
+        """Serve the gallery as the store holds it now to the identifications that start from here (those in flight
+        keep the CS they started with: ``server.CloudServerRole.start``): after an erasure, which keeps the layout,
+        or an add, which grows it (an add by another CS or the CLI meanwhile included)."""
+        self.grown()
+
+    def add(self, body: bytes) -> dict:
+        """``gallery/add`` (module docstring): the body validated before anything is written, the batch appended
+        (``scale.lifecycle.add``), then the grown gallery served (``grown``)."""
+        from ...scale import lifecycle
+        from ...scale.layout import GalleryError
+        from ...store.base import StoreError, check_key
+        from ..base import json_object
+
+        msg = json_object(body)
+        ids = msg.get("ids")
+        if (set(msg) != {"ids", "templates"} or not isinstance(ids, list) or not 1 <= len(ids) <= MAX_ADD
+                or not all(isinstance(i, str) for i in ids)):
+            raise MessageError(f"expected {{\"ids\": [1 to {MAX_ADD} gallery ids], \"templates\": [one per id]}}")
+        if len(set(ids)) != len(ids):
+            raise MessageError("ids: an id repeats")
+        try:
+            for i in ids:
+                check_key("gallery", i)
+        except (StoreError, TemplateError) as e:
+            raise MessageError(str(e)) from None
+        source = templates_source(ids, msg["templates"], self.party.cs.dim)
+        with self._adding:
+            try:
+                report = lifecycle.add(self.gallery_url, source, self.gallery_name, retune_tau=False)
+            except (GalleryError, StoreError, TemplateError) as e:
+                raise MessageError(str(e)) from None
+            self.grown()
+        return report
+
+    def grown(self) -> None:
+        """Serve the gallery as the store holds it now, grown or not, to the identifications that start from here
+        (``server.CloudServerRole.regallery``; those in flight keep theirs)."""
         from ...scale.cryptomask_gallery import CMGallery
 
-        cs = CMGallery(self.gallery_url, self.gallery_name).cloud_server()
-        old = self.party.cs
-        if (cs.count, cs.ciphertexts) != (old.count, old.ciphertexts):
-            raise MessageError("the gallery's layout changed under the CS: restart it")
-        self.party.cs = cs
+        gallery = CMGallery(self.gallery_url, self.gallery_name)
+        try:
+            self.party.regallery(self.party.cs.grown(gallery) if self.resident else gallery.cloud_server())
+        except (ValueError, PrivfaceError) as e:  # the add is in the store: this CS serves it once restarted
+            raise SessionLimitError(f"the gallery grew in the store, but this CS still serves it as before: {e}") \
+                from None
+        self.max_body["identify/reveal"] = self.party.round_limit
 
     def handle(self, step: str, body: bytes, state: Any | None, caller: Caller | None = None) -> StepResult:
+        if step == "gallery/add" and state is None:
+            import json
+
+            return StepResult(json.dumps(self.add(body)).encode())
         if step in GALLERY_LIMITS and state is None:
             import json
 

@@ -91,7 +91,7 @@ def gallery_step(service, step: str, body: bytes) -> dict:
         if service.resident:
             raise MessageError("this CS's gallery is resident in Ray shards: remove with `privface gallery remove` "
                                "and restart the CS")
-        source = _templates(ids, msg["templates"], service.party.cs.dim) if step == "gallery/update" else None
+        source = templates_source(ids, msg["templates"], service.party.cs.dim) if step == "gallery/update" else None
         link = service.kg_link()
         try:
             key = KGLink(link, service.pk_bytes)
@@ -106,7 +106,7 @@ def gallery_step(service, step: str, body: bytes) -> dict:
         raise MessageError(str(e)) from None
 
 
-def _templates(ids: list[str], rows, d: int):
+def templates_source(ids: list[str], rows, d: int):
     """The request's templates as a source: one list of d finite numbers per id, non-zero (MessageError
     otherwise)."""
     import numpy as np
@@ -125,4 +125,4 @@ def _templates(ids: list[str], rows, d: int):
     return ArraySource(ids, x / norms[:, None])
 
 
-__all__ = ["GALLERY_LIMITS", "GALLERY_SCOPES", "KeyGeneratorService", "gallery_step"]
+__all__ = ["GALLERY_LIMITS", "GALLERY_SCOPES", "KeyGeneratorService", "gallery_step", "templates_source"]

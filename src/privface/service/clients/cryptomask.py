@@ -65,13 +65,18 @@ class VerifierClient(ServiceClient):
         self._pool: tuple[bytes, FerretReceiver] | None = None
         self.refilled = {"bytes": 0, "seconds": 0.0, "ots": 0, "setup_bytes": 0}
         """Ferret's setups and refills so far (as ``CryptoMask.refilled``): each identification counts its share."""
+        self.layouts = 0
+        """How often an identification found the gallery resized since the layout in hand (``_changed``)."""
 
     def _setup(self) -> None:
         """Fetch pk and the layout once; load the verifier's keys for that pk."""
+        self._take(read_message(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes())))
+
+    def _take(self, info: GalleryInfo) -> None:
+        """Check the layout ``info`` against the verifier's keys and use it (τ: τ(N) of its size, if default)."""
         from ...protocols.cryptomask import encoding
         from ...scale.cryptomask_gallery import verifier_keys
 
-        info = read_message(GalleryInfo, self.step("gallery", GalleryRequest().to_bytes()))
         verifier, tau = verifier_keys(self.key_store_url, self.name, info.public_context, info.dim,
                                       info.insecure_test_params, n=max(1, info.n))  # a default τ is τ(N)
         if (info.n < 1 or info.ciphertexts != -(-info.n // verifier.delta) or info.chunk < 1
@@ -79,6 +84,14 @@ class VerifierClient(ServiceClient):
                 or verifier.delta != encoding.rows_per_poly(verifier.n, info.dim)):
             raise ProtocolError("GalleryInfo: inconsistent gallery layout")
         self.info, self._verifier, self._tau = info, verifier, tau
+
+    def _changed(self, started: Started) -> None:
+        """The CS's gallery changed size since this client's layout (issue 37: an add): take the layout the
+        identification runs on, which ``Started``'s size and batch determine (the chunking and keys stay)."""
+        old = self.info
+        self.layouts += 1
+        self._take(GalleryInfo(old.dim, started.n, -(-started.n // self._verifier.delta), old.chunk, started.batch,
+                               old.insecure_test_params, old.public_context))
 
     @property
     def need(self) -> int:
@@ -144,7 +157,7 @@ class VerifierClient(ServiceClient):
             self.refilled["ots"] += R.available - before
         self.refilled["seconds"] += time.perf_counter() - t
 
-    def identify(self, embedding) -> dict:
+    def identify(self, embedding, _again: bool = False) -> dict:
         """One identification: ``rounds`` counts its HTTP request/response pairs (``gallery`` too when this call
         fetched it; not the pool's setup and refills, which ``prepare`` runs first when needed), ``exchanges`` names
         them. On Ferret, ``bytes_per_phase`` has ``ot_refill`` (this run's share of the refills, per COT taken, in
@@ -167,13 +180,25 @@ class VerifierClient(ServiceClient):
             body = FerretQuery(rows, pid, R.counter, R.available).to_bytes()
         else:
             body = Query(rows).to_bytes()
-        with self.exchange("identify/start", body) as answer:
-            try:
-                started = read_message(Started, answer.frame(HEAD_LIMIT))
-            except WireError as e:
-                raise ProtocolError(f"Started: {e}") from None
-            sid = started.session
-            d1, shares_s = self._distances(sid, answer, wire)
+        try:
+            with self.exchange("identify/start", body) as answer:
+                try:
+                    started = read_message(Started, answer.frame(HEAD_LIMIT))
+                except WireError as e:
+                    raise ProtocolError(f"Started: {e}") from None
+                sid = started.session
+                if (started.n, started.batch) != (info.n, info.batch):
+                    self._changed(started)
+                    info, v = self.info, self._verifier
+                d1, shares_s = self._distances(sid, answer, wire)
+        except RemoteSessionError as e:
+            # the gallery grew since the layout in hand: the pool holds fewer COTs than an identification now takes
+            # (the CS took none of them); fetch the layout, refill, start again — once
+            if not ferret_ot or _again or "refill first" not in str(e):
+                raise
+            self._pool, self.info = (pid, R), None
+            self.prepare()
+            return self.identify(embedding, True)
         t2 = time.perf_counter()
         if ferret_ot:
             if started.ot_request:
