@@ -458,7 +458,7 @@ def test_privface_serve_cs_and_identify_cli(cs, tmp_path, capsys):
 
     args = build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "cs", "--db", cs["gallery"]])
     assert _cryptomask_service_options(args) == {"role": "cs", "gallery_url": cs["gallery"], "gallery_name": "default",
-                                                 "memory": None}
+                                                 "memory": None, "pool_memory": None}
     with pytest.raises(PrivfaceError, match="--role cs"):
         _cryptomask_service_options(build_parser().parse_args(["serve", "--protocol", "cryptomask", "--role", "key"]))
 
