@@ -129,6 +129,10 @@ def test_lying_callers_are_refused_with_nothing_written(tmp_path):
                      b"\xff"]:
             assert _post(cs_url, "gallery/add", body, key).status_code == 400
         assert _add(cs_url, key, ["fine"], y[:1]).status_code == 200
+        # the same id again with another template: refused (enrolment's resume rule would have kept the first
+        # template and answered 200 — a caller retrying after a 503 then believed its new template stored)
+        again = _add(cs_url, key, ["fine"], y[1:2])
+        assert again.status_code == 400 and "already in the gallery" in again.text
     assert list_ids(url) == [f"e.{i}" for i in range(12)] + ["fine"]
 
 

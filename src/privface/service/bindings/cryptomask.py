@@ -169,6 +169,12 @@ class CryptoMaskService:
             raise MessageError(str(e)) from None
         source = templates_source(ids, msg["templates"], self.party.cs.dim)
         with self._adding:
+            # an id the gallery answers is refused here: the enrolment's resume rule (the last batch's ids again →
+            # "nothing left to do") would otherwise answer 200 and keep the stored template, not the one sent
+            known = set(ids) & set(lifecycle.list_ids(self.gallery_url, self.gallery_name))
+            if known:
+                raise MessageError(f"already in the gallery: {', '.join(sorted(known)[:10])} (gallery/update "
+                                   "replaces a template)")
             try:
                 report = lifecycle.add(self.gallery_url, source, self.gallery_name, retune_tau=False)
             except (GalleryError, StoreError, TemplateError) as e:
