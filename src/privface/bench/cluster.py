@@ -16,7 +16,7 @@ The run, with every process on this machine and every port on 127.0.0.1:
    the servers as ``privface serve`` children with ``--ray ADDRESS --shards K`` (hers: the key server and the local
    server; cryptomask: the CS); every probe over HTTP: ``probes_identical`` when every answer equals the reference;
 4. ``duration`` seconds of a client loop: for hers an enrolment (``gallery/add`` of a new random identity) every
-   ``ENROL_EVERY``-th step (cryptomask: none — its CS on shards refuses ``gallery/add``: docs/operations.md),
+   ``ENROL_EVERY``-th step (cryptomask too: its CS's ``gallery/add``, the shards staging the grown gallery),
    else an identification of a reference probe or of an identity enrolled in the loop (its
    template with noise); ``kill_at`` seconds in, a node holding a shard is killed ungracefully. Every 200 answer is
    checked: ``wrong_answers`` counts those that differ from the expected id; a 503 (with Retry-After) is counted
@@ -204,7 +204,7 @@ def bench_cluster(scheme: str, n: int, *, store: str, dim: int = 128, nodes: int
                 row["sharded_s_per_identification"] = round((time.perf_counter() - t) / len(P), 3)
                 row["probes_identical"] = got == [(200, e) for e in expected]
                 row["probes_differing"] = sum(g != (200, e) for g, e in zip(got, expected))
-                row.update(_loop(client, cluster, P, expected, dim, rng, duration, kill_at, say, enrol=not cm))
+                row.update(_loop(client, cluster, P, expected, dim, rng, duration, kill_at, say))
                 enrolled = row.pop("_enrolled")
                 say("after the loop: every identity enrolled, and a recheck of the reference probes")
                 ids = set(list_ids(store, name)) if enrolled else set()

@@ -25,9 +25,8 @@ side holds only d_0), so a lost node cannot touch an identification past its dis
 Online changes: ``grown`` has every shard whose range changed stage its blocks beside those it holds (the rewritten
 last block reloaded, new blocks extending the last range until the shards are two pack units apart, then spread
 again) and the role serves the grown view; identifications in flight ask the shards for the ranges of their own
-view. The CS on shards does not serve ``gallery/add`` or ``gallery/remove`` yet (``bindings.cryptomask``: an
-identity added before a node loss was missed after the shard's restart in toy runs, cause not found): change the
-gallery with the CLI and restart the CS.
+view (``bindings.cryptomask``'s ``gallery/add``; an add stored while a shard restarts is staged by the next
+identification). ``gallery/remove`` is refused on shards (remove with the CLI and restart the CS).
 """
 from __future__ import annotations
 

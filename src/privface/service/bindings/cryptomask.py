@@ -26,8 +26,10 @@ Enrolment (scope ``enrol``, as hers' local server: ``bindings.hers``):
                           templates finite, non-zero, of the gallery's d; adds one at a time (and the store's writer
                           lease). Identifications that start afterwards see the grown gallery, those in flight the
                           one they started on; ``Started`` names the size each runs on, so a verifier whose layout is
-                          older takes the new one (``server.CloudServerRole.regallery``). A CS on Ray shards refuses
-                          it (add with the CLI and restart).
+                          older takes the new one (``server.CloudServerRole.regallery``). On Ray shards the shards
+                          stage the grown ranges first (``scale.resident_cs.ResidentCloudServer.grown``); an add
+                          stored but not staged (a shard restarting) answers 200 with ``"served": false`` and the
+                          next identification stages it (or answers 503).
 
 Size limits come from the gallery the CS serves: ``identify/start`` exactly one query; ``identify/reveal`` the
 largest round this gallery's Alg. 3 has (``server.max_round_bytes``) — and before anything past its head is read,
@@ -110,6 +112,7 @@ class CryptoMaskService:
         except ValueError as e:  # a budget below one identification's need
             raise PrivfaceError(f"--memory-budget: {e}") from None
         self._adding = threading.Lock()  # one ``gallery/add`` at a time in this CS (the writer lease across CSs)
+        self._grow_pending = False  # an add in the store that identifications do not see yet (``_stage_pending``)
         self.steps = self.first_steps = tuple(STEPS) + tuple(GALLERY_LIMITS) + ("gallery/add",)
         self.max_body = {"gallery": 1024, "ot/setup": 1024, "ot/finish": 4 << 20, "ot/refill": 1024,
                          "identify/start": self.party.query_bytes + 1024, "identify/reveal": self.party.round_limit,
@@ -152,9 +155,6 @@ class CryptoMaskService:
         from ...store.base import StoreError, check_key
         from ..base import json_object
 
-        if self.resident:  # staged shards missed identities added before a node loss (2 of 4 toy runs, cause not found)
-            raise MessageError("this CS's gallery is resident in Ray shards: add with `privface gallery add` and "
-                               "restart the CS (gallery/add is served by a CS in one process)")
         msg = json_object(body)
         ids = msg.get("ids")
         if (set(msg) != {"ids", "templates"} or not isinstance(ids, list) or not 1 <= len(ids) <= MAX_ADD
@@ -179,8 +179,21 @@ class CryptoMaskService:
                 report = lifecycle.add(self.gallery_url, source, self.gallery_name, retune_tau=False)
             except (GalleryError, StoreError, TemplateError) as e:
                 raise MessageError(str(e)) from None
-            self.grown()
+            try:
+                self.grown()
+            except SessionLimitError:  # stored: the caller must not take it for lost (identifications stage it)
+                self._grow_pending = True
+                report = {**report, "served": False}
         return report
+
+    def _stage_pending(self) -> None:
+        """An add stored but not yet served (its staging failed: a shard restarting): serve the grown gallery before
+        the next identification starts, else 503 with Retry-After — never an answer without it."""
+        if self._grow_pending:
+            with self._adding:
+                if self._grow_pending:
+                    self.grown()
+                    self._grow_pending = False
 
     def grown(self) -> None:
         """Serve the gallery as the store holds it now, grown or not, to the identifications that start from here
@@ -208,6 +221,8 @@ class CryptoMaskService:
             raise MessageError(f"cryptomask cs has no step {step!r}")
         if state is not None:
             raise SessionError("cryptomask steps carry their session in the message, not in an HTTP session")
+        if step == "identify/start":
+            self._stage_pending()
         run = getattr(self.party, STEPS[step])
         try:
             reply = run(body) if step == "gallery" else run(body, caller and caller.id)
