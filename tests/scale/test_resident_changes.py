@@ -107,6 +107,13 @@ def test_changes_reach_the_shards_while_a_client_identifies(tmp_path, monkeypatc
                     pid = shards.info()[1]["pid"]
                     ray.kill(shards.shards[1], no_restart=False)
                     deadline, got = time.monotonic() + 60, None
+                    while time.monotonic() < deadline:  # the kill is asynchronous: wait for the new actor first
+                        try:
+                            if shards.info()[1]["pid"] != pid:
+                                break
+                        except ray.exceptions.RayError:  # dead, or restarting
+                            pass
+                        time.sleep(0.5)
                     while time.monotonic() < deadline and got is None:
                         try:
                             got = c.identify(more[-1])
