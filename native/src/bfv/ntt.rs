@@ -3,7 +3,10 @@
 //! NTT(a)_k = Σ_i a_i ψ^{(2k+1)i} mod p for k = 0..N−1 in natural order (a evaluated at the odd powers of a
 //! primitive 2N-th root ψ), the convention of the Python transform it replaces. Hand-written: Cooley–Tukey
 //! forward and Gentleman–Sande inverse with ψ folded into the twiddles (Longa–Naehrig), Harvey's lazy
-//! butterflies over [0, 4p) with Shoup twiddles, and one bit-reversal permutation to natural order.
+//! butterflies over [0, 4p) with Shoup twiddles, and one bit-reversal permutation to natural order. Primes of
+//! ≥ 30 bits (N ≥ 16) run on Zama's tfhe-ntt 64-bit plans instead (AVX2 when the CPU has it, about twice the
+//! scalar butterflies' speed at N = 8 192), their output order mapped to this one; the hand-written transform
+//! stays the reference they are tested against.
 
 use super::arith::{Modulus, mul_shoup, mul_shoup_lazy, primitive_root_2n};
 
@@ -21,6 +24,15 @@ pub struct NttTable {
     /// For p < 2^30 (4p < 2^32): the same twiddles with 32-bit Shoup companions ⌊w·2^32/p⌋, so the butterflies
     /// run on 32-bit lanes (AVX2 when the CPU has it).
     small: Option<Small>,
+    /// For wider primes (N ≥ 16): Zama's tfhe-ntt 64-bit plan (AVX2 when the CPU has it; its own root and
+    /// bit-reversed order) and the map to this table's natural order.
+    wide: Option<Wide>,
+}
+
+struct Wide {
+    plan: tfhe_ntt::prime64::Plan,
+    /// Natural index k → the plan's output index holding a(ψ^{2k+1}).
+    order: Vec<u32>,
 }
 
 struct Small {
@@ -75,8 +87,38 @@ impl NttTable {
             n_inv: (ni, m.shoup(ni)),
             swaps,
             small: None,
+            wide: None,
         }
-        .with_small())
+        .with_small()
+        .with_wide())
+    }
+
+    /// The tfhe-ntt plan for a prime of ≥ 30 bits, with its output order matched to ours by transforming X:
+    /// its output j is the evaluation point it holds, which must be some ψ^{2k+1} (None, and the scalar
+    /// transform, when the plan or the match fails).
+    fn with_wide(mut self) -> Self {
+        let (n, m) = (self.n, self.m);
+        if self.small.is_some() || n < 16 {
+            return self;
+        }
+        let Some(plan) = tfhe_ntt::prime64::Plan::try_new(n, m.p) else {
+            return self;
+        };
+        let mut x = vec![0u64; n];
+        x[1] = 1;
+        plan.fwd(&mut x);
+        let at: std::collections::HashMap<u64, u32> = x.iter().enumerate().map(|(j, &v)| (v, j as u32)).collect();
+        let (psi2, mut w) = (m.mul(self.psi, self.psi), self.psi);
+        let mut order = Vec::with_capacity(n);
+        for _ in 0..n {
+            match at.get(&w) {
+                Some(&j) => order.push(j),
+                None => return self,
+            }
+            w = m.mul(w, psi2);
+        }
+        self.wide = Some(Wide { plan, order });
+        self
     }
 
     fn with_small(mut self) -> Self {
@@ -106,6 +148,14 @@ impl NttTable {
                 *x = y as u64;
             }
             self.bit_reverse(a);
+            return;
+        }
+        if let Some(wd) = &self.wide {
+            wd.plan.fwd(a);
+            let tmp = a.to_vec();
+            for (x, &j) in a.iter_mut().zip(&wd.order) {
+                *x = tmp[j as usize];
+            }
             return;
         }
         self.forward64(a);
@@ -148,6 +198,15 @@ impl NttTable {
 
     /// In place: NTT values in [0, p), natural order → coefficients in [0, p).
     pub fn inverse(&self, a: &mut [u64]) {
+        if let Some(wd) = &self.wide {
+            let tmp = a.to_vec();
+            for (&x, &j) in tmp.iter().zip(&wd.order) {
+                a[j as usize] = x;
+            }
+            wd.plan.inv(a);
+            wd.plan.normalize(a);
+            return;
+        }
         self.bit_reverse(a);
         if let Some(sm) = &self.small {
             let mut b: Vec<u32> = a.iter().map(|&x| x as u32).collect();
@@ -303,6 +362,31 @@ mod tests {
             }
         }
         out.into_iter().map(|x| x as u64).collect()
+    }
+
+    #[test]
+    fn the_wide_plan_agrees_with_the_harvey_transform() {
+        for (bits, n) in [(60u32, 8192usize), (60, 4096), (59, 16), (62, 1024), (36, 2048)] {
+            for p in super::super::arith::ntt_primes(bits, n as u64, 2) {
+                let t = NttTable::new(p, n).unwrap();
+                assert!(t.wide.is_some(), "no tfhe-ntt plan for {p}, N = {n}");
+                let mut s = p ^ n as u64;
+                let a: Vec<u64> = (0..n)
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        s % p
+                    })
+                    .collect();
+                let (mut fast, mut slow) = (a.clone(), a.clone());
+                t.forward(&mut fast);
+                t.forward64(&mut slow);
+                assert_eq!(fast, slow, "forward, p = {p}, N = {n}");
+                t.inverse(&mut fast);
+                assert_eq!(fast, a, "inverse, p = {p}, N = {n}");
+            }
+        }
     }
 
     #[test]
