@@ -4,9 +4,8 @@
 //! primitive 2N-th root ψ), the convention of the Python transform it replaces. Hand-written: Cooley–Tukey
 //! forward and Gentleman–Sande inverse with ψ folded into the twiddles (Longa–Naehrig), Harvey's lazy
 //! butterflies over [0, 4p) with Shoup twiddles, and one bit-reversal permutation to natural order. Primes of
-//! ≥ 30 bits (N ≥ 16) run on Zama's tfhe-ntt 64-bit plans instead (AVX2 when the CPU has it, about twice the
-//! scalar butterflies' speed at N = 8 192), their output order mapped to this one; the hand-written transform
-//! stays the reference they are tested against.
+//! ≥ 30 bits (N ≥ 16) run on Zama's tfhe-ntt 64-bit plans instead (AVX2 when the CPU has it), their output
+//! order mapped to this one; the hand-written transform stays the reference they are tested against.
 
 use super::arith::{Modulus, mul_shoup, mul_shoup_lazy, primitive_root_2n};
 
