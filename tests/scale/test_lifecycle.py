@@ -73,6 +73,28 @@ def _records(tmp_path):
         return db.execute("SELECT protocol, subject_id, record FROM records WHERE protocol = 'gallery'").fetchall()
 
 
+def test_withdraw_finds_ids_and_counts_what_another_process_changed(tmp_path):
+    """``withdraw`` parses only the commit records whose bytes changed since it last read them or may name a
+    wanted id (``lifecycle._find``): ids that prefix others, hold a quote or non-ASCII are still found, and a
+    change another process made in between is counted (τ's N is the gallery's true size)."""
+    from privface.scale.sources import ArraySource
+
+    ids = [f"p{i}" for i in range(2100)]  # three blocks of the toy ring's 1 024 slots
+    ids[5], ids[1500] = 'q"uote', "José"  # τ by default: τ(N) names N
+    x = np.random.default_rng(4).standard_normal((len(ids), 128)).astype(np.float32)
+    url = f"sqlite:///{tmp_path}/g.db"
+    enrol(url, ArraySource(ids, x / np.linalg.norm(x, axis=1, keepdims=True)), "hers",
+          insecure_test_params=True)
+    assert withdraw(url, ["p10"])["tau_n"] == 2099
+    subprocess.run([sys.executable, "-c", "from privface.scale.lifecycle import withdraw; "
+                    f"withdraw({url!r}, ['p2000'])"], env=ENV, check=True, timeout=120)
+    report = withdraw(url, ['q"uote', "José", "p1"])
+    left = [i for i in ids if i not in ("p10", "p2000", 'q"uote', "José", "p1")]
+    assert report["tau_n"] == 2095 and list_ids(url) == left
+    with pytest.raises(GalleryError, match="not in gallery 'default': p10"):
+        withdraw(url, ["p10"])
+
+
 def test_unknown_ids_are_refused_without_a_change(tmp_path):
     url, _ = _gallery(tmp_path, "hers", n=5)
     records = _records(tmp_path)

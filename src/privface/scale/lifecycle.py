@@ -180,14 +180,7 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
     with open_store(gallery_url) as local, writer_lease(local, gallery_url, name) as lease:
         g = Gallery(gallery_url, name)
         collect(local, name, g.meta, g.nblocks)
-        commits, where, answered, want = {}, {}, 0, set(wanted)
-        for b in range(g.nblocks):
-            key_b = record_key(name, block_key(b, g.gens[b]))
-            commit = read_json(local.get(LOCAL, key_b), f"block {b} commit record")
-            answered += len(commit["ids"]) - commit["ids"].count(None)
-            for i in want.intersection(commit["ids"]) - where.keys():  # a set test per block, not per slot
-                where[i] = (b, commit["ids"].index(i))
-                commits[b] = commit
+        commits, where, answered = _find(local, gallery_url, name, g, wanted)
         unknown = [i for i in wanted if i not in where]
         if unknown:
             raise GalleryError(f"not in gallery {name!r}: {', '.join(unknown[:10])}"
@@ -212,6 +205,47 @@ def withdraw(gallery_url: str, ids: list[str], name: str = "default", *, key=Non
     return _retuned({"withdrawn": wanted, "blocks_written": len(commits), "erased": erase, "generation": gen,
                      "store_purged": purged, **report}, gallery_url, name, on=retune_tau,
                     answered=answered - len(wanted))
+
+
+#: (gallery URL, record key) → (the commit record's bytes, the ids it answers): what ``_find`` parsed before, so a
+#: serving process re-reads a 2^20 gallery's records but parses only the ones that changed or may name a wanted id
+_ANSWERED: dict[tuple[str, str], tuple[bytes, int]] = {}
+_ANSWERED_GALLERIES = 4
+#: more wanted ids than this: every record is parsed (a byte search per id per record would cost more)
+_SEARCHED_IDS = 8
+
+
+def _find(local, gallery_url: str, name: str, g, wanted: list[str]) -> tuple[dict, dict, int]:
+    """({b: commit record of block b} for the blocks holding a wanted id, {id: (b, slot)}, the ids the gallery
+    answers now). A record is parsed only when its bytes contain a wanted id as JSON writes it (a hit may be false:
+    the parse decides), or differ from the ones ``_ANSWERED`` holds for its key."""
+    want = set(wanted)
+    needles = [(i, {json.dumps(i).encode(), json.dumps(i, ensure_ascii=False).encode()}) for i in wanted]
+    search = len(wanted) <= _SEARCHED_IDS
+    if len({u for u, _ in _ANSWERED} | {gallery_url}) > _ANSWERED_GALLERIES:
+        _ANSWERED.clear()
+    commits, where, answered = {}, {}, 0
+    for b in range(g.nblocks):
+        key_b = record_key(name, block_key(b, g.gens[b]))
+        raw = local.get(LOCAL, key_b)
+        known = _ANSWERED.get((gallery_url, key_b))
+        if (search and raw is not None and known is not None and known[0] == raw
+                and not any(n in raw for i, ns in needles if i not in where for n in ns)):
+            answered += known[1]
+            continue
+        commit = read_json(raw, f"block {b} commit record")
+        ids = commit["ids"]
+        live = len(ids) - ids.count(None)
+        _ANSWERED[(gallery_url, key_b)] = (raw, live)
+        answered += live
+        for i in want.intersection(ids) - where.keys():  # a set test per block, not per slot
+            where[i] = (b, ids.index(i))
+            commits[b] = commit
+    live_keys = {record_key(name, block_key(b, g.gens[b])) for b in range(g.nblocks)}
+    mine = f"{name}.block."
+    for k in [k for k in _ANSWERED if k[0] == gallery_url and k[1].startswith(mine) and k[1] not in live_keys]:
+        del _ANSWERED[k]  # superseded generations
+    return commits, where, answered
 
 
 def _carried(commit: dict, erased: bool = False) -> dict:
