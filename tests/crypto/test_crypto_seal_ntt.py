@@ -118,10 +118,13 @@ def test_encryptions_of_zero_at_the_top_decrypt_to_zero_after_the_rescale(keys):
     SEAL's decryptor to ≈ 0 and differs between calls."""
     pub, sec, ref = keys
     (pu, e), (pu2, _) = ref.zeros_top(3), ref.zeros_top(3)
-    assert not np.array_equal(pu, pu2) and np.abs(e).max() <= 24 and e.any()
+    assert not np.array_equal(pu, pu2) and e.shape == pu.shape and e.dtype == np.uint64
+    signed = [np.where(e[:, :, limb] > q // 2, e[:, :, limb].astype(object) - q, e[:, :, limb]).astype(np.int64)
+              for limb, q in enumerate((ref.q0, ref.p))]
+    assert np.array_equal(signed[0], signed[1]) and np.abs(signed[0]).max() <= 24 and signed[0].any()
     coeffs = ref.high.inverse(pu)
     for limb, q in enumerate((ref.q0, ref.p)):
-        coeffs[:, :, limb] = (coeffs[:, :, limb].astype(object) + e) % q
+        coeffs[:, :, limb] = (coeffs[:, :, limb].astype(object) + e[:, :, limb]) % q
     low = ref.low.forward(ref.high.basis.rescale(coeffs.astype(np.uint64)))
     dec = sealapi.Decryptor(pub.seal_context, sec._secret_key)
     for ct in low:

@@ -159,12 +159,13 @@ class CKKSRefresh:
     def zeros_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """k public-key encryptions of 0 at q₀·P as SEAL's ``encrypt_zero`` makes them before it switches them down
         to q₀ (``util::encrypt_zero_asymmetric``: pk·u + e, u uniform ternary, e centred binomial): (pk·u NTT form
-        (k, 2, 2, n), e coefficients (k, 2, n) int64), added to the slot-mask product before its rescale, so that
+        (k, 2, 2, n), e's coefficients as residues mod (q₀, P) (k, 2, 2, n)), added to the slot-mask product before its rescale, so that
         ⌊(μ·ct + pk·u + e)/P⌉ is ⌊μ·ct/P⌉ plus SEAL's encryption of 0 at q₀ (up to the rounding of one sum)."""
         u = _ternary(k * self.n).reshape(k, self.n)
         uh = self._ntt_top(u, centred=True)
         pu = np.stack([self.high.mul(uh, self.pk[0]), self.high.mul(uh, self.pk[1])], axis=1)
-        return pu, binomial(k * 2 * self.n).reshape(k, 2, self.n)
+        e = binomial(k * 2 * self.n).reshape(k, 2, 1, self.n)
+        return pu, np.where(e < 0, e + self.top_moduli[:, 0, None], e).astype(np.uint64)
 
     def erase(self, answer: list, pads: np.ndarray, keep: np.ndarray, prepared: tuple | None = None) -> np.ndarray:
         """Step 3: (k, 2, 1, n) fresh ciphertexts of keep ⊙ v from the key holder's answer to ``mask`` — a list of
@@ -190,13 +191,16 @@ class CKKSRefresh:
                 i = int(pick[j]) * g + j - lo
                 top[j, 0], top[j, 1] = b[i], self.expand_a(seed, i)
         self._check(top, 2)
-        top[:, 0] = (top[:, 0] + self.top_moduli - r_top) % self.top_moduli
+        b0 = top[:, 0]
+        b0 += self.top_moduli
+        b0 -= r_top  # in (0, 2q): one conditional subtraction
+        seal_arrays.reduce_once(b0, self.top_moduli)
         x = self.high.mul(top, mu)
         x += pu
         coeffs = self.high.inverse(seal_arrays.reduce_once(x, self.top_moduli))
-        for limb, q in enumerate((self.q0, self.p)):  # + e mod q: e + q where e < 0 (uint64 wraps)
+        for limb, q in enumerate((self.q0, self.p)):  # + e mod q (``prepare`` gave e's residues)
             part = coeffs[:, :, limb]
-            part += e.view(np.uint64) + np.uint64(q) * (e < 0)
+            part += e[:, :, limb]
             seal_arrays.reduce_once(part, np.array([q], dtype=np.uint64))
         return self.low.forward(self.high.basis.rescale(coeffs))
 
