@@ -158,9 +158,10 @@ class CKKSRefresh:
 
     def zeros_top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """k public-key encryptions of 0 at q₀·P as SEAL's ``encrypt_zero`` makes them before it switches them down
-        to q₀ (``util::encrypt_zero_asymmetric``: pk·u + e, u uniform ternary, e centred binomial): (pk·u NTT form
-        (k, 2, 2, n), e's coefficients as residues mod (q₀, P) (k, 2, 2, n)), added to the slot-mask product before its rescale, so that
-        ⌊(μ·ct + pk·u + e)/P⌉ is ⌊μ·ct/P⌉ plus SEAL's encryption of 0 at q₀ (up to the rounding of one sum)."""
+        to q₀ (``util::encrypt_zero_asymmetric``: pk·u + e, u uniform ternary, e centred binomial): pk·u in NTT
+        form and e's coefficients as residues mod (q₀, P), both (k, 2, 2, n), added to the slot-mask product
+        before its rescale, so that ⌊(μ·ct + pk·u + e)/P⌉ is ⌊μ·ct/P⌉ plus SEAL's encryption of 0 at q₀ (up to
+        the rounding of one sum)."""
         u = _ternary(k * self.n).reshape(k, self.n)
         uh = self._ntt_top(u, centred=True)
         pu = np.stack([self.high.mul(uh, self.pk[0]), self.high.mul(uh, self.pk[1])], axis=1)

@@ -26,6 +26,10 @@ from ...crypto.parallel import parallel_map
 from ...errors import CryptoError, ProtocolError, TemplateError
 from .params import HERS_CKKS, QUERY_SCALE_BITS
 
+#: column ciphertexts per exchange of the erasing refresh: S_key re-encrypts one group while this side finishes the
+#: one before (the same copies, bytes and hiding as one exchange of all d)
+ERASE_GROUP = 16
+
 _LOW = np.uint64((1 << 30) - 1)
 
 
@@ -149,19 +153,22 @@ class HERS:
             raise TemplateError(f"erase: the slot mask needs {self.capacity} entries")
         cols = block.planes[0].astype(np.uint64) | (block.planes[1].astype(np.uint64) << np.uint64(30))
         cts = cols.reshape(self.dim, 2, 1, self.public.n)
-        attempts = attempts_for(ref.q0, ref.bound, self.public.n, self.dim, hiding)
-        masked, r = ref.mask(cts, attempts)
-        with ThreadPoolExecutor(1) as pool:  # what needs only r runs while S_key works (or the link waits)
-            prepared = pool.submit(ref.prepare, r, keep.astype(np.float64))
-            answer = key.refresh(masked)
-            fresh = ref.erase(answer, r, keep.astype(np.float64), prepared.result())
-        fresh = fresh.reshape(self.dim, 2 * self.public.n)
-        received = sum(int(b.nbytes) + len(seed) for b, seed in answer)
+        attempts = attempts_for(ref.q0, ref.bound, self.public.n, self.dim, hiding)  # for all d: S_key sees them all
+        mu, sent, received, parts = keep.astype(np.float64), 0, 0, []
+        with ThreadPoolExecutor(2) as pool:  # group g's prepare and erase run while S_key works on the next group
+            for lo in range(0, self.dim, ERASE_GROUP):
+                masked, r = ref.mask(cts[lo:lo + ERASE_GROUP], attempts)
+                prepared = pool.submit(ref.prepare, r, mu)
+                answer = key.refresh(masked)
+                sent += masked.nbytes
+                received += sum(int(b.nbytes) + len(seed) for b, seed in answer)
+                parts.append(pool.submit(lambda a, r, p: ref.erase(a, r, mu, p.result()), answer, r, prepared))
+            fresh = np.concatenate([f.result() for f in parts]).reshape(self.dim, 2 * self.public.n)
         planes = np.stack([fresh & _LOW, fresh >> np.uint64(30)]).astype(np.uint32)
         return HERSBlock(planes, block.count), {
             "attempts": attempts, "hiding_bits": round(hiding_bits(ref.q0, ref.bound, self.public.n, self.dim,
                                                                    attempts), 1),
-            "bytes_sent": int(masked.nbytes), "bytes_received": received}
+            "bytes_sent": int(sent), "bytes_received": received}
 
     @staticmethod
     def block_bytes(block: HERSBlock) -> int:
