@@ -25,6 +25,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
+use super::steps::{self, DROP, FINISH, MAC, PACK, PACK_NTT};
 use super::verifier_key::{
     ETA, LIMBS, Product, Res, Shouped, cbd, cbd_word, ctr_words, drop_limb, red1, shoup32, shouped, slices_of,
 };
@@ -157,9 +158,11 @@ impl Product {
             d11[t] = b;
             d13[t] = b;
         }
+        let t = std::time::Instant::now();
         for (i, row) in dg.chunks_mut(n).enumerate() {
             self.plans[KEY[i % KL]].fwd(row);
         }
+        steps::add(PACK_NTT, t);
         for h in 0..2 {
             for (kl, &l) in KEY.iter().enumerate() {
                 let pl = p[l];
@@ -171,7 +174,9 @@ impl Product {
                     let s = shoup32(a0[t], w0[t], wp0[t], pl) + shoup32(a1[t], w1[t], wp1[t], pl);
                     o[t] = red1(red1(s, 2 * pl), pl);
                 }
+                let t = std::time::Instant::now();
                 self.plans[l].inv(o);
+                steps::add(PACK_NTT, t);
                 let (ni, nip) = self.ninv[l];
                 for v in o.iter_mut() {
                     *v = red1(shoup32(*v, ni, nip, pl), pl);
@@ -267,9 +272,11 @@ impl Product {
                 let half = d >> l;
                 let (k, key) = (&tables[l - 1], &sh[(l - 1) * DIGITS * 2 * KL..l * DIGITS * 2 * KL]);
                 let (lo, hi) = group[..2 * half * item].split_at_mut(half * item);
-                lo.par_chunks_mut(item)
-                    .zip(hi.par_chunks(item))
-                    .for_each(|(e, o)| with_scratch(n, |sc| self.merge_fast(e, o, half, k, key, sc)));
+                lo.par_chunks_mut(item).zip(hi.par_chunks(item)).for_each(|(e, o)| {
+                    let t = std::time::Instant::now();
+                    with_scratch(n, |sc| self.merge_fast(e, o, half, k, key, sc));
+                    steps::add(PACK, t);
+                });
                 // the merged items now sit at 0 … half − 1
             }
         });
@@ -355,7 +362,10 @@ impl Product {
     #[inline(always)]
     fn prep(&self, job: &Prep, gs: &[&[u32]], accs: &mut [u32], outs: &mut [u32]) {
         let n = self.n;
+        let t = std::time::Instant::now();
         self.products(gs, job.sh, accs);
+        steps::add(MAC, t); // with the inverse NTTs, which `steps::take` takes out
+        let t = std::time::Instant::now();
         for (acc, out) in accs
             .chunks_mut(2 * LIMBS * n)
             .zip(outs.chunks_mut(CT * n))
@@ -363,6 +373,7 @@ impl Product {
         {
             self.prep_one(job, acc, out);
         }
+        steps::add(DROP, t);
     }
 
     /// The drop and the factor of `prep` for one product.
@@ -418,6 +429,7 @@ impl Product {
     /// AES-128-CTR block (stream, j).
     #[inline(always)]
     fn finish(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        let t = std::time::Instant::now();
         let n = self.n;
         let p = self.p32();
         let mut words = vec![0u64; n / 32 + 2 * n + 1];
@@ -454,6 +466,7 @@ impl Product {
         let (a0, a1) = acc.split_at_mut(LIMBS * n);
         self.to_wire(a1, n, &e[..n], o1, job.w1);
         self.to_wire(a0, n, &e[n..], o0, job.w);
+        steps::add(FINISH, t);
     }
 
     #[cfg(target_arch = "x86_64")]
