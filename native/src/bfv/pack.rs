@@ -240,12 +240,24 @@ impl Product {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    unsafe fn merge_avx512(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        self.merge(e, o, s, perm, key, sc)
+    }
+
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn merge_avx2(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
         self.merge(e, o, s, perm, key, sc)
     }
 
     fn merge_fast(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+            unsafe { self.merge_avx512(e, o, s, perm, key, sc) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
@@ -410,12 +422,24 @@ impl Product {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    unsafe fn prep_avx512(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
+        self.prep(job, gs, acc, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn prep_avx2(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
         self.prep(job, gs, acc, out)
     }
 
     fn prep_fast(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+            unsafe { self.prep_avx512(job, gs, acc, out) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
@@ -470,12 +494,24 @@ impl Product {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    unsafe fn finish_avx512(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        self.finish(job, packed, stream, o1, o0)
+    }
+
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn finish_avx2(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
         self.finish(job, packed, stream, o1, o0)
     }
 
     fn finish_fast(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+            unsafe { self.finish_avx512(job, packed, stream, o1, o0) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
