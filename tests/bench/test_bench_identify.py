@@ -50,6 +50,10 @@ def test_cli_bench_identify_variant_w_wo_on_one_gallery(capsys):
     assert w["enrol_s"] == wo["enrol_s"] and all(r["answer_equals_plaintext"] is True for r in (w, wo, hers))
     assert set(wo["bytes_per_phase"]) == {"query", "distances"} and wo["rounds"] == 1 and wo["best"] == 100
     assert wo["bytes_per_phase"]["distances"] == w["bytes_per_phase"]["distances"] < w["comm_bytes"]
+    for r in (w, wo):  # the CS's distance steps, thread-seconds: every step ran, none longer than the phase by far
+        steps = r["distance_steps"]
+        assert set(steps) == {"products_mac", "products_intt", "drop", "pack", "pack_ntt", "finish"}
+        assert steps["pack"] > 0 and steps["products_intt"] > 0 and steps["pack_ntt"] < steps["pack"]
     assert main(["bench", "identify", "--scheme", "hers", "--variant", "wo", "--n", "8", "--json"]) == 2
 
 

@@ -342,3 +342,24 @@ def test_seal_decrypts_a_native_pack():
         for r in range(d):
             want[r::d] = (d * M[g * d + r, ::d]) % t
         assert np.array_equal(np.pad(got, (0, n - len(got))), want)
+
+
+def test_distance_steps_count_packed_distances_and_reset(small):
+    """``distance_steps`` (the bench's profile of the CS's distances): its six steps, each positive after a
+    ``packed_distances`` call of two packs (the pack and its key switches' NTTs included), all zero when asked again."""
+    pr, p, n = small
+    rng = np.random.default_rng(5)
+    d, k, S = 8, 11, 2
+    s = rng.integers(-1, 2, n).astype(np.int64)
+    key = os.urandom(32)
+    rows = pr.rows(pr.encrypt_rows(s, rng.integers(-9, 10, (S, n)), key, os.urandom(32)), key)
+    low = np.stack([rng.integers(0, q, (k * S, 2, n)) for q in p[:2]], axis=2).astype(np.uint64)
+    g = pr.lift(low).reshape(k, S, 2, 4, n)
+    keys = pr.galois_keys(s, d, os.urandom(32), os.urandom(32))
+    bfv.distance_steps()
+    pr.packed_distances([g], rows, keys, d, os.urandom(32), 0, 32)
+    steps = dict(bfv.distance_steps())
+    assert list(steps) == ["products_mac", "products_intt", "drop", "pack", "pack_ntt", "finish"]
+    assert all(v > 0 for v in steps.values()), steps
+    assert steps["pack_ntt"] < steps["pack"]
+    assert all(v == 0 for _, v in bfv.distance_steps())

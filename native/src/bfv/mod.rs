@@ -11,6 +11,7 @@ pub mod pack;
 pub mod pool;
 pub mod refresh;
 pub mod rns;
+pub mod steps;
 pub mod verifier_key;
 
 use std::borrow::Cow;
@@ -318,6 +319,13 @@ fn set_threads(n: usize) -> PyResult<()> {
 #[pyfunction]
 fn threads() -> usize {
     pool::threads()
+}
+
+/// Thread-seconds of the CS's distance steps since the last call (``steps::NAMES``: products_mac, products_intt,
+/// drop, pack, pack_ntt, finish), then reset: a profile for ``privface bench identify``.
+#[pyfunction]
+fn distance_steps() -> Vec<(&'static str, f64)> {
+    steps::NAMES.into_iter().zip(steps::take()).collect()
 }
 
 type Out32<'py> = PyResult<Bound<'py, PyArrayDyn<u32>>>;
@@ -673,6 +681,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mask_shares, &m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, &m)?)?;
     m.add_function(wrap_pyfunction!(threads, &m)?)?;
+    m.add_function(wrap_pyfunction!(distance_steps, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

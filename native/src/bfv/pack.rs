@@ -25,6 +25,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
+use super::steps::{self, DROP, FINISH, MAC, PACK, PACK_NTT};
 use super::verifier_key::{
     ETA, LIMBS, Product, Res, Shouped, cbd, cbd_word, ctr_words, drop_limb, red1, shoup32, shouped, slices_of,
 };
@@ -157,9 +158,11 @@ impl Product {
             d11[t] = b;
             d13[t] = b;
         }
+        let t = std::time::Instant::now();
         for (i, row) in dg.chunks_mut(n).enumerate() {
             self.plans[KEY[i % KL]].fwd(row);
         }
+        steps::add(PACK_NTT, t);
         for h in 0..2 {
             for (kl, &l) in KEY.iter().enumerate() {
                 let pl = p[l];
@@ -171,7 +174,9 @@ impl Product {
                     let s = shoup32(a0[t], w0[t], wp0[t], pl) + shoup32(a1[t], w1[t], wp1[t], pl);
                     o[t] = red1(red1(s, 2 * pl), pl);
                 }
+                let t = std::time::Instant::now();
                 self.plans[l].inv(o);
+                steps::add(PACK_NTT, t);
                 let (ni, nip) = self.ninv[l];
                 for v in o.iter_mut() {
                     *v = red1(shoup32(*v, ni, nip, pl), pl);
@@ -235,12 +240,24 @@ impl Product {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    unsafe fn merge_avx512(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        self.merge(e, o, s, perm, key, sc)
+    }
+
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn merge_avx2(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
         self.merge(e, o, s, perm, key, sc)
     }
 
     fn merge_fast(&self, e: &mut [u32], o: &[u32], s: usize, perm: &[u32], key: &[Shouped], sc: &mut Scratch) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+            unsafe { self.merge_avx512(e, o, s, perm, key, sc) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
@@ -267,9 +284,11 @@ impl Product {
                 let half = d >> l;
                 let (k, key) = (&tables[l - 1], &sh[(l - 1) * DIGITS * 2 * KL..l * DIGITS * 2 * KL]);
                 let (lo, hi) = group[..2 * half * item].split_at_mut(half * item);
-                lo.par_chunks_mut(item)
-                    .zip(hi.par_chunks(item))
-                    .for_each(|(e, o)| with_scratch(n, |sc| self.merge_fast(e, o, half, k, key, sc)));
+                lo.par_chunks_mut(item).zip(hi.par_chunks(item)).for_each(|(e, o)| {
+                    let t = std::time::Instant::now();
+                    with_scratch(n, |sc| self.merge_fast(e, o, half, k, key, sc));
+                    steps::add(PACK, t);
+                });
                 // the merged items now sit at 0 … half − 1
             }
         });
@@ -355,7 +374,10 @@ impl Product {
     #[inline(always)]
     fn prep(&self, job: &Prep, gs: &[&[u32]], accs: &mut [u32], outs: &mut [u32]) {
         let n = self.n;
+        let t = std::time::Instant::now();
         self.products(gs, job.sh, accs);
+        steps::add(MAC, t); // with the inverse NTTs, which `steps::take` takes out
+        let t = std::time::Instant::now();
         for (acc, out) in accs
             .chunks_mut(2 * LIMBS * n)
             .zip(outs.chunks_mut(CT * n))
@@ -363,6 +385,7 @@ impl Product {
         {
             self.prep_one(job, acc, out);
         }
+        steps::add(DROP, t);
     }
 
     /// The drop and the factor of `prep` for one product.
@@ -399,12 +422,24 @@ impl Product {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    unsafe fn prep_avx512(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
+        self.prep(job, gs, acc, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn prep_avx2(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
         self.prep(job, gs, acc, out)
     }
 
     fn prep_fast(&self, job: &Prep, gs: &[&[u32]], acc: &mut [u32], out: &mut [u32]) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+            unsafe { self.prep_avx512(job, gs, acc, out) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).
@@ -418,6 +453,7 @@ impl Product {
     /// AES-128-CTR block (stream, j).
     #[inline(always)]
     fn finish(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        let t = std::time::Instant::now();
         let n = self.n;
         let p = self.p32();
         let mut words = vec![0u64; n / 32 + 2 * n + 1];
@@ -454,6 +490,13 @@ impl Product {
         let (a0, a1) = acc.split_at_mut(LIMBS * n);
         self.to_wire(a1, n, &e[..n], o1, job.w1);
         self.to_wire(a0, n, &e[n..], o0, job.w);
+        steps::add(FINISH, t);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+    unsafe fn finish_avx512(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        self.finish(job, packed, stream, o1, o0)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -463,6 +506,12 @@ impl Product {
     }
 
     fn finish_fast(&self, job: &Finish, packed: &[u32], stream: u64, o1: &mut [u64], o0: &mut [u64]) {
+        #[cfg(target_arch = "x86_64")]
+        if super::rns::avx512() {
+            // SAFETY: the CPU supports AVX-512 F/VL/BW/DQ (checked at run time).
+            unsafe { self.finish_avx512(job, packed, stream, o1, o0) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::rns::avx2() {
             // SAFETY: the CPU supports AVX2 (checked at run time).

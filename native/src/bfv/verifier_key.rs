@@ -352,11 +352,13 @@ impl Product {
     #[inline(always)]
     fn inverse_limb(&self, l: usize, k: usize, accs: &mut [u32]) {
         let n = self.n;
+        let t = std::time::Instant::now();
         for acc in accs.chunks_mut(2 * LIMBS * n).take(k) {
             let (acc0, acc1) = acc.split_at_mut(LIMBS * n);
             self.plans[l].inv(&mut acc0[l * n..(l + 1) * n]);
             self.plans[l].inv(&mut acc1[l * n..(l + 1) * n]);
         }
+        super::steps::add(super::steps::INTT, t);
     }
 
     /// `products` with AVX-512: 16 coefficients at a time, the S slices' products summed in four registers

@@ -230,7 +230,8 @@ def _cryptomask(x, y, repeat, insecure, threads, variants, ot) -> list[dict]:
     best entry's inner product with the maximum). One row per variant, all on the same enrolled gallery. Ferret's
     pools are refilled before each timed run (``CryptoMask.prepare``, between identifications): ``ot_refill_s`` and
     the bytes phase ``ot_refill`` are one identification's share of the refills (per COT it takes), the bytes in
-    ``comm_bytes``, the time not in ``identify_s``."""
+    ``comm_bytes``, the time not in ``identify_s``. ``distance_steps``: the CS's thread-seconds per step of the
+    distances phase (``parties.distance_steps``; at one thread they add up to most of ``distances``)."""
     from ..protocols.cryptomask import CryptoMask, encoding
 
     n, dim = x.shape
@@ -266,6 +267,7 @@ def _cryptomask_variant(cm, x, y, qy, repeat, threads, variant, enrol_s, top) ->
     expect = top >= cm.ts
     run = runs[-1]
     phases = {k: statistics.median(r.seconds[k] for r in runs) for k in run.seconds}
+    steps = {k: statistics.median(r.steps[k] for r in runs) for k in run.steps}
     ok = run.match == expect
     if run.best is not None:  # WO: the verifier's best entry must carry the largest plaintext inner product
         ok = ok and int(encoding.quantize(x[run.best]) @ qy) == top
@@ -275,7 +277,7 @@ def _cryptomask_variant(cm, x, y, qy, repeat, threads, variant, enrol_s, top) ->
             "identify_cpu_s": statistics.median(cpu), "storage_bytes": cm.cs.storage_bytes,
             "comm_bytes": run.comm_bytes, "bytes_per_phase": run.bytes, "setup_bytes": cm.setup_wire.bytes["setup"]
             + cm.setup_wire.bytes["ot_setup"], "best": run.best, "enrol_bytes": cm.enrol_bytes,
-            "seconds_per_phase": phases,
+            "seconds_per_phase": phases, "distance_steps": steps,
             "ciphertexts": cm.cs.ciphertexts, "slices": cm.cs.slices, "templates_per_ciphertext": cm.cs.delta,
             "rounds": run.rounds, "answer": run.match, "answer_equals_plaintext": ok}
 

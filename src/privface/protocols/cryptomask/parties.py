@@ -17,6 +17,7 @@ import numpy as np
 from ...crypto import rlwe
 from ...crypto.lattice import generate_lattice_keypair
 from ...crypto.millionaire import Wire
+from ...crypto.native import ext
 from ...errors import ProtocolError
 from . import encoding
 from .he import CloudServer, DataProvider, VerifierHE, basis_of, seed
@@ -90,6 +91,13 @@ class KeyGenerator:
         return basis_of(self.public).product.galois_keys(sv.astype(np.int64), encoding.stride(dim), seed(), seed())
 
 
+def distance_steps() -> dict:
+    """The CS's thread-seconds per step of Alg. 2's distances in this process since the last call (native
+    ``bfv.distance_steps``: products_mac, products_intt, drop, pack, pack_ntt — the NTTs inside pack's key switches —
+    and finish), then reset; a profile for ``privface bench identify``."""
+    return {k: round(v, 4) for k, v in ext.bfv.distance_steps()}
+
+
 @dataclass
 class Run:
     """One identification: the verifier's bit, the bytes per phase and the verifier–CS exchanges (``rounds``: the
@@ -100,6 +108,7 @@ class Run:
     seconds: dict = field(default_factory=dict)
     rounds: int = 0  # verifier–CS round trips: the query and its distances, then Alg. 3's
     best: int | None = None  # CryptoMask-WO only: the entry with the largest inner product
+    steps: dict = field(default_factory=dict)  # the CS's distance steps, thread-seconds (``distance_steps``)
 
     @property
     def comm_bytes(self) -> int:
@@ -183,6 +192,7 @@ class CryptoMask:
         wire.send("query", q.nbytes)
         seconds = {"query": lap(), "distances": 0.0, "shares": 0.0}
         cs, R, wo = self.cs, self.cs.prepare(q), variant == "wo"
+        distance_steps()  # from zero
         d0s, d1s = [], []
         step = max(CHUNK, cs.group)
         for lo in range(0, cs.ciphertexts, step):  # one message, read chunk by chunk as over HTTP
@@ -196,14 +206,15 @@ class CryptoMask:
             seconds["shares"] += lap()
         d0, d1 = np.concatenate(d0s), np.concatenate(d1s)
         seconds = {k: round(v, 4) for k, v in seconds.items()}
+        steps = distance_steps()
         if wo:  # the verifier holds the distances themselves (d_0 = 0): its threshold in the clear
             best = int(np.argmax(d1))
             seconds["decide"] = lap()
-            return Run(bool(d1[best] >= self.ts), dict(wire.bytes), seconds, 1, best)
+            return Run(bool(d1[best] >= self.ts), dict(wire.bytes), seconds, 1, best, steps)
         bit = reveal(*self._ot, d0, d1, self.ts, wire, self.batch)
         seconds["reveal"] = lap()
         if pool:  # this run's share of the refills (bytes and time per COT taken): counted, not in its wall time
             used, made = pool - self._ot[0].available, max(self.refilled["ots"], 1)
             wire.send("ot_refill", round(used * self.refilled["bytes"] / made))
             seconds["ot_refill"] = round(used * self.refilled["seconds"] / made, 4)
-        return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds)
+        return Run(bit, dict(wire.bytes), seconds, 1 + wire.rounds, steps=steps)
