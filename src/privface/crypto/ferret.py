@@ -9,9 +9,9 @@ OpenCheetah — the code seed 001 §5 built on — runs its comparisons.
 * Refill: one Ferret iteration is one message S → R (``Params.msg_bytes``: 0.56 MB at EMP's regular set for
   ≈ 10^7 COTs); both pools grow by its outputs. A refill runs between identifications (``ensure``), not inside
   one: an identification only takes COTs from the pools.
-* Use: ``take(n)`` hands out the next n COTs and their TCCR tweaks — the same on both sides, since each takes in the
-  same order; ``take_keys(n)`` their random-OT keys, hashed when the refill added them (the first ``KEY_BYTES`` of
-  each: all that Alg. 3's leaves, triples and B2A read), so that an identification hashes nothing. Tweaks start at
+* Use: ``take(n)`` hands out the next n COTs' random-OT keys and their TCCR tweaks — the same on both sides, since
+  each takes in the same order. The keys are hashed when a refill adds the COTs (the first ``KEY_BYTES`` of each:
+  all that Alg. 3's leaves, triples and B2A read), so an identification hashes nothing. Tweaks start at
   ``TWEAK_BASE`` = 2^63, apart from the tweaks Ferret's trees hash with (from 0).
 
 Semi-honest (cryptomask's model, §3.2): no consistency check, as OpenCheetah's semi-honest Ferret; the check
@@ -65,17 +65,17 @@ def _split(message: bytes, what: str) -> tuple[str, bytes]:
 
 
 class _Pool:
-    """The unused COTs of one side, rows [lo, hi) of one buffer, and the tweak of the next, with each COT's random-OT
-    keys hashed ahead (``keys`` arrays of ``KEY_BYTES`` per COT: the sender's H(j, s_j), H(j, s_j ⊕ Δ), the
-    receiver's H(j, r_j), their first bytes, ``crypto.millionaire``'s only use of them) so that an identification does
-    no hashing. ``take`` hands out views (no copy); ``room`` compacts the unused rows to the front and sizes the buffer
-    for what the coming refills add, so a refill copies its output in once (no concatenation of the whole pool).
-    Refills run between identifications, when no view handed out is in use any more."""
+    """The unused COTs of one side as random-OT keys hashed ahead, rows [lo, hi) of its buffers, and the tweak of the
+    next: ``keys`` arrays of ``KEY_BYTES`` per COT (the sender's H(j, s_j), H(j, s_j ⊕ Δ), the receiver's H(j, r_j),
+    their first bytes — all that ``crypto.millionaire`` reads) and the receiver's choice bits, so that an
+    identification does no hashing; the COTs themselves are not kept. ``take`` hands out views (no copy); ``room``
+    compacts the unused rows to the front and sizes the buffers for what the coming refills add, so a refill copies
+    its output in once (no concatenation of the whole pool). Refills run between identifications, when no view handed
+    out is in use any more."""
 
     def __init__(self, with_bits: bool, keys: int) -> None:
-        self._rows = np.zeros((0, 16), np.uint8)
-        self._bits = np.zeros(0, np.uint8) if with_bits else None
-        self._keys = [np.zeros((0, KEY_BYTES), np.uint8) for _ in range(keys)]
+        self._bits: np.ndarray | None = np.zeros(0, np.uint8) if with_bits else None
+        self._keys: list[np.ndarray] = [np.zeros((0, KEY_BYTES), np.uint8) for _ in range(keys)]
         self._lo = self._hi = 0
         self.counter = TWEAK_BASE
 
@@ -83,47 +83,39 @@ class _Pool:
     def available(self) -> int:
         return self._hi - self._lo
 
-    def room(self, total: int) -> None:
-        """Unused rows moved to the front, the buffer holding at least ``total`` rows."""
-        have = self.available
-        if len(self._rows) >= total:
-            if self._lo:
-                self._rows[:have] = self._rows[self._lo:self._hi]
-                if self._bits is not None:
-                    self._bits[:have] = self._bits[self._lo:self._hi]
-                for k in self._keys:
-                    k[:have] = k[self._lo:self._hi]
-        else:
-            rows = np.empty((total, 16), np.uint8)
-            rows[:have] = self._rows[self._lo:self._hi]
-            self._rows = rows
-            if self._bits is not None:
-                bits = np.empty(total, np.uint8)
-                bits[:have] = self._bits[self._lo:self._hi]
-                self._bits = bits
-            for i, k in enumerate(self._keys):
-                grown = np.empty((total, KEY_BYTES), np.uint8)
-                grown[:have] = k[self._lo:self._hi]
-                self._keys[i] = grown
-        self._lo, self._hi = 0, have
-
     @property
     def next_added(self) -> int:
         """The tweak of the next row ``add`` appends."""
         return self.counter + self.available
 
-    def add(self, rows: np.ndarray, bits: np.ndarray | None = None, keys: tuple = ()) -> None:
-        n = len(rows)
+    def room(self, total: int) -> None:
+        """Unused rows moved to the front, the buffers holding at least ``total`` rows."""
+        have, lo, hi = self.available, self._lo, self._hi
+        cols = self._keys + ([self._bits] if self._bits is not None else [])
+        if len(self._keys[0]) >= total:
+            if lo:
+                for c in cols:
+                    c[:have] = c[lo:hi]
+        else:
+            grown = [np.empty((total,) + c.shape[1:], np.uint8) for c in cols]
+            for g, c in zip(grown, cols):
+                g[:have] = c[lo:hi]
+            self._keys = grown[:len(self._keys)]
+            if self._bits is not None:
+                self._bits = grown[-1]
+        self._lo, self._hi = 0, have
+
+    def add(self, keys: tuple, bits: np.ndarray | None = None) -> None:
+        n = len(keys[0]) if keys else 0
         if ((bits is None) != (self._bits is None) or (bits is not None and len(bits) != n)
                 or len(keys) != len(self._keys) or any(k.shape != (n, KEY_BYTES) for k in keys)):
-            raise CryptoError("Ferret: a refill's rows, choice bits and keys differ")
-        if self._hi + n > len(self._rows):
+            raise CryptoError("Ferret: a refill's keys and choice bits differ")
+        if self._hi + n > len(self._keys[0]):
             self.room(self.available + n)
-        self._rows[self._hi:self._hi + n] = rows
-        if self._bits is not None and bits is not None:
-            self._bits[self._hi:self._hi + n] = bits
         for dst, k in zip(self._keys, keys):
             dst[self._hi:self._hi + n] = k
+        if self._bits is not None and bits is not None:
+            self._bits[self._hi:self._hi + n] = bits
         self._hi += n
 
     def take(self, n: int, side: str):
@@ -131,11 +123,10 @@ class _Pool:
             raise CryptoError(f"Ferret: the {side}'s pool holds {self.available} COTs, {n} asked: refill first "
                               "(crypto.ferret.ensure)")
         lo, self._lo = self._lo, self._lo + n
-        rows = self._rows[lo:lo + n]
         bits = self._bits[lo:lo + n] if self._bits is not None else np.zeros(0, np.uint8)
         keys = tuple(k[lo:lo + n] for k in self._keys)
         first, self.counter = self.counter, self.counter + n
-        return rows, bits, keys, first
+        return keys, bits, first
 
 
 class FerretSender:
@@ -191,18 +182,13 @@ class FerretSender:
         if self._core is None:
             raise CryptoError("Ferret: setup first")
         msg, s = self._core.extend()
-        self._pool.add(s, keys=ext.cot_rot_send(s, self.delta, _NONE, self._pool.next_added, KEY_BYTES))
+        self._pool.add(ext.cot_rot_send(s, self.delta, _NONE, self._pool.next_added, KEY_BYTES))
         return bytes(msg)
 
-    def take(self, n: int) -> tuple[np.ndarray, int]:
-        """The next n COTs' s (n, 16) and their first tweak."""
-        s, _, _, first = self._pool.take(n, "sender")
-        return s, first
-
-    def take_keys(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
         """The next n COTs as random-OT keys hashed ahead: k0 = H(j, s_j), k1 = H(j, s_j ⊕ Δ), their first
         ``KEY_BYTES`` (n, KEY_BYTES) each, and the first tweak j."""
-        _, _, (k0, k1), first = self._pool.take(n, "sender")
+        (k0, k1), _, first = self._pool.take(n, "sender")
         return k0, k1, first
 
 
@@ -258,17 +244,12 @@ class FerretReceiver:
             bits, r = self._core.extend(bytes(message))
         except ValueError as e:  # the native size check, before the message is used
             raise CryptoError(f"the Ferret refill message: {e}") from e
-        self._pool.add(r, bits, keys=(ext.cot_rot_recv(r, self._pool.next_added, KEY_BYTES),))
+        self._pool.add((ext.cot_rot_recv(r, self._pool.next_added, KEY_BYTES),), bits)
 
     def take(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """The next n COTs: choice bits b (n,), r (n, 16), their first tweak."""
-        r, b, _, first = self._pool.take(n, "receiver")
-        return b, r, first
-
-    def take_keys(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
         """The next n COTs as random-OT keys hashed ahead: choice bits b (n,), H(j, r_j)'s first ``KEY_BYTES``
         (n, KEY_BYTES), the first tweak j."""
-        _, b, (k,), first = self._pool.take(n, "receiver")
+        (k,), b, first = self._pool.take(n, "receiver")
         return b, k, first
 
 

@@ -121,11 +121,11 @@ def millionaire_R(R: Receiver, x_R, ell: int, ch: Chan, phase: str):
     sizes = _levels(len(widths), m)
     pending = []
     if isinstance(R, FerretReceiver):  # Ferret: one correction bit per leaf OT, none for the triples; keys hashed ahead
-        b_c, k_c, _ = R.take_keys(m * ell)
+        b_c, k_c, _ = R.take(m * ell)
         d, masks = ext.cot_leaves_recv_keys(b_c, k_c, ell, widths, x_R)
         ch.send(phase, d)
         for n in sizes:
-            bits, k_t, _ = R.take_keys(2 * n)
+            bits, k_t, _ = R.take(2 * n)
             pending.append((bits[n:], bits[:n], k_t))
     else:
         core, counter = R.reserve(m * ell)  # OT i·ell + t on bit t of x_i
@@ -160,7 +160,7 @@ def b2a_R(R: Receiver, b_R: np.ndarray, ch: Chan, phase: str):
     """R's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_R = np.ascontiguousarray(b_R, dtype=np.uint8)
     if isinstance(R, FerretReceiver):  # one COT per bit, its choice corrected to b_R by one bit
-        bits, kr, _ = R.take_keys(b_R.size)
+        bits, kr, _ = R.take(b_R.size)
         ch.send(phase, pack(bits ^ b_R))
     else:
         u, kr = R.extend(b_R, width=4)
@@ -193,7 +193,7 @@ def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
     lt, eq = [ls for ls, _ in rand], [es for _, es in rand]
     y_S = np.ascontiguousarray(y_S)
     if isinstance(S, FerretSender):
-        k0, k1, _ = S.take_keys(m * ell)
+        k0, k1, _ = S.take(m * ell)
         cts = ext.cot_leaves_send_keys(k0, k1, np.ascontiguousarray(d), ell, widths, y_S, lt, eq)
     else:
         u = us[0].reshape(S.rows, -1)
@@ -204,7 +204,7 @@ def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
     triples = []
     for k, n in enumerate(sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
         if isinstance(S, FerretSender):
-            t0, t1, _ = S.take_keys(2 * n)  # random choices: no correction
+            t0, t1, _ = S.take(2 * n)  # random choices: no correction
         else:
             t0, t1 = S.extend(us[1 + k].reshape(S.rows, -1), 2 * n, width=1)
         b = random_bits(n)
@@ -226,7 +226,7 @@ def b2a_S(S: Sender, b_S: np.ndarray, ch: Chan, phase: str):
     b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
     if isinstance(S, FerretSender):
         (d,) = yield from ch.recv(bits_part(b_S.size), phase=phase)
-        k0, k1, _ = S.take_keys(b_S.size)
+        k0, k1, _ = S.take(b_S.size)
         swap = unpack(d, b_S.size).astype(bool)  # R's correction: key c is H(j, s_j ⊕ (c ⊕ d_j)·Δ)
         h0, h1 = k0.view(np.uint32)[:, 0], k1.view(np.uint32)[:, 0]
         k0, k1 = (np.where(swap, h1, h0).view(np.uint8).reshape(-1, 4),
