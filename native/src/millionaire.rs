@@ -302,11 +302,10 @@ pub fn leaves_send_keys(
                 let mut msg = lay.base[((inp.y[i] >> p) & ((1 << w) - 1)) as usize] as u32;
                 for (s, &cl) in clear.iter().enumerate() {
                     let j = i * ell + p + s;
-                    let (mut a, mut bb) = (key32(k0, 4 * j), key32(k1, 4 * j));
-                    if d[j / 8] >> (j % 8) & 1 == 1 {
-                        (a, bb) = (bb, a);
-                    }
-                    msg ^= (a & cl) | (bb & !cl);
+                    let (a, bb) = (key32(k0, 4 * j), key32(k1, 4 * j));
+                    // (K_{t,0} & c) | (K_{t,1} & !c) with the keys swapped where d_j = 1, without a branch
+                    let dm = 0u32.wrapping_sub(u32::from(d[j / 8] >> (j % 8) & 1));
+                    msg ^= bb ^ ((a ^ bb) & (cl ^ dm));
                 }
                 if inp.ls[b][i] & 1 == 1 {
                     msg ^= lt;
