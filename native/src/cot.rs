@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::bfv::pool;
-use crate::millionaire::{LeafInputs, leaves_recv_by, leaves_send_by};
+use crate::millionaire::{LeafInputs, leaves_recv_by, leaves_recv_keys, leaves_send_by, leaves_send_keys};
 use crate::otext::{Shared, contiguous, pack_bits};
 use crate::prp::{Prp, TCCR_KEY, tccr_to};
 
@@ -270,11 +270,84 @@ fn cot_leaves_recv<'py>(
     ))
 }
 
+/// S's masked leaf messages (as `cot_leaves_send`) from its keys hashed ahead: k0, k1 (m·ell, 4) uint8 — the first
+/// four bytes of H(j, s_j), H(j, s_j ⊕ Δ) (`cot_rot_send` without corrections) — and R's packed corrections d.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cot_leaves_send_keys<'py>(
+    py: Python<'py>,
+    k0: PyReadonlyArrayDyn<'py, u8>,
+    k1: PyReadonlyArrayDyn<'py, u8>,
+    d: PyReadonlyArrayDyn<'py, u8>,
+    ell: usize,
+    widths: Vec<usize>,
+    y: PyReadonlyArrayDyn<'py, u64>,
+    ls: Vec<PyReadonlyArrayDyn<'py, u8>>,
+    es: Vec<PyReadonlyArrayDyn<'py, u8>>,
+) -> PyResult<Vec<Bits<'py>>> {
+    let (k0, k1, d, y) = (
+        contiguous(&k0, "k0")?,
+        contiguous(&k1, "k1")?,
+        contiguous(&d, "d")?,
+        contiguous(&y, "y")?,
+    );
+    let inp = LeafInputs {
+        y,
+        ls: ls.iter().map(|a| contiguous(a, "ls")).collect::<PyResult<_>>()?,
+        es: es.iter().map(|a| contiguous(a, "es")).collect::<PyResult<_>>()?,
+    };
+    let cts = py
+        .detach(|| pool::install(|| leaves_send_keys(k0, k1, d, ell, &widths, &inp)))
+        .map_err(err)?;
+    Ok(cts.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect())
+}
+
+/// R's side of `cot_leaves_send_keys`: its choice bits b (m·ell,) uint8, keys hashed ahead k (m·ell, 4) uint8 (the
+/// first four bytes of H(j, r_j)) and its inputs x (m,) uint64 → (the packed corrections d = bits(x) ⊕ b, per block
+/// the masks (m,) uint8).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn cot_leaves_recv_keys<'py>(
+    py: Python<'py>,
+    b: PyReadonlyArrayDyn<'py, u8>,
+    k: PyReadonlyArrayDyn<'py, u8>,
+    ell: usize,
+    widths: Vec<usize>,
+    x: PyReadonlyArrayDyn<'py, u64>,
+) -> PyResult<(Bits<'py>, Vec<Bits<'py>>)> {
+    let (b, k, x) = (contiguous(&b, "b")?, contiguous(&k, "k")?, contiguous(&x, "x")?);
+    if b.len() != x.len() * ell {
+        return Err(err(format!(
+            "COT: {} comparisons of {ell} bits take {} choice bits",
+            x.len(),
+            x.len() * ell
+        )));
+    }
+    let (d, masks) = py
+        .detach(|| {
+            pool::install(|| {
+                let masks = leaves_recv_keys(k, ell, &widths, x)?;
+                let mut d = crate::millionaire::field_bits(x, ell);
+                for (o, p) in d.iter_mut().zip(pack_bits(b)) {
+                    *o ^= p;
+                }
+                Ok::<_, String>((d, masks))
+            })
+        })
+        .map_err(err)?;
+    Ok((
+        numpy::PyArray1::from_vec(py, d),
+        masks.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect(),
+    ))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cot_rot_send, m)?)?;
     m.add_function(wrap_pyfunction!(cot_rot_recv, m)?)?;
     m.add_function(wrap_pyfunction!(cot_leaves_send, m)?)?;
     m.add_function(wrap_pyfunction!(cot_leaves_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(cot_leaves_send_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(cot_leaves_recv_keys, m)?)?;
     Ok(())
 }
 
@@ -318,6 +391,36 @@ mod tests {
         }
         assert!(rot_send(&s, delta, &d[1..], 5, 16).is_err());
         assert!(rot_send(&s[1..], delta, &[], 5, 16).is_err());
+    }
+
+    #[test]
+    fn leaves_on_keys_hashed_ahead_equal_the_leaves_on_cots() {
+        let (m, ell, widths) = (700usize, 18usize, [4usize, 4, 4, 3, 3]);
+        let (delta, s, b, r) = cots(m * ell);
+        let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
+        let x: Vec<u64> = (0..m as u64).map(|i| i * 104_729 % (1 << ell)).collect();
+        let ls: Vec<Vec<u8>> = (0..5).map(|k| (0..m).map(|i| ((i + k) % 2) as u8).collect()).collect();
+        let es: Vec<Vec<u8>> = (0..5)
+            .map(|k| (0..m).map(|i| ((i / 3 + k) % 2) as u8).collect())
+            .collect();
+        let masks = leaves_recv_by(ell, &widths, &x, |f| recv_with(&r, 11, ell, f)).unwrap();
+        let mut d = crate::millionaire::field_bits(&x, ell);
+        for (o, p) in d.iter_mut().zip(pack_bits(&b)) {
+            *o ^= p;
+        }
+        let inp = LeafInputs {
+            y: &y,
+            ls: ls.iter().map(|v| v.as_slice()).collect(),
+            es: es.iter().map(|v| v.as_slice()).collect(),
+        };
+        let cts = leaves_send_by(ell, &widths, &inp, |f| send_with(&s, delta, &d, 11, ell, f)).unwrap();
+        let (k0, k1) = rot_send(&s, delta, &[], 11, 4).unwrap();
+        let kr = rot_recv(&r, 11, 4).unwrap();
+        assert_eq!(leaves_send_keys(&k0, &k1, &d, ell, &widths, &inp).unwrap(), cts);
+        assert_eq!(leaves_recv_keys(&kr, ell, &widths, &x).unwrap(), masks);
+        assert!(leaves_send_keys(&k0, &k1, &d, ell, &[6, 6, 6], &inp).is_err());
+        assert!(leaves_send_keys(&k0[4..], &k1, &d, ell, &widths, &inp).is_err());
+        assert!(leaves_recv_keys(&kr[..kr.len() - 4], ell, &widths, &x).is_err());
     }
 
     #[test]

@@ -248,6 +248,112 @@ where
     Ok(masks)
 }
 
+/// Bytes of a key in `leaves_send_keys`/`leaves_recv_keys`: the first four bytes of each random-OT key, enough for
+/// blocks of w ≤ KEY_BLOCK_BITS (2^(w+1) ≤ 32 message bits).
+pub const KEY_BYTES: usize = 4;
+pub const KEY_BLOCK_BITS: usize = 4;
+
+fn key32(k: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(k[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// `leaves_send_by` on keys hashed ahead (`cot::rot_send` between identifications): `k0`, `k1` hold m·ell rows of
+/// KEY_BYTES bytes, H(j, s_j)[..4] and H(j, s_j ⊕ Δ)[..4]; R's correction d_j swaps them. Byte for byte the same
+/// messages as `leaves_send_by` on those COTs, for blocks of at most KEY_BLOCK_BITS bits.
+pub fn leaves_send_keys(
+    k0: &[u8],
+    k1: &[u8],
+    d: &[u8],
+    ell: usize,
+    widths: &[usize],
+    inp: &LeafInputs,
+) -> Result<Vec<Vec<u8>>, String> {
+    let m = inp.y.len();
+    let bl = blocks(ell, widths)?;
+    if bl.iter().any(|&(_, w)| w > KEY_BLOCK_BITS) {
+        return Err(format!(
+            "millionaire: keys of {KEY_BYTES} bytes serve blocks of ≤ {KEY_BLOCK_BITS} bits"
+        ));
+    }
+    if k0.len() != KEY_BYTES * m * ell || k1.len() != k0.len() || d.len() != (m * ell).div_ceil(8) {
+        return Err(format!(
+            "millionaire: {m} comparisons of {ell} bits take {} keys and {} correction bytes",
+            m * ell,
+            (m * ell).div_ceil(8)
+        ));
+    }
+    if inp.ls.len() != bl.len() || inp.es.len() != bl.len() || inp.ls.iter().chain(&inp.es).any(|b| b.len() != m) {
+        return Err("millionaire: one set of random bits per block, one bit per entry".into());
+    }
+    let mut cts: Vec<Vec<u8>> = bl.iter().map(|&(_, w)| vec![0u8; ct_bytes(m, w)]).collect();
+    let outs: Vec<Shared> = cts.iter_mut().map(|c| Shared::new(c)).collect();
+    let lays: Vec<Layout> = bl.iter().map(|&(_, w)| Layout::new(w)).collect();
+    (0..m.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
+        let (first, count) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
+        for (b, ((&(p, w), out), lay)) in bl.iter().zip(&outs).zip(&lays).enumerate() {
+            let (lo, hi) = ((first << w) / 4, ct_bytes(first + count, w));
+            // SAFETY: the chunks' entry ranges (multiples of 8 entries), hence these byte ranges, are disjoint.
+            let out = unsafe { out.slice(lo, hi - lo) };
+            let clear: Vec<u32> = lay.clear.iter().map(|&c| c as u32).collect();
+            let (full, lt, eq) = (lay.full as u32, lay.lt as u32, lay.eq as u32);
+            let bytes = (2usize << w).div_ceil(8);
+            for kk in 0..count {
+                let i = first + kk;
+                let mut msg = lay.base[((inp.y[i] >> p) & ((1 << w) - 1)) as usize] as u32;
+                for (s, &cl) in clear.iter().enumerate() {
+                    let j = i * ell + p + s;
+                    let (a, bb) = (key32(k0, 4 * j), key32(k1, 4 * j));
+                    // (K_{t,0} & c) | (K_{t,1} & !c) with the keys swapped where d_j = 1, without a branch
+                    let dm = 0u32.wrapping_sub(u32::from(d[j / 8] >> (j % 8) & 1));
+                    msg ^= bb ^ ((a ^ bb) & (cl ^ dm));
+                }
+                if inp.ls[b][i] & 1 == 1 {
+                    msg ^= lt;
+                }
+                if inp.es[b][i] & 1 == 1 {
+                    msg ^= eq;
+                }
+                let v = (msg & full).to_le_bytes();
+                match bytes {
+                    1 if w == 1 => out[kk / 2] |= v[0] << (4 * (kk % 2)),
+                    4 => out[4 * kk..4 * kk + 4].copy_from_slice(&v),
+                    2 => out[2 * kk..2 * kk + 2].copy_from_slice(&v[..2]),
+                    _ => out[kk] = v[0],
+                }
+            }
+        }
+    });
+    Ok(cts)
+}
+
+/// `leaves_recv_by` on R's keys hashed ahead: `k` holds m·ell rows of KEY_BYTES bytes, H(j, r_j)[..4].
+pub fn leaves_recv_keys(k: &[u8], ell: usize, widths: &[usize], x: &[u64]) -> Result<Vec<Vec<u8>>, String> {
+    let m = x.len();
+    let bl = blocks(ell, widths)?;
+    if bl.iter().any(|&(_, w)| w > KEY_BLOCK_BITS) || k.len() != KEY_BYTES * m * ell {
+        return Err(format!(
+            "millionaire: {m} comparisons of {ell} bits take {} keys of {KEY_BYTES} bytes, blocks \
+                            of ≤ {KEY_BLOCK_BITS} bits",
+            m * ell
+        ));
+    }
+    let mut masks: Vec<Vec<u8>> = bl.iter().map(|_| vec![0u8; m]).collect();
+    let outs: Vec<Shared> = masks.iter_mut().map(|c| Shared::new(c)).collect();
+    (0..m.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
+        let (first, count) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
+        // SAFETY: the chunks' entry ranges are disjoint.
+        let mut outs: Vec<&mut [u8]> = outs.iter().map(|o| unsafe { o.slice(first, count) }).collect();
+        for kk in 0..count {
+            let i = first + kk;
+            for (&(p, w), out) in bl.iter().zip(outs.iter_mut()) {
+                let key = (0..w).fold(0u32, |a, s| a ^ key32(k, 4 * (i * ell + p + s)));
+                out[kk] = (key >> (2 * ((x[i] >> p) & ((1 << w) - 1)))) as u8 & 3;
+            }
+        }
+    });
+    Ok(masks)
+}
+
 /// The low ell bits of every x_i, concatenated LSB first (bit i·ell + t is bit t of x_i): the choices of
 /// `leaves_recv`, packed as `otext::pack_bits` packs them.
 pub fn field_bits(x: &[u64], ell: usize) -> Vec<u8> {

@@ -470,8 +470,20 @@ pub fn transpose(rows: &[u8], nb: usize, m: usize) -> Vec<u8> {
 /// Choices (nonzero = 1) as bits, LSB first, ⌈m/8⌉ bytes.
 pub fn pack_bits(choices: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; choices.len().div_ceil(8)];
-    for (o, c) in out.iter_mut().zip(choices.chunks(8)) {
-        *o = c.iter().enumerate().fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
+    let whole = choices.len() / 8;
+    for (o, c) in out[..whole].iter_mut().zip(choices.chunks_exact(8)) {
+        // each byte's bit 0 (after r != 0 → 0/1) gathered into one byte: byte k's bit lands at bit 56 + k
+        let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let ones = ((v | (v >> 1) | (v >> 2) | (v >> 3) | (v >> 4) | (v >> 5) | (v >> 6) | (v >> 7))
+            & 0x0101_0101_0101_0101)
+            .wrapping_mul(0x0102_0408_1020_4080);
+        *o = (ones >> 56) as u8;
+    }
+    if whole < out.len() {
+        out[whole] = choices[8 * whole..]
+            .iter()
+            .enumerate()
+            .fold(0, |b, (k, &r)| b | u8::from(r != 0) << k);
     }
     out
 }
@@ -1084,6 +1096,20 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pack_bits_packs_lsb_first() {
+        let choices: Vec<u8> = (0..1000u32)
+            .map(|i| [0u8, 1, 0, 0, 7, 255, 1, 0, 3][(i * i % 9) as usize])
+            .collect();
+        for n in [0usize, 1, 7, 8, 9, 63, 64, 65, 1000] {
+            let mut want = vec![0u8; n.div_ceil(8)];
+            for (i, &c) in choices[..n].iter().enumerate() {
+                want[i / 8] |= u8::from(c != 0) << (i % 8);
+            }
+            assert_eq!(pack_bits(&choices[..n]), want, "{n} choices");
+        }
+    }
 
     use super::pair;
 

@@ -109,36 +109,75 @@ def test_regular_set_bytes_per_ot():
 
 
 def test_pool_buffer_keeps_order_across_takes_rooms_and_growth():
-    """``crypto.ferret``'s pool (one buffer, views out, ``room`` compacting): every COT comes out once, in the order
-    the refills put them in, with its own choice bit and consecutive tweaks, whether the buffer was sized first
-    (``room``) or grows on ``add``; more than it holds is refused."""
+    """``crypto.ferret``'s pool (buffers, views out, ``room`` compacting): every COT's keys come out once, in the order
+    the refills put them in, with its own choice bit and consecutive tweaks, whether the buffers were sized first
+    (``room``) or grow on ``add``; keys and bits of different lengths and more than it holds are refused."""
     from privface.crypto.ferret import TWEAK_BASE, _Pool
     from privface.errors import CryptoError
 
     rng = np.random.default_rng(4)
-    pool, rows, bits, got_rows, got_bits = _Pool(with_bits=True), [], [], [], []
+    pool, keys, bits, got_keys, got_bits = _Pool(with_bits=True, keys=1), [], [], [], []
     for step in range(12):
         n = int(rng.integers(1, 50))
-        r = rng.integers(0, 256, (n, 16), dtype=np.uint8)
+        k4 = rng.integers(0, 256, (n, 4), dtype=np.uint8)
         b = rng.integers(0, 2, n, dtype=np.uint8)
         if step % 3 == 0:
-            pool.room(pool.available + n)  # sized first (compacts), else ``add`` grows the buffer
-        pool.add(r, b)
-        rows.append(r)
+            pool.room(pool.available + n)  # sized first (compacts), else ``add`` grows the buffers
+        with pytest.raises(CryptoError, match="differ"):
+            pool.add((k4[1:],), b)
+        pool.add((k4,), b)
+        keys.append(k4)
         bits.append(b)
         k = int(rng.integers(0, pool.available + 1))
         first = pool.counter
-        out_r, out_b, tweak = pool.take(k, "receiver")
+        (out_k,), out_b, tweak = pool.take(k, "receiver")
         assert tweak == first and pool.counter == first + k
-        got_rows.append(out_r.copy())  # views: copied before the next room/add may move them
+        got_keys.append(out_k.copy())  # views: copied before the next room/add may move them
         got_bits.append(out_b.copy())
-    r, b, _ = pool.take(pool.available, "receiver")
-    got_rows.append(r)
+    (k4,), b, _ = pool.take(pool.available, "receiver")
+    got_keys.append(k4)
     got_bits.append(b)
-    assert np.array_equal(np.concatenate(got_rows), np.concatenate(rows))
+    assert np.array_equal(np.concatenate(got_keys), np.concatenate(keys))
     assert np.array_equal(np.concatenate(got_bits), np.concatenate(bits))
-    assert pool.counter == TWEAK_BASE + sum(len(x) for x in rows) and pool.available == 0
+    assert pool.counter == TWEAK_BASE + sum(len(x) for x in keys) and pool.available == 0
     with pytest.raises(CryptoError, match="refill first"):
         pool.take(1, "receiver")
     with pytest.raises(CryptoError, match="differ"):
-        pool.add(rows[0])  # a receiver's refill without its choice bits
+        pool.add((keys[0],))  # a receiver's refill without its choice bits
+
+
+class _Tap:
+    """A Ferret core whose outputs the test also keeps (the pools keep only the hashed keys)."""
+
+    def __init__(self, core) -> None:
+        self.core, self.out = core, []
+
+    def extend(self, *args):
+        res = self.core.extend(*args)
+        self.out.append(res)
+        return res
+
+
+def test_keys_hashed_ahead_are_the_random_ots_of_the_cots_refilled():
+    """The pools hand out what hashing Ferret's COTs with their tweaks gives (``cot_rot_send``/``recv``, the first
+    ``KEY_BYTES``), R holding the key of its choice bit, H(j, r_j) = H(j, s_j ⊕ b_j·Δ), not the other; the COTs
+    themselves are Ferret's correlation r_j = s_j ⊕ b_j·Δ."""
+    from privface.crypto import ferret
+    from privface.crypto.native import ext
+
+    S, R, _ = ferret.setup_pair("toy")
+    S._core, R._core = _Tap(S._core), _Tap(R._core)
+    first = S.counter
+    ferret.ensure(S, R, 3000)
+    s = np.concatenate([np.asarray(o[1]) for o in S._core.out])
+    b = np.concatenate([np.asarray(o[0]) for o in R._core.out])
+    r = np.concatenate([np.asarray(o[1]) for o in R._core.out])
+    assert np.array_equal(r, s ^ (b[:, None] * np.frombuffer(S.delta, np.uint8)))
+    k0, k1, got = S.take(len(s))
+    bits, kr, got_r = R.take(len(s))
+    assert got == got_r == first and np.array_equal(bits, b)
+    want0, want1 = ext.cot_rot_send(s, S.delta, np.zeros(0, np.uint8), first, ferret.KEY_BYTES)
+    assert np.array_equal(k0, want0) and np.array_equal(k1, want1)
+    assert np.array_equal(kr, ext.cot_rot_recv(r, first, ferret.KEY_BYTES))
+    assert np.array_equal(kr, np.where(b[:, None] == 1, k1, k0))
+    assert np.mean(np.all(kr == np.where(b[:, None] == 1, k0, k1), axis=1)) < 0.01

@@ -20,25 +20,25 @@ def toy_pair():
     return S, R
 
 
-def test_hashed_cots_are_random_ots_and_a_correction_bit_chooses(toy_pair):
-    S, R = toy_pair
-    ferret.ensure(S, R, 5000)
-    s, first_s = S.take(5000)
-    b, r, first_r = R.take(5000)
-    assert first_s == first_r >= ferret.TWEAK_BASE
+def test_hashed_cots_are_random_ots_and_a_correction_bit_chooses():
+    S, R, _ = ferret.setup_pair("toy")
+    msg, s = S._core.extend()  # one Ferret iteration, straight from the cores (the pools keep only hashed keys)
+    b, r = R._core.extend(bytes(msg))
+    s, b, r, first = np.asarray(s), np.asarray(b), np.asarray(r), ferret.TWEAK_BASE
+    assert len(s) == len(b) == len(r) == ferret.params("toy")["output"]
     delta = np.frombuffer(S.delta, np.uint8)
     assert np.array_equal(r, s ^ (b[:, None] * delta))  # the COT correlation Ferret hands out
-    kr = ext.cot_rot_recv(r, first_r, 16)
-    k0, k1 = ext.cot_rot_send(s, S.delta, np.zeros(0, np.uint8), first_s, 16)
+    kr = ext.cot_rot_recv(r, first, 16)
+    k0, k1 = ext.cot_rot_send(s, S.delta, np.zeros(0, np.uint8), first, 16)
     assert np.array_equal(np.where(b[:, None] == 1, k1, k0), kr)
     assert not np.any(np.all(np.where(b[:, None] == 1, k0, k1) == kr, axis=1))
-    c = random_bits(5000)
-    c0, c1 = ext.cot_rot_send(s, S.delta, np.packbits(c ^ b, bitorder="little"), first_s, 4)
+    c = random_bits(len(s))
+    c0, c1 = ext.cot_rot_send(s, S.delta, np.packbits(c ^ b, bitorder="little"), first, 4)
     assert np.array_equal(np.where(c[:, None] == 1, c1, c0), kr[:, :4])
     with pytest.raises(ValueError, match="corrections"):
-        ext.cot_rot_send(s, S.delta, np.zeros(3, np.uint8), first_s, 4)
+        ext.cot_rot_send(s, S.delta, np.zeros(3, np.uint8), first, 4)
     with pytest.raises(ValueError, match="Δ"):
-        ext.cot_rot_send(s, S.delta[:15], np.zeros(0, np.uint8), first_s, 4)
+        ext.cot_rot_send(s, S.delta[:15], np.zeros(0, np.uint8), first, 4)
 
 
 @pytest.mark.parametrize("ell", [1, 3, 4, 5, 9, 13, 17, 19, 31])

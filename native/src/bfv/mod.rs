@@ -7,6 +7,7 @@
 
 pub mod arith;
 pub mod ntt;
+pub mod ntt32;
 pub mod pack;
 pub mod pool;
 pub mod refresh;

@@ -16,13 +16,13 @@
 //! NTTs are tfhe-ntt's (Zama's maintained AVX2 transforms; their evaluation order is internal, so NTT-form data
 //! never leaves this module except as opaque stored or sent polynomials made by the same transform).
 
+use super::ntt32::Plan;
 use aes::Aes128;
 use aes::cipher::BlockEncrypt;
 use aes::cipher::generic_array::GenericArray;
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rayon::prelude::*;
-use tfhe_ntt::prime32::Plan;
 
 use super::arith::{Modulus, mul_shoup};
 

@@ -240,7 +240,7 @@ def _serve_ops_args(s) -> None:
                    "(default 4GiB)")
     s.add_argument("--ot-pool-memory", type=size, default=None, metavar="BYTES",
                    help="cryptomask cs: bytes the verifiers' Ferret pools may hold together, beside --memory-budget "
-                   "(16 B per resident correlated OT and LPN output: ≈ 0.76 GiB per pool at 2^20); sets how many "
+                   "(8 B per resident correlated OT, 16 B per LPN output: ≈ 0.46 GiB per pool at 2^20); sets how many "
                    "pools stay resident (at least one, at most 16; default 4GiB)")
 
 

@@ -9,8 +9,10 @@ OpenCheetah — the code seed 001 §5 built on — runs its comparisons.
 * Refill: one Ferret iteration is one message S → R (``Params.msg_bytes``: 0.56 MB at EMP's regular set for
   ≈ 10^7 COTs); both pools grow by its outputs. A refill runs between identifications (``ensure``), not inside
   one: an identification only takes COTs from the pools.
-* Use: ``take(n)`` hands out the next n COTs and their TCCR tweaks — the same on both sides, since each takes in the
-  same order. Tweaks start at ``TWEAK_BASE`` = 2^63, apart from the tweaks Ferret's trees hash with (from 0).
+* Use: ``take(n)`` hands out the next n COTs' random-OT keys and their TCCR tweaks — the same on both sides, since
+  each takes in the same order. The keys are hashed when a refill adds the COTs (the first ``KEY_BYTES`` of each:
+  all that Alg. 3's leaves, triples and B2A read), so an identification hashes nothing. Tweaks start at
+  ``TWEAK_BASE`` = 2^63, apart from the tweaks Ferret's trees hash with (from 0).
 
 Semi-honest (cryptomask's model, §3.2): no consistency check, as OpenCheetah's semi-honest Ferret; the check
 guards against a malicious sender's inconsistent Δ across trees and a malicious receiver's choice bits.
@@ -30,8 +32,11 @@ FERRET_VERSION = 1
 PARAMS = ("regular", "toy")
 """Ferret's parameter sets (native/src/ferret.rs): EMP's regular set (128-bit LPN), or a toy one for tests."""
 TWEAK_BASE = 1 << 63
+KEY_BYTES = 4
+"""Bytes of each random-OT key the pools keep (blocks of ≤ 4 bits need 2^5 bits, B2A 32)."""
+_NONE = np.zeros(0, np.uint8)
 
-__all__ = ["FERRET_TAG", "FERRET_VERSION", "PARAMS", "FerretReceiver", "FerretSender", "ensure", "params"]
+__all__ = ["FERRET_TAG", "FERRET_VERSION", "KEY_BYTES", "PARAMS", "FerretReceiver", "FerretSender", "ensure", "params"]
 
 
 def params(name: str) -> dict:
@@ -60,14 +65,17 @@ def _split(message: bytes, what: str) -> tuple[str, bytes]:
 
 
 class _Pool:
-    """The unused COTs of one side, rows [lo, hi) of one buffer, and the tweak of the next. ``take`` hands out views
-    (no copy); ``room`` compacts the unused rows to the front and sizes the buffer for what the coming refills add, so
-    a refill copies its output in once (no concatenation of the whole pool). Refills run between identifications, when
-    no view handed out is in use any more."""
+    """The unused COTs of one side as random-OT keys hashed ahead, rows [lo, hi) of its buffers, and the tweak of the
+    next: ``keys`` arrays of ``KEY_BYTES`` per COT (the sender's H(j, s_j), H(j, s_j ⊕ Δ), the receiver's H(j, r_j),
+    their first bytes — all that ``crypto.millionaire`` reads) and the receiver's choice bits, so that an
+    identification does no hashing; the COTs themselves are not kept. ``take`` hands out views (no copy); ``room``
+    compacts the unused rows to the front and sizes the buffers for what the coming refills add, so a refill copies
+    its output in once (no concatenation of the whole pool). Refills run between identifications, when no view handed
+    out is in use any more."""
 
-    def __init__(self, with_bits: bool) -> None:
-        self._rows = np.zeros((0, 16), np.uint8)
-        self._bits = np.zeros(0, np.uint8) if with_bits else None
+    def __init__(self, with_bits: bool, keys: int) -> None:
+        self._bits: np.ndarray | None = np.zeros(0, np.uint8) if with_bits else None
+        self._keys: list[np.ndarray] = [np.zeros((0, KEY_BYTES), np.uint8) for _ in range(keys)]
         self._lo = self._hi = 0
         self.counter = TWEAK_BASE
 
@@ -75,31 +83,37 @@ class _Pool:
     def available(self) -> int:
         return self._hi - self._lo
 
+    @property
+    def next_added(self) -> int:
+        """The tweak of the next row ``add`` appends."""
+        return self.counter + self.available
+
     def room(self, total: int) -> None:
-        """Unused rows moved to the front, the buffer holding at least ``total`` rows."""
-        have = self.available
-        if len(self._rows) >= total:
-            if self._lo:
-                self._rows[:have] = self._rows[self._lo:self._hi]
-                if self._bits is not None:
-                    self._bits[:have] = self._bits[self._lo:self._hi]
+        """Unused rows moved to the front, the buffers holding at least ``total`` rows."""
+        have, lo, hi = self.available, self._lo, self._hi
+        cols = self._keys + ([self._bits] if self._bits is not None else [])
+        if len(self._keys[0]) >= total:
+            if lo:
+                for c in cols:
+                    c[:have] = c[lo:hi]
         else:
-            rows = np.empty((total, 16), np.uint8)
-            rows[:have] = self._rows[self._lo:self._hi]
-            self._rows = rows
+            grown = [np.empty((total,) + c.shape[1:], np.uint8) for c in cols]
+            for g, c in zip(grown, cols):
+                g[:have] = c[lo:hi]
+            self._keys = grown[:len(self._keys)]
             if self._bits is not None:
-                bits = np.empty(total, np.uint8)
-                bits[:have] = self._bits[self._lo:self._hi]
-                self._bits = bits
+                self._bits = grown[-1]
         self._lo, self._hi = 0, have
 
-    def add(self, rows: np.ndarray, bits: np.ndarray | None = None) -> None:
-        n = len(rows)
-        if (bits is None) != (self._bits is None) or (bits is not None and len(bits) != n):
-            raise CryptoError("Ferret: a refill's rows and choice bits differ")
-        if self._hi + n > len(self._rows):
+    def add(self, keys: tuple, bits: np.ndarray | None = None) -> None:
+        n = len(keys[0]) if keys else 0
+        if ((bits is None) != (self._bits is None) or (bits is not None and len(bits) != n)
+                or len(keys) != len(self._keys) or any(k.shape != (n, KEY_BYTES) for k in keys)):
+            raise CryptoError("Ferret: a refill's keys and choice bits differ")
+        if self._hi + n > len(self._keys[0]):
             self.room(self.available + n)
-        self._rows[self._hi:self._hi + n] = rows
+        for dst, k in zip(self._keys, keys):
+            dst[self._hi:self._hi + n] = k
         if self._bits is not None and bits is not None:
             self._bits[self._hi:self._hi + n] = bits
         self._hi += n
@@ -109,10 +123,10 @@ class _Pool:
             raise CryptoError(f"Ferret: the {side}'s pool holds {self.available} COTs, {n} asked: refill first "
                               "(crypto.ferret.ensure)")
         lo, self._lo = self._lo, self._lo + n
-        rows = self._rows[lo:lo + n]
         bits = self._bits[lo:lo + n] if self._bits is not None else np.zeros(0, np.uint8)
+        keys = tuple(k[lo:lo + n] for k in self._keys)
         first, self.counter = self.counter, self.counter + n
-        return rows, bits, first
+        return keys, bits, first
 
 
 class FerretSender:
@@ -128,7 +142,7 @@ class FerretSender:
         self.delta = self._boot.delta.tobytes()
         self._lpn_seed = os.urandom(16)
         self._core = None
-        self._pool = _Pool(with_bits=False)
+        self._pool = _Pool(with_bits=False, keys=2)
 
     @property
     def available(self) -> int:
@@ -168,13 +182,14 @@ class FerretSender:
         if self._core is None:
             raise CryptoError("Ferret: setup first")
         msg, s = self._core.extend()
-        self._pool.add(s)
+        self._pool.add(ext.cot_rot_send(s, self.delta, _NONE, self._pool.next_added, KEY_BYTES))
         return bytes(msg)
 
-    def take(self, n: int) -> tuple[np.ndarray, int]:
-        """The next n COTs' s (n, 16) and their first tweak."""
-        s, _, first = self._pool.take(n, "sender")
-        return s, first
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The next n COTs as random-OT keys hashed ahead: k0 = H(j, s_j), k1 = H(j, s_j ⊕ Δ), their first
+        ``KEY_BYTES`` (n, KEY_BYTES) each, and the first tweak j."""
+        (k0, k1), _, first = self._pool.take(n, "sender")
+        return k0, k1, first
 
 
 class FerretReceiver:
@@ -185,7 +200,7 @@ class FerretReceiver:
     def __init__(self) -> None:
         self._boot = SoftSpokenReceiver()
         self._core = None
-        self._pool = _Pool(with_bits=True)
+        self._pool = _Pool(with_bits=True, keys=1)
         self.params_name = ""
 
     @property
@@ -229,12 +244,13 @@ class FerretReceiver:
             bits, r = self._core.extend(bytes(message))
         except ValueError as e:  # the native size check, before the message is used
             raise CryptoError(f"the Ferret refill message: {e}") from e
-        self._pool.add(r, bits)
+        self._pool.add((ext.cot_rot_recv(r, self._pool.next_added, KEY_BYTES),), bits)
 
     def take(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """The next n COTs: choice bits b (n,), r (n, 16), their first tweak."""
-        r, b, first = self._pool.take(n, "receiver")
-        return b, r, first
+        """The next n COTs as random-OT keys hashed ahead: choice bits b (n,), H(j, r_j)'s first ``KEY_BYTES``
+        (n, KEY_BYTES), the first tweak j."""
+        (k,), b, first = self._pool.take(n, "receiver")
+        return b, k, first
 
 
 def setup_pair(name: str = "regular") -> tuple[FerretSender, FerretReceiver, int]:

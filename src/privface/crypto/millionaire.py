@@ -43,6 +43,7 @@ Sender = IKNPSender | FerretSender
 Receiver = IKNPReceiver | FerretReceiver
 
 BLOCK_BITS = 4
+"""The widest leaf block: 2^(4+1) message bits fit the ``ferret.KEY_BYTES`` = 4 bytes of the keys hashed ahead."""
 MASK32 = np.uint64(0xFFFFFFFF)
 
 __all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
@@ -51,9 +52,6 @@ __all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "
 
 def random_bits(n: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(os.urandom((n + 7) // 8), dtype=np.uint8))[:n]
-
-
-_NONE = np.zeros(0, np.uint8)
 
 
 def ots_for_drelu(m: int, ell: int) -> int:
@@ -122,13 +120,13 @@ def millionaire_R(R: Receiver, x_R, ell: int, ch: Chan, phase: str):
     m, widths = x_R.size, _widths(ell)
     sizes = _levels(len(widths), m)
     pending = []
-    if isinstance(R, FerretReceiver):  # Ferret: one correction bit per leaf OT, none for the triples
-        b_c, r_c, counter = R.take(m * ell)
-        d, masks = ext.cot_leaves_recv(b_c, r_c, counter, ell, widths, x_R)
+    if isinstance(R, FerretReceiver):  # Ferret: one correction bit per leaf OT, none for the triples; keys hashed ahead
+        b_c, k_c, _ = R.take(m * ell)
+        d, masks = ext.cot_leaves_recv_keys(b_c, k_c, ell, widths, x_R)
         ch.send(phase, d)
         for n in sizes:
-            bits, r_t, first = R.take(2 * n)
-            pending.append((bits[n:], bits[:n], ext.cot_rot_recv(r_t, first, 1)))
+            bits, k_t, _ = R.take(2 * n)
+            pending.append((bits[n:], bits[:n], k_t))
     else:
         core, counter = R.reserve(m * ell)  # OT i·ell + t on bit t of x_i
         u, masks = ext.mill_leaves_recv(core, counter, ell, widths, x_R)
@@ -162,8 +160,7 @@ def b2a_R(R: Receiver, b_R: np.ndarray, ch: Chan, phase: str):
     """R's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_R = np.ascontiguousarray(b_R, dtype=np.uint8)
     if isinstance(R, FerretReceiver):  # one COT per bit, its choice corrected to b_R by one bit
-        bits, r, first = R.take(b_R.size)
-        kr = ext.cot_rot_recv(r, first, 4)
+        bits, kr, _ = R.take(b_R.size)
         ch.send(phase, pack(bits ^ b_R))
     else:
         u, kr = R.extend(b_R, width=4)
@@ -196,8 +193,8 @@ def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
     lt, eq = [ls for ls, _ in rand], [es for _, es in rand]
     y_S = np.ascontiguousarray(y_S)
     if isinstance(S, FerretSender):
-        s, counter = S.take(m * ell)
-        cts = ext.cot_leaves_send(s, S.delta, np.ascontiguousarray(d), counter, ell, widths, y_S, lt, eq)
+        k0, k1, _ = S.take(m * ell)
+        cts = ext.cot_leaves_send_keys(k0, k1, np.ascontiguousarray(d), ell, widths, y_S, lt, eq)
     else:
         u = us[0].reshape(S.rows, -1)
         core, counter = S.reserve(u, m * ell)
@@ -207,8 +204,7 @@ def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
     triples = []
     for k, n in enumerate(sizes):  # a_S = x0 ⊕ x1 from the first n ROTs, the correction from the second n
         if isinstance(S, FerretSender):
-            s_t, first = S.take(2 * n)
-            t0, t1 = ext.cot_rot_send(s_t, S.delta, _NONE, first, 1)
+            t0, t1, _ = S.take(2 * n)  # random choices: no correction
         else:
             t0, t1 = S.extend(us[1 + k].reshape(S.rows, -1), 2 * n, width=1)
         b = random_bits(n)
@@ -230,8 +226,11 @@ def b2a_S(S: Sender, b_S: np.ndarray, ch: Chan, phase: str):
     b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
     if isinstance(S, FerretSender):
         (d,) = yield from ch.recv(bits_part(b_S.size), phase=phase)
-        s, first = S.take(b_S.size)
-        k0, k1 = ext.cot_rot_send(s, S.delta, np.ascontiguousarray(d), first, 4)
+        k0, k1, _ = S.take(b_S.size)
+        swap = unpack(d, b_S.size).astype(bool)  # R's correction: key c is H(j, s_j ⊕ (c ⊕ d_j)·Δ)
+        h0, h1 = k0.view(np.uint32)[:, 0], k1.view(np.uint32)[:, 0]
+        k0, k1 = (np.where(swap, h1, h0).view(np.uint8).reshape(-1, 4),
+                  np.where(swap, h0, h1).view(np.uint8).reshape(-1, 4))
     else:
         (u,) = yield from ch.recv(u_part(b_S.size, S.rows), phase=phase)
         k0, k1 = S.extend(u.reshape(S.rows, -1), b_S.size, width=4)

@@ -169,7 +169,7 @@ def test_pool_count_follows_the_memory_budget():
     pools.setup("b")
     assert len(pools) == 1
     big = Pools(need, memory=4 << 30)
-    assert big.pool_bytes == 16 * (need + big.output) + 16 * 10_608_640 and big.max_pools == 5
+    assert big.pool_bytes == 8 * (need + big.output) + 16 * 10_608_640 and big.max_pools == 8
 
 
 def test_http_setup_limits(cs):

@@ -95,7 +95,7 @@ def distance_steps() -> dict:
     """The CS's thread-seconds per step of Alg. 2's distances in this process since the last call (native
     ``bfv.distance_steps``: products_mac, products_intt, drop, pack, pack_ntt — the NTTs inside pack's key switches —
     and finish), then reset; a profile for ``privface bench identify``."""
-    return {k: round(v, 4) for k, v in ext.bfv.distance_steps()}
+    return {k: round(v, 6) for k, v in ext.bfv.distance_steps()}
 
 
 @dataclass

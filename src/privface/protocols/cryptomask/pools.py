@@ -37,8 +37,8 @@ MAX_REFILLS = 2
 REFILL_BYTES = 3 << 20
 """The refill messages of one ``ot/refill`` answer at most (6 regular iterations would pass it: 5 at most)."""
 POOL_MEMORY = 4 << 30
-"""The default budget of resident pools: 16 B per COT of the CS's pool (``need + output`` at most) and Ferret's
-state (16 B per LPN output, ``n``)."""
+"""The default budget of resident pools: 2·``ferret.KEY_BYTES`` = 8 B per COT of the CS's pool (its two keys hashed
+ahead, ``need + output`` at most) and Ferret's state (16 B per LPN output, ``n``)."""
 _FORGOTTEN = 256
 
 
@@ -76,7 +76,7 @@ class Pools:
         p = ferret.params(params_name)
         self.output = p["output"]
         self.per_refill = max(1, min(5, REFILL_BYTES // p["msg_bytes"]))
-        self.pool_bytes = 16 * (need + self.output) + 16 * p["n"]
+        self.pool_bytes = 2 * ferret.KEY_BYTES * (need + self.output) + 16 * p["n"]
         self.budget = POOL_MEMORY if memory is None else int(memory)
         self.max_pools = max(1, min(MAX_POOLS, self.budget // self.pool_bytes))
         self._pools: OrderedDict[bytes, Pool] = OrderedDict()  # least recently used first
@@ -95,7 +95,7 @@ class Pools:
         p = ferret.params(self.params_name)
         with self._lock:
             self.need = need
-            self.pool_bytes = 16 * (need + self.output) + 16 * p["n"]
+            self.pool_bytes = 2 * ferret.KEY_BYTES * (need + self.output) + 16 * p["n"]
             self.max_pools = max(1, min(MAX_POOLS, self.budget // self.pool_bytes))
 
     # ---------------------------------------------------------------------------------------- bookkeeping
