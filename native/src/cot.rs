@@ -7,8 +7,10 @@
 //! d_j = 1 (Beaver's derandomisation, CRYPTO 1995): (H(j, s_j ⊕ d_j·Δ), H(j, s_j ⊕ ¬d_j·Δ)), so key c_j is
 //! H(j, s_j ⊕ b_j·Δ) = H(j, r_j). Random choices (the triples' a, b) take Ferret's b_j as they are: no bit.
 //!
-//! Both sides hash task by task and hand each task's keys to a consumer (`millionaire`'s leaves), so the
-//! 16-byte keys never reach memory.
+//! `ferret`'s pools hash each refill's COTs as they add them (`cot_rot_send`/`cot_rot_recv` with the tweaks the
+//! COTs will be used with) and keep the keys' first 4 bytes, which `millionaire::leaves_send_keys` and
+//! `leaves_recv_keys` read: an identification hashes nothing. `send_with`/`recv_with` hash task by task for a
+//! consumer (the tests compare the leaves on their keys with the leaves on keys hashed ahead).
 
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
@@ -16,7 +18,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::bfv::pool;
-use crate::millionaire::{LeafInputs, leaves_recv_by, leaves_recv_keys, leaves_send_by, leaves_send_keys};
+use crate::millionaire::{LeafInputs, leaves_recv_keys, leaves_send_keys};
 use crate::otext::{Shared, contiguous, pack_bits};
 use crate::prp::{Prp, TCCR_KEY, tccr_to};
 
@@ -193,84 +195,7 @@ fn cot_rot_recv<'py>(
     arr2(py, k, width)
 }
 
-/// S's masked leaf messages of Alg. 3's comparison (as `mill_leaves_send`) on m·ell COTs s (m·ell, 16), Δ and R's
-/// packed corrections d (⌈m·ell/8⌉ bytes).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn cot_leaves_send<'py>(
-    py: Python<'py>,
-    s: PyReadonlyArrayDyn<'py, u8>,
-    delta: &[u8],
-    d: PyReadonlyArrayDyn<'py, u8>,
-    counter: u64,
-    ell: usize,
-    widths: Vec<usize>,
-    y: PyReadonlyArrayDyn<'py, u64>,
-    ls: Vec<PyReadonlyArrayDyn<'py, u8>>,
-    es: Vec<PyReadonlyArrayDyn<'py, u8>>,
-) -> PyResult<Vec<Bits<'py>>> {
-    let (s, d, y, delta) = (
-        contiguous(&s, "s")?,
-        contiguous(&d, "d")?,
-        contiguous(&y, "y")?,
-        delta_of(delta)?,
-    );
-    let inp = LeafInputs {
-        y,
-        ls: ls.iter().map(|a| contiguous(a, "ls")).collect::<PyResult<_>>()?,
-        es: es.iter().map(|a| contiguous(a, "es")).collect::<PyResult<_>>()?,
-    };
-    let m = y.len();
-    if s.len() != 16 * m * ell || d.len() != (m * ell).div_ceil(8) {
-        return Err(err(format!(
-            "COT: {m} comparisons of {ell} bits take {} COTs and {} bytes of corrections",
-            m * ell,
-            (m * ell).div_ceil(8)
-        )));
-    }
-    let cts = py
-        .detach(|| pool::install(|| leaves_send_by(ell, &widths, &inp, |f| send_with(s, delta, d, counter, ell, f))))
-        .map_err(err)?;
-    Ok(cts.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect())
-}
-
-/// R's side of `cot_leaves_send`: COTs (b (m·ell,) uint8, r (m·ell, 16)) and its inputs x (m,) uint64 → (the
-/// corrections d = bits(x) ⊕ b packed, per block the masks (m,) uint8).
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn cot_leaves_recv<'py>(
-    py: Python<'py>,
-    b: PyReadonlyArrayDyn<'py, u8>,
-    r: PyReadonlyArrayDyn<'py, u8>,
-    counter: u64,
-    ell: usize,
-    widths: Vec<usize>,
-    x: PyReadonlyArrayDyn<'py, u64>,
-) -> PyResult<(Bits<'py>, Vec<Bits<'py>>)> {
-    let (b, r, x) = (contiguous(&b, "b")?, contiguous(&r, "r")?, contiguous(&x, "x")?);
-    let n = x.len() * ell;
-    if b.len() != n || r.len() != 16 * n {
-        return Err(err(format!("COT: {} comparisons of {ell} bits take {n} COTs", x.len())));
-    }
-    let (d, masks) = py
-        .detach(|| {
-            pool::install(|| {
-                let masks = leaves_recv_by(ell, &widths, x, |f| recv_with(r, counter, ell, f))?;
-                let mut d = crate::millionaire::field_bits(x, ell);
-                for (o, p) in d.iter_mut().zip(pack_bits(b)) {
-                    *o ^= p;
-                }
-                Ok::<_, String>((d, masks))
-            })
-        })
-        .map_err(err)?;
-    Ok((
-        numpy::PyArray1::from_vec(py, d),
-        masks.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect(),
-    ))
-}
-
-/// S's masked leaf messages (as `cot_leaves_send`) from its keys hashed ahead: k0, k1 (m·ell, 4) uint8 — the first
+/// S's masked leaf messages of Alg. 3's comparison (as `mill_leaves_send`) from its keys hashed ahead: k0, k1 (m·ell, 4) uint8 — the first
 /// four bytes of H(j, s_j), H(j, s_j ⊕ Δ) (`cot_rot_send` without corrections) — and R's packed corrections d.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -344,8 +269,6 @@ fn cot_leaves_recv_keys<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cot_rot_send, m)?)?;
     m.add_function(wrap_pyfunction!(cot_rot_recv, m)?)?;
-    m.add_function(wrap_pyfunction!(cot_leaves_send, m)?)?;
-    m.add_function(wrap_pyfunction!(cot_leaves_recv, m)?)?;
     m.add_function(wrap_pyfunction!(cot_leaves_send_keys, m)?)?;
     m.add_function(wrap_pyfunction!(cot_leaves_recv_keys, m)?)?;
     Ok(())
@@ -354,7 +277,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::millionaire::{blocks_of, leaf_open};
+    use crate::millionaire::{blocks_of, leaf_open, leaves_recv_by, leaves_send_by};
 
     /// COTs on a fixed Δ: (Δ, s; b, r = s ⊕ b·Δ).
     fn cots(m: usize) -> (u128, Vec<u8>, Vec<u8>, Vec<u8>) {
@@ -394,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn leaves_on_keys_hashed_ahead_equal_the_leaves_on_cots() {
+    fn leaves_on_cots_and_on_keys_hashed_ahead_open_to_the_comparison() {
         let (m, ell, widths) = (700usize, 18usize, [4usize, 4, 4, 3, 3]);
         let (delta, s, b, r) = cots(m * ell);
         let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
@@ -414,6 +337,7 @@ mod tests {
             es: es.iter().map(|v| v.as_slice()).collect(),
         };
         let cts = leaves_send_by(ell, &widths, &inp, |f| send_with(&s, delta, &d, 11, ell, f)).unwrap();
+        // the same leaves from the keys hashed ahead (the pools' 4-byte keys)
         let (k0, k1) = rot_send(&s, delta, &[], 11, 4).unwrap();
         let kr = rot_recv(&r, 11, 4).unwrap();
         assert_eq!(leaves_send_keys(&k0, &k1, &d, ell, &widths, &inp).unwrap(), cts);
@@ -421,29 +345,6 @@ mod tests {
         assert!(leaves_send_keys(&k0, &k1, &d, ell, &[6, 6, 6], &inp).is_err());
         assert!(leaves_send_keys(&k0[4..], &k1, &d, ell, &widths, &inp).is_err());
         assert!(leaves_recv_keys(&kr[..kr.len() - 4], ell, &widths, &x).is_err());
-    }
-
-    #[test]
-    fn leaves_on_cots_open_to_the_comparison() {
-        let (m, ell, widths) = (700usize, 18usize, [4usize, 4, 4, 3, 3]);
-        let (delta, s, b, r) = cots(m * ell);
-        let y: Vec<u64> = (0..m as u64).map(|i| i * 7919 % (1 << ell)).collect();
-        let x: Vec<u64> = (0..m as u64).map(|i| i * 104_729 % (1 << ell)).collect();
-        let ls: Vec<Vec<u8>> = (0..5).map(|k| (0..m).map(|i| ((i + k) % 2) as u8).collect()).collect();
-        let es: Vec<Vec<u8>> = (0..5)
-            .map(|k| (0..m).map(|i| ((i / 3 + k) % 2) as u8).collect())
-            .collect();
-        let masks = leaves_recv_by(ell, &widths, &x, |f| recv_with(&r, 11, ell, f)).unwrap();
-        let mut d = crate::millionaire::field_bits(&x, ell);
-        for (o, p) in d.iter_mut().zip(pack_bits(&b)) {
-            *o ^= p;
-        }
-        let inp = LeafInputs {
-            y: &y,
-            ls: ls.iter().map(|v| v.as_slice()).collect(),
-            es: es.iter().map(|v| v.as_slice()).collect(),
-        };
-        let cts = leaves_send_by(ell, &widths, &inp, |f| send_with(&s, delta, &d, 11, ell, f)).unwrap();
         for (k, (p, w)) in blocks_of(ell, &widths).unwrap().into_iter().enumerate() {
             let (lt, eq) = leaf_open(&cts[k], p, w, &x, &masks[k]).unwrap();
             for i in 0..m {

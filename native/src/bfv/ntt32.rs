@@ -127,14 +127,14 @@ impl Wide {
         for (s, t) in [8usize, 4, 2, 1].into_iter().enumerate() {
             let xs: Vec<usize> = (0..32).filter(|e| e & t == 0).collect();
             let pos = |e: usize| xs.iter().position(|&v| v == e).expect("an X element");
-            for l in 0..16 {
-                idx[s][0][l] = xs[l] as u32;
-                idx[s][1][l] = (xs[l] + t) as u32;
+            for (l, &e) in xs.iter().enumerate() {
+                idx[s][0][l] = e as u32;
+                idx[s][1][l] = (e + t) as u32;
             }
-            for k in 0..16 {
-                for (half, base) in [(2usize, 0usize), (3, 16)] {
+            for (half, base) in [(2usize, 0usize), (3, 16)] {
+                for (k, v) in idx[s][half].iter_mut().enumerate() {
                     let e = base + k;
-                    idx[s][half][k] = if e & t == 0 {
+                    *v = if e & t == 0 {
                         pos(e) as u32
                     } else {
                         16 + pos(e - t) as u32
