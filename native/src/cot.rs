@@ -252,11 +252,7 @@ fn cot_leaves_recv_keys<'py>(
         .detach(|| {
             pool::install(|| {
                 let masks = leaves_recv_keys(k, ell, &widths, x)?;
-                let mut d = crate::millionaire::field_bits(x, ell);
-                for (o, p) in d.iter_mut().zip(pack_bits(b)) {
-                    *o ^= p;
-                }
-                Ok::<_, String>((d, masks))
+                Ok::<_, String>((corrections(b, x, ell), masks))
             })
         })
         .map_err(err)?;
@@ -264,6 +260,25 @@ fn cot_leaves_recv_keys<'py>(
         numpy::PyArray1::from_vec(py, d),
         masks.into_iter().map(|c| numpy::PyArray1::from_vec(py, c)).collect(),
     ))
+}
+
+/// R's corrections d = bits(x) ⊕ b (bit i·ell + t: bit t of x_i), packed; in parallel over runs of 8·k entries
+/// (whole bytes).
+fn corrections(b: &[u8], x: &[u64], ell: usize) -> Vec<u8> {
+    const RUN: usize = 1 << 14;
+    let mut d = vec![0u8; (x.len() * ell).div_ceil(8)];
+    d.par_chunks_mut(RUN * ell / 8)
+        .zip(x.par_chunks(RUN).zip(b.par_chunks(RUN * ell)))
+        .for_each(|(o, (x, b))| {
+            for ((o, f), p) in o
+                .iter_mut()
+                .zip(crate::millionaire::field_bits(x, ell))
+                .zip(pack_bits(b))
+            {
+                *o = f ^ p;
+            }
+        });
+    d
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -20,6 +20,8 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use rand_chacha::ChaCha20Rng;
+use rand_chacha::rand_core::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::bfv::pool;
@@ -253,6 +255,15 @@ where
 pub const KEY_BYTES: usize = 4;
 pub const KEY_BLOCK_BITS: usize = 4;
 
+/// The 57 bits of the packed bit string `d` from bit `at` on (bit t of the result: bit at + t; past the end: 0).
+fn bits_at(d: &[u8], at: usize) -> u64 {
+    let (lo, sh) = (at / 8, at % 8);
+    let mut w = [0u8; 8];
+    let n = d.len().saturating_sub(lo).min(8);
+    w[..n].copy_from_slice(&d[lo..lo + n]);
+    u64::from_le_bytes(w) >> sh
+}
+
 fn key32(k: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(k[at..at + 4].try_into().expect("4 bytes"))
 }
@@ -270,9 +281,9 @@ pub fn leaves_send_keys(
 ) -> Result<Vec<Vec<u8>>, String> {
     let m = inp.y.len();
     let bl = blocks(ell, widths)?;
-    if bl.iter().any(|&(_, w)| w > KEY_BLOCK_BITS) {
+    if bl.iter().any(|&(_, w)| w > KEY_BLOCK_BITS) || ell > 57 {
         return Err(format!(
-            "millionaire: keys of {KEY_BYTES} bytes serve blocks of ≤ {KEY_BLOCK_BITS} bits"
+            "millionaire: keys of {KEY_BYTES} bytes serve blocks of ≤ {KEY_BLOCK_BITS} bits, inputs of ≤ 57 bits"
         ));
     }
     if k0.len() != KEY_BYTES * m * ell || k1.len() != k0.len() || d.len() != (m * ell).div_ceil(8) {
@@ -288,36 +299,41 @@ pub fn leaves_send_keys(
     let mut cts: Vec<Vec<u8>> = bl.iter().map(|&(_, w)| vec![0u8; ct_bytes(m, w)]).collect();
     let outs: Vec<Shared> = cts.iter_mut().map(|c| Shared::new(c)).collect();
     let lays: Vec<Layout> = bl.iter().map(|&(_, w)| Layout::new(w)).collect();
+    let clears: Vec<Vec<u32>> = lays
+        .iter()
+        .map(|l| l.clear.iter().map(|&c| c as u32).collect())
+        .collect();
     (0..m.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
         let (first, count) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
-        for (b, ((&(p, w), out), lay)) in bl.iter().zip(&outs).zip(&lays).enumerate() {
-            let (lo, hi) = ((first << w) / 4, ct_bytes(first + count, w));
-            // SAFETY: the chunks' entry ranges (multiples of 8 entries), hence these byte ranges, are disjoint.
-            let out = unsafe { out.slice(lo, hi - lo) };
-            let clear: Vec<u32> = lay.clear.iter().map(|&c| c as u32).collect();
-            let (full, lt, eq) = (lay.full as u32, lay.lt as u32, lay.eq as u32);
-            let bytes = (2usize << w).div_ceil(8);
-            for kk in 0..count {
-                let i = first + kk;
+        // SAFETY: the chunks' entry ranges (multiples of 8 entries), hence these byte ranges, are disjoint.
+        let mut outs: Vec<&mut [u8]> = bl
+            .iter()
+            .zip(&outs)
+            .map(|(&(_, w), o)| {
+                let lo = (first << w) / 4;
+                unsafe { o.slice(lo, ct_bytes(first + count, w) - lo) }
+            })
+            .collect();
+        // entry by entry, all its blocks: each entry's ell keys are read once, in order
+        for kk in 0..count {
+            let i = first + kk;
+            let (r0, r1) = (&k0[4 * i * ell..4 * (i + 1) * ell], &k1[4 * i * ell..4 * (i + 1) * ell]);
+            let dw = bits_at(d, i * ell); // bit t: d_{i·ell + t}
+            for (b, ((&(p, w), out), lay)) in bl.iter().zip(outs.iter_mut()).zip(&lays).enumerate() {
                 let mut msg = lay.base[((inp.y[i] >> p) & ((1 << w) - 1)) as usize] as u32;
-                for (s, &cl) in clear.iter().enumerate() {
-                    let j = i * ell + p + s;
-                    let (a, bb) = (key32(k0, 4 * j), key32(k1, 4 * j));
+                for (s, &cl) in clears[b].iter().enumerate() {
+                    let (a, bb) = (key32(r0, 4 * (p + s)), key32(r1, 4 * (p + s)));
                     // (K_{t,0} & c) | (K_{t,1} & !c) with the keys swapped where d_j = 1, without a branch
-                    let dm = 0u32.wrapping_sub(u32::from(d[j / 8] >> (j % 8) & 1));
+                    let dm = 0u32.wrapping_sub((dw >> (p + s)) as u32 & 1);
                     msg ^= bb ^ ((a ^ bb) & (cl ^ dm));
                 }
-                if inp.ls[b][i] & 1 == 1 {
-                    msg ^= lt;
-                }
-                if inp.es[b][i] & 1 == 1 {
-                    msg ^= eq;
-                }
-                let v = (msg & full).to_le_bytes();
-                match bytes {
-                    1 if w == 1 => out[kk / 2] |= v[0] << (4 * (kk % 2)),
+                msg ^= (lay.lt as u32) & 0u32.wrapping_sub(u32::from(inp.ls[b][i] & 1));
+                msg ^= (lay.eq as u32) & 0u32.wrapping_sub(u32::from(inp.es[b][i] & 1));
+                let v = (msg & lay.full as u32).to_le_bytes();
+                match w {
+                    1 => out[kk / 2] |= v[0] << (4 * (kk % 2)),
                     4 => out[4 * kk..4 * kk + 4].copy_from_slice(&v),
-                    2 => out[2 * kk..2 * kk + 2].copy_from_slice(&v[..2]),
+                    3 => out[2 * kk..2 * kk + 2].copy_from_slice(&v[..2]),
                     _ => out[kk] = v[0],
                 }
             }
@@ -345,8 +361,9 @@ pub fn leaves_recv_keys(k: &[u8], ell: usize, widths: &[usize], x: &[u64]) -> Re
         let mut outs: Vec<&mut [u8]> = outs.iter().map(|o| unsafe { o.slice(first, count) }).collect();
         for kk in 0..count {
             let i = first + kk;
+            let r = &k[4 * i * ell..4 * (i + 1) * ell];
             for (&(p, w), out) in bl.iter().zip(outs.iter_mut()) {
-                let key = (0..w).fold(0u32, |a, s| a ^ key32(k, 4 * (i * ell + p + s)));
+                let key = (p..p + w).fold(0u32, |a, t| a ^ key32(r, 4 * t));
                 out[kk] = (key >> (2 * ((x[i] >> p) & ((1 << w) - 1)))) as u8 & 3;
             }
         }
@@ -450,14 +467,18 @@ fn low32(keys: &[u8], k: usize, i: usize) -> u32 {
 }
 
 /// S's B2A step: (D_i = r0 − r1 + b_S mod 2^32 as little-endian u32 bytes, its share b_S − 2·(−r0) mod 2^32),
-/// r the keys' first four bytes.
-pub fn b2a_send(k0: &[u8], k1: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u64>), String> {
+/// r the keys' first four bytes; `swap` (packed bits, little-endian): R's corrections of Ferret's COTs, bit i set
+/// exchanges entry i's two keys.
+pub fn b2a_send(k0: &[u8], k1: &[u8], b: &[u8], swap: Option<&[u8]>) -> Result<(Vec<u8>, Vec<u64>), String> {
     let n = b.len();
     if n == 0 {
         return Ok((vec![], vec![]));
     }
     let k = width(k0.len(), n, 4).filter(|_| k1.len() == k0.len());
     let k = k.ok_or_else(|| format!("B2A: expected {n} keys of 4..=16 bytes"))?;
+    if swap.is_some_and(|s| s.len() != n.div_ceil(8)) {
+        return Err(format!("B2A: expected {n} correction bits"));
+    }
     let (mut d, mut share) = (vec![0u8; 4 * n], vec![0u64; n]);
     d.par_chunks_mut(4 * CHUNK)
         .zip(share.par_chunks_mut(CHUNK))
@@ -465,12 +486,32 @@ pub fn b2a_send(k0: &[u8], k1: &[u8], b: &[u8]) -> Result<(Vec<u8>, Vec<u64>), S
         .for_each(|(c, (d, share))| {
             for (j, (d, s)) in d.chunks_exact_mut(4).zip(share.iter_mut()).enumerate() {
                 let i = c * CHUNK + j;
-                let (r0, r1, bi) = (low32(k0, k, i), low32(k1, k, i), u32::from(b[i]));
+                let (mut r0, mut r1, bi) = (low32(k0, k, i), low32(k1, k, i), u32::from(b[i]));
+                if swap.is_some_and(|s| (s[i / 8] >> (i % 8)) & 1 == 1) {
+                    (r0, r1) = (r1, r0);
+                }
                 d.copy_from_slice(&r0.wrapping_sub(r1).wrapping_add(bi).to_le_bytes());
                 *s = u64::from(bi.wrapping_sub(r0.wrapping_neg().wrapping_mul(2)));
             }
         });
     Ok((d, share))
+}
+
+/// n uniform bits, one per byte (0 or 1): ChaCha20 keyed by `seed` (32 bytes from the OS), stream c for the
+/// c-th CHUNK of them.
+pub fn random_bits(seed: [u8; 32], n: usize) -> Vec<u8> {
+    let mut out = vec![0u8; n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
+        let mut rng = ChaCha20Rng::from_seed(seed);
+        rng.set_stream(c as u64);
+        for w in o.chunks_mut(64) {
+            let v = rng.next_u64();
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = (v >> i) as u8 & 1;
+            }
+        }
+    });
+    out
 }
 
 /// R's B2A step: its share b_R − 2·(rc + b_R·D) mod 2^32.
@@ -603,17 +644,31 @@ fn py_triples_recv<'py>(
     Ok(c.into_pyarray(py))
 }
 
-/// S's B2A: ROT keys k0, k1 (n, width ≥ 4), its bits (n,) uint8 → (D as 4n bytes uint8, its shares (n,) uint64).
+/// S's B2A: ROT keys k0, k1 (n, width ≥ 4), its bits (n,) uint8, optional packed swap bits (``b2a_send``) →
+/// (D as 4n bytes uint8, its shares (n,) uint64).
 #[pyfunction(name = "b2a_send")]
+#[pyo3(signature = (k0, k1, b, swap=None))]
 fn py_b2a_send<'py>(
     py: Python<'py>,
     k0: PyReadonlyArrayDyn<'py, u8>,
     k1: PyReadonlyArrayDyn<'py, u8>,
     b: PyReadonlyArrayDyn<'py, u8>,
+    swap: Option<PyReadonlyArrayDyn<'py, u8>>,
 ) -> PyResult<(Bits<'py>, Bound<'py, PyArray1<u64>>)> {
     let (k0, k1, b) = (contiguous(&k0, "k0")?, contiguous(&k1, "k1")?, contiguous(&b, "b")?);
-    let (d, s) = py.detach(|| pool::install(|| b2a_send(k0, k1, b))).map_err(err)?;
+    let swap = swap.as_ref().map(|s| contiguous(s, "swap")).transpose()?;
+    let (d, s) = py.detach(|| pool::install(|| b2a_send(k0, k1, b, swap))).map_err(err)?;
     Ok((d.into_pyarray(py), s.into_pyarray(py)))
+}
+
+/// n uniform bits (n,) uint8 of 0/1 from a 32-byte seed (``random_bits``).
+#[pyfunction(name = "random_bits")]
+fn py_random_bits<'py>(py: Python<'py>, seed: &[u8], n: usize) -> PyResult<Bits<'py>> {
+    let seed: [u8; 32] = seed
+        .try_into()
+        .map_err(|_| PyValueError::new_err("random_bits: a 32-byte seed"))?;
+    let v = py.detach(|| pool::install(|| random_bits(seed, n)));
+    Ok(v.into_pyarray(py))
 }
 
 /// R's B2A: ROT keys kr (n, width ≥ 4), its bits (n,) uint8, S's D (4n bytes) → its shares (n,) uint64.
@@ -636,6 +691,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_triples_send, m)?)?;
     m.add_function(wrap_pyfunction!(py_triples_recv, m)?)?;
     m.add_function(wrap_pyfunction!(py_b2a_send, m)?)?;
+    m.add_function(wrap_pyfunction!(py_random_bits, m)?)?;
     m.add_function(wrap_pyfunction!(py_b2a_recv, m)?)?;
     Ok(())
 }
@@ -715,13 +771,40 @@ mod tests {
         let (k0, k1) = (keys(n, 9), keys(n, 77));
         let bs: Vec<u8> = (0..n).map(|i| (i % 3 == 0) as u8).collect();
         let br: Vec<u8> = (0..n).map(|i| (i % 5 == 0) as u8).collect();
-        let kr: Vec<u8> = (0..n)
-            .flat_map(|i| if br[i] == 1 { &k1 } else { &k0 }[16 * i..16 * i + 16].to_vec())
+        let sw: Vec<u8> = (0..n).map(|i| (i % 7 < 3) as u8).collect();
+        let packed: Vec<u8> = sw
+            .chunks(8)
+            .map(|c| c.iter().enumerate().fold(0, |a, (j, &b)| a | (b << j)))
             .collect();
-        let (d, s) = b2a_send(&k0, &k1, &bs).unwrap();
-        let r = b2a_recv(&kr, &br, &d).unwrap();
-        for i in 0..n {
-            assert_eq!((s[i] + r[i]) & 0xFFFF_FFFF, u64::from(bs[i] ^ br[i]));
+        // R's key of its bit in S's frame: the swapped pair when the correction bit is set
+        for swap in [None, Some(&packed[..])] {
+            let kr: Vec<u8> = (0..n)
+                .flat_map(|i| {
+                    let c = br[i] ^ if swap.is_some() { sw[i] } else { 0 };
+                    let k = if c == 1 { &k1 } else { &k0 };
+                    k[16 * i..16 * i + 16].to_vec()
+                })
+                .collect();
+            let (d, s) = b2a_send(&k0, &k1, &bs, swap).unwrap();
+            let r = b2a_recv(&kr, &br, &d).unwrap();
+            for i in 0..n {
+                assert_eq!((s[i] + r[i]) & 0xFFFF_FFFF, u64::from(bs[i] ^ br[i]));
+            }
         }
+        assert!(b2a_send(&k0, &k1, &bs, Some(&packed[1..])).is_err());
+    }
+
+    #[test]
+    fn random_bits_are_bits_of_the_seed() {
+        let n = 3 * CHUNK + 5;
+        let (a, b, c) = (
+            random_bits([1; 32], n),
+            random_bits([1; 32], n),
+            random_bits([2; 32], n),
+        );
+        assert!(a == b && a != c && a.iter().all(|&x| x < 2));
+        let ones = a.iter().map(|&x| x as usize).sum::<usize>();
+        assert!(ones.abs_diff(n / 2) < 2000, "{ones} ones of {n}");
+        assert_ne!(a[..CHUNK], a[CHUNK..2 * CHUNK]); // a stream per chunk
     }
 }

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from privface.crypto import millionaire as library
 from privface.crypto.exchange import Chan, Part, Wire, bits_part, pack, unpack
 from privface.crypto.millionaire import (
     BLOCK_BITS,
@@ -35,8 +36,6 @@ from privface.crypto.millionaire import (
     _check_inputs,
     _levels,
     _run,
-    _tree_inputs,
-    _tree_outputs,
     _widths,
     random_bits,
     u_part,
@@ -46,6 +45,23 @@ from .otext_oracle import KAPPA, IKNPReceiver, IKNPSender
 
 __all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "drelu_S",
            "drelu_shares", "millionaire", "millionaire_R", "millionaire_S", "random_bits"]
+
+
+def _packed(bits: list) -> list:
+    return [None if v is None else pack(v) for v in bits]
+
+
+def _tree_inputs(lt: list, eq: list) -> tuple[np.ndarray, np.ndarray]:
+    """The library's tree shape (``millionaire._tree_inputs``, on packed bits) on unpacked bits."""
+    m, n = lt[0].size, (2 * (len(lt) // 2) - 1) * lt[0].size
+    x, y = library._tree_inputs(_packed(lt), _packed(eq), m)
+    return unpack(x, n), unpack(y, n)
+
+
+def _tree_outputs(lt: list, eq: list, z: np.ndarray, m: int) -> tuple[list, list]:
+    """``millionaire._tree_outputs`` on unpacked bits."""
+    nl, ne = library._tree_outputs(_packed(lt), _packed(eq), pack(z), m)
+    return [unpack(v, m) for v in nl], [None if v is None else unpack(v, m) for v in ne]
 
 
 def _bits(k: np.ndarray) -> np.ndarray:

@@ -24,7 +24,9 @@ The generators keep the message order and the random bits; every per-entry step 
 2^w masked leaf messages and their decoding, the triples from the ROT keys, B2A) is one native call over the
 whole batch (native/src/millionaire.rs), releasing the GIL. The leaves' OTs are extended inside those calls
 (``IKNPSender.reserve``), so their 16-byte keys never reach memory; the triples keep one byte of each key and
-B2A four. The numpy steps they replaced are the test oracle
+B2A four. The AND tree's bits stay packed eight to a byte (``exchange.pack``, as they go on the wire), so a tree level
+is a few numpy operations on m/8 bytes; random bits come from ChaCha20 keyed from the OS (``random_bits``). The numpy
+steps they replaced are the test oracle
 (tests/helpers/millionaire_oracle.py): the same keys and random bits give the same messages, byte for byte.
 """
 from __future__ import annotations
@@ -51,7 +53,9 @@ __all__ = ["BLOCK_BITS", "MASK32", "Wire", "b2a", "b2a_R", "b2a_S", "drelu_R", "
 
 
 def random_bits(n: int) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(os.urandom((n + 7) // 8), dtype=np.uint8))[:n]
+    """n uniform bits (uint8 0/1): ChaCha20 keyed from the OS (native, one pass; ``os.urandom`` for every bit was
+    the slowest step of a comparison)."""
+    return ext.random_bits(os.urandom(32), n)
 
 
 def ots_for_drelu(m: int, ell: int) -> int:
@@ -85,38 +89,53 @@ def _levels(blocks: int, m: int) -> list[int]:
     return sizes
 
 
-def _tree_inputs(lt: list, eq: list) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) of one level's AND gates: eq_hi ∧ lt_lo for every pair, then eq_hi ∧ eq_lo for all but the lowest."""
+def _cat(parts: list, m: int) -> np.ndarray:
+    """Packed strings of m bits each (``exchange.pack``), one after another, packed."""
+    if m % 8 == 0:
+        return np.concatenate(parts)
+    return pack(np.concatenate([unpack(p, m) for p in parts]))
+
+
+def _cut(z: np.ndarray, i: int, m: int) -> np.ndarray:
+    """Bits i·m … (i + 1)·m − 1 of the packed string z, packed."""
+    if m % 8 == 0:
+        return z[i * m // 8:(i + 1) * m // 8]
+    return pack(unpack(z, (i + 1) * m)[i * m:])
+
+
+def _tree_inputs(lt: list, eq: list, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of one level's AND gates: eq_hi ∧ lt_lo for every pair, then eq_hi ∧ eq_lo for all but the lowest
+    (packed, m bits per node)."""
     pairs = len(lt) // 2
     eh = [eq[2 * i + 1] for i in range(pairs)]
-    return (np.concatenate(eh + eh[1:]),
-            np.concatenate([lt[2 * i] for i in range(pairs)] + [eq[2 * i] for i in range(1, pairs)]))
+    return _cat(eh + eh[1:], m), _cat([lt[2 * i] for i in range(pairs)] + [eq[2 * i] for i in range(1, pairs)], m)
 
 
 def _tree_outputs(lt: list, eq: list, z: np.ndarray, m: int) -> tuple[list, list]:
     """The next level's (lt, eq): lt_hi ⊕ (eq_hi ∧ lt_lo) and eq_hi ∧ eq_lo (None for the lowest node)."""
     pairs = len(lt) // 2
-    nl = [lt[2 * i + 1] ^ z[i * m:(i + 1) * m] for i in range(pairs)]
-    ne = [None] + [z[(pairs + i - 1) * m:(pairs + i) * m] for i in range(1, pairs)]
+    nl = [lt[2 * i + 1] ^ _cut(z, i, m) for i in range(pairs)]
+    ne = [None] + [_cut(z, pairs + i - 1, m) for i in range(1, pairs)]
     if len(lt) % 2:
         nl.append(lt[-1])
         ne.append(eq[-1])
     return nl, ne
 
 
-def _check_inputs(v, ell: int) -> np.ndarray:
+def _check_inputs(v, ell: int, *, bounded: bool = False) -> np.ndarray:
+    """``bounded``: the caller masked v to ell bits (``drelu_*``), so the value check is skipped."""
     v = np.asarray(v, dtype=np.uint64)
     if v.ndim != 1 or v.size == 0 or not 1 <= ell <= 63:
         raise CryptoError("millionaire: inputs must be a non-empty vector of ≤ 63 bits")
-    if np.any(v >> np.uint64(ell)):
+    if not bounded and np.any(v >> np.uint64(ell)):
         raise CryptoError(f"millionaire: inputs exceed {ell} bits")
     return v
 
 
 # ------------------------------------------------------------------------------------------ receiver R
-def millionaire_R(R: Receiver, x_R, ell: int, ch: Chan, phase: str):
-    """R's boolean share of [x_R < y_S] (ell-bit unsigned, CrypTFlow2 Π_MILL)."""
-    x_R = np.ascontiguousarray(_check_inputs(x_R, ell))
+def millionaire_R(R: Receiver, x_R, ell: int, ch: Chan, phase: str, *, bounded: bool = False):
+    """R's boolean share of [x_R < y_S] (ell-bit unsigned, CrypTFlow2 Π_MILL); ``bounded``: x_R < 2^ell is known."""
+    x_R = np.ascontiguousarray(_check_inputs(x_R, ell, bounded=bounded))
     m, widths = x_R.size, _widths(ell)
     sizes = _levels(len(widths), m)
     pending = []
@@ -137,23 +156,23 @@ def millionaire_R(R: Receiver, x_R, ell: int, ch: Chan, phase: str):
             ch.send(phase, u_t)
             pending.append((a, b, k_t))
     parts = yield from ch.recv(*[bits_part(m * (2 << w)) for w in widths], *[bits_part(n) for n in sizes], phase=phase)
-    lt, eq, p = [], [], 0
+    lt, eq, p = [], [], 0  # the tree's bits packed (``exchange.pack``), as they go on the wire
     for w, ct, mask in zip(widths, parts, masks):  # R's block value selects one message; its key is ⊕_t K_{t, x_t}
         got_lt, got_eq = ext.mill_leaf_open(np.ascontiguousarray(ct), p, w, x_R, mask)
-        lt.append(got_lt)
-        eq.append(got_eq)
+        lt.append(pack(got_lt))
+        eq.append(pack(got_eq))
         p += w
     triples = []
     for (a, b, k_t), e, n in zip(pending, parts[len(widths):], sizes):
-        triples.append((a, b, ext.triples_recv(k_t, a, b, unpack(e, n))))
+        triples.append((pack(a), pack(b), pack(ext.triples_recv(k_t, a, b, unpack(e, n)))))
     for (a, b, c), n in zip(triples, sizes):  # one round per level: R's (e, f), then S's
-        x, y = _tree_inputs(lt, eq)
+        x, y = _tree_inputs(lt, eq, m)
         e_R, f_R = x ^ a, y ^ b
-        ch.send(phase, pack(e_R), pack(f_R))
+        ch.send(phase, e_R, f_R)
         e_S, f_S = yield from ch.recv(bits_part(n), bits_part(n), phase=phase)
-        e, f = e_R ^ unpack(e_S, n), f_R ^ unpack(f_S, n)
+        e, f = e_R ^ e_S, f_R ^ f_S
         lt, eq = _tree_outputs(lt, eq, c ^ (e & b) ^ (f & a), m)
-    return lt[0].astype(np.uint8)
+    return unpack(lt[0], m)
 
 
 def b2a_R(R: Receiver, b_R: np.ndarray, ch: Chan, phase: str):
@@ -174,14 +193,16 @@ def drelu_R(R: Receiver, z_R, ell: int, ch: Chan, phase: str):
     MSB(z) = MSB(z_S) ⊕ MSB(z_R) ⊕ [low(z_S) + low(z_R) ≥ 2^(ell−1)], the carry by the millionaires' protocol."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_R = np.asarray(z_R, dtype=np.uint64)
-    c_R = yield from millionaire_R(R, half - (z_R & half), ell - 1, ch, phase)
-    return ((z_R >> np.uint64(ell - 1)) & np.uint64(1)).astype(np.uint8) ^ c_R
+    x_R = np.bitwise_and(z_R, half)
+    np.bitwise_xor(x_R, half, out=x_R)  # half − low(z_R)
+    c_R = yield from millionaire_R(R, x_R, ell - 1, ch, phase, bounded=True)
+    return ((z_R >> np.uint64(ell - 1)).astype(np.uint8) & 1) ^ c_R
 
 
 # -------------------------------------------------------------------------------------------- sender S
-def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
+def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str, *, bounded: bool = False):
     """S's boolean share of [x_R < y_S]."""
-    y_S = _check_inputs(y_S, ell)
+    y_S = _check_inputs(y_S, ell, bounded=bounded)
     m, widths = y_S.size, _widths(ell)
     sizes = _levels(len(widths), m)
     if isinstance(S, FerretSender):
@@ -190,15 +211,16 @@ def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
         us = yield from ch.recv(u_part(m * ell, S.rows), *[u_part(2 * n, S.rows) for n in sizes], phase=phase)
     # the 2^w messages (lt ⊕ [v < y_j], eq ⊕ [v = y_j]) of every block, masked by bits 2v, 2v + 1 of ⊕_t K_{t, v_t}
     rand = [(random_bits(m), random_bits(m)) for _ in widths]
-    lt, eq = [ls for ls, _ in rand], [es for _, es in rand]
+    ls, es = [x for x, _ in rand], [x for _, x in rand]
     y_S = np.ascontiguousarray(y_S)
     if isinstance(S, FerretSender):
         k0, k1, _ = S.take(m * ell)
-        cts = ext.cot_leaves_send_keys(k0, k1, np.ascontiguousarray(d), ell, widths, y_S, lt, eq)
+        cts = ext.cot_leaves_send_keys(k0, k1, np.ascontiguousarray(d), ell, widths, y_S, ls, es)
     else:
         u = us[0].reshape(S.rows, -1)
         core, counter = S.reserve(u, m * ell)
-        cts = ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, lt, eq)
+        cts = ext.mill_leaves_send(core, np.ascontiguousarray(u), counter, ell, widths, y_S, ls, es)
+    lt, eq = [pack(x) for x in ls], [pack(x) for x in es]  # the tree's bits packed, as on the wire
     for ct in cts:
         ch.send(phase, ct)
     triples = []
@@ -210,31 +232,29 @@ def millionaire_S(S: Sender, y_S, ell: int, ch: Chan, phase: str):
         b = random_bits(n)
         a, c, corr = ext.triples_send(t0, t1, b)
         ch.send(phase, pack(corr))
-        triples.append((a, b, c))
+        triples.append((pack(a), pack(b), pack(c)))
     for (a, b, c), n in zip(triples, sizes):
         e_R, f_R = yield from ch.recv(bits_part(n), bits_part(n), phase=phase)
-        x, y = _tree_inputs(lt, eq)
+        x, y = _tree_inputs(lt, eq, m)
         e_S, f_S = x ^ a, y ^ b
-        ch.send(phase, pack(e_S), pack(f_S))
-        e, f = e_S ^ unpack(e_R, n), f_S ^ unpack(f_R, n)
+        ch.send(phase, e_S, f_S)
+        e, f = e_S ^ e_R, f_S ^ f_R
         lt, eq = _tree_outputs(lt, eq, c ^ (e & b) ^ (f & a) ^ (e & f), m)
-    return lt[0].astype(np.uint8)
+    return unpack(lt[0], m)
 
 
 def b2a_S(S: Sender, b_S: np.ndarray, ch: Chan, phase: str):
     """S's additive share mod 2^32 (uint64) of the bit b_S ⊕ b_R."""
     b_S = np.ascontiguousarray(b_S, dtype=np.uint8)
+    swap = None
     if isinstance(S, FerretSender):
         (d,) = yield from ch.recv(bits_part(b_S.size), phase=phase)
         k0, k1, _ = S.take(b_S.size)
-        swap = unpack(d, b_S.size).astype(bool)  # R's correction: key c is H(j, s_j ⊕ (c ⊕ d_j)·Δ)
-        h0, h1 = k0.view(np.uint32)[:, 0], k1.view(np.uint32)[:, 0]
-        k0, k1 = (np.where(swap, h1, h0).view(np.uint8).reshape(-1, 4),
-                  np.where(swap, h0, h1).view(np.uint8).reshape(-1, 4))
+        swap = np.ascontiguousarray(d)  # R's correction d_j: key c is H(j, s_j ⊕ (c ⊕ d_j)·Δ)
     else:
         (u,) = yield from ch.recv(u_part(b_S.size, S.rows), phase=phase)
         k0, k1 = S.extend(u.reshape(S.rows, -1), b_S.size, width=4)
-    D, share = ext.b2a_send(k0, k1, b_S)  # D = r0 − r1 + b_S, S's share b_S − 2·(−r0) (mod 2^32)
+    D, share = ext.b2a_send(k0, k1, b_S, swap)  # D = r0 − r1 + b_S, S's share b_S − 2·(−r0) (mod 2^32)
     ch.send(phase, D)
     return share
 
@@ -243,8 +263,8 @@ def drelu_S(S: Sender, z_S, ell: int, ch: Chan, phase: str):
     """S's boolean share of [z ≥ 0] (``drelu_R``)."""
     half = np.uint64((1 << (ell - 1)) - 1)
     z_S = np.asarray(z_S, dtype=np.uint64)
-    c_S = yield from millionaire_S(S, z_S & half, ell - 1, ch, phase)
-    return 1 ^ ((z_S >> np.uint64(ell - 1)) & np.uint64(1)).astype(np.uint8) ^ c_S
+    c_S = yield from millionaire_S(S, z_S & half, ell - 1, ch, phase, bounded=True)
+    return 1 ^ ((z_S >> np.uint64(ell - 1)).astype(np.uint8) & 1) ^ c_S
 
 
 # ------------------------------------------------------------------------------- both sides in process

@@ -92,7 +92,8 @@ def reveal_cs(S: IKNPSender, d0: np.ndarray, wire: Wire, batch: int = BATCH):
         raise ProtocolError("result revealing needs a non-empty share vector")
     ch, total = Chan(wire), np.uint64(0)
     for lo in range(0, d0.size, batch):
-        b = yield from drelu_S(S, d0[lo:lo + batch].astype(np.uint64), COMPARE_BITS, ch, "compare")
+        z = d0[lo:lo + batch].astype(np.int64, copy=False).view(np.uint64)  # as astype(uint64), without a copy
+        b = yield from drelu_S(S, z, COMPARE_BITS, ch, "compare")
         a = yield from b2a_S(S, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
     mu = yield from drelu_S(S, np.array([(total - np.uint64(1)) & MASK32]), SUM_BITS, ch, "final")
@@ -113,7 +114,7 @@ def reveal_verifier(R: IKNPReceiver, d1: np.ndarray, ts: int, wire: Wire, batch:
         raise ProtocolError(f"threshold must lie in [−2^{TS_BOUND.bit_length() - 1}, 2^{TS_BOUND.bit_length() - 1}]")
     ch, total = Chan(wire, count_received=count_received), np.uint64(0)
     for lo in range(0, d1.size, batch):
-        z = np.mod(d1[lo:lo + batch] - ts, t).astype(np.uint64)
+        z = (d1[lo:lo + batch].astype(np.int64, copy=False) - ts).view(np.uint64) & np.uint64(t - 1)  # mod t
         b = yield from drelu_R(R, z, COMPARE_BITS, ch, "compare")
         a = yield from b2a_R(R, b, ch, "b2a")
         total = (total + a.sum(dtype=np.uint64)) & MASK32
